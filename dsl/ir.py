@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dsl.layout import Layout
+from dsl.send import SendAxis
 from dsl.source import NO_SPAN, Span
-from dsl.syntax import CollectiveKind
+from dsl.syntax import CollectiveKind, Count, Times
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class Input:
 
     out: Value
     span: Span = field(default=NO_SPAN, compare=False)
+    times: Times = ()
+    """The `repeat` blocks it runs in (outermost first): it runs their product of times."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,7 @@ class Einsum:
     contract: tuple[str, ...]
     span: Span = field(default=NO_SPAN, compare=False)
     case: str = ""
+    times: Times = ()  # as Input.times
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,9 @@ class Collective:
     span: Span = field(default=NO_SPAN, compare=False)
     reason: str = ""
     explicit: bool = False
+    times: Times = ()  # as Input.times
+    send: tuple[SendAxis, ...] = ()
+    """A `Send` (point-to-point, dsl/send.py): its entries; `out` has `src`'s layout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +79,7 @@ class LocalSlice:
     src: Value
     span: Span = field(default=NO_SPAN, compare=False)
     reason: str = ""
+    times: Times = ()  # as Input.times
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +90,7 @@ class Elementwise:
     out: Value
     args: tuple[Value, ...]
     span: Span = field(default=NO_SPAN, compare=False)
+    times: Times = ()  # as Input.times
 
 
 Op = Input | Einsum | Collective | LocalSlice | Elementwise
@@ -121,6 +130,11 @@ class CompiledProgram:
     topology: Topology | None = None
     params: tuple[str, ...] = ()
     """Arrays declared `param` (trainable)."""
+    repeats: tuple[Count, ...] = ()
+    """Every `repeat` block, in source order (nested ones after their parent)."""
+    array_times: tuple[tuple[str, Times], ...] = ()
+    """The `repeat` blocks around each array's declaration or assignment (arrays in none are
+    left out): such an array exists once per iteration."""
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:

@@ -5,7 +5,9 @@ Syntax errors are rewritten in the language's own terms (P-codes) with a span.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from lark import (
@@ -23,6 +25,7 @@ from lark.exceptions import VisitError
 import grammar
 from dsl.diagnostics import Diagnostic, Diagnostics
 from dsl.layout import DimSharding, Layout
+from dsl.send import SEND_NOTE, SendSyntaxError, parse_send
 from dsl.source import Source, Span
 from dsl.syntax import (
     ArrayDecl,
@@ -32,6 +35,7 @@ from dsl.syntax import (
     Call,
     CollectiveCall,
     Contract,
+    Count,
     DimDecl,
     HardwareDecl,
     MeshAxis,
@@ -82,10 +86,58 @@ def _size(tok: Token) -> int:
     return int(str(tok).replace("_", ""))
 
 
+@dataclass(frozen=True, slots=True)
+class _Repeat:
+    """A parsed `repeat` block, flattened into its parent by `_ToSyntax`."""
+
+    count: Count
+    body: tuple
+    repeats: tuple[Count, ...]
+
+
+def _flatten(items) -> tuple[list, list[Count]]:
+    statements, repeats = [], []
+    for item in items:
+        if isinstance(item, _Repeat):
+            statements.extend(item.body)
+            repeats.extend(item.repeats)
+        else:
+            statements.append(item)
+    return statements, repeats
+
+
 @v_args(meta=True)
 class _ToSyntax(Transformer):
     def start(self, meta, items):
-        return Program(tuple(items))
+        statements, repeats = _flatten(items)
+        return Program(tuple(statements), tuple(repeats))
+
+    # `repeat COUNT { ... }`: a count is built as (text, precedence, names, tree); precedence
+    # 0 sum, 1 product, 2 atom, so `(M + P) * 2` keeps its parentheses and `M + P - 1` needs none.
+    def count_name(self, meta, items):
+        return (str(items[0]), 2, (str(items[0]),), str(items[0]))
+
+    def count_int(self, meta, items):
+        return (str(_size(items[0])), 2, (), _size(items[0]))
+
+    def count_binary(self, meta, items):
+        (lt, lp, ln, ltree), op, (rt, rp, rn, rtree) = items
+        prec = 0 if str(op) in "+-" else 1
+        if lp < prec:
+            lt = f"({lt})"
+        if rp <= prec and not (prec == 1 and rp == 1):
+            rt = f"({rt})"
+        return (f"{lt} {op} {rt}", prec, ln + rn, (str(op), ltree, rtree))
+
+    def count(self, meta, items):
+        text, _, names, tree = items[0]
+        return Count(text, tuple(dict.fromkeys(names)), meta.line, tree, _tree_span(meta))
+
+    def repeat_block(self, meta, items):
+        count, body = items[0], items[1:]
+        statements, repeats = _flatten(body)
+        statements = [dataclasses.replace(s, times=(count, *s.times)) for s in statements]
+        return _Repeat(count, tuple(statements), (count, *repeats))
 
     def dim_size(self, meta, items):
         name = items[0]
@@ -191,11 +243,27 @@ class _ToSyntax(Transformer):
         kind, parts, offset = _checked_subscript(tok, "collective")
         sp = _span(tok)
         sub_span = Span(sp.line, sp.col + offset, sp.end_line, sp.end_col)
+        if kind == "Send":
+            return _send_call(tok, arg, _tree_span(meta), sub_span)
         if kind in ("ReduceScatter", "AllToAll") and len(parts) >= 2:
             axes, dim = parts[:-1], parts[-1]
         else:
             axes, dim = parts, None
         return CollectiveCall(kind, tuple(axes), dim, arg, _tree_span(meta), sub_span)  # type: ignore[arg-type]
+
+
+def _send_call(tok: Token, arg, span: Span, sub_span: Span) -> CollectiveCall:
+    """`Send_{X: 0->3}(A)` / `Send_{P: +1}(A)`; C011 for an entry that is neither form."""
+    sp = _span(tok)
+    moves = parse_send(str(tok))
+    if isinstance(moves, SendSyntaxError):
+        raise _SyntaxProblem(Diagnostic(
+            "error", "C011", moves.message, sp.shifted(moves.offset, moves.width), moves.label,
+            (SEND_NOTE,)))
+    moves = tuple(dataclasses.replace(m, span=sp.shifted(m.span.col, m.span.end_col - m.span.col))
+                  for m in moves)
+    return CollectiveCall("Send", tuple(m.axis for m in moves), None, arg, span, sub_span,
+                          moves)
 
 
 def _unreduced_set(item) -> frozenset[str]:
@@ -264,8 +332,10 @@ def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
 #   P005 an unexpected token: a missing `=`, `:`, `,` or operator, a `)` that closes nothing
 #   P006 a size that is not a whole number      P007 a keyword used as a name
 #   P008 an empty subscript (`I_`, `I_{}`)      P009 an unterminated string
+#   P010 a misplaced `repeat` block part (no count; `mesh` or `backward` inside one)
 
-_KEYWORDS = ("mesh", "dim", "hardware")
+_KEYWORDS = ("mesh", "dim", "hardware", "param", "backward", "repeat")
+_KEYWORD_TOKENS = {k.upper() for k in _KEYWORDS}
 _END = {"_NL", "$END", "SEMICOLON"}
 _EXPR_START = {"NAME", "COLLECTIVE", "LPAR"}
 _OPERATORS = {"ADDOP", "MULOP", "CONTRACT"}
@@ -364,7 +434,7 @@ def _expected(accepts: set[str], ctx: str, prefix: str) -> str:
 
 def _token_phrase(tok: Token) -> str:
     text = str(tok)
-    if tok.type in ("MESH", "DIM", "HARDWARE"):
+    if tok.type in _KEYWORD_TOKENS:
         return f"keyword `{text}`"
     if tok.type == "INT" or text.isdigit():
         return f"number {text}"
@@ -383,9 +453,14 @@ def _error(code: str, message: str, span: Span, label: str = "",
 
 
 def _bracket_problem(line_text: str, line: int) -> Diagnostic | None:
-    """P002 for a bracket on the line that is never closed, P005 for one that closes nothing."""
+    """P002 for a bracket on the line that is never closed, P005 for one that closes nothing.
+    The braces of a `repeat` block span lines: a `{` ending a `repeat` line and a `}` starting
+    a line are not counted."""
+    opener = re.match(r"(\s*repeat\b[^{#]*)\{\s*(#.*)?$", line_text)
+    if opener:
+        line_text = opener.group(1)
     stack: list[tuple[str, int]] = []
-    i = 0
+    i = len(m.group(0)) if (m := re.match(r"\s*\}", line_text)) else 0
     while i < len(line_text):
         ch = line_text[i]
         if ch == "#":
@@ -499,6 +574,11 @@ def _syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
         found = _bracket_problem(lines[-1], line)
         if found is not None:
             return found
+        opened = [i for i, t in enumerate(lines, 1) if re.match(r"\s*repeat\b.*\{\s*(#.*)?$", t)]
+        if "RBRACE" in accepts and opened:
+            return _error("P002", "a `repeat` block is never closed", span, "expected `}`",
+                          (f"the last block opens on line {opened[-1]}; close it with `}}` "
+                           "on a line of its own",))
         prefix = _statement_prefix(lines[-1], len(lines[-1]))
         return _error("P002", "the program ends in the middle of a statement", span,
                       _expected(accepts, _context(prefix), prefix))
@@ -551,6 +631,16 @@ def _unexpected_token(tok: Token, line: int, col: int, line_text: str, accepts: 
         return _error("P002", "the statement ends too early", Span.point(line, col),
                       _expected(accepts, ctx, prefix))
     span = _span(tok)
+    if tok.type in _KEYWORD_TOKENS and "RBRACE" in accepts and tok.type not in accepts:
+        return _error("P010", f"`{text}` cannot be inside a `repeat` block", span,
+                      "not allowed here",
+                      ("a repeat block holds array and param declarations, assignments and "
+                       "other repeat blocks; put `mesh`, `dim`, `hardware` and `backward` "
+                       "outside it",))
+    if ctx == "repeat" and text == "{":
+        return _error("P010", "`repeat` needs a count", span, "expected a count before `{`",
+                      ("write repeat L { ... } with L a whole number, a dim or a mesh axis, "
+                       "or a sum or product of those",))
     found = _keyword_problem(prefix, line, col - 1, text)
     if found is not None:
         return found

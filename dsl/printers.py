@@ -29,6 +29,17 @@ def latex_name(name: str) -> str:
     return f"{base}_{{\\mathrm{{{sub}}}}}" if sub else base
 
 
+def latex_text(text: str) -> str:
+    r"""Text for LaTeX's text mode: an op such as `Send_{X: 0->3}` or `gelu_grad`.
+
+    >>> print(latex_text("Send_{X: 0->3}"))
+    Send\_\{X: 0$\to$3\}
+    """
+    for old, new in (("_", "\\_"), ("{", "\\{"), ("}", "\\}"), ("->", "$\\to$")):
+        text = text.replace(old, new)
+    return text
+
+
 def latex(expr) -> str:
     """`sympy.latex` with every symbol named by `latex_name`."""
     expr = sp.sympify(expr)
@@ -88,6 +99,10 @@ def render_text(r: Report) -> str:
                        f"= {r.totals[key]}")
         out.append(f"  {'T_step (schedule)':<18} {fmt_value(sched, 's'):>10}   "
                    "(prefetched gathers and async reductions overlap compute)")
+    if "t_recompute_s" in r.totals:
+        expr = r.totals["t_recompute_s"]
+        out.append(f"  {'T_recompute':<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}   "
+                   f"(--remat {r.options.get('remat')}: forward ops run again, in T_math)")
     per_level = [k for k in r.totals if k.startswith("t_comms_") and k not in (
         "t_comms_s", "t_comms_critical_s")]
     for key, expr in r.totals.items():
@@ -95,6 +110,7 @@ def render_text(r: Report) -> str:
             label = f"T_comms ({key[len('t_comms_'):-2]})"
             out.append(f"  {label:<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}")
     out.append(f"  {'bound':<18} {r.bound() or 'undecided (bind sizes and pick a chip)':>10}")
+    out.extend(_block_lines(r))
     if r.memory is not None:
         m = r.memory
         out.append("")
@@ -131,12 +147,14 @@ def render_text(r: Report) -> str:
                 out.append(f"    {mark} {a.description}{cond}")
     out.append("")
     out.append("ops")
-    rows = [("#", "line", "op", "axes", "from -> to", "FLOPs/dev", "bytes", "time", "bound",
-             "crossover")]
+    runs = any(c.count != 1 for c in r.ops)  # a `repeat`: say how often each op runs
+    rows = [("#", "line", *(("runs",) if runs else ()), "op", "axes", "from -> to", "FLOPs/dev",
+             "bytes", "time", "bound", "crossover")]
     for c in r.ops:
         t = r.value(c.time)
         bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
-        rows.append((str(c.index), str(c.line), c.op, format_axes(c.axes) if c.axes else "",
+        rows.append((str(c.index), str(c.line), *((str(c.count),) if runs else ()), c.op,
+                     format_axes(c.axes) if c.axes else "",
                      f"{c.src} -> {c.dst}", fmt_value(r.value(c.flops_per_device), "flop"),
                      fmt_value(r.value(bytes_), "B"), fmt_value(t, "s"),
                      r.op_bound(c) or "-",
@@ -186,6 +204,28 @@ def topology_lines(r: Report) -> list[str]:
     return lines
 
 
+BLOCK_SUMMARY = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"),
+                 ("T_comms", "t_comms_s", "s"), ("T_compute", "t_compute_s", "s"),
+                 ("FLOPs/device", "flops_per_device", "flop"),
+                 ("comm bytes/device", "comm_bytes", "B"))
+
+
+def _block_lines(r: Report) -> list[str]:
+    """Each `repeat` block: its figures for one iteration (a layer) and for all of them."""
+    if not r.cost.blocks:
+        return []
+    out = ["", "repeat blocks (per iteration, all iterations; op times in the table are per run)"]
+    for b in r.cost.blocks:
+        n = r.value(b.count)
+        runs = f"{n:g} times" if n is not None else "times unknown"
+        out.append(f"  line {b.line}: repeat {b.text}   ({runs})")
+        for label, key, unit in BLOCK_SUMMARY:
+            per, tot = b.per_iteration[key], b.total[key]
+            out.append(f"    {label:<18} {fmt_value(r.value(per), unit):>10} "
+                       f"{fmt_value(r.value(tot), unit):>10}   = {per} per iteration")
+    return out
+
+
 def _md_escape(s: str) -> str:
     return s.replace("|", "\\|")
 
@@ -202,6 +242,16 @@ def render_markdown(r: Report) -> str:
         expr = r.totals[key]
         out.append(f"| {label} | {fmt_value(r.value(expr), unit)} | ${latex(expr)}$ |")
     out.append(f"| bound | {r.bound() or 'undecided'} | |")
+    for b in r.cost.blocks:
+        out.append("")
+        out.append(f"`repeat {_md_escape(b.text)}` (line {b.line}):")
+        out.append("")
+        out.append("| quantity | per iteration | all iterations | per iteration |")
+        out.append("|---|---|---|---|")
+        for label, key, unit in BLOCK_SUMMARY:
+            per, tot = b.per_iteration[key], b.total[key]
+            out.append(f"| {label} | {fmt_value(r.value(per), unit)} | "
+                       f"{fmt_value(r.value(tot), unit)} | ${latex(per)}$ |")
     if r.conditions:
         out.append("")
         for c in r.conditions:
@@ -249,7 +299,7 @@ def render_latex(r: Report) -> str:
     out.append("  \\# & op & axes & bytes & time \\\\ \\hline")
     for c in r.ops:
         bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
-        out.append(f"  {c.index} & {c.op} & {format_axes(c.axes) if c.axes else ''} & "
+        out.append(f"  {c.index} & {latex_text(c.op)} & {format_axes(c.axes) if c.axes else ''} & "
                    f"${latex(bytes_)}$ & ${latex(c.time)}$ \\\\")
     out.append("\\end{tabular}")
     return "\n".join(out) + "\n"

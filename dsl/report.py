@@ -151,7 +151,7 @@ class Report:
             out.extend((c.t_bandwidth, c.t_latency))
         out.extend(self.totals.values())
         for a in self.cost.arrays:
-            out.extend((a.bytes_per_device, a.bytes_total))
+            out.extend((a.bytes_per_device, a.bytes_total, a.count))
         for cond in self.conditions:
             out.extend((cond.relation.lhs, cond.relation.rhs))
         if self.memory is not None:
@@ -159,8 +159,13 @@ class Report:
             out.extend((m.parameters, m.gradients, m.optimizer, m.activations, m.total))
         for c in self.ops:
             out.extend(x for _, x in c.levels)
+            out.append(c.count)
             if c.crossover_bytes is not None:
                 out.append(c.crossover_bytes)
+        for b in self.cost.blocks:
+            out.append(b.count)
+            out.extend(b.per_iteration.values())
+            out.extend(b.total.values())
         return [sp.sympify(e) for e in out]
 
     def evaluate(self) -> Report:
@@ -188,10 +193,11 @@ class Report:
 
         durations: dict[int, float] = {}
         for c in self.ops:
-            v = self.value(c.time)
+            v = self.value(c.time * c.count)
             if v is None:
                 return None
-            durations[c.index] = v
+            # an op the backward pass recomputes (--remat) runs twice
+            durations[c.index] = v * (2 if c.index in self.cost.recomputed else 1)
         return schedule(self.program, durations)
 
     def op_bound(self, c) -> str | None:
@@ -223,7 +229,8 @@ class Report:
             "bindings": dict(sorted(self.bindings.items())),
             "arrays": [{"name": a.name, "dtype": a.dtype, "layout": a.layout,
                         "bytes_per_device": self.q(a.bytes_per_device),
-                        "bytes_total": self.q(a.bytes_total)} for a in self.cost.arrays],
+                        "bytes_total": self.q(a.bytes_total), "instances": self.q(a.count)}
+                       for a in self.cost.arrays],
             "ops": [{"id": c.index, "line": c.line, "kind": c.kind, "op": c.op,
                      "axes": list(c.axes), "array": c.array, "from": c.src, "to": c.dst,
                      "reason": c.reason, **{k: self.q(getattr(c, f)) for k, f in OP_FIELDS},
@@ -233,8 +240,13 @@ class Report:
                      "levels": {lv: self.q(x) for lv, x in c.levels},
                      "bound": self.op_bound(c) if c.kind != "collective" else None,
                      "critical_path": (not c.overlap) if c.kind == "collective" else None,
-                     "overlap": c.overlap or None}
+                     "overlap": c.overlap or None,
+                     "runs": self.q(c.count), "repeat_lines": list(c.times)}
                     for c in self.ops],
+            "repeats": [{"line": b.line, "count": b.text, "runs": self.q(b.count),
+                         "per_iteration": {k: self.q(v) for k, v in b.per_iteration.items()},
+                         "total": {k: self.q(v) for k, v in b.total.items()}}
+                        for b in self.cost.blocks],
             "totals": {**{k: self.q(self.totals[k]) for k in TOTAL_FIELDS},
                        "memory_per_device_bytes": self.q(self.totals["memory_per_device_bytes"]),
                        "t_step_s": {"max": self.q(self.totals["t_step_max_s"]),
@@ -244,6 +256,10 @@ class Report:
                        "t_comms_by_level_s": {k[len("t_comms_"):-2]: self.q(v)
                                               for k, v in self.totals.items()
                                               if k.startswith("t_comms_") and k != "t_comms_s"},
+                       "recompute": ({"t_recompute_s": self.q(self.totals["t_recompute_s"]),
+                                      "flops_per_device": self.q(
+                                          self.totals["recompute_flops_per_device"])}
+                                     if "t_recompute_s" in self.totals else None),
                        "bound": self.bound()},
             "topology": self.topology_dict(),
             "memory": None if self.memory is None else {

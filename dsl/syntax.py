@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dsl.layout import Layout
+from dsl.send import SendAxis
 from dsl.source import NO_SPAN, Span
 
 DTYPES: dict[str, float] = {
@@ -16,11 +17,12 @@ DTYPES: dict[str, float] = {
 }
 """Bytes per element of each dtype the language accepts."""
 
-CollectiveKind = Literal["AllGather", "ReduceScatter", "AllReduce", "AllToAll",
+CollectiveKind = Literal["AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send",
                          "CollectivePermute"]
 """CollectivePermute is inserted by the compiler (a reshard that only moves blocks between
 devices, e.g. I_XY -> I_YX); programs cannot write it."""
-COLLECTIVE_KINDS: tuple[CollectiveKind, ...] = ("AllGather", "ReduceScatter", "AllReduce", "AllToAll")
+COLLECTIVE_KINDS: tuple[CollectiveKind, ...] = (
+    "AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,40 @@ class HardwareDecl:
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
 
 
+CountTree = int | str | tuple  # (op, CountTree, CountTree)
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    """The count of a `repeat` block: whole numbers, dims and mesh axes under `+`, `-`, `*`.
+
+    `text` is the count written back in a normal form (`M + P - 1`, `2 * (L - 1)`); the cost pass
+    turns it into a SymPy expression over the size symbols. `line` tells blocks apart."""
+
+    text: str
+    names: tuple[str, ...]
+    line: int
+    tree: CountTree = field(default=1, compare=False, repr=False)
+    """The count as a tree: a whole number, a name, or (op, left, right) with op in + - *."""
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+    def evaluate(self, sizes: dict[str, int]) -> int:
+        """The count with every name given a size."""
+        def walk(t: CountTree) -> int:
+            if isinstance(t, int):
+                return t
+            if isinstance(t, str):
+                return sizes[t]
+            op, lhs, rhs = t
+            a, b = walk(lhs), walk(rhs)
+            return a + b if op == "+" else a - b if op == "-" else a * b
+        return walk(self.tree)
+
+
+Times = tuple[Count, ...]
+"""The counts of the `repeat` blocks around a statement, outermost first; () outside any."""
+
+
 @dataclass(frozen=True, slots=True)
 class ArrayDecl:
     name: str
@@ -78,6 +114,8 @@ class ArrayDecl:
     dtype_span: Span = field(default=NO_SPAN, compare=False, repr=False)
     param: bool = False
     """`param W: ...`: trainable; `backward` derives its gradient dW, sharded like W."""
+    times: Times = ()
+    """Inside `repeat L { }`: one array per iteration (a layer's weights)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +174,9 @@ class CollectiveCall:
     arg: Expr
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     sub_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    send: tuple[SendAxis, ...] = ()
+    """`Send_{X: 0->3}(A)`, `Send_{P: +1}(A)`: the entries of a point-to-point send (dsl/send.py);
+    `axes` are their mesh axes."""
 
 
 Expr = Ref | Contract | Binary | Call | CollectiveCall
@@ -150,6 +191,8 @@ class Assign:
     expr: Expr
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     target_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    times: Times = ()
+    """Inside `repeat L { }`: the statement runs L times."""
 
 
 Stmt = MeshDecl | DimDecl | HardwareDecl | ArrayDecl | Assign | Backward
@@ -157,7 +200,11 @@ Stmt = MeshDecl | DimDecl | HardwareDecl | ArrayDecl | Assign | Backward
 
 @dataclass(frozen=True, slots=True)
 class Program:
+    """The statements in order. A `repeat` block is flattened by the parser: its statements
+    carry its count in `times`, and `repeats` lists every block (nested ones too)."""
+
     statements: tuple[Stmt, ...]
+    repeats: tuple[Count, ...] = ()
 
 
 ELEMENTWISE_FUNCTIONS: dict[str, int] = {

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from dsl.layout import Layout
+from dsl.send import is_shift
 from dsl.source import Span
 from dsl.syntax import (
     ArrayDecl,
@@ -28,6 +29,7 @@ from dsl.syntax import (
     Program,
     Ref,
     Stmt,
+    Times,
 )
 from passes.context import Context
 
@@ -58,6 +60,8 @@ class _Array:
     layout: Layout | None  # None: inferred by the compiler
     param: bool = False
     declared: bool = False
+    times: Times = ()
+    """The `repeat` blocks around the statement defining it."""
 
 
 @dataclass
@@ -67,6 +71,9 @@ class _Deriver:
     out: list[Stmt] = field(default_factory=list)
     counter: int = 0
     failed: bool = False
+    times: Times = ()
+    """The `repeat` blocks of the statement being normalized or differentiated: statements
+    emitted for it run as often as it does."""
 
     def run(self, program: Program) -> Program:
         marks = [i for i, s in enumerate(program.statements) if isinstance(s, Backward)]
@@ -91,22 +98,25 @@ class _Deriver:
         self.derive(assigns, span)
         if self.failed:
             return program
-        return Program(tuple(self.out) + tuple(program.statements[at + 1:]))
+        return Program(tuple(self.out) + tuple(program.statements[at + 1:]), program.repeats)
 
     # ---- the forward pass, one op per statement ----------------------------------------------
     def normalize(self, stmt: Stmt) -> list[Stmt]:
         match stmt:
             case ArrayDecl(name=name, dtype=dtype, layout=layout, param=param):
-                self.arrays[name] = _Array(layout.dim_names, dtype, layout, param, True)
+                self.arrays[name] = _Array(layout.dim_names, dtype, layout, param, True,
+                                           stmt.times)
                 return [stmt]
             case Assign(target=target, layout=layout, expr=expr):
+                self.times = stmt.times
                 hoisted: list[Stmt] = []
                 top = self.flat(expr, hoisted, top=True)
                 dims, dtype = self.type_of(top)
                 if layout is not None:
                     dims = layout.dim_names
-                self.arrays[target] = _Array(dims, dtype, layout)
-                return [*hoisted, Assign(target, layout, top, stmt.span, stmt.target_span)]
+                self.arrays[target] = _Array(dims, dtype, layout, times=stmt.times)
+                return [*hoisted, Assign(target, layout, top, stmt.span, stmt.target_span,
+                                         stmt.times)]
         return [stmt]
 
     def flat(self, e: Expr, hoisted: list[Stmt], top: bool = False) -> Expr:
@@ -133,7 +143,7 @@ class _Deriver:
                                           inner.span, inner.dims_span)
                 else:
                     arg2 = self.operand(arg, hoisted)
-                new = CollectiveCall(kind, axes, dim, arg2, e.span, e.sub_span)
+                new = CollectiveCall(kind, axes, dim, arg2, e.span, e.sub_span, e.send)
         return new
 
     def operand(self, e: Expr, hoisted: list[Stmt]) -> Ref:
@@ -142,8 +152,8 @@ class _Deriver:
         flat = self.flat(e, hoisted)
         name = self.temp_name(flat)
         dims, dtype = self.type_of(flat)
-        self.arrays[name] = _Array(dims, dtype, None)
-        hoisted.append(Assign(name, None, flat, e.span, e.span))
+        self.arrays[name] = _Array(dims, dtype, None, times=self.times)
+        hoisted.append(Assign(name, None, flat, e.span, e.span, self.times))
         return Ref(name, None, e.span)
 
     def temp_name(self, e: Expr) -> str:
@@ -203,8 +213,8 @@ class _Deriver:
         dims, dtype = self.type_of(expr)
         if layout is not None:
             dims = layout.dim_names
-        self.arrays[name] = _Array(dims, dtype, layout)
-        self.out.append(Assign(name, layout, expr, span, span))
+        self.arrays[name] = _Array(dims, dtype, layout, times=self.times)
+        self.out.append(Assign(name, layout, expr, span, span, self.times))
         return Ref(name, None, span)
 
     def derive(self, assigns: list[Assign], span: Span) -> None:
@@ -218,9 +228,12 @@ class _Deriver:
             self.failed = True
             return
         seed = self.grad_name(last.target)
-        self.arrays[seed] = _Array(out.dims, out.dtype, out.layout, False, True)
-        self.out.append(ArrayDecl(seed, out.dtype, out.layout, span, span))
-        parts: dict[str, list[Expr]] = {last.target: [Ref(seed, None, span)]}
+        self.arrays[seed] = _Array(out.dims, out.dtype, out.layout, False, True, last.times)
+        self.out.append(ArrayDecl(seed, out.dtype, out.layout, span, span, times=last.times))
+        # Each contribution to a gradient runs as often as the statement it comes from (a
+        # layer's dIn once per layer); a sum of several, as often as the array it is for.
+        parts: dict[str, list[tuple[Expr, Times]]] = {
+            last.target: [(Ref(seed, None, span), last.times)]}
         done: dict[str, Ref] = {last.target: Ref(seed, None, span)}
 
         def grad_of(name: str) -> Ref | None:
@@ -233,17 +246,20 @@ class _Deriver:
             if not exprs:
                 return None
             if len(exprs) == 1:
-                e = exprs[0]
+                e, self.times = exprs[0]
                 if isinstance(e, Ref) and not self.needs_layout(name):
                     total = e
                 else:
                     total = self.emit(self.grad_name(name), e, span, self.grad_layout(name))
             else:
-                refs = [e if isinstance(e, Ref) else self.emit(self.fresh(f"d{name}"), e, span)
-                        for e in exprs]
+                refs = []
+                for e, self.times in exprs:
+                    refs.append(e if isinstance(e, Ref)
+                                else self.emit(self.fresh(f"d{name}"), e, span))
                 expr: Expr = refs[0]
                 for r in refs[1:]:
                     expr = Binary("+", expr, r, span)
+                self.times = self.arrays[name].times
                 total = self.emit(self.grad_name(name), expr, span, self.grad_layout(name))
             done[name] = total
             return total
@@ -252,10 +268,11 @@ class _Deriver:
             g = grad_of(stmt.target)
             if g is None:
                 continue  # does not reach the output
+            self.times = stmt.times
             for name, contribution in self.rules(stmt.expr, g, span):
                 if self.failed:
                     return
-                parts.setdefault(name, []).append(contribution)
+                parts.setdefault(name, []).append((contribution, stmt.times))
         # Parameters, and declared inputs: a block sits in a stack, so its input's gradient
         # dIn is part of its backward pass (000 Appendix B).
         for name, a in list(self.arrays.items()):
@@ -307,9 +324,16 @@ class _Deriver:
                 slope = self.emit(self.fresh(f"{DERIVATIVES[fn]}_{x}"),
                                   Call(DERIVATIVES[fn], (arg,), span), span)
                 return [(x, Binary("*", g, slope, span))]
+            case CollectiveCall(kind="Send", send=send, arg=arg) if is_shift(send):
+                # A shift by +k moves each block k devices on; its gradient moves the
+                # gradient's blocks back by -k (a pipeline sends gradients to earlier stages).
+                back = tuple(m.reversed() for m in send)
+                return [(x, CollectiveCall("Send", tuple(m.axis for m in back), None, c, span,
+                                           span, back)) for x, c in self.rules(arg, g, span)]
             case CollectiveCall(arg=arg):
                 # A collective moves or sums values without changing what they are: its
-                # gradient passes through (the compiler inserts the dual collective).
+                # gradient passes through (the compiler inserts the dual collective; a
+                # point-to-point copy of a block every device has the like of is the identity).
                 return self.rules(arg, g, span)
         self.unsupported("this expression", span)
         return []

@@ -15,14 +15,16 @@ import sympy as sp
 from dsl.graph import ops_in_order
 from dsl.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op
 from dsl.layout import DimSharding, Layout, format_axes
+from dsl.send import format_send
 from dsl.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
 from passes.conditions import separate
 from passes.context import Context
-from passes.cost_model import collective_time
+from passes.cost_model import collective_time, send_time
 from passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
+from passes.memory import kept_activations
 from passes.reshard import Step
 from passes.schedule import classify
-from passes.symbols import HardwareSymbols, size_symbol
+from passes.symbols import HardwareSymbols, count_expr, size_symbol, times_count
 from passes.validate import promote
 
 ZERO = sp.Integer(0)
@@ -60,6 +62,11 @@ class OpCost:
     overlap: str = ""
     """Collectives off the critical path: "prefetch" (a parameter's gather) or "async" (a
     gradient reduction); "" otherwise (passes/schedule.py)."""
+    count: sp.Expr = sp.Integer(1)
+    """How many times the op runs (the product of its `repeat` counts); every other figure is
+    per run, and the program's totals multiply by it."""
+    times: tuple[int, ...] = ()
+    """The lines of the `repeat` blocks it runs in, outermost first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,9 @@ class ArrayCost:
     layout: str
     bytes_per_device: sp.Expr
     bytes_total: sp.Expr
+    count: sp.Expr = sp.Integer(1)
+    """Instances: an array made inside `repeat L { }` exists once per iteration; the byte
+    figures are per instance."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +91,17 @@ class ConditionCost:
 
 
 @dataclass(frozen=True, slots=True)
+class BlockCost:
+    """A `repeat` block: its figures for one iteration and in total (`count` iterations)."""
+
+    line: int
+    text: str
+    count: sp.Expr
+    per_iteration: dict[str, sp.Expr]
+    total: dict[str, sp.Expr]
+
+
+@dataclass(frozen=True, slots=True)
 class ProgramCost:
     program: CompiledProgram
     model: str
@@ -89,6 +110,14 @@ class ProgramCost:
     totals: dict[str, sp.Expr]
     conditions: tuple[ConditionCost, ...]
     symbols: HardwareSymbols
+    blocks: tuple[BlockCost, ...] = ()
+    recomputed: tuple[int, ...] = ()
+    """Ops the backward pass runs again under --remat (charged twice in the totals)."""
+
+
+BLOCK_FIGURES = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
+                 "t_comms_s", "t_compute_s")
+"""What a report gives per iteration and in total for each `repeat` block."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,50 +156,65 @@ def _derive(program: CompiledProgram, ctx: Context) -> ProgramCost:
         if c is not None:
             if c.kind == "collective":
                 c = dataclasses.replace(c, overlap=overlap.get(index, ""))
+            if op.times:
+                c = dataclasses.replace(c, count=times_count(op.times),
+                                        times=tuple(t.line for t in op.times))
             costs.append(c)
+    made = dict(program.array_times)
     arrays = tuple(
         ArrayCost(v.array, v.dtype, v.format(mesh), local_bytes(v.layout, v.dtype, size_symbol),
-                  local_bytes(v.layout, v.dtype, size_symbol) * n_devices)
+                  local_bytes(v.layout, v.dtype, size_symbol) * n_devices,
+                  times_count(made.get(v.array, ())))
         for v in program.arrays)
 
+    # Under --remat the backward pass runs forward compute ops again: they are charged twice.
+    redo = kept_activations(program, ctx.backward_line, ctx.remat)[1]  # type: ignore[arg-type]
+    again = [c for c in costs if c.index in set(redo)]
+    charged = costs + again
+
     def total(field: str) -> sp.Expr:
-        return sp.Add(*[getattr(c, field) for c in costs]) if costs else ZERO
+        return sp.Add(*[getattr(c, field) * c.count for c in charged]) if costs else ZERO
 
     t_math, t_hbm = total("t_math"), total("t_hbm")
-    t_comms = sp.Add(*[c.time for c in costs if c.kind == "collective"]) if costs else ZERO
+    t_comms = sp.Add(*[c.time * c.count for c in costs if c.kind == "collective"])
     totals = {
         "flops": total("flops"), "flops_per_device": total("flops_per_device"),
         "hbm_bytes": total("hbm_bytes"), "comm_bytes": total("comm_bytes"),
         "t_math_s": t_math, "t_hbm_s": t_hbm, "t_comms_s": t_comms,
         "t_lower_s": sp.Max(t_math, t_hbm, t_comms, evaluate=False), "t_upper_s": t_math + t_hbm + t_comms,
-        "memory_per_device_bytes": sp.Add(*[a.bytes_per_device for a in arrays]) if arrays
-        else ZERO,
+        "memory_per_device_bytes": sp.Add(*[a.bytes_per_device * a.count for a in arrays])
+        if arrays else ZERO,
     }
     level_terms: dict[str, list[sp.Expr]] = {}
     bw_terms: dict[str, list[sp.Expr]] = {}
     for c in costs:
         for lv, x in c.levels:
-            level_terms.setdefault(lv, []).append(x)
+            level_terms.setdefault(lv, []).append(x * c.count)
         for lv, x in c.level_bandwidths:
-            bw_terms.setdefault(lv, []).append(x)
+            bw_terms.setdefault(lv, []).append(x * c.count)
     # One Add per level: adding term by term re-flattens the sum each time (quadratic).
     by_level = {lv: sp.Add(*xs) for lv, xs in level_terms.items()}
     bw_by_level = {lv: sp.Add(*xs) for lv, xs in bw_terms.items()}
     totals.update({f"t_comms_{lv}_s": x for lv, x in by_level.items()})
-    t_compute = sp.Add(*[c.time for c in costs if c.kind != "collective"])
-    t_critical = sp.Add(*[c.time for c in costs if c.kind == "collective" and not c.overlap])
+    t_compute = sp.Add(*[c.time * c.count for c in charged if c.kind != "collective"])
+    t_critical = sp.Add(*[c.time * c.count for c in costs
+                          if c.kind == "collective" and not c.overlap])
     totals.update({
         "t_compute_s": t_compute,
         "t_step_max_s": sp.Max(t_compute, t_comms, evaluate=False),
         "t_step_sum_s": t_compute + t_comms,
         "t_comms_critical_s": t_critical,
     })
+    if again:
+        totals["t_recompute_s"] = sp.Add(*[c.time * c.count for c in again])
+        totals["recompute_flops_per_device"] = sp.Add(*[c.flops_per_device * c.count
+                                                        for c in again])
     conditions: list[ConditionCost] = []
     if t_math != 0 and t_hbm != 0:
         rel = separate(t_math, t_hbm, syms.is_hardware)
         conditions.append(ConditionCost(
             "compute-vs-hbm", "compute-bound rather than HBM-bound (T_math > T_hbm)", rel))
-    t_comms_bw = sp.Add(*[c.t_bandwidth for c in costs if c.kind == "collective"])
+    t_comms_bw = sp.Add(*[c.t_bandwidth * c.count for c in costs if c.kind == "collective"])
     if t_math != 0 and t_comms_bw != 0:
         rel = separate(t_math, t_comms_bw, syms.is_hardware)
         conditions.append(ConditionCost(
@@ -178,8 +222,8 @@ def _derive(program: CompiledProgram, ctx: Context) -> ProgramCost:
             "(T_math > T_comms, bandwidth terms)", rel))
     if ctx.backward_line is not None:
         bwd = [c for c in costs if c.line == ctx.backward_line]
-        m_b = sp.Add(*[c.t_math for c in bwd])
-        c_b = sp.Add(*[c.t_bandwidth for c in bwd if c.kind == "collective"])
+        m_b = sp.Add(*[c.t_math * c.count for c in bwd])
+        c_b = sp.Add(*[c.t_bandwidth * c.count for c in bwd if c.kind == "collective"])
         if m_b != 0 and c_b != 0:
             conditions.append(ConditionCost(
                 "backward-compute-vs-comms", "the backward pass compute-bound (its T_math > its "
@@ -192,7 +236,37 @@ def _derive(program: CompiledProgram, ctx: Context) -> ProgramCost:
                     f"compute-vs-{lv}", f"compute-bound over the {LEVEL_NAMES[lv]} part alone "
                     f"(T_math > T_comms on {lv}, bandwidth terms)",
                     separate(t_math, bw, syms.is_hardware)))
-    return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, tuple(conditions), syms)
+    return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, tuple(conditions), syms,
+                       _blocks(program, costs), redo)
+
+
+def _blocks(program: CompiledProgram, costs: list[OpCost]) -> tuple[BlockCost, ...]:
+    """Per-iteration and total figures of each `repeat` block (a layer, and the L layers)."""
+    out = []
+    for block in program.repeats:
+        inside = [c for c in costs if block.line in c.times]
+        n = count_expr(block)
+        per: dict[str, sp.Expr] = {}
+        for key in BLOCK_FIGURES:
+            terms = []
+            for c in inside:
+                value = _figure(c, key)
+                if value != 0:
+                    terms.append(value * sp.cancel(c.count / n))
+            per[key] = sp.Add(*terms)
+        out.append(BlockCost(block.line, block.text, n, per, {k: v * n for k, v in per.items()}))
+    return tuple(out)
+
+
+def _figure(c: OpCost, key: str) -> sp.Expr:
+    match key:
+        case "t_math_s" | "t_hbm_s":
+            return getattr(c, key[:-2])
+        case "t_comms_s":
+            return c.time if c.kind == "collective" else ZERO
+        case "t_compute_s":
+            return c.time if c.kind != "collective" else ZERO
+    return getattr(c, key)
 
 
 def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
@@ -224,10 +298,15 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
             known = dict(program_mesh)
             if all(known.get(a) == 1 for a in axes):
                 v = ZERO  # every axis has one device: nothing moves
-            t = collective_time(kind, v, axes, size_symbol, ctx.model, topology, syms.links())
+            if kind == "Send":  # point-to-point: distances need the axes' sizes
+                t = send_time(v, op.send, size_symbol, ctx.model, topology, syms.links(),
+                              _known_size(program_mesh, ctx))
+            else:
+                t = collective_time(kind, v, axes, size_symbol, ctx.model, topology, syms.links())
             bw, lat = sp.sympify(t.bandwidth), sp.sympify(t.latency)
             crossover = sp.cancel(lat * v / bw) if bw != 0 and v != 0 else None
-            return OpCost(index, line, "collective", kind, axes, src.array, src.format(mesh),
+            name = format_send(op.send) if kind == "Send" else kind
+            return OpCost(index, line, "collective", name, axes, src.array, src.format(mesh),
                           out.format(mesh), op.reason, ZERO, ZERO, ZERO, sp.sympify(v),
                           sp.sympify(t.time), ZERO, ZERO, bw, lat,
                           tuple((lv, sp.sympify(x)) for lv, x in t.levels),
@@ -259,11 +338,20 @@ def _shape_key(op: Op) -> tuple | None:
             return ("einsum", lhs.layout, rhs.layout, out.layout, lhs.dtype, rhs.dtype,
                     out.dtype, contract, op.case)
         case Collective(op=kind, out=out, src=src, axes=axes, dim=dim):
-            return ("collective", kind, src.layout, out.layout, src.dtype, axes, dim)
+            return ("collective", kind, src.layout, out.layout, src.dtype, axes, dim, op.send)
         case Elementwise(fn=fn, out=out, args=args):
             return ("elementwise", fn, out.layout, out.dtype,
                     tuple((a.layout, a.dtype) for a in args))
     return None
+
+
+def _known_size(program_mesh, ctx: Context):
+    """Mesh axis sizes where declared or bound, else None: a Send's distances depend on them."""
+    mesh = dict(program_mesh)
+    known = {a: n for a, n in mesh.items() if n is not None}
+    known.update({a: int(v) for a, v in ctx.bindings.items()
+                  if a in mesh and float(v).is_integer()})
+    return known.get
 
 
 def _array_of(op: Op) -> str:

@@ -27,6 +27,7 @@ from dsl.ir import (
 )
 from dsl.layout import DimSharding, Layout, format_axes
 from dsl.printers import fmt_value
+from dsl.send import format_send
 from dsl.source import Span
 from dsl.syntax import (
     LINEAR_FUNCTIONS,
@@ -98,6 +99,7 @@ class _Lowering:
     resharded: dict[tuple, Value] = field(default_factory=dict)
     figures: tuple | None = None
     params: set[str] = field(default_factory=set)
+    array_times: dict[str, tuple] = field(default_factory=dict)
 
     # ---- sizes -------------------------------------------------------------------------------
     def known(self, name: str) -> float | None:
@@ -160,6 +162,7 @@ class _Lowering:
     def run(self, program: Program) -> CompiledProgram:
         self.name = self.ctx.source.name
         for stmt in program.statements:
+            start = len(self.ops)
             match stmt:
                 case MeshDecl(axes=axes):
                     self.mesh = {a.name: a.size for a in axes}
@@ -178,10 +181,17 @@ class _Lowering:
                     self.assign(stmt)
             if self.failed:
                 break
+            if getattr(stmt, "times", ()):  # every op of a statement in `repeat` runs with it
+                self.ops[start:] = [dataclasses.replace(op, times=stmt.times)
+                                    for op in self.ops[start:]]
+                made = {op.out.array for op in self.ops[start:]}  # inline `In[I_X]` too
+                made.add(stmt.name if isinstance(stmt, ArrayDecl) else stmt.target)
+                self.array_times.update(dict.fromkeys(made, stmt.times))
         return CompiledProgram(
             self.name, tuple(self.mesh.items()), tuple(self.dims.items()), self.hardware,
             tuple(self.ops), tuple(self.arrays.values()), tuple(self.decisions),
-            self.ctx.topology, tuple(sorted(self.params)))
+            self.ctx.topology, tuple(sorted(self.params)), program.repeats,
+            tuple(self.array_times.items()))
 
     def assign(self, stmt: Assign) -> None:
         target = stmt.target
@@ -319,6 +329,8 @@ class _Lowering:
             a = self.expr(e.arg, target)
         if a is None:
             return None
+        if e.kind == "Send":
+            return self.send(e, a)
         lay = a.layout
         axes = e.axes
         ax = format_axes(axes)
@@ -400,6 +412,26 @@ class _Lowering:
         out = Value(self.fresh(a.array), a.array, a.dtype, new)
         return self.emit(Collective(e.kind, out, a, axes, e.dim, e.span,
                                     f"explicit {sig} in the program", explicit=True))
+
+    def send(self, e: CollectiveCall, a: Value) -> Value | None:
+        """A point-to-point Send: the value keeps its layout (a shift rolls the blocks along
+        the axes it moves; a point form copies a block every device already has the like of)."""
+        sig = format_send(e.send)
+        moved = [m for m in e.send if not m.is_shift and m.axis in a.layout.used_axes]
+        if moved:
+            m = moved[0]
+            held = ("holds partial sums over" if m.axis in a.layout.unreduced
+                    else f"shards {a.layout.dim_of_axis(m.axis)} over")
+            self.error("C016", f"{sig}: {self.fmt(a.layout, a.array)} {held} {m.axis}, so the "
+                       "devices along it hold different blocks", m.span,
+                       (f"the point form copies one device's block; to move every block along "
+                        f"{m.axis} write a shift such as Send_{{{m.axis}: +1}}, or gather first "
+                        f"(AllGather_{m.axis})",))
+            return None
+        out = Value(self.fresh(a.array), a.array, a.dtype, a.layout)
+        return self.emit(Collective("Send", out, a, e.axes, None, e.span,
+                                    f"explicit {sig} in the program", explicit=True,
+                                    send=e.send))
 
     # ---- elementwise -------------------------------------------------------------------------
     def binary(self, e: Binary, target: str) -> Value | None:

@@ -17,6 +17,24 @@ def size_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(name, positive=True, integer=True)
 
 
+def count_expr(count) -> sp.Expr:
+    """A `repeat` count (`dsl.syntax.Count`) as an expression over the size symbols."""
+    def walk(t) -> sp.Expr:
+        if isinstance(t, int):
+            return sp.Integer(t)
+        if isinstance(t, str):
+            return size_symbol(t)
+        op, lhs, rhs = t
+        a, b = walk(lhs), walk(rhs)
+        return a + b if op == "+" else a - b if op == "-" else a * b
+    return walk(count.tree)
+
+
+def times_count(times) -> sp.Expr:
+    """How often an op inside the given `repeat` blocks runs: the product of their counts."""
+    return sp.Mul(*[count_expr(c) for c in times]) if times else sp.Integer(1)
+
+
 @dataclass(frozen=True, slots=True)
 class HardwareSymbols:
     """Symbols for one compilation (renamed if a program name would clash)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from dsl.layout import DimSharding, Layout, format_axes
+from dsl.send import SEND_NOTE
 from dsl.source import Span
 from dsl.syntax import (
     COLLECTIVE_KINDS,
@@ -22,6 +23,7 @@ from dsl.syntax import (
     Call,
     CollectiveCall,
     Contract,
+    Count,
     DimDecl,
     Expr,
     HardwareDecl,
@@ -31,6 +33,7 @@ from dsl.syntax import (
     Stmt,
 )
 from passes.context import Context
+from passes.validate_send import check_send
 
 DTYPE_RANK = {"int4": 0, "int8": 1, "fp8": 2, "f16": 3, "bf16": 4, "f32": 5}
 
@@ -38,6 +41,7 @@ _ONE_AXIS_ONCE = "a mesh axis may shard at most one dimension of an array"
 _COLLECTIVE_EXAMPLES = {
     "AllGather": "AllGather_X(A)", "AllReduce": "AllReduce_X(A)",
     "ReduceScatter": "ReduceScatter_{X,K}(A)", "AllToAll": "AllToAll_{X,K}(A)",
+    "Send": "Send_{X: 0->3}(A) or Send_{X: +1}(A)",
 }
 
 
@@ -86,6 +90,8 @@ class Validate:
             new = _check_stmt(stmt, env, ctx)
             if new is not None:
                 out.append(new)
+        for count in program.repeats:
+            _check_count(count, env, ctx)
         for name in ctx.bindings:
             if name not in env.dims and name not in env.mesh and not _is_hw_name(name):
                 ctx.diagnostics.error(
@@ -93,7 +99,7 @@ class Validate:
                     "hardware quantity of this program",
                     notes=("known: " + ", ".join([*env.dims, *env.mesh]) if env.dims or env.mesh
                            else "the program declares no dims or mesh axes",))
-        return Program(tuple(out))
+        return Program(tuple(out), program.repeats)
 
 
 def validate(program: Program, ctx: Context) -> Program:
@@ -203,7 +209,8 @@ def _check_stmt(stmt: Stmt, env: _Env, ctx: Context) -> Stmt | None:
             env.arrays[name] = (dtype, new_layout.dim_names)
             env.array_lines.setdefault(name, stmt.span.line)
             env.failed.discard(name)
-            return ArrayDecl(name, dtype, new_layout, stmt.span, stmt.dtype_span, stmt.param)
+            return ArrayDecl(name, dtype, new_layout, stmt.span, stmt.dtype_span, stmt.param,
+                             stmt.times)
         case Assign(target=target, layout=layout, expr=expr):
             if not _free_name(target, stmt.target_span, ctx):
                 return None
@@ -231,8 +238,27 @@ def _check_stmt(stmt: Stmt, env: _Env, ctx: Context) -> Stmt | None:
             env.arrays[target] = (dtype, dims)
             env.array_lines.setdefault(target, stmt.span.line)
             env.failed.discard(target)
-            return Assign(target, new_layout, new_expr, stmt.span, stmt.target_span)
+            return Assign(target, new_layout, new_expr, stmt.span, stmt.target_span, stmt.times)
     return stmt
+
+
+def _check_count(count: Count, env: _Env, ctx: Context) -> None:
+    """A `repeat` count names declared dims or mesh axes (R001) and is at least 1 (R002)."""
+    for name in count.names:
+        if name not in env.dims and name not in env.mesh:
+            ctx.diagnostics.error(
+                "R001", f"the count of `repeat` names {name!r}, which is not a dimension or "
+                "mesh axis", count.span, _did_you_mean(name, [*env.dims, *env.mesh]),
+                notes=("a count is a whole number, a dim or a mesh axis, or a sum or product "
+                       "of those: repeat L {, repeat M + P - 1 {",))
+            return
+    sizes = {n: env.size(n) for n in count.names}
+    if all(v is not None for v in sizes.values()):
+        value = count.evaluate(sizes)
+        if value < 1:
+            ctx.diagnostics.error(
+                "R002", f"`repeat {count.text}` runs {value} times", count.span,
+                notes=("a repeat block runs at least once",))
 
 
 LINKS = ("ici", "nvlink", "pcie", "ib", "dcn")
@@ -293,7 +319,7 @@ def _check_physical_sharing(axes, ctx: Context) -> None:
 
 def _free_name(name: str, span: Span, ctx: Context) -> bool:
     """Array names may not start like a collective: `AllGather_X` always lexes as one."""
-    for kind in ("AllGather", "ReduceScatter", "AllReduce", "AllToAll"):
+    for kind in COLLECTIVE_KINDS:
         if name.startswith(kind + "_"):
             ctx.diagnostics.error("N014", f"array name {name!r} starts like the collective "
                                   f"{kind}", span, notes=(f"names beginning `{kind}_` are "
@@ -564,6 +590,7 @@ def _check_call(expr: Call, env: _Env, ctx: Context):
         if head in COLLECTIVE_KINDS:
             d.error("C002", f"{head} needs the mesh axes it works over", name_span,
                     f"write {_COLLECTIVE_EXAMPLES[head]}",
+                    (SEND_NOTE,) if head == "Send" else
                     ("a collective names its mesh axes in a subscript: AllGather_X, "
                      "AllGather_XY or AllGather_{data,model}",))
             return None
@@ -595,6 +622,10 @@ def _check_collective(expr: CollectiveCall, env: _Env, ctx: Context):
     if ac is None:
         return None
     ae, at, ad = ac
+    if kind == "Send":  # point-to-point: entries `X: 0->3` or `P: +1`, not axes
+        if not check_send(expr, env.size, env.mesh, ctx):
+            return None
+        return CollectiveCall(kind, parts, None, ae, expr.span, expr.sub_span, expr.send), at, ad
     written = f"{kind}_{_subscript(parts) if dim is None else _braced(parts, dim)}"
     if kind in ("ReduceScatter", "AllToAll") and dim is None:
         d.error("C001", f"{written} does not say which dimension it shards", expr.sub_span,

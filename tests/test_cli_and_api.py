@@ -158,3 +158,13 @@ def test_more_physical_axes_than_the_torus_warns(capsys, tmp_path):
     prog.write_text("mesh A=2, B=2, C=2\ndim I=64\nhardware tpu-v5e\nT: bf16[I_ABC]\n")
     code, _, err = run(capsys, "check", str(prog))
     assert code == 0 and "warning[H017]" in err and "2D torus" in err
+
+
+def test_set_of_an_unused_hardware_quantity_warns(capsys):
+    """On a GPU the fast link is W_nvlink: `--set W_ici` changes nothing, and says so (N015)."""
+    prog = str(ROOT / "programs" / "h100-two-nodes.shard")
+    code = main(["compile", prog, "--set", "W_ici=1e11"])
+    err = capsys.readouterr().err
+    assert code == 0 and "warning[N015]: --set binds 'W_ici'" in err and "W_nvlink" in err
+    code = main(["compile", prog, "--set", "W_nvlink=1e11"])
+    assert code == 0 and "N015" not in capsys.readouterr().err

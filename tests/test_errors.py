@@ -21,7 +21,7 @@ ERRORS = ROOT / "tests" / "errors"
 PROGRAMS = sorted(ERRORS.glob("*.shard"))
 MIN_PROGRAMS = 50
 
-HEAD = re.compile(r"^[^:]+:\d+:\d+: error\[[PNSCHK]\d{3}\]: ")
+HEAD = re.compile(r"^[^:]+:\d+:\d+: error\[[PNSCHKR]\d{3}\]: ")
 """The first line of a diagnostic; a program error always has a position."""
 
 

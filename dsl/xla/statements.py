@@ -129,6 +129,9 @@ def statements(program: Program, compiled: CompiledProgram, source: Source) -> l
                         "{U_" + format_axes(sorted(x.layout.unreduced)) + "}: JAX has no "
                         "spelling for an unreduced array")
                 break
+        if not skip and any(isinstance(op, Collective) and op.op == "Send" for op in mine):
+            skip = ("a point-to-point Send has no JAX spelling in xla-check yet (its shift form "
+                    "is jax.lax.ppermute under shard_map, which the lowering does not write)")
         if not skip and final.unreduced:
             skip = (f"the result {final.format(stmt.target, mesh)} keeps partial sums: JAX "
                     "has no spelling for an unreduced array")
