@@ -92,6 +92,7 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     report = Report(cost, ctx.chip, dict(ctx.bindings), memory=memory,
                     options={"optimizer": ctx.optimizer, "remat": ctx.remat})
     _memory_warning(report, ctx.diagnostics)
+    _unused_bindings(report, ctx.diagnostics)
     report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
     result.report = report
     return result
@@ -120,6 +121,23 @@ def _resolve_chip(hw: str | Chip | None, program: Program, diags: Diagnostics,
     except hardware.HardwareError as exc:
         diags.error("H001", str(exc), span)
         return None
+
+
+def _unused_bindings(report: Report, diags: Diagnostics) -> None:
+    """N015: a hardware quantity bound with --set that no formula of the program uses (on a GPU
+    the fast link is W_nvlink, so `--set W_ici=...` would silently change nothing)."""
+    from passes.validate import _is_hw_name
+
+    hw = [n for n in report.bindings if _is_hw_name(n)]
+    if not hw:
+        return
+    used = {s.name for e in report.all_expressions() for s in e.free_symbols}
+    for name in hw:
+        if name not in used:
+            names = sorted(n for n in used if _is_hw_name(n))
+            diags.warning("N015", f"--set binds {name!r}, which no formula of this program uses",
+                          notes=("the program's hardware quantities: " + ", ".join(names)
+                                 if names else "the program uses no hardware quantities",))
 
 
 def _memory_warning(report: Report, diags: Diagnostics) -> None:

@@ -47,7 +47,7 @@ def describe(chip: Chip) -> str:
 
 
 def summary_line(chip: Chip) -> str:
-    """One line for `shardc hw list`: name, bf16 rate, HBM, W_ici and topology.
+    """One line for `shardc hw list`: name, bf16 rate, HBM, W_ici (W_nvlink) and topology.
 
     >>> from hardware.chip import load
     >>> summary_line(load("tpu-v5e"))
@@ -57,8 +57,13 @@ def summary_line(chip: Chip) -> str:
     return (
         f"{chip.name:<12} {chip.display_name:<19} bf16 {_e(bf16)} FLOP/s  "
         f"HBM {_si(chip.hbm_bytes, 'B')} at {_e(chip.hbm_bw)} B/s  "
-        f"W_ici {_e(chip.axis_bw)} B/s  {_topology(chip)}"
+        f"{_fast(chip)} {_e(chip.axis_bw)} B/s  {_topology(chip)}"
     )
+
+
+def _fast(chip: Chip) -> str:
+    """The symbol of the chip's fast link in formulas (`--set` binds it)."""
+    return "W_ici" if chip.link_kind == "ici" else "W_nvlink"
 
 
 def _fallback_lines(chip: Chip) -> list[str]:
@@ -85,7 +90,8 @@ def _link_lines(chip: Chip) -> list[str]:
         f"interconnect: {kind}, {_topology(chip)}",
         f"  link        {_e(uni)} B/s one way, {_e(chip.link_bw_bidi)} B/s both ways; "
         f"{chip.links_per_axis} link{'s' if chip.links_per_axis > 1 else ''} per mesh axis",
-        f"  W_ici       {_e(chip.axis_bw)} B/s per chip for a collective over one mesh axis",
+        f"  {_fast(chip):<11} {_e(chip.axis_bw)} B/s per chip for a collective over one mesh "
+        "axis",
         f"  hop latency {_e(t_hop)} s; latency-bound below W_uni * t_hop = "
         f"{_e(uni)} * {_e(t_hop)} = {_si(chip.latency_bound_bytes, 'B')}",
         textwrap.fill(
@@ -119,7 +125,7 @@ def _network_lines(chip: Chip) -> list[str]:
 
 def _intensity_lines(chip: Chip) -> list[str]:
     c = chip.flops["bf16"]
-    rows = [("W_hbm", chip.hbm_bw), ("W_ici", chip.axis_bw)]
+    rows = [("W_hbm", chip.hbm_bw), (_fast(chip), chip.axis_bw)]
     if chip.scaleout_bw is not None:
         rows.append(("W_dcn" if chip.dcn_bw_per_chip is not None else "W_ib", chip.scaleout_bw))
     return [

@@ -111,6 +111,16 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
             f"{chip.ici_axes}D torus", axes[0].span,
             notes=("name shared physical axes, e.g. `mesh A=2 @ici(x), B=2 @ici(x), ...`; "
                    "wraparound is decided on the axes as declared",))
+    for p, users in on_phys.items():
+        said = [u for u in users if u.wrap is not None]
+        if len({u.wrap for u in said}) > 1:
+            other = next(u for u in said if u.wrap != said[0].wrap)
+            ctx.diagnostics.error(
+                "H018", f"physical axis {p!r} is both `{said[0].flag}` (mesh axis "
+                f"{said[0].name!r}) and `{other.flag}` (mesh axis {other.name!r})",
+                other.attr_span if other.attr_span.line else other.span,
+                notes=("mesh axes sharing a physical axis share its wraparound: say it once, "
+                       "or the same way on each",))
     physical = tuple(_wrap(p, lengths, on_phys[p], chip) for p in on_phys)
 
     # NVLink: which part of each axis shares a domain (mesh order is major first).
@@ -144,7 +154,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
 def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip) -> PhysicalAxis:
     length = lengths[p]
     overrides = {u.wrap for u in users if u.wrap is not None}
-    if overrides:
+    if overrides:  # conflicting ones are H018
         wrap = overrides.pop() if len(overrides) == 1 else False
         return PhysicalAxis(p, length, wrap, "wrap" if wrap else "nowrap")
     if chip is None:

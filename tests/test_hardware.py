@@ -484,7 +484,8 @@ def test_describe_gpu_shows_infiniband() -> None:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_summary_line_is_one_line(name: str) -> None:
     line = summary_line(load(name))
-    assert "\n" not in line and line.startswith(name) and "W_ici" in line
+    fast = "W_ici" if load(name).link_kind == "ici" else "W_nvlink"  # the symbol --set binds
+    assert "\n" not in line and line.startswith(name) and f" {fast} " in line
 
 
 # --- packaging and house rules ---------------------------------------------------------------
