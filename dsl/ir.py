@@ -170,6 +170,9 @@ class AxisLink:
     physical: tuple[str, ...] = ()
     stride: int = 1
     inner: int | None = None
+    size: int | None = None
+    """The axis's size when known (a group of axes closes a ring only if it spans its physical
+    axis)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,7 +141,8 @@ class Report:
         hw = {s.name: s for s in syms.all_for({"bf16", "f32", "f16", "fp8", "int8", "int4"})}
         names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
         local = {n: hw.get(n, size_symbol(n)) for n in names
-                 if n not in ("Max", "Min", "floor", "ceiling", "sqrt", "log")}
+                 if n not in ("Max", "Min", "floor", "ceiling", "sqrt", "log", "Eq", "Ne", "Lt",
+                              "Le", "Gt", "Ge")}
         return parse_expr(text, local_dict=local)
 
     def all_expressions(self) -> list[sp.Expr]:

@@ -207,18 +207,22 @@ def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool =
             for p in phys:
                 pa = topo.phys(p)
                 groups[p] = [pa.length if pa.length is not None else n ** sp.Rational(
-                    1, len(phys)), 1, pa]
+                    1, len(phys)), 1, pa, pa.length]
             continue
         pa = topo.phys(phys[0])
         if phys[0] in groups:
             g = groups[phys[0]]
             g[0] = g[0] * n
             g[1] = min(g[1], link.stride)
+            g[3] = None if g[3] is None or link.size is None else g[3] * link.size
         else:
-            groups[phys[0]] = [n, link.stride, pa]
+            groups[phys[0]] = [n, link.stride, pa, link.size]
     rings = []
-    for n, stride, pa in groups.values():
-        ring = pa.wrap and (pa.length is None or pa.length >= 3)
+    for n, stride, pa, known in groups.values():
+        # A group closes a ring only if it goes all the way round: the 2 inner chips of an
+        # 8-chip ring (stride 1) are a line of 2, joined by one link, not a ring.
+        around = pa.length is None or known is None or known * stride == pa.length
+        ring = pa.wrap and (pa.length is None or pa.length >= 3) and around
         if symbolic and _is_num(n):
             n = sp.Integer(n)  # keep formulas exact: 7/8, not 0.875
         rings.append(Ring(n, stride, ring))

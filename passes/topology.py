@@ -146,7 +146,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
         stride *= n
     links = tuple(
         AxisLink(ax.name, levels[ax.name], placement.get(ax.name, ()), strides.get(ax.name, 1),
-                 inner.get(ax.name))
+                 inner.get(ax.name), sizes[ax.name])
         for ax in axes)
     return Topology(links, physical, family)
 
