@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-EXTENSIONS = ("dsl.cli_limits", "dsl.cli_xla", "dsl.cli_sweep", "dsl.cli_derive")
+EXTENSIONS = ("dsl.cli_limits", "dsl.cli_xla", "dsl.cli_sweep", "dsl.cli_derive",
+              "dsl.cli_plan")
 """Modules adding subcommands: each has `add_parser(subparsers)`, which registers its commands
 with `set_defaults(run=...)`, a function taking the parsed args and returning an exit code.
 They must import cheaply (no numpy/sympy at import time)."""

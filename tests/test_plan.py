@@ -1,0 +1,170 @@
+"""`shardc plan`: slices, layouts, the LLaMA 3 70B plan of 000 part 5, JSON, bad input.
+
+One full plan (LLaMA 3 70B on a v5p pod, 8 candidates compiled, a few seconds) is shared by
+the tests that need it; the CLI tests reuse it rather than compiling again.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import hardware
+from dsl import models
+from dsl.cli import main
+from dsl.models.programs import Axis
+from passes import plan as P
+
+V5P = hardware.load("tpu-v5p")
+MB4 = 4 * 2 ** 20  # 000 part 5: "4M token batch size (1024 sequences of length 4096)"
+
+
+@pytest.fixture(scope="module")
+def llama70b() -> P.Plan:
+    return P.plan(models.load("llama3-70b"), V5P, 8960, MB4, 4096)
+
+
+# ---- slices and layouts ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chips, pods, per_pod, shape, idle", [
+    (8960, 1, 8192, (16, 16, 32), 768),  # a whole pod runs its largest power of two
+    (4096, 1, 4096, (16, 16, 16), 0),
+    (64, 1, 64, (4, 4, 4), 0),
+    (17920, 2, 8192, (16, 16, 32), 1536),  # two pods over DCN
+    (16384, 2, 8192, (16, 16, 32), 0),
+])
+def test_slices(chips, pods, per_pod, shape, idle):
+    assert P.choose_slice(V5P, chips) == P.Slice(pods, per_pod, shape, idle)
+
+
+@pytest.mark.parametrize("chips", [1000, 12000, 0])
+def test_chip_counts_that_make_no_slice(chips):
+    with pytest.raises(P.PlanError):
+        P.choose_slice(V5P, chips)
+
+
+def test_gpus_take_powers_of_two():
+    h100 = hardware.load("h100")
+    assert P.choose_slice(h100, 64) == P.Slice(1, 64, (), 0)
+    with pytest.raises(P.PlanError, match="not a power of two"):
+        P.choose_slice(h100, 48)
+
+
+def test_fsdp_tp_layouts_give_tp_and_the_sequence_their_own_axes():
+    card = models.load("llama3-70b")
+    sl = P.choose_slice(V5P, 8960)
+    by_t = {c.tp: c for c in P.layouts(card, V5P, sl, 1024, 4096) if c.strategy == "fsdp-tp"}
+    four = by_t[4].layout
+    assert four.degree("data", "seq") == 2048 and four.degree("tp") == 4
+    assert four.degree("seq") == 2  # 1024 sequences: 000 part 5's "2-way sequence parallelism"
+    assert [a for a in four.axes if a.role == "tp"] == [Axis("Y", 4, "tp", "@ici(z)")]
+    eight = by_t[8].layout
+    assert eight.mesh_text() == "X=1024 @ici(x, y), Y=8 @ici(z)"
+    # 16-way TP: 8 KV heads x 2 query groups, two axes sharing one physical axis
+    assert [(a.name, a.size) for a in by_t[16].layout.of("tp")] == [("Y1", 8), ("Y2", 2)]
+    assert "do not split 128 ways" in by_t[128].reason
+
+
+def test_pods_shard_only_the_batch():
+    card = models.load("llama3-70b")
+    sl = P.choose_slice(V5P, 17920)
+    fsdp = next(c for c in P.layouts(card, V5P, sl, 2048, 4096) if c.strategy == "fsdp")
+    assert fsdp.layout.axes[0] == Axis("P", 2, "pod", "@dcn")
+
+
+# ---- the LLaMA 3 70B plan (000 part 5 "How to shard LLaMA 3-70B for training") -------------------
+
+def test_llama3_70b_picks_fsdp_tp_and_pure_fsdp_is_communication_bound(llama70b):
+    best = llama70b.best
+    assert best.strategy == "fsdp-tp" and best.fits
+    fsdp = next(c for c in llama70b.candidates if c.strategy == "fsdp")
+    assert fsdp.figures["bound"] == "comms" and fsdp.figures["bound_level"] == "ici"
+    assert fsdp.figures["t_comms_s"] > fsdp.figures["t_math_s"]
+    assert fsdp.t_step > best.t_step
+    dp = next(c for c in llama70b.candidates if c.strategy == "dp")
+    assert not dp.fits  # 70e9 x (2 + 2 + 8) bytes replicated on every chip
+    assert any(c.strategy == "pipeline" and "not evaluated" in c.reason
+               for c in llama70b.candidates)
+
+
+def test_llama3_70b_fsdp_axis_within_2x_of_the_books_1618(llama70b):
+    assert 1618 / 2 <= llama70b.best.data_degree <= 1618 * 2
+
+
+def test_2048_x_4_is_within_a_few_percent_of_the_best(llama70b):
+    book = next(c for c in llama70b.candidates if c.strategy == "fsdp-tp" and c.tp == 4)
+    assert book.data_degree == 2048 and book.fits
+    assert book.t_step <= 1.03 * llama70b.best.t_step
+    # with every communication overlapped (000's max(T_math, T_comms)) it is the best
+    fits = [c for c in llama70b.ranked() if c.fits]
+    assert min(fits, key=lambda c: c.figures["t_lower_s"]) is book
+
+
+def test_book_figures(llama70b):
+    b = P.book_figures(llama70b)
+    assert round(b["alpha"]) == 2550 and b["tokens_per_chip"] == 512
+    assert b["x_opt"] == pytest.approx((2 * MB4 * 8192 / 28672) ** 0.5)
+    assert b["x_opt_power_of_two"] == 2048
+    assert round(b["fsdp_min_tokens_per_chip"]) == 850  # 000 part 5: 468 < 850 -> comms-bound
+
+
+def test_step_is_n_layers_layers_plus_the_embedding(llama70b):
+    f = llama70b.best.figures
+    layer, head = f["parts"]["layer"], f["parts"]["head"]
+    assert layer["count"] == 80 and head["count"] == 1
+    assert f["t_step_s"] == pytest.approx(80 * layer["t_step_s"] + head["t_step_s"])
+    assert f["memory_per_device_bytes"] == pytest.approx(sum(f["memory"].values()))
+    assert f["memory_per_device_bytes"] < V5P.hbm_bytes
+
+
+def test_plan_json_shape(llama70b, monkeypatch, capsys):
+    monkeypatch.setattr(P, "plan", lambda *a, **k: llama70b)
+    assert main(["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960",
+                 "--batch", "4M", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert set(d) >= {"candidates", "best"}
+    for c in d["candidates"]:
+        assert {"strategy", "mesh", "t_step_s", "bound", "memory_per_device_bytes",
+                "fits"} <= set(c)
+    assert d["best"]["strategy"] == "fsdp-tp" and d["best"]["why"]
+    assert d["best"]["t_step_s"] == min(c["t_step_s"] for c in d["candidates"] if c["fits"])
+    assert d["slice"]["chips_used"] == 8192 and d["sequences"] == 1024
+    evaluated = [c for c in d["candidates"] if c["evaluated"]]
+    assert all(isinstance(c["mesh"], dict) for c in evaluated)
+
+
+def test_plan_text(llama70b, monkeypatch, capsys):
+    monkeypatch.setattr(P, "plan", lambda *a, **k: llama70b)
+    assert main(["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960"]) == 0
+    out = capsys.readouterr().out
+    assert "best: fsdp-tp" in out and "pure FSDP (fsdp (X=8192)) is communication-bound" in out
+    assert "X_opt = sqrt(2 B N / F) = 1548 (000 part 5" in out
+
+
+# ---- bad input -------------------------------------------------------------------------------
+
+BASE = ["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4M"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"--model": "llama-9"}, "unknown model 'llama-9'"),
+    ({"--batch": "4Q"}, "--batch '4Q' is not a token count"),
+    ({"--batch": "4e6"}, "not a whole number of 4096-token sequences"),
+    ({"--chips": "1000"}, "neither a power of two nor a whole number of tpu-v5p pods"),
+    ({"--chips": "many"}, "--chips 'many' is not a positive whole number"),
+    ({"--hw": "tpu-v9"}, "tpu-v9"),
+    ({"--model": "deepseek-v3"}, "mixture of experts"),
+    ({"--seq": "0"}, "--seq '0' is not a whole number of tokens"),
+])
+def test_bad_input_is_one_line_and_exit_1(capsys, change, message):
+    argv = list(BASE)
+    for flag, value in change.items():
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err, err
+    assert "\n" not in err and "Traceback" not in err and err.startswith("shardc plan: error:")
