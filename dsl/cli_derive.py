@@ -1,5 +1,6 @@
-"""`shardc derive`: a program's compute-bound conditions solved for a variable, and the optimum
-of a free mesh size. Imports only argparse until the command runs."""
+"""`shardc derive`: a program's compute-bound conditions (the book's accounting or the whole step
+as compiled) solved for a variable, and the optimum of a free mesh size. Imports only argparse
+until the command runs."""
 
 from __future__ import annotations
 
@@ -13,15 +14,21 @@ def add_parser(sub) -> None:
     p = sub.add_parser("derive", help="solve compute-bound conditions; optimal mesh sizes")
     p.add_argument("program")
     p.add_argument("--solve-for", dest="var", metavar="VAR",
-                   help="solve every condition for this variable (e.g. B, F, X)")
+                   help="solve every condition for this variable or monomial (B, F, Y; B/X: "
+                   "the per-device batch)")
     p.add_argument("--optimize", metavar="AXIS",
                    help="the mesh axis whose size minimizes communication")
     p.add_argument("--with", dest="partner", metavar="AXIS",
                    help="the axis it trades devices with (AXIS * partner = --devices)")
     p.add_argument("--devices", metavar="N", help="devices shared by the two axes (a number or "
                    "a name to keep symbolic; default N)")
+    p.add_argument("--overlap", choices=["sum", "max", "both"], default="both",
+                   help="communication over several axis groups: summed (000), overlapped "
+                   "(max, 004), or both (default)")
     p.add_argument("--hw")
-    p.add_argument("--model", choices=["exact", "book"], default="exact")
+    p.add_argument("--model", choices=["exact", "book"], default="book",
+                   help="book: 000 part 4's accounting (the pass with the most communication "
+                   "per FLOP, full rings; default); exact: the whole step as compiled")
     p.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
     p.add_argument("--format", choices=["text", "json", "latex"], default="text")
@@ -31,13 +38,9 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    import sympy as sp
-
     from dsl.api import run_pipeline
     from dsl.cli import _read
-    from dsl.printers import latex
-    from passes.derive import optimize_axis, round_power_of_two, solve_condition
-    from passes.symbols import size_symbol
+    from passes.derive import backward_line, derive
 
     source = _read(args.program)
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings))
@@ -45,64 +48,108 @@ def run(args: argparse.Namespace) -> int:
         print(result.rendered(), file=sys.stderr)
     if result.report is None:
         return 1
-    r = result.report
-    conditions = []
-    for c in r.conditions:
-        entry = {"name": c.name, "text": f"{c.text}: {c.relation}", "expr": str(c.relation),
-                 "latex": latex(c.relation), "solved": None}
-        if args.var:
-            s = solve_condition(c.relation, args.var)
-            if s is not None:
-                entry["solved"] = {"var": s.var, "rel": s.rel, "expr": str(s.expr),
-                                   "latex": latex(s.expr), "value": r.value(s.expr)}
-        conditions.append(entry)
-    optima = []
-    if args.optimize:
-        if not args.partner:
-            print("shardc: error: --optimize needs --with AXIS (the axis it trades devices "
-                  "with)", file=sys.stderr)
-            return 2
-        devices = size_symbol(args.devices) if args.devices and not args.devices.replace(
-            ".", "").isdigit() else (sp.Integer(int(float(args.devices))) if args.devices
-                                     else size_symbol("N"))
-        bw = sp.Add(*[c.t_bandwidth for c in r.ops if c.kind == "collective"])
-        opt = optimize_axis(bw, args.optimize, args.partner, devices)
-        if opt is None:
-            print(f"shardc: error: no interior optimum of {args.optimize} (with "
-                  f"{args.optimize} * {args.partner} = {devices}) in the communication time",
-                  file=sys.stderr)
-            return 2
-        value = r.value(opt.expr) if not opt.expr.free_symbols - set(
-            r.environment()) else None
-        dev_value = r.value(devices)
-        optima.append({"var": opt.var, "expr": str(opt.expr), "latex": latex(opt.expr),
-                       "with": f"{opt.var} * {opt.partner} = {devices}", "value": value,
-                       "rounded": (round_power_of_two(value, dev_value)
-                                   if value is not None else None)})
-    out = {"program": r.name, "hardware": r.hardware_name, "model": r.model,
-           "conditions": conditions, "optima": optima}
+    if args.optimize and not args.partner:
+        print("shardc: error: --optimize needs --with AXIS (the axis it trades devices with)",
+              file=sys.stderr)
+        return 2
+    overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
+    try:
+        d = derive(result.report, backward_line(source), overlaps=overlaps,
+                   optimize=args.optimize, partner=args.partner, devices=args.devices)
+    except ValueError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 2
+    out = to_dict(d, args.var)
     if args.format == "json":
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     elif args.format == "latex":
-        lines = ["\\begin{align*}"]
-        for c in conditions:
-            s = c["solved"]
-            lines.append(f"  \\text{{{c['name']}}}:\\ & {c['latex']}"
-                         + (f" \\iff {args.var} {s['rel']} {s['latex']}" if s else "")
-                         + " \\\\")
-        for o in optima:
-            lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} \\\\")
-        lines.append("\\end{align*}")
-        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write(to_latex(out) + "\n")
     else:
-        print(f"shardc derive: {r.name}   chip: {r.hardware_name or 'none'}   model: {r.model}")
-        for c in conditions:
-            print(f"  {c['text']}")
-            s = c["solved"]
-            if s:
-                v = "" if s["value"] is None else f"   (= {s['value']:.4g})"
-                print(f"    solved: {s['var']} {s['rel']} {s['expr']}{v}")
-        for o in optima:
-            v = "" if o["value"] is None else f" = {o['value']:.4g}, rounded {o['rounded']}"
-            print(f"  optimum ({o['with']}): {o['var']} = {o['expr']}{v}")
+        sys.stdout.write(to_text(out) + "\n")
     return 0
+
+
+def to_dict(d, var: str | None = None) -> dict:
+    """The derivation as the issue's JSON: conditions (text, expr, latex, solved) and optima
+    (var, expr, value, rounded), with numbers where the chip and bindings give them."""
+    from dsl.printers import latex
+    from passes.derive import partner_power_of_two, round_power_of_two, solve_for, value
+
+    r = d.report
+    conditions = []
+    for c in d.conditions:
+        lhs, rhs = value(d, c.relation.lhs), value(d, c.relation.rhs)
+        entry = {"name": c.name, "text": c.text, "expr": str(c.relation),
+                 "latex": latex(c.relation), "values": {"lhs": lhs, "rhs": rhs},
+                 "holds": None if lhs is None or rhs is None else bool(lhs > rhs),
+                 "solved": None}
+        if var:
+            s = solve_for(c.relation, var)
+            if s is not None:
+                entry["solved"] = {"var": s.var, "rel": s.rel, "expr": str(s.expr),
+                                   "latex": latex(s.expr), "value": value(d, s.expr)}
+        conditions.append(entry)
+    optima = []
+    for o in d.optima:
+        v = value(d, o.expr)
+        rounded = round_power_of_two(v, d.devices_value) if v is not None else None
+        optima.append({"var": o.var, "expr": str(o.expr), "latex": latex(o.expr),
+                       "overlap": o.overlap, "with": f"{o.var} * {o.partner} = {o.devices}",
+                       "devices": d.devices_value, "value": v, "rounded": rounded,
+                       "partner": o.partner,
+                       "partner_rounded": (partner_power_of_two(rounded, d.devices_value)
+                                           if rounded is not None else None)})
+    return {"program": r.name, "hardware": r.hardware_name, "model": r.model,
+            "accounting": d.accounting.name, "notes": list(d.notes),
+            "conditions": conditions, "optima": optima}
+
+
+def _num(v: float | None) -> str:
+    return "?" if v is None else f"{v:.4g}"
+
+
+def to_text(out: dict) -> str:
+    lines = [f"shardc derive: {out['program']}   chip: {out['hardware'] or 'none'}   "
+             f"model: {out['model']}"]
+    lines += [f"  note: {n}" for n in out["notes"]]
+    for c in out["conditions"]:
+        lines.append(f"  {c['text']}:")
+        vals = c["values"]
+        tail = "" if c["holds"] is None else (
+            f"   [{'holds' if c['holds'] else 'does not hold'}: {_num(vals['lhs'])} vs "
+            f"{_num(vals['rhs'])}]")
+        if c["holds"] is None and vals["rhs"] is not None:
+            tail = f"   [right side {_num(vals['rhs'])}]"
+        lines.append(f"    {c['expr']}{tail}")
+        s = c["solved"]
+        if s:
+            v = "" if s["value"] is None else f"   (= {s['value']:.4g})"
+            lines.append(f"    solved: {s['var']} {s['rel']} {s['expr']}{v}")
+    seen: dict[str, list[str]] = {}
+    for o in out["optima"]:
+        seen.setdefault(o["expr"], []).append(o["overlap"])
+    done = set()
+    for o in out["optima"]:
+        if o["expr"] in done:
+            continue
+        done.add(o["expr"])
+        how = " and ".join({"sum": "summed (000)", "max": "overlapped (004)"}[x]
+                           for x in seen[o["expr"]])
+        v = "" if o["value"] is None else f" = {o['value']:.4g}, rounded {o['rounded']}"
+        if o["partner_rounded"] is not None:
+            v += f" ({o['partner']} = {o['partner_rounded']})"
+        lines.append(f"  optimum ({o['with']}; communication {how}): {o['var']} = "
+                     f"{o['expr']}{v}")
+    return "\n".join(lines)
+
+
+def to_latex(out: dict) -> str:
+    lines = ["\\begin{align*}"]
+    for c in out["conditions"]:
+        s = c["solved"]
+        lines.append(f"  \\text{{{c['name']}}}:\\ & {c['latex']}"
+                     + (f" \\iff {s['var']} {s['rel']} {s['latex']}" if s else "") + " \\\\")
+    for o in out["optima"]:
+        lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} && \\text{{({o['overlap']})}} \\\\")
+    lines.append("\\end{align*}")
+    return "\n".join(lines)
