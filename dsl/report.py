@@ -188,18 +188,23 @@ class Report:
             return None
         return max(vals, key=lambda k: (vals[k], k == "compute"))  # type: ignore[arg-type]
 
-    def scheduled_step(self) -> float | None:
-        """T_step of the list schedule (passes/schedule.py); None unless every op has a number."""
-        from passes.schedule import schedule
-
+    def step_durations(self) -> dict[int, float] | None:
+        """Each op's time over the step (all its runs; twice for an op the backward pass
+        recomputes under --remat), by op index; None unless every op has a number."""
         durations: dict[int, float] = {}
         for c in self.ops:
             v = self.value(c.time * c.count)
             if v is None:
                 return None
-            # an op the backward pass recomputes (--remat) runs twice
             durations[c.index] = v * (2 if c.index in self.cost.recomputed else 1)
-        return schedule(self.program, durations)
+        return durations
+
+    def scheduled_step(self) -> float | None:
+        """T_step of the list schedule (passes/schedule.py); None unless every op has a number."""
+        from passes.schedule import schedule
+
+        durations = self.step_durations()
+        return None if durations is None else schedule(self.program, durations)
 
     def op_bound(self, c) -> str | None:
         if c.kind == "collective":

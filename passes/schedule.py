@@ -8,6 +8,8 @@ gives the step time between perfect overlap (max) and none (sum).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dsl.graph import op_inputs
 from dsl.ir import Collective, CompiledProgram, Input, LocalSlice
 
@@ -30,12 +32,14 @@ def classify(program: CompiledProgram) -> dict[int, str]:
     return out
 
 
-def schedule(program: CompiledProgram, durations: dict[int, float]) -> float:
+def schedule(program: CompiledProgram, durations: dict[int, float],
+             network: Callable[[Collective], str] | None = None) -> float:
     """Makespan of a list schedule: ops in program order, each on its resource (compute or
     network) as soon as its inputs are ready and the resource is free. Program order is a
-    topological order of the op graph (each op's inputs are produced before it)."""
+    topological order of the op graph (each op's inputs are produced before it). `network`
+    names the resource of each collective (one network resource by default)."""
     ready: dict[str, float] = {}
-    free = {"compute": 0.0, "network": 0.0}
+    free: dict[str, float] = {}
     end = 0.0
     for i, op in enumerate(program.ops):
         if isinstance(op, Input):
@@ -45,8 +49,11 @@ def schedule(program: CompiledProgram, durations: dict[int, float]) -> float:
         if isinstance(op, LocalSlice):
             ready[op.out.id] = start_after
             continue
-        resource = "network" if isinstance(op, Collective) else "compute"
-        start = max(start_after, free[resource])
+        if isinstance(op, Collective):
+            resource = network(op) if network is not None else "network"
+        else:
+            resource = "compute"
+        start = max(start_after, free.get(resource, 0.0))
         finish = start + durations.get(i, 0.0)
         free[resource] = finish
         ready[op.out.id] = finish

@@ -10,6 +10,7 @@ from dsl.models.programs import Layout, Part, ShardingError, parts
 from hardware import Chip
 from passes.plan.candidates import LEVELS, Options, Plan, PlanError
 from passes.plan.strategies import choose_slice, layouts
+from passes.schedule import schedule
 
 
 def plan(card: ModelCard, chip: Chip, chips: int, batch_tokens: int, seq: int | None = None,
@@ -56,13 +57,14 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
             return None, ("not evaluated: the compiler rejects the generated "
                           f"{p.name} program: " + (f"[{first.code}] {first.message}"
                                                      if first else str(exc)))
-        t = r.scheduled_step()
-        if t is None:
+        durations = r.step_durations()
+        if durations is None:
             return None, f"not evaluated: the {p.name} program has unbound sizes"
+        t = schedule(r.program, durations)
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
-        acc["t_step_overlap_004_s"] += _schedule_004(r, layout) * n
+        acc["t_step_overlap_004_s"] += _schedule_004(r, durations, layout) * n
         acc["t_lower_s"] += (r.value("t_lower_s") or 0.0) * n
         for key in ("t_math_s", "t_hbm_s", "t_comms_s", "flops_per_device"):
             acc[key] += (r.value(key) or 0.0) * n
@@ -81,7 +83,7 @@ def _add(d: dict[str, float], key: str, value: float) -> None:
 
 
 def _op_time(r, op) -> float:
-    return (r.value(op.time * getattr(op, "count", 1)) or 0.0)
+    return r.value(op.time * op.count) or 0.0
 
 
 def _role(axes: tuple[str, ...], layout: Layout) -> str:
@@ -128,32 +130,9 @@ def _figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int) -> di
             "mfu": acc["flops_per_device"] / (chip.flops_for("bf16")[0] * step) if step else None}
 
 
-def _schedule_004(r, layout: Layout) -> float:
+def _schedule_004(r, durations: dict[int, float], layout: Layout) -> float:
     """T_step under 004's assumption that the FSDP (data-axis) and TP (tensor-axis)
     collectives overlap each other, not only compute (004 "FSDP와 텐서 병렬 처리 결합":
     T_comms = max(T_FSDP, T_TP)): the list schedule of passes/schedule.py with one network
     resource per kind of axis instead of one."""
-    from dsl.graph import op_inputs
-    from dsl.ir import Collective, Input, LocalSlice
-
-    durations = {op.index: _op_time(r, op) * (2 if op.index in getattr(
-        r.cost, "recomputed", ()) else 1) for op in r.ops}
-    ready: dict[str, float] = {}
-    free: dict[str, float] = {}
-    end = 0.0
-    for i, op in enumerate(r.program.ops):
-        if isinstance(op, Input):
-            ready[op.out.id] = 0.0
-            continue
-        start_after = max((ready.get(v, 0.0) for v in op_inputs(op)), default=0.0)
-        if isinstance(op, LocalSlice):
-            ready[op.out.id] = start_after
-            continue
-        resource = ("network-" + _role(op.axes, layout) if isinstance(op, Collective)
-                    else "compute")
-        start = max(start_after, free.get(resource, 0.0))
-        finish = start + durations.get(i, 0.0)
-        free[resource] = finish
-        ready[op.out.id] = finish
-        end = max(end, finish)
-    return end
+    return schedule(r.program, durations, lambda op: "network-" + _role(op.axes, layout))
