@@ -5,8 +5,9 @@ Produced by `dsl.parser.parse`; Lark objects never reach this module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from dsl.layout import Layout
 from dsl.send import SendAxis
@@ -88,17 +89,21 @@ class Count:
     """The count as a tree: a whole number, a name, or (op, left, right) with op in + - *."""
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
 
-    def evaluate(self, sizes: dict[str, int]) -> int:
-        """The count with every name given a size."""
-        def walk(t: CountTree) -> int:
+    def fold(self, number: Callable[[int], Any], name: Callable[[str], Any]) -> Any:
+        """The count computed with `number` and `name` giving its leaves (+ - * on the rest)."""
+        def walk(t: CountTree):
             if isinstance(t, int):
-                return t
+                return number(t)
             if isinstance(t, str):
-                return sizes[t]
+                return name(t)
             op, lhs, rhs = t
             a, b = walk(lhs), walk(rhs)
             return a + b if op == "+" else a - b if op == "-" else a * b
         return walk(self.tree)
+
+    def evaluate(self, sizes: dict[str, int]) -> int:
+        """The count with every name given a size."""
+        return self.fold(int, sizes.__getitem__)
 
 
 Times = tuple[Count, ...]

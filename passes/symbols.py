@@ -19,15 +19,7 @@ def size_symbol(name: str) -> sp.Symbol:
 
 def count_expr(count) -> sp.Expr:
     """A `repeat` count (`dsl.syntax.Count`) as an expression over the size symbols."""
-    def walk(t) -> sp.Expr:
-        if isinstance(t, int):
-            return sp.Integer(t)
-        if isinstance(t, str):
-            return size_symbol(t)
-        op, lhs, rhs = t
-        a, b = walk(lhs), walk(rhs)
-        return a + b if op == "+" else a - b if op == "-" else a * b
-    return walk(count.tree)
+    return count.fold(sp.Integer, size_symbol)
 
 
 def times_count(times) -> sp.Expr:
