@@ -1,0 +1,187 @@
+"""Run one hostile case in its own process, under a wall-clock and an address-space limit, and
+say what is wrong with the outcome (nothing, when the case passes).
+
+A case passes when shardc exits with one of the allowed codes (0, 1 or 2; never 3, the internal
+error), prints no traceback, names the diagnostic code or flag the case expects, leaves no file
+the payload would have created, prints no NaN, infinite or negative quantity, and stays within
+`TIME_LIMIT_S` seconds and `MEMORY_LIMIT_BYTES` of resident memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TIME_LIMIT_S = 10.0
+MEMORY_LIMIT_BYTES = 1 << 30
+ADDRESS_SPACE_BYTES = 6 << 30
+"""The hard limit: a runaway allocation fails inside the child instead of swapping the machine.
+It is larger than the memory bound because numpy and XLA reserve address space they never touch;
+the bound itself is checked on the child's peak resident set."""
+
+CLI = [sys.executable, "-c", "import sys; from dsl.cli import main; sys.exit(main())"]
+"""How a case runs shardc: the installed package's entry point, from the repository root."""
+
+BAD_NUMBER = re.compile(r"(?<![A-Za-z_])(nan|NaN|-?inf(inity)?|zoo|-\d[\d.]*\s*(s|us|ms|ns|B|kB|MB|GB))\b")
+"""A printed quantity that must never appear: NaN, infinity, SymPy's complex infinity, or a
+negative time or size."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input: shardc's arguments (with `{tmp}` for the case's own folder), the files
+    to create there first, and what is allowed to come back."""
+
+    name: str
+    argv: tuple[str, ...]
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    exits: tuple[int, ...] = (1, 2)
+    expect: tuple[str, ...] = ()
+    """Strings that must all appear on stderr (a diagnostic code like `error[N014]`, a flag)."""
+    stdout_expect: tuple[str, ...] = ()
+    stdin: bytes | None = None
+    must_not_exist: tuple[str, ...] = ("pwned",)
+    """Files (relative to the case folder) that a successful payload would have created."""
+    setup: str = ""
+    """A named setup step for inputs a table cannot hold: `fifo`, `dir`."""
+    check_numbers: bool = True
+    after: tuple[str, ...] = ()
+    """A command to run after shardc (say, the exported script), with `{tmp}` substituted; it
+    may fail, but must not create the payload's file."""
+
+
+@dataclass
+class Outcome:
+    code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_bytes: int
+    problems: list[str]
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _materialise(case: Case, tmp: Path) -> None:
+    for rel, content in case.files.items():
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8", newline="")
+    if case.setup == "fifo":
+        os.mkfifo(tmp / "fifo.shard")
+    elif case.setup == "dir":
+        (tmp / "adir").mkdir()
+
+
+def _wait(proc: subprocess.Popen, stdin: bytes | None
+          ) -> tuple[int, int, bool, bytes, bytes]:
+    """(exit code, the child's own peak resident bytes, timed out?, stdout, stderr)."""
+    chunks: dict[str, list[bytes]] = {"out": [], "err": []}
+
+    def drain(stream, key: str) -> None:
+        for block in iter(lambda: stream.read(65536), b""):
+            chunks[key].append(block)
+
+    readers = [threading.Thread(target=drain, args=(proc.stdout, "out"), daemon=True),
+               threading.Thread(target=drain, args=(proc.stderr, "err"), daemon=True)]
+    for t in readers:
+        t.start()
+    if proc.stdin is not None:
+        try:
+            proc.stdin.write(stdin or b"")
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    deadline = time.monotonic() + TIME_LIMIT_S
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            timed_out = True
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for t in readers:
+        t.join(5)
+    return (proc.returncode, usage.ru_maxrss * 1024, timed_out, b"".join(chunks["out"]),
+            b"".join(chunks["err"]))
+
+
+def _substitute(args: tuple[str, ...], tmp: Path) -> list[str]:
+    return [a.replace("{tmp}", str(tmp)).replace("{root}", str(ROOT)) for a in args]
+
+
+def run(case: Case) -> Outcome:
+    """Run `case` in a fresh temporary folder and judge it."""
+    with tempfile.TemporaryDirectory(prefix="shardc-hostile-") as d:
+        tmp = Path(d)
+        _materialise(case, tmp)
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(ROOT),
+                   XLA_FLAGS="--xla_force_host_platform_device_count=8")
+        env.pop("SHARDC_DEBUG", None)
+        start = time.monotonic()
+        proc = subprocess.Popen(CLI + _substitute(case.argv, tmp), cwd=tmp, env=env,
+                                stdin=subprocess.PIPE if case.stdin is not None
+                                else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=_limits)
+        code, peak, timed_out, out, err = _wait(proc, case.stdin)
+        seconds = time.monotonic() - start
+        for cmd in case.after:
+            subprocess.run(_substitute((cmd,), tmp)[0], shell=True, cwd=tmp, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        outcome = Outcome(None if timed_out else code,
+                          out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                          seconds, peak, [])
+        outcome.problems = judge(case, outcome, tmp, timed_out)
+        return outcome
+
+
+def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
+    problems = []
+    if timed_out:
+        problems.append(f"still running after {TIME_LIMIT_S:.0f} s (killed)")
+    elif o.code not in case.exits:
+        problems.append(f"exit code {o.code}, expected one of {case.exits}")
+    if o.peak_bytes > MEMORY_LIMIT_BYTES:
+        problems.append(f"peak memory {o.peak_bytes / 2**20:.0f} MiB > "
+                        f"{MEMORY_LIMIT_BYTES / 2**20:.0f} MiB")
+    for text in (o.stdout, o.stderr):
+        if "Traceback" in text or "internal error" in text:
+            problems.append("crashed: " + text[-600:])
+    for want in case.expect:
+        if want not in o.stderr:
+            problems.append(f"stderr lacks {want!r}: {o.stderr[-400:]!r}")
+    for want in case.stdout_expect:
+        if want not in o.stdout:
+            problems.append(f"stdout lacks {want!r}")
+    if case.check_numbers:
+        bad = BAD_NUMBER.search(o.stdout)
+        if bad:
+            line = o.stdout[max(0, bad.start() - 80):bad.end() + 20]
+            problems.append(f"prints a NaN, infinite or negative quantity: {line!r}")
+    for rel in case.must_not_exist:
+        if (tmp / rel).exists():
+            problems.append(f"the payload created {rel!r}")
+    if o.code in (1, 2) and not o.stderr.strip():
+        problems.append("failed without a message on stderr")
+    return problems
