@@ -12,6 +12,30 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 
+def as_expr(value: sp.Basic | int | float) -> sp.Basic:
+    """A SymPy object from a number or an expression, never from text (no `sympify`: user text
+    is parsed by `dsl.user_expr`, not evaluated).
+
+    >>> as_expr(3), as_expr(0.5), as_expr(sp.Symbol("B"))
+    (3, 0.500000000000000, B)
+    """
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"not a number: {value!r}")
+    if isinstance(value, int):
+        return sp.Integer(value)
+    if isinstance(value, float):
+        return sp.Float(value)
+    import numbers
+
+    if isinstance(value, numbers.Integral):
+        return sp.Integer(int(value))
+    if isinstance(value, numbers.Real):
+        return sp.Float(float(value))
+    raise TypeError(f"not a number or an expression: {type(value).__name__}")
+
+
 def size_symbol(name: str) -> sp.Symbol:
     """A dimension or mesh-axis size."""
     return sp.Symbol(name, positive=True, integer=True)

@@ -48,6 +48,8 @@ class Case:
     expect: tuple[str, ...] = ()
     """Strings that must all appear on stderr (a diagnostic code like `error[N014]`, a flag)."""
     stdout_expect: tuple[str, ...] = ()
+    stdout_forbid: tuple[str, ...] = ()
+    """Strings that must not appear on stdout (a collective that should not be there)."""
     stdin: bytes | None = None
     must_not_exist: tuple[str, ...] = ("pwned",)
     """Files (relative to the case folder) that a successful payload would have created."""
@@ -174,6 +176,9 @@ def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
     for want in case.stdout_expect:
         if want not in o.stdout:
             problems.append(f"stdout lacks {want!r}")
+    for unwanted in case.stdout_forbid:
+        if unwanted in o.stdout:
+            problems.append(f"stdout has {unwanted!r}")
     if case.check_numbers:
         bad = BAD_NUMBER.search(o.stdout)
         if bad:
