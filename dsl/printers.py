@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 from dsl.layout import format_axes
+from passes.symbols import as_expr
 
 if TYPE_CHECKING:
     from dsl.report import Report
@@ -42,7 +43,7 @@ def latex_text(text: str) -> str:
 
 def latex(expr) -> str:
     """`sympy.latex` with every symbol named by `latex_name`."""
-    expr = sp.sympify(expr)
+    expr = as_expr(expr)
     return sp.latex(expr, symbol_names={s: latex_name(s.name) for s in expr.free_symbols})
 
 

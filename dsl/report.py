@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ import sympy as sp
 
 from dsl.printers import latex
 from passes.derive_cost import ProgramCost
-from passes.symbols import hardware_values, size_symbol
+from passes.symbols import as_expr, hardware_values, size_symbol
 
 if TYPE_CHECKING:
     from hardware import Chip
@@ -115,7 +114,7 @@ class Report:
         """
         if isinstance(expr, str):
             expr = self.totals[expr] if expr in self.totals else self.parse(expr)
-        expr = sp.sympify(expr)
+        expr = as_expr(expr)
         if overrides:
             env = self.environment()
             syms = self.cost.symbols
@@ -134,16 +133,18 @@ class Report:
         return self._cache[expr]
 
     def parse(self, text: str) -> sp.Expr:
-        """Parse a formula over this program's names (`N`, `S`, `E` stay sizes, not SymPy's)."""
-        from sympy.parsing.sympy_parser import parse_expr
+        """Parse a formula over this program's names (`N`, `S`, `E` stay sizes, not SymPy's):
+        hardware names are the chip's symbols, any other name a size. The grammar is
+        `grammar/expr.lark`; raises `dsl.user_expr.ExprError`."""
+        from dsl.user_expr import formula
 
-        syms = self.cost.symbols
-        hw = {s.name: s for s in syms.all_for({"bf16", "f32", "f16", "fp8", "int8", "int4"})}
-        names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
-        local = {n: hw.get(n, size_symbol(n)) for n in names
-                 if n not in ("Max", "Min", "floor", "ceiling", "sqrt", "log", "Eq", "Ne", "Lt",
-                              "Le", "Gt", "Ge")}
-        return parse_expr(text, local_dict=local)
+        return formula(text, self.symbol)
+
+    def symbol(self, name: str) -> sp.Symbol:
+        """The symbol a name stands for in this report: a hardware figure, else a size."""
+        hw = {s.name: s for s in self.cost.symbols.all_for(
+            {"bf16", "f32", "f16", "fp8", "int8", "int4"})}
+        return hw.get(name, size_symbol(name))
 
     def all_expressions(self) -> list[sp.Expr]:
         out: list[sp.Expr] = []
@@ -167,7 +168,7 @@ class Report:
             out.append(b.count)
             out.extend(b.per_iteration.values())
             out.extend(b.total.values())
-        return [sp.sympify(e) for e in out]
+        return [as_expr(e) for e in out]
 
     def evaluate(self) -> Report:
         """Compute every number of the report at once (one lambdify)."""
@@ -179,7 +180,7 @@ class Report:
         if lhs is None or rhs is None:
             return None
         return bool(lhs > rhs) if isinstance(rel, sp.StrictGreaterThan) else bool(
-            sp.sympify(rel).subs({rel.lhs: lhs, rel.rhs: rhs}))
+            rel.subs({rel.lhs: lhs, rel.rhs: rhs}))
 
     def bound(self) -> str | None:
         vals = {k: self.value(self.totals[f]) for k, f in (
@@ -219,7 +220,7 @@ class Report:
 
     # ---- output ------------------------------------------------------------------------------
     def q(self, expr) -> dict[str, Any]:
-        expr = sp.sympify(expr)
+        expr = as_expr(expr)
         return {"expr": str(expr), "latex": latex(expr), "value": self.value(expr)}
 
     def to_dict(self) -> dict[str, Any]:

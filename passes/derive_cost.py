@@ -24,7 +24,7 @@ from passes.layout_cost import global_elements, local_bytes, local_elements, ste
 from passes.memory import kept_activations
 from passes.reshard import Step
 from passes.schedule import classify
-from passes.symbols import HardwareSymbols, count_expr, size_symbol, times_count
+from passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
 from passes.validate import promote
 
 ZERO = sp.Integer(0)
@@ -303,14 +303,14 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
                               _known_size(program_mesh, ctx))
             else:
                 t = collective_time(kind, v, axes, size_symbol, ctx.model, topology, syms.links())
-            bw, lat = sp.sympify(t.bandwidth), sp.sympify(t.latency)
+            bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
             crossover = sp.cancel(lat * v / bw) if bw != 0 and v != 0 else None
             name = format_send(op.send) if kind == "Send" else kind
             return OpCost(index, line, "collective", name, axes, src.array, src.format(mesh),
-                          out.format(mesh), op.reason, ZERO, ZERO, ZERO, sp.sympify(v),
-                          sp.sympify(t.time), ZERO, ZERO, bw, lat,
-                          tuple((lv, sp.sympify(x)) for lv, x in t.levels),
-                          tuple((lv, sp.sympify(x)) for lv, x in t.bandwidths), crossover)
+                          out.format(mesh), op.reason, ZERO, ZERO, ZERO, as_expr(v),
+                          as_expr(t.time), ZERO, ZERO, bw, lat,
+                          tuple((lv, as_expr(x)) for lv, x in t.levels),
+                          tuple((lv, as_expr(x)) for lv, x in t.bandwidths), crossover)
         case LocalSlice(out=out, src=src):
             return OpCost(index, line, "elementwise", "slice", (), src.array, src.format(mesh),
                           out.format(mesh), op.reason, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO,

@@ -17,7 +17,7 @@ import sympy as sp
 from dsl.graph import op_inputs
 from dsl.ir import CompiledProgram, Einsum, Elementwise, Input, Value
 from passes.layout_cost import local_bytes, local_elements
-from passes.symbols import size_symbol, times_count
+from passes.symbols import as_expr, size_symbol, times_count
 
 Optimizer = Literal["none", "sgd", "adam"]
 Remat = Literal["none", "block", "matmuls"]
@@ -105,5 +105,5 @@ def training_memory(program: CompiledProgram, backward_line: int | None, optimiz
     saved = kept_activations(program, backward_line, remat)[0]
     activations = sp.Add(*[local_bytes(v.layout, v.dtype, size_symbol) * count[v.id]
                            for v in saved.values()])
-    return Memory(sp.sympify(parameters), sp.sympify(gradients), sp.sympify(optimizer_bytes),
-                  sp.sympify(activations), tuple(sorted(v.array for v in saved.values())))
+    return Memory(as_expr(parameters), as_expr(gradients), as_expr(optimizer_bytes),
+                  as_expr(activations), tuple(sorted(v.array for v in saved.values())))
