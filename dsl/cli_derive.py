@@ -52,14 +52,28 @@ def run(args: argparse.Namespace) -> int:
         print("shardc: error: --optimize needs --with AXIS (the axis it trades devices with)",
               file=sys.stderr)
         return 2
+    try:
+        devices = check_options(args, result.report)
+    except UsageError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 2
     overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
     try:
         d = derive(result.report, backward_line(source), overlaps=overlaps,
-                   optimize=args.optimize, partner=args.partner, devices=args.devices)
+                   optimize=args.optimize, partner=args.partner, devices=devices)
     except ValueError as exc:
         print(f"shardc: error: {exc}", file=sys.stderr)
         return 2
-    out = to_dict(d, args.var)
+    target = None
+    if args.var is not None:
+        from dsl.user_expr import ExprError
+
+        try:
+            target = solve_target(args.var, d)
+        except ExprError as exc:
+            print(exc.render("--solve-for", args.var), file=sys.stderr)
+            return 2
+    out = to_dict(d, target)
     if args.format == "json":
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     elif args.format == "latex":
@@ -69,7 +83,71 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def to_dict(d, var: str | None = None) -> dict:
+class UsageError(ValueError):
+    """A derive option that does not fit the program; the message names the flag."""
+
+
+def check_options(args: argparse.Namespace, report) -> int | str | None:
+    """--optimize and --with must be two different mesh axes of the program; --devices a
+    positive whole number or a name. Returns the devices as an int, a name, or None."""
+    from dsl.numeric import NumberError, parse_decimal, whole
+    from dsl.user_expr import ExprError, Name, parse
+
+    axes = list(report.program.mesh_axes)
+    for flag, axis in (("--optimize", args.optimize), ("--with", args.partner)):
+        if axis is not None and axis not in axes:
+            raise UsageError(f"{flag} {axis[:80]!r} is not a mesh axis of {report.name} "
+                             f"(mesh axes: {', '.join(axes) or 'none'})")
+    if args.optimize is not None and args.optimize == args.partner:
+        raise UsageError(f"--with {args.partner!r} is the axis --optimize varies; give the "
+                         "other mesh axis it trades devices with")
+    if args.devices is None:
+        return None
+    text = args.devices.strip()
+    if text[:1].isdigit() or text[:1] in "+-.":
+        try:
+            return whole(parse_decimal(text), "--devices")
+        except NumberError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        node = parse(text)
+    except ExprError as exc:
+        raise UsageError(exc.render("--devices", text).removeprefix("shardc: error: ")) from None
+    if not isinstance(node, Name):
+        raise UsageError(f"--devices {text[:80]!r} must be a positive whole number or a name")
+    taken = [n for n, _ in (*report.program.dims, *report.program.mesh)]
+    if node.name in taken:
+        raise UsageError(f"--devices {node.name!r} is already a dimension or mesh axis of "
+                         f"{report.name}; pick another name (default N)")
+    return node.name
+
+
+def solve_target(text: str, d):
+    """The --solve-for formula over the names the derivation knows (its conditions' symbols,
+    the program's sizes, the chip's figures); `ExprError` for anything else."""
+    import sympy as sp
+
+    from dsl.user_expr import ExprError, formula, known_names_resolver
+    from passes.symbols import size_symbol
+
+    r = d.report
+    known: dict[str, sp.Expr] = {n: size_symbol(n) for n, _ in (*r.program.dims,
+                                                                  *r.program.mesh)}
+    known.update({s.name: s for s in r.cost.symbols.all_for(
+        {"bf16", "f32", "f16", "fp8", "int8", "int4"})})
+    for c in d.conditions:
+        known.update({s.name: s for s in c.relation.free_symbols})
+    for o in d.optima:
+        known.update({s.name: s for s in o.devices.free_symbols})
+    target = formula(text, known_names_resolver(known))
+    if not target.free_symbols:
+        raise ExprError("nothing to solve for: give a name or a monomial such as B/X", 0)
+    if isinstance(target, sp.Symbol):
+        return target.name
+    return target
+
+
+def to_dict(d, var=None) -> dict:
     """The derivation as the issue's JSON: conditions (text, expr, latex, solved) and optima
     (var, expr, value, rounded), with numbers where the chip and bindings give them."""
     from dsl.printers import latex
@@ -83,9 +161,11 @@ def to_dict(d, var: str | None = None) -> dict:
                  "latex": latex(c.relation), "values": {"lhs": lhs, "rhs": rhs},
                  "holds": None if lhs is None or rhs is None else bool(lhs > rhs),
                  "solved": None}
-        if var:
+        if var is not None:
             s = solve_for(c.relation, var)
-            if s is not None:
+            if s is None:
+                entry["unsolved"] = _unsolved(c.relation, var)
+            else:
                 entry["solved"] = {"var": s.var, "rel": s.rel, "expr": str(s.expr),
                                    "latex": latex(s.expr), "value": value(d, s.expr)}
         conditions.append(entry)
@@ -102,6 +182,14 @@ def to_dict(d, var: str | None = None) -> dict:
     return {"program": r.name, "hardware": r.hardware_name, "model": r.model,
             "accounting": d.accounting.name, "notes": list(d.notes),
             "conditions": conditions, "optima": optima}
+
+
+def _unsolved(rel, var) -> str | None:
+    """"no closed form" when the condition holds every name of `var` but none was found (or
+    SymPy ran past its time budget); None when the condition does not involve `var`."""
+    names = {s.name for s in rel.free_symbols}
+    wanted = {var} if isinstance(var, str) else {s.name for s in var.free_symbols}
+    return "no closed form" if wanted <= names else None
 
 
 def _num(v: float | None) -> str:
@@ -125,6 +213,8 @@ def to_text(out: dict) -> str:
         if s:
             v = "" if s["value"] is None else f"   (= {s['value']:.4g})"
             lines.append(f"    solved: {s['var']} {s['rel']} {s['expr']}{v}")
+        elif c.get("unsolved"):
+            lines.append(f"    solved: {c['unsolved']}")
     seen: dict[str, list[str]] = {}
     for o in out["optima"]:
         seen.setdefault(o["expr"], []).append(o["overlap"])

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
-from collections.abc import Iterable, Sequence
+import signal
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import sympy as sp
 
+from dsl.limits import SOLVE_SECONDS
 from passes.conditions import separate
 from passes.cost_model import collective_time
-from passes.symbols import size_symbol
+from passes.symbols import as_expr, size_symbol
 
 if TYPE_CHECKING:
     from dsl.ir import Topology
@@ -102,6 +105,61 @@ class Derivation:
 
 
 # ---- solving ---------------------------------------------------------------------------------
+class _OutOfTime(Exception):
+    """SymPy's `solve` ran past `SOLVE_SECONDS` (raised from the SIGALRM handler)."""
+
+
+_budget_depth = 0
+
+
+@contextmanager
+def solve_budget(seconds: float = SOLVE_SECONDS) -> Iterator[None]:
+    """Raise `_OutOfTime` inside the block once `seconds` of wall-clock time have passed.
+
+    Uses SIGALRM, so only in the main thread (elsewhere the block runs without a budget); the
+    previous handler and timer are restored afterwards. Nested budgets share the outer one.
+    """
+    global _budget_depth
+    if (_budget_depth or threading.current_thread() is not threading.main_thread()
+            or not hasattr(signal, "setitimer")):
+        _budget_depth += 1
+        try:
+            yield
+        finally:
+            _budget_depth -= 1
+        return
+
+    def alarm(signum, frame):
+        raise _OutOfTime
+
+    old_handler = signal.signal(signal.SIGALRM, alarm)
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    _budget_depth += 1
+    try:
+        yield
+    finally:
+        _budget_depth -= 1
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old_handler)
+        if old_delay > 0:  # someone else's timer: give back what is left of it
+            signal.setitimer(signal.ITIMER_REAL, max(old_delay - seconds, 1e-3), old_interval)
+
+
+def _budgeted(fn):
+    """`fn` under `solve_budget`; None (no closed form) when it runs out of time."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            with solve_budget():
+                return fn(*args, **kwargs)
+        except _OutOfTime:
+            return None
+
+    return run
+
+
 def _symbol(rel: sp.Basic, name: str) -> sp.Symbol | None:
     for s in rel.free_symbols:
         if s.name == name:
@@ -109,6 +167,7 @@ def _symbol(rel: sp.Basic, name: str) -> sp.Symbol | None:
     return None
 
 
+@_budgeted
 def solve_condition(rel: sp.Basic, var: str) -> Solved | None:
     """`lhs > rhs` as `var > threshold` (or `<`), where the relation is monotone in var.
 
@@ -142,25 +201,28 @@ def solve_condition(rel: sp.Basic, var: str) -> Solved | None:
     return None
 
 
+@_budgeted
 def solve_for(rel: sp.Basic, target: str | sp.Expr, names: dict[str, sp.Symbol] | None = None
               ) -> Solved | None:
     """`rel` solved for a symbol or a monomial of them (`B/X`, the per-device batch): one of
-    the monomial's symbols is eliminated (B = u X) and the relation solved for u.
+    the monomial's symbols is eliminated (B = u X) and the relation solved for u. A text target
+    is parsed by `dsl.user_expr` (names not in the relation or `names` are sizes). None when
+    there is no closed form, or SymPy finds none within `SOLVE_SECONDS`.
 
     >>> b, x, c = (sp.Symbol(n, positive=True) for n in "BXC")
     >>> solve_for(sp.StrictGreaterThan(b / x, c), "B/X").expr
     C
     """
+    if isinstance(target, sp.Symbol):
+        target = target.name
     if isinstance(target, str) and target.isidentifier():
         return solve_condition(rel, target)
     by_name = {s.name: s for s in rel.free_symbols} | dict(names or {})
     if isinstance(target, str):
-        from sympy.parsing.sympy_parser import parse_expr
+        from dsl.user_expr import formula
 
-        local = {n: by_name.get(n, size_symbol(n))
-                 for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", target)}
-        target = parse_expr(target, local_dict=local)
-    target = sp.sympify(target)
+        target = formula(target, lambda n: by_name.get(n, size_symbol(n)))
+    target = as_expr(target)
     label = str(target)
     u = sp.Symbol("_u", positive=True)
     for s in sorted(target.free_symbols & rel.free_symbols, key=lambda s: s.name):
@@ -221,8 +283,8 @@ def _comm(report: Report, c: OpCost, topo: Topology | None, model: str) -> Comm:
                                                      c.level_bandwidths))
     t = collective_time(c.op, c.comm_bytes, c.axes, size_symbol, "book", topo,
                         report.cost.symbols.links())
-    return Comm(c.axes, sp.sympify(t.bandwidth) * n,
-                tuple((lv, sp.sympify(x) * n) for lv, x in t.bandwidths))
+    return Comm(c.axes, as_expr(t.bandwidth) * n,
+                tuple((lv, as_expr(x) * n) for lv, x in t.bandwidths))
 
 
 def passes(report: Report, backward_line: int | None, model: str = "book") -> list[Pass]:
@@ -304,6 +366,7 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
     return out
 
 
+@_budgeted
 def optimize_axis(t_comms: sp.Expr, var: str, partner: str, devices: sp.Expr
                   ) -> Optimum | None:
     """The `var` minimizing `t_comms` with `var * partner = devices` (partner = devices/var)."""
@@ -323,6 +386,7 @@ def optimize_axis(t_comms: sp.Expr, var: str, partner: str, devices: sp.Expr
     return Optimum(var, sp.factor_terms(sp.simplify(roots[0])), partner, devices)
 
 
+@_budgeted
 def balance_axis(groups: Sequence[sp.Expr], var: str, partner: str, devices: sp.Expr
                  ) -> Optimum | None:
     """004's optimum of max(T_a, T_b): the `var` at which the two groups take equal time (one
@@ -478,7 +542,11 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
             n_sym = size_symbol(devices)
         else:
             n_sym = devices_symbol(taken)
-            dev_value = float(devices) if devices is not None else None
+            dev_value = None
+            if devices is not None:
+                from dsl.numeric import parse_number
+
+                dev_value = parse_number(devices) if isinstance(devices, str) else float(devices)
         for overlap in overlaps:
             if overlap == "sum":
                 opt = optimize_axis(p.t_comms, optimize, partner, n_sym)
@@ -496,9 +564,11 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
 
 
 def _is_number(text: str) -> bool:
+    from dsl.numeric import NumberError, parse_decimal
+
     try:
-        float(text)
-    except ValueError:
+        parse_decimal(text)
+    except NumberError:
         return False
     return True
 
@@ -517,8 +587,8 @@ def backward_line(source) -> int | None:
 
 def value(d: Derivation, expr: sp.Expr) -> float | None:
     """A number for `expr` from the report's bindings, with the devices symbol bound."""
-    names = {s.name for s in sp.sympify(expr).free_symbols}
-    bound = {s.name: d.devices_value for o in d.optima for s in sp.sympify(o.devices).free_symbols
+    names = {s.name for s in as_expr(expr).free_symbols}
+    bound = {s.name: d.devices_value for o in d.optima for s in o.devices.free_symbols
              if d.devices_value is not None and s.name in names}
     return d.report.value(expr, **bound)
 
