@@ -25,6 +25,7 @@ from lark.exceptions import VisitError
 import grammar
 from dsl.diagnostics import Diagnostic, Diagnostics
 from dsl.layout import DimSharding, Layout
+from dsl.numeric import MAX_INTEGER
 from dsl.send import SEND_NOTE, SendSyntaxError, parse_send
 from dsl.source import Source, Span
 from dsl.syntax import (
@@ -83,7 +84,17 @@ def split_subscript(text: str) -> tuple[str, tuple[str, ...], int]:
 
 
 def _size(tok: Token) -> int:
-    return int(str(tok).replace("_", ""))
+    """The value of an INT token; P011 past `MAX_INTEGER` (checked on the digits, so a literal of
+    5,000 digits never reaches `int()` and its digit limit)."""
+    digits = str(tok).replace("_", "").lstrip("0") or "0"
+    if len(digits) > len(str(MAX_INTEGER)) or int(digits) > MAX_INTEGER:
+        shown = digits if len(digits) <= 30 else f"{digits[:6]}... ({len(digits)} digits)"
+        raise _SyntaxProblem(Diagnostic(
+            "error", "P011", f"the number {shown} is larger than the limit 2**63 - 1",
+            _span(tok), "too large",
+            ("sizes, mesh axes and repeat counts are at most 2**63 - 1 "
+             "(9223372036854775807); leave a size out to keep it symbolic",)))
+    return int(digits)
 
 
 @dataclass(frozen=True, slots=True)
