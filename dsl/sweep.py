@@ -13,16 +13,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from tokenize import TokenError
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import sympy as sp
 
 from dsl.cli import parse_number
+from dsl.limits import MAX_SWEEP_POINTS
 from dsl.printers import SUMMARY, fmt_value
 from dsl.syntax import DimDecl, MeshDecl, Program
-from passes.symbols import HARDWARE_NAMES, size_symbol
+from passes.symbols import HARDWARE_NAMES, as_expr, size_symbol
 
 if TYPE_CHECKING:
     from dsl.report import Report
@@ -88,6 +88,9 @@ def parse_setting(text: str) -> tuple[str, float | Grid]:
     if not g:
         raise SweepError(f"bad grid {spec!r} for {name}: expected START:STOP:linN or "
                          "START:STOP:logN, e.g. 1e3:1e7:log40")
+    if len(g["n"]) > len(str(MAX_SWEEP_POINTS)) or int(g["n"]) > MAX_SWEEP_POINTS:
+        raise SweepError(f"--set {name}: a grid of {g['n'][:20]} points is more than the "
+                         f"{MAX_SWEEP_POINTS:,} a sweep evaluates")
     start, stop, n = _number(g["start"], text), _number(g["stop"], text), int(g["n"])
     if n < 2:
         raise SweepError(f"bad grid {spec!r} for {name}: a grid needs at least 2 points")
@@ -117,6 +120,11 @@ def parse_settings(texts: Sequence[str]) -> tuple[dict[str, float], tuple[Grid, 
     if len(grids) > 2:
         raise SweepError("a sweep takes one or two grid axes, got "
                          + ", ".join(g.name for g in grids))
+    points = math.prod(g.n for g in grids)
+    if points > MAX_SWEEP_POINTS:
+        raise SweepError("--set: the grids " + " x ".join(f"{g.name} ({g.n:,})" for g in grids)
+                         + f" make {points:,} points, more than the {MAX_SWEEP_POINTS:,} a "
+                         "sweep evaluates")
     return fixed, tuple(grids)
 
 
@@ -200,20 +208,36 @@ class Sweep:
 
 def quantity(report: Report, text: str) -> sp.Expr:
     """A total's name, a derived quantity (`intensity`, `flops_per_s`) or a formula over both
-    and the program's names, e.g. `t_math_s/t_comms_s` or `2*B*D*F/C`."""
+    and the program's names, e.g. `t_math_s/t_comms_s` or `2*B*D*F/C` (`grammar/expr.lark`;
+    never evaluated as Python). An unknown name or a bad formula is a `SweepError` naming --y.
+    """
+    from dsl.user_expr import ExprError, formula
+
     t = text.strip()
     if t in report.totals:
-        return sp.sympify(report.totals[t])
+        return as_expr(report.totals[t])
+    known = known_quantity_names(report)
+
+    def resolve(name: str) -> sp.Expr:
+        if name in report.totals:
+            return as_expr(report.totals[name])
+        if name in DERIVED:
+            return formula(DERIVED[name], resolve)
+        if name in known:
+            return report.symbol(name)
+        raise ExprError(f"unknown name {name!r} (known: {', '.join(known)})")
+
     try:
-        expr = report.parse(DERIVED.get(t, t))
-    except (SyntaxError, TokenError, TypeError, ValueError, NameError, sp.SympifyError) as exc:
-        raise SweepError(f"cannot parse quantity {text!r}: {exc}") from None
-    if not isinstance(expr, sp.Expr):
-        raise SweepError(f"quantity {text!r} is not a number-valued formula")
-    named = {**DERIVED, **{k: k for k in report.totals}}
-    swap = {s: (sp.sympify(report.totals[s.name]) if s.name in report.totals
-                else quantity(report, s.name)) for s in expr.free_symbols if s.name in named}
-    return expr.xreplace(swap)
+        return formula(t, resolve)
+    except ExprError as exc:
+        raise SweepError(exc.render("--y", text).removeprefix("shardc: error: ")) from None
+
+
+def known_quantity_names(report: Report) -> list[str]:
+    """The names a --y formula may use: totals, derived quantities, sizes, chip figures."""
+    sizes = [n for n, _ in (*report.program.dims, *report.program.mesh)]
+    hardware = sorted(s.name for s in report.cost.symbols.all_for(set(DTYPES)))
+    return list(dict.fromkeys([*report.totals, *DERIVED, *sizes, *hardware]))
 
 
 def symbol(report: Report, name: str) -> sp.Symbol:
@@ -275,6 +299,9 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
     axes = [g.values.reshape([-1 if i == k else 1 for i in range(len(grids))])
             for k, g in enumerate(grids)]
     values = evaluate(axes)
+    for q in quantities:
+        if q != "bound":
+            _check_finite(q, values[q], grids)
     bound = None
     if all(t in values for t in TIMES):
         order = np.array(["compute", "hbm", "comms"])
@@ -291,6 +318,17 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
     roof = (c_w[0], c_w[1]) if None not in c_w else None
     return Sweep(report.name, report.hardware_name, report.model, tuple(grids),
                  tuple(quantities), values, bound, crossings, seconds, fixed, notes, roof)
+
+
+def _check_finite(q: str, v: np.ndarray, grids: Sequence[Grid]) -> None:
+    """A --y quantity must be a finite number at every point (no division by zero)."""
+    bad = ~np.isfinite(v)
+    if not bad.any():
+        return
+    where = np.unravel_index(int(np.argmax(bad)), v.shape)
+    at = ", ".join(f"{g.name} = {_num(float(g.values[i]))}" for g, i in zip(
+        grids, [*where, *[0] * (len(grids) - len(where))], strict=False))
+    raise SweepError(f"--y {q!r} is not a finite number at {at} (a division by zero?)")
 
 
 def _bound_expr(report: Report, q: str, env: dict[sp.Symbol, float],

@@ -229,8 +229,6 @@ def test_hardware_symbols_can_be_swept_and_fixed(cli):
     (["--set", "Q=1:10:lin3"], "--set names 'Q', which is not a dimension"),
     (["--set", "B=1:10:lin3", "--set", "Z=3"], "--set names 'Z'"),
     (["--set", "B=1:10:cubic3"], "bad grid '1:10:cubic3' for B"),
-    (["--set", "B=1:10:lin3", "--y", "t_math_s +"], "cannot parse quantity"),
-    (["--set", "B=1:10:lin3", "--y", "t_math_s*Q"], "no value for Q"),
     (["--set", "B=1:10:lin3", "--set", "D=1:2:lin2", "--plot", "x.png"], "one grid axis"),
     (["--set", "B=1:10:lin3", "--label", "a", "--label", "b"], "--label given 2 times"),
 ])
@@ -238,6 +236,35 @@ def test_usage_errors_exit_2_with_one_line(cli, args, message):
     code, out, err = cli(DP, *args)
     assert code == 2 and out == ""
     assert err.startswith("shardc: error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("y, message, column", [
+    ("t_math_s +", "unexpected end; expected a name", 10),
+    ("t_math_s*Q", "unknown name 'Q' (known: ", 9),
+    ("t_math_s/0", "division by zero", 8),
+    ("frobnicate(t_math_s)", "unknown function 'frobnicate'", 0),
+    ("t_math_s.__class__", "unexpected '.' (no attribute access)", 8),
+])
+def test_a_bad_y_formula_is_a_usage_error_with_a_caret(cli, y, message, column):
+    code, out, err = cli(DP, "--set", "B=1:10:lin3", "--y", y)
+    assert code == 2 and out == ""
+    first, text, caret = err.splitlines()
+    assert first.startswith(f"shardc: error: --y {y!r}: ") and message in first
+    assert text == f"  {y}" and caret == "  " + " " * column + "^"
+
+
+def test_a_y_formula_that_divides_by_zero_on_the_grid_names_y(cli):
+    code, out, err = cli(DP, "--set", "B=1:9:lin3", "--y", "t_math_s/(B - 5)")
+    assert code == 2 and "--y 't_math_s/(B - 5)' is not a finite number at B = 5" in err
+
+
+def test_a_grid_past_the_point_limit_is_refused_before_evaluating(cli):
+    from dsl.limits import MAX_SWEEP_POINTS
+
+    code, _, err = cli(DP, "--set", f"B=1:1e8:lin{MAX_SWEEP_POINTS + 1}")
+    assert code == 2 and "--set B" in err
+    code, _, err = cli(DP, "--set", "B=1:1e8:lin4000", "--set", "X=1:1e4:lin4000")
+    assert code == 2 and "--set: the grids B (4,000) x X (4,000)" in err
 
 
 def test_a_quantity_left_symbolic_says_which_symbols(cli):
