@@ -10,36 +10,33 @@ import os
 import re
 import sys
 import traceback
-from pathlib import Path
+from decimal import Decimal
 
+from dsl.cli_io import CliIOError, check_writable, read_text, write_text
+from dsl.limits import MAX_SOURCE_BYTES
+from dsl.numeric import NumberError, parse_decimal, parse_number
 from dsl.source import Source
 
-_SUFFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+__all__ = ["build_parser", "main", "parse_binding", "parse_number"]
 
 
-def parse_number(text: str) -> float:
-    """`4096`, `4_096`, `1e6`, `4M`, `2.5e-6`.
 
-    >>> parse_number("4M"), parse_number("8_192"), parse_number("1e-6")
-    (4000000.0, 8192.0, 1e-06)
+def parse_binding(text: str) -> tuple[str, Decimal]:
+    """`NAME=VALUE` for `--set`: the value exact (a Decimal), finite and within a float's range.
+    Whether it suits the name (a whole size, a positive figure) is checked once the program says
+    what the name is (N016 in passes/validate.py).
+
+    >>> parse_binding("B=4M")
+    ('B', Decimal('4000000'))
     """
-    t = text.strip().replace("_", "")
-    scale = 1.0
-    if t and t[-1] in _SUFFIX:
-        scale = _SUFFIX[t[-1]]
-        t = t[:-1]
-    return float(t) * scale
-
-
-def parse_binding(text: str) -> tuple[str, float]:
     m = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(\S+)\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     try:
-        return m.group(1), parse_number(m.group(2))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{m.group(2)!r} is not a number (try 4096, 4_096, 1e6 or 4M)") from None
+        parse_number(m.group(2))  # refuses what no float can hold: 1e400, 1e-400
+        return m.group(1), parse_decimal(m.group(2))
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(f"{m.group(1)}={m.group(2)}: {exc}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,14 +96,13 @@ def _extensions():
 
 
 def _read(path: str) -> Source:
-    if path == "-":
-        return Source("<stdin>", sys.stdin.read())
+    """The program at `path` ('-': standard input), read through the bounded reader; a file that
+    cannot be read is a usage error (exit 2)."""
     try:
-        return Source(path, Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SystemExit(_usage(f"cannot read {path!r}: {exc.strerror or exc}")) from None
-    except UnicodeDecodeError:
-        raise SystemExit(_usage(f"{path!r} is not UTF-8 text")) from None
+        text = read_text(path, what="program", limit=MAX_SOURCE_BYTES)
+    except CliIOError as exc:
+        raise SystemExit(_usage(str(exc))) from None
+    return Source("<stdin>" if path == "-" else path, text)
 
 
 def _usage(message: str) -> int:
@@ -118,6 +114,11 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from dsl.api import run_pipeline
 
     source = _read(args.program)
+    if args.output:
+        try:  # before compiling: a bad -o should not cost a compile
+            check_writable(args.output, flag="-o", inputs=(args.program,))
+        except CliIOError as exc:
+            return _usage(str(exc))
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
                           optimizer=args.optimizer, remat=args.remat)
     if result.diagnostics.items:
@@ -128,7 +129,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     text = {"text": r.to_text, "md": r.to_markdown, "json": lambda: r.to_json() + "\n",
             "latex": r.to_latex}[args.format]()
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            write_text(args.output, text, flag="-o", inputs=(args.program,))
+        except CliIOError as exc:
+            return _usage(str(exc))
     else:
         sys.stdout.write(text)
     return 0

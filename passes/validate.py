@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import ClassVar
 
 from dsl.layout import DimSharding, Layout, format_axes
+from dsl.numeric import NumberError, figure, whole
 from dsl.send import SEND_NOTE
 from dsl.source import Span
 from dsl.syntax import (
@@ -82,6 +84,7 @@ class Validate:
     name: ClassVar[str] = "validate"
 
     def run(self, program: Program, ctx: Context) -> Program:
+        check_bindings(program, ctx)
         env = _Env(bindings=dict(ctx.bindings))
         meshes = [s for s in program.statements if isinstance(s, MeshDecl)]
         env.later_mesh_line = meshes[0].span.line if meshes else 0
@@ -105,6 +108,45 @@ class Validate:
 def validate(program: Program, ctx: Context) -> Program:
     """Run the `validate` pass."""
     return Validate().run(program, ctx)
+
+
+def check_bindings(program: Program, ctx: Context) -> None:
+    """N016: a `--set` value outside its name's domain. Sizes, mesh axes and repeat counts are
+    positive whole numbers; hardware figures positive, finite, normal floats. A bad binding is
+    reported and dropped, so no later check divides by it; a good one is stored as a float."""
+    dims = {d.name for s in program.statements if isinstance(s, DimDecl) for d in s.dims}
+    axes = {a.name for s in program.statements if isinstance(s, MeshDecl) for a in s.axes}
+    counts = {n for c in program.repeats for n in c.names}
+    for name, value in list(ctx.bindings.items()):
+        if name in dims or name in axes:
+            what = (f"{'mesh axis' if name in axes else 'dimension'} {name!r}"
+                    + (" (a repeat count)" if name in counts else ""))
+            check = whole
+        elif _is_hw_name(name):
+            what, check = f"hardware figure {name!r}", figure
+        else:
+            continue  # N010, below
+        try:
+            checked = check(value, what)
+        except NumberError as exc:
+            del ctx.bindings[name]
+            rule = ("a size, a mesh axis or a repeat count is a whole number from 1 to 2**63 - 1"
+                    if check is whole else "a hardware figure is a positive, finite number")
+            message = str(exc).removesuffix(f", got {_shown(value)}")
+            ctx.diagnostics.error("N016", f"--set {name}={_shown(value)}: {message}",
+                                  notes=(rule,))
+            continue
+        if isinstance(value, Decimal):
+            ctx.bindings[name] = float(checked)
+
+
+def _shown(value) -> str:
+    """A bound value as the user typed it, near enough: `4096`, `0.5`, `1e-320`, `inf`."""
+    if isinstance(value, Decimal):
+        if value == value.to_integral_value() and abs(value) < 10**21:
+            return str(int(value))
+        return f"{value:g}"
+    return str(value)
 
 
 def _is_hw_name(name: str) -> bool:
