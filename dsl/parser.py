@@ -14,6 +14,7 @@ from lark import (
     Lark,
     Token,
     Transformer,
+    Tree,
     UnexpectedCharacters,
     UnexpectedEOF,
     UnexpectedInput,
@@ -25,8 +26,10 @@ from lark.exceptions import VisitError
 import grammar
 from dsl.diagnostics import Diagnostic, Diagnostics
 from dsl.layout import DimSharding, Layout
+from dsl.limits import MAX_NESTING
 from dsl.numeric import MAX_INTEGER
 from dsl.send import SEND_NOTE, SendSyntaxError, parse_send
+from dsl.size_limits import size_problem
 from dsl.source import Source, Span
 from dsl.syntax import (
     ArrayDecl,
@@ -317,13 +320,23 @@ def _checked_subscript(tok: Token, what: str) -> tuple[str, tuple[str, ...], int
 
 def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
     """Parse `source`; on a syntax error report one P-diagnostic and return None."""
-    text = source.text
+    # Lines end at `\n`, `\r\n` or a lone `\r`, as `Source.line_text` splits them and as
+    # Python's universal newlines read a file; other separators (U+2028, form feed) are text.
+    text = _NEWLINES.sub("\n", source.text) if "\r" in source.text else source.text
     if text.startswith("\ufeff"):
         text = " " + text[1:]  # a byte-order mark: blank it, keeping every column in place
+    found = size_problem(text)
+    if found is not None:
+        diagnostics.items.append(found)
+        return None
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
         diagnostics.items.append(_syntax_diagnostic(exc, source))
+        return None
+    found = _nesting_problem(tree)
+    if found is not None:
+        diagnostics.items.append(found)
         return None
     try:
         return _ToSyntax().transform(tree)
@@ -332,6 +345,47 @@ def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
             diagnostics.items.append(exc.orig_exc.diagnostic)
             return None
         raise
+
+
+_NEWLINES = re.compile(r"\r\n?")
+# Tree nodes that stack one expression (or count, or block) inside another, and the child whose
+# token marks where: the operator of `a + b` and `a ·_J b`, the name of `f(a)`, the collective.
+_NESTING = {"binary": 1, "contract": 1, "count_binary": 1, "call": 0, "collective": 0,
+            "repeat_block": None}
+_NESTING_NOTE = (f"an expression or a repeat count nests at most {MAX_NESTING} deep: each "
+                 "operator, call or collective inside another adds a level, and a chain such as "
+                 "A + A + ... adds one per operator; split it into several assignments")
+_REPEAT_NOTE = f"`repeat` blocks nest at most {MAX_NESTING} deep"
+
+
+def _nesting_problem(tree: Tree) -> Diagnostic | None:
+    """P012 where an expression or a `repeat` block first nests deeper than MAX_NESTING.
+
+    An explicit stack, not recursion: the walk must survive what the transformer would not.
+    """
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = node.data
+        if kind in _NESTING:
+            depth += 1
+            if depth > MAX_NESTING:
+                return _nesting_diagnostic(node, kind)
+        stack.extend((c, depth) for c in node.children if isinstance(c, Tree))
+    return None
+
+
+def _nesting_diagnostic(node: Tree, kind: str) -> Diagnostic:
+    at = _NESTING[kind]
+    tok = node.children[at] if at is not None else None
+    if isinstance(tok, Token):
+        span = _span(tok)
+    else:
+        span = Span.point(node.meta.line, node.meta.column, len("repeat"))
+    what = "`repeat` blocks nest" if kind == "repeat_block" else "the expression nests"
+    note = _REPEAT_NOTE if kind == "repeat_block" else _NESTING_NOTE
+    return _error("P012", f"{what} more than {MAX_NESTING} deep", span,
+                  f"level {MAX_NESTING + 1}", (note,))
 
 
 # ---- syntax errors in the language's terms --------------------------------------------------

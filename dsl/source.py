@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -40,7 +42,27 @@ class Source:
         return Source(str(path), p.read_text(encoding="utf-8"))
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
+        r"""Line `line` (1-based), without its end; "" past the end.
+
+        Lines end at `\n`, `\r\n` or `\r`, as the parser counts them; `str.splitlines` would
+        also split at a form feed or U+2028 inside a comment and quote the wrong line.
+
+        >>> Source("p", "a # x\u2028y\fz\r\nb").line_text(2)
+        'b'
+        """
+        lines = _lines(self.text)
         if 1 <= line <= len(lines):
             return lines[line - 1]
         return ""
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+@lru_cache(maxsize=4)
+def _lines(text: str) -> tuple[str, ...]:
+    # Memo keyed by the text itself: a program with many diagnostics splits once, not per line.
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return tuple(lines)
