@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--model", choices=["exact", "book"], default="exact")
     x.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
-    x.add_argument("--max-devices", type=int, default=MAX_DEVICES,
+    x.add_argument("--max-devices", type=_positive_devices, default=MAX_DEVICES,
                    help=f"skip programs whose mesh has more devices (default {MAX_DEVICES})")
     x.set_defaults(run=run_check)
 
@@ -38,6 +38,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
     e.set_defaults(run=run_export)
+
+
+def _positive_devices(text: str) -> int:
+    """--max-devices: a positive whole number (argparse names the flag on error)."""
+    from dsl.numeric import NumberError, parse_decimal, whole
+
+    try:
+        return whole(parse_decimal(text), "the number of devices")
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _prepare(path: str, args: argparse.Namespace):
@@ -104,13 +114,23 @@ def run_check(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from dsl.cli_io import CliIOError, check_writable, write_text
     from dsl.xla.export import script
 
+    try:  # before compiling: a bad -o is a usage error whatever the program holds
+        check_writable(args.output, flag="-o", inputs=(args.program,))
+    except CliIOError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 2
     p = _prepare(args.program, args)
     if isinstance(p, int):
         return p
     out = Path(args.output)
-    out.write_text(script(p, out.name), encoding="utf-8")
+    try:
+        write_text(args.output, script(p, out.name), flag="-o", inputs=(args.program,))
+    except CliIOError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 1
     skipped = [st for st in p.statements if st.skip]
     for st in skipped:
         print(f"shardc: note: line {st.line} not exported: {st.skip}", file=sys.stderr)

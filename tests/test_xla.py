@@ -220,3 +220,41 @@ def test_exported_script_runs_on_fake_devices(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "C2[I, K_X] = A ·_J B" in run.stdout and "line 12 not exported" in prog.read_text()
+
+
+def test_export_embeds_user_names_as_data_only(tmp_path: Path, monkeypatch) -> None:
+    """A file name that closes a triple-quoted string stays a string in the exported script."""
+    payload = 'a"""+str(__import__("os").system("touch pwned"))+"""b.shard'
+    src = tmp_path / payload
+    src.write_text("mesh X=2\ndim I=8, J=8\nA: f32[I_X, J]\nB = A\n")
+    out = tmp_path / 'o"""+str(int("x"))+"""x.py'
+    monkeypatch.chdir(tmp_path)
+    assert main(["export-jax", str(src), "-o", str(out)]) == 0
+    import runpy
+
+    scope = runpy.run_path(str(out), run_name="imported")
+    assert scope["PROGRAM"].endswith(payload) and scope["SCRIPT"] == out.name
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_export_refuses_to_overwrite_its_program(tmp_path: Path, capsys) -> None:
+    src = tmp_path / "p.shard"
+    src.write_text("mesh X=2\ndim I=8\nA: f32[I_X]\n")
+    assert main(["export-jax", str(src), "-o", str(src)]) == 2
+    assert "-o" in capsys.readouterr().err and src.read_text().startswith("mesh")
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "1.5", "lots"])
+def test_max_devices_must_be_a_positive_whole_number(value: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["xla-check", "programs/case1.shard", "--max-devices", value])
+    assert exc.value.code == 2 and "--max-devices" in capsys.readouterr().err
+
+
+def test_a_statement_too_large_for_the_host_is_not_given_to_xla() -> None:
+    from dsl.xla.check import MAX_HOST_BYTES, host_bytes, too_large
+
+    p = prepare(Source("huge.shard", "mesh X=2\ndim I=4194304, J=4194304\nA: f32[I_X, J]\n"
+                       "B: f32[J, I]\nC = A ·_J B\n"))
+    (st,) = [s for s in p.statements if s.target == "C"]
+    assert host_bytes(st, p.sizes) > MAX_HOST_BYTES and "GiB" in too_large(st, p.sizes)

@@ -116,6 +116,32 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
                     model, notes)
 
 
+MAX_HOST_BYTES = 2 * 2**30
+"""The most a statement's arrays (inputs and result, global sizes) may take before xla-check
+refuses to hand it to XLA: XLA on fake CPU devices allocates whole arrays on the host, and past
+the machine's memory the process aborts instead of raising."""
+
+
+def host_bytes(st, sizes: Mapping[str, int]) -> int:
+    """The global bytes of a statement's inputs and result (what XLA:CPU may allocate)."""
+    from dsl.syntax import DTYPES
+
+    def one(dims, dtype: str) -> int:
+        return math.ceil(math.prod(int(sizes.get(d, 1)) for d in dims) * DTYPES.get(dtype, 4))
+
+    total = sum(one(x.dims, x.dtype) for x in st.inputs)
+    return total + one(st.ours_layout.dim_names, st.dtype)
+
+
+def too_large(st, sizes: Mapping[str, int]) -> str:
+    """Why a statement is not handed to XLA because of its size ("" when it may be)."""
+    need = host_bytes(st, sizes)
+    if need <= MAX_HOST_BYTES:
+        return ""
+    return (f"its arrays take {need / 2**30:.3g} GiB, more than the {MAX_HOST_BYTES // 2**30} "
+            "GiB xla-check lets XLA allocate on the host (check it at smaller sizes with --set)")
+
+
 def devices_needed(prepared: Prepared) -> int:
     return math.prod(prepared.mesh.values()) if prepared.mesh else 1
 
@@ -136,6 +162,9 @@ def check(prepared: Prepared) -> CheckResult:
     for st in prepared.statements:
         if st.skip:
             rows.append(skipped(st, st.skip))
+            continue
+        if why := too_large(st, prepared.sizes):
+            rows.append(skipped(st, why))
             continue
         try:
             res = compile_statement(st, mesh, prepared.sizes)

@@ -70,10 +70,14 @@ RESERVED = frozenset({"jax", "jnp", "np", "P", "mesh", "spec", "constrain", "Nam
 
 def identifier(name: str) -> str:
     """A Python identifier for an array name that shadows nothing the generated code uses.
+    Only a plain identifier (as the language's grammar makes them, no dunder) reaches the
+    generated code; anything else is a `CodegenError`.
 
     >>> identifier("W_in"), identifier("in"), identifier("jnp"), identifier("t1")
     ('W_in', 'in_', 'jnp_', 't1_')
     """
+    if not name.isidentifier() or name.startswith("_") or "__" in name:
+        raise CodegenError(f"{name!r} is not a plain identifier; it cannot be written as code")
     clash = (keyword.iskeyword(name) or name in RESERVED
              or (name[:1] == "t" and name[1:].isdigit()))
     return f"{name}_" if clash else name
@@ -111,6 +115,8 @@ class _Writer:
                 return self.let(f'jnp.einsum("{sub}", {a}, {b})'), out
             case Binary(op=op, lhs=lhs, rhs=rhs):
                 (a, da), (b, db) = self.ev(lhs, env), self.ev(rhs, env)
+                if op not in BINARY_OPS:
+                    raise CodegenError(f"cannot write the operator {op!r}")
                 out = da if set(db) <= set(da) else db
                 return self.let(f"{_broadcast(a, da, out)} {op} {_broadcast(b, db, out)}"), out
             case Call(fn=fn, args=args):
@@ -122,13 +128,25 @@ class _Writer:
                 if layout is None or self.st is None:
                     raise CodegenError(f"no layout known for {kind} at {e.span.line}")
                 x = self.let(f"constrain({_transpose(x, dims, layout.dim_names)}, "
-                             f"{spec_args(layout)})  # {kind}")
+                             f"{spec_args(layout)})  # {comment(kind)}")
                 return x, layout.dim_names
         raise CodegenError(f"cannot write {type(e).__name__}")
 
 
+def comment(text: str) -> str:
+    """`text` safe inside a `#` comment: one line, no character that ends it.
+
+    >>> print(comment("C = A" + chr(13) + "print(1)"))
+    C = A\\rprint(1)
+    """
+    return repr(str(text))[1:-1]
+
+
+BINARY_OPS = frozenset({"+", "-", "*", "/"})
+
+
 def function_name(st: Statement) -> str:
-    return f"line{st.line}_{identifier(st.target)}"
+    return f"line{int(st.line)}_{identifier(st.target)}"
 
 
 def statement_source(st: Statement) -> str:
@@ -138,13 +156,15 @@ def statement_source(st: Statement) -> str:
     env = {x.name: (identifier(x.name), x.dims) for x in st.inputs}
     x, dims = w.ev(st.expr, env)
     result = _transpose(x, dims, st.ours_layout.dim_names)
-    head = f"def {function_name(st)}({', '.join(params)}):\n    # {st.text}\n"
+    head = f"def {function_name(st)}({', '.join(params)}):\n    # {comment(st.text)}\n"
     return head + "\n".join([*w.lines, f"    return {result}"]) + "\n"
 
 
 def program_source(stmts: list[Statement], name: str = "program") -> str:
     """The statements as one function of the arrays they read before defining them, returning
     the last result: requested layouts become constraints, XLA chooses everything else."""
+    if not name.isidentifier() or "__" in name:
+        raise CodegenError(f"{name!r} is not a plain identifier")
     w = _Writer(None)
     env: dict[str, tuple[str, tuple[str, ...]]] = {}
     params: list[str] = []

@@ -7,22 +7,28 @@ beside shardc's prediction; `--trace DIR` records a profiler trace with one anno
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 
 from dsl.layout import Layout
 from dsl.report import Report
 from dsl.xla.check import Prepared
-from dsl.xla.codegen import PRELUDE, function_name, identifier, spec_args, statement_source
+from dsl.xla.codegen import (
+    PRELUDE,
+    comment,
+    function_name,
+    identifier,
+    spec_args,
+    statement_source,
+)
 from dsl.xla.lower import JAX_DTYPES
 from dsl.xla.statements import Statement
 
 HEADER = '''\
 #!/usr/bin/env python3
-"""{name}: exported by `shardc export-jax`. Times every statement on {devices} devices.
+"""Exported by `shardc export-jax`: times every statement of PROGRAM on {devices} devices.
 
-    python {script} [--repeat 10] [--trace DIR] [--cpu]
+    python SCRIPT [--repeat 10] [--trace DIR] [--cpu]
 
 --cpu runs on {devices} fake CPU devices (to try the script; times are not the chip's).
 """
@@ -33,6 +39,9 @@ import statistics
 import sys
 import time
 
+PROGRAM = {name}
+"""The program this script was exported from."""
+SCRIPT = {script}
 MESH = {mesh}
 DIMS = {dims}
 PREDICTED = {predicted}
@@ -47,7 +56,8 @@ def make(shape, dtype, sharding):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace(
+        "PROGRAM", PROGRAM))
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--trace", help="write a jax.profiler trace to this folder")
     ap.add_argument("--cpu", action="store_true", help="use fake CPU devices")
@@ -136,8 +146,8 @@ def _inputs(prepared: Prepared, stmts: list[Statement]) -> list[str]:
                 continue
             seen.add(x.name)
             shape = tuple(prepared.sizes[d] for d in x.dims)
-            lines.append(f"    env[{x.name!r}] = make({shape}, jnp.{JAX_DTYPES[x.dtype]}, "
-                         f"spec({spec_args(x.layout)}))  # {x.layout.format(x.name)}")
+            lines.append(f"    env[{x.name!r}] = make({shape!r}, jnp.{JAX_DTYPES[x.dtype]}, "
+                         f"spec({spec_args(x.layout)}))  # {comment(x.layout.format(x.name))}")
     return lines
 
 
@@ -152,11 +162,16 @@ def script(prepared: Prepared, file_name: str = "prog.py") -> str:
     skipped = [st for st in prepared.statements if st.skip]
     name = prepared.compilation.source.name
     mesh: Mapping[str, int] = prepared.mesh
-    parts = [HEADER.format(name=name, script=file_name, devices=math.prod(mesh.values()),
-                           mesh=json.dumps(dict(mesh)), dims=json.dumps(prepared.sizes),
+    # User text (file names, array names, statements) enters the script only through repr()
+    # or as a comment made safe by `comment`: a file named `a"""+...` is data, not code.
+    parts = [HEADER.format(name=repr(str(name)), script=repr(str(file_name)),
+                           devices=int(math.prod(mesh.values())),
+                           mesh=repr({str(k): int(v) for k, v in mesh.items()}),
+                           dims=repr({str(k): int(v) for k, v in prepared.sizes.items()}),
                            predicted=repr(_predicted(prepared))), "", PRELUDE]
     for st in skipped:
-        parts.append(f"# line {st.line} not exported: {st.text}\n#   {st.skip}\n")
+        parts.append(f"# line {int(st.line)} not exported: {comment(st.text)}\n"
+                     f"#   {comment(st.skip)}\n")
     for st in stmts:
         parts.append("\n" + statement_source(st))
     rows = []
@@ -164,7 +179,7 @@ def script(prepared: Prepared, file_name: str = "prog.py") -> str:
         ins = ", ".join(f"({x.name!r}, {_tuple(x.layout)})" for x in st.inputs)
         out = ("None" if st.out_layout is None
                else _tuple(st.out_layout.reordered(st.ours_layout.dim_names)))
-        rows.append(f"    ({st.line}, {function_name(st)}, {st.target!r}, [{ins}], {out}, "
+        rows.append(f"    ({int(st.line)}, {function_name(st)}, {st.target!r}, [{ins}], {out}, "
                     f"{st.text!r}),")
     parts.append("\nSTATEMENTS = [\n" + "\n".join(rows) + "\n]\n")
     parts.append(MAIN.format(inputs="\n".join(_inputs(prepared, stmts)) or "    pass"))

@@ -72,7 +72,8 @@ def build_function(st: Statement, mesh: Any) -> Callable[..., Any]:
     scope: dict[str, Any] = {"jax": jax, "jnp": jnp, "mesh": mesh,
                              "NamedSharding": NamedSharding, "P": PartitionSpec}
     try:
-        exec(PRELUDE + "\n\n" + statement_source(st), scope)  # our own generated code
+        code = PRELUDE + "\n\n" + statement_source(st)
+        exec(code, scope)  # generated-code: shardc's own text; names pass codegen.identifier
     except CodegenError as exc:
         raise LoweringError(str(exc)) from None
     return scope[function_name(st)]
