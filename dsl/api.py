@@ -91,6 +91,8 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     memory = training_memory(compiled, ctx.backward_line, ctx.optimizer, ctx.remat)  # type: ignore[arg-type]
     report = Report(cost, ctx.chip, dict(ctx.bindings), memory=memory,
                     options={"optimizer": ctx.optimizer, "remat": ctx.remat})
+    if _overflows(report, ctx.diagnostics):
+        return result
     _memory_warning(report, ctx.diagnostics)
     _unused_bindings(report, ctx.diagnostics)
     report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
@@ -121,6 +123,38 @@ def _resolve_chip(hw: str | Chip | None, program: Program, diags: Diagnostics,
     except hardware.HardwareError as exc:
         diags.error("H001", str(exc), span)
         return None
+
+
+def _overflows(report: Report, diags: Diagnostics) -> bool:
+    """K003: a quantity whose every symbol has a number but whose value is not a finite float
+    (a size product past 1.8e308, say). Such a report is not printed: it would show inf or nan.
+    Evaluating here costs nothing extra, since the printers reuse the report's cache."""
+    from dsl.report import OP_FIELDS
+    from passes.symbols import as_expr
+
+    try:
+        report.evaluate()
+    except (ArithmeticError, ValueError) as exc:  # math.pow and friends raise instead of inf
+        diags.error("K003", f"a quantity of the report overflows a float ({exc})",
+                    notes=(_OVERFLOW_NOTE,))
+        return True
+    env = report.environment().keys()
+    named = [*report.totals.items(),
+             *((f"op {c.index} ({c.op}) {label}", getattr(c, attr))
+               for c in report.ops for label, attr in OP_FIELDS),
+             *(("an intermediate quantity", e) for e in report.all_expressions())]
+    for name, expr in named:
+        expr = as_expr(expr)
+        if expr.free_symbols and expr.free_symbols <= env and report.value(expr) is None:
+            text = str(expr)
+            shown = f"{name} = {text}" if len(text) <= 80 else name
+            diags.error("K003", f"a quantity overflows a float: {shown}", notes=(_OVERFLOW_NOTE,))
+            return True
+    return False
+
+
+_OVERFLOW_NOTE = ("sizes and hardware figures this large give costs past a float's range "
+                  "(about 1.8e308); check the sizes bound with --set or declared with `dim`")
 
 
 def _unused_bindings(report: Report, diags: Diagnostics) -> None:

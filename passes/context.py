@@ -9,6 +9,8 @@ from dsl.diagnostics import Diagnostics
 from dsl.source import Source
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from dsl.ir import Topology
     from hardware import Chip
 
@@ -19,11 +21,13 @@ class Context:
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     model: Literal["exact", "book"] = "exact"
     chip: Chip | None = None
-    bindings: dict[str, float] = field(default_factory=dict)
+    bindings: dict[str, float | Decimal] = field(default_factory=dict)
+    """Values bound from the command line (`--set B=4096`): dims, mesh axes or hardware symbols.
+    The CLI gives exact Decimals; `validate` checks each against its name's domain (N016) and
+    leaves ints and floats."""
     topology: Topology | None = None
     """Where each mesh axis lives; set by the `resolve-topology` pass."""
     backward_line: int | None = None
     """The line of the `backward` statement, if any; set by `derive-backward`."""
     optimizer: str = "adam"
     remat: str = "none"
-    """Values bound from the command line (`--set B=4096`): dims, mesh axes or hardware symbols."""

@@ -113,7 +113,8 @@ def validate(program: Program, ctx: Context) -> Program:
 def check_bindings(program: Program, ctx: Context) -> None:
     """N016: a `--set` value outside its name's domain. Sizes, mesh axes and repeat counts are
     positive whole numbers; hardware figures positive, finite, normal floats. A bad binding is
-    reported and dropped, so no later check divides by it; a good one is stored as a float."""
+    reported and dropped, so no later check divides by it. A good Decimal (from the CLI) is
+    stored as an int (a size, exact however large) or a float (a figure)."""
     dims = {d.name for s in program.statements if isinstance(s, DimDecl) for d in s.dims}
     axes = {a.name for s in program.statements if isinstance(s, MeshDecl) for a in s.axes}
     counts = {n for c in program.repeats for n in c.names}
@@ -137,7 +138,7 @@ def check_bindings(program: Program, ctx: Context) -> None:
                                   notes=(rule,))
             continue
         if isinstance(value, Decimal):
-            ctx.bindings[name] = float(checked)
+            ctx.bindings[name] = checked
 
 
 def _shown(value) -> str:
