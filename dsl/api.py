@@ -18,14 +18,20 @@ if TYPE_CHECKING:
 
 
 def as_source(source_or_path: str | Path | Source, name: str | None = None) -> Source:
-    """A `Source` from text, a path, or a Source."""
+    """A `Source` from text, a path, or a Source.
+
+    A path is read as the CLI reads it: a regular file, UTF-8, at most `MAX_SOURCE_BYTES`;
+    anything else raises `dsl.cli_io.CliIOError` with a message naming the file.
+    """
+    from dsl.cli_io import read_text
+
     if isinstance(source_or_path, Source):
         return source_or_path
     if isinstance(source_or_path, Path):
-        return Source(name or str(source_or_path), source_or_path.read_text(encoding="utf-8"))
+        return Source(name or str(source_or_path), read_text(str(source_or_path)))
     text = source_or_path
     if "\n" not in text and text.endswith(".shard") and Path(text).is_file():
-        return Source(name or text, Path(text).read_text(encoding="utf-8"))
+        return Source(name or text, read_text(text))
     return Source(name or "<string>", text)
 
 
