@@ -15,6 +15,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from hardware.files import read_chip_file
 from hardware.report import describe, summary_line
 from hardware.schema import DTYPES, HardwareError, read_chip_toml
 
@@ -250,13 +251,8 @@ def load(
         path = Path(text)
         if base is not None and not path.is_absolute():
             path = Path(base) / path
-        if not path.is_file():
-            raise HardwareError(f"{path}: no such chip file", path=str(path))
         stem = path.name.removesuffix(".toml")
-        try:
-            body = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HardwareError(f"{path}: cannot read chip file: {exc}", path=str(path)) from None
+        body = read_chip_file(str(path))
         return _build(body, str(path), stem)
     shipped = _shipped()
     stem = _resolve(text, shipped)

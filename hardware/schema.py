@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,6 +21,9 @@ WRAPAROUND_RULES = ("full-axis-16", "cube-multiple-4", "switched")
 """Rule ids for when a mesh axis gets a wraparound link (see `Chip.wraps`)."""
 
 Kind = Literal["str", "number", "int"]
+
+_POD_SHAPE = re.compile(r"[1-9][0-9]{0,4}(x[1-9][0-9]{0,4}){0,7}")
+"""A TPU pod's shape: at most eight axes of at most 99999 chips (v5p: 16x20x28)."""
 
 
 class HardwareError(Exception):
@@ -108,6 +112,9 @@ def read_chip_toml(text: str, path: str, stem: str | None) -> dict[str, Any]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise HardwareError(f"{path}: not valid TOML: {exc}", path=path) from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise HardwareError(f"{path}: not valid TOML: arrays or tables nested too deeply",
+                            path=path) from None
     _check_layout(doc, path)
     values: dict[str, Any] = {spec.attr: _scalar(doc, spec, path) for spec in FIELDS}
     values["flops"] = _flops(doc["flops"], path)
@@ -261,6 +268,14 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
             path,
             "[ici].axes",
             f"field [ici].axes is {values['ici_axes']}; a switched interconnect has 1 axis",
+        )
+    shape = values["pod_shape"]
+    if values["family"] == "tpu" and shape is not None and not _POD_SHAPE.fullmatch(shape):
+        raise _fail(
+            path,
+            "[pod].shape",
+            f"field [pod].shape is {shape!r}; a TPU pod is chips per ICI axis joined by 'x', "
+            "each a whole number from 1 to 99999 (\"16x20x28\")",
         )
     if values["family"] == "gpu" and values["nvlink_domain"] is None:
         raise _fail(
