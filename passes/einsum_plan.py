@@ -11,6 +11,7 @@ partial sums, Case 4 gathers one of the two operands.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -44,13 +45,85 @@ def output_dims(lhs: tuple[str, ...], rhs: tuple[str, ...], contract: tuple[str,
         d for d in rhs if d not in contract and d not in lhs)
 
 
-def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
-                    out_dims: tuple[str, ...], requested: Layout | None,
-                    mesh_order: tuple[str, ...],
-                    divisible: Callable[[str, tuple[str, ...]], bool],
-                    keep_partial: bool = False,
-                    sizes: Mapping[str, float] | None = None) -> list[EinsumPlan]:
-    """Every valid plan (deduplicated), in a stable order that lists keeping roles first."""
+PLAN_SEARCH_LIMIT = 4096
+"""Role assignments searched exhaustively; past it the search is local and says so."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Space:
+    """The roles each involved mesh axis may take, and how a choice of roles becomes a plan."""
+
+    lhs: Layout
+    rhs: Layout
+    contract: tuple[str, ...]
+    out_dims: tuple[str, ...]
+    requested: Layout | None
+    mesh_order: tuple[str, ...]
+    divisible: Callable[[str, tuple[str, ...]], bool]
+    keep_partial: bool
+    sizes: Mapping[str, float] | None
+    involved: tuple[str, ...]
+    choices: tuple[tuple[str | None, ...], ...]
+    pass_l: frozenset[str]
+    pass_r: frozenset[str]
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(c) for c in self.choices)
+
+    def order_key(self, d: str, a: str) -> tuple[int, int, int, int]:
+        def pos(lay: Layout | None) -> int:
+            if lay is None or d not in lay.dim_names:
+                return 99
+            axes = lay.axes_of(d)
+            return axes.index(a) if a in axes else 99
+        order = self.mesh_order
+        return (pos(self.requested), pos(self.lhs), pos(self.rhs),
+                order.index(a) if a in order else 99)
+
+    def plan(self, combo: tuple[str | None, ...], seen: set[tuple]) -> EinsumPlan | None:
+        """The plan for one role per involved axis; None if invalid or already in `seen`."""
+        all_dims = dict.fromkeys((*self.lhs.dim_names, *self.rhs.dim_names))
+        assigned: dict[str, list[str]] = {d: [] for d in all_dims}
+        for a, d in zip(self.involved, combo, strict=True):
+            if d is not None:
+                assigned[d].append(a)
+        for d, axes in assigned.items():
+            axes.sort(key=lambda a, d=d: self.order_key(d, a))
+            if axes and not self.divisible(d, tuple(axes)):
+                return None
+
+        def layout_for(dims: tuple[str, ...], unreduced: frozenset[str]) -> Layout:
+            return Layout(tuple(DimSharding(d, tuple(assigned[d])) for d in dims), unreduced)
+
+        passthrough = self.pass_l | self.pass_r
+        lhs_t = layout_for(self.lhs.dim_names, self.pass_l)
+        rhs_t = layout_for(self.rhs.dim_names, self.pass_r)
+        local_u = frozenset(a for k in self.contract for a in assigned[k]) | passthrough
+        local_out = layout_for(self.out_dims, local_u)
+        if self.requested is not None:
+            final = self.requested
+        elif self.keep_partial:
+            final = local_out
+        else:
+            final = local_out.with_unreduced(frozenset())
+        key = (lhs_t, rhs_t, local_out, final)
+        if key in seen:
+            return None
+        seen.add(key)
+        ls = plan_reshard(self.lhs, lhs_t, self.sizes)
+        rs = plan_reshard(self.rhs, rhs_t, self.sizes)
+        os_ = plan_reshard(local_out, final, self.sizes)
+        if ls is None or rs is None or os_ is None:
+            return None
+        return EinsumPlan(tuple(zip(self.involved, combo, strict=True)), lhs_t, rhs_t,
+                          local_out, final, tuple(ls), tuple(rs), tuple(os_))
+
+
+def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[str, ...],
+           requested: Layout | None, mesh_order: tuple[str, ...],
+           divisible: Callable[[str, tuple[str, ...]], bool], keep_partial: bool,
+           sizes: Mapping[str, float] | None) -> _Space:
     # Partial sums of one operand pass through the product when the other does not touch them.
     pass_l = lhs.unreduced if not (lhs.unreduced & rhs.used_axes) else frozenset()
     pass_r = rhs.unreduced if not (rhs.unreduced & lhs.used_axes) else frozenset()
@@ -62,8 +135,7 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
         if a not in involved and a not in passthrough:
             involved.append(a)
     involved.sort(key=lambda a: mesh_order.index(a) if a in mesh_order else len(mesh_order))
-    all_dims = tuple(dict.fromkeys((*lhs.dim_names, *rhs.dim_names)))
-    choices: list[list[str | None]] = []
+    choices: list[tuple[str | None, ...]] = []
     for a in involved:
         opts: list[str | None] = []
         for lay in (lhs, rhs, requested):
@@ -74,57 +146,98 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
         if wants_sum or shards_contract:
             opts.extend(k for k in contract if k not in opts)
         opts.append(None)
-        choices.append(opts)
+        choices.append(tuple(opts))
+    return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
+                  sizes, tuple(involved), tuple(choices), pass_l, pass_r)
 
-    def order_key(d: str, a: str) -> tuple[int, int, int, int]:
-        def pos(lay: Layout | None) -> int:
-            if lay is None or d not in lay.dim_names:
-                return 99
-            axes = lay.axes_of(d)
-            return axes.index(a) if a in axes else 99
-        return (pos(requested), pos(lhs), pos(rhs), mesh_order.index(a) if a in mesh_order else 99)
 
-    plans: list[EinsumPlan] = []
+def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
+                    out_dims: tuple[str, ...], requested: Layout | None,
+                    mesh_order: tuple[str, ...],
+                    divisible: Callable[[str, tuple[str, ...]], bool],
+                    keep_partial: bool = False,
+                    sizes: Mapping[str, float] | None = None) -> list[EinsumPlan]:
+    """Every valid plan (deduplicated), in a stable order that lists keeping roles first.
+
+    Exponential in the involved axes: `search_plans` calls it only below PLAN_SEARCH_LIMIT.
+    """
+    space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
+                   keep_partial, sizes)
     seen: set[tuple] = set()
-    for combo in itertools.product(*choices):
-        assigned: dict[str, list[str]] = {d: [] for d in all_dims}
-        for a, d in zip(involved, combo, strict=True):
-            if d is not None:
-                assigned[d].append(a)
-        ok = True
-        for d, axes in assigned.items():
-            axes.sort(key=lambda a, d=d: order_key(d, a))
-            if axes and not divisible(d, tuple(axes)):
-                ok = False
-        if not ok:
-            continue
+    plans = (space.plan(combo, seen) for combo in itertools.product(*space.choices))
+    return [p for p in plans if p is not None]
 
-        def layout_for(dims: tuple[str, ...], unreduced: frozenset[str],
-                       assigned: dict[str, list[str]] = assigned) -> Layout:
-            return Layout(tuple(DimSharding(d, tuple(assigned[d])) for d in dims), unreduced)
 
-        lhs_t = layout_for(lhs.dim_names, pass_l)
-        rhs_t = layout_for(rhs.dim_names, pass_r)
-        local_u = frozenset(a for k in contract for a in assigned[k]) | passthrough
-        local_out = layout_for(out_dims, local_u)
-        if requested is not None:
-            final = requested
-        elif keep_partial:
-            final = local_out
-        else:
-            final = local_out.with_unreduced(frozenset())
-        key = (lhs_t, rhs_t, local_out, final)
-        if key in seen:
-            continue
-        seen.add(key)
-        ls = plan_reshard(lhs, lhs_t, sizes)
-        rs = plan_reshard(rhs, rhs_t, sizes)
-        os_ = plan_reshard(local_out, final, sizes)
-        if ls is None or rs is None or os_ is None:
-            continue
-        plans.append(EinsumPlan(tuple(zip(involved, combo, strict=True)), lhs_t, rhs_t,
-                                local_out, final, tuple(ls), tuple(rs), tuple(os_)))
-    return plans
+@dataclass(frozen=True, slots=True)
+class PlanSearch:
+    """The ranked plans of one contraction, and how they were found."""
+
+    ranked: list[EinsumPlan]
+    space: int  # role assignments in all
+    tried: int  # role assignments evaluated
+    capped: bool  # True: too many to try all; a local search from the current layouts
+
+    def note(self) -> str:
+        """What the decision record says about the search ("" when it was exhaustive)."""
+        if not self.capped:
+            return ""
+        return (f"search capped: {self.tried:,} of {self.space:,} role assignments tried "
+                f"(local search from the current layouts and from gathering everything; "
+                f"exhaustive up to {PLAN_SEARCH_LIMIT:,})")
+
+
+def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
+                 out_dims: tuple[str, ...], requested: Layout | None,
+                 mesh_order: tuple[str, ...],
+                 divisible: Callable[[str, tuple[str, ...]], bool],
+                 keep_partial: bool, sizes: Mapping[str, float] | None,
+                 objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT
+                 ) -> PlanSearch:
+    """The plans ranked by `objective`: all of them when there are at most `limit` role
+    assignments, otherwise the best found by changing one axis's role at a time."""
+    space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
+                   keep_partial, sizes)
+    total = space.size
+    if total <= limit:
+        plans = enumerate_plans(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
+                                keep_partial, sizes)
+        return PlanSearch(rank_plans(plans, objective), total, total, False)
+    plans, tried = _local_search(space, objective, limit)
+    return PlanSearch(rank_plans(plans, objective), total, tried, True)
+
+
+def _local_search(space: _Space, objective: Callable[[EinsumPlan], tuple], limit: int
+                  ) -> tuple[list[EinsumPlan], int]:
+    """Coordinate descent over the roles from two seeds (keep every role; gather everything):
+    take the first single-axis change that improves the objective until none does, or until
+    `limit` assignments have been evaluated. Returns the valid plans met and the count tried."""
+    seen: set[tuple] = set()
+    found: dict[tuple, tuple[EinsumPlan | None, tuple | None]] = {}
+    plans: list[EinsumPlan] = []
+
+    def score(combo: tuple[str | None, ...]) -> tuple | None:
+        if combo not in found:
+            p = space.plan(combo, seen)
+            found[combo] = (p, objective(p) if p is not None else None)
+            if p is not None:
+                plans.append(p)
+        return found[combo][1]
+
+    seeds = [tuple(c[0] for c in space.choices), tuple(c[-1] for c in space.choices)]
+    for current in seeds:
+        best = score(current)
+        improved = True
+        while improved and len(found) < limit:
+            improved = False
+            for i, opts in enumerate(space.choices):
+                for d in opts:
+                    if d == current[i] or len(found) >= limit:
+                        continue
+                    cand = (*current[:i], d, *current[i + 1:])
+                    s = score(cand)
+                    if s is not None and (best is None or s < best):
+                        current, best, improved = cand, s, True
+    return plans, len(found)
 
 
 def rank_plans(plans: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple[Num, ...]]

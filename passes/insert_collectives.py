@@ -50,9 +50,8 @@ from passes.cost_model import LEVELS, Links
 from passes.einsum_plan import (
     EinsumPlan,
     book_departures,
-    enumerate_plans,
     output_dims,
-    rank_plans,
+    search_plans,
 )
 from passes.layout_cost import local_elements, steps_time
 from passes.reshard import Step, plan_reshard
@@ -502,16 +501,6 @@ class _Lowering:
         dtype = promote(lv.dtype, rv.dtype)
         out_dims = requested.dim_names if requested is not None else output_dims(
             lv.dims, rv.dims, e.dims)
-        plans = enumerate_plans(lv.layout, rv.layout, e.dims, out_dims, requested,
-                                tuple(self.mesh), self.divisible, keep_partial,
-                                self.known_sizes())
-        if not plans:
-            self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"
-                       f" from {self.fmt(lv.layout, lv.array)} and {self.fmt(rv.layout, rv.array)}",
-                       e.span, ("every way of giving the mesh axes to dims either leaves a shard "
-                                "that does not divide its dim or needs partial sums {U_X} that "
-                                "only a contracted dim sharded over X produces",))
-            return None
         names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims),
                  *self.mesh}
         numeric = self.all_known(names)
@@ -535,10 +524,21 @@ class _Lowering:
             departures = book_departures(p, lv.layout, rv.layout, e.dims)
             return (departures, round(total, 15), flops, len(p.collectives))
 
-        ranked = rank_plans(plans, objective)
+        search = search_plans(lv.layout, rv.layout, e.dims, out_dims, requested,
+                              tuple(self.mesh), self.divisible, keep_partial,
+                              self.known_sizes(), objective)
+        ranked = search.ranked
+        if not ranked:
+            self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"
+                       f" from {self.fmt(lv.layout, lv.array)} and {self.fmt(rv.layout, rv.array)}",
+                       e.span, ("every way of giving the mesh axes to dims either leaves a shard "
+                                "that does not divide its dim or needs partial sums {U_X} that "
+                                "only a contracted dim sharded over X produces",))
+            return None
         best = ranked[0]
         line = (stmt.span if stmt is not None else e.span).line
-        self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target)
+        self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
+                             search.note())
         beat = self.beat_text(ranked, objective, lv, rv, target)
         why_l = self.case_reason(best, lv, rv, e.dims, "lhs", target, beat)
         why_r = self.case_reason(best, lv, rv, e.dims, "rhs", target, beat)
@@ -633,7 +633,8 @@ class _Lowering:
         return why
 
     def record_decision(self, ranked: list[EinsumPlan], objective, numeric: bool, line: int,
-                        e: Contract, lv: Value, rv: Value, dtype: str, target: str) -> None:
+                        e: Contract, lv: Value, rv: Value, dtype: str, target: str,
+                        search_note: str = "") -> None:
         distinct: list[EinsumPlan] = []
         descs: list[str] = []
         for p in ranked:
@@ -643,7 +644,7 @@ class _Lowering:
                 distinct.append(p)
             if len(distinct) == 3:
                 break
-        if len(distinct) < 2 or not distinct[0].collectives:
+        if (len(distinct) < 2 or not distinct[0].collectives) and not search_note:
             return  # one candidate, or the chosen plan communicates nothing: nothing to explain
         syms = HardwareSymbols(frozenset(self.dims))
         sym_links = syms.links()
@@ -659,6 +660,8 @@ class _Lowering:
 
         has_chip = self.ctx.chip is not None
         decided = "numbers" if numeric else "default"
+        if search_note:
+            decided += f"; {search_note}"
 
         def key(p: EinsumPlan) -> tuple:
             return (p.lhs_steps, p.rhs_steps, p.out_steps, lv.dtype, rv.dtype, dtype)
