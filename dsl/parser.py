@@ -26,7 +26,7 @@ from lark.exceptions import VisitError
 import grammar
 from dsl.diagnostics import Diagnostic, Diagnostics
 from dsl.layout import DimSharding, Layout
-from dsl.limits import MAX_NESTING
+from dsl.limits import MAX_AXES_PER_DIM, MAX_MESH_AXES, MAX_NESTING
 from dsl.numeric import MAX_INTEGER
 from dsl.send import SEND_NOTE, SendSyntaxError, parse_send
 from dsl.size_limits import size_problem
@@ -181,6 +181,12 @@ class _ToSyntax(Transformer):
         return MeshAxis(str(name), size, link, physical, wrap, _span(name), attr_span, flag)
 
     def mesh_decl(self, meta, items):
+        if len(items) > MAX_MESH_AXES:
+            raise _SyntaxProblem(_error(
+                "S011", f"the mesh has {len(items)} axes, more than the limit of {MAX_MESH_AXES}",
+                items[MAX_MESH_AXES].span, f"axis {MAX_MESH_AXES + 1}",
+                (f"a mesh has at most {MAX_MESH_AXES} axes; merge axes that always shard "
+                 "together",)))
         return MeshDecl(tuple(items), _tree_span(meta))
 
     def dim_decl(self, meta, items):
@@ -195,7 +201,15 @@ class _ToSyntax(Transformer):
     def layout(self, meta, items):
         dims = []
         for tok in items:
-            head, parts, _ = _checked_subscript(tok, "layout")
+            head, parts, offset = _checked_subscript(tok, "layout")
+            if len(parts) > MAX_AXES_PER_DIM:
+                sp = _span(tok)
+                raise _SyntaxProblem(_error(
+                    "S012", f"dimension {head!r} is sharded over {len(parts)} mesh axes, more "
+                    f"than the limit of {MAX_AXES_PER_DIM}",
+                    Span(sp.line, sp.col + offset, sp.end_line, sp.end_col), "too many axes",
+                    (f"one dimension is sharded over at most {MAX_AXES_PER_DIM} mesh axes; "
+                     "merge axes that always shard together",)))
             dims.append(DimSharding(head, parts, _span(tok)))
         return Layout(tuple(dims))
 
