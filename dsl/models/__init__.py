@@ -9,11 +9,14 @@ from a card are in `dsl.models.programs`; the numbers derived from their compile
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+
+from dsl.numeric import MAX_INTEGER
 
 __all__ = ["MLA", "ModelCard", "ModelError", "MoE", "Reference", "available", "load"]
 
@@ -117,13 +120,14 @@ def load(name_or_path: str) -> ModelCard:
     """
     shipped = _shipped()
     if name_or_path.endswith(".toml") or "/" in name_or_path:
-        path = Path(name_or_path)
+        from dsl.cli_io import CliIOError, read_text
+        from dsl.limits import MAX_CONFIG_BYTES
+
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ModelError(f"cannot read model card {name_or_path!r}: "
-                             f"{exc.strerror or exc}") from None
-        return _build(text, str(path))
+            text = read_text(name_or_path, what="model card", limit=MAX_CONFIG_BYTES)
+        except CliIOError as exc:
+            raise ModelError(str(exc)) from None
+        return _build(text, str(Path(name_or_path)))
     key = name_or_path.strip().lower()
     if key not in shipped:
         for stem, res in shipped.items():
@@ -156,6 +160,8 @@ def _build(text: str, path: str) -> ModelCard:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ModelError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ModelError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
     unknown = set(doc) - _TOP
     if unknown:
         raise ModelError(f"{path}: unknown key {sorted(unknown)[0]!r} (expected "
@@ -190,11 +196,16 @@ def _table(doc: dict[str, Any], name: str, spec: dict[str, type], path: str,
             raise ModelError(f"{path}: [{name}] has an unknown key {key!r}{hint}")
         kind = spec[key]
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            if not _finite(value):
+                raise ModelError(f"{path}: [{name}] {key} must be a finite number")
             value = float(value)
         elif kind is int and isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ModelError(f"{path}: [{name}] {key} = {value!r} is not a {kind.__name__}")
+        if kind is int and value > MAX_INTEGER:
+            raise ModelError(f"{path}: [{name}] {key} = {value!r} is larger than the limit "
+                             "2**63 - 1")
         if kind in (int, float) and value <= 0 and key != "first_dense_layers":
             raise ModelError(f"{path}: [{name}] {key} = {value!r} must be positive")
         out[key] = value
@@ -204,13 +215,24 @@ def _table(doc: dict[str, Any], name: str, spec: dict[str, type], path: str,
     return out
 
 
+def _finite(value: float) -> bool:
+    """A finite float: not inf or nan, and (for a TOML integer) small enough to convert."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _references(table: Any, path: str) -> tuple[Reference, ...]:
     if not isinstance(table, dict):
         raise ModelError(f"{path}: [reference] must be a table")
     out = []
     for quantity, entry in table.items():
-        if not (isinstance(entry, dict) and isinstance(entry.get("value"), int | float)):
-            raise ModelError(f"{path}: [reference] {quantity} needs a numeric 'value'")
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if (not isinstance(value, int | float) or isinstance(value, bool)
+                or not _finite(value) or value <= 0):
+            raise ModelError(f"{path}: [reference] {quantity} needs a positive, finite "
+                             "numeric 'value'")
         out.append(Reference(quantity, float(entry["value"]), str(entry.get("source", ""))))
     return tuple(out)
 
