@@ -113,8 +113,9 @@ _budget_depth = 0
 
 
 @contextmanager
-def solve_budget(seconds: float = SOLVE_SECONDS) -> Iterator[None]:
-    """Raise `_OutOfTime` inside the block once `seconds` of wall-clock time have passed.
+def solve_budget(seconds: float | None = None) -> Iterator[None]:
+    """Raise `_OutOfTime` inside the block once `seconds` (default `SOLVE_SECONDS`) of
+    wall-clock time have passed.
 
     Uses SIGALRM, so only in the main thread (elsewhere the block runs without a budget); the
     previous handler and timer are restored afterwards. Nested budgets share the outer one.
@@ -128,6 +129,9 @@ def solve_budget(seconds: float = SOLVE_SECONDS) -> Iterator[None]:
         finally:
             _budget_depth -= 1
         return
+
+    if seconds is None:
+        seconds = SOLVE_SECONDS
 
     def alarm(signum, frame):
         raise _OutOfTime

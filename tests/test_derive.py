@@ -172,3 +172,66 @@ def test_text_and_latex(capsys):
 def test_doctests():
     result = doctest.testmod(passes.derive, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+SMALL_SYMBOLIC = ("mesh X, Y\ndim I=8192, J=8192, K=16384\nhardware tpu-v5e\nA: bf16[I_X, J]\n"
+                  "B: bf16[J, K_Y]\nC[I_X, K_Y] = A ·_J B\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--solve-for", "B/(X"], "--solve-for 'B/(X': unexpected end; expected ')'"),
+    (["--solve-for", "Q"], "--solve-for 'Q': unknown name 'Q' (known: "),
+    (["--solve-for", "sin(B)"], "unknown function 'sin'"),
+    (["--solve-for", ""], "empty formula"),
+    (["--solve-for", "2"], "nothing to solve for"),
+    (["--solve-for", "B**B**B"], "'**' takes a whole number"),
+])
+def test_a_bad_solve_for_is_a_usage_error_with_a_caret(tmp_path, capsys, args, message):
+    prog = tmp_path / "p.shard"
+    prog.write_text((ROOT / "programs/mlp-dp-train.shard").read_text())
+    assert main(["derive", str(prog), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and ("^" in err.splitlines()[-1] or not args[1])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--optimize", "X", "--with", "X"], "--with 'X' is the axis --optimize varies"),
+    (["--optimize", "Q", "--with", "Y"], "--optimize 'Q' is not a mesh axis"),
+    (["--optimize", "X", "--with", "I"], "--with 'I' is not a mesh axis"),
+    (["--optimize", "X", "--with", "Y", "--devices", "0"], "--devices must be a positive whole"),
+    (["--optimize", "X", "--with", "Y", "--devices", "-1"], "--devices must be a positive whole"),
+    (["--optimize", "X", "--with", "Y", "--devices", "2.5"], "--devices must be a positive whole"),
+    (["--optimize", "X", "--with", "Y", "--devices", "B.subs"], "--devices 'B.subs': unexpected"),
+    (["--optimize", "X", "--with", "Y", "--devices", "I"], "--devices 'I' is already"),
+])
+def test_optimize_with_and_devices_are_checked(tmp_path, capsys, args, message):
+    prog = tmp_path / "p.shard"
+    prog.write_text(SMALL_SYMBOLIC)
+    assert main(["derive", str(prog), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_solve_runs_under_a_time_budget_and_says_no_closed_form(monkeypatch, capsys):
+    import time
+
+    def slow(*args, **kwargs):
+        time.sleep(5)
+
+    monkeypatch.setattr(passes.derive, "SOLVE_SECONDS", 0.05)
+    monkeypatch.setattr(passes.derive.sp, "solve", slow)
+    b, x, c = (sp.Symbol(n, positive=True) for n in "BXC")
+    start = time.perf_counter()
+    assert solve_for(sp.StrictGreaterThan(b / x, c), "B/X") is None
+    assert time.perf_counter() - start < 1
+    assert main(["derive", str(ROOT / "programs/mlp-dp-train.shard"), "--solve-for", "B"]) == 0
+    assert "solved: no closed form" in capsys.readouterr().out
+
+
+def test_the_budget_restores_the_previous_alarm_handler():
+    import signal
+
+    before = signal.getsignal(signal.SIGALRM)
+    with passes.derive.solve_budget(1.0):
+        pass
+    assert signal.getsignal(signal.SIGALRM) is before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
