@@ -304,8 +304,15 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
             _check_finite(q, values[q], grids)
     bound = None
     if all(t in values for t in TIMES):
-        order = np.array(["compute", "hbm", "comms"])
-        bound = order[np.argmax(np.stack([values[t] for t in TIMES]), axis=0)]
+        # argmax over the three times without stacking them (memory at MAX_SWEEP_POINTS);
+        # ties go to the first, as argmax does; an object array shares the three strings
+        order = np.array(["compute", "hbm", "comms"], dtype=object)
+        best, which = values[TIMES[0]], np.zeros(np.shape(values[TIMES[0]]), dtype=np.int8)
+        for k, t in enumerate(TIMES[1:], 1):
+            larger = values[t] > best
+            which[larger] = k
+            best = np.where(larger, values[t], best)
+        bound = order[which]
     crossings = tuple(c for a, b in CROSSINGS if a in values and b in values
                       for c in _crossovers(evaluate, grids, values, a, b))
     seconds = time.perf_counter() - start
