@@ -10,10 +10,18 @@ from collections.abc import Callable
 
 import sympy as sp
 
+CANCEL_MAX_SYMBOLS = 16
+"""`cancel` is a multivariate gcd, exponential in the symbols: a chain of 25 symbolic einsums
+(27 sizes) took minutes. Past this many program symbols the ratio is only put over a common
+denominator; the condition is the same, written less compactly."""
+
 
 def separate(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> sp.Rel:
     """`lhs > rhs` rewritten as `program-part > hardware-part` where the ratio allows it."""
-    ratio = sp.factor_terms(sp.cancel(sp.together(lhs / rhs)))
+    ratio = sp.together(lhs / rhs)
+    if sum(not is_hw(s) for s in ratio.free_symbols) <= CANCEL_MAX_SYMBOLS:
+        ratio = sp.cancel(ratio)
+    ratio = sp.factor_terms(ratio)
     prog: list[sp.Expr] = []
     hw: list[sp.Expr] = []
     for f in sp.Mul.make_args(ratio):
