@@ -72,6 +72,12 @@ def run(args: argparse.Namespace) -> int:
         except ImportError:
             return _usage("--plot needs matplotlib, which is not installed; "
                           "install it with: pip install 'shardc[plot]'")
+        from dsl.cli_io import CliIOError, check_writable
+
+        try:  # before the long computation: a bad path should not cost it
+            check_writable(args.plot, flag="--plot")
+        except CliIOError as exc:
+            return _usage(str(exc))
 
     from passes.epoch import report
 
@@ -92,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             out = plot_utilization(lim, args.plot)
         except OSError as exc:
-            return _usage(f"cannot write {args.plot!r}: {exc.strerror or exc}")
+            return _usage(f"--plot {args.plot!r}: cannot write: {exc.strerror or exc}")
+        except ValueError as exc:  # matplotlib: an extension it has no writer for
+            return _usage(f"--plot {args.plot!r}: {exc}")
         print(f"shardc: wrote {out}", file=sys.stderr)
     return 0
