@@ -63,6 +63,30 @@ def _permute(src: Layout, dst: Layout, sizes: Mapping[str, float] | None) -> Ste
     return Step("CollectivePermute", moved, None, src, dst) if moved else None
 
 
+def _size_one_relabel(src: Layout, dst: Layout, sizes: Mapping[str, float] | None
+                      ) -> Step | None:
+    """A free local slice when `src` and `dst` differ only in where axes of size 1 sit.
+
+    An axis of size 1 splits nothing, so moving it between dims moves no data
+    (`[I_X, J] -> [I, J_X]` with X=1): every device already holds the whole target block.
+    """
+    if not sizes or src.unreduced != dst.unreduced:
+        return None
+    ones = {a for a in (*src.sharding_axes, *dst.sharding_axes) if sizes.get(a) == 1}
+    if not ones:
+        return None
+
+    def without(lay: Layout) -> Layout:
+        return Layout(tuple(DimSharding(d.dim, tuple(a for a in d.axes if a not in ones))
+                            for d in lay.dims), lay.unreduced)
+
+    if without(src) != without(dst.reordered(src.dim_names)):
+        return None
+    moved = tuple(a for a in (*src.sharding_axes, *dst.sharding_axes)
+                  if a in ones and src.dim_of_axis(a) != dst.dim_of_axis(a))
+    return Step("slice", tuple(dict.fromkeys(moved)), None, src, dst) if moved else None
+
+
 def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None
                  ) -> list[Step] | None:
     """Steps from `src` to `dst` (same dims, any order), or None when impossible.
@@ -82,6 +106,9 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
     t_u = set(dst.unreduced)
     if not t_u <= cur_u:
         return None
+    relabel = _size_one_relabel(src, dst, sizes)
+    if relabel is not None:
+        return [relabel]
     permute = _permute(src, dst.reordered(src.dim_names), sizes)
     if permute is not None:
         return [Step("CollectivePermute", permute.axes, None, src, dst)]
