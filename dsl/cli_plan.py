@@ -65,30 +65,44 @@ def add_parser(sub) -> None:
 
 def parse_tokens(text: str, what: str) -> int:
     """A token count: `4194304`, `4_194_304`, `4M` (binary: 4 * 2**20, the book's "4M tokens
-    (1024 sequences of length 4096)"), `15T`, `1.5e13`.
+    (1024 sequences of length 4096)"), `15T`, `1.5e13`. Exact (through `dsl.numeric`), and a
+    positive whole number at most 2**63 - 1.
 
     >>> parse_tokens("4M", "--batch"), parse_tokens("2_048", "--seq"), parse_tokens("1e3", "x")
     (4194304, 2048, 1000)
     """
-    t = text.strip().replace("_", "")
+    from dsl.numeric import NumberError, parse_decimal, whole
+
+    t = text.strip()
     scale = 1
     if t and t[-1] in _BINARY:
         scale, t = _BINARY[t[-1]], t[:-1]
     try:
-        value = float(t) * scale
-    except ValueError:
+        value = parse_decimal(t) * scale
+    except NumberError:
         raise InputError(f"{what} {text!r} is not a token count (try 4194304, 4M = 4*2^20, "
                          "or 15e12)") from None
-    if value < 1 or not value.is_integer():
-        raise InputError(f"{what} {text!r} is not a whole number of tokens")
-    return int(value)
+    try:
+        return whole(value, what)
+    except NumberError:
+        raise InputError(f"{what} {text!r} is not a whole number of tokens (from 1 to "
+                         "2**63 - 1)") from None
 
 
-def _count(text: str, what: str) -> int:
-    t = text.strip().replace("_", "")
-    if not re.fullmatch(r"[0-9]+", t) or int(t) < 1:
-        raise InputError(f"{what} {text!r} is not a positive whole number")
-    return int(t)
+def _count(text: str, what: str, limit: int) -> int:
+    """A positive whole number at most `limit` for the option `what` (`--chips 8960`, `8_192`,
+    `1e3`); `what` is written before the text, so `--mesh X=` reads `--mesh X=0`."""
+    from dsl.numeric import NumberError, parse_decimal, whole
+
+    short = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+    shown = f"{what}{short}" if what.endswith("=") else f"{what} {short!r}"
+    try:
+        n = whole(parse_decimal(text), what)
+    except NumberError:
+        raise InputError(f"{shown} is not a positive whole number (at most 2**63 - 1)") from None
+    if n > limit:
+        raise InputError(f"{shown} is more than the limit of {limit:,}")
+    return n
 
 
 def _card(name: str):
@@ -273,8 +287,13 @@ def run_program(args: argparse.Namespace) -> int:
     for note in prog.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(prog.text)
+        from dsl.cli_io import CliIOError, write_text
+
+        try:
+            write_text(args.output, prog.text, flag="-o")
+        except CliIOError as exc:
+            print(f"shardc: error: {exc}", file=sys.stderr)
+            return 2
     else:
         sys.stdout.write(prog.text)
     return 0
@@ -284,6 +303,7 @@ def mesh_layout(strategy: str, mesh: str | None):
     """A `Layout` from `--strategy` and `--mesh`: axes named P* are pods (DCN, batch only),
     Y* tensor-parallel under fsdp-tp (every axis under tp), the rest data-parallel."""
     from dsl.models.programs import Axis, Layout
+    from dsl.numeric import MAX_INTEGER
 
     if strategy == "single":
         if mesh:
@@ -305,7 +325,8 @@ def mesh_layout(strategy: str, mesh: str | None):
             role = "tp"
         else:
             role = "data"
-        axes.append(Axis(name, int(size.replace("_", "")) if size else None, role, link))
+        n = _count(size, f"--mesh {name}=", MAX_INTEGER) if size else None
+        axes.append(Axis(name, n, role, link))
     if strategy == "fsdp-tp" and not any(a.role == "tp" for a in axes):
         raise InputError("--strategy fsdp-tp needs a tensor axis named Y... in --mesh")
     return Layout(strategy, tuple(axes), fsdp=strategy in ("fsdp", "fsdp-tp"))
@@ -328,11 +349,12 @@ def _split_mesh(text: str) -> list[str]:
 
 @_guard
 def run_plan(args: argparse.Namespace) -> int:
+    from dsl.limits import MAX_PLAN_CHIPS
     from passes.plan import Options, PlanError, plan
 
     card = _card(args.model)
     chip = _chip(args.hw)
-    chips = _count(args.chips, "--chips")
+    chips = _count(args.chips, "--chips", MAX_PLAN_CHIPS)
     seq = parse_tokens(args.seq, "--seq") if args.seq else None
     if args.batch:
         tokens = parse_tokens(args.batch, "--batch")
