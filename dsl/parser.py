@@ -377,15 +377,17 @@ def _nesting_problem(tree: Tree) -> Diagnostic | None:
 
     An explicit stack, not recursion: the walk must survive what the transformer would not.
     """
-    stack = [(tree, 0)]
+    stack = [(tree, 0, 0)]  # (node, expression depth, repeat depth): two separate limits
     while stack:
-        node, depth = stack.pop()
+        node, depth, blocks = stack.pop()
         kind = node.data
-        if kind in _NESTING:
+        if kind == "repeat_block":
+            depth, blocks = 0, blocks + 1
+        elif kind in _NESTING:
             depth += 1
-            if depth > MAX_NESTING:
-                return _nesting_diagnostic(node, kind)
-        stack.extend((c, depth) for c in node.children if isinstance(c, Tree))
+        if depth > MAX_NESTING or blocks > MAX_NESTING:
+            return _nesting_diagnostic(node, kind)
+        stack.extend((c, depth, blocks) for c in node.children if isinstance(c, Tree))
     return None
 
 

@@ -194,7 +194,8 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT
                  ) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
-    assignments, otherwise the best found by changing one axis's role at a time."""
+    assignments, otherwise the best found by changing one axis's role at a time (evaluating at
+    most PLAN_SEARCH_LIMIT assignments)."""
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
                    keep_partial, sizes)
     total = space.size
@@ -202,7 +203,7 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
         plans = enumerate_plans(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
                                 keep_partial, sizes)
         return PlanSearch(rank_plans(plans, objective), total, total, False)
-    plans, tried = _local_search(space, objective, limit)
+    plans, tried = _local_search(space, objective, PLAN_SEARCH_LIMIT)
     return PlanSearch(rank_plans(plans, objective), total, tried, True)
 
 
