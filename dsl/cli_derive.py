@@ -127,7 +127,7 @@ def solve_target(text: str, d):
     the program's sizes, the chip's figures); `ExprError` for anything else."""
     import sympy as sp
 
-    from dsl.user_expr import ExprError, formula, known_names_resolver
+    from dsl.user_expr import ExprError, known_names_resolver, number_formula
     from passes.symbols import size_symbol
 
     r = d.report
@@ -139,7 +139,7 @@ def solve_target(text: str, d):
         known.update({s.name: s for s in c.relation.free_symbols})
     for o in d.optima:
         known.update({s.name: s for s in o.devices.free_symbols})
-    target = formula(text, known_names_resolver(known))
+    target = number_formula(text, known_names_resolver(known))
     if not target.free_symbols:
         raise ExprError("nothing to solve for: give a name or a monomial such as B/X", 0)
     if isinstance(target, sp.Symbol):

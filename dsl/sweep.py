@@ -211,7 +211,7 @@ def quantity(report: Report, text: str) -> sp.Expr:
     and the program's names, e.g. `t_math_s/t_comms_s` or `2*B*D*F/C` (`grammar/expr.lark`;
     never evaluated as Python). An unknown name or a bad formula is a `SweepError` naming --y.
     """
-    from dsl.user_expr import ExprError, formula
+    from dsl.user_expr import ExprError, formula, number_formula
 
     t = text.strip()
     if t in report.totals:
@@ -228,7 +228,7 @@ def quantity(report: Report, text: str) -> sp.Expr:
         raise ExprError(f"unknown name {name!r} (known: {', '.join(known)})")
 
     try:
-        return formula(t, resolve)
+        return number_formula(t, resolve)
     except ExprError as exc:
         raise SweepError(exc.render("--y", text).removeprefix("shardc: error: ")) from None
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 
 import sympy as sp
 from lark import Lark, Token, Transformer, Tree
@@ -32,10 +32,14 @@ MAX_EXPONENT = 16
 `X**(1/2)`; `B**B**B` is refused, so no formula can build a tower SymPy cannot hold."""
 FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {
     "Max": sp.Max, "Min": sp.Min, "sqrt": sp.sqrt, "log": sp.log, "floor": sp.floor,
-    "ceiling": sp.ceiling, "abs": sp.Abs}
-"""The only functions a formula may call."""
+    "ceiling": sp.ceiling, "abs": sp.Abs,
+    **{name: partial(rel, evaluate=False) for name, rel in (
+        ("Eq", sp.Eq), ("Ne", sp.Ne), ("Lt", sp.Lt), ("Le", sp.Le), ("Gt", sp.Gt),
+        ("Ge", sp.Ge))}}
+"""The only functions a formula may call (the relations only where a comparison is allowed)."""
 ARITY = {"sqrt": (1, 1), "log": (1, 1), "floor": (1, 1), "ceiling": (1, 1), "abs": (1, 1),
-         "Max": (1, MAX_NESTING), "Min": (1, MAX_NESTING)}
+         "Max": (1, MAX_NESTING), "Min": (1, MAX_NESTING),
+         **{r: (2, 2) for r in ("Eq", "Ne", "Lt", "Le", "Gt", "Ge")}}
 
 
 class ExprError(ValueError):
@@ -96,7 +100,19 @@ class Call:
     column: int = field(default=0, compare=False, repr=False)
 
 
-Node = Num | Name | Neg | BinOp | Call
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """A relation; only `Report.parse` accepts one (the command-line flags want numbers)."""
+
+    op: str  # ">", "<", ">=", "<=", "==", "!="
+    left: Node
+    right: Node
+    column: int = field(default=0, compare=False, repr=False)
+
+
+Node = Num | Name | Neg | BinOp | Call | Compare
+RELATIONS = {">": sp.StrictGreaterThan, "<": sp.StrictLessThan, ">=": sp.GreaterThan,
+             "<=": sp.LessThan, "==": sp.Eq, "!=": sp.Ne}
 
 
 # ---- parsing ---------------------------------------------------------------------------------
@@ -110,7 +126,7 @@ def _lark() -> Lark:
 
 _TOKEN = {"NAME": "name", "NUMBER": "number"}
 _SHOWN = {"PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "POW": "'**'",
-          "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "NAME": "a name", "NUMBER": "a number",
+          "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "COMPARE": "a comparison", "NAME": "a name", "NUMBER": "a number",
           "$END": "the end"}
 
 
@@ -180,6 +196,10 @@ class _Build(Transformer):
             raise ExprError(f"{func} takes {lo if lo == hi else f'{lo} or more'} argument"
                             f"{'s' if hi > 1 else ''}, got {len(args)}", col)
         return Call(func, args, col)
+
+    def compare(self, items):
+        left, tok, right = items
+        return Compare(str(tok), left, right, _column(tok, self.text))
 
     def binary(self, items):
         left, tok, right = items
@@ -323,7 +343,21 @@ def to_sympy(node: Node, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
             return a ** b
         case Call(func, args):
             return FUNCTIONS[func](*[to_sympy(a, resolve) for a in args])
+        case Compare(op, left, right):
+            return RELATIONS[op](to_sympy(left, resolve), to_sympy(right, resolve))
     raise TypeError(f"not a formula node: {node!r}")
+
+
+def number_formula(text: str, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
+    """`formula`, refusing a comparison: what a flag such as --y or --solve-for takes."""
+    node = parse(text)
+    if isinstance(node, Compare):
+        raise ExprError(f"a comparison ({node.op}) is not a quantity; give a formula",
+                        node.column)
+    out = to_sympy(node, resolve)
+    if not isinstance(out, sp.Expr):
+        raise ExprError("a comparison is not a quantity; give a formula", 0)
+    return out
 
 
 def formula(text: str, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
@@ -366,4 +400,6 @@ def to_text(node: Node) -> str:
             return f"({to_text(left)} {op} {to_text(right)})"
         case Call(func, args):
             return f"{func}({', '.join(to_text(a) for a in args)})"
+        case Compare(op, left, right):
+            return f"{to_text(left)} {op} {to_text(right)}"
     raise TypeError(f"not a formula node: {node!r}")

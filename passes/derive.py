@@ -223,9 +223,9 @@ def solve_for(rel: sp.Basic, target: str | sp.Expr, names: dict[str, sp.Symbol] 
         return solve_condition(rel, target)
     by_name = {s.name: s for s in rel.free_symbols} | dict(names or {})
     if isinstance(target, str):
-        from dsl.user_expr import formula
+        from dsl.user_expr import number_formula
 
-        target = formula(target, lambda n: by_name.get(n, size_symbol(n)))
+        target = number_formula(target, lambda n: by_name.get(n, size_symbol(n)))
     target = as_expr(target)
     label = str(target)
     u = sp.Symbol("_u", positive=True)

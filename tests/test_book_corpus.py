@@ -1720,9 +1720,7 @@ def _subs_value(r: Report, v: Any) -> Any:
 def _theirs(r: Report, check: Check, text: str) -> sp.Expr:
     """The corpus's formula over our names; a condition `lhs > rhs` (or `Eq(lhs, rhs)`)
     becomes lhs / rhs."""
-    eq = re.fullmatch(r"Eq\((.*)\)", text.strip())
-    # (Report.parse reads `Eq` as a size symbol: the two sides are parsed as a tuple.)
-    expr = sp.Eq(*r.parse(eq[1]), evaluate=False) if eq else r.parse(text)
+    expr = r.parse(text)  # `Eq(lhs, rhs)` stays unevaluated
     if isinstance(expr, sp.Rel):
         expr = expr.lhs / expr.rhs
     return expr.subs({r.parse(k): _subs_value(r, v) for k, v in check.subs.items()},

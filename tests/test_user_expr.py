@@ -21,6 +21,7 @@ from dsl.user_expr import (
     Neg,
     Num,
     formula,
+    number_formula,
     parse,
     to_sympy,
     to_text,
@@ -96,7 +97,7 @@ PAYLOAD = "B.subs.__globals__['__builtins__']['__import__']('os').system('touch 
     ("", "empty formula", 0),
     ("   ", "empty formula", 0),
     ("B = 2", "unexpected character '='", 2),
-    ("B > X", "unexpected character '>'", 2),
+    ("B > X", "a comparison (>) is not a quantity", 2),
     ("B**B**B**B**B", "'**' takes a whole number", 10),
     ("B**B", "'**' takes a whole number", 1),
     ("B**99", "'**' takes a whole number", 1),
@@ -111,10 +112,18 @@ PAYLOAD = "B.subs.__globals__['__builtins__']['__import__']('os').system('touch 
 ])
 def test_refused_formulas(text, message, column):
     with pytest.raises(ExprError) as exc:
-        formula(text, resolve)
+        number_formula(text, resolve)
     assert message in exc.value.message
     if column is not None:
         assert exc.value.column == column
+
+
+def test_report_formulas_may_be_comparisons():
+    assert formula("B/X > C/W_ici", resolve) == sp.StrictGreaterThan(B / X, C / W)
+    assert formula("B <= 2", resolve) == sp.LessThan(B, 2)
+    assert formula("Eq(B, X)", resolve) == sp.Eq(B, X)
+    with pytest.raises(ExprError, match="not a quantity"):
+        number_formula("Eq(B, X)", resolve)
 
 
 def test_an_unknown_name_is_refused_by_the_resolver_with_its_column():
@@ -179,4 +188,6 @@ def test_printed_and_reparsed_asts_build_the_same_sympy(node):
 
 def test_every_whitelisted_function_is_a_sympy_function():
     for name, fn in FUNCTIONS.items():
-        assert callable(fn) and fn(sp.Integer(4)).is_number, name
+        args = [sp.Integer(4)] * (2 if name in ("Eq", "Ne", "Lt", "Le", "Gt", "Ge") else 1)
+        out = fn(*args)
+        assert isinstance(out, sp.Rel) or out.is_number, name
