@@ -32,15 +32,38 @@ class Diagnostic:
         lines = [head]
         text = source.line_text(self.span.line) if source is not None else ""
         if text:
-            lines.append(f"  {text}")
             width = (
                 self.span.end_col - self.span.col if self.span.end_line == self.span.line else 1
             )
             width = max(1, min(width, len(text) - self.span.col + 2))
-            caret = " " * (self.span.col - 1) + "^" * width
+            text, col, width = _window(text, self.span.col, width)
+            lines.append(f"  {text}")
+            caret = " " * (col - 1) + "^" * width
             lines.append(f"  {caret}" + (f" {self.label}" if self.label else ""))
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+
+QUOTE_WIDTH = 120
+"""The most characters of a source line a diagnostic quotes; a longer line is shown as a window
+around the caret, with `...` where it was cut."""
+
+
+def _window(text: str, col: int, width: int) -> tuple[str, int, int]:
+    """(the quoted text, the caret's 1-based column in it, the caret's width), at most
+    QUOTE_WIDTH characters of `text` around column `col`.
+
+    >>> _window("x" * 50 + "^" + "y" * 500, 51, 1)[0][:10], _window("ab", 2, 1)
+    ('...xxxxxxx', ('ab', 2, 1))
+    """
+    if len(text) <= QUOTE_WIDTH:
+        return text, col, width
+    width = min(width, QUOTE_WIDTH // 2)
+    start = max(0, min(col - 1 - QUOTE_WIDTH // 3, len(text) - QUOTE_WIDTH))
+    end = start + QUOTE_WIDTH
+    head = "..." if start > 0 else ""
+    tail = "..." if end < len(text) else ""
+    return head + text[start:end] + tail, col - start + len(head), width
 
 
 @dataclass(slots=True)

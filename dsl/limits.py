@@ -18,9 +18,11 @@ MAX_MESH_AXES = 32
 """Mesh axes in one program."""
 MAX_AXES_PER_DIM = 8
 """Mesh axes sharding one dimension (and so taking part in one contraction's plan search)."""
-MAX_SWEEP_POINTS = 10_000_000
+MAX_SWEEP_POINTS = 1_000_000
 """Points in one sweep (the product of its grid sizes)."""
-MAX_PLAN_CHIPS = 2**20
-"""Chips in one `shardc plan`."""
+MAX_PLAN_CHIPS = 2**18
+"""Chips in one `shardc plan`: 262,144, above the largest published training runs (LLaMA 3 405B
+trained on 16,384 H100s). Plan compiles every candidate layout, and a candidate at this size
+already has six mesh axes; `shardc limits` covers larger hypothetical runs."""
 SOLVE_SECONDS = 2.0
 """Wall-clock budget for one SymPy `solve` in `shardc derive`; past it: "no closed form"."""
