@@ -104,11 +104,13 @@ def check_options(args: argparse.Namespace, report) -> int | str | None:
     if args.devices is None:
         return None
     text = args.devices.strip()
-    if text[:1].isdigit() or text[:1] in "+-.":
+    if not text or text[0].isdigit() or text[0] in "+-.":
         try:
             return whole(parse_decimal(text), "--devices")
         except NumberError as exc:
-            raise UsageError(str(exc)) from None
+            message = str(exc)
+            raise UsageError(message if "--devices" in message else f"--devices: {message}"
+                             ) from None
     try:
         node = parse(text)
     except ExprError as exc:

@@ -562,7 +562,8 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
             optima.append(opt)
             conds.append(at_optimum(p, report, opt, dev_value))
         if not optima:
-            raise ValueError(f"no interior optimum of {optimize} (with {optimize} * {partner} = "
+            raise ValueError(f"--optimize {optimize}: no interior optimum of {optimize} (with "
+                             f"{optimize} * {partner} = "
                              f"{n_sym}) in the communication time")
     return Derivation(report, p, tuple(conds), tuple(optima), tuple(notes), dev_value)
 

@@ -1,0 +1,36 @@
+"""The hostile-input corpus (tests/hostile/cases.py) in CI: each case in its own process under a
+wall-clock and a memory limit (tests/hostile/harness.py). Cases run two at a time; a failure
+shows what shardc printed.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.hostile import harness
+from tests.hostile.cases import CASES
+
+_BY_NAME = {c.name: c for c in CASES}
+
+
+@pytest.fixture(scope="module")
+def outcomes(request: pytest.FixtureRequest) -> dict[str, harness.Outcome]:
+    """Run the selected cases once, two at a time (the machines have two cores)."""
+    wanted = [item.callspec.params["name"] for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")]
+    cases = [_BY_NAME[n] for n in wanted]
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(wanted, pool.map(harness.run, cases), strict=True))
+
+
+def test_case_names_are_unique() -> None:
+    assert len(_BY_NAME) == len(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(_BY_NAME))
+def test_hostile_input(name: str, outcomes: dict[str, harness.Outcome]) -> None:
+    o = outcomes[name]
+    assert not o.problems, (f"{name}: exit {o.code} in {o.seconds:.1f} s\n"
+                            + "\n".join(o.problems) + f"\nstderr:\n{o.stderr[-1500:]}")
