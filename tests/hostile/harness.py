@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,8 +27,13 @@ ADDRESS_SPACE_BYTES = 6 << 30
 It is larger than the memory bound because numpy and XLA reserve address space they never touch;
 the bound itself is checked on the child's peak resident set."""
 
-CLI = [sys.executable, "-c", "import sys; from dsl.cli import main; sys.exit(main())"]
-"""How a case runs shardc: the installed package's entry point, from the repository root."""
+CLI = [sys.executable, "-c",
+       "import resource, sys; "
+       f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_BYTES}, {ADDRESS_SPACE_BYTES})); "
+       "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+       "from dsl.cli import main; sys.exit(main())"]
+"""How a case runs shardc: the package's entry point, with the address-space limit set by the
+child itself (a `preexec_fn` would fork a process that may hold JAX's threads)."""
 
 BAD_NUMBER = re.compile(r"(?<![A-Za-z_])(nan|NaN|-?inf(inity)?|zoo|-\d[\d.]*\s*(s|us|ms|ns|B|kB|MB|GB))\b")
 """A printed quantity that must never appear: NaN, infinity, SymPy's complex infinity, or a
@@ -69,11 +73,6 @@ class Outcome:
     seconds: float
     peak_bytes: int
     problems: list[str]
-
-
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _materialise(case: Case, tmp: Path) -> None:
@@ -144,8 +143,7 @@ def run(case: Case) -> Outcome:
         proc = subprocess.Popen(CLI + _substitute(case.argv, tmp), cwd=tmp, env=env,
                                 stdin=subprocess.PIPE if case.stdin is not None
                                 else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=_limits)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         code, peak, timed_out, out, err = _wait(proc, case.stdin)
         seconds = time.monotonic() - start
         for cmd in case.after:
