@@ -29,7 +29,7 @@ def whole_process(path: Path, repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "dsl.cli", "compile", str(path)], cwd=ROOT,
+        subprocess.run([sys.executable, "-m", "shardc.cli.app", "compile", str(path)], cwd=ROOT,
                        check=True, capture_output=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
@@ -37,14 +37,14 @@ def whole_process(path: Path, repeat: int) -> float:
 
 def phases(text: str) -> dict[str, float]:
     """Seconds per phase for one in-process compile (modules already imported)."""
-    import hardware
-    from dsl.parser import parse
-    from dsl.report import Report
-    from dsl.source import Source
-    from passes.context import Context
-    from passes.derive_cost import derive_cost
-    from passes.insert_collectives import insert_collectives
-    from passes.validate import validate
+    from shardc import hardware
+    from shardc.driver.report import Report
+    from shardc.lang.parser import parse
+    from shardc.lang.source import Source
+    from shardc.passes.context import Context
+    from shardc.passes.derive_cost import derive_cost
+    from shardc.passes.insert_collectives import insert_collectives
+    from shardc.passes.validate import validate
 
     out: dict[str, float] = {}
     src = Source("gen.shard", text)
@@ -77,8 +77,8 @@ def startup(repeat: int) -> dict[str, float]:
         "python -c pass": "pass",
         "import sympy": "import sympy",
         "import lark": "import lark",
-        "import dsl.cli (no sympy)": "import dsl.cli",
-        "build the Lark parser": "from dsl.parser import _lark; _lark()",
+        "import shardc.cli.app (no sympy)": "import shardc.cli.app",
+        "build the Lark parser": "from shardc.lang.parser import _lark; _lark()",
     }
     out = {}
     for name, code in probes.items():

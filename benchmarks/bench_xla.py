@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.gen import program  # noqa: E402
 
 BOOK_EXAMPLE = ROOT / "programs" / "q4-matmul-strategies.shard"
-SHARDC = ("import resource, sys; from dsl.cli import main; code = main(['compile', sys.argv[1]]); "
+SHARDC = ("import resource, sys; from shardc.cli import main; code = main(['compile', sys.argv[1]]); "
           "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
           "sys.exit(code)")
 JAX_SCRIPT = '''\
@@ -62,10 +62,10 @@ def chain(n: int) -> str:
 
 def jax_script(text: str) -> str:
     """A standalone script lowering and compiling the whole program with JAX (no shardc)."""
-    from dsl.source import Source
-    from dsl.xla.check import Prepared, prepare
-    from dsl.xla.codegen import PRELUDE, program_source, spec_args
-    from dsl.xla.lower import JAX_DTYPES
+    from shardc.lang.source import Source
+    from shardc.tools.xla.check import Prepared, prepare
+    from shardc.tools.xla.codegen import PRELUDE, program_source, spec_args
+    from shardc.tools.xla.lower import JAX_DTYPES
 
     p = prepare(Source("gen.shard", text))
     assert isinstance(p, Prepared)
@@ -109,9 +109,9 @@ def sweep_rate(points: int = 1_000_000) -> tuple[str, float]:
     import numpy as np
     import sympy as sp
 
-    import dsl
+    import shardc
 
-    report = dsl.compile(str(ROOT / "programs" / "two-chip.shard"))
+    report = shardc.compile(str(ROOT / "programs" / "two-chip.shard"))
     expr = report.totals["t_lower_s"]
     env = report.environment()
     free = sorted(expr.free_symbols - set(env), key=lambda s: s.name)
@@ -128,7 +128,7 @@ def sweep_rate(points: int = 1_000_000) -> tuple[str, float]:
 
 def importtime() -> list[tuple[str, float]]:
     """The costliest imports of a book-example compile (cumulative, from -X importtime)."""
-    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "dsl.cli", "compile",
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "shardc.cli.app", "compile",
                           str(BOOK_EXAMPLE)], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     rows = []

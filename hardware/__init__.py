@@ -5,7 +5,7 @@ Imports only the standard library, so `shardc` starts fast. See docs/hardware.md
 
 from __future__ import annotations
 
-from hardware.chip import (
+from shardc.hardware.chip import (
     FALLBACKS,
     Chip,
     FlopsTable,
@@ -15,7 +15,7 @@ from hardware.chip import (
     load,
     summary_line,
 )
-from hardware.schema import DTYPES
+from shardc.hardware.schema import DTYPES
 
 __all__ = [
     "DTYPES",

@@ -15,9 +15,9 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from hardware.files import read_chip_file
-from hardware.report import describe, summary_line
-from hardware.schema import DTYPES, HardwareError, read_chip_toml
+from shardc.hardware.files import read_chip_file
+from shardc.hardware.report import describe, summary_line
+from shardc.hardware.schema import DTYPES, HardwareError, read_chip_toml
 
 __all__ = [
     "FALLBACKS",
@@ -244,7 +244,7 @@ def load(
     ('tpu-v5e', 450000000000.0)
     >>> load("tpu-v9")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    hardware.schema.HardwareError: unknown chip 'tpu-v9'; known: b200, gb200-nvl72, ...
+    shardc.hardware.schema.HardwareError: unknown chip 'tpu-v9'; known: b200, gb200-nvl72, ...
     """
     text = os.fspath(name_or_path)
     if _is_path(text):
@@ -286,7 +286,7 @@ def _normalize(name: str) -> str:
 def _shipped() -> dict[str, Traversable]:
     return {
         res.name.removesuffix(".toml"): res
-        for res in files("hardware").iterdir()
+        for res in files(__package__).iterdir()
         if res.name.endswith(".toml")
     }
 

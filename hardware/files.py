@@ -1,6 +1,6 @@
 """Reading a chip file the user named: a regular file, UTF-8, at most `MAX_CHIP_BYTES`.
 
-The same rules as `dsl.cli_io.read_text` (hardware/ imports nothing above it, so the few lines
+The same rules as `shardc.driver.files.read_text` (hardware/ imports nothing above it, so the few lines
 are repeated here; tests/test_boundaries.py checks that the two limits agree).
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import stat
 
-from hardware.schema import HardwareError
+from shardc.hardware.schema import HardwareError
 
 MAX_CHIP_BYTES = 1 * 2**20
-"""A chip TOML is read up to this many bytes; equals `dsl.limits.MAX_CONFIG_BYTES`."""
+"""A chip TOML is read up to this many bytes; equals `shardc.lang.limits.MAX_CONFIG_BYTES`."""
 
 
 def read_chip_file(path: str) -> str:
@@ -21,7 +21,7 @@ def read_chip_file(path: str) -> str:
 
     >>> read_chip_file("/dev/zero")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    hardware.schema.HardwareError: /dev/zero: not a regular file ...
+    shardc.hardware.schema.HardwareError: /dev/zero: not a regular file ...
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)

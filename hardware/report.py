@@ -8,10 +8,10 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
-from hardware.schema import DTYPES
+from shardc.hardware.schema import DTYPES
 
 if TYPE_CHECKING:
-    from hardware.chip import Chip
+    from shardc.hardware.chip import Chip
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
@@ -19,7 +19,7 @@ _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0,
 def describe(chip: Chip) -> str:
     """Multi-line description: rates, memory, links, latency, wraparound, critical intensities.
 
-    >>> from hardware.chip import load
+    >>> from shardc.hardware.chip import load
     >>> text = describe(load("tpu-v5e"))
     >>> "W_uni * t_hop = 4.5e10 * 1e-6 = 45 kB" in text, "C / W_hbm   1.97e14 / 8.1e11 = 243" in text
     (True, True)
@@ -49,7 +49,7 @@ def describe(chip: Chip) -> str:
 def summary_line(chip: Chip) -> str:
     """One line for `shardc hw list`: name, bf16 rate, HBM, W_ici (W_nvlink) and topology.
 
-    >>> from hardware.chip import load
+    >>> from shardc.hardware.chip import load
     >>> summary_line(load("tpu-v5e"))
     'tpu-v5e      TPU v5e             bf16 1.97e14 FLOP/s  HBM 16 GB at 8.1e11 B/s  W_ici 9e10 B/s  2D torus (full-axis-16)'
     """

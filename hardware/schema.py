@@ -104,7 +104,7 @@ def read_chip_toml(text: str, path: str, stem: str | None) -> dict[str, Any]:
     `HardwareError` naming `path` and the offending field.
 
     >>> from importlib.resources import files
-    >>> text = files("hardware").joinpath("tpu-v5e.toml").read_text(encoding="utf-8")
+    >>> text = files("shardc.hardware").joinpath("tpu-v5e.toml").read_text(encoding="utf-8")
     >>> read_chip_toml(text, "tpu-v5e.toml", "tpu-v5e")["axis_bw"]
     90000000000.0
     """

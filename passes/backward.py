@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from dsl.layout import Layout
-from dsl.send import is_shift
-from dsl.source import Span
-from dsl.syntax import (
+from shardc.lang.layout import Layout
+from shardc.lang.send import is_shift
+from shardc.lang.source import Span
+from shardc.lang.syntax import (
     ArrayDecl,
     Assign,
     Backward,
@@ -31,7 +31,7 @@ from dsl.syntax import (
     Stmt,
     Times,
 )
-from passes.context import Context
+from shardc.passes.context import Context
 
 DERIVATIVES = {
     "gelu": "gelu_grad", "silu": "silu_grad", "relu": "relu_grad", "sigmoid": "sigmoid_grad",
@@ -175,8 +175,8 @@ class _Deriver:
         return name
 
     def type_of(self, e: Expr) -> tuple[tuple[str, ...], str]:
-        from passes.einsum_plan import output_dims
-        from passes.validate import promote
+        from shardc.passes.einsum_plan import output_dims
+        from shardc.passes.validate import promote
 
         match e:
             case Ref(name=name, layout=layout):

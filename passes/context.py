@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from dsl.diagnostics import Diagnostics
-from dsl.source import Source
+from shardc.lang.diagnostics import Diagnostics
+from shardc.lang.source import Source
 
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from dsl.ir import Topology
-    from hardware import Chip
+    from shardc.hardware import Chip
+    from shardc.passes.ir import Topology
 
 
 @dataclass(slots=True)

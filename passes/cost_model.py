@@ -15,7 +15,7 @@ from typing import Literal
 
 import sympy as sp
 
-from dsl.ir import Topology
+from shardc.passes.ir import Topology
 
 Model = Literal["exact", "book"]
 Num = float | int | sp.Expr
@@ -243,7 +243,7 @@ def ring_collective_time(op: str, v: Num, sizes: list[Num], model: Model, w: Num
 
 
 # ---- point-to-point sends ---------------------------------------------------------------------
-# A Send moves one block per device along the axes it names (dsl/send.py). On ICI the point form
+# A Send moves one block per device along the axes it names (dsl/lang/send.py). On ICI the point form
 # takes the shortest way (min(d, n-d) hops on a ring, |d| on a line) and the source splits the
 # block over one port per axis that moves (two where both ways round a ring are as short), each
 # one direction of a link (W_ici/2); in the shift form every device sends at once, routed in
@@ -266,13 +266,13 @@ class _Leg:
 def send_time(v: Num, moves: Sequence, size_of: Callable[[str], Num], model: Model,
               topo: Topology | None, links: Links,
               known: Callable[[str], int | None] | None = None) -> CollectiveTime:
-    """Time of a Send of `v` bytes per device; `moves` are its `dsl.send.SendAxis` entries.
+    """Time of a Send of `v` bytes per device; `moves` are its `shardc.lang.send.SendAxis` entries.
 
     `size_of` gives each axis's size as it appears in formulas (a symbol, or a number); `known`
     its number where there is one: the point form's distances and ports and the shift form's
     short way round depend on it. Without `known`, the numbers `size_of` gives are used.
 
-    >>> from dsl.send import SendAxis
+    >>> from shardc.lang.send import SendAxis
     >>> q5 = [SendAxis("X", src=0, dst=3), SendAxis("Y", src=0, dst=3)]
     >>> t = send_time(1.6e7, q5, {"X": 4, "Y": 4}.__getitem__, "book", None,
     ...               Links.uniform(9e10, 1e-6))

@@ -12,20 +12,20 @@ from typing import ClassVar
 
 import sympy as sp
 
-from dsl.graph import ops_in_order
-from dsl.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op
-from dsl.layout import DimSharding, Layout, format_axes
-from dsl.send import format_send
-from dsl.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
-from passes.conditions import separate
-from passes.context import Context
-from passes.cost_model import collective_time, send_time
-from passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
-from passes.memory import kept_activations
-from passes.reshard import Step
-from passes.schedule import classify
-from passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
-from passes.validate import promote
+from shardc.lang.layout import DimSharding, Layout, format_axes
+from shardc.lang.send import format_send
+from shardc.lang.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
+from shardc.passes.conditions import separate
+from shardc.passes.context import Context
+from shardc.passes.cost_model import collective_time, send_time
+from shardc.passes.graph import ops_in_order
+from shardc.passes.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op
+from shardc.passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
+from shardc.passes.memory import kept_activations
+from shardc.passes.reshard import Step
+from shardc.passes.schedule import classify
+from shardc.passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
+from shardc.passes.validate import promote
 
 ZERO = sp.Integer(0)
 LEVEL_NAMES = {"ici": "ICI", "nvlink": "NVLink", "pcie": "PCIe", "ib": "InfiniBand",

@@ -15,9 +15,9 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dsl.layout import DimSharding, Layout
-from passes.cost_model import Num
-from passes.reshard import Step, plan_reshard
+from shardc.lang.layout import DimSharding, Layout
+from shardc.passes.cost_model import Num
+from shardc.passes.reshard import Step, plan_reshard
 
 
 @dataclass(frozen=True, slots=True)

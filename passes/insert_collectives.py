@@ -13,23 +13,10 @@ from typing import ClassVar
 
 import sympy as sp
 
-from dsl.ir import (
-    Alternative,
-    Collective,
-    CompiledProgram,
-    Decision,
-    Einsum,
-    Elementwise,
-    Input,
-    LocalSlice,
-    Op,
-    Value,
-)
-from dsl.layout import DimSharding, Layout, format_axes
-from dsl.printers import fmt_value
-from dsl.send import format_send
-from dsl.source import Span
-from dsl.syntax import (
+from shardc.lang.layout import DimSharding, Layout, format_axes
+from shardc.lang.send import format_send
+from shardc.lang.source import Span
+from shardc.lang.syntax import (
     LINEAR_FUNCTIONS,
     ArrayDecl,
     Assign,
@@ -44,19 +31,32 @@ from dsl.syntax import (
     Program,
     Ref,
 )
-from passes.conditions import less_than
-from passes.context import Context
-from passes.cost_model import LEVELS, Links
-from passes.einsum_plan import (
+from shardc.lang.units import fmt_value
+from shardc.passes.conditions import less_than
+from shardc.passes.context import Context
+from shardc.passes.cost_model import LEVELS, Links
+from shardc.passes.einsum_plan import (
     EinsumPlan,
     book_departures,
     output_dims,
     search_plans,
 )
-from passes.layout_cost import local_elements, steps_time
-from passes.reshard import Step, plan_reshard
-from passes.symbols import HardwareSymbols, planning_figures, size_symbol
-from passes.validate import promote
+from shardc.passes.ir import (
+    Alternative,
+    Collective,
+    CompiledProgram,
+    Decision,
+    Einsum,
+    Elementwise,
+    Input,
+    LocalSlice,
+    Op,
+    Value,
+)
+from shardc.passes.layout_cost import local_elements, steps_time
+from shardc.passes.reshard import Step, plan_reshard
+from shardc.passes.symbols import HardwareSymbols, planning_figures, size_symbol
+from shardc.passes.validate import promote
 
 TYPICAL_DIM = 4096
 TYPICAL_AXIS = 4

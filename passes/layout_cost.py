@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 
 import sympy as sp
 
-from dsl.ir import Topology
-from dsl.layout import Layout
-from dsl.syntax import DTYPES
-from passes.cost_model import CollectiveTime, Links, Model, Num, collective_time, sprod
-from passes.reshard import Step
+from shardc.lang.layout import Layout
+from shardc.lang.syntax import DTYPES
+from shardc.passes.cost_model import CollectiveTime, Links, Model, Num, collective_time, sprod
+from shardc.passes.ir import Topology
+from shardc.passes.reshard import Step
 
 SizeOf = Callable[[str], Num]
 

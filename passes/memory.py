@@ -14,10 +14,10 @@ from typing import Literal
 
 import sympy as sp
 
-from dsl.graph import op_inputs
-from dsl.ir import CompiledProgram, Einsum, Elementwise, Input, Value
-from passes.layout_cost import local_bytes, local_elements
-from passes.symbols import as_expr, size_symbol, times_count
+from shardc.passes.graph import op_inputs
+from shardc.passes.ir import CompiledProgram, Einsum, Elementwise, Input, Value
+from shardc.passes.layout_cost import local_bytes, local_elements
+from shardc.passes.symbols import as_expr, size_symbol, times_count
 
 Optimizer = Literal["none", "sgd", "adam"]
 Remat = Literal["none", "block", "matmuls"]

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dsl.layout import DimSharding, Layout
+from shardc.lang.layout import DimSharding, Layout
 
 
 @dataclass(frozen=True, slots=True)

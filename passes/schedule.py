@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dsl.graph import op_inputs
-from dsl.ir import Collective, CompiledProgram, Input, LocalSlice
+from shardc.passes.graph import op_inputs
+from shardc.passes.ir import Collective, CompiledProgram, Input, LocalSlice
 
 
 def classify(program: CompiledProgram) -> dict[int, str]:

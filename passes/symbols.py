@@ -14,7 +14,7 @@ import sympy as sp
 
 def as_expr(value: sp.Basic | int | float) -> sp.Basic:
     """A SymPy object from a number or an expression, never from text (no `sympify`: user text
-    is parsed by `dsl.user_expr`, not evaluated).
+    is parsed by `shardc.driver.user_expr`, not evaluated).
 
     >>> as_expr(3), as_expr(0.5), as_expr(sp.Symbol("B"))
     (3, 0.500000000000000, B)
@@ -42,7 +42,7 @@ def size_symbol(name: str) -> sp.Symbol:
 
 
 def count_expr(count) -> sp.Expr:
-    """A `repeat` count (`dsl.syntax.Count`) as an expression over the size symbols."""
+    """A `repeat` count (`shardc.lang.syntax.Count`) as an expression over the size symbols."""
     return count.fold(sp.Integer, size_symbol)
 
 
@@ -84,12 +84,12 @@ class HardwareSymbols:
             f"t_{level}", positive=True)
 
     def links(self):
-        from passes.cost_model import LEVELS, Links
+        from shardc.passes.cost_model import LEVELS, Links
 
         return Links({lv: self.w(lv) for lv in LEVELS}, {lv: self.t(lv) for lv in LEVELS})
 
     def all_for(self, dtypes: set[str]) -> list[sp.Symbol]:
-        from passes.cost_model import LEVELS
+        from shardc.passes.cost_model import LEVELS
 
         return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm,
                 *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)])]
@@ -120,7 +120,7 @@ def chip_links(chip) -> tuple[dict[str, float | None], dict[str, float | None]]:
 def planning_figures(chip, bindings, taken: frozenset[str] = frozenset()):
     """Numbers for planning: (Links by level, {symbol name: value}) from the chip, then
     `--set` bindings. A level without a figure counts bandwidth only (W=1, t=0)."""
-    from passes.cost_model import LEVELS, Links
+    from shardc.passes.cost_model import LEVELS, Links
 
     syms = HardwareSymbols(taken)
     values = ({s.name: v for s, v in hardware_values(chip, syms).items()}

@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dsl.ir import AxisLink, PhysicalAxis, Topology
-from dsl.syntax import MeshAxis, MeshDecl, Program
-from passes.context import Context
+from shardc.lang.syntax import MeshAxis, MeshDecl, Program
+from shardc.passes.context import Context
+from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
 
 LEVELS = ("ici", "nvlink", "pcie", "ib", "dcn")
 """Network levels, innermost (fastest) first."""

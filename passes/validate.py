@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
 
-from dsl.layout import DimSharding, Layout, format_axes
-from dsl.numeric import NumberError, figure, whole
-from dsl.send import SEND_NOTE
-from dsl.source import Span
-from dsl.syntax import (
+from shardc.lang.layout import DimSharding, Layout, format_axes
+from shardc.lang.numeric import NumberError, figure, whole
+from shardc.lang.send import SEND_NOTE
+from shardc.lang.source import Span
+from shardc.lang.syntax import (
     COLLECTIVE_KINDS,
     DTYPES,
     ELEMENTWISE_FUNCTIONS,
@@ -34,8 +34,8 @@ from dsl.syntax import (
     Ref,
     Stmt,
 )
-from passes.context import Context
-from passes.validate_send import check_send
+from shardc.passes.context import Context
+from shardc.passes.validate_send import check_send
 
 DTYPE_RANK = {"int4": 0, "int8": 1, "fp8": 2, "f16": 3, "bf16": 4, "f32": 5}
 
@@ -151,7 +151,7 @@ def _shown(value) -> str:
 
 
 def _is_hw_name(name: str) -> bool:
-    from passes.symbols import HARDWARE_NAMES
+    from shardc.passes.symbols import HARDWARE_NAMES
 
     return name == "C" or name in HARDWARE_NAMES or name.startswith("C_")
 

@@ -1,4 +1,4 @@
-"""The `validate` pass's checks of a point-to-point `Send` (dsl/send.py): its axes, coordinates
+"""The `validate` pass's checks of a point-to-point `Send` (dsl/lang/send.py): its axes, coordinates
 and shifts. Called from `passes.validate` for every `Send_{...}(A)`; reports, never raises.
 """
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from dsl.send import format_send
-from dsl.syntax import CollectiveCall
-from passes.context import Context
+from shardc.lang.send import format_send
+from shardc.lang.syntax import CollectiveCall
+from shardc.passes.context import Context
 
 _FORMS = ("a Send is either a point-to-point copy (`Send_{X: 0->3, Y: 0->3}`) or a shift that "
           "every device applies (`Send_{P: +1}`), not both")

@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dsl
-from dsl.api import run_pipeline
-from dsl.simulate import check, random_inputs, reference
-from dsl.source import Source
+import shardc
+from shardc.driver.api import run_pipeline
+from shardc.lang.source import Source
+from shardc.tools.simulate import check, random_inputs, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ["mlp-dp-train", "mlp-fsdp-train", "mlp-tp-train", "mlp-fsdp-tp-train"]
 
 
 def collectives(name: str) -> list[tuple[str, str, str]]:
-    r = dsl.compile(ROOT / "programs" / f"{name}.shard")
+    r = shardc.compile(ROOT / "programs" / f"{name}.shard")
     return [(c.op, "".join(c.axes), c.array) for c in r.ops if c.kind == "collective"]
 
 
@@ -53,7 +53,7 @@ def test_backward_condition_is_the_books_on_full_rings(name):
     """000 part 4: DP and FSDP stay compute-bound while B/X > C/W_ici (book model, rings)."""
     text = (ROOT / "programs" / f"{name}.shard").read_text().replace("mesh X=16",
                                                                     "mesh X=16 wrap")
-    r = dsl.compile(text, model="book")
+    r = shardc.compile(text, model="book")
     cond = next(c for c in r.conditions if c.name == "backward-compute-vs-comms")
     assert str(cond.relation) == "B/X > C/W_ici"
 
@@ -84,7 +84,7 @@ def test_gradients_are_the_derivatives():
     ref = reference(prog, inputs, sizes)
     by_array = {op.out.array: ref[op.out.id] for op in prog.ops}
     x, w1, w2, d_out = inputs["In"], inputs["W_in"], inputs["W_out"], inputs["dOut"]
-    from dsl.simulate import UNARY_FUNCTIONS as F
+    from shardc.tools.simulate import UNARY_FUNCTIONS as F
 
     tmp = x @ w1
     d_tmp = (d_out @ w2.T) * F["gelu_grad"](tmp)
@@ -112,17 +112,17 @@ def test_backward_errors_are_diagnostics():
 
 def test_collectives_off_the_critical_path():
     """Weight gathers are prefetchable, gradient reductions asynchronous (000 part 4)."""
-    r = dsl.compile(ROOT / "programs" / "mlp-fsdp-train.shard")
+    r = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard")
     tags = {(c.op, c.array): c.overlap for c in r.ops if c.kind == "collective"}
     assert tags[("AllGather", "W_in")] == "prefetch"
     assert tags[("ReduceScatter", "dW_in")] == "async"
-    tp = dsl.compile(ROOT / "programs" / "mlp-tp-train.shard")
+    tp = shardc.compile(ROOT / "programs" / "mlp-tp-train.shard")
     assert all(c.overlap == "" for c in tp.ops if c.kind == "collective")
 
 
 def test_scheduled_step_lies_between_perfect_and_no_overlap():
     for name in TRAIN:
-        r = dsl.compile(ROOT / "programs" / f"{name}.shard")
+        r = shardc.compile(ROOT / "programs" / f"{name}.shard")
         lo, hi = r.value(r.totals["t_step_max_s"]), r.value(r.totals["t_step_sum_s"])
         s = r.scheduled_step()
         assert lo * (1 - 1e-9) <= s <= hi * (1 + 1e-9), name
@@ -131,12 +131,12 @@ def test_scheduled_step_lies_between_perfect_and_no_overlap():
 def test_memory_of_a_training_step():
     """000 part 4: bf16 weights + fp32 Adam moments = 10 bytes per parameter (gradients
     beside); rematerializing the block keeps only its input."""
-    r = dsl.compile(ROOT / "programs" / "mlp-fsdp-train.shard")
+    r = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard")
     m = r.memory
     params = 2 * 8192 * 32768 * 2 / 16  # W_in and W_out, bf16, sharded 16 ways
     assert r.value(m.parameters) == params
     assert r.value(m.parameters + m.optimizer) == params * 10 / 2
     assert set(m.saved) == {"In", "Tmp", "gelu_Tmp"}
-    block = dsl.compile(ROOT / "programs" / "mlp-fsdp-train.shard", remat="block").memory
+    block = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard", remat="block").memory
     assert block.saved == ("In",)
     assert r.value(block.activations) < r.value(m.activations)

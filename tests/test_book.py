@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import dsl
+import shardc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "programs"
@@ -29,7 +29,7 @@ def collective_times(report) -> list[float]:
 
 def test_q2_allgather_latency_book_model():
     """002 Question 2: 23 us, 46 us, 11.6 us on a TPU v4p 4x4x4 (within 5%)."""
-    r = dsl.compile(PROGRAMS / "q2-allgather-latency.shard", model="book")
+    r = shardc.compile(PROGRAMS / "q2-allgather-latency.shard", model="book")
     t1, t2, t3 = collective_times(r)
     assert t1 == pytest.approx(23e-6, rel=0.05)
     assert t2 == pytest.approx(46e-6, rel=0.05)
@@ -45,15 +45,15 @@ def test_q2_allgather_latency_book_model():
 
 def test_q2_exact_model_has_ring_factors():
     """The exact model is the book's bandwidth term times (N-1)/N plus hop latency."""
-    book = collective_times(dsl.compile(PROGRAMS / "q2-allgather-latency.shard", model="book"))
-    exact = collective_times(dsl.compile(PROGRAMS / "q2-allgather-latency.shard"))
+    book = collective_times(shardc.compile(PROGRAMS / "q2-allgather-latency.shard", model="book"))
+    exact = collective_times(shardc.compile(PROGRAMS / "q2-allgather-latency.shard"))
     assert exact[0] == pytest.approx(book[0] * 3 / 4 + 2e-6, rel=1e-9)
     assert exact[1] == pytest.approx(book[1] * 15 / 16 + 4e-6, rel=1e-9)
 
 
 def test_q3_latency_bound_allgather():
     """002 Question 3: 64 bytes per device, about 2 hops of 1 us."""
-    r = dsl.compile(PROGRAMS / "q3-latency-bound.shard", model="book")
+    r = shardc.compile(PROGRAMS / "q3-latency-bound.shard", model="book")
     (t,) = collective_times(r)
     assert t == pytest.approx(expected("shard-q3-latency-bound-allgather", "time")["value"])
     (op,) = [c for c in r.ops if c.kind == "collective"]
@@ -64,17 +64,17 @@ def test_q3_latency_bound_allgather():
 def test_popquiz2_no_wraparound_and_small_case_latency():
     """002 Pop Quiz 2: an axis of 4 on a v5e has no wraparound: 3 hops of 8.4 MB at 4.5e10
     = 560 us (377 us if it were a full ring); (b) is latency-bound at about 3 us."""
-    a = dsl.compile(PROGRAMS / "popquiz2a-allgather.shard", model="book")
+    a = shardc.compile(PROGRAMS / "popquiz2a-allgather.shard", model="book")
     (t,) = collective_times(a)
     e = expected("shard-popquiz2-allgather-time", "a_time_no_wraparound")
     assert t == pytest.approx(e["value"], rel=0.05)
     assert t == pytest.approx(e["recomputed"], rel=1e-3)
     ring = (PROGRAMS / "popquiz2a-allgather.shard").read_text().replace(
         "mesh X=8, Y=4", "mesh X=8, Y=4 wrap")
-    (t_ring,) = collective_times(dsl.compile(ring, model="book"))
+    (t_ring,) = collective_times(shardc.compile(ring, model="book"))
     e = expected("shard-popquiz2-allgather-time", "a_time_if_bidirectional_ring")
     assert t_ring == pytest.approx(e["recomputed"], rel=1e-3)
-    b = dsl.compile(PROGRAMS / "popquiz2b-allgather-small.shard", model="book")
+    b = shardc.compile(PROGRAMS / "popquiz2b-allgather-small.shard", model="book")
     (op,) = [c for c in b.ops if c.kind == "collective"]
     assert b.op_bound(op) == "latency"
     assert b.value(op.time) == pytest.approx(
@@ -84,10 +84,10 @@ def test_popquiz2_no_wraparound_and_small_case_latency():
 
 def test_q4_picks_the_cheaper_strategy_when_numbers_favour_it():
     """002 Question 4: with D > 2B the local product + AllReduce beats gathering Y."""
-    r = dsl.compile(PROGRAMS / "q4-matmul-strategies.shard")
+    r = shardc.compile(PROGRAMS / "q4-matmul-strategies.shard")
     assert [c.op for c in r.ops if c.kind == "collective"] == ["AllReduce"]
     # A large batch and a small D (D < 2B, and small next to C/W_ici): gathering Y wins.
-    big = dsl.compile(PROGRAMS / "q4-matmul-strategies.shard", set={"B": 65536, "D": 1024})
+    big = shardc.compile(PROGRAMS / "q4-matmul-strategies.shard", set={"B": 65536, "D": 1024})
     assert [c.op for c in big.ops if c.kind == "collective"] == ["AllGather"]
     (d,) = big.decisions
     assert d.decided_by == "numbers" and "AllReduce" in d.alternatives[1].description
@@ -95,7 +95,7 @@ def test_q4_picks_the_cheaper_strategy_when_numbers_favour_it():
 
 def test_q4_symbolic_reports_the_alternative_and_its_condition():
     text = "mesh X\ndim B, D, F\nXa: bf16[B, D]\nY: bf16[D_X, F]\nZ[B, F] = Xa ·_D Y\n"
-    r = dsl.compile(text)
+    r = shardc.compile(text)
     (d,) = r.decisions
     assert d.decided_by == "default"
     assert d.alternatives[0].description.startswith("AllGather_X(Y)")
@@ -106,7 +106,7 @@ def test_q9_reducescatter_ratio():
     """002 Question 9: gather-first moves N*M elements, matmul-then-ReduceScatter N*K: the
     ratio is M/K, so with M > K the ReduceScatter wins (an AllToAll of A, a quarter of an
     AllGather of it, also loses here)."""
-    r = dsl.compile(PROGRAMS / "q9-reducescatter.shard")
+    r = shardc.compile(PROGRAMS / "q9-reducescatter.shard")
     assert [c.op for c in r.ops if c.kind == "collective"] == ["ReduceScatter"]
     (d,) = r.decisions
     ag = next(a for a in d.alternatives if a.description.startswith("AllGather_X(A)"))
@@ -120,7 +120,7 @@ def test_q9_reducescatter_ratio():
 
 def test_two_chip_condition_book_model():
     """000 part 1: compute-bound when D/2 > C/W_uni, i.e. D > 8755 on a TPU v5e."""
-    r = dsl.compile(PROGRAMS / "two-chip.shard", model="book")
+    r = shardc.compile(PROGRAMS / "two-chip.shard", model="book")
     cond = next(c for c in r.conditions if c.name == "compute-vs-comms")
     # W_ici is bidirectional; a ring of two chips has one neighbour, so D/(4(X-1)) at X=2 is
     # the book's D/2 > C/W with W one-way.
@@ -128,13 +128,13 @@ def test_two_chip_condition_book_model():
     threshold = 4 * (2 - 1) * r.value(cond.relation.rhs)
     assert threshold == pytest.approx(8755, rel=1e-3)
     assert r.holds(cond.relation) is None
-    assert dsl.compile(PROGRAMS / "two-chip.shard", model="book",
+    assert shardc.compile(PROGRAMS / "two-chip.shard", model="book",
                        set={"D": 16384, "B": 1024, "F": 4096}).holds(cond.relation) is True
 
 
 def test_popquiz_memory():
     """002 Pop Quiz: int8[128, 2048] as A[I_XY, J] on {X:2, Y:8, Z:2}: 16 KiB, 512 KiB."""
-    r = dsl.compile(PROGRAMS / "popquiz-memory.shard")
+    r = shardc.compile(PROGRAMS / "popquiz-memory.shard")
     (a,) = r.cost.arrays
     assert r.value(a.bytes_per_device) == 16384
     assert r.value(a.bytes_total) == 512 * 1024
@@ -142,7 +142,7 @@ def test_popquiz_memory():
 
 def test_popquiz_2d_h100_load_time():
     """002 Pop Quiz [2D sharding]: 1 MiB per device, ~0.31 us to load at 3.4e12 B/s."""
-    r = dsl.compile(PROGRAMS / "popquiz-2d-h100.shard")
+    r = shardc.compile(PROGRAMS / "popquiz-2d-h100.shard")
     a = next(a for a in r.cost.arrays if a.name == "A")
     assert r.value(a.bytes_per_device) == 4 * 1024 * 4096 / 16
     load = r.value(a.bytes_per_device) / r.chip.hbm_bw
@@ -152,14 +152,14 @@ def test_popquiz_2d_h100_load_time():
 def test_question1_replication_ratio():
     """002 Question 1: A[I_X, J, K] on {X:4, Y:8, Z:2} takes Y*Z = 16 copies' worth."""
     text = ("mesh X=4, Y=8, Z=2\ndim I=64, J=8, K=8\nA: bf16[I_X, J, K]\n")
-    r = dsl.compile(text)
+    r = shardc.compile(text)
     (a,) = r.cost.arrays
     assert r.value(a.bytes_total) / (2 * 64 * 8 * 8) == 16
 
 
 def test_case_collectives():
     def colls(name, **kw):
-        r = dsl.compile(PROGRAMS / name, **kw)
+        r = shardc.compile(PROGRAMS / name, **kw)
         return [(c.op, c.axes, c.array) for c in r.ops if c.kind == "collective"]
 
     assert colls("case1.shard") == []
@@ -173,7 +173,7 @@ def test_transformer_math_q2_flops_per_device():
     2BDF total; per device 2BDF/(X*Y), each Z replica repeating the work."""
     text = ("mesh X=4, Y=8, Z=4\ndim B=1024, D=4096, F=8192\nA: bf16[B_X, D_Y]\n"
             "W: bf16[D_Y, F]\nC[B_X, F] = A ·_D W\n")
-    r = dsl.compile(text)
+    r = shardc.compile(text)
     (e,) = [c for c in r.ops if c.kind == "einsum"]
     assert r.value(e.flops) == 2 * 1024 * 4096 * 8192
     assert r.value(e.flops_per_device) == 2 * 1024 * 4096 * 8192 / 32
@@ -182,7 +182,7 @@ def test_transformer_math_q2_flops_per_device():
 def test_dcn_pure_data_parallelism_across_pods():
     """000 part 4 "Scaling Between Pods": pure DP over DCN stays compute-bound while the
     per-pod batch exceeds C/W_dcn: 4.59e14 / 6.25e9 = 73,440 tokens (the book: ~76,000)."""
-    r = dsl.compile(PROGRAMS / "dp-pods-dcn.shard", model="book")
+    r = shardc.compile(PROGRAMS / "dp-pods-dcn.shard", model="book")
     cond = next(c for c in r.conditions if c.name == "compute-vs-dcn")
     assert str(cond.relation) == "B/P > C/W_dcn"
     threshold = r.value(cond.relation.rhs)
@@ -194,7 +194,7 @@ def test_dcn_pure_data_parallelism_across_pods():
 
 
 def test_h100_two_nodes_report_nvlink_and_infiniband_separately():
-    r = dsl.compile(PROGRAMS / "h100-two-nodes.shard")
+    r = shardc.compile(PROGRAMS / "h100-two-nodes.shard")
     (ar,) = [c for c in r.ops if c.kind == "collective"]
     assert [lv for lv, _ in ar.levels] == ["nvlink", "ib"]
     nv, ib = r.value(r.totals["t_comms_nvlink_s"]), r.value(r.totals["t_comms_ib_s"])

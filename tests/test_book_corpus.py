@@ -3,7 +3,7 @@
 Every entry of kind collective-time, memory, flops, hbm-roofline, matmul-strategy,
 parallelism-condition and transformer-count is in ENTRIES: a list of checks, each compiling a
 program of tests/book/ and comparing one corpus item with what the report (or `shardc derive`,
-passes/derive.py) says, or the reason the language cannot express the entry yet. A numeric
+dsl/tools/derive.py) says, or the reason the language cannot express the entry yet. A numeric
 check compares the `book` model with the item's `value` (the entry's tolerance; 1e-9 where it is
 0) and the `recomputed` value within 1e-3 (the `exact` model unless the check says why not); a
 symbolic check asks `simplify(ours - theirs) == 0` after mapping the corpus's names to ours.
@@ -28,12 +28,14 @@ import pytest
 import sympy as sp
 import yaml
 
-import dsl
-from dsl.graph import ops_in_order
-from dsl.ir import Einsum
-from dsl.report import Report
-from dsl.syntax import DTYPES
-from passes.derive import (
+import shardc
+from shardc.driver.report import Report
+from shardc.lang.syntax import DTYPES
+from shardc.passes.graph import ops_in_order
+from shardc.passes.ir import Einsum
+from shardc.passes.layout_cost import global_elements
+from shardc.passes.symbols import size_symbol
+from shardc.tools.derive import (
     Derivation,
     Pass,
     derive,
@@ -43,8 +45,6 @@ from passes.derive import (
     round_power_of_two,
     solve_for,
 )
-from passes.layout_cost import global_elements
-from passes.symbols import size_symbol
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "tests" / "book"
@@ -136,7 +136,7 @@ class KnownDiscrepancy(Exception):
 @functools.cache
 def _compile(program: str, model: str, hw: str | None, bindings: tuple) -> Report:
     source = program if "\n" in program else BOOK / f"{program}.shard"  # text: a variant
-    return dsl.compile(source, hw=hw, model=model, set=dict(bindings))
+    return shardc.compile(source, hw=hw, model=model, set=dict(bindings))
 
 
 def compiled(check: Check, model: str) -> Report:
@@ -206,8 +206,8 @@ def einsum_local(r: Report, c) -> dict[str, int]:
 def error_code(text: str) -> str | None:
     """The first diagnostic's code when `text` does not compile."""
     try:
-        dsl.compile(text)
-    except dsl.CompileError as err:
+        shardc.compile(text)
+    except shardc.CompileError as err:
         return err.diagnostics[0].code
     return None
 
@@ -358,8 +358,8 @@ def opt_time(r: Report, e, c=None) -> sp.Expr:
     return e.t_math if c is None else sp.Max(e.t_math, c.t_bandwidth)
 
 
-# ---- derivations (passes/derive.py): the book's accounting of a training step ------------------
-BOOK_ACC = ("the book's accounting (passes/derive.py: the pass with the most communication per "
+# ---- derivations (dsl/tools/derive.py): the book's accounting of a training step ------------------
+BOOK_ACC = ("the book's accounting (dsl/tools/derive.py: the pass with the most communication per "
             "FLOP, ICI axes as full rings); its recomputation is the book's own formula, so "
             "the book model is used for both")
 _DERIVATIONS: dict[tuple, Derivation] = {}
@@ -465,9 +465,9 @@ def attention_einsums(r: Report):
 
 @functools.cache
 def card_counts(name: str):
-    """A model card (dsl/models/cards) compiled part by part by dsl.models.counts."""
-    from dsl.models import load
-    from dsl.models.counts import count
+    """A model card (dsl/tools/models/cards) compiled part by part by shardc.models.counts."""
+    from shardc.tools.models import load
+    from shardc.tools.models.counts import count
 
     return count(load(name))
 
@@ -475,7 +475,7 @@ def card_counts(name: str):
 def card_checks(card: str, program_set: Mapping[str, float], vocab_erratum: str = ""
                 ) -> tuple[Check, ...]:
     """The same parameter counts from the model card's generated programs."""
-    note = f"the model card {card} (dsl/models), its layer and head programs compiled"
+    note = f"the model card {card} (dsl/tools/models), its layer and head programs compiled"
     groups = (("ffw_params", "mlp"), ("attention_params", "attention"),
               ("vocab_params", "embeddings"))
     return (

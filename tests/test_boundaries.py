@@ -1,6 +1,6 @@
 """Domains checked at the boundary: `--set` values (N016), non-finite report quantities (K003),
 bounded reads of programs, chip files and model cards, and `-o` that fails with a message.
-In-process through `dsl.cli.main`, so each case costs milliseconds, not a subprocess."""
+In-process through `shardc.cli.app`, so each case costs milliseconds, not a subprocess."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import stat
 
 import pytest
 
-import dsl
-import hardware
-from dsl.cli import main
-from dsl.cli_io import CliIOError
-from dsl.limits import MAX_CONFIG_BYTES, MAX_SOURCE_BYTES
+import shardc
+from shardc import hardware
+from shardc.cli.app import main
+from shardc.driver.files import CliIOError
+from shardc.lang.limits import MAX_CONFIG_BYTES, MAX_SOURCE_BYTES
 
 SYMBOLIC = """\
 mesh X
@@ -102,9 +102,9 @@ def test_repeat_count_bound_to_a_non_whole_number(capsys, tmp_path, value):
 
 
 def test_api_set_goes_through_the_same_check(program):
-    with pytest.raises(dsl.CompileError, match=r"N016.*--set B=nan"):
-        dsl.compile(program, set={"B": float("nan"), "X": 2})
-    r = dsl.compile(program, set={"B": 4096.0, "X": 2})
+    with pytest.raises(shardc.CompileError, match=r"N016.*--set B=nan"):
+        shardc.compile(program, set={"B": float("nan"), "X": 2})
+    r = shardc.compile(program, set={"B": 4096.0, "X": 2})
     assert r.value("flops") == 2 * 4096 * 64 * 128
 
 
@@ -184,13 +184,13 @@ def test_api_reads_paths_through_the_bounded_reader(tmp_path):
     os.mkfifo(fifo)
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     with pytest.raises(CliIOError, match="not a regular file"):
-        dsl.compile(fifo)
+        shardc.compile(fifo)
 
 
 # ---- chip files and model cards --------------------------------------------------------------
 
 def test_chip_file_limits_agree():
-    from hardware.files import MAX_CHIP_BYTES
+    from shardc.hardware.files import MAX_CHIP_BYTES
 
     assert MAX_CHIP_BYTES == MAX_CONFIG_BYTES
 
@@ -222,7 +222,7 @@ def test_chip_fifo_and_pod_shape(tmp_path):
         hardware.load(str(fifo))
     from importlib.resources import files
 
-    text = files("hardware").joinpath("tpu-v5e.toml").read_text(encoding="utf-8")
+    text = files("shardc.hardware").joinpath("tpu-v5e.toml").read_text(encoding="utf-8")
     for shape in ("16x0", "16x-16", "lots", "1e400"):
         path = tmp_path / "tpu-v5e.toml"
         path.write_text(text.replace('shape = "16x16"', f'shape = "{shape}"'), encoding="utf-8")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-import dsl
-from dsl.cli import main, parse_number
+import shardc
+from shardc.cli.app import main, parse_number
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,7 @@ def test_hw_override_and_model(capsys, in_repo_root):
 
 
 def test_user_chip_toml(capsys, in_repo_root, tmp_path):
-    import hardware
+    from shardc import hardware
 
     src = Path(hardware.load("tpu-v5e").path).read_text()
     mine = tmp_path / "mychip.toml"
@@ -101,7 +101,7 @@ def test_hw_list_and_show(capsys):
 
 
 def test_console_script_runs_as_a_process(in_repo_root):
-    p = subprocess.run([sys.executable, "-m", "dsl.cli", "compile", "programs/case1.shard",
+    p = subprocess.run([sys.executable, "-m", "shardc.cli.app", "compile", "programs/case1.shard",
                         "--format", "json"], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["ops"][0]["kind"] == "einsum"
@@ -112,7 +112,7 @@ def test_parse_number():
 
 
 def test_api_compile_report_object():
-    r = dsl.compile(ROOT / "programs" / "q4-matmul-strategies.shard")
+    r = shardc.compile(ROOT / "programs" / "q4-matmul-strategies.shard")
     assert isinstance(r.totals["t_math_s"], sp.Expr)
     assert r.value("t_math_s") == pytest.approx(2 * 128 * 8192 * 32768 / 8 / 4.59e14)
     assert r.value("t_math_s", B=256) == pytest.approx(2 * r.value("t_math_s"))
@@ -122,15 +122,15 @@ def test_api_compile_report_object():
 
 
 def test_api_parse_and_errors():
-    prog = dsl.parse("mesh X=2\ndim I=4\nA: bf16[I_X]\n")
+    prog = shardc.parse("mesh X=2\ndim I=4\nA: bf16[I_X]\n")
     assert prog.statements[-1].name == "A"
-    with pytest.raises(dsl.CompileError) as e:
-        dsl.compile("mesh X=2\ndim I=3\nA: bf16[I_X]\n")
+    with pytest.raises(shardc.CompileError) as e:
+        shardc.compile("mesh X=2\ndim I=3\nA: bf16[I_X]\n")
     assert "error[S004]" in str(e.value)
 
 
 def test_hardware_symbols_stay_symbolic_without_a_chip():
-    r = dsl.compile("mesh X=2\ndim B=8, D=4, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\n"
+    r = shardc.compile("mesh X=2\ndim B=8, D=4, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\n"
                     "C[B, F] = A ·_D W\n")
     assert r.value("t_math_s") is None
     assert {s.name for s in r.totals["t_math_s"].free_symbols} >= {"C"}

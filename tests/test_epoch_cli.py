@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dsl.cli import main
+from shardc.cli.app import main
 
 
 def run(capsys, *args):
@@ -42,8 +42,8 @@ def test_json_schema(capsys):
 
 
 def test_infinite_values_are_null_in_json():
-    from passes.epoch import report
-    from passes.epoch.presets import get
+    from shardc.tools.epoch import report
+    from shardc.tools.epoch.presets import get
 
     doc = json.loads(report.to_json(report.compute([get("h100-inf-ll")], [])))
     assert doc["closed_form"][0]["t_crit_flop"] is None     # no bandwidth cliff

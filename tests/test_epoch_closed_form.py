@@ -1,4 +1,4 @@
-"""The closed-form Epoch AI model (passes/epoch/closed_form.py) against seed 003.
+"""The closed-form Epoch AI model (dsl/tools/epoch/closed_form.py) against seed 003.
 
 Expectations come from the corpus entries of kind `epoch-model` (tests/data/book-problems.yaml):
 symbolic items must equal ours exactly (`simplify(a - b) == 0`), numeric items must be within
@@ -16,11 +16,11 @@ import sympy as sp
 import yaml
 from sympy.parsing.sympy_parser import parse_expr
 
-from passes.epoch import closed_form as cf
-from passes.epoch import network as nw
-from passes.epoch import scaling
-from passes.epoch.presets import H100, PRESETS, THREE_MONTHS_S, get
-from passes.epoch.step import bubble_fraction
+from shardc.tools.epoch import closed_form as cf
+from shardc.tools.epoch import network as nw
+from shardc.tools.epoch import scaling
+from shardc.tools.epoch.presets import H100, PRESETS, THREE_MONTHS_S, get
+from shardc.tools.epoch.step import bubble_fraction
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = {p["id"]: p for p in yaml.safe_load(

@@ -19,9 +19,9 @@ import math
 import pytest
 import sympy as sp
 
-import dsl
-from passes.epoch import closed_form as cf
-from passes.symbols import size_symbol
+import shardc
+from shardc.passes.symbols import size_symbol
+from shardc.tools.epoch import closed_form as cf
 
 WORD_BYTES = 2          # bf16, the paper's FP16 words
 FACTOR = {"AllReduce": 2, "AllGather": 1, "ReduceScatter": 1}
@@ -63,7 +63,7 @@ def eq3(n_i, n_j, n_k, i, j, k):
 
 
 def test_symbolic_sizes_match_eq3_exactly():
-    r = dsl.compile(program("X, Y, Z", "I, J, K"), model="exact")
+    r = shardc.compile(program("X, Y, Z", "I, J, K"), model="exact")
     X, Y, Z, I, J, K = (size_symbol(n) for n in "XYZIJK")  # noqa: E741
     assert sp.simplify(received_words(r, size_symbol) - eq3(X, Y, Z, I, J, K)) == 0
     assert sp.simplify(dram_words(r, size_symbol)
@@ -80,7 +80,7 @@ MESHES = [(1, 1, 1), (2, 1, 1), (1, 4, 1), (1, 1, 8), (2, 4, 8), (8, 2, 1), (4, 
 @pytest.mark.parametrize("n_i,n_j,n_k", MESHES)
 def test_sized_meshes_match_eq3(n_i, n_j, n_k):
     i, j, k = 960, 1920, 3840               # divisible by every mesh size above
-    r = dsl.compile(program(f"X={n_i}, Y={n_j}, Z={n_k}", f"I={i}, J={j}, K={k}"),
+    r = shardc.compile(program(f"X={n_i}, Y={n_j}, Z={n_k}", f"I={i}, J={j}, K={k}"),
                     model="exact")
     sizes = {"X": n_i, "Y": n_j, "Z": n_k}
     words = r.value(received_words(r, lambda a: sizes[a]))
@@ -95,7 +95,7 @@ def test_the_planner_chooses_the_same_all_reduces_for_a_cube():
     With a small contracted dim it may instead gather both operands (002 Case 4), which moves
     fewer bytes but repeats the GEMM on every device of the contracted axis; Eq. 3 assumes the
     work is partitioned, so that plan is outside its scope (see docs/limits.md)."""
-    r = dsl.compile(program("X=2, Y=4, Z=8", "I=2048, J=2048, K=2048", explicit=False),
+    r = shardc.compile(program("X=2, Y=4, Z=8", "I=2048, J=2048, K=2048", explicit=False),
                     model="exact")
     assert [(op.op, op.axes) for op in r.ops if op.kind == "collective"] == [
         ("AllReduce", ("Z",)), ("AllReduce", ("Y",)), ("AllReduce", ("X",))]

@@ -11,14 +11,14 @@ import math
 import numpy as np
 import pytest
 
-from passes.epoch import closed_form as cf
-from passes.epoch import curves
-from passes.epoch import network as nw
-from passes.epoch import search as S
-from passes.epoch.gemm import GemmModel
-from passes.epoch.presets import A100, PRESETS, THREE_MONTHS_S, get
-from passes.epoch.scaling import shape_for
-from passes.epoch.step import evaluate, lower_bound
+from shardc.tools.epoch import closed_form as cf
+from shardc.tools.epoch import curves
+from shardc.tools.epoch import network as nw
+from shardc.tools.epoch import search as S
+from shardc.tools.epoch.gemm import GemmModel
+from shardc.tools.epoch.presets import A100, PRESETS, THREE_MONTHS_S, get
+from shardc.tools.epoch.scaling import shape_for
+from shardc.tools.epoch.step import evaluate, lower_bound
 
 
 @pytest.mark.parametrize("name", ["v100", "a100", "h100"])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl.cli import main
+from shardc.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS = ROOT / "tests" / "errors"

@@ -49,7 +49,7 @@ def _grammar():
     """(rules by origin, terminal samples) from the shipped grammar, via Lark's own loader."""
     from lark import Lark
 
-    import grammar
+    from shardc import grammar
 
     parser = Lark(grammar.grammar_text(), parser="lalr", keep_all_tokens=True)
     rules: dict[str, list[list[tuple[bool, str]]]] = {}
@@ -192,7 +192,7 @@ def judge(command: str, code: int, err: str) -> str:
 
 def run_one(text: str, folder: Path, timeout_s: float = 10.0) -> list[Outcome]:
     """`shardc check` and `shardc compile` of `text`, in-process, each judged."""
-    from dsl.cli import main
+    from shardc.cli.app import main
 
     path = folder / "fuzz.shard"
     path.write_text(text, encoding="utf-8")

@@ -179,7 +179,7 @@ def judge(run: Run, code: int, out: str, err: str, folder: Path) -> str:
 
 
 def run_one(run: Run, folder: Path, timeout_s: float = 20.0) -> str:
-    from dsl.cli import main
+    from shardc.cli.app import main
 
     def alarm(signum, frame):
         raise FuzzTimeout()

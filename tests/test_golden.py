@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl.cli import main
+from shardc.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "programs").glob("*.shard"))

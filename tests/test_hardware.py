@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import hardware
-from hardware import Chip, HardwareError, available, describe, load, summary_line
-from hardware import chip as chip_module
-from hardware import report as report_module
-from hardware import schema as schema_module
+from shardc import hardware
+from shardc.hardware import Chip, HardwareError, available, describe, load, summary_line
+from shardc.hardware import chip as chip_module
+from shardc.hardware import report as report_module
+from shardc.hardware import schema as schema_module
 
 SHIPPED = ["b200", "gb200-nvl72", "h100", "h200", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
 TPUS = [name for name in SHIPPED if name.startswith("tpu-")]
@@ -45,7 +45,7 @@ OPTIONAL_NUMBERS = [
 
 
 def shipped_text(name: str) -> str:
-    return files("hardware").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    return files("shardc.hardware").joinpath(f"{name}.toml").read_text(encoding="utf-8")
 
 
 # --- shipped chips ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The documented limits (dsl/limits.py): a program at each limit compiles, one past it gets a
+"""The documented limits (dsl/lang/limits.py): a program at each limit compiles, one past it gets a
 positioned diagnostic; the capped plan search agrees with the exhaustive one; line accounting.
 """
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from dsl.api import run_pipeline
-from dsl.diagnostics import Diagnostics
-from dsl.layout import Layout
-from dsl.limits import MAX_AXES_PER_DIM, MAX_MESH_AXES, MAX_NESTING, MAX_STATEMENTS
-from dsl.numeric import MAX_INTEGER
-from dsl.parser import parse
-from dsl.source import Source
-from passes.einsum_plan import search_plans
+from shardc.driver.api import run_pipeline
+from shardc.lang.diagnostics import Diagnostics
+from shardc.lang.layout import Layout
+from shardc.lang.limits import MAX_AXES_PER_DIM, MAX_MESH_AXES, MAX_NESTING, MAX_STATEMENTS
+from shardc.lang.numeric import MAX_INTEGER
+from shardc.lang.parser import parse
+from shardc.lang.source import Source
+from shardc.passes.einsum_plan import search_plans
 
 HEAD = "mesh X=2\ndim I=8, J=8, K=8\nA: f32[I_X, J]\nB: f32[J, K]\nC: f32[K, J]\n"
 
@@ -177,7 +177,7 @@ def test_a_size_one_axis_moves_no_data() -> None:
 @pytest.mark.parametrize("name", ["mlp-fsdp-tp-train", "attention-gqa-train",
                                   "moe-expert-parallel-train"])
 def test_local_search_compiles_programs_as_the_exhaustive_search_does(name, monkeypatch) -> None:
-    import passes.einsum_plan as einsum_plan
+    import shardc.passes.einsum_plan as einsum_plan
 
     text = (Path(__file__).resolve().parent.parent / "programs" / f"{name}.shard").read_text()
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-import dsl
-from dsl import models
-from dsl.cli import main
-from dsl.models import ModelError
-from dsl.models.counts import count
-from dsl.models.programs import Layout, parts
+import shardc
+from shardc.cli.app import main
+from shardc.tools import models
+from shardc.tools.models import ModelError
+from shardc.tools.models.counts import count
+from shardc.tools.models.programs import Layout, parts
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = {p["id"]: p for p in yaml.safe_load(
@@ -82,7 +82,7 @@ def test_every_shipped_card_loads_and_says_where_its_figures_come_from():
         card = models.load(name)
         assert card.name == name
         assert card.n_heads % card.n_kv_heads == 0
-        text = (ROOT / "dsl" / "models" / "cards" / f"{name}.toml").read_text(encoding="utf-8")
+        text = (ROOT / "dsl" / "tools" / "models" / "cards" / f"{name}.toml").read_text(encoding="utf-8")
         for line in text.splitlines():  # every figure carries a source comment
             if "=" in line and not line.startswith(("#", "[", "name", "display", "aliases")) \
                     and not line.lstrip().startswith(("params", "train_", "training_", "active")):
@@ -208,7 +208,7 @@ def test_the_layer_program_has_the_books_einsums():
                  "Sc[B, T, S, K, G] = Q ·_H Kc", "Att[B, T, K, G, H] = Pr ·_S Vc",
                  "A[B, T, D] = Att ·_{K,G,H} W_O", "Act = silu(Tmp1) * Tmp2", "backward"):
         assert line in text
-    report = dsl.compile(text)
+    report = shardc.compile(text)
     assert set(report.program.params) == {"W_Q", "W_K", "W_V", "W_O", "W_in1", "W_in2", "W_out"}
 
 
@@ -218,7 +218,7 @@ def test_model_program_prints_a_program_that_compiles(capsys, tmp_path: Path):
                  "X1=1024, X2=2, Y=4", "--hw", "tpu-v5p", "-o", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert "mesh X1=1024, X2=2, Y=4" in text and "In: bf16[B_{X1}, T_{X2}, D_{Y}]" in text
-    r = dsl.compile(out)
+    r = shardc.compile(out)
     assert r.hardware_name == "tpu-v5p" and r.scheduled_step() > 0
     assert main(["model", "program", "deepseek-v3", "--strategy", "single", "--part",
                  "experts"]) == 0

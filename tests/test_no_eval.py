@@ -119,7 +119,7 @@ backward
     (["derive", "p.shard", "--optimize", "X", "--with", "X", "--devices", PAYLOAD], "--with"),
 ])
 def test_the_payloads_run_nothing(tmp_path, monkeypatch, capsys, argv, flag):
-    from dsl.cli import main
+    from shardc.cli.app import main
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.shard").write_text(MLP)

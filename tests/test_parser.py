@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dsl.diagnostics import Diagnostics
-from dsl.layout import Layout
-from dsl.parser import parse, split_subscript
-from dsl.source import Source
-from dsl.syntax import (
+from shardc.lang.diagnostics import Diagnostics
+from shardc.lang.layout import Layout
+from shardc.lang.parser import parse, split_subscript
+from shardc.lang.source import Source
+from shardc.lang.syntax import (
     ArrayDecl,
     Assign,
     Binary,

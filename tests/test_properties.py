@@ -10,10 +10,10 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dsl
-from dsl.ir import Collective
-from dsl.simulate import SimulationError, check, random_inputs
-from passes.cost_model import Links, collective_time, ring_collective_time
+import shardc
+from shardc.passes.cost_model import Links, collective_time, ring_collective_time
+from shardc.passes.ir import Collective
+from shardc.tools.simulate import SimulationError, check, random_inputs
 from tests.strategies import programs
 from tests.test_simulator_properties import compile_program
 
@@ -27,8 +27,8 @@ W = {"W_ici": 9e10, "t_hop": 1e-6}
 def test_renaming_mesh_axes_changes_no_cost(prog, names):
     text, _ = prog
     renamed = text.translate(str.maketrans({"X": names[0], "Y": names[1], "Z": names[2]}))
-    a = dsl.compile(text, set=W)
-    b = dsl.compile(renamed, set=W)
+    a = shardc.compile(text, set=W)
+    b = shardc.compile(renamed, set=W)
     for key in ("flops_per_device", "hbm_bytes", "comm_bytes", "t_comms_s"):
         va, vb = a.value(a.totals[key]), b.value(b.totals[key])
         assert va == pytest.approx(vb, rel=1e-12, abs=1e-18), (key, text, renamed)
@@ -40,7 +40,7 @@ def test_one_device_mesh_has_no_communication(prog):
     text, _ = prog
     mesh_line = text.splitlines()[0]
     one = re.sub(r"=\d+", "=1", mesh_line)
-    r = dsl.compile(text.replace(mesh_line, one, 1), set=W)
+    r = shardc.compile(text.replace(mesh_line, one, 1), set=W)
     assert r.value(r.totals["comm_bytes"]) == 0
     assert r.value(r.totals["t_comms_s"]) == 0
 
@@ -50,13 +50,13 @@ def test_one_device_mesh_has_no_communication(prog):
 def test_symbolic_costs_evaluate_to_the_numeric_compile(prog):
     """A program with symbolic dims, evaluated at sizes, costs what the sized program costs."""
     text, sizes = prog
-    sym = dsl.compile(text, set={**W, **sizes})
+    sym = shardc.compile(text, set={**W, **sizes})
     sized_text = text
     dim_line = next(line for line in text.splitlines() if line.startswith("dim "))
     parts = [p.strip() for p in dim_line[4:].split(",")]
     sized = "dim " + ", ".join(p if "=" in p else f"{p}={sizes[p]}" for p in parts)
     sized_text = text.replace(dim_line, sized, 1)
-    num = dsl.compile(sized_text, set=W)
+    num = shardc.compile(sized_text, set=W)
     for key in ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_comms_s"):
         assert sym.value(sym.totals[key]) == pytest.approx(num.value(num.totals[key]),
                                                            rel=1e-9, abs=1e-18), key
@@ -117,9 +117,9 @@ def topologies(draw):
 
 
 def _topology(mesh_line: str, chip: str):
-    import hardware
-    from dsl.api import run_pipeline
-    from dsl.source import Source
+    from shardc import hardware
+    from shardc.driver.api import run_pipeline
+    from shardc.lang.source import Source
 
     r = run_pipeline(Source("t", mesh_line + "\n"), hardware.load(chip),
                      stop_after="insert-collectives")
@@ -184,7 +184,7 @@ def test_the_simulator_catches_a_missing_collective():
 
 
 def test_symbol_assumptions():
-    from passes.symbols import size_symbol
+    from shardc.passes.symbols import size_symbol
 
     s = size_symbol("B")
     assert s.is_positive and s.is_integer

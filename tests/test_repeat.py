@@ -12,8 +12,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dsl
-from passes.symbols import size_symbol
+import shardc
+from shardc.passes.symbols import size_symbol
 from tests.strategies import programs
 from tests.test_simulator_properties import assert_simulates
 
@@ -38,7 +38,7 @@ def test_parse_counts_and_nesting():
     src = ("mesh X=2\ndim B=4, D=2, L=3, M, P\nA: bf16[B_X, D]\n"
            "repeat L {\n  C = A\n  repeat 2 * (M + P - 1) { E = C }\n}\n"
            "repeat (L) * L - (M - P) { G = A }\n")
-    p = dsl.parse(src)
+    p = shardc.parse(src)
     times = {s.target: [c.text for c in s.times] for s in p.statements if hasattr(s, "target")}
     assert times == {"C": ["L"], "E": ["L", "2 * (M + P - 1)"], "G": ["L * L - (M - P)"]}
     assert [c.text for c in p.repeats] == ["L", "2 * (M + P - 1)", "L * L - (M - P)"]
@@ -51,8 +51,8 @@ def test_symbolic_repeat_scales_every_total(name):
     """Wrapping a whole training step in `repeat L` multiplies every total by L exactly."""
     text = (ROOT / "programs" / f"{name}.shard").read_text()
     text = re.sub(r"^dim (.*)$", r"dim \1, L", text, count=1, flags=re.M)
-    one = dsl.compile(text, model="book")
-    many = dsl.compile(wrapped(text, "L"), model="book")
+    one = shardc.compile(text, model="book")
+    many = shardc.compile(wrapped(text, "L"), model="book")
     L = size_symbol("L")
     for key in SCALED:
         assert sp.simplify(many.totals[key] - L * one.totals[key]) == 0, key
@@ -66,8 +66,8 @@ def test_repeat_multiplies_costs_and_keeps_values(case, k):
     """For random programs: `repeat k` gives k times every total, per-iteration block figures
     equal the unrepeated totals, and the mesh simulator still matches numpy."""
     text, sizes = case
-    one = dsl.compile(text, hw="tpu-v5e", set=sizes)
-    many = dsl.compile(wrapped(text, str(k)), hw="tpu-v5e", set=sizes)
+    one = shardc.compile(text, hw="tpu-v5e", set=sizes)
+    many = shardc.compile(wrapped(text, str(k)), hw="tpu-v5e", set=sizes)
     for key in ("flops", "comm_bytes", "t_math_s", "t_comms_s", "memory_per_device_bytes"):
         a, b = one.value(one.totals[key]), many.value(many.totals[key])
         assert b == pytest.approx(k * a, rel=1e-9, abs=1e-30), key
@@ -91,7 +91,7 @@ repeat L {
 }
 backward
 """
-    r = dsl.compile(src, hw="tpu-v5p", optimizer="adam")
+    r = shardc.compile(src, hw="tpu-v5p", optimizer="adam")
     assert r.value(r.memory.parameters) == 6 * 2 * (16 * 32 / 4) * 2
     # each layer keeps its own input and hidden activations
     assert r.value(r.memory.activations) == 6 * (64 * 16 / 4 * 2 + 2 * 64 * 32 / 4 * 2)
@@ -119,7 +119,7 @@ repeat L {
 }
 backward
 """
-    r = dsl.compile(src, hw="tpu-v5e")
+    r = shardc.compile(src, hw="tpu-v5e")
     L = size_symbol("L")
     assert all(c.count == L for c in r.ops if c.kind in ("einsum", "collective"))
     # forward H, backward dIn and dW: three 2*B*D*E matmuls, each run L times
@@ -129,9 +129,9 @@ backward
 
 def test_remat_charges_recomputed_forward_ops():
     path = ROOT / "programs" / "mlp-fsdp-train.shard"
-    none = dsl.compile(path, model="book", remat="none")
-    block = dsl.compile(path, model="book", remat="block")
-    matmuls = dsl.compile(path, model="book", remat="matmuls")
+    none = shardc.compile(path, model="book", remat="none")
+    block = shardc.compile(path, model="book", remat="block")
+    matmuls = shardc.compile(path, model="book", remat="matmuls")
     B, D, F, X = (size_symbol(n) for n in "BDFX")
     C = sp.Symbol("C", positive=True)
     assert sp.simplify(none.totals["t_math_s"] - 12 * B * D * F / (C * X)) == 0
@@ -147,7 +147,7 @@ def test_remat_charges_recomputed_forward_ops():
 
 def test_repeat_program_in_programs_compiles_with_every_format():
     path = ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard"
-    r = dsl.compile(path)
+    r = shardc.compile(path)
     for text in (r.to_text(), r.to_markdown(), r.to_latex(), r.to_json()):
         assert text
     assert r.value(r.cost.blocks[0].count) == 80

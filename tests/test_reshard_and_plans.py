@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import dsl
-from dsl.layout import Layout
-from passes.reshard import plan_reshard
+import shardc
+from shardc.lang.layout import Layout
+from shardc.passes.reshard import plan_reshard
 
 L = Layout.of
 
@@ -42,7 +42,7 @@ def test_partial_sums_cannot_be_created():
 
 
 def colls(text, **kw):
-    r = dsl.compile(text, **kw)
+    r = shardc.compile(text, **kw)
     return [(c.op, "".join(c.axes), c.array) for c in r.ops if c.kind == "collective"]
 
 
@@ -54,7 +54,7 @@ def test_case1_no_communication():
 
 
 def test_case1_output_follows_inputs():
-    r = dsl.compile(HEAD + "A: bf16[I_X, J]\nB: bf16[J, K_Y]\nC = A ·_J B\n")
+    r = shardc.compile(HEAD + "A: bf16[I_X, J]\nB: bf16[J, K_Y]\nC = A ·_J B\n")
     assert next(a for a in r.cost.arrays if a.name == "C").layout == "C[I_X, K_Y]"
 
 
@@ -88,14 +88,14 @@ def test_case4_gathers_the_smaller_operand():
 
 
 def test_every_inserted_collective_has_a_reason_naming_the_case():
-    r = dsl.compile(HEAD + "A: bf16[I, J_X]\nB: bf16[J, K]\nC[I, K] = A ·_J B\n")
+    r = shardc.compile(HEAD + "A: bf16[I, J_X]\nB: bf16[J, K]\nC[I, K] = A ·_J B\n")
     (c,) = [c for c in r.ops if c.kind == "collective"]
     assert c.reason.startswith("Case 2")
 
 
 def test_elementwise_reshards_the_cheaper_operand():
     text = HEAD + "A: bf16[I_X, J]\nB: bf16[I, J]\nC = A + B\n"
-    r = dsl.compile(text)
+    r = shardc.compile(text)
     assert colls(text) == []  # B is sliced locally for free
     assert [c.op for c in r.ops] == ["slice", "+"]
 
@@ -128,7 +128,7 @@ def test_symbolic_sizes_take_the_book_default_even_with_a_chip():
 
 
 def test_chip_path_is_relative_to_the_program(tmp_path):
-    import hardware
+    from shardc import hardware
 
     (tmp_path / "chips").mkdir()
     src = Path(hardware.load("tpu-v5e").path).read_text()
@@ -136,4 +136,4 @@ def test_chip_path_is_relative_to_the_program(tmp_path):
                                                               'name = "mine"'))
     prog = tmp_path / "p.shard"
     prog.write_text('mesh X=2\ndim I=4\nhardware "chips/mine.toml"\nA: bf16[I_X]\n')
-    assert dsl.compile(prog).chip.name == "mine"
+    assert shardc.compile(prog).chip.name == "mine"

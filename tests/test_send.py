@@ -13,15 +13,15 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dsl
-from dsl.api import run_pipeline
-from dsl.cli import main
-from dsl.ir import Collective
-from dsl.send import SendAxis, SendSyntaxError, format_send, parse_send
-from dsl.simulate import check, random_inputs, reference, roll_blocks, simulate
-from dsl.source import Source
-from dsl.syntax import Assign, CollectiveCall
-from passes.cost_model import Links, _routed, _shift_leg, send_time
+import shardc
+from shardc.cli.app import main
+from shardc.driver.api import run_pipeline
+from shardc.lang.send import SendAxis, SendSyntaxError, format_send, parse_send
+from shardc.lang.source import Source
+from shardc.lang.syntax import Assign, CollectiveCall
+from shardc.passes.cost_model import Links, _routed, _shift_leg, send_time
+from shardc.passes.ir import Collective
+from shardc.tools.simulate import check, random_inputs, reference, roll_blocks, simulate
 from tests.strategies import layout_text, meshes
 
 Q5 = """\
@@ -42,19 +42,19 @@ def send_op(r):
 def code(text: str, **bindings: float) -> str | None:
     """The first diagnostic's code, or None when the program compiles."""
     try:
-        dsl.compile(text, set=bindings)
-    except dsl.CompileError as err:
+        shardc.compile(text, set=bindings)
+    except shardc.CompileError as err:
         return err.diagnostics[0].code
     return None
 
 
 def report(text: str, model: str = "exact", **bindings: float):
-    return dsl.compile(text, model=model, set=bindings)
+    return shardc.compile(text, model=model, set=bindings)
 
 
 # ---- syntax ---------------------------------------------------------------------------------------
 def test_point_and_shift_forms_parse():
-    prog = dsl.parse("mesh X=4, Y=4, P=2\ndim I=8\nA: bf16[I]\nB = Send_{X: 0->3, Y:2->1}(A)\n"
+    prog = shardc.parse("mesh X=4, Y=4, P=2\ndim I=8\nA: bf16[I]\nB = Send_{X: 0->3, Y:2->1}(A)\n"
                      "C = Send_{P: +1}(A)\nD = Send_{X: -2, Y: +5}(A)\n")
     b, c, d = (s.expr for s in prog.statements if isinstance(s, Assign))
     assert isinstance(b, CollectiveCall) and b.kind == "Send" and b.axes == ("X", "Y")
@@ -298,7 +298,7 @@ def test_simulated_shifts_equal_numpy_roll(prog, seed):
 
 def test_roll_of_the_only_axis_is_numpy_roll():
     a = np.arange(24.0).reshape(12, 2)
-    from dsl.layout import Layout
+    from shardc.lang.layout import Layout
     lay = Layout.of({"I": ("P",), "J": ()})
     for k in range(-5, 6):
         np.testing.assert_array_equal(roll_blocks(a, ("I", "J"), lay, {"P": k}, {"P": 4}),
@@ -327,7 +327,7 @@ def test_shift_gradient_is_the_reverse_shift():
     sizes = {n: s for n, s in (*prog.dims, *prog.mesh)}
     check(prog, random_inputs(prog, sizes, np.random.default_rng(2)), sizes)
     # the adjoint: <roll(x, +k), y> = <x, roll(y, -k)>
-    from dsl.layout import Layout
+    from shardc.lang.layout import Layout
     lay = Layout.of({"B": ("P",)})
     x, y = np.random.default_rng(3).normal(size=(2, 8))
     fwd = roll_blocks(x, ("B",), lay, {"P": 1}, {"P": 4})
@@ -354,7 +354,7 @@ def test_every_format_prints_the_send():
 
 
 def test_xla_check_skips_a_send_with_its_reason():
-    from dsl.xla.check import prepare
+    from shardc.tools.xla.check import prepare
 
     p = prepare(Source("q5.shard", Q5))
     (st_,) = [s for s in p.statements if s.target == "B"]

@@ -7,10 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import dsl.simulate as simulate_module
-from dsl.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op, Value
-from dsl.layout import Layout
-from dsl.simulate import (
+import shardc.tools.simulate as simulate_module
+from shardc.lang.layout import Layout
+from shardc.lang.syntax import ELEMENTWISE_FUNCTIONS
+from shardc.passes.ir import (
+    Collective,
+    CompiledProgram,
+    Einsum,
+    Elementwise,
+    Input,
+    LocalSlice,
+    Op,
+    Value,
+)
+from shardc.tools.simulate import (
     UNARY_FUNCTIONS,
     SimulationError,
     check,
@@ -18,7 +28,6 @@ from dsl.simulate import (
     reference,
     simulate,
 )
-from dsl.syntax import ELEMENTWISE_FUNCTIONS
 
 XY = {"X": 2, "Y": 2}
 X4 = {"X": 4}

@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsl.api import Compilation, run_pipeline
-from dsl.simulate import check, random_inputs
-from dsl.source import Source
+from shardc.driver.api import Compilation, run_pipeline
+from shardc.lang.source import Source
+from shardc.tools.simulate import check, random_inputs
 from tests.strategies import programs
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import dsl
-from dsl.api import run_pipeline
-from dsl.simulate import check, random_inputs
-from dsl.source import Source
-from passes.symbols import size_symbol
+import shardc
+from shardc.driver.api import run_pipeline
+from shardc.lang.source import Source
+from shardc.passes.symbols import size_symbol
+from shardc.tools.simulate import check, random_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,7 @@ def test_derived_backward_pass_simulates(name):
 
 
 def test_dcn_data_parallelism_reduces_gradients_hierarchically():
-    r = dsl.compile(ROOT / "programs" / "mlp-dp-dcn-train.shard", model="book")
+    r = shardc.compile(ROOT / "programs" / "mlp-dp-dcn-train.shard", model="book")
     reductions = [c for c in r.ops if c.kind == "collective"]
     assert {c.op for c in reductions} == {"AllReduce"}
     assert all(set(c.axes) == {"P", "X", "Y", "Z"} and dict(c.levels).keys() == {"ici", "dcn"}
@@ -61,7 +61,7 @@ def test_dcn_data_parallelism_reduces_gradients_hierarchically():
 def test_gqa_attention_flops_are_the_books():
     """000 "Transformer Accounting": the dot-product attention is 2 B T S K G H FLOPs per
     einsum (QK^T and the weighted sum of V), the projections 2 B T D (K G + 2 K) H + ... ."""
-    r = dsl.compile(ROOT / "programs" / "attention-gqa-train.shard")
+    r = shardc.compile(ROOT / "programs" / "attention-gqa-train.shard")
     B, T, S, D, K, G, H = (size_symbol(n) for n in "BTSDKGH")
     flops = {c.array: c.flops for c in r.ops if c.kind == "einsum" and c.line < 24}
     assert flops["Logits"] == 2 * B * T * S * K * G * H
@@ -74,7 +74,7 @@ def test_gqa_attention_flops_are_the_books():
 
 
 def test_moe_routes_with_alltoall_and_keeps_expert_gradients_local():
-    r = dsl.compile(ROOT / "programs" / "moe-expert-parallel-train.shard")
+    r = shardc.compile(ROOT / "programs" / "moe-expert-parallel-train.shard")
     colls = [c for c in r.ops if c.kind == "collective"]
     assert [c.op for c in colls] == ["AllToAll"] * 4  # dispatch, combine, and both again back
     assert not any(c.array.startswith("dW") for c in colls)
@@ -84,8 +84,8 @@ def test_moe_routes_with_alltoall_and_keeps_expert_gradients_local():
 
 
 def test_layer_stack_reports_a_layer_and_the_stack():
-    r = dsl.compile(ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard")
-    one = dsl.compile(ROOT / "programs" / "mlp-fsdp-tp-train.shard")
+    r = shardc.compile(ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard")
+    one = shardc.compile(ROOT / "programs" / "mlp-fsdp-tp-train.shard")
     (block,) = r.cost.blocks
     assert r.value(block.count) == 80
     for key in ("t_math_s", "t_comms_s", "flops"):
@@ -97,7 +97,7 @@ def test_layer_stack_reports_a_layer_and_the_stack():
 def test_pipeline_ticks_bubble_and_sends():
     """M microbatches through P stages take M + P - 1 ticks: the bubble is (P - 1)/(M + P - 1)
     of the step (000 part 4 "Pipelining"); activations go forward and gradients back."""
-    r = dsl.compile(ROOT / "programs" / "mlp-pipeline-train.shard")
+    r = shardc.compile(ROOT / "programs" / "mlp-pipeline-train.shard")
     (block,) = r.cost.blocks
     M, P = size_symbol("M"), size_symbol("P")
     assert sp.simplify(block.count - (M + P - 1)) == 0

@@ -1,4 +1,4 @@
-"""`shardc sweep` (dsl.sweep, dsl.cli_sweep): grids, numbers equal to `Report.value`,
+"""`shardc sweep` (shardc.sweep, shardc.cli_sweep): grids, numbers equal to `Report.value`,
 crossovers at the solved compute-bound thresholds, output shapes and usage errors."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import dsl
-import dsl.cli
-from dsl import sweep as sw
-from dsl.sweep import Grid, SweepError, parse_setting, parse_settings
+import shardc
+import shardc.cli.app
+from shardc.tools import sweep as sw
+from shardc.tools.sweep import Grid, SweepError, parse_setting, parse_settings
 
 DP = "programs/mlp-dp-train.shard"
 STRATEGIES = [DP, "programs/mlp-fsdp-train.shard", "programs/mlp-tp-train.shard",
@@ -23,12 +23,12 @@ STRATEGIES = [DP, "programs/mlp-fsdp-train.shard", "programs/mlp-tp-train.shard"
 
 @pytest.fixture
 def cli(monkeypatch, capsys, in_repo_root):
-    """`shardc ...` with the sweep extension loaded (whether or not dsl.cli lists it yet)."""
-    if "dsl.cli_sweep" not in dsl.cli.EXTENSIONS:
-        monkeypatch.setattr(dsl.cli, "EXTENSIONS", (*dsl.cli.EXTENSIONS, "dsl.cli_sweep"))
+    """`shardc ...` with the sweep extension loaded (whether or not shardc.cli.app lists it yet)."""
+    if "shardc.cli.sweep" not in shardc.cli.app.EXTENSIONS:
+        monkeypatch.setattr(shardc.cli.app, "EXTENSIONS", (*shardc.cli.app.EXTENSIONS, "shardc.cli.sweep"))
 
     def run(*args: str) -> tuple[int, str, str]:
-        code = dsl.cli.main(["sweep", *args])
+        code = shardc.cli.app.main(["sweep", *args])
         out, err = capsys.readouterr()
         return code, out, err
 
@@ -39,7 +39,7 @@ def cli(monkeypatch, capsys, in_repo_root):
 def dp():
     from tests.conftest import ROOT
 
-    return dsl.compile(ROOT / DP)
+    return shardc.compile(ROOT / DP)
 
 
 # ---- grids ---------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ def test_crossover_at_the_solved_compute_bound_threshold(dp):
 
 @pytest.mark.parametrize("path", STRATEGIES[:2] + STRATEGIES[3:])
 def test_crossover_without_latency_is_the_condition(path, in_repo_root):
-    r = dsl.compile(path, set={"t_hop": 1e-300})  # no latency (zero is not a chip figure)
+    r = shardc.compile(path, set={"t_hop": 1e-300})  # no latency (zero is not a chip figure)
     s = sw.sweep(r, [Grid("B", 1e3, 1e7, 40, "log")])
     found = [c.at for c in s.crossovers if (c.a, c.b) == ("t_math_s", "t_comms_s")]
     assert found == [pytest.approx(_threshold(r, "compute-vs-comms", "B"), rel=1e-9)]
@@ -259,7 +259,7 @@ def test_a_y_formula_that_divides_by_zero_on_the_grid_names_y(cli):
 
 
 def test_a_grid_past_the_point_limit_is_refused_before_evaluating(cli):
-    from dsl.limits import MAX_SWEEP_POINTS
+    from shardc.lang.limits import MAX_SWEEP_POINTS
 
     code, _, err = cli(DP, "--set", f"B=1:1e8:lin{MAX_SWEEP_POINTS + 1}")
     assert code == 2 and "--set B" in err

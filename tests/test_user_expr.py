@@ -1,4 +1,4 @@
-"""The command-line formula grammar (`grammar/expr.lark`, `dsl.user_expr`): what it accepts and
+"""The command-line formula grammar (`grammar/expr.lark`, `shardc.driver.user_expr`): what it accepts and
 the SymPy it builds, what it refuses and where, and a round trip through its own printer."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsl.numeric import parse_decimal
-from dsl.user_expr import (
+from shardc.driver.user_expr import (
     FUNCTIONS,
     MAX_LENGTH,
     BinOp,
@@ -26,6 +25,7 @@ from dsl.user_expr import (
     to_sympy,
     to_text,
 )
+from shardc.lang.numeric import parse_decimal
 
 B, X, C, W, T = (sp.Symbol(n, positive=True) for n in ("B", "X", "C", "W_ici", "t_math_s"))
 NAMES = {"B": B, "X": X, "C": C, "W_ici": W, "t_math_s": T}
@@ -127,7 +127,7 @@ def test_report_formulas_may_be_comparisons():
 
 
 def test_an_unknown_name_is_refused_by_the_resolver_with_its_column():
-    from dsl.user_expr import known_names_resolver
+    from shardc.driver.user_expr import known_names_resolver
 
     with pytest.raises(ExprError) as exc:
         formula("B/Q", known_names_resolver({"B": B}))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsl.api import run_pipeline
-from dsl.source import Source
-from dsl.syntax import Assign
+from shardc.driver.api import run_pipeline
+from shardc.lang.source import Source
+from shardc.lang.syntax import Assign
 
 
 def codes(text: str, **bindings) -> list[str]:

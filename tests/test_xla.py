@@ -12,14 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from dsl.cli import main
-from dsl.source import Source
-from dsl.xla.check import CheckResult, Prepared, UsageError, devices_needed, prepare
-from dsl.xla.codegen import identifier, statement_source
-from dsl.xla.compare import AGREE, OURS_CHEAPER, SKIPPED, XLA_CHEAPER, compare
-from dsl.xla.export import script
-from dsl.xla.hlo import ArrayShape, HloCollective, HloSummary, parse_replica_groups, summarize
-from dsl.xla.lower import configure_devices
+from shardc.cli.app import main
+from shardc.lang.source import Source
+from shardc.tools.xla.check import CheckResult, Prepared, UsageError, devices_needed, prepare
+from shardc.tools.xla.codegen import identifier, statement_source
+from shardc.tools.xla.compare import AGREE, OURS_CHEAPER, SKIPPED, XLA_CHEAPER, compare
+from shardc.tools.xla.export import script
+from shardc.tools.xla.hlo import (
+    ArrayShape,
+    HloCollective,
+    HloSummary,
+    parse_replica_groups,
+    summarize,
+)
+from shardc.tools.xla.lower import configure_devices
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "programs").glob("*.shard"))
@@ -157,7 +163,7 @@ def test_cli_errors_in_the_program_are_diagnostics(tmp_path: Path) -> None:
 
 def _checked(path: Path) -> CheckResult | None:
     pytest.importorskip("jax")
-    from dsl.xla.check import check
+    from shardc.tools.xla.check import check
 
     p = prepare(Source.from_path(path))
     if not isinstance(p, Prepared):
@@ -252,7 +258,7 @@ def test_max_devices_must_be_a_positive_whole_number(value: str, capsys) -> None
 
 
 def test_a_statement_too_large_for_the_host_is_not_given_to_xla() -> None:
-    from dsl.xla.check import MAX_HOST_BYTES, host_bytes, too_large
+    from shardc.tools.xla.check import MAX_HOST_BYTES, host_bytes, too_large
 
     p = prepare(Source("huge.shard", "mesh X=2\ndim I=4194304, J=4194304\nA: f32[I_X, J]\n"
                        "B: f32[J, I]\nC = A ·_J B\n"))

@@ -31,7 +31,7 @@ CLI = [sys.executable, "-c",
        "import resource, sys; "
        f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_BYTES}, {ADDRESS_SPACE_BYTES})); "
        "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
-       "from dsl.cli import main; sys.exit(main())"]
+       "from shardc.cli import main; sys.exit(main())"]
 """How a case runs shardc: the package's entry point, with the address-space limit set by the
 child itself (a `preexec_fn` would fork a process that may hold JAX's threads)."""
 

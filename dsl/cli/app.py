@@ -1,0 +1,202 @@
+"""The `shardc` command line: results on stdout, diagnostics on stderr.
+
+Exit codes: 0 ok, 1 diagnostics (errors in the program), 2 usage, 3 internal error (a bug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import traceback
+from decimal import Decimal
+
+from shardc.driver.files import CliIOError, check_writable, read_text, write_text
+from shardc.lang.limits import MAX_SOURCE_BYTES
+from shardc.lang.numeric import NumberError, parse_decimal, parse_number
+from shardc.lang.source import Source
+
+__all__ = ["build_parser", "main", "parse_binding", "parse_number"]
+
+
+
+def parse_binding(text: str) -> tuple[str, Decimal]:
+    """`NAME=VALUE` for `--set`: the value exact (a Decimal), finite and within a float's range.
+    Whether it suits the name (a whole size, a positive figure) is checked once the program says
+    what the name is (N016 in passes/validate.py).
+
+    >>> parse_binding("B=4M")
+    ('B', Decimal('4000000'))
+    """
+    m = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(\S+)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        parse_number(m.group(2))  # refuses what no float can hold: 1e400, 1e-400
+        return m.group(1), parse_decimal(m.group(2))
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(f"{m.group(1)}={m.group(2)}: {exc}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="shardc",
+        description="Compile sharded tensor programs (.shard) to symbolic cost reports.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    c = sub.add_parser("compile", help="compile a program to a cost report")
+    c.add_argument("program", help="path to a .shard file ('-' reads standard input)")
+    c.add_argument("--hw", help="chip name (see `shardc hw list`) or path to a chip TOML")
+    c.add_argument("--format", choices=["text", "md", "json", "latex"], default="text")
+    c.add_argument("--model", choices=["exact", "book"], default="exact",
+                   help="collective cost model: exact ring (default) or the book's formulas")
+    c.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
+                   metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
+    c.add_argument("-o", "--output", help="write the report here instead of stdout")
+    c.add_argument("--optimizer", choices=["adam", "sgd", "none"], default="adam",
+                   help="optimizer state counted in a training step's memory (default adam)")
+    c.add_argument("--remat", choices=["none", "block", "matmuls"], default="none",
+                   help="activations kept for the backward pass (default: keep all)")
+
+    k = sub.add_parser("check", help="parse, validate and insert collectives; report problems")
+    k.add_argument("program")
+    k.add_argument("--hw")
+    k.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
+                   metavar="NAME=VALUE")
+
+    h = sub.add_parser("hw", help="list or show chip specs")
+    hs = h.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
+    hs.add_parser("list", help="list the chips shardc knows")
+    show = hs.add_parser("show", help="show one chip's figures and critical intensities")
+    show.add_argument("name", help="chip name or path to a chip TOML")
+    for module in _extensions():
+        module.add_parser(sub)
+    return p
+
+
+EXTENSIONS = ("shardc.cli.limits", "shardc.cli.xla", "shardc.cli.sweep", "shardc.cli.derive",
+              "shardc.cli.plan")
+"""Modules adding subcommands: each has `add_parser(subparsers)`, which registers its commands
+with `set_defaults(run=...)`, a function taking the parsed args and returning an exit code.
+They must import cheaply (no numpy/sympy at import time)."""
+
+
+def _extensions():
+    import importlib
+
+    out = []
+    for name in EXTENSIONS:
+        try:
+            out.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return out
+
+
+def _read(path: str) -> Source:
+    """The program at `path` ('-': standard input), read through the bounded reader; a file that
+    cannot be read is a usage error (exit 2)."""
+    try:
+        text = read_text(path, what="program", limit=MAX_SOURCE_BYTES)
+    except CliIOError as exc:
+        raise SystemExit(_usage(str(exc))) from None
+    return Source("<stdin>" if path == "-" else path, text)
+
+
+def _usage(message: str) -> int:
+    print(f"shardc: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from shardc.driver.api import run_pipeline
+
+    source = _read(args.program)
+    if args.output:
+        try:  # before compiling: a bad -o should not cost a compile
+            check_writable(args.output, flag="-o", inputs=(args.program,))
+        except CliIOError as exc:
+            return _usage(str(exc))
+    result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
+                          optimizer=args.optimizer, remat=args.remat)
+    if result.diagnostics.items:
+        print(result.rendered(), file=sys.stderr)
+    if result.report is None:
+        return 1
+    r = result.report
+    text = {"text": r.to_text, "md": r.to_markdown, "json": lambda: r.to_json() + "\n",
+            "latex": r.to_latex}[args.format]()
+    if args.output:
+        try:
+            write_text(args.output, text, flag="-o", inputs=(args.program,))
+        except CliIOError as exc:
+            return _usage(str(exc))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from shardc.driver.api import run_pipeline
+    from shardc.passes.ir import Collective
+
+    source = _read(args.program)
+    result = run_pipeline(source, args.hw, "exact", dict(args.bindings),
+                          stop_after="insert-collectives")
+    if result.diagnostics.items:
+        print(result.rendered(), file=sys.stderr)
+    if result.diagnostics.has_errors or result.compiled is None:
+        return 1
+    n_coll = sum(isinstance(op, Collective) for op in result.compiled.ops)
+    n_stmt = len(result.program.statements) if result.program else 0
+    print(f"{source.name}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "
+          f"{n_coll} collectives)")
+    return 0
+
+
+def _cmd_hw(args: argparse.Namespace) -> int:
+    from shardc import hardware
+
+    if args.hw_command == "list":
+        for name in hardware.available():
+            print(hardware.summary_line(hardware.load(name)))
+        return 0
+    try:
+        chip = hardware.load(args.name)
+    except hardware.HardwareError as exc:
+        print(f"shardc: error[H001]: {exc}", file=sys.stderr)
+        print("note: known chips: " + ", ".join(hardware.available()), file=sys.stderr)
+        return 1
+    print(hardware.describe(chip))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        match args.command:
+            case "compile":
+                return _cmd_compile(args)
+            case "check":
+                return _cmd_check(args)
+            case "hw":
+                return _cmd_hw(args)
+            case _ if hasattr(args, "run"):
+                return int(args.run(args))
+    except SystemExit:
+        raise
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a compiler bug, never a user error
+        if os.environ.get("SHARDC_DEBUG"):
+            traceback.print_exc()
+        print(f"shardc: internal error (this is a bug in shardc): {type(exc).__name__}: {exc}\n"
+              "note: rerun with SHARDC_DEBUG=1 to see the traceback", file=sys.stderr)
+        return 3
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

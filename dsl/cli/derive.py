@@ -1,0 +1,247 @@
+"""`shardc derive`: a program's compute-bound conditions (the book's accounting or the whole step
+as compiled) solved for a variable, and the optimum of a free mesh size. Imports only argparse
+until the command runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub) -> None:
+    from shardc.cli.app import parse_binding
+
+    p = sub.add_parser("derive", help="solve compute-bound conditions; optimal mesh sizes")
+    p.add_argument("program")
+    p.add_argument("--solve-for", dest="var", metavar="VAR",
+                   help="solve every condition for this variable or monomial (B, F, Y; B/X: "
+                   "the per-device batch)")
+    p.add_argument("--optimize", metavar="AXIS",
+                   help="the mesh axis whose size minimizes communication")
+    p.add_argument("--with", dest="partner", metavar="AXIS",
+                   help="the axis it trades devices with (AXIS * partner = --devices)")
+    p.add_argument("--devices", metavar="N", help="devices shared by the two axes (a number or "
+                   "a name to keep symbolic; default N)")
+    p.add_argument("--overlap", choices=["sum", "max", "both"], default="both",
+                   help="communication over several axis groups: summed (000), overlapped "
+                   "(max, 004), or both (default)")
+    p.add_argument("--hw")
+    p.add_argument("--model", choices=["exact", "book"], default="book",
+                   help="book: 000 part 4's accounting (the pass with the most communication "
+                   "per FLOP, full rings; default); exact: the whole step as compiled")
+    p.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
+                   metavar="NAME=VALUE")
+    p.add_argument("--format", choices=["text", "json", "latex"], default="text")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from shardc.cli.app import _read
+    from shardc.driver.api import run_pipeline
+    from shardc.tools.derive import backward_line, derive
+
+    source = _read(args.program)
+    result = run_pipeline(source, args.hw, args.model, dict(args.bindings))
+    if result.diagnostics.items:
+        print(result.rendered(), file=sys.stderr)
+    if result.report is None:
+        return 1
+    if args.optimize and not args.partner:
+        print("shardc: error: --optimize needs --with AXIS (the axis it trades devices with)",
+              file=sys.stderr)
+        return 2
+    try:
+        devices = check_options(args, result.report)
+    except UsageError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 2
+    overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
+    try:
+        d = derive(result.report, backward_line(source), overlaps=overlaps,
+                   optimize=args.optimize, partner=args.partner, devices=devices)
+    except ValueError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 2
+    target = None
+    if args.var is not None:
+        from shardc.driver.user_expr import ExprError
+
+        try:
+            target = solve_target(args.var, d)
+        except ExprError as exc:
+            print(exc.render("--solve-for", args.var), file=sys.stderr)
+            return 2
+    out = to_dict(d, target)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    elif args.format == "latex":
+        sys.stdout.write(to_latex(out) + "\n")
+    else:
+        sys.stdout.write(to_text(out) + "\n")
+    return 0
+
+
+class UsageError(ValueError):
+    """A derive option that does not fit the program; the message names the flag."""
+
+
+def check_options(args: argparse.Namespace, report) -> int | str | None:
+    """--optimize and --with must be two different mesh axes of the program; --devices a
+    positive whole number or a name. Returns the devices as an int, a name, or None."""
+    from shardc.driver.user_expr import ExprError, Name, parse
+    from shardc.lang.numeric import NumberError, parse_decimal, whole
+
+    axes = list(report.program.mesh_axes)
+    for flag, axis in (("--optimize", args.optimize), ("--with", args.partner)):
+        if axis is not None and axis not in axes:
+            raise UsageError(f"{flag} {axis[:80]!r} is not a mesh axis of {report.name} "
+                             f"(mesh axes: {', '.join(axes) or 'none'})")
+    if args.optimize is not None and args.optimize == args.partner:
+        raise UsageError(f"--with {args.partner!r} is the axis --optimize varies; give the "
+                         "other mesh axis it trades devices with")
+    if args.devices is None:
+        return None
+    text = args.devices.strip()
+    if not text or text[0].isdigit() or text[0] in "+-.":
+        try:
+            return whole(parse_decimal(text), "--devices")
+        except NumberError as exc:
+            message = str(exc)
+            raise UsageError(message if "--devices" in message else f"--devices: {message}"
+                             ) from None
+    try:
+        node = parse(text)
+    except ExprError as exc:
+        raise UsageError(exc.render("--devices", text).removeprefix("shardc: error: ")) from None
+    if not isinstance(node, Name):
+        raise UsageError(f"--devices {text[:80]!r} must be a positive whole number or a name")
+    taken = [n for n, _ in (*report.program.dims, *report.program.mesh)]
+    if node.name in taken:
+        raise UsageError(f"--devices {node.name!r} is already a dimension or mesh axis of "
+                         f"{report.name}; pick another name (default N)")
+    return node.name
+
+
+def solve_target(text: str, d):
+    """The --solve-for formula over the names the derivation knows (its conditions' symbols,
+    the program's sizes, the chip's figures); `ExprError` for anything else."""
+    import sympy as sp
+
+    from shardc.driver.user_expr import ExprError, known_names_resolver, number_formula
+    from shardc.passes.symbols import size_symbol
+
+    r = d.report
+    known: dict[str, sp.Expr] = {n: size_symbol(n) for n, _ in (*r.program.dims,
+                                                                  *r.program.mesh)}
+    known.update({s.name: s for s in r.cost.symbols.all_for(
+        {"bf16", "f32", "f16", "fp8", "int8", "int4"})})
+    for c in d.conditions:
+        known.update({s.name: s for s in c.relation.free_symbols})
+    for o in d.optima:
+        known.update({s.name: s for s in o.devices.free_symbols})
+    target = number_formula(text, known_names_resolver(known))
+    if not target.free_symbols:
+        raise ExprError("nothing to solve for: give a name or a monomial such as B/X", 0)
+    if isinstance(target, sp.Symbol):
+        return target.name
+    return target
+
+
+def to_dict(d, var=None) -> dict:
+    """The derivation as the issue's JSON: conditions (text, expr, latex, solved) and optima
+    (var, expr, value, rounded), with numbers where the chip and bindings give them."""
+    from shardc.driver.printers import latex
+    from shardc.tools.derive import partner_power_of_two, round_power_of_two, solve_for, value
+
+    r = d.report
+    conditions = []
+    for c in d.conditions:
+        lhs, rhs = value(d, c.relation.lhs), value(d, c.relation.rhs)
+        entry = {"name": c.name, "text": c.text, "expr": str(c.relation),
+                 "latex": latex(c.relation), "values": {"lhs": lhs, "rhs": rhs},
+                 "holds": None if lhs is None or rhs is None else bool(lhs > rhs),
+                 "solved": None}
+        if var is not None:
+            s = solve_for(c.relation, var)
+            if s is None:
+                entry["unsolved"] = _unsolved(c.relation, var)
+            else:
+                entry["solved"] = {"var": s.var, "rel": s.rel, "expr": str(s.expr),
+                                   "latex": latex(s.expr), "value": value(d, s.expr)}
+        conditions.append(entry)
+    optima = []
+    for o in d.optima:
+        v = value(d, o.expr)
+        rounded = round_power_of_two(v, d.devices_value) if v is not None else None
+        optima.append({"var": o.var, "expr": str(o.expr), "latex": latex(o.expr),
+                       "overlap": o.overlap, "with": f"{o.var} * {o.partner} = {o.devices}",
+                       "devices": d.devices_value, "value": v, "rounded": rounded,
+                       "partner": o.partner,
+                       "partner_rounded": (partner_power_of_two(rounded, d.devices_value)
+                                           if rounded is not None else None)})
+    return {"program": r.name, "hardware": r.hardware_name, "model": r.model,
+            "accounting": d.accounting.name, "notes": list(d.notes),
+            "conditions": conditions, "optima": optima}
+
+
+def _unsolved(rel, var) -> str | None:
+    """"no closed form" when the condition holds every name of `var` but none was found (or
+    SymPy ran past its time budget); None when the condition does not involve `var`."""
+    names = {s.name for s in rel.free_symbols}
+    wanted = {var} if isinstance(var, str) else {s.name for s in var.free_symbols}
+    return "no closed form" if wanted <= names else None
+
+
+def _num(v: float | None) -> str:
+    return "?" if v is None else f"{v:.4g}"
+
+
+def to_text(out: dict) -> str:
+    lines = [f"shardc derive: {out['program']}   chip: {out['hardware'] or 'none'}   "
+             f"model: {out['model']}"]
+    lines += [f"  note: {n}" for n in out["notes"]]
+    for c in out["conditions"]:
+        lines.append(f"  {c['text']}:")
+        vals = c["values"]
+        tail = "" if c["holds"] is None else (
+            f"   [{'holds' if c['holds'] else 'does not hold'}: {_num(vals['lhs'])} vs "
+            f"{_num(vals['rhs'])}]")
+        if c["holds"] is None and vals["rhs"] is not None:
+            tail = f"   [right side {_num(vals['rhs'])}]"
+        lines.append(f"    {c['expr']}{tail}")
+        s = c["solved"]
+        if s:
+            v = "" if s["value"] is None else f"   (= {s['value']:.4g})"
+            lines.append(f"    solved: {s['var']} {s['rel']} {s['expr']}{v}")
+        elif c.get("unsolved"):
+            lines.append(f"    solved: {c['unsolved']}")
+    seen: dict[str, list[str]] = {}
+    for o in out["optima"]:
+        seen.setdefault(o["expr"], []).append(o["overlap"])
+    done = set()
+    for o in out["optima"]:
+        if o["expr"] in done:
+            continue
+        done.add(o["expr"])
+        how = " and ".join({"sum": "summed (000)", "max": "overlapped (004)"}[x]
+                           for x in seen[o["expr"]])
+        v = "" if o["value"] is None else f" = {o['value']:.4g}, rounded {o['rounded']}"
+        if o["partner_rounded"] is not None:
+            v += f" ({o['partner']} = {o['partner_rounded']})"
+        lines.append(f"  optimum ({o['with']}; communication {how}): {o['var']} = "
+                     f"{o['expr']}{v}")
+    return "\n".join(lines)
+
+
+def to_latex(out: dict) -> str:
+    lines = ["\\begin{align*}"]
+    for c in out["conditions"]:
+        s = c["solved"]
+        lines.append(f"  \\text{{{c['name']}}}:\\ & {c['latex']}"
+                     + (f" \\iff {s['var']} {s['rel']} {s['latex']}" if s else "") + " \\\\")
+    for o in out["optima"]:
+        lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} && \\text{{({o['overlap']})}} \\\\")
+    lines.append("\\end{align*}")
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""`shardc limits`: the data-movement limits of frontier training runs (seed 003, the Epoch AI
+model): the closed form of Table 2 and the simulated thresholds of Tables 3 and 4.
+
+Loaded by `shardc.cli.app` as an extension; imports only argparse until the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+DESCRIPTION = """\
+Closed-form limits (Table 2 analogue: d', b', T_critical; the latency-bound limit, Eq. 15; the
+latency wall, Eq. 18) and simulated thresholds (Tables 3 and 4 analogues: the training compute
+at which model FLOP utilization falls below 80% of a single GPU's sustained utilization), with
+the paper's values beside ours. See docs/limits.md for the model and its decisions."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "limits", help="data-movement limits of frontier training runs (Epoch AI model)",
+        description=DESCRIPTION)
+    p.add_argument("--preset", action="extend", nargs="+", metavar="NAME", default=[],
+                   help="hardware preset(s) to report (repeatable; default: every preset in "
+                        "the closed form and the Table 3/4 presets in the simulation)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--plot", metavar="OUT.png",
+                   help="also plot utilization against training compute (needs matplotlib)")
+    p.add_argument("--progress", action="store_true",
+                   help="report search progress on stderr even when it is not a terminal")
+    p.set_defaults(run=run)
+
+
+class _Progress:
+    """One status line on stderr: rewritten in place on a terminal, else a line per curve."""
+
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.last, self.start = tty, "", time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.monotonic() - self.start
+        if self.tty:
+            sys.stderr.write(f"\r\033[K[{elapsed:5.1f}s] {message}")
+            sys.stderr.flush()
+            return
+        head = message.split(":")[0]
+        if head != self.last:
+            self.last = head
+            print(f"[{elapsed:5.1f}s] {head}", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _usage(message: str) -> int:
+    print(f"shardc: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from shardc.tools.epoch import presets
+
+    unknown = [n for n in args.preset if n not in presets.PRESETS]
+    if unknown:
+        return _usage(f"unknown preset {unknown[0]!r}; known: " + ", ".join(presets.PRESETS))
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return _usage("--plot needs matplotlib, which is not installed; "
+                          "install it with: pip install 'shardc[plot]'")
+        from shardc.driver.files import CliIOError, check_writable
+
+        try:  # before the long computation: a bad path should not cost it
+            check_writable(args.plot, flag="--plot")
+        except CliIOError as exc:
+            return _usage(str(exc))
+
+    from shardc.tools.epoch import report
+
+    names = list(dict.fromkeys(args.preset))
+    closed = [presets.PRESETS[n] for n in (names or presets.PRESETS)]
+    simulated = [presets.PRESETS[n] for n in (names or presets.SIMULATED_BY_DEFAULT)]
+    tty = sys.stderr.isatty()
+    progress = _Progress(tty) if tty or args.progress else None
+    try:
+        lim = report.compute(closed, simulated, full_curves=bool(args.plot), progress=progress)
+    finally:
+        if progress:
+            progress.done()
+    sys.stdout.write(report.to_json(lim) if args.format == "json" else report.to_text(lim))
+    if args.plot:
+        from shardc.tools.epoch.plot import plot_utilization
+
+        try:
+            out = plot_utilization(lim, args.plot)
+        except OSError as exc:
+            return _usage(f"--plot {args.plot!r}: cannot write: {exc.strerror or exc}")
+        except ValueError as exc:  # matplotlib: an extension it has no writer for
+            return _usage(f"--plot {args.plot!r}: {exc}")
+        print(f"shardc: wrote {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,469 @@
+"""`shardc model` (model cards: list, show, program) and `shardc plan` (the parallelism
+strategies for training a model, compiled and ranked). Imports only argparse until a command
+runs. Bad input (an unknown model or chip, a batch or chip count that makes no plan) is one
+line on stderr and exit code 1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp")
+_BINARY = {"k": 2 ** 10, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+
+
+class InputError(Exception):
+    """A user error reported as one line, exit code 1."""
+
+
+def add_parser(sub) -> None:
+    m = sub.add_parser("model", help="model cards: list, show derived numbers, write programs")
+    ms = m.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    ms.add_parser("list", help="list the shipped model cards").set_defaults(run=run_list)
+    show = ms.add_parser("show", help="a card with its parameters, FLOPs and KV cache, "
+                         "read off its compiled programs")
+    show.add_argument("name", help="card name (see `shardc model list`) or path to a card TOML")
+    show.add_argument("--tokens", help="training tokens for the total FLOPs (default: the "
+                      "card's; 15e12, 15T)")
+    show.add_argument("--seq", help="sequence length for the attention FLOPs (default: "
+                      "the card's)")
+    show.add_argument("--kv-dtype", choices=["bf16", "fp8", "int8", "f32"], default="bf16")
+    show.add_argument("--format", choices=["text", "json"], default="text")
+    show.set_defaults(run=run_show)
+    prog = ms.add_parser("program", help="write one generated .shard program of a model")
+    prog.add_argument("name")
+    prog.add_argument("--strategy", choices=STRATEGIES, default="fsdp-tp")
+    prog.add_argument("--mesh", help="mesh axes, e.g. 'X=2048, Y=4' or 'P=2 @dcn, X, Y=8'; "
+                      "Y* axes are tensor-parallel, P* axes pods (default: symbolic X and Y)")
+    prog.add_argument("--batch", help="tokens per step (binary suffixes: 4M = 4*2^20; "
+                      "default: the card's)")
+    prog.add_argument("--seq", help="sequence length (default: the card's)")
+    prog.add_argument("--part", default="layer",
+                      help="layer (default), head (embedding/unembedding), moe-layer, experts")
+    prog.add_argument("--hw", help="chip for the program's `hardware` line")
+    prog.add_argument("-o", "--output", help="write the program here instead of stdout")
+    prog.set_defaults(run=run_program)
+
+    p = sub.add_parser("plan", help="rank DP / FSDP / TP / FSDP+TP for training a model on N "
+                       "chips, each strategy compiled")
+    p.add_argument("--model", required=True, help="card name or path to a card TOML")
+    p.add_argument("--hw", required=True, help="chip name or path to a chip TOML")
+    p.add_argument("--chips", required=True, help="number of chips (a power of two, or whole "
+                   "pods: 8960 for tpu-v5p)")
+    p.add_argument("--batch", help="tokens per step (binary suffixes: 4M = 4*2^20 = 1024 "
+                   "sequences of 4096; default: the card's)")
+    p.add_argument("--seq", help="sequence length (default: the card's)")
+    p.add_argument("--optimizer", choices=["adam", "sgd", "none"], default="adam")
+    p.add_argument("--remat", choices=["none", "block", "matmuls"], default="none")
+    p.add_argument("--cost-model", choices=["exact", "book"], default="exact",
+                   help="collective costs: exact ring (default) or the book's formulas")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(run=run_plan)
+
+
+def parse_tokens(text: str, what: str) -> int:
+    """A token count: `4194304`, `4_194_304`, `4M` (binary: 4 * 2**20, the book's "4M tokens
+    (1024 sequences of length 4096)"), `15T`, `1.5e13`. Exact (through `shardc.lang.numeric`), and a
+    positive whole number at most 2**63 - 1.
+
+    >>> parse_tokens("4M", "--batch"), parse_tokens("2_048", "--seq"), parse_tokens("1e3", "x")
+    (4194304, 2048, 1000)
+    """
+    from shardc.lang.numeric import NumberError, parse_decimal, whole
+
+    t = text.strip()
+    scale = 1
+    if t and t[-1] in _BINARY:
+        scale, t = _BINARY[t[-1]], t[:-1]
+    try:
+        value = parse_decimal(t) * scale
+    except NumberError:
+        raise InputError(f"{what} {text!r} is not a token count (try 4194304, 4M = 4*2^20, "
+                         "or 15e12)") from None
+    try:
+        return whole(value, what)
+    except NumberError:
+        raise InputError(f"{what} {text!r} is not a whole number of tokens (from 1 to "
+                         "2**63 - 1)") from None
+
+
+def _count(text: str, what: str, limit: int) -> int:
+    """A positive whole number at most `limit` for the option `what` (`--chips 8960`, `8_192`,
+    `1e3`); `what` is written before the text, so `--mesh X=` reads `--mesh X=0`."""
+    from shardc.lang.numeric import NumberError, parse_decimal, whole
+
+    short = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+    shown = f"{what}{short}" if what.endswith("=") else f"{what} {short!r}"
+    try:
+        n = whole(parse_decimal(text), what)
+    except NumberError:
+        raise InputError(f"{shown} is not a positive whole number (at most 2**63 - 1)") from None
+    if n > limit:
+        raise InputError(f"{shown} is more than the limit of {limit:,}")
+    return n
+
+
+def _card(name: str):
+    from shardc.tools import models
+
+    try:
+        return models.load(name)
+    except models.ModelError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _chip(name: str):
+    from shardc import hardware
+
+    try:
+        return hardware.load(name)
+    except hardware.HardwareError as exc:
+        raise InputError(f"{exc} (known chips: {', '.join(hardware.available())})") from None
+
+
+def _guard(fn):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except InputError as exc:
+            print(f"shardc {args.command}: error: {exc}", file=sys.stderr)
+            return 1
+    return run
+
+
+# ---- shardc model ------------------------------------------------------------------------------
+
+@_guard
+def run_list(args: argparse.Namespace) -> int:
+    from shardc.tools import models
+
+    for name in models.available():
+        c = models.load(name)
+        extra = (f", MoE {c.moe.n_experts} experts top-{c.moe.n_active}" if c.moe else "") + (
+            ", MLA (approximated)" if c.mla else "")
+        print(f"{name:14s} {c.display_name:14s} L={c.n_layers} D={c.d_model} F={c.d_ff} "
+              f"N={c.n_heads} K={c.n_kv_heads} H={c.d_head} V={c.vocab}{extra}")
+    return 0
+
+
+@_guard
+def run_show(args: argparse.Namespace) -> int:
+    from shardc.tools.models.counts import count
+
+    card = _card(args.name)
+    seq = parse_tokens(args.seq, "--seq") if args.seq else None
+    tokens = float(parse_tokens(args.tokens, "--tokens")) if args.tokens else card.tokens
+    c = count(card, seq, args.kv_dtype)
+    out = show_dict(c, tokens)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    else:
+        sys.stdout.write(show_text(c, out))
+    return 0
+
+
+def show_dict(c, tokens: float | None) -> dict:
+    card = c.card
+    ref = {r.quantity: {"value": r.value, "source": r.source} for r in card.reference}
+    return {
+        "model": card.name, "display_name": card.display_name, "card": card.path,
+        "architecture": {"n_layers": card.n_layers, "d_model": card.d_model, "d_ff": card.d_ff,
+                         "n_heads": card.n_heads, "n_kv_heads": card.n_kv_heads,
+                         "d_head": card.d_head, "vocab": card.vocab, "mlp": card.mlp,
+                         "activation": card.activation,
+                         "tied_embeddings": card.tied_embeddings,
+                         "moe": None if card.moe is None else vars_of(card.moe),
+                         "mla": None if card.mla is None else vars_of(card.mla)},
+        "seq_len": c.seq_len,
+        "parts": [{"part": p.name, "count": p.count, "params": p.params,
+                   "forward_flops_per_token": p.forward_flops / p.tokens,
+                   "train_flops_per_token": p.train_flops / p.tokens} for p in c.parts],
+        "params": c.params,
+        "params_by_group": c.params_by_group,
+        "active_params": c.active_params,
+        "flops_per_token": {"forward": c.forward_flops_per_token,
+                            "training": c.train_flops_per_token,
+                            "training_6n": c.six_n,
+                            "attention_training": c.attention_flops_per_token},
+        "training_flops": None if tokens is None else {"tokens": tokens,
+                                                       **c.training_flops(tokens)},
+        "kv_cache": {"dtype": c.kv_dtype, "bytes_per_token": c.kv_bytes_per_token},
+        "reference": ref,
+    }
+
+
+def vars_of(obj) -> dict:
+    return {k: getattr(obj, k) for k in obj.__slots__}
+
+
+def _e(x: float) -> str:
+    """`7.055e10`, `2.101e9`: four significant digits, a plain exponent."""
+    text = f"{x:.4g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def show_text(c, d: dict) -> str:
+    card = c.card
+    ref = {r.quantity: r for r in card.reference}
+
+    def book(q: str, value: float) -> str:
+        r = ref.get(q)
+        if r is None:
+            return ""
+        return f"   book {_e(r.value)} ({(value / r.value - 1) * 100:+.1f}%): {r.source}"
+
+    a = d["architecture"]
+    lines = [f"{card.display_name} ({card.name})   card: {card.path}",
+             f"  L={a['n_layers']}  D={a['d_model']}  F={a['d_ff']}  N={a['n_heads']}  "
+             f"K={a['n_kv_heads']} (G={card.groups})  H={a['d_head']}  V={a['vocab']}  "
+             f"{a['mlp']} MLP ({a['activation']}), "
+             f"{'tied' if a['tied_embeddings'] else 'untied'} embeddings"]
+    if card.moe:
+        m = card.moe
+        lines.append(f"  MoE: {m.n_experts} routed experts, top-{m.n_active}, {m.n_shared} "
+                     f"shared, d_ff_expert={m.d_ff_expert}, first {m.first_dense_layers} "
+                     "layers dense")
+    if card.mla:
+        lines.append("  MLA approximated by its low-rank projections (the seeds do not "
+                     "describe it)")
+    lines.append("  compiled: " + ", ".join(f"{p.name} x {p.count}" for p in c.parts)
+                 + f" (one sequence of {c.seq_len} tokens)")
+    lines.append("")
+    lines.append(f"  {'parameters':34s}{_e(c.params)}" + book("params", c.params))
+    for g, n in sorted(c.params_by_group.items(), key=lambda kv: -kv[1]):
+        lines.append(f"    {g:32s}{_e(n)}")
+    if card.moe:
+        lines.append(f"  {'active parameters per token':34s}{_e(c.active_params)}"
+                     + book("active_params", c.active_params))
+    fpt = d["flops_per_token"]
+    lines.append(f"  {'FLOPs per token, forward':34s}{_e(fpt['forward'])}")
+    lines.append(f"  {'FLOPs per token, training':34s}{_e(fpt['training'])}"
+                 "   (forward + backward einsums)")
+    lines.append(f"    {'6N rule':32s}{_e(fpt['training_6n'])}"
+                 + book("train_flops_per_token", fpt["training_6n"]))
+    lines.append(f"    {'dot-product attention':32s}{_e(fpt['attention_training'])}"
+                 f"   (at T = {c.seq_len}; the 6N rule leaves it out)")
+    tf = d["training_flops"]
+    if tf is not None:
+        what = f"training FLOPs, {_e(tf['tokens'])} tokens"
+        lines.append(f"  {what:34s}{_e(tf['six_n'])} (6N), {_e(tf['compiled'])} (compiled)"
+                     + book("training_flops", tf["six_n"]))
+    kv = c.kv_bytes_per_token
+    lines.append(f"  {'KV cache per token (' + c.kv_dtype + ')':34s}{kv:,.0f} bytes = "
+                 f"{kv / 1024:,.1f} KiB over {card.n_layers} layers")
+    return "\n".join(lines) + "\n"
+
+
+@_guard
+def run_program(args: argparse.Namespace) -> int:
+    from shardc.driver.api import run_pipeline
+    from shardc.lang.source import Source
+    from shardc.tools.models.programs import ShardingError, part
+
+    card = _card(args.name)
+    seq = parse_tokens(args.seq, "--seq") if args.seq else card.seq_len
+    tokens = parse_tokens(args.batch, "--batch") if args.batch else card.batch_tokens or seq
+    if tokens % seq:
+        raise InputError(f"--batch {tokens} tokens is not a whole number of {seq}-token "
+                         "sequences")
+    layout = mesh_layout(args.strategy, args.mesh)
+    if args.hw:
+        _chip(args.hw)
+    try:
+        prog = part(card, layout, tokens // seq, seq, args.part, args.hw)
+    except ShardingError as exc:
+        raise InputError(str(exc)) from None
+    # The program must compile as far as the collectives, or it is not worth printing.
+    result = run_pipeline(Source(f"<{card.name} {args.part}>", prog.text), args.hw,
+                          stop_after="insert-collectives")
+    if result.diagnostics.has_errors:
+        print(result.rendered(), file=sys.stderr)
+        return 1
+    for note in prog.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.output:
+        from shardc.driver.files import CliIOError, write_text
+
+        try:
+            write_text(args.output, prog.text, flag="-o")
+        except CliIOError as exc:
+            print(f"shardc: error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        sys.stdout.write(prog.text)
+    return 0
+
+
+def mesh_layout(strategy: str, mesh: str | None):
+    """A `Layout` from `--strategy` and `--mesh`: axes named P* are pods (DCN, batch only),
+    Y* tensor-parallel under fsdp-tp (every axis under tp), the rest data-parallel."""
+    from shardc.lang.numeric import MAX_INTEGER
+    from shardc.tools.models.programs import Axis, Layout
+
+    if strategy == "single":
+        if mesh:
+            raise InputError("--strategy single takes no --mesh")
+        return Layout("single")
+    if mesh is None:
+        mesh = {"dp": "X", "fsdp": "X", "tp": "Y", "fsdp-tp": "X, Y"}[strategy]
+    axes = []
+    for item in _split_mesh(mesh):
+        m = re.fullmatch(r"([A-Za-z][A-Za-z0-9]*)\s*(?:=\s*([0-9_]+))?\s*((?:@|wrap|nowrap).*)?",
+                         item.strip())
+        if not m:
+            raise InputError(f"--mesh item {item.strip()!r} is not NAME=SIZE (e.g. X=2048, "
+                             "Y=4 @ici(x))")
+        name, size, link = m.group(1), m.group(2), (m.group(3) or "").strip()
+        if name.startswith("P"):
+            role = "pod"
+        elif strategy == "tp" or (strategy == "fsdp-tp" and name.startswith("Y")):
+            role = "tp"
+        else:
+            role = "data"
+        n = _count(size, f"--mesh {name}=", MAX_INTEGER) if size else None
+        axes.append(Axis(name, n, role, link))
+    if strategy == "fsdp-tp" and not any(a.role == "tp" for a in axes):
+        raise InputError("--strategy fsdp-tp needs a tensor axis named Y... in --mesh")
+    return Layout(strategy, tuple(axes), fsdp=strategy in ("fsdp", "fsdp-tp"))
+
+
+def _split_mesh(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return [x for x in out if x.strip()]
+
+
+# ---- shardc plan -------------------------------------------------------------------------------
+
+@_guard
+def run_plan(args: argparse.Namespace) -> int:
+    from shardc.lang.limits import MAX_PLAN_CHIPS
+    from shardc.tools.plan import Options, PlanError, plan
+
+    card = _card(args.model)
+    chip = _chip(args.hw)
+    chips = _count(args.chips, "--chips", MAX_PLAN_CHIPS)
+    seq = parse_tokens(args.seq, "--seq") if args.seq else None
+    if args.batch:
+        tokens = parse_tokens(args.batch, "--batch")
+    elif card.batch_tokens:
+        tokens = card.batch_tokens
+    else:
+        raise InputError(f"{card.name} has no batch size in its card; give --batch (e.g. 4M)")
+    try:
+        p = plan(card, chip, chips, tokens, seq,
+                 Options(args.optimizer, args.remat, args.cost_model))
+    except PlanError as exc:
+        raise InputError(str(exc)) from None
+    if args.format == "json":
+        sys.stdout.write(json.dumps(plan_dict(p), indent=2) + "\n")
+    else:
+        sys.stdout.write(plan_text(p))
+    return 0
+
+
+def candidate_dict(c) -> dict:
+    f = c.figures
+    lay = c.layout
+    out = {"strategy": c.strategy, "label": c.label(),
+           "mesh": {a.name: a.size for a in lay.axes} if lay else None,
+           "mesh_text": lay.mesh_text() if lay else None,
+           "degrees": None if lay is None else {"data": lay.degree("data", "seq"),
+                                                "sequence": lay.degree("seq"),
+                                                "tensor": lay.degree("tp"),
+                                                "pods": lay.degree("pod")},
+           "evaluated": c.evaluated, "reason": c.reason,
+           "t_step_s": f.get("t_step_s"), "bound": f.get("bound"),
+           "bound_level": f.get("bound_level"),
+           "memory_per_device_bytes": f.get("memory_per_device_bytes"),
+           "fits": f.get("fits") if c.evaluated else None}
+    for key in ("t_step_overlap_004_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
+                "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
+                "tokens_per_chip", "flops_per_device", "mfu"):
+        if key in f:
+            out[key] = f[key]
+    return out
+
+
+def plan_dict(p) -> dict:
+    from shardc.tools.plan import book_figures, explain
+
+    best = p.best
+    return {
+        "model": p.card.name, "hardware": p.chip.name, "chips": p.slice.chips + p.slice.idle,
+        "slice": {"pods": p.slice.pods, "chips_per_pod": p.slice.chips_per_pod,
+                  "shape": list(p.slice.shape), "chips_used": p.slice.chips,
+                  "idle": p.slice.idle},
+        "batch_tokens": p.batch_tokens, "seq_len": p.seq, "sequences": p.sequences,
+        "options": {"optimizer": p.options.optimizer, "remat": p.options.remat,
+                    "cost_model": p.options.model},
+        "candidates": [candidate_dict(c) for c in _ordered(p)],
+        "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
+        "book": book_figures(p),
+    }
+
+
+def _ordered(p) -> list:
+    ranked = p.ranked()
+    return ranked + [c for c in p.candidates if c not in ranked]
+
+
+def _t(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3f} s" if x >= 0.1 else f"{x * 1e3:.1f} ms"
+
+
+def plan_text(p) -> str:
+    from shardc.tools.plan import book_figures, explain
+
+    sl = p.slice
+    pods = f"{sl.pods} pods of {sl.chips_per_pod}" if sl.pods > 1 else f"{sl.chips_per_pod}"
+    idle = f", {sl.idle} idle (the plan splits each pod's chips into powers of two)" \
+        if sl.idle else ""
+    shape = f", {'x'.join(map(str, sl.shape))} per pod" if sl.shape else ""
+    lines = [f"shardc plan: {p.card.display_name} on {sl.chips + sl.idle} {p.chip.name} chips, "
+             f"batch {p.batch_tokens:,} tokens ({p.sequences} sequences x {p.seq})",
+             f"  uses {pods} chips{shape}{idle}",
+             f"  optimizer {p.options.optimizer}, remat {p.options.remat}, collectives "
+             f"{p.options.model}; t_step = the layer's scheduled T_step x {p.card.n_layers} + "
+             "the embedding's", ""]
+    rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU")]
+    rank = 0
+    for c in _ordered(p):
+        f = c.figures
+        if not c.evaluated:
+            rows.append(("-", c.label(), c.reason or "", "", "", "", "", ""))
+            continue
+        rank += 1
+        bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
+        rows.append((str(rank) if c.fits else "-", c.label(), c.layout.mesh_text(),
+                     _t(f["t_step_s"]), bound, f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
+                     "yes" if c.fits else "no", f"{f['mfu'] * 100:.0f}%" if f["mfu"] else "-"))
+    widths = [max(len(r[i]) for r in rows if r[3] or i < 2) for i in range(len(rows[0]))]
+    for r in rows:
+        if not r[3] and r[0] == "-" and r[2].startswith("not evaluated"):
+            lines.append(f"  {r[0]:{widths[0]}}  {r[1]:{widths[1]}}  {r[2]}")
+        else:
+            lines.append("  " + "  ".join(f"{x:{w}}" for x, w in zip(r, widths, strict=True))
+                         .rstrip())
+    lines.append("")
+    lines += explain(p)
+    book = book_figures(p)
+    if book:
+        lines.append("")
+        lines.append("the book's conditions for this setting (000 part 4/5, 004):")
+        lines += [f"  {line}" for line in book["lines"]]
+    return "\n".join(lines) + "\n"

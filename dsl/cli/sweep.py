@@ -1,0 +1,131 @@
+"""`shardc sweep`: evaluate a program's quantities over a grid of sizes; a table, csv, json, or
+a plot (T_math against T_comms per strategy, or a roofline). The logic is in `shardc.tools.sweep`.
+
+Loaded by `shardc.cli.app` as an extension; imports only argparse until the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+DESCRIPTION = """\
+Evaluate any reported quantity (t_math_s, t_comms_s, ..., intensity, flops_per_s, bound, or a
+formula such as t_math_s/t_comms_s) over one or two grid axes: --set B=1e3:1e7:log40 (N points,
+log- or lin-spaced; numbers like 4096, 4M or 1e6 fix a size). Crossovers where T_math meets
+T_comms and T_hbm are refined on the grid's first axis. See docs/sweep.md."""
+NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'shardc[plot]'"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("sweep", help="evaluate quantities over a grid of sizes; "
+                              "table, csv, json or a plot", description=DESCRIPTION)
+    p.add_argument("programs", nargs="+", metavar="PROG",
+                   help="one .shard file, or several to compare (one plot, a legend entry each)")
+    p.add_argument("--hw", help="chip name or TOML (overrides the programs' hardware line)")
+    p.add_argument("--model", choices=["exact", "book"], default="exact")
+    p.add_argument("--set", dest="settings", action="append", default=[],
+                   metavar="NAME=SPEC", help="a number (4096, 4M, 1e6) or a grid "
+                   "START:STOP:linN or START:STOP:logN; one or two grids")
+    p.add_argument("--y", dest="quantities", action="append", default=[], metavar="QUANTITY",
+                   help="what to evaluate (repeatable; default: t_math_s t_hbm_s t_comms_s "
+                        "t_lower_s bound)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--plot", metavar="OUT.png", help="also draw a plot (needs matplotlib)")
+    p.add_argument("--kind", choices=["lines", "roofline"], default="lines",
+                   help="lines: quantities against the swept size, crossovers marked "
+                        "(default); roofline: FLOP/s against arithmetic intensity")
+    p.add_argument("--label", dest="labels", action="append", default=[], metavar="TEXT",
+                   help="legend entry per program, in order (default: the file names)")
+    p.add_argument("--title", help="the plot's title")
+    p.set_defaults(run=run)
+
+
+def _usage(message: str) -> int:
+    print(f"shardc: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from shardc.tools import sweep as sw
+    from shardc.tools.sweep import SweepError
+
+    try:
+        # The arguments' own mistakes come first, whether or not matplotlib is installed.
+        _, grids = sw.parse_settings(args.settings)
+        if args.plot and len(grids) != 1:
+            raise SweepError("--plot draws one grid axis; bind "
+                             + ", ".join(g.name for g in grids[1:]) + " to a number")
+    except SweepError as exc:
+        return _usage(str(exc))
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return _usage(NEEDS_MATPLOTLIB)
+    try:
+        return _run(args)
+    except SweepError as exc:
+        return _usage(str(exc))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from shardc.cli.app import _read
+    from shardc.driver.api import run_pipeline
+    from shardc.tools import sweep as sw
+
+    fixed, grids = sw.parse_settings(args.settings)
+    if args.labels and len(args.labels) != len(args.programs):
+        raise sw.SweepError(f"--label given {len(args.labels)} times for "
+                            f"{len(args.programs)} programs")
+    if args.plot and len(grids) != 1:
+        raise sw.SweepError("--plot draws one grid axis; bind "
+                            + ", ".join(g.name for g in grids[1:]) + " to a number")
+    quantities = list(dict.fromkeys(args.quantities)) or list(sw.DEFAULT_QUANTITIES)
+    plotted = _plotted(args, quantities)
+    extra = ("intensity", "flops_per_s") if args.plot and args.kind == "roofline" else ()
+    sweeps = []
+    for path in args.programs:
+        source = _read(path)
+        parsed = run_pipeline(source, args.hw, args.model, stop_after="validate")
+        if parsed.diagnostics.has_errors or parsed.program is None:
+            print(parsed.rendered(), file=sys.stderr)
+            return 1
+        sw.check_names([*fixed, *(g.name for g in grids)], parsed.program, source.name)
+        result = run_pipeline(source, args.hw, args.model, fixed)
+        if result.diagnostics.items:
+            print(result.rendered(), file=sys.stderr)
+        if result.report is None:
+            return 1
+        # the plot's own quantities are evaluated but not printed
+        sweeps.append(sw.sweep(result.report, grids, quantities, [*plotted, *extra]))
+    render = {"table": sw.render_table, "csv": sw.render_csv, "json": sw.to_json}[args.format]
+    sys.stdout.write(render(sweeps))
+    if args.plot:
+        labels = args.labels or sw.short_labels([s.program for s in sweeps])
+        try:
+            if args.kind == "roofline":
+                out = sw.plot_roofline(sweeps, args.plot, labels, args.title)
+            else:
+                out = sw.plot_lines(sweeps, args.plot, plotted, labels, args.title)
+        except OSError as exc:
+            return _usage(f"cannot write {args.plot!r}: {exc.strerror or exc}")
+        print(f"shardc: wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _plotted(args: argparse.Namespace, quantities: list[str]) -> list[str]:
+    """The lines plot's quantities: the numeric ones asked for, or T_math against T_comms (and
+    T_hbm for a single program)."""
+    if not args.plot or args.kind != "lines":
+        return []
+    if args.quantities:
+        numeric = [q for q in quantities if q != "bound"]
+        if not numeric:
+            from shardc.tools.sweep import SweepError
+
+            raise SweepError("--plot draws numbers: give a --y other than bound")
+        return numeric
+    if len(args.programs) > 1:
+        return ["t_math_s", "t_comms_s"]
+    return ["t_math_s", "t_hbm_s", "t_comms_s"]

@@ -1,0 +1,145 @@
+"""`shardc xla-check` and `shardc export-jax` (the optional extra `shardc[jax]`).
+
+Imports only argparse at load time; JAX (and XLA's device count flag) are set up in `run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NEEDS_JAX = "shardc: error: {cmd} needs JAX: pip install 'shardc[jax]'"
+MAX_DEVICES = 256
+"""Largest mesh checked on fake CPU devices; XLA:CPU compiles slow down past a few hundred."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from shardc.cli.app import parse_binding
+
+    x = sub.add_parser("xla-check", help="compare shardc's collectives with XLA's SPMD "
+                       "partitioner on fake CPU devices (needs JAX)")
+    x.add_argument("programs", nargs="+", metavar="PROG", help="paths to .shard files")
+    x.add_argument("--format", choices=["text", "json", "md"], default="text",
+                   help="md: one table row per statement (the table in docs/xla-check.md)")
+    x.add_argument("--hw", help="chip name or TOML (overrides the program's hardware line)")
+    x.add_argument("--model", choices=["exact", "book"], default="exact")
+    x.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
+                   metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
+    x.add_argument("--max-devices", type=_positive_devices, default=MAX_DEVICES,
+                   help=f"skip programs whose mesh has more devices (default {MAX_DEVICES})")
+    x.set_defaults(run=run_check)
+
+    e = sub.add_parser("export-jax", help="write a runnable JAX script that times each "
+                       "statement (profile it on real chips)")
+    e.add_argument("program", metavar="PROG")
+    e.add_argument("-o", "--output", required=True, help="the script to write (prog.py)")
+    e.add_argument("--hw")
+    e.add_argument("--model", choices=["exact", "book"], default="exact")
+    e.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
+                   metavar="NAME=VALUE")
+    e.set_defaults(run=run_export)
+
+
+def _positive_devices(text: str) -> int:
+    """--max-devices: a positive whole number (argparse names the flag on error)."""
+    from shardc.lang.numeric import NumberError, parse_decimal, whole
+
+    try:
+        return whole(parse_decimal(text), "the number of devices")
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _prepare(path: str, args: argparse.Namespace):
+    """shardc's side of one program: `Prepared`, or an exit code after printing diagnostics."""
+    from shardc.cli.app import _read
+    from shardc.tools.xla.check import UsageError, prepare
+
+    source = _read(path)
+    try:
+        prepared = prepare(source, args.hw, args.model, dict(args.bindings))
+    except UsageError as exc:
+        print(f"shardc: error: {source.name}: {exc}", file=sys.stderr)
+        return 2
+    if not hasattr(prepared, "statements"):
+        print(prepared.rendered(), file=sys.stderr)
+        return 1
+    if prepared.compilation.diagnostics.items:
+        print(prepared.compilation.rendered(), file=sys.stderr)
+    return prepared
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Exit 0 when every program agrees with XLA or is no more expensive under shardc's model;
+    1 on diagnostics or when XLA's choice is cheaper (a bug in shardc's search); 2 on usage."""
+    from shardc.tools.xla.check import check, devices_needed
+    from shardc.tools.xla.lower import configure_devices
+
+    prepared = []
+    status = 0
+    for path in args.programs:
+        p = _prepare(path, args)
+        if isinstance(p, int):
+            status = max(status, p)
+            continue
+        n = devices_needed(p)
+        if n > args.max_devices:
+            print(f"shardc: note: {p.compilation.source.name}: not checked: its mesh has {n} "
+                  f"devices, more than --max-devices {args.max_devices} fake CPU devices",
+                  file=sys.stderr)
+            continue
+        prepared.append(p)
+    if not prepared:
+        return status
+    configure_devices(max(devices_needed(p) for p in prepared))
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        print(NEEDS_JAX.format(cmd="xla-check"), file=sys.stderr)
+        return 2
+    from shardc.tools.xla.render import markdown, text, to_json
+
+    results = [check(p) for p in prepared]
+    if args.format == "json":
+        sys.stdout.write(to_json(results))
+    elif args.format == "md":
+        sys.stdout.write(markdown(results))
+    else:
+        sys.stdout.write("\n".join(text(r) for r in results))
+    if not all(r.ok for r in results):
+        status = max(status, 1)
+    return status
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from shardc.driver.files import CliIOError, check_writable, write_text
+    from shardc.tools.xla.export import script
+
+    try:  # before compiling: a bad -o is a usage error whatever the program holds
+        check_writable(args.output, flag="-o", inputs=(args.program,))
+    except CliIOError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 2
+    p = _prepare(args.program, args)
+    if isinstance(p, int):
+        return p
+    out = Path(args.output)
+    try:
+        write_text(args.output, script(p, out.name), flag="-o", inputs=(args.program,))
+    except CliIOError as exc:
+        print(f"shardc: error: {exc}", file=sys.stderr)
+        return 1
+    skipped = [st for st in p.statements if st.skip]
+    for st in skipped:
+        print(f"shardc: note: line {st.line} not exported: {st.skip}", file=sys.stderr)
+    print(f"{out}: {len(p.statements) - len(skipped)} statements on "
+          f"{devices_needed(p)} devices")
+    return 0
+
+
+def devices_needed(p) -> int:
+    from shardc.tools.xla.check import devices_needed as needed
+
+    return needed(p)

@@ -1,0 +1,234 @@
+"""The public Python API: `parse` and `compile`. The CLI is a thin layer over these."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from shardc.lang.diagnostics import CompileError, Diagnostics
+from shardc.lang.source import NO_SPAN, Source, Span
+from shardc.lang.syntax import HardwareDecl, Program
+
+if TYPE_CHECKING:
+    from shardc.driver.report import Report
+    from shardc.hardware import Chip
+    from shardc.passes.ir import CompiledProgram
+
+
+def as_source(source_or_path: str | Path | Source, name: str | None = None) -> Source:
+    """A `Source` from text, a path, or a Source.
+
+    A path is read as the CLI reads it: a regular file, UTF-8, at most `MAX_SOURCE_BYTES`;
+    anything else raises `shardc.driver.files.CliIOError` with a message naming the file.
+    """
+    from shardc.driver.files import read_text
+
+    if isinstance(source_or_path, Source):
+        return source_or_path
+    if isinstance(source_or_path, Path):
+        return Source(name or str(source_or_path), read_text(str(source_or_path)))
+    text = source_or_path
+    if "\n" not in text and text.endswith(".shard") and Path(text).is_file():
+        return Source(name or text, read_text(text))
+    return Source(name or "<string>", text)
+
+
+@dataclass
+class Compilation:
+    """Everything one run produced; `report` is None when there were errors."""
+
+    source: Source
+    diagnostics: Diagnostics
+    program: Program | None = None
+    compiled: CompiledProgram | None = None
+    report: Report | None = None
+
+    def rendered(self) -> str:
+        return self.diagnostics.render(self.source)
+
+
+def run_pipeline(source: Source, hw: str | Chip | None = None,
+                 model: Literal["exact", "book"] = "exact",
+                 bindings: Mapping[str, float] | None = None, *, stop_after: str | None = None,
+                 optimizer: str = "adam", remat: str = "none") -> Compilation:
+    """Parse, validate, insert collectives and derive costs, collecting diagnostics."""
+    from shardc.lang.parser import parse as parse_source
+    from shardc.passes.context import Context
+    from shardc.passes.validate import validate
+
+    ctx = Context(source, model=model, bindings=dict(bindings or {}), optimizer=optimizer,
+                  remat=remat)
+    result = Compilation(source, ctx.diagnostics)
+    program = parse_source(source, ctx.diagnostics)
+    if program is None:
+        return result
+    program = validate(program, ctx)
+    if not ctx.diagnostics.has_errors:
+        from shardc.passes.backward import derive_backward
+
+        derived = derive_backward(program, ctx)
+        if derived is not program and not ctx.diagnostics.has_errors:
+            program = validate(derived, ctx)  # the derived statements are checked like any other
+    result.program = program
+    if ctx.diagnostics.has_errors or stop_after == "validate":
+        return result
+    ctx.chip = _resolve_chip(hw, program, ctx.diagnostics, source)
+    if ctx.diagnostics.has_errors:
+        return result
+    from shardc.passes.topology import resolve_topology
+
+    ctx.topology = resolve_topology(program, ctx)
+    if ctx.diagnostics.has_errors:
+        return result
+    from shardc.passes.insert_collectives import insert_collectives
+
+    compiled = insert_collectives(program, ctx)
+    result.compiled = compiled
+    if ctx.diagnostics.has_errors or stop_after == "insert-collectives":
+        return result
+    from shardc.driver.report import Report
+    from shardc.passes.derive_cost import derive_cost
+
+    cost = derive_cost(compiled, ctx)
+    from shardc.passes.memory import training_memory
+
+    memory = training_memory(compiled, ctx.backward_line, ctx.optimizer, ctx.remat)  # type: ignore[arg-type]
+    report = Report(cost, ctx.chip, dict(ctx.bindings), memory=memory,
+                    options={"optimizer": ctx.optimizer, "remat": ctx.remat})
+    if _overflows(report, ctx.diagnostics):
+        return result
+    _memory_warning(report, ctx.diagnostics)
+    _unused_bindings(report, ctx.diagnostics)
+    report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
+    result.report = report
+    return result
+
+
+def _resolve_chip(hw: str | Chip | None, program: Program, diags: Diagnostics,
+                  source: Source) -> Chip | None:
+    from shardc import hardware
+
+    if hw is not None and not isinstance(hw, str):
+        return hw
+    span: Span = NO_SPAN
+    name = hw
+    base: Path | None = None
+    if name is None:
+        for stmt in program.statements:
+            if isinstance(stmt, HardwareDecl):
+                name, span = stmt.name, stmt.span
+        # A chip path in the program is relative to the program's own folder.
+        if Path(source.name).is_file():
+            base = Path(source.name).resolve().parent
+    if name is None:
+        return None
+    try:
+        return hardware.load(name, base=base) if base is not None else hardware.load(name)
+    except hardware.HardwareError as exc:
+        diags.error("H001", str(exc), span)
+        return None
+
+
+def _overflows(report: Report, diags: Diagnostics) -> bool:
+    """K003: a quantity whose every symbol has a number but whose value is not a finite float
+    (a size product past 1.8e308, say). Such a report is not printed: it would show inf or nan.
+    Evaluating here costs nothing extra, since the printers reuse the report's cache."""
+    from shardc.driver.report import OP_FIELDS
+    from shardc.passes.symbols import as_expr
+
+    try:
+        report.evaluate()
+    except (ArithmeticError, ValueError) as exc:  # math.pow and friends raise instead of inf
+        diags.error("K003", f"a quantity of the report overflows a float ({exc})",
+                    notes=(_OVERFLOW_NOTE,))
+        return True
+    env = report.environment().keys()
+    named = [*report.totals.items(),
+             *((f"op {c.index} ({c.op}) {label}", getattr(c, attr))
+               for c in report.ops for label, attr in OP_FIELDS),
+             *(("an intermediate quantity", e) for e in report.all_expressions())]
+    for name, expr in named:
+        expr = as_expr(expr)
+        if expr.free_symbols and expr.free_symbols <= env and report.value(expr) is None:
+            text = str(expr)
+            shown = f"{name} = {text}" if len(text) <= 80 else name
+            diags.error("K003", f"a quantity overflows a float: {shown}", notes=(_OVERFLOW_NOTE,))
+            return True
+    return False
+
+
+_OVERFLOW_NOTE = ("sizes and hardware figures this large give costs past a float's range "
+                  "(about 1.8e308); check the sizes bound with --set or declared with `dim`")
+
+
+def _unused_bindings(report: Report, diags: Diagnostics) -> None:
+    """N015: a hardware quantity bound with --set that no formula of the program uses (on a GPU
+    the fast link is W_nvlink, so `--set W_ici=...` would silently change nothing)."""
+    from shardc.passes.validate import _is_hw_name
+
+    hw = [n for n in report.bindings if _is_hw_name(n)]
+    if not hw:
+        return
+    used = {s.name for e in report.all_expressions() for s in e.free_symbols}
+    for name in hw:
+        if name not in used:
+            names = sorted(n for n in used if _is_hw_name(n))
+            diags.warning("N015", f"--set binds {name!r}, which no formula of this program uses",
+                          notes=("the program's hardware quantities: " + ", ".join(names)
+                                 if names else "the program uses no hardware quantities",))
+
+
+def _memory_warning(report: Report, diags: Diagnostics) -> None:
+    if report.chip is None:
+        return
+    if report.memory is not None:
+        total = report.value(report.memory.total)
+        if total is not None and total > report.chip.hbm_bytes:
+            diags.warning("K002", f"a training step needs {total / 1e9:.3g} GB per device "
+                          f"(parameters, gradients, {report.options['optimizer']} state, "
+                          f"activations with remat {report.options['remat']}), more than the "
+                          f"{report.chip.hbm_bytes / 1e9:.3g} GB of HBM on {report.chip.name}",
+                          notes=("shard parameters and optimizer state further (FSDP), or "
+                                 "recompute activations (--remat block)",))
+        return
+    mem = report.value(report.totals["memory_per_device_bytes"])
+    if mem is not None and mem > report.chip.hbm_bytes:
+        diags.warning("K001", f"the named arrays need {mem / 1e9:.3g} GB per device, more than "
+                      f"the {report.chip.hbm_bytes / 1e9:.3g} GB of HBM on {report.chip.name}",
+                      notes=("shard the largest arrays over more mesh axes",))
+
+
+def parse(source_or_path: str | Path | Source, name: str | None = None) -> Program:
+    """Parse and validate a program; raise `CompileError` with positioned diagnostics.
+
+    >>> p = parse("mesh X=2\\ndim I=4, J=8\\nA: bf16[I_X, J]\\n")
+    >>> p.statements[-1].layout.format("A")
+    'A[I_X, J]'
+    """
+    source = as_source(source_or_path, name)
+    result = run_pipeline(source, stop_after="validate")
+    if result.diagnostics.has_errors or result.program is None:
+        raise CompileError(result.diagnostics.errors(), source)
+    return result.program
+
+
+def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
+            model: Literal["exact", "book"] = "exact", set: Mapping[str, float] | None = None,
+            name: str | None = None, optimizer: str = "adam", remat: str = "none") -> Report:
+    """Compile a program to a cost report whose costs are SymPy expressions.
+
+    `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
+    the program's `hardware` line. `set` binds sizes or hardware symbols (`{"B": 4096}`).
+
+    >>> r = compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
+    ...             "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
+    >>> [c.op for c in r.ops]
+    ['AllGather', 'AllGather', 'einsum']
+    """
+    source = as_source(source_or_path, name)
+    result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat)
+    if result.report is None:
+        raise CompileError(result.diagnostics.errors(), source)
+    return result.report

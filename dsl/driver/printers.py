@@ -1,0 +1,290 @@
+"""Render a `Report` as text, Markdown or LaTeX: a summary block, then one row per op."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import sympy as sp
+
+from shardc.lang.layout import format_axes
+from shardc.lang.units import fmt_value
+from shardc.passes.symbols import as_expr
+
+if TYPE_CHECKING:
+    from shardc.driver.report import Report
+
+SUMMARY = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"), ("T_comms", "t_comms_s", "s"),
+           ("T_lower", "t_lower_s", "s"), ("T_upper", "t_upper_s", "s"),
+           ("FLOPs", "flops", "flop"), ("FLOPs/device", "flops_per_device", "flop"),
+           ("HBM bytes/device", "hbm_bytes", "B"), ("comm bytes/device", "comm_bytes", "B"),
+           ("memory/device", "memory_per_device_bytes", "B"))
+
+
+def latex_name(name: str) -> str:
+    r"""LaTeX for a symbol name: `W_hbm` -> `W_{\mathrm{hbm}}` (SymPy would bold the `bm`).
+
+    >>> print(latex_name("W_hbm"), latex_name("B"), latex_name("data"))
+    W_{\mathrm{hbm}} B \mathrm{data}
+    """
+    head, _, sub = name.partition("_")
+    base = head if len(head) == 1 else f"\\mathrm{{{head}}}"
+    return f"{base}_{{\\mathrm{{{sub}}}}}" if sub else base
+
+
+def latex_text(text: str) -> str:
+    r"""Text for LaTeX's text mode: an op such as `Send_{X: 0->3}` or `gelu_grad`.
+
+    >>> print(latex_text("Send_{X: 0->3}"))
+    Send\_\{X: 0$\to$3\}
+    """
+    for old, new in (("_", "\\_"), ("{", "\\{"), ("}", "\\}"), ("->", "$\\to$")):
+        text = text.replace(old, new)
+    return text
+
+
+def latex(expr) -> str:
+    """`sympy.latex` with every symbol named by `latex_name`."""
+    expr = as_expr(expr)
+    return sp.latex(expr, symbol_names={s: latex_name(s.name) for s in expr.free_symbols})
+
+
+def _header(r: Report) -> list[str]:
+    mesh = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.mesh)
+    dims = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.dims)
+    binds = " ".join(f"{k}={v:g}" for k, v in sorted(r.bindings.items()))
+    lines = [f"shardc report: {r.name}",
+             f"  chip: {r.hardware_name or 'none (hardware symbols stay symbolic)'}   "
+             f"model: {r.model}",
+             f"  mesh: {mesh or '(none)'}   dims: {dims or '(none)'}"]
+    if binds:
+        lines.append(f"  --set: {binds}")
+    return lines
+
+
+def _holds(h: bool | None) -> str:
+    return {True: "holds", False: "does not hold", None: "undecided"}[h]
+
+
+def render_text(r: Report) -> str:
+    r.evaluate()
+    out = _header(r)
+    out.append("")
+    out.append("summary (per device unless noted)")
+    for label, key, unit in SUMMARY:
+        expr = r.totals[key]
+        out.append(f"  {label:<18} {fmt_value(r.value(expr), unit):>10}   = {expr}")
+    if r.program.params or any(c.overlap for c in r.ops):
+        sched = r.scheduled_step()
+        for label, key in (("T_step (max)", "t_step_max_s"), ("T_step (sum)", "t_step_sum_s")):
+            out.append(f"  {label:<18} {fmt_value(r.value(r.totals[key]), 's'):>10}   "
+                       f"= {r.totals[key]}")
+        out.append(f"  {'T_step (schedule)':<18} {fmt_value(sched, 's'):>10}   "
+                   "(prefetched gathers and async reductions overlap compute)")
+    if "t_recompute_s" in r.totals:
+        expr = r.totals["t_recompute_s"]
+        out.append(f"  {'T_recompute':<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}   "
+                   f"(--remat {r.options.get('remat')}: forward ops run again, in T_math)")
+    per_level = [k for k in r.totals if k.startswith("t_comms_") and k not in (
+        "t_comms_s", "t_comms_critical_s")]
+    for key, expr in r.totals.items():
+        if key in per_level and len(per_level) > 1:
+            label = f"T_comms ({key[len('t_comms_'):-2]})"
+            out.append(f"  {label:<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}")
+    out.append(f"  {'bound':<18} {r.bound() or 'undecided (bind sizes and pick a chip)':>10}")
+    out.extend(_block_lines(r))
+    if r.memory is not None:
+        m = r.memory
+        out.append("")
+        out.append(f"memory per device, training step (optimizer {r.options.get('optimizer')}, "
+                   f"remat {r.options.get('remat')})")
+        for label, expr in (("parameters", m.parameters), ("gradients", m.gradients),
+                            ("optimizer state", m.optimizer), ("activations", m.activations),
+                            ("total", m.total)):
+            out.append(f"  {label:<18} {fmt_value(r.value(expr), 'B'):>10}   = {expr}")
+        if m.saved:
+            out.append(f"  kept for backward: {', '.join(m.saved)}")
+    topo = topology_lines(r)
+    if topo:
+        out.append("")
+        out.append("topology")
+        out.extend(f"  {line}" for line in topo)
+    if r.conditions:
+        out.append("")
+        out.append("conditions")
+        for c in r.conditions:
+            out.append(f"  {c.text}:")
+            out.append(f"    {c.relation}   [{_holds(r.holds(c.relation))}: "
+                       f"{fmt_value(r.value(c.relation.lhs), '')} vs "
+                       f"{fmt_value(r.value(c.relation.rhs), '')}]")
+    if r.decisions:
+        out.append("")
+        out.append("decisions")
+        for d in r.decisions:
+            out.append(f"  line {d.line}: {d.statement} (decided by {d.decided_by})")
+            for a in d.alternatives:
+                mark = "*" if a.chosen else " "
+                cond = (f"  ({a.condition})" if a.condition.startswith(("never", "always"))
+                        else f"  wins if {a.condition}" if a.condition else "")
+                out.append(f"    {mark} {a.description}{cond}")
+    out.append("")
+    out.append("ops")
+    runs = any(c.count != 1 for c in r.ops)  # a `repeat`: say how often each op runs
+    rows = [("#", "line", *(("runs",) if runs else ()), "op", "axes", "from -> to", "FLOPs/dev",
+             "bytes", "time", "bound", "crossover")]
+    for c in r.ops:
+        t = r.value(c.time)
+        bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
+        rows.append((str(c.index), str(c.line), *((str(c.count),) if runs else ()), c.op,
+                     format_axes(c.axes) if c.axes else "",
+                     f"{c.src} -> {c.dst}", fmt_value(r.value(c.flops_per_device), "flop"),
+                     fmt_value(r.value(bytes_), "B"), fmt_value(t, "s"),
+                     r.op_bound(c) or "-",
+                     fmt_value(r.value(c.crossover_bytes), "B")
+                     if c.crossover_bytes is not None else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                   .rstrip())
+    reasons = [(c.index, c.reason) for c in r.ops if c.reason and c.kind == "collective"]
+    if reasons:
+        out.append("")
+        out.append("why each collective")
+        for i, why in reasons:
+            c = next(c for c in r.ops if c.index == i)
+            tag = {"prefetch": " [off the critical path: prefetched]",
+                   "async": " [off the critical path: asynchronous]"}.get(c.overlap, "")
+            out.append(f"  #{i}: {why}{tag}")
+    for w in r.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out) + "\n"
+
+
+def topology_lines(r: Report) -> list[str]:
+    """One line per mesh axis: its link level, physical axes, ring or line, and why."""
+    topo = r.program.topology
+    if topo is None:
+        return []
+    lines = []
+    for link in topo.links:
+        if link.level == "ici":
+            phys = []
+            for p in link.physical:
+                pa = r.program.topology.phys(p)
+                shape = "ring" if pa.wrap and (pa.length is None or pa.length >= 3) else "line"
+                length = "?" if pa.length is None else str(pa.length)
+                extra = ", one neighbour" if pa.wrap and pa.length == 2 else ""
+                named = "" if link.physical == (link.axis,) else f"{p}: "
+                phys.append(f"{named}{shape} of {length} ({pa.why}{extra})")
+            stride = f", stride {link.stride}" if link.stride != 1 else ""
+            pa = topo.phys(link.physical[0]) if len(link.physical) == 1 else None
+            if (pa is not None and pa.wrap and pa.length is not None and link.size is not None
+                    and link.size * link.stride < pa.length):
+                stride += (f"; alone, its {link.size} chips are a segment of the ring: a line")
+            lines.append(f"{link.axis}: ICI " + "; ".join(phys) + stride)
+        elif link.level == "nvlink" and link.inner is not None:
+            lines.append(f"{link.axis}: NVLink inside a domain ({link.inner} devices), "
+                         "InfiniBand across domains")
+        else:
+            lines.append(f"{link.axis}: {link.level}")
+    return lines
+
+
+BLOCK_SUMMARY = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"),
+                 ("T_comms", "t_comms_s", "s"), ("T_compute", "t_compute_s", "s"),
+                 ("FLOPs/device", "flops_per_device", "flop"),
+                 ("comm bytes/device", "comm_bytes", "B"))
+
+
+def _block_lines(r: Report) -> list[str]:
+    """Each `repeat` block: its figures for one iteration (a layer) and for all of them."""
+    if not r.cost.blocks:
+        return []
+    out = ["", "repeat blocks (per iteration, all iterations; op times in the table are per run)"]
+    for b in r.cost.blocks:
+        n = r.value(b.count)
+        runs = f"{n:g} times" if n is not None else "times unknown"
+        out.append(f"  line {b.line}: repeat {b.text}   ({runs})")
+        for label, key, unit in BLOCK_SUMMARY:
+            per, tot = b.per_iteration[key], b.total[key]
+            out.append(f"    {label:<18} {fmt_value(r.value(per), unit):>10} "
+                       f"{fmt_value(r.value(tot), unit):>10}   = {per} per iteration")
+    return out
+
+
+def _md_escape(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+def render_markdown(r: Report) -> str:
+    r.evaluate()
+    out = [f"### shardc report: `{r.name}`", ""]
+    out.append(f"chip **{r.hardware_name or 'none'}**, model **{r.model}**, mesh "
+               + ", ".join(f"`{n}={s if s is not None else n}`" for n, s in r.program.mesh))
+    out.append("")
+    out.append("| quantity | value | formula |")
+    out.append("|---|---|---|")
+    for label, key, unit in SUMMARY:
+        expr = r.totals[key]
+        out.append(f"| {label} | {fmt_value(r.value(expr), unit)} | ${latex(expr)}$ |")
+    out.append(f"| bound | {r.bound() or 'undecided'} | |")
+    for b in r.cost.blocks:
+        out.append("")
+        out.append(f"`repeat {_md_escape(b.text)}` (line {b.line}):")
+        out.append("")
+        out.append("| quantity | per iteration | all iterations | per iteration |")
+        out.append("|---|---|---|---|")
+        for label, key, unit in BLOCK_SUMMARY:
+            per, tot = b.per_iteration[key], b.total[key]
+            out.append(f"| {label} | {fmt_value(r.value(per), unit)} | "
+                       f"{fmt_value(r.value(tot), unit)} | ${latex(per)}$ |")
+    if r.conditions:
+        out.append("")
+        for c in r.conditions:
+            out.append(f"- {c.text}: ${latex(c.relation)}$ ({_holds(r.holds(c.relation))})")
+    if r.decisions:
+        out.append("")
+        out.append("**decisions**")
+        out.append("")
+        for d in r.decisions:
+            out.append(f"- line {d.line} `{d.statement}` (decided by {d.decided_by})")
+            for a in d.alternatives:
+                cond = (f" ({a.condition})" if a.condition.startswith(("never", "always"))
+                        else f" — wins if `{a.condition}`" if a.condition else "")
+                out.append(f"  - {'**chosen**: ' if a.chosen else ''}{_md_escape(a.description)}"
+                           f"{cond}")
+    out.append("")
+    out.append("| # | line | op | axes | from → to | FLOPs/dev | bytes | time | bound | reason |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for c in r.ops:
+        t = r.value(c.time)
+        bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
+        out.append("| " + " | ".join([
+            str(c.index), str(c.line), c.op, format_axes(c.axes) if c.axes else "",
+            _md_escape(f"`{c.src}` → `{c.dst}`"), fmt_value(r.value(c.flops_per_device), "flop"),
+            fmt_value(r.value(bytes_), "B"), fmt_value(t, "s"), r.op_bound(c) or "-",
+            _md_escape(c.reason)]) + " |")
+    return "\n".join(out) + "\n"
+
+
+def render_latex(r: Report) -> str:
+    r.evaluate()
+    out = [f"% shardc report: {r.name} (chip {r.hardware_name or 'none'}, model {r.model})",
+           "\\begin{align*}"]
+    rows = []
+    for label, key, _ in SUMMARY:
+        rows.append(f"  \\text{{{label.replace('_', chr(92) + '_')}}} &= {latex(r.totals[key])}")
+    out.append(" \\\\\n".join(rows))
+    out.append("\\end{align*}")
+    if r.conditions:
+        out.append("\\begin{align*}")
+        out.append(" \\\\\n".join(f"  \\text{{{c.name}}}:\\ & {latex(c.relation)}"
+                                   for c in r.conditions))
+        out.append("\\end{align*}")
+    out.append("\\begin{tabular}{rllll}")
+    out.append("  \\# & op & axes & bytes & time \\\\ \\hline")
+    for c in r.ops:
+        bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
+        out.append(f"  {c.index} & {latex_text(c.op)} & {format_axes(c.axes) if c.axes else ''} & "
+                   f"${latex(bytes_)}$ & ${latex(c.time)}$ \\\\")
+    out.append("\\end{tabular}")
+    return "\n".join(out) + "\n"

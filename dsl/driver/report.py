@@ -1,0 +1,342 @@
+"""The cost report: SymPy formulas from `derive-cost`, evaluated against a chip and bindings.
+
+`Report.value(expr)` evaluates any expression; all report numbers are computed at once through
+one `sympy.lambdify` call. Printers live in `shardc.driver.printers`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import sympy as sp
+
+from shardc.driver.printers import latex
+from shardc.passes.derive_cost import ProgramCost
+from shardc.passes.symbols import as_expr, hardware_values, size_symbol
+
+if TYPE_CHECKING:
+    from shardc.hardware import Chip
+    from shardc.passes.memory import Memory
+
+SCHEMA = "shardc.report/1"
+OP_FIELDS = (("flops", "flops"), ("flops_per_device", "flops_per_device"),
+             ("hbm_bytes", "hbm_bytes"), ("bytes", "comm_bytes"), ("time_s", "time"),
+             ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"))
+TOTAL_FIELDS = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
+                "t_comms_s", "t_lower_s", "t_upper_s")
+
+
+@dataclass
+class Report:
+    """Costs of one compiled program; formulas are SymPy, numbers come from `value`."""
+
+    cost: ProgramCost
+    chip: Chip | None
+    bindings: dict[str, float]
+    warnings: list[str] = field(default_factory=list)
+    memory: Memory | None = None
+    """The training step's memory (parameters, gradients, optimizer, activations), if any."""
+    options: dict[str, str] = field(default_factory=dict)
+    _cache: dict[sp.Expr, float | None] = field(default_factory=dict, repr=False)
+
+    # ---- accessors ---------------------------------------------------------------------------
+    @property
+    def program(self):
+        return self.cost.program
+
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+    @property
+    def model(self) -> str:
+        return self.cost.model
+
+    @property
+    def ops(self):
+        return self.cost.ops
+
+    @property
+    def totals(self) -> dict[str, sp.Expr]:
+        return self.cost.totals
+
+    @property
+    def conditions(self):
+        return self.cost.conditions
+
+    @property
+    def decisions(self):
+        return self.program.decisions
+
+    @property
+    def hardware_name(self) -> str | None:
+        return self.chip.name if self.chip is not None else None
+
+    # ---- evaluation --------------------------------------------------------------------------
+    def environment(self) -> dict[sp.Symbol, float]:
+        """Numbers for every bound symbol: sizes, chip figures, then --set overrides."""
+        env: dict[sp.Symbol, float] = {}
+        for name, size in (*self.program.dims, *self.program.mesh):
+            if size is not None:
+                env[size_symbol(name)] = float(size)
+        syms = self.cost.symbols
+        dtypes = {"bf16", "f32", "f16", "fp8", "int8", "int4"}
+        if self.chip is not None:
+            env.update(hardware_values(self.chip, syms))
+        hw_by_name = {s.name: s for s in syms.all_for(dtypes)}
+        for name, value in self.bindings.items():
+            sym = hw_by_name.get(name, size_symbol(name))
+            env[sym] = float(value)
+        return env
+
+    def _evaluate_all(self, exprs: list[sp.Expr]) -> None:
+        env = self.environment()
+        todo = [e for e in dict.fromkeys(exprs) if e not in self._cache]
+        ready = [e for e in todo if e.free_symbols <= env.keys()]
+        for e in todo:
+            if e not in ready:
+                self._cache[e] = None
+        if not ready:
+            return
+        args = sorted({s for e in ready for s in e.free_symbols}, key=lambda s: s.name)
+        fn = sp.lambdify(args, ready, modules="math")
+        values = fn(*[env[a] for a in args])
+        for e, v in zip(ready, values, strict=True):
+            self._cache[e] = _finite(v)
+
+    def value(self, expr: sp.Expr | str | float | int, **overrides: float) -> float | None:
+        """Evaluate an expression (or a total's name such as "t_math_s") with the bindings.
+
+        Returns None when a symbol has no value (no chip, or a size left symbolic).
+        """
+        if isinstance(expr, str):
+            expr = self.totals[expr] if expr in self.totals else self.parse(expr)
+        expr = as_expr(expr)
+        if overrides:
+            env = self.environment()
+            syms = self.cost.symbols
+            by_name = {s.name: s for s in syms.all_for(
+                {"bf16", "f32", "f16", "fp8", "int8", "int4"})}
+            by_name.update({s.name: s for s in env})
+            for k, v in overrides.items():
+                env[by_name.get(k, size_symbol(k))] = float(v)
+            if not expr.free_symbols <= env.keys():
+                return None
+            return _finite(sp.lambdify(sorted(expr.free_symbols, key=lambda s: s.name), expr,
+                                       modules="math")(*[env[s] for s in sorted(
+                                           expr.free_symbols, key=lambda s: s.name)]))
+        if expr not in self._cache:
+            self._evaluate_all([expr])
+        return self._cache[expr]
+
+    def parse(self, text: str) -> sp.Expr:
+        """Parse a formula over this program's names (`N`, `S`, `E` stay sizes, not SymPy's):
+        hardware names are the chip's symbols, any other name a size. The grammar is
+        `grammar/expr.lark`; raises `shardc.driver.user_expr.ExprError`."""
+        from shardc.driver.user_expr import formula
+
+        return formula(text, self.symbol)
+
+    def symbol(self, name: str) -> sp.Symbol:
+        """The symbol a name stands for in this report: a hardware figure, else a size."""
+        hw = {s.name: s for s in self.cost.symbols.all_for(
+            {"bf16", "f32", "f16", "fp8", "int8", "int4"})}
+        return hw.get(name, size_symbol(name))
+
+    def all_expressions(self) -> list[sp.Expr]:
+        out: list[sp.Expr] = []
+        for c in self.ops:
+            out.extend(getattr(c, f) for _, f in OP_FIELDS)
+            out.extend((c.t_bandwidth, c.t_latency))
+        out.extend(self.totals.values())
+        for a in self.cost.arrays:
+            out.extend((a.bytes_per_device, a.bytes_total, a.count))
+        for cond in self.conditions:
+            out.extend((cond.relation.lhs, cond.relation.rhs))
+        if self.memory is not None:
+            m = self.memory
+            out.extend((m.parameters, m.gradients, m.optimizer, m.activations, m.total))
+        for c in self.ops:
+            out.extend(x for _, x in c.levels)
+            out.append(c.count)
+            if c.crossover_bytes is not None:
+                out.append(c.crossover_bytes)
+        for b in self.cost.blocks:
+            out.append(b.count)
+            out.extend(b.per_iteration.values())
+            out.extend(b.total.values())
+        return [as_expr(e) for e in out]
+
+    def evaluate(self) -> Report:
+        """Compute every number of the report at once (one lambdify)."""
+        self._evaluate_all(self.all_expressions())
+        return self
+
+    def holds(self, rel) -> bool | None:
+        lhs, rhs = self.value(rel.lhs), self.value(rel.rhs)
+        if lhs is None or rhs is None:
+            return None
+        return bool(lhs > rhs) if isinstance(rel, sp.StrictGreaterThan) else bool(
+            rel.subs({rel.lhs: lhs, rel.rhs: rhs}))
+
+    def bound(self) -> str | None:
+        vals = {k: self.value(self.totals[f]) for k, f in (
+            ("compute", "t_math_s"), ("hbm", "t_hbm_s"), ("comms", "t_comms_s"))}
+        if any(v is None for v in vals.values()):
+            return None
+        return max(vals, key=lambda k: (vals[k], k == "compute"))  # type: ignore[arg-type]
+
+    def step_durations(self) -> dict[int, float] | None:
+        """Each op's time over the step (all its runs; twice for an op the backward pass
+        recomputes under --remat), by op index; None unless every op has a number."""
+        durations: dict[int, float] = {}
+        for c in self.ops:
+            v = self.value(c.time * c.count)
+            if v is None:
+                return None
+            durations[c.index] = v * (2 if c.index in self.cost.recomputed else 1)
+        return durations
+
+    def scheduled_step(self) -> float | None:
+        """T_step of the list schedule (passes/schedule.py); None unless every op has a number."""
+        from shardc.passes.schedule import schedule
+
+        durations = self.step_durations()
+        return None if durations is None else schedule(self.program, durations)
+
+    def op_bound(self, c) -> str | None:
+        if c.kind == "collective":
+            bw, lat = self.value(c.t_bandwidth), self.value(c.t_latency)
+            if bw is None or lat is None:
+                return None
+            return "latency" if lat > bw else "bandwidth"
+        m, h = self.value(c.t_math), self.value(c.t_hbm)
+        if m is None or h is None or (m == 0 and h == 0):
+            return None
+        return "compute" if m >= h else "hbm"
+
+    # ---- output ------------------------------------------------------------------------------
+    def q(self, expr) -> dict[str, Any]:
+        expr = as_expr(expr)
+        return {"expr": str(expr), "latex": latex(expr), "value": self.value(expr)}
+
+    def to_dict(self) -> dict[str, Any]:
+        self.evaluate()
+        mesh = self.program.mesh_axes
+        return {
+            "schema": SCHEMA,
+            "program": self.name,
+            "hardware": self.hardware_name,
+            "model": self.model,
+            "mesh": {n: (s if s is not None else n) for n, s in self.program.mesh},
+            "dims": {n: (s if s is not None else n) for n, s in self.program.dims},
+            "bindings": dict(sorted(self.bindings.items())),
+            "arrays": [{"name": a.name, "dtype": a.dtype, "layout": a.layout,
+                        "bytes_per_device": self.q(a.bytes_per_device),
+                        "bytes_total": self.q(a.bytes_total), "instances": self.q(a.count)}
+                       for a in self.cost.arrays],
+            "ops": [{"id": c.index, "line": c.line, "kind": c.kind, "op": c.op,
+                     "axes": list(c.axes), "array": c.array, "from": c.src, "to": c.dst,
+                     "reason": c.reason, **{k: self.q(getattr(c, f)) for k, f in OP_FIELDS},
+                     "regime": self.op_bound(c) if c.kind == "collective" else None,
+                     "crossover_bytes": (self.q(c.crossover_bytes)
+                                         if c.crossover_bytes is not None else None),
+                     "levels": {lv: self.q(x) for lv, x in c.levels},
+                     "bound": self.op_bound(c) if c.kind != "collective" else None,
+                     "critical_path": (not c.overlap) if c.kind == "collective" else None,
+                     "overlap": c.overlap or None,
+                     "runs": self.q(c.count), "repeat_lines": list(c.times)}
+                    for c in self.ops],
+            "repeats": [{"line": b.line, "count": b.text, "runs": self.q(b.count),
+                         "per_iteration": {k: self.q(v) for k, v in b.per_iteration.items()},
+                         "total": {k: self.q(v) for k, v in b.total.items()}}
+                        for b in self.cost.blocks],
+            "totals": {**{k: self.q(self.totals[k]) for k in TOTAL_FIELDS},
+                       "memory_per_device_bytes": self.q(self.totals["memory_per_device_bytes"]),
+                       "t_step_s": {"max": self.q(self.totals["t_step_max_s"]),
+                                    "sum": self.q(self.totals["t_step_sum_s"]),
+                                    "scheduled": {"expr": "list schedule of the op graph",
+                                                  "latex": "", "value": self.scheduled_step()}},
+                       "t_comms_by_level_s": {k[len("t_comms_"):-2]: self.q(v)
+                                              for k, v in self.totals.items()
+                                              if k.startswith("t_comms_") and k != "t_comms_s"},
+                       "recompute": ({"t_recompute_s": self.q(self.totals["t_recompute_s"]),
+                                      "flops_per_device": self.q(
+                                          self.totals["recompute_flops_per_device"])}
+                                     if "t_recompute_s" in self.totals else None),
+                       "bound": self.bound()},
+            "topology": self.topology_dict(),
+            "memory": None if self.memory is None else {
+                "parameters": self.q(self.memory.parameters),
+                "gradients": self.q(self.memory.gradients),
+                "optimizer": self.q(self.memory.optimizer),
+                "activations": self.q(self.memory.activations),
+                "total": self.q(self.memory.total),
+                "saved_activations": list(self.memory.saved),
+                **self.options},
+            "conditions": [{"name": c.name, "text": f"{c.text}: {c.relation}",
+                            "expr": str(c.relation), "latex": latex(c.relation),
+                            "holds": self.holds(c.relation)} for c in self.conditions],
+            "decisions": [{"line": d.line, "statement": d.statement, "decided_by": d.decided_by,
+                           "alternatives": [{"description": a.description, "cost": a.cost,
+                                             "chosen": a.chosen, "condition": a.condition}
+                                            for a in d.alternatives]}
+                          for d in self.decisions],
+            "warnings": list(self.warnings),
+            "_mesh_order": list(mesh),
+        }
+
+    def topology_dict(self) -> list[dict[str, Any]]:
+        topo = self.program.topology
+        if topo is None:
+            return []
+        out = []
+        for link in topo.links:
+            entry: dict[str, Any] = {"axis": link.axis, "level": link.level}
+            if link.level == "ici":
+                entry["physical"] = [{"name": p, "length": topo.phys(p).length,
+                                      "wrap": topo.phys(p).wrap, "why": topo.phys(p).why}
+                                     for p in link.physical]
+                if link.stride != 1:
+                    entry["stride"] = link.stride
+            if link.inner is not None:
+                entry["nvlink_part"] = link.inner
+            out.append(entry)
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        d = self.to_dict()
+        d.pop("_mesh_order")
+        return json.dumps(d, indent=indent)
+
+    def to_text(self) -> str:
+        from shardc.driver.printers import render_text
+
+        return render_text(self)
+
+    def to_markdown(self) -> str:
+        from shardc.driver.printers import render_markdown
+
+        return render_markdown(self)
+
+    def to_latex(self) -> str:
+        from shardc.driver.printers import render_latex
+
+        return render_latex(self)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _finite(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None

@@ -1,0 +1,104 @@
+"""Named-axis layouts: which mesh axes shard which dimension, and which axes hold partial sums.
+
+`A[I_XY, J]{U_Z}` is `Layout((DimSharding("I", ("X", "Y")), DimSharding("J")), unreduced={"Z"})`.
+The axes of one dimension are ordered major first: I_XY splits I into X blocks, each into Y.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shardc.lang.source import NO_SPAN, Span
+
+
+@dataclass(frozen=True, slots=True)
+class DimSharding:
+    """One dimension of an array and the mesh axes sharding it, major first."""
+
+    dim: str
+    axes: tuple[str, ...] = ()
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+def format_axes(axes: tuple[str, ...] | list[str]) -> str:
+    """`X` / `XY` for one-letter axes, `{data,model}` otherwise.
+
+    >>> format_axes(("X", "Y")), format_axes(("data",)), format_axes(("data", "model"))
+    ('XY', 'data', '{data,model}')
+    """
+    axes = tuple(axes)
+    if len(axes) == 1:
+        return axes[0]
+    if all(len(a) == 1 for a in axes):
+        return "".join(axes)
+    return "{" + ",".join(axes) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The sharding of every dimension of an array, plus its unreduced (partial-sum) axes."""
+
+    dims: tuple[DimSharding, ...]
+    unreduced: frozenset[str] = frozenset()
+
+    @staticmethod
+    def of(spec: dict[str, tuple[str, ...]] | list[tuple[str, tuple[str, ...]]],
+           unreduced: frozenset[str] | set[str] = frozenset()) -> Layout:
+        items = spec.items() if isinstance(spec, dict) else spec
+        return Layout(tuple(DimSharding(d, tuple(a)) for d, a in items), frozenset(unreduced))
+
+    @property
+    def dim_names(self) -> tuple[str, ...]:
+        return tuple(d.dim for d in self.dims)
+
+    def axes_of(self, dim: str) -> tuple[str, ...]:
+        for d in self.dims:
+            if d.dim == dim:
+                return d.axes
+        raise KeyError(dim)
+
+    def dim_of_axis(self, axis: str) -> str | None:
+        for d in self.dims:
+            if axis in d.axes:
+                return d.dim
+        return None
+
+    @property
+    def sharding_axes(self) -> tuple[str, ...]:
+        return tuple(a for d in self.dims for a in d.axes)
+
+    @property
+    def used_axes(self) -> frozenset[str]:
+        """Axes that shard a dimension or hold partial sums."""
+        return frozenset(self.sharding_axes) | self.unreduced
+
+    def with_axes(self, dim: str, axes: tuple[str, ...]) -> Layout:
+        return Layout(
+            tuple(DimSharding(d.dim, axes if d.dim == dim else d.axes) for d in self.dims),
+            self.unreduced,
+        )
+
+    def with_unreduced(self, unreduced: frozenset[str] | set[str]) -> Layout:
+        return Layout(self.dims, frozenset(unreduced))
+
+    def stripped(self) -> Layout:
+        """The same layout with spans dropped (for hashing/equality in planners)."""
+        return Layout(tuple(DimSharding(d.dim, d.axes) for d in self.dims), self.unreduced)
+
+    def reordered(self, dims: tuple[str, ...]) -> Layout:
+        by = {d.dim: d for d in self.dims}
+        return Layout(tuple(DimSharding(n, by[n].axes) for n in dims), self.unreduced)
+
+    def format(self, name: str = "", mesh_order: tuple[str, ...] = ()) -> str:
+        """`A[I_X, J]{U_Y}`.
+
+        >>> Layout.of({"I": ("X",), "J": ()}, {"Y"}).format("A")
+        'A[I_X, J]{U_Y}'
+        """
+        inner = ", ".join(d.dim + (f"_{format_axes(d.axes)}" if d.axes else "") for d in self.dims)
+        text = f"{name}[{inner}]"
+        if self.unreduced:
+            order = {a: i for i, a in enumerate(mesh_order)}
+            axes = sorted(self.unreduced, key=lambda a: (order.get(a, len(order)), a))
+            text += "{U_" + format_axes(axes) + "}"
+        return text

@@ -1,0 +1,258 @@
+"""Model cards: the architecture of a named model (LLaMA 3 70B, DeepSeek-V3, ...) as TOML data.
+
+Shipped cards are `dsl/tools/models/cards/*.toml`, found with importlib.resources so that a wheel
+install works; a path to a TOML of the same form loads a card of one's own. Programs generated
+from a card are in `shardc.tools.models.programs`; the numbers derived from their compiled reports
+(parameters, FLOPs per token, KV cache) in `shardc.tools.models.counts`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from shardc.lang.numeric import MAX_INTEGER
+
+__all__ = ["MLA", "ModelCard", "ModelError", "MoE", "Reference", "available", "load"]
+
+
+class ModelError(Exception):
+    """A card that cannot be loaded: unknown name, unreadable or invalid TOML, a bad field."""
+
+
+@dataclass(frozen=True, slots=True)
+class MoE:
+    """A mixture of experts: `n_experts` routed experts of which each token uses `n_active`,
+    plus `n_shared` experts every token uses; the first `first_dense_layers` layers are dense."""
+
+    n_experts: int
+    n_active: int
+    n_shared: int
+    d_ff_expert: int
+    first_dense_layers: int
+
+
+@dataclass(frozen=True, slots=True)
+class MLA:
+    """Multi-head latent attention's sizes (DeepSeek); see the card for what is approximated."""
+
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A figure a seed states (`params`, `active_params`, ...) and where it says it."""
+
+    quantity: str
+    value: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCard:
+    """One model's architecture and training setup, in the book's letters (000 part 5 table):
+    L = n_layers, D = d_model, F = d_ff, N = n_heads, K = n_kv_heads, H = d_head, V = vocab."""
+
+    name: str
+    display_name: str
+    n_layers: int
+    d_model: int
+    d_ff: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    vocab: int
+    mlp: str  # "gated" (three matrices) or "plain" (two)
+    activation: str
+    tied_embeddings: bool
+    seq_len: int
+    path: str
+    batch_tokens: int | None = None
+    tokens: float | None = None
+    moe: MoE | None = None
+    mla: MLA | None = None
+    aliases: tuple[str, ...] = ()
+    reference: tuple[Reference, ...] = ()
+
+    @property
+    def groups(self) -> int:
+        """G: query heads per KV head (N = K * G)."""
+        return self.n_heads // self.n_kv_heads
+
+    def reference_value(self, quantity: str) -> Reference | None:
+        return next((r for r in self.reference if r.quantity == quantity), None)
+
+
+_ARCH = {"n_layers": int, "d_model": int, "d_ff": int, "n_heads": int, "n_kv_heads": int,
+         "d_head": int, "vocab": int, "mlp": str, "activation": str, "tied_embeddings": bool}
+_MOE = {"n_experts": int, "n_active": int, "n_shared": int, "d_ff_expert": int,
+        "first_dense_layers": int}
+_MLA = {"q_lora_rank": int, "kv_lora_rank": int, "qk_nope_head_dim": int,
+        "qk_rope_head_dim": int, "v_head_dim": int}
+_TRAINING = {"seq_len": int, "batch_tokens": int, "tokens": float}
+_TOP = {"name", "display_name", "aliases", "architecture", "moe", "mla", "training", "reference"}
+_ACTIVATIONS = ("silu", "gelu", "relu")
+
+
+def available() -> list[str]:
+    """The names of the shipped cards, sorted.
+
+    >>> "llama3-70b" in available()
+    True
+    """
+    return sorted(_shipped())
+
+
+def load(name_or_path: str) -> ModelCard:
+    """A shipped card by name or alias (`llama3-70b`), or a card TOML by path.
+
+    >>> load("llama3-70b").d_ff
+    28672
+    """
+    shipped = _shipped()
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        from shardc.driver.files import CliIOError, read_text
+        from shardc.lang.limits import MAX_CONFIG_BYTES
+
+        try:
+            text = read_text(name_or_path, what="model card", limit=MAX_CONFIG_BYTES)
+        except CliIOError as exc:
+            raise ModelError(str(exc)) from None
+        return _build(text, str(Path(name_or_path)))
+    key = name_or_path.strip().lower()
+    if key not in shipped:
+        for stem, res in shipped.items():
+            if key in (a.lower() for a in _aliases(res.read_text(encoding="utf-8"))):
+                key = stem
+                break
+    if key not in shipped:
+        close = difflib.get_close_matches(key, list(shipped), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ModelError(f"unknown model {name_or_path!r}{hint} (known: "
+                         f"{', '.join(sorted(shipped))})")
+    res = shipped[key]
+    return _build(res.read_text(encoding="utf-8"), f"dsl/tools/models/cards/{key}.toml")
+
+
+def _shipped() -> dict[str, Any]:
+    root = files("shardc.tools.models") / "cards"
+    return {r.name[:-len(".toml")]: r for r in root.iterdir() if r.name.endswith(".toml")}
+
+
+def _aliases(text: str) -> list[str]:
+    try:
+        return [str(a) for a in tomllib.loads(text).get("aliases", [])]
+    except tomllib.TOMLDecodeError:
+        return []
+
+
+def _build(text: str, path: str) -> ModelCard:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ModelError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ModelError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+    unknown = set(doc) - _TOP
+    if unknown:
+        raise ModelError(f"{path}: unknown key {sorted(unknown)[0]!r} (expected "
+                         f"{', '.join(sorted(_TOP))})")
+    for key in ("name", "architecture", "training"):
+        if key not in doc:
+            raise ModelError(f"{path}: missing {key!r}")
+    arch = _table(doc, "architecture", _ARCH, path, required=tuple(_ARCH))
+    training = _table(doc, "training", _TRAINING, path, required=("seq_len",))
+    moe = MoE(**_table(doc, "moe", _MOE, path, required=tuple(_MOE))) if "moe" in doc else None
+    mla = MLA(**_table(doc, "mla", _MLA, path, required=tuple(_MLA))) if "mla" in doc else None
+    card = ModelCard(
+        name=str(doc["name"]), display_name=str(doc.get("display_name", doc["name"])),
+        **arch, seq_len=training["seq_len"], batch_tokens=training.get("batch_tokens"),
+        tokens=training.get("tokens"), moe=moe, mla=mla, path=path,
+        aliases=tuple(str(a) for a in doc.get("aliases", [])),
+        reference=_references(doc.get("reference", {}), path))
+    _check(card, path)
+    return card
+
+
+def _table(doc: dict[str, Any], name: str, spec: dict[str, type], path: str,
+           required: tuple[str, ...]) -> dict[str, Any]:
+    table = doc.get(name, {})
+    if not isinstance(table, dict):
+        raise ModelError(f"{path}: [{name}] must be a table")
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in spec:
+            close = difflib.get_close_matches(key, list(spec), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ModelError(f"{path}: [{name}] has an unknown key {key!r}{hint}")
+        kind = spec[key]
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            if not _finite(value):
+                raise ModelError(f"{path}: [{name}] {key} must be a finite number")
+            value = float(value)
+        elif kind is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ModelError(f"{path}: [{name}] {key} = {value!r} is not a {kind.__name__}")
+        if kind is int and value > MAX_INTEGER:
+            raise ModelError(f"{path}: [{name}] {key} = {value!r} is larger than the limit "
+                             "2**63 - 1")
+        if kind in (int, float) and value <= 0 and key != "first_dense_layers":
+            raise ModelError(f"{path}: [{name}] {key} = {value!r} must be positive")
+        out[key] = value
+    for key in required:
+        if key not in out:
+            raise ModelError(f"{path}: [{name}] is missing {key!r}")
+    return out
+
+
+def _finite(value: float) -> bool:
+    """A finite float: not inf or nan, and (for a TOML integer) small enough to convert."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _references(table: Any, path: str) -> tuple[Reference, ...]:
+    if not isinstance(table, dict):
+        raise ModelError(f"{path}: [reference] must be a table")
+    out = []
+    for quantity, entry in table.items():
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if (not isinstance(value, int | float) or isinstance(value, bool)
+                or not _finite(value) or value <= 0):
+            raise ModelError(f"{path}: [reference] {quantity} needs a positive, finite "
+                             "numeric 'value'")
+        out.append(Reference(quantity, float(entry["value"]), str(entry.get("source", ""))))
+    return tuple(out)
+
+
+def _check(card: ModelCard, path: str) -> None:
+    if card.mlp not in ("gated", "plain"):
+        raise ModelError(f"{path}: [architecture] mlp = {card.mlp!r}: expected 'gated' "
+                         "(three matrices) or 'plain' (two)")
+    if card.activation not in _ACTIVATIONS:
+        raise ModelError(f"{path}: [architecture] activation = {card.activation!r}: expected "
+                         f"one of {', '.join(_ACTIVATIONS)}")
+    if card.n_heads % card.n_kv_heads:
+        raise ModelError(f"{path}: n_heads = {card.n_heads} is not a multiple of n_kv_heads = "
+                         f"{card.n_kv_heads} (grouped-query attention shares each KV head "
+                         "among n_heads / n_kv_heads query heads)")
+    if card.moe is not None:
+        m = card.moe
+        if m.n_active > m.n_experts:
+            raise ModelError(f"{path}: [moe] n_active = {m.n_active} exceeds n_experts = "
+                             f"{m.n_experts}")
+        if m.first_dense_layers >= card.n_layers:
+            raise ModelError(f"{path}: [moe] first_dense_layers = {m.first_dense_layers} leaves "
+                             f"no MoE layer of {card.n_layers}")

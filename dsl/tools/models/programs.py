@@ -1,0 +1,429 @@
+"""`.shard` programs generated from a model card: one transformer layer with its backward pass,
+and the embedding / unembedding, sharded by a `Layout` (which mesh axis shards what).
+
+The layer is the book's (000 part 3 "Transformer math"): grouped-query attention with separate
+K (KV heads) and G (query heads per KV head) dims, Q/K/V/O projections and the two dot products
+over the sequence, then the gated MLP's three matrices (000 part 4: "W_in1, W_in2, W_out").
+Norms, residual additions, rotary embeddings and the softmax's normalisation are left out (they
+are elementwise, O(BTD) or O(BTSN) next to the matmuls). A MoE layer (DeepSeek) is the attention
+and the shared experts, with the routed experts in a program of their own run on the dispatched
+tokens (E experts x C tokens each, C = B*T*k/E with balanced routing); the dispatch and combine
+permutations are not modelled.
+
+Sharding follows 000 part 4's table: data axes shard the batch (and the sequence when the batch
+has too few sequences, 000 part 5's "FSDP over both the batch and sequence axes"), FSDP shards
+every weight over the data axes too, tensor axes shard d_ff, the heads, the vocabulary and the
+residual stream's d_model (`In[B_X, D_Y]`), pod axes (DCN) shard only the batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from shardc.tools.models import ModelCard
+
+Role = str  # "data" | "seq" | "tp" | "pod"
+
+
+class ShardingError(Exception):
+    """A layout that cannot shard a model: a size not divisible by the axes put on it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """A mesh axis: `role` says what it shards; `link` is written after its size (`@ici(x)`).
+
+    Roles: `data` shards the batch (or, where the batch has too few sequences, the sequence),
+    `seq` the sequence, `tp` the model (tensor parallelism), `pod` the batch across pods over
+    DCN with the weights replicated there (000 part 4 "Scaling Between Pods")."""
+
+    name: str
+    size: int | None
+    role: Role
+    link: str = ""
+
+    def text(self) -> str:
+        size = "" if self.size is None else f"={self.size}"
+        return f"{self.name}{size}{' ' + self.link if self.link else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A parallelism strategy as mesh axes with roles; `fsdp` shards the weights (and so their
+    gradients and optimizer state) over the data axes (000 part 4 "FSDP")."""
+
+    strategy: str
+    axes: tuple[Axis, ...] = ()
+    fsdp: bool = False
+
+    def of(self, *roles: Role) -> tuple[Axis, ...]:
+        return tuple(a for a in self.axes if a.role in roles)
+
+    def degree(self, *roles: Role) -> int:
+        n = 1
+        for a in self.of(*roles):
+            n *= a.size or 1
+        return n
+
+    def mesh_text(self) -> str:
+        return ", ".join(a.text() for a in self.axes)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One generated program and how many times the model runs it per step."""
+
+    name: str  # "layer", "moe-layer", "experts" or "head"
+    count: int
+    text: str
+    groups: dict[str, str] = field(default_factory=dict)
+    """Parameter name -> what it belongs to: attention, mlp, router, experts, embeddings."""
+    kv: tuple[str, ...] = ()
+    """The arrays a KV cache keeps for each token (Kc, Vc; MLA: the latent and rotary key)."""
+    notes: tuple[str, ...] = ()
+    """What the sharding had to decide that the layout did not say (a data axis on T)."""
+
+
+def parts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None = None
+          ) -> list[Part]:
+    """Every program of one training step of `batch` sequences of `seq` tokens."""
+    moe = card.moe
+    out = []
+    dense = card.n_layers if moe is None else moe.first_dense_layers
+    if dense:
+        out.append(layer(card, layout, batch, seq, hw, part="layer", count=dense))
+    if moe is not None:
+        n = card.n_layers - moe.first_dense_layers
+        out.append(layer(card, layout, batch, seq, hw, part="moe-layer", count=n))
+        out.append(experts(card, layout, batch, seq, hw, count=n))
+    out.append(head(card, layout, batch, seq, hw))
+    return out
+
+
+def part(card: ModelCard, layout: Layout, batch: int, seq: int, name: str,
+         hw: str | None = None) -> Part:
+    for p in parts(card, layout, batch, seq, hw):
+        if p.name == name:
+            return p
+    names = ", ".join(p.name for p in parts(card, layout, batch, seq, hw))
+    raise ShardingError(f"{card.name} has no part {name!r} (it has {names})")
+
+
+# ---- the programs ----------------------------------------------------------------------------
+
+def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
+          part: str = "layer", count: int = 1) -> Part:
+    """One transformer layer (attention, then the MLP) with `backward`."""
+    s = _Sharding(card, layout, batch, seq)
+    moe = card.moe if part == "moe-layer" else None
+    d_ff = moe.n_shared * moe.d_ff_expert if moe is not None else card.d_ff
+    dims = {"B": batch, "T": seq, "S": seq, "D": card.d_model, "F": d_ff}
+    s.check("F", d_ff, s.tp, "d_ff")
+    w = _Weights(s)
+    lines: list[str] = []
+    a = s.act  # activation subscripts
+    lines.append(f"In: bf16[{a('B', 'T', 'D', d_tp=True)}]"
+                 "   # the residual stream entering the layer")
+    lines.append(f"Kin: bf16[{a('B', 'S', 'D', d_tp=True)}]"
+                 "  # the same stream, its sequence axis named S for the keys and values")
+    if card.mla is None:
+        kv, groups = _gqa(card, s, w, dims, lines)
+    else:
+        kv, groups = _mla(card, s, w, dims, lines)
+    if moe is not None:
+        dims["E"] = moe.n_experts
+        s.check("E", moe.n_experts, (), "n_experts")
+        w.lines.append(w.param("W_R", ("D", card.d_model), ("E", moe.n_experts)))
+        lines.append(f"Router = A[{a('B', 'T', 'D')}] ·_D W_R"
+                     "   # routing logits (not on the path to Out, so no gradient)")
+        groups["W_R"] = "router"
+    groups.update(_mlp(card, s, w, "F", d_ff, lines, shared=moe is not None))
+    header = _header(card, layout, s, dims, hw,
+                     f"one {'MoE ' if moe else ''}transformer layer"
+                     + (" (attention and the shared experts)" if moe else ""))
+    body = w.lines + lines + ["backward"]
+    return Part(part, count, "\n".join(header + body) + "\n", groups, kv, tuple(s.notes))
+
+
+def _gqa(card: ModelCard, s: _Sharding, w: _Weights, dims: dict[str, int],
+         lines: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    k, g, h = card.n_kv_heads, card.groups, card.d_head
+    dims.update({"K": k, "G": g, "H": h})
+    a = s.act
+    w.lines.append(w.param("W_Q", ("D", card.d_model), ("K", k), ("G", g), ("H", h)))
+    w.lines.append(w.param("W_K", ("D", card.d_model), ("K", k), ("H", h)))
+    w.lines.append(w.param("W_V", ("D", card.d_model), ("K", k), ("H", h)))
+    w.lines.append(w.param("W_O", ("K", k), ("G", g), ("H", h), ("D", card.d_model)))
+    q, kv = a("B", "T", "K", "G", "H"), a("B", "S", "K", "H")
+    lines += [
+        f"Q[{q}] = In[{a('B', 'T', 'D')}] ·_D W_Q",
+        f"Kc[{kv}] = Kin[{a('B', 'S', 'D')}] ·_D W_K",
+        f"Vc[{kv}] = Kin[{a('B', 'S', 'D')}] ·_D W_V",
+        f"Sc[{a('B', 'T', 'S', 'K', 'G', whole=('S',))}] = Q ·_H Kc   # Q.K over the head dim, per query group",
+        "Pr = exp(Sc)   # softmax; its normalisation is left out",
+        f"Att[{q}] = Pr ·_S Vc",
+        f"A[{a('B', 'T', 'D', d_tp=True)}] = Att ·_{{K,G,H}} W_O",
+    ]
+    return ("Kc", "Vc"), {n: "attention" for n in ("W_Q", "W_K", "W_V", "W_O")}
+
+
+def _mla(card: ModelCard, s: _Sharding, w: _Weights, dims: dict[str, int],
+         lines: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    m = card.mla
+    assert m is not None
+    n = card.n_heads
+    dims.update({"N": n, "HN": m.qk_nope_head_dim, "HR": m.qk_rope_head_dim,
+                 "HV": m.v_head_dim, "RQ": m.q_lora_rank, "RKV": m.kv_lora_rank})
+    D = ("D", card.d_model)
+    specs = {"W_DQ": (D, ("RQ", m.q_lora_rank)),
+             "W_UQ": (("RQ", m.q_lora_rank), ("N", n), ("HN", m.qk_nope_head_dim)),
+             "W_QR": (("RQ", m.q_lora_rank), ("N", n), ("HR", m.qk_rope_head_dim)),
+             "W_DKV": (D, ("RKV", m.kv_lora_rank)),
+             "W_KR": (D, ("HR", m.qk_rope_head_dim)),
+             "W_UK": (("RKV", m.kv_lora_rank), ("N", n), ("HN", m.qk_nope_head_dim)),
+             "W_UV": (("RKV", m.kv_lora_rank), ("N", n), ("HV", m.v_head_dim)),
+             "W_O": (("N", n), ("HV", m.v_head_dim), D)}
+    for name, spec in specs.items():
+        w.lines.append(w.param(name, *spec))
+    a = s.act
+    lines += [
+        f"Cq[{a('B', 'T', 'RQ')}] = In[{a('B', 'T', 'D')}] ·_D W_DQ   # query latent",
+        f"Qn[{a('B', 'T', 'N', 'HN')}] = Cq ·_RQ W_UQ",
+        f"Qr[{a('B', 'T', 'N', 'HR')}] = Cq ·_RQ W_QR   # rotary part of the query",
+        f"Ckv[{a('B', 'S', 'RKV')}] = Kin[{a('B', 'S', 'D')}] ·_D W_DKV   # the cached latent",
+        f"Kr[{a('B', 'S', 'HR')}] = Kin[{a('B', 'S', 'D')}] ·_D W_KR   # rotary key, one for all heads",
+        f"Kc[{a('B', 'S', 'N', 'HN')}] = Ckv ·_RKV W_UK",
+        f"Vc[{a('B', 'S', 'N', 'HV')}] = Ckv ·_RKV W_UV",
+        f"Sc[{a('B', 'T', 'S', 'N', whole=('S',))}] = Qn ·_HN Kc + Qr ·_HR Kr",
+        "Pr = exp(Sc)   # softmax; its normalisation is left out",
+        f"Att[{a('B', 'T', 'N', 'HV')}] = Pr ·_S Vc",
+        f"A[{a('B', 'T', 'D', d_tp=True)}] = Att ·_{{N,HV}} W_O",
+    ]
+    return ("Ckv", "Kr"), {name: "attention" for name in specs}
+
+
+def _mlp(card: ModelCard, s: _Sharding, w: _Weights, fdim: str, d_ff: int, lines: list[str],
+         shared: bool) -> dict[str, str]:
+    a = s.act
+    D, F = ("D", card.d_model), (fdim, d_ff)
+    group = "shared-experts" if shared else "mlp"
+    act = card.activation
+    w.lines.append(w.param("W_in1", D, F))
+    if card.mlp == "gated":
+        w.lines.append(w.param("W_in2", D, F))
+    w.lines.append(w.param("W_out", F, D))
+    lines.append(f"Tmp1 = A[{a('B', 'T', 'D')}] ·_D W_in1"
+                 + ("   # the shared experts as one MLP" if shared else ""))
+    if card.mlp == "gated":
+        lines.append(f"Tmp2 = A[{a('B', 'T', 'D')}] ·_D W_in2")
+        lines.append(f"Act = {act}(Tmp1) * Tmp2   # the gating einsum (000 part 3)")
+    else:
+        lines.append(f"Act = {act}(Tmp1)")
+    lines.append(f"Out[{a('B', 'T', 'D', d_tp=True)}] = Act ·_{fdim} W_out")
+    names = ("W_in1", "W_in2", "W_out") if card.mlp == "gated" else ("W_in1", "W_out")
+    return {n: group for n in names}
+
+
+def experts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
+            count: int = 1) -> Part:
+    """The routed experts of one MoE layer on their dispatched tokens, with `backward`."""
+    moe = card.moe
+    assert moe is not None
+    tokens = batch * seq * moe.n_active
+    if tokens % moe.n_experts:
+        raise ShardingError(f"{batch * seq} tokens x {moe.n_active} experts each do not split "
+                            f"evenly over {moe.n_experts} experts")
+    c = tokens // moe.n_experts
+    s = _Sharding(card, layout, batch, seq, capacity=c)
+    dims = {"E": moe.n_experts, "C": c, "D": card.d_model, "FE": moe.d_ff_expert}
+    s.check("FE", moe.d_ff_expert, s.tp, "d_ff_expert")
+    w = _Weights(s)
+    D, E, FE = ("D", card.d_model), ("E", moe.n_experts), ("FE", moe.d_ff_expert)
+    w.lines.append(w.param("W_e1", E, D, FE))
+    if card.mlp == "gated":
+        w.lines.append(w.param("W_e2", E, D, FE))
+    w.lines.append(w.param("W_e3", E, FE, D))
+    a = s.act
+    lines = [f"Xe: bf16[{a('E', 'C', 'D', d_tp=True)}]"
+             "   # the dispatched tokens: C per expert (balanced routing)",
+             f"Te1 = Xe[{a('E', 'C', 'D')}] ·_D W_e1   # E is a batch dim: each expert its own"]
+    if card.mlp == "gated":
+        lines += [f"Te2 = Xe[{a('E', 'C', 'D')}] ·_D W_e2",
+                  f"Ae = {card.activation}(Te1) * Te2"]
+    else:
+        lines.append(f"Ae = {card.activation}(Te1)")
+    lines += [f"Ye[{a('E', 'C', 'D', d_tp=True)}] = Ae ·_FE W_e3", "backward"]
+    header = _header(card, layout, s, dims, hw,
+                     f"the {moe.n_experts} routed experts of one MoE layer, each token sent to "
+                     f"{moe.n_active}")
+    names = ("W_e1", "W_e2", "W_e3") if card.mlp == "gated" else ("W_e1", "W_e3")
+    return Part("experts", count, "\n".join(header + w.lines + lines) + "\n",
+                {n: "experts" for n in names}, notes=tuple(s.notes))
+
+
+def head(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None) -> Part:
+    """The embedding (a lookup: parameters, no FLOPs) and the unembedding with `backward`."""
+    s = _Sharding(card, layout, batch, seq)
+    dims = {"B": batch, "T": seq, "D": card.d_model, "V": card.vocab}
+    s.check("V", card.vocab, s.tp, "vocab")
+    w = _Weights(s)
+    D, V = ("D", card.d_model), ("V", card.vocab)
+    groups = {"W_U": "embeddings"}
+    if not card.tied_embeddings:
+        w.lines.append(w.param("W_E", V, D) + "   # the embedding: a lookup, no FLOPs")
+        groups["W_E"] = "embeddings"
+    w.lines.append(w.param("W_U", D, V) + ("   # tied: also the embedding"
+                                           if card.tied_embeddings else ""))
+    a = s.act
+    lines = [f"Hf: bf16[{a('B', 'T', 'D', d_tp=True)}]   # the last layer's output",
+             f"Logits[{a('B', 'T', 'V', d_tp=True)}] = Hf[{a('B', 'T', 'D')}] ·_D W_U",
+             "backward"]
+    header = _header(card, layout, s, dims, hw, "the embedding and unembedding")
+    return Part("head", 1, "\n".join(header + w.lines + lines) + "\n", groups,
+                notes=tuple(s.notes))
+
+
+def _header(card: ModelCard, layout: Layout, s: _Sharding, dims: dict[str, int],
+            hw: str | None, what: str) -> list[str]:
+    out = [f"# {card.display_name}: {what}.",
+           f"# Generated by `shardc model program {card.name}` from {card.path}.",
+           f"# Strategy {layout.strategy}: {s.describe()}."]
+    if layout.axes:
+        out.append(f"mesh {layout.mesh_text()}")
+    out.append("dim " + ", ".join(f"{k}={v}" for k, v in dims.items()))
+    if hw:
+        out.append(f"hardware {hw}")
+    out.append("")
+    return out
+
+
+# ---- which axes shard which dim ----------------------------------------------------------------
+
+def _sub(dim: str, axes: tuple[str, ...]) -> str:
+    return f"{dim}_{{{','.join(axes)}}}" if axes else dim
+
+
+class _Sharding:
+    """The axes on each dim of the activations: pods and data axes on the batch B (or the
+    experts' capacity C), data axes that do not divide B on the sequence T (and S), tensor
+    axes on the heads (K first, then G; MLA: N), d_ff, the vocabulary and d_model."""
+
+    def __init__(self, card: ModelCard, layout: Layout, batch: int, seq: int,
+                 capacity: int | None = None):
+        self.card, self.layout = card, layout
+        self.tp = tuple(a.name for a in layout.of("tp"))
+        self.data = tuple(a.name for a in layout.of("data", "seq"))
+        self.fsdp_axes = self.data if layout.fsdp else ()
+        self.sizes = {a.name: a.size for a in layout.axes}
+        self.notes: list[str] = []
+        batch_axes, seq_axes = [], []
+        tokens = capacity is not None  # the experts' one token dim C takes every data axis
+        rest_b, rest_t = (capacity if tokens else batch), (1 if tokens else seq)
+        for ax in layout.of("pod", "data", "seq"):
+            n = ax.size or 1
+            on_seq = ax.role == "seq" and not tokens
+            if not on_seq and (ax.size is None or rest_b % n == 0):
+                batch_axes.append(ax.name)
+                rest_b //= n
+            elif ax.role != "pod" and (ax.size is None or rest_t % n == 0):
+                seq_axes.append(ax.name)
+                rest_t //= n
+                if ax.role == "data":
+                    part = math.gcd(n, rest_b)
+                    hint = (f"; to split it {part} x {n // part} over the batch and the "
+                            "sequence, write it as two axes" if part > 1 else "")
+                    self.notes.append(f"{ax.name}={n} shards the sequence T (the {rest_b} "
+                                      f"sequences left do not split {n} ways){hint}")
+            else:
+                what = (f"{capacity} tokens per expert" if tokens else
+                        f"{batch} sequences x {seq} tokens")
+                raise ShardingError(f"{what} cannot be split further over {ax.name}={n}")
+        self.batch_axes, self.seq_axes = tuple(batch_axes), tuple(seq_axes)
+        heads_k, heads_g = [], []
+        if card.mla is None:
+            rest_k, rest_g = card.n_kv_heads, card.groups
+            for ax in layout.of("tp"):
+                n = ax.size
+                if n is None or rest_k % n == 0:
+                    heads_k.append(ax.name)
+                    rest_k //= n or 1
+                elif rest_g % n == 0:
+                    heads_g.append(ax.name)
+                    rest_g //= n
+                else:
+                    raise ShardingError(
+                        f"the {card.n_heads} heads ({card.n_kv_heads} KV heads x {card.groups} "
+                        f"query groups) cannot be split over tensor axis {ax.name}={n} "
+                        "(split it into two axes, one for the KV heads, one for the groups)")
+        else:
+            self.check("N", card.n_heads, self.tp, "n_heads")
+        self.heads_k, self.heads_g = tuple(heads_k), tuple(heads_g)
+        self.check("D", card.d_model, self.tp, "d_model")
+        self.dim_axes = {"B": self.batch_axes, "C": self.batch_axes, "T": self.seq_axes,
+                         "S": self.seq_axes, "K": self.heads_k, "G": self.heads_g,
+                         "N": self.tp, "F": self.tp, "FE": self.tp, "V": self.tp}
+
+    def check(self, dim: str, size: int, axes: tuple[str, ...], what: str) -> None:
+        n = 1
+        for name in axes:
+            n *= self.sizes.get(name) or 1
+        if size % n:
+            raise ShardingError(f"{what} = {size} is not divisible by the {n} ways of "
+                                f"{', '.join(axes)} ({dim} would be sharded {_sub(dim, axes)})")
+
+    def act(self, *dims: str, d_tp: bool = False, whole: tuple[str, ...] = ()) -> str:
+        """An activation's layout: `d_tp` shards d_model over the tensor axes (000's In[B, D_Y]);
+        the dims in `whole` are not sharded (the keys' S in the scores: gathered)."""
+        out = []
+        for d in dims:
+            axes = self.tp if (d == "D" and d_tp) else () if d in whole else (
+                self.dim_axes.get(d, ()))
+            out.append(_sub(d, axes))
+        return ", ".join(out)
+
+    def describe(self) -> str:
+        parts = []
+        if self.batch_axes:
+            parts.append(f"batch over {', '.join(self.batch_axes)}")
+        if self.seq_axes:
+            parts.append(f"sequence over {', '.join(self.seq_axes)}")
+        if self.fsdp_axes:
+            parts.append(f"weights over {', '.join(self.fsdp_axes)} (FSDP)")
+        elif self.data or self.layout.of("pod"):
+            parts.append("weights replicated over the data axes")
+        if self.tp:
+            parts.append(f"d_ff, heads, vocabulary and d_model over {', '.join(self.tp)}")
+        return "; ".join(parts) or "one device"
+
+
+class _Weights:
+    """Parameter declarations: tensor axes on their dim, FSDP axes on d_model where it divides
+    (else the largest other dim that does), one axis at a time."""
+
+    def __init__(self, s: _Sharding):
+        self.s = s
+        self.lines: list[str] = []
+
+    def param(self, name: str, *dims: tuple[str, int]) -> str:
+        s = self.s
+        axes: dict[str, list[str]] = {d: list(s.dim_axes.get(d, ())) if d != "D" else []
+                                      for d, _ in dims}
+        if "E" in axes:
+            axes["E"] = []
+        sizes = dict(dims)
+        order = ["D"] * ("D" in sizes) + sorted((d for d in sizes if d != "D" and not axes[d]),
+                                                key=lambda d: -sizes[d])
+        for ax in s.fsdp_axes:
+            n = s.sizes.get(ax)
+            for d in order:
+                have = 1
+                for other in axes[d]:
+                    have *= s.sizes.get(other) or 1
+                if n is None or sizes[d] % (have * n) == 0:
+                    axes[d].append(ax)
+                    break
+            else:
+                raise ShardingError(f"{name}[{', '.join(d for d, _ in dims)}] has no dim that "
+                                    f"FSDP can split over {ax}={n} as well")
+        return (f"param {name}: bf16[{', '.join(_sub(d, tuple(axes[d])) for d, _ in dims)}]")

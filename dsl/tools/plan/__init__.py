@@ -1,0 +1,24 @@
+"""`plan`: the parallelism strategies for training a model on N chips, each compiled and ranked.
+
+000 part 4 "How to Parallelize a Transformer for Training" and part 5 "Training LLaMA 3": data
+parallelism, FSDP, tensor parallelism and FSDP + TP (for every power-of-two split of the chips),
+with pure data parallelism over DCN across pods (000 part 4 "Scaling Between Pods"). Each
+candidate's layer and embedding programs (`shardc.tools.models.programs`) are compiled for the chip; the
+step time is the report's scheduled T_step of the layer times n_layers plus the embedding's, and
+a candidate fits when its memory per device (parameters, gradients, optimizer state and kept
+activations, per layer times n_layers) fits in HBM. Pipelining is listed but not evaluated.
+
+Modules: `candidates` (what a plan holds), `strategies` (the chips, the strategies, the mesh
+axes each gets), `evaluation` (compiling and summing a candidate's programs), `explanation` (why
+the best wins, and the book's closed-form conditions).
+"""
+
+from __future__ import annotations
+
+from shardc.tools.plan.candidates import Candidate, Options, Plan, PlanError, Slice
+from shardc.tools.plan.evaluation import evaluate, plan
+from shardc.tools.plan.explanation import book_figures, explain
+from shardc.tools.plan.strategies import choose_slice, layouts
+
+__all__ = ["Candidate", "Options", "Plan", "PlanError", "Slice", "book_figures",
+           "choose_slice", "evaluate", "explain", "layouts", "plan"]

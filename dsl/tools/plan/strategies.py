@@ -1,0 +1,217 @@
+"""The chips a plan runs on and the strategies on them, each as mesh axes with roles placed on
+the slice's physical ICI axes (000 part 4's table; 001 for pods and their optical cubes)."""
+
+from __future__ import annotations
+
+import math
+
+from shardc.hardware import Chip
+from shardc.tools.models import ModelCard
+from shardc.tools.models.programs import Axis, Layout, ShardingError
+from shardc.tools.plan.candidates import Candidate, PlanError, Slice
+
+
+def is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def pod_chips(chip: Chip) -> int | None:
+    """Chips in one ICI pod (v5p: 16x20x28 = 8960, 001), None for GPUs."""
+    if chip.link_kind != "ici" or not chip.pod_shape:
+        return None
+    return math.prod(int(x) for x in chip.pod_shape.lower().split("x"))
+
+
+def choose_slice(chip: Chip, chips: int) -> Slice:
+    """The chips a plan runs on: a power of two (one slice, or whole pods of the largest power
+    of two a pod holds), or a whole number of pods of which each uses that power of two (a v5p
+    pod of 8960 chips runs 8192: 000 part 5 rounds to "2048-way FSDP and 4-way model
+    parallelism")."""
+    if chips < 1:
+        raise PlanError(f"--chips {chips}: must be at least 1")
+    pod = pod_chips(chip)
+    if pod is None:
+        if not is_power_of_two(chips):
+            raise PlanError(f"--chips {chips} is not a power of two (the {chip.name} meshes "
+                            "here split the chips into power-of-two axes)")
+        return Slice(1, chips, (), 0)
+    per_pod = 1 << (pod.bit_length() - 1)  # the largest power of two a pod holds
+    if chips <= pod and is_power_of_two(chips):
+        return Slice(1, chips, _shape(chip, chips), 0)
+    if chips % pod == 0:
+        return Slice(chips // pod, per_pod, _shape(chip, per_pod), chips - chips // pod * per_pod)
+    if is_power_of_two(chips) and chips > pod:
+        return Slice(chips // per_pod, per_pod, _shape(chip, per_pod), 0)
+    raise PlanError(f"--chips {chips} is neither a power of two nor a whole number of "
+                    f"{chip.name} pods ({pod} chips, {chip.pod_shape})")
+
+
+def _shape(chip: Chip, n: int, axes: int | None = None) -> tuple[int, ...]:
+    """A power-of-two slice of n chips over the chip's ICI axes, as even as possible
+    (8192 on a v5p: 16x16x32)."""
+    axes = axes or max(1, chip.ici_axes)
+    k = n.bit_length() - 1
+    exps = [k // axes + (1 if i >= axes - k % axes else 0) for i in range(axes)]
+    return tuple(1 << e for e in exps)
+
+
+def _reconfigurable(chip: Chip) -> bool:
+    """Slices built of 4x4x4 cubes joined by optical switches can take any cube-multiple shape
+    (001: "reconfigurable cubes of 4x4x4 chips connected by optical wraparound links")."""
+    return chip.wraparound == "cube-multiple-4"
+
+
+def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int
+            ) -> list[Candidate]:
+    """Every strategy on the slice: DP, FSDP, TP over every chip, FSDP + TP for each power-of-two
+    tensor degree, and pipelining (listed, not evaluated)."""
+    m = sl.chips_per_pod
+    out = [_layout(card, chip, sl, "dp", 1, sequences, seq),
+           _layout(card, chip, sl, "fsdp", 1, sequences, seq)]
+    t = 2
+    while t < m:
+        out.append(_layout(card, chip, sl, "fsdp-tp", t, sequences, seq))
+        t *= 2
+    if m > 1:
+        out.append(_layout(card, chip, sl, "tp", m, sequences, seq))
+    out.append(Candidate("pipeline", None, reason=(
+        "not evaluated: the planner does not generate pipelined programs (the language "
+        "writes a GPipe step with `repeat M + P - 1` and `Send`, programs/mlp-pipeline-train."
+        "shard, but stages x layers per stage x microbatches is a search of its own; 000 part "
+        "4 'Pipelining': less essential on TPUs, whose pods are large)")))
+    return out
+
+
+def _layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int,
+            seq: int) -> Candidate:
+    try:
+        lay = _build_layout(card, chip, sl, strategy, t, sequences, seq)
+    except ShardingError as exc:
+        return Candidate(strategy, None, t, reason=f"not evaluated: {exc}")
+    return Candidate(strategy, lay, t)
+
+
+def _build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
+                  sequences: int, seq: int) -> Layout:
+    m = sl.chips_per_pod
+    data = m // t
+    if sequences % sl.pods:
+        raise ShardingError(f"{sequences} sequences do not split over {sl.pods} pods")
+    # The batch takes what divides the sequences; the rest of the data axes split the sequence
+    # (000 part 5: "FSDP over both the batch and sequence axes").
+    b = math.gcd(data, sequences // sl.pods)
+    s = data // b
+    if seq % s:
+        raise ShardingError(f"{sequences} sequences x {seq} tokens cannot be split {data} ways "
+                            f"({b} over the batch, {s} over the sequence)")
+    k, g = _head_split(card, t)
+    tp = [("tp", n) for n in (k, g) if n > 1]
+    if not sl.shape:  # GPUs: no physical axes; TP innermost, so inside an NVLink domain
+        phys = [[(r, n) for r, n in (("data", b), ("seq", s), *tp) if n > 1]]
+    elif t == m:  # every chip on the model: each physical axis one tensor axis
+        phys = [[("tp", n)] for n in sl.shape]
+    else:
+        phys = _reshaped(chip, b, s, t, tp) if _reconfigurable(chip) else None
+        if phys is None:
+            phys = _on_slice(sl.shape, b, s, t, tp)
+    axes: list[Axis] = [Axis("P", sl.pods, "pod", "@dcn")] if sl.pods > 1 else []
+    mesh = _mesh_axes(phys, physical=bool(sl.shape))
+    return Layout(strategy, (*axes, *mesh), fsdp=strategy in ("fsdp", "fsdp-tp"))
+
+
+def _head_split(card: ModelCard, t: int) -> tuple[int, int]:
+    """A tensor degree t as KV-head ways x query-group ways (MLA: all on the heads)."""
+    if card.mla is not None:
+        if card.n_heads % t:
+            raise ShardingError(f"the {card.n_heads} heads do not split {t} ways")
+        return t, 1
+    k = math.gcd(t, card.n_kv_heads)
+    g = t // k
+    if card.groups % g:
+        raise ShardingError(f"the {card.n_heads} heads ({card.n_kv_heads} KV heads x "
+                            f"{card.groups} query groups) do not split {t} ways")
+    return k, g
+
+
+Phys = list[list[tuple[str, int]]]
+"""Physical axes, each the (role, size) of the mesh axes on it, major first."""
+
+
+def _reshaped(chip: Chip, b: int, s: int, t: int, tp: list[tuple[str, int]]) -> Phys | None:
+    """A slice shape of whole 4x4x4 cubes that gives tensor and sequence parallelism a
+    physical axis each (000 part 4: "using the optical switches to reconfigure the topology to
+    have an 8-long axis for model sharding") and the batch the rest, or None when an axis
+    would be shorter than 4 (it would lose the wraparound). A 2-way split shares a batch axis,
+    innermost (a 2-way tensor split on the sequence's axis when that has one)."""
+    phys: Phys = []
+    if t >= 4:
+        phys.append(list(tp))
+    if s >= 4:
+        phys.append([("seq", s)])
+    free = chip.ici_axes - len(phys)
+    if free < 1 or b < 4 ** free:
+        return None
+    e = b.bit_length() - 1
+    sizes = [1 << (e // free + (1 if i >= free - e % free else 0)) for i in range(free)]
+    batch = [[("data", n)] for n in sizes]
+    if s == 2:
+        batch[0].append(("seq", 2))
+    if t == 2:  # on the sequence's own axis if it has one: the batch axes can then be one
+        (phys[-1] if s >= 4 else batch[0]).extend(tp)
+    phys = batch + phys
+    if any(math.prod(n for _, n in ax) % 4 for ax in phys):
+        return None
+    return phys
+
+
+def _on_slice(shape: tuple[int, ...], b: int, s: int, t: int, tp: list[tuple[str, int]]
+              ) -> Phys:
+    """On a fixed slice: tensor axes on the innermost chips of the first physical axis, the
+    batch on the rest, the sequence innermost after it."""
+    if shape[0] % t:
+        raise ShardingError(f"a tensor axis of {t} does not fit on one physical axis of the "
+                            f"{'x'.join(map(str, shape))} slice")
+    phys: Phys = []
+    rest_b, rest_s = b, s
+    for i, n in enumerate(shape):
+        d = n // (t if i == 0 else 1)
+        bb = math.gcd(d, rest_b)
+        rest_b //= bb
+        rest_s //= d // bb
+        ax = [(r, x) for r, x in (("data", bb), ("seq", d // bb)) if x > 1]
+        phys.append(ax + (list(tp) if i == 0 else []))
+    if rest_b != 1 or rest_s != 1:
+        raise ShardingError(f"the {'x'.join(map(str, shape))} slice does not split as {b} "
+                            f"(batch) x {s} (sequence) x {t} (model)")
+    return phys
+
+
+def _mesh_axes(phys: Phys, physical: bool = True) -> list[Axis]:
+    """Mesh axes for the physical axes: batch, then sequence, then tensor axes (so the major
+    one comes first where they share a physical axis); whole batch axes of equal length become
+    one axis spanning them (`X=1024 @ici(y, z)`, 002's multi-axis collectives)."""
+    names = "xyz" if len(phys) <= 3 else [f"a{i}" for i in range(len(phys))]
+    on = [[(role, n, names[i]) for role, n in ax] for i, ax in enumerate(phys)]
+    whole = [ax[0] for ax in on if len(ax) == 1 and ax[0][0] == "data"]
+    lengths = {n for _, n, _ in whole}
+    spans = physical and len(whole) > 1 and len(lengths) == 1
+    groups: dict[str, list[tuple[int, str]]] = {"data": [], "seq": [], "tp": []}
+    if spans:
+        groups["data"].append((math.prod(n for _, n, _ in whole),
+                               ", ".join(p for _, _, p in whole)))
+    for ax in on:
+        for role, n, p in ax:
+            if not (spans and len(ax) == 1 and role == "data"):
+                groups[role].append((n, p))
+    out = []
+    for role, letter in (("data", "X"), ("seq", "X"), ("tp", "Y")):
+        for n, p in groups[role]:
+            out.append((role, n, p, letter))
+    counts = {"X": sum(1 for *_, x in out if x == "X"), "Y": sum(1 for *_, x in out if x == "Y")}
+    seen = {"X": 0, "Y": 0}
+    axes = []
+    for role, n, p, letter in out:
+        seen[letter] += 1
+        name = letter if counts[letter] == 1 else f"{letter}{seen[letter]}"
+        axes.append(Axis(name, n, role, f"@ici({p})" if physical else ""))
+    return axes

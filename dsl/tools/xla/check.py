@@ -1,0 +1,183 @@
+"""`xla-check`: compile each statement with shardc and with XLA's SPMD partitioner, compare.
+
+`prepare` runs shardc (no JAX); `check` lowers and compiles each statement with JAX on fake CPU
+devices and classifies it. Symbolic dims are checked at the planner's typical size, 4096.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shardc.driver.api import Compilation, run_pipeline
+from shardc.lang.source import Source
+from shardc.passes.cost_model import Model
+from shardc.tools.xla.compare import (
+    OURS_CHEAPER,
+    SAME_COST,
+    SKIPPED,
+    VERDICTS,
+    XLA_CHEAPER,
+    Row,
+    compare,
+    skipped,
+)
+from shardc.tools.xla.costs import Hardware, hardware
+from shardc.tools.xla.hlo import summarize
+from shardc.tools.xla.statements import Statement, statements
+
+TYPICAL_DIM = 4096
+"""Symbolic dims are bound to this (the planner's typical size) so both sides see numbers."""
+
+
+class UsageError(Exception):
+    """The program cannot be checked as asked (a symbolic mesh axis without --set)."""
+
+
+@dataclass
+class Prepared:
+    """shardc's side of a check: the compilation, the statements, sizes and hardware numbers."""
+
+    compilation: Compilation
+    statements: list[Statement]
+    mesh: dict[str, int]
+    sizes: dict[str, int]
+    hardware: Hardware
+    chip: str | None
+    model: Model
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CheckResult:
+    program: str
+    prepared: Prepared
+    rows: list[Row]
+    jax_version: str
+
+    def summary(self) -> dict[str, Any]:
+        counts = Counter(r.verdict for r in self.rows)
+        generic = [r.line for r in self.rows if r.verdict != SKIPPED and not r.known]
+        failed = [r.line for r in self.rows if r.verdict == XLA_CHEAPER or any(
+            "byte-count bug" in e for e in r.explanations)]
+        return {
+            "statements": len(self.rows),
+            **{v: counts.get(v, 0) for v in VERDICTS},
+            "generic_explanation_lines": generic,
+            "failed_lines": failed,
+            "ok": not failed,
+        }
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.summary()["ok"])
+
+
+def _symbolic(compilation: Compilation) -> tuple[list[str], list[str]]:
+    prog = compilation.compiled
+    assert prog is not None
+    return ([a for a, s in prog.mesh if s is None], [d for d, s in prog.dims if s is None])
+
+
+def prepare(source: Source, hw: str | None = None, model: Model = "exact",
+            bindings: Mapping[str, float] | None = None) -> Prepared | Compilation:
+    """Run shardc on the program; a Compilation (with its diagnostics) when it has errors."""
+    bindings = dict(bindings or {})
+    first = run_pipeline(source, hw, model, bindings, stop_after="insert-collectives")
+    if first.diagnostics.has_errors or first.compiled is None:
+        return first
+    axes, dims = _symbolic(first)
+    missing = [a for a in axes if a not in bindings]
+    if missing:
+        raise UsageError(f"mesh axes {', '.join(missing)} are symbolic: the number of devices "
+                         f"must be known (--set {missing[0]}=8)")
+    notes = []
+    free = [d for d in dims if d not in bindings]
+    if free:
+        # The planner's typical size, rounded up so that any sharding divides it.
+        devices = math.prod(int(bindings.get(a, s or 1)) for a, s in first.compiled.mesh)
+        size = math.lcm(TYPICAL_DIM, devices)
+        notes.append(f"{', '.join(free)} symbolic: checked at {size} (the planner's typical "
+                     "size, a multiple of the device count); bind with --set")
+        bindings.update({d: size for d in free})
+    result = run_pipeline(source, hw, model, bindings)
+    if result.diagnostics.has_errors or result.compiled is None or result.program is None:
+        return result
+    prog = result.compiled
+    mesh = {a: int(bindings.get(a, s or 1)) for a, s in prog.mesh}
+    sizes = {d: int(bindings.get(d, s or TYPICAL_DIM)) for d, s in prog.dims}
+    chip = result.report.chip if result.report is not None else None
+    return Prepared(result, statements(result.program, prog, source), mesh, sizes,
+                    hardware(chip, bindings, frozenset(sizes) | frozenset(mesh),
+                             getattr(prog, "topology", None)), getattr(chip, "name", None),
+                    model, notes)
+
+
+MAX_HOST_BYTES = 2 * 2**30
+"""The most a statement's arrays (inputs and result, global sizes) may take before xla-check
+refuses to hand it to XLA: XLA on fake CPU devices allocates whole arrays on the host, and past
+the machine's memory the process aborts instead of raising."""
+
+
+def host_bytes(st, sizes: Mapping[str, int]) -> int:
+    """The global bytes of a statement's inputs and result (what XLA:CPU may allocate)."""
+    from shardc.lang.syntax import DTYPES
+
+    def one(dims, dtype: str) -> int:
+        return math.ceil(math.prod(int(sizes.get(d, 1)) for d in dims) * DTYPES.get(dtype, 4))
+
+    total = sum(one(x.dims, x.dtype) for x in st.inputs)
+    return total + one(st.ours_layout.dim_names, st.dtype)
+
+
+def too_large(st, sizes: Mapping[str, int]) -> str:
+    """Why a statement is not handed to XLA because of its size ("" when it may be)."""
+    need = host_bytes(st, sizes)
+    if need <= MAX_HOST_BYTES:
+        return ""
+    return (f"its arrays take {need / 2**30:.3g} GiB, more than the {MAX_HOST_BYTES // 2**30} "
+            "GiB xla-check lets XLA allocate on the host (check it at smaller sizes with --set)")
+
+
+def devices_needed(prepared: Prepared) -> int:
+    return math.prod(prepared.mesh.values()) if prepared.mesh else 1
+
+
+def check(prepared: Prepared) -> CheckResult:
+    """Compile every statement with XLA and compare (JAX must have enough devices)."""
+    import jax
+
+    from shardc.tools.xla.lower import LoweringError, compile_statement, make_mesh
+
+    mesh = make_mesh(prepared.mesh or {"_one": 1})
+    mesh_order = tuple(prepared.mesh)
+    rows: list[Row] = []
+
+    def size(name: str) -> float:
+        return float(prepared.sizes.get(name, prepared.mesh.get(name, 1)))
+
+    for st in prepared.statements:
+        if st.skip:
+            rows.append(skipped(st, st.skip))
+            continue
+        if why := too_large(st, prepared.sizes):
+            rows.append(skipped(st, why))
+            continue
+        try:
+            res = compile_statement(st, mesh, prepared.sizes)
+        except LoweringError as exc:
+            rows.append(skipped(st, str(exc)))
+            continue
+        summary = summarize(res.hlo, math.prod(prepared.mesh.values()) if prepared.mesh else 1)
+        rows.append(compare(st, summary, prepared.mesh, size, prepared.model, prepared.hardware,
+                            res.flops, res.bytes_accessed, res.out_spec,
+                            st.ours_layout.format(st.target, mesh_order)))
+    name = prepared.compilation.source.name
+    return CheckResult(name, prepared, rows, jax.__version__)
+
+
+__all__ = ["OURS_CHEAPER", "SAME_COST", "CheckResult", "Prepared", "UsageError", "check",
+           "devices_needed", "prepare"]

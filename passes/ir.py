@@ -1,0 +1,194 @@
+"""The compiled program: per-device local ops and collectives over values with known layouts.
+
+Built by the `insert-collectives` pass from the surface program; every op keeps the span of the
+statement it came from, and every inserted collective keeps the reason it was inserted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shardc.lang.layout import Layout
+from shardc.lang.send import SendAxis
+from shardc.lang.source import NO_SPAN, Span
+from shardc.lang.syntax import CollectiveKind, Count, Times
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """An SSA value: one array in one layout. `array` is the user-facing name it belongs to."""
+
+    id: str
+    array: str
+    dtype: str
+    layout: Layout
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return self.layout.dim_names
+
+    def format(self, mesh_order: tuple[str, ...] = ()) -> str:
+        return self.layout.format(self.array, mesh_order)
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A declared array: its blocks are already on the devices."""
+
+    out: Value
+    span: Span = field(default=NO_SPAN, compare=False)
+    times: Times = ()
+    """The `repeat` blocks it runs in (outermost first): it runs their product of times."""
+
+
+@dataclass(frozen=True, slots=True)
+class Einsum:
+    """A local contraction of the two operands' blocks; unreduced axes follow from the layouts."""
+
+    out: Value
+    lhs: Value
+    rhs: Value
+    contract: tuple[str, ...]
+    span: Span = field(default=NO_SPAN, compare=False)
+    case: str = ""
+    times: Times = ()  # as Input.times
+
+
+@dataclass(frozen=True, slots=True)
+class Collective:
+    """AllGather / ReduceScatter / AllReduce / AllToAll over `axes`; `dim` is the dim it scatters."""
+
+    op: CollectiveKind
+    out: Value
+    src: Value
+    axes: tuple[str, ...]
+    dim: str | None = None
+    span: Span = field(default=NO_SPAN, compare=False)
+    reason: str = ""
+    explicit: bool = False
+    times: Times = ()  # as Input.times
+    send: tuple[SendAxis, ...] = ()
+    """A `Send` (point-to-point, dsl/lang/send.py): its entries; `out` has `src`'s layout."""
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSlice:
+    """A free local reshard: each device keeps a sub-block of what it already holds."""
+
+    out: Value
+    src: Value
+    span: Span = field(default=NO_SPAN, compare=False)
+    reason: str = ""
+    times: Times = ()  # as Input.times
+
+
+@dataclass(frozen=True, slots=True)
+class Elementwise:
+    """`fn` applied elementwise (`+`, `-`, `*` with broadcasting by dim name, or a unary call)."""
+
+    fn: str
+    out: Value
+    args: tuple[Value, ...]
+    span: Span = field(default=NO_SPAN, compare=False)
+    times: Times = ()  # as Input.times
+
+
+Op = Input | Einsum | Collective | LocalSlice | Elementwise
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """A strategy the planner considered for one statement, with its communication cost."""
+
+    description: str
+    cost: str
+    chosen: bool
+    condition: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Which strategy a statement got, and what it beat (or would beat, and when)."""
+
+    line: int
+    statement: str
+    alternatives: tuple[Alternative, ...]
+    decided_by: str  # "numbers" (every size known) | "default" (the book's default)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledProgram:
+    """The per-device program: mesh and dim sizes (None = symbolic), ops in execution order."""
+
+    name: str
+    mesh: tuple[tuple[str, int | None], ...]
+    dims: tuple[tuple[str, int | None], ...]
+    hardware: str | None
+    ops: tuple[Op, ...]
+    arrays: tuple[Value, ...]
+    decisions: tuple[Decision, ...] = ()
+    topology: Topology | None = None
+    params: tuple[str, ...] = ()
+    """Arrays declared `param` (trainable)."""
+    repeats: tuple[Count, ...] = ()
+    """Every `repeat` block, in source order (nested ones after their parent)."""
+    array_times: tuple[tuple[str, Times], ...] = ()
+    """The `repeat` blocks around each array's declaration or assignment (arrays in none are
+    left out): such an array exists once per iteration."""
+
+    @property
+    def mesh_axes(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.mesh)
+
+    @property
+    def values(self) -> dict[str, Value]:
+        return {op.out.id: op.out for op in self.ops}
+
+
+@dataclass(frozen=True, slots=True)
+class PhysicalAxis:
+    """A physical ICI axis: how many chips lie along it and whether it closes into a ring."""
+
+    name: str
+    length: int | None
+    wrap: bool
+    why: str  # where `wrap` came from: the chip's rule, an override, or an assumption
+
+
+@dataclass(frozen=True, slots=True)
+class AxisLink:
+    """Where one mesh axis lives.
+
+    `level` is ici | nvlink | pcie | ib | dcn. On ICI, `physical` names the physical axes it
+    occupies and `stride` is how many chips apart its neighbours are (mesh axes sharing a
+    physical axis: the later ones are minor). On NVLink, `inner` is how many of its devices share
+    an NVLink domain; the remaining factor crosses InfiniBand (None: all of it is inside).
+    """
+
+    axis: str
+    level: str
+    physical: tuple[str, ...] = ()
+    stride: int = 1
+    inner: int | None = None
+    size: int | None = None
+    """The axis's size when known (a group of axes closes a ring only if it spans its physical
+    axis)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    links: tuple[AxisLink, ...]
+    physical: tuple[PhysicalAxis, ...]
+    family: str  # "tpu" | "gpu" | "none" (no chip)
+
+    def link(self, axis: str) -> AxisLink:
+        for x in self.links:
+            if x.axis == axis:
+                return x
+        return AxisLink(axis, "ici", (axis,))
+
+    def phys(self, name: str) -> PhysicalAxis:
+        for p in self.physical:
+            if p.name == name:
+                return p
+        return PhysicalAxis(name, None, True, "assumed")
