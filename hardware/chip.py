@@ -16,6 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from shardc.hardware.files import read_chip_file
+from shardc.hardware.levels import PER_HOP
 from shardc.hardware.report import describe, summary_line
 from shardc.hardware.schema import DTYPES, HardwareError, read_chip_toml
 
@@ -205,6 +206,40 @@ class Chip:
         """
         return self.link_bw_uni * self.hop_latency_s
 
+    def bandwidth(self, level: str) -> float | None:
+        """Per-chip bandwidth on a network level (`hardware.levels.LEVELS`); None if no figure.
+
+        The fast link's figure is `axis_bw`, on the level the chip's `link_kind` names.
+
+        >>> chip = load("h100")
+        >>> chip.bandwidth("nvlink"), chip.bandwidth("ici"), chip.bandwidth("ib")
+        (450000000000.0, None, 50000000000.0)
+        """
+        return {
+            "ici": self.axis_bw if self.link_kind == "ici" else None,
+            "nvlink": self.axis_bw if self.link_kind == "nvlink" else None,
+            "pcie": self.pcie_bw, "ib": self.ib_bw_per_gpu, "dcn": self.dcn_bw_per_chip,
+        }[level]
+
+    def latency(self, level: str) -> float | None:
+        """Latency on a network level: per hop on ICI, NVLink and PCIe, per step on IB and DCN.
+
+        >>> load("tpu-v5e").latency("ici"), load("tpu-v5e").latency("ib")
+        (1e-06, None)
+        """
+        if level in PER_HOP:
+            return self.hop_latency_s
+        return {"ib": self.ib_latency_s, "dcn": self.dcn_latency_s}[level]
+
+    def has_level(self, level: str) -> bool:
+        """Whether the chip has a bandwidth figure for a network level.
+
+        >>> from shardc.hardware.levels import LEVELS
+        >>> [lv for lv in LEVELS if load("tpu-v5e").has_level(lv)]
+        ['ici', 'pcie', 'dcn']
+        """
+        return self.bandwidth(level) is not None
+
     def wraps(self, shape: Sequence[int]) -> tuple[bool, ...]:
         """Which axes of a physical slice of this shape have a wraparound link (form a ring).
 
@@ -214,11 +249,15 @@ class Chip:
           has none).
         - "switched" (GPU NVLink): every axis behaves like a full ring.
 
-        An axis without wraparound is a line: a bidirectional ring collective on it runs up to
-        2x slower than `axis_bw` suggests (001).
+        A shape with fewer axes than the torus (`ici_axes`) lies in a plane or a line of it:
+        the missing axes have length 1 (so a 4x4 on a v5p is no whole cube). An axis without
+        wraparound is a line: a bidirectional ring collective on it runs up to 2x slower than
+        `axis_bw` suggests (001).
 
         >>> load("tpu-v5e").wraps((8, 16)), load("tpu-v5p").wraps((2, 2, 4))
         ((False, True), (False, False, False))
+        >>> load("tpu-v5p").wraps((4, 4))
+        (False, False)
         """
         sizes = tuple(shape)
         if any(not isinstance(n, int) or n < 1 for n in sizes):
@@ -226,8 +265,25 @@ class Chip:
         if self.wraparound == "full-axis-16":
             return tuple(n == 16 for n in sizes)
         if self.wraparound == "cube-multiple-4":
-            return (all(n % 4 == 0 for n in sizes),) * len(sizes)
+            return (all(n % 4 == 0 for n in self._whole_slice(sizes)),) * len(sizes)
         return (True,) * len(sizes)
+
+    def wraps_why(self, shape: Sequence[int]) -> str:
+        """The rule `wraps` applied to a slice of this shape, in words, for a report.
+
+        >>> load("tpu-v5p").wraps_why((16, 8)), load("tpu-v5e").wraps_why((8, 16))
+        ('tpu-v5p: wraps when the slice 16x8x1 is a multiple of 4x4x4', \
+'tpu-v5e: wraps only on an axis of 16')
+        """
+        if self.wraparound == "full-axis-16":
+            return f"{self.name}: wraps only on an axis of 16"
+        if self.wraparound == "cube-multiple-4":
+            whole = "x".join(map(str, self._whole_slice(tuple(shape))))
+            return f"{self.name}: wraps when the slice {whole} is a multiple of 4x4x4"
+        return f"{self.name}: switched"
+
+    def _whole_slice(self, sizes: tuple[int, ...]) -> tuple[int, ...]:
+        return sizes + (1,) * max(0, self.ici_axes - len(sizes))
 
 
 def load(

@@ -12,11 +12,13 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from shardc.hardware.levels import FAST_LINKS
+
 DTYPES = ("f32", "bf16", "f16", "fp8", "int8", "int4")
 """Dtypes a `[flops]` table may rate; the same names the .shard language uses."""
 
 FAMILIES = ("tpu", "gpu")
-LINK_KINDS = ("ici", "nvlink")
+LINK_KINDS = FAST_LINKS
 WRAPAROUND_RULES = ("full-axis-16", "cube-multiple-4", "switched")
 """Rule ids for when a mesh axis gets a wraparound link (see `Chip.wraps`)."""
 

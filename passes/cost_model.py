@@ -15,12 +15,11 @@ from typing import Literal
 
 import sympy as sp
 
+from shardc.hardware.levels import LEVELS, SWITCHED
 from shardc.passes.ir import Topology
 
 Model = Literal["exact", "book"]
 Num = float | int | sp.Expr
-LEVELS = ("ici", "nvlink", "pcie", "ib", "dcn")
-SWITCHED = ("nvlink", "pcie", "ib", "dcn")
 
 
 def _is_num(x: object) -> bool:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from shardc.hardware.levels import LEVELS, PER_HOP
+
 
 def as_expr(value: sp.Basic | int | float) -> sp.Basic:
     """A SymPy object from a number or an expression, never from text (no `sympify`: user text
@@ -80,17 +82,15 @@ class HardwareSymbols:
 
     def t(self, level: str) -> sp.Symbol:
         """Latency of a level: t_hop per ICI/NVLink/PCIe hop, t_ib and t_dcn per step."""
-        return self.t_hop if level in ("ici", "nvlink", "pcie") else sp.Symbol(
+        return self.t_hop if level in PER_HOP else sp.Symbol(
             f"t_{level}", positive=True)
 
     def links(self):
-        from shardc.passes.cost_model import LEVELS, Links
+        from shardc.passes.cost_model import Links
 
         return Links({lv: self.w(lv) for lv in LEVELS}, {lv: self.t(lv) for lv in LEVELS})
 
     def all_for(self, dtypes: set[str]) -> list[sp.Symbol]:
-        from shardc.passes.cost_model import LEVELS
-
         return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm,
                 *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)])]
 
@@ -100,27 +100,20 @@ class HardwareSymbols:
             n.startswith("C_") and n[2:] in ("bf16", "f32", "f16", "fp8", "int8", "int4"))
 
 
-HARDWARE_NAMES = frozenset({"W_hbm", "W_ici", "W_nvlink", "W_pcie", "W_ib", "W_dcn", "t_hop",
-                            "t_ib", "t_dcn"})
+HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *(f"W_{lv}" for lv in LEVELS),
+                            *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP)})
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
 
 
 def chip_links(chip) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """A chip's bandwidth and latency per network level (None where it has no figure)."""
-    fast = chip.axis_bw
-    hop = chip.hop_latency_s
-    w = {"ici": fast if chip.link_kind == "ici" else None,
-         "nvlink": fast if chip.link_kind == "nvlink" else None,
-         "pcie": chip.pcie_bw, "ib": chip.ib_bw_per_gpu, "dcn": chip.dcn_bw_per_chip}
-    t = {"ici": hop, "nvlink": hop, "pcie": hop, "ib": chip.ib_latency_s,
-         "dcn": getattr(chip, "dcn_latency_s", None)}
-    return w, t
+    return ({lv: chip.bandwidth(lv) for lv in LEVELS}, {lv: chip.latency(lv) for lv in LEVELS})
 
 
 def planning_figures(chip, bindings, taken: frozenset[str] = frozenset()):
     """Numbers for planning: (Links by level, {symbol name: value}) from the chip, then
     `--set` bindings. A level without a figure counts bandwidth only (W=1, t=0)."""
-    from shardc.passes.cost_model import LEVELS, Links
+    from shardc.passes.cost_model import Links
 
     syms = HardwareSymbols(taken)
     values = ({s.name: v for s, v in hardware_values(chip, syms).items()}

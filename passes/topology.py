@@ -12,12 +12,11 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from shardc.hardware.levels import FAST_LINKS, LEVELS
 from shardc.lang.syntax import MeshAxis, MeshDecl, Program
 from shardc.passes.context import Context
 from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
-
-LEVELS = ("ici", "nvlink", "pcie", "ib", "dcn")
-"""Network levels, innermost (fastest) first."""
+from shardc.passes.sizes import size_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,21 +33,6 @@ def resolve_topology(program: Program, ctx: Context) -> Topology:
     return ResolveTopology().run(program, ctx)
 
 
-def _size(ax: MeshAxis, ctx: Context) -> int | None:
-    if ax.name in ctx.bindings:
-        v = float(ctx.bindings[ax.name])
-        return int(v) if v.is_integer() else None
-    return ax.size
-
-
-def _chip_has(chip, level: str) -> bool:
-    return {
-        "ici": chip.link_kind == "ici", "nvlink": chip.link_kind == "nvlink",
-        "dcn": chip.dcn_bw_per_chip is not None, "ib": chip.ib_bw_per_gpu is not None,
-        "pcie": chip.pcie_bw is not None,
-    }[level]
-
-
 def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
     chip = ctx.chip
     family = "none" if chip is None else chip.family
@@ -56,15 +40,15 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
     levels: dict[str, str] = {}
     for ax in axes:
         level = ax.link or fast
-        if level in ("ici", "nvlink"):
+        if level in FAST_LINKS:
             level = fast  # `@ici` on a GPU (or `@nvlink` on a TPU) names the chip's fast link
-        if chip is not None and not _chip_has(chip, level):
+        if chip is not None and not chip.has_level(level):
             ctx.diagnostics.error(
                 "H015", f"{chip.name} has no figure for @{level} (mesh axis {ax.name!r})",
                 ax.attr_span if ax.attr_span.line else ax.span,
                 notes=(f"add the figure to a chip TOML of your own (docs/hardware.md) or use "
                        f"another link; {chip.name} has: "
-                       + ", ".join(x for x in LEVELS if _chip_has(chip, x)),))
+                       + ", ".join(x for x in LEVELS if chip.has_level(x)),))
         if level != "ici" and (ax.physical or ax.wrap is not None):
             ctx.diagnostics.error(
                 "H012", f"mesh axis {ax.name!r} is on {level}, where physical axes and "
@@ -72,7 +56,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
                 notes=("NVLink, PCIe, InfiniBand and DCN are switched: every chip reaches "
                        "every other one",))
         levels[ax.name] = level
-    sizes = {ax.name: _size(ax, ctx) for ax in axes}
+    sizes = {ax.name: size_of(ax.name, {ax.name: ax.size}, ctx.bindings) for ax in axes}
 
     # ICI: physical axes, their lengths, strides of mesh axes sharing one.
     ici = [ax for ax in axes if levels[ax.name] == "ici"]
@@ -161,12 +145,6 @@ def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip) -
         return PhysicalAxis(p, length, True, "no chip: assumed a full ring (the book's default)")
     if length is None or any(v is None for v in lengths.values()):
         return PhysicalAxis(p, length, True, "symbolic size: assumed a full ring")
-    if chip.wraparound == "full-axis-16":
-        return PhysicalAxis(p, length, length == 16, f"{chip.name}: wraps only on an axis of 16")
-    if chip.wraparound == "cube-multiple-4":
-        shape = [v for v in lengths.values() if v is not None]
-        shape += [1] * max(0, chip.ici_axes - len(shape))
-        ok = all(v % 4 == 0 for v in shape)
-        return PhysicalAxis(p, length, ok, f"{chip.name}: wraps when the slice "
-                            f"{'x'.join(map(str, shape))} is a multiple of 4x4x4")
-    return PhysicalAxis(p, length, True, f"{chip.name}: switched")
+    shape = tuple(v for v in lengths.values() if v is not None)
+    return PhysicalAxis(p, length, chip.wraps(shape)[list(lengths).index(p)],
+                        chip.wraps_why(shape))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
 
+from shardc.hardware.levels import LEVELS
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.numeric import NumberError, figure, whole
 from shardc.lang.send import SEND_NOTE
@@ -35,6 +36,7 @@ from shardc.lang.syntax import (
     Stmt,
 )
 from shardc.passes.context import Context
+from shardc.passes.sizes import size_of
 from shardc.passes.validate_send import check_send
 
 DTYPE_RANK = {"int4": 0, "int8": 1, "fp8": 2, "f16": 3, "bf16": 4, "f32": 5}
@@ -69,12 +71,7 @@ class _Env:
     """Arrays whose definition had an error: their uses are not reported again."""
 
     def size(self, name: str) -> int | None:
-        if name in self.bindings:
-            v = self.bindings[name]
-            return int(v) if float(v).is_integer() else None
-        if name in self.dims:
-            return self.dims[name]
-        return self.mesh.get(name)
+        return size_of(name, self.dims if name in self.dims else self.mesh, self.bindings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +301,8 @@ def _check_count(count: Count, env: _Env, ctx: Context) -> None:
                 notes=("a repeat block runs at least once",))
 
 
-LINKS = ("ici", "nvlink", "pcie", "ib", "dcn")
-"""Network levels a mesh axis can live on, innermost (fastest) first."""
+LINKS = LEVELS
+"""Network levels a mesh axis can live on (`@ici`, ...), innermost (fastest) first."""
 
 
 def _check_mesh_attributes(ax, ctx: Context) -> bool:

@@ -10,9 +10,6 @@ from shardc.hardware import Chip
 from shardc.tools.models import ModelCard
 from shardc.tools.models.programs import Layout
 
-LEVELS = ("ici", "nvlink", "pcie", "ib", "dcn")
-"""The network levels a report gives communication time for (`t_comms_<level>_s`)."""
-
 
 class PlanError(Exception):
     """A request the planner cannot serve (a chip count that makes no slice, an MoE model)."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from shardc.hardware import Chip
+from shardc.hardware.levels import LEVELS
 from shardc.passes.schedule import schedule
 from shardc.tools.models import ModelCard
 from shardc.tools.models.programs import Layout, Part, ShardingError, parts
-from shardc.tools.plan.candidates import LEVELS, Options, Plan, PlanError
+from shardc.tools.plan.candidates import Options, Plan, PlanError
 from shardc.tools.plan.strategies import choose_slice, layouts
 
 

@@ -159,7 +159,7 @@ def _reshaped(chip: Chip, b: int, s: int, t: int, tp: list[tuple[str, int]]) -> 
     if t == 2:  # on the sequence's own axis if it has one: the batch axes can then be one
         (phys[-1] if s >= 4 else batch[0]).extend(tp)
     phys = batch + phys
-    if any(math.prod(n for _, n in ax) % 4 for ax in phys):
+    if not all(chip.wraps(tuple(math.prod(n for _, n in ax) for ax in phys))):
         return None
     return phys
 
