@@ -15,6 +15,7 @@ import sympy as sp
 
 from shardc.driver.printers import latex
 from shardc.passes.derive_cost import ProgramCost
+from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import as_expr, hardware_values, size_symbol
 
 if TYPE_CHECKING:
@@ -78,18 +79,16 @@ class Report:
     # ---- evaluation --------------------------------------------------------------------------
     def environment(self) -> dict[sp.Symbol, float]:
         """Numbers for every bound symbol: sizes, chip figures, then --set overrides."""
-        env: dict[sp.Symbol, float] = {}
-        for name, size in (*self.program.dims, *self.program.mesh):
-            if size is not None:
-                env[size_symbol(name)] = float(size)
+        sizes = known_sizes((*self.program.dims, *self.program.mesh), self.bindings)
+        env: dict[sp.Symbol, float] = {size_symbol(n): float(v) for n, v in sizes.items()}
         syms = self.cost.symbols
         dtypes = {"bf16", "f32", "f16", "fp8", "int8", "int4"}
         if self.chip is not None:
             env.update(hardware_values(self.chip, syms))
         hw_by_name = {s.name: s for s in syms.all_for(dtypes)}
         for name, value in self.bindings.items():
-            sym = hw_by_name.get(name, size_symbol(name))
-            env[sym] = float(value)
+            if name in hw_by_name or name not in sizes:
+                env[hw_by_name.get(name, size_symbol(name))] = float(value)
         return env
 
     def _evaluate_all(self, exprs: list[sp.Expr]) -> None:

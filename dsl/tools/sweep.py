@@ -23,6 +23,7 @@ from shardc.lang.limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
 from shardc.lang.syntax import DimDecl, MeshDecl, Program
 from shardc.lang.units import fmt_value
+from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HARDWARE_NAMES, as_expr, size_symbol
 
 if TYPE_CHECKING:
@@ -352,8 +353,10 @@ def _bound_expr(report: Report, q: str, env: dict[sp.Symbol, float],
 
 
 def _sizes(report: Report) -> dict[str, float]:
-    out = {n: float(s) for n, s in (*report.program.dims, *report.program.mesh) if s is not None}
-    return out | {n: float(v) for n, v in report.bindings.items()}
+    """The values a sweep holds fixed: sizes (`--set` applied), then bound hardware figures."""
+    sizes = known_sizes((*report.program.dims, *report.program.mesh), report.bindings)
+    return ({n: float(v) for n, v in sizes.items()}
+            | {n: float(v) for n, v in report.bindings.items() if n not in sizes})
 
 
 def _crossovers(evaluate: Evaluator, grids: Sequence[Grid], values: dict[str, np.ndarray],
