@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import sympy as sp
 
+from shardc.hardware.levels import LEVEL_NAMES
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.send import format_send
 from shardc.lang.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
@@ -24,12 +25,11 @@ from shardc.passes.layout_cost import global_elements, local_bytes, local_elemen
 from shardc.passes.memory import kept_activations
 from shardc.passes.reshard import Step
 from shardc.passes.schedule import classify
+from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
 from shardc.passes.validate import promote
 
 ZERO = sp.Integer(0)
-LEVEL_NAMES = {"ici": "ICI", "nvlink": "NVLink", "pcie": "PCIe", "ib": "InfiniBand",
-               "dcn": "DCN"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,11 +347,7 @@ def _shape_key(op: Op) -> tuple | None:
 
 def _known_size(program_mesh, ctx: Context):
     """Mesh axis sizes where declared or bound, else None: a Send's distances depend on them."""
-    mesh = dict(program_mesh)
-    known = {a: n for a, n in mesh.items() if n is not None}
-    known.update({a: int(v) for a, v in ctx.bindings.items()
-                  if a in mesh and float(v).is_integer()})
-    return known.get
+    return known_sizes(program_mesh, ctx.bindings).get
 
 
 def _array_of(op: Op) -> str:
