@@ -450,6 +450,44 @@ def test_wraps_rejects_bad_shapes() -> None:
         load("tpu-v5e").wraps((0, 16))
 
 
+@pytest.mark.parametrize(
+    ("name", "shape", "expected", "why"),
+    [
+        # A slice with fewer axes than the torus is one plane of it: no whole 4x4x4 cube.
+        ("tpu-v5p", (4, 4), (False, False), "tpu-v5p: wraps when the slice 4x4x1 is a multiple"),
+        ("tpu-v5p", (16,), (False,), "tpu-v5p: wraps when the slice 16x1x1 is a multiple"),
+        ("tpu-v5e", (16,), (True,), "tpu-v5e: wraps only on an axis of 16"),
+        ("h100", (8, 2), (True, True), "h100: switched"),
+    ],
+)
+def test_wraps_on_part_of_the_torus(name: str, shape: tuple[int, ...],
+                                    expected: tuple[bool, ...], why: str) -> None:
+    chip = load(name)
+    assert chip.wraps(shape) == expected and chip.wraps_why(shape).startswith(why)
+
+
+def test_level_figures_come_from_the_chip_file() -> None:
+    from shardc.hardware.levels import LEVELS, PER_HOP
+
+    for name in available():
+        chip = load(name)
+        assert chip.bandwidth(chip.link_kind) == chip.axis_bw
+        assert {lv for lv in LEVELS if chip.has_level(lv)} >= {chip.link_kind}
+        assert all(chip.latency(lv) == chip.hop_latency_s for lv in PER_HOP)
+        assert chip.bandwidth("ib") == chip.ib_bw_per_gpu
+        assert chip.latency("dcn") == chip.dcn_latency_s
+
+
+def test_levels_have_one_home() -> None:
+    """The level vocabulary is defined in hardware/levels.py and imported everywhere else."""
+    root = Path(__file__).resolve().parent.parent
+    spelled = re.compile(r"""\(\s*["']ici["'],\s*["']nvlink["']""")
+    copies = [str(p.relative_to(root)) for d in ("hardware", "passes", "dsl")
+              for p in (root / d).rglob("*.py")
+              if p.name != "levels.py" and spelled.search(p.read_text(encoding="utf-8"))]
+    assert copies == []
+
+
 # --- text for `shardc hw` --------------------------------------------------------------------
 
 
