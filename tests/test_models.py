@@ -103,6 +103,15 @@ def test_aliases_and_a_card_by_path(tmp_path: Path):
     assert models.load(path).d_ff == 256
 
 
+def test_a_card_writes_token_counts_as_the_command_line_does(tmp_path: Path):
+    text = BOOK_MODEL.format(L=2, D=64, F=256, N=4, K=4, H=16, V=100, S=32)
+    text = text.replace("[training]\n", "[training]\nbatch_tokens = '4Mi'\ntokens = '15T'\n")
+    c = models.load(card_file(tmp_path, text))
+    assert (c.batch_tokens, c.tokens) == (4 * 2 ** 20, 15e12)
+    with pytest.raises(ModelError, match="batch_tokens = '1.5'"):
+        models.load(card_file(tmp_path, text.replace("'4Mi'", "'1.5'")))
+
+
 @pytest.mark.parametrize("text, message", [
     ("name = 'x'\n[architecture]\nn_layers = 1\n", "missing"),
     (BOOK_MODEL.format(L=2, D=64, F=256, N=4, K=3, H=16, V=100, S=32), "multiple of n_kv_heads"),

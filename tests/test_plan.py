@@ -121,7 +121,7 @@ def test_step_is_n_layers_layers_plus_the_embedding(llama70b):
 def test_plan_json_shape(llama70b, monkeypatch, capsys):
     monkeypatch.setattr(P, "plan", lambda *a, **k: llama70b)
     assert main(["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960",
-                 "--batch", "4M", "--format", "json"]) == 0
+                 "--batch", "4Mi", "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert set(d) >= {"candidates", "best"}
     for c in d["candidates"]:
@@ -144,7 +144,7 @@ def test_plan_text(llama70b, monkeypatch, capsys):
 
 # ---- bad input -------------------------------------------------------------------------------
 
-BASE = ["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4M"]
+BASE = ["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4Mi"]
 
 
 @pytest.mark.parametrize("change, message", [

@@ -11,7 +11,6 @@ import re
 import sys
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp")
-_BINARY = {"k": 2 ** 10, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
 
 
 class InputError(Exception):
@@ -37,7 +36,7 @@ def add_parser(sub) -> None:
     prog.add_argument("--strategy", choices=STRATEGIES, default="fsdp-tp")
     prog.add_argument("--mesh", help="mesh axes, e.g. 'X=2048, Y=4' or 'P=2 @dcn, X, Y=8'; "
                       "Y* axes are tensor-parallel, P* axes pods (default: symbolic X and Y)")
-    prog.add_argument("--batch", help="tokens per step (binary suffixes: 4M = 4*2^20; "
+    prog.add_argument("--batch", help="tokens per step (4Mi = 4*2^20, 4M = 4*10^6; "
                       "default: the card's)")
     prog.add_argument("--seq", help="sequence length (default: the card's)")
     prog.add_argument("--part", default="layer",
@@ -52,8 +51,8 @@ def add_parser(sub) -> None:
     p.add_argument("--hw", required=True, help="chip name or path to a chip TOML")
     p.add_argument("--chips", required=True, help="number of chips (a power of two, or whole "
                    "pods: 8960 for tpu-v5p)")
-    p.add_argument("--batch", help="tokens per step (binary suffixes: 4M = 4*2^20 = 1024 "
-                   "sequences of 4096; default: the card's)")
+    p.add_argument("--batch", help="tokens per step (4Mi = 4*2^20 = 1024 sequences of 4096, "
+                   "4M = 4*10^6; default: the card's)")
     p.add_argument("--seq", help="sequence length (default: the card's)")
     p.add_argument("--optimizer", choices=["adam", "sgd", "none"], default="adam")
     p.add_argument("--remat", choices=["none", "block", "matmuls"], default="none")
@@ -64,24 +63,21 @@ def add_parser(sub) -> None:
 
 
 def parse_tokens(text: str, what: str) -> int:
-    """A token count: `4194304`, `4_194_304`, `4M` (binary: 4 * 2**20, the book's "4M tokens
-    (1024 sequences of length 4096)"), `15T`, `1.5e13`. Exact (through `shardc.lang.numeric`), and a
+    """A token count: `4194304`, `4_194_304`, `4Mi` (4 * 2**20, the book's "4M tokens (1024
+    sequences of length 4096)"), `4M` (4 * 10**6), `15T`, `1.5e13`. Read by
+    `shardc.lang.numeric.parse_whole`, as `--set` and a program's `dim` read sizes: exact, and a
     positive whole number at most 2**63 - 1.
 
-    >>> parse_tokens("4M", "--batch"), parse_tokens("2_048", "--seq"), parse_tokens("1e3", "x")
-    (4194304, 2048, 1000)
+    >>> parse_tokens("4Mi", "--batch"), parse_tokens("4M", "--batch"), parse_tokens("2_048", "x")
+    (4194304, 4000000, 2048)
     """
     from shardc.lang.numeric import NumberError, parse_decimal, whole
 
-    t = text.strip()
-    scale = 1
-    if t and t[-1] in _BINARY:
-        scale, t = _BINARY[t[-1]], t[:-1]
     try:
-        value = parse_decimal(t) * scale
+        value = parse_decimal(text)
     except NumberError:
-        raise InputError(f"{what} {text!r} is not a token count (try 4194304, 4M = 4*2^20, "
-                         "or 15e12)") from None
+        raise InputError(f"{what} {text!r} is not a token count (try 4194304, 4Mi = 4*2^20, "
+                         "4M = 4*10^6, or 15e12)") from None
     try:
         return whole(value, what)
     except NumberError:
@@ -91,13 +87,13 @@ def parse_tokens(text: str, what: str) -> int:
 
 def _count(text: str, what: str, limit: int) -> int:
     """A positive whole number at most `limit` for the option `what` (`--chips 8960`, `8_192`,
-    `1e3`); `what` is written before the text, so `--mesh X=` reads `--mesh X=0`."""
-    from shardc.lang.numeric import NumberError, parse_decimal, whole
+    `1e3`, `8Ki`); `what` is written before the text, so `--mesh X=` reads `--mesh X=0`."""
+    from shardc.lang.numeric import NumberError, parse_whole
 
     short = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
     shown = f"{what}{short}" if what.endswith("=") else f"{what} {short!r}"
     try:
-        n = whole(parse_decimal(text), what)
+        n = parse_whole(text, what)
     except NumberError:
         raise InputError(f"{shown} is not a positive whole number (at most 2**63 - 1)") from None
     if n > limit:
@@ -302,7 +298,7 @@ def run_program(args: argparse.Namespace) -> int:
 def mesh_layout(strategy: str, mesh: str | None):
     """A `Layout` from `--strategy` and `--mesh`: axes named P* are pods (DCN, batch only),
     Y* tensor-parallel under fsdp-tp (every axis under tp), the rest data-parallel."""
-    from shardc.lang.numeric import MAX_INTEGER
+    from shardc.lang.numeric import MAX_INTEGER, SIZE_PATTERN
     from shardc.tools.models.programs import Axis, Layout
 
     if strategy == "single":
@@ -313,8 +309,8 @@ def mesh_layout(strategy: str, mesh: str | None):
         mesh = {"dp": "X", "fsdp": "X", "tp": "Y", "fsdp-tp": "X, Y"}[strategy]
     axes = []
     for item in _split_mesh(mesh):
-        m = re.fullmatch(r"([A-Za-z][A-Za-z0-9]*)\s*(?:=\s*([0-9_]+))?\s*((?:@|wrap|nowrap).*)?",
-                         item.strip())
+        m = re.fullmatch(rf"([A-Za-z][A-Za-z0-9]*)\s*(?:=\s*({SIZE_PATTERN}))?\s*"
+                         r"((?:@|wrap|nowrap).*)?", item.strip())
         if not m:
             raise InputError(f"--mesh item {item.strip()!r} is not NAME=SIZE (e.g. X=2048, "
                              "Y=4 @ici(x))")
@@ -361,7 +357,7 @@ def run_plan(args: argparse.Namespace) -> int:
     elif card.batch_tokens:
         tokens = card.batch_tokens
     else:
-        raise InputError(f"{card.name} has no batch size in its card; give --batch (e.g. 4M)")
+        raise InputError(f"{card.name} has no batch size in its card; give --batch (e.g. 4Mi)")
     try:
         p = plan(card, chip, chips, tokens, seq,
                  Options(args.optimizer, args.remat, args.cost_model))

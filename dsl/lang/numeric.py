@@ -1,8 +1,18 @@
-"""Numbers typed by users (`--set B=4M`, `--devices 64`, sweep grids): one parser, one place
-that says which values a size, a mesh axis, a repeat count or a hardware figure may take.
+"""Numbers typed by users (`--set B=4M`, `plan --batch 4Mi`, `dim B=4Ki` in a program, sweep
+grids): one parser, one place that says which values a size, a mesh axis, a repeat count or a
+hardware figure may take.
+
+A number is digits (grouped with single `_`: `8_192`), an optional fraction and exponent, and at
+most one suffix:
+
+- decimal, powers of 1000 as the book writes sizes: `k` = `K` = 10**3, `M` = 10**6,
+  `G` = 10**9, `T` = 10**12 (`4M` is 4,000,000);
+- binary, powers of 1024: `Ki` = 2**10, `Mi` = 2**20, `Gi` = 2**30, `Ti` = 2**40 (`4Mi` is
+  4,194,304, the book's "4M token batch (1024 sequences of length 4096)").
 
 Parsing goes through `decimal.Decimal`, never `float()` on the raw text alone, so a size of
-twenty digits stays exact and `1e400` is refused instead of silently becoming infinity.
+twenty digits stays exact, `1.5Ki` is exactly 1536, and `1e400` is refused instead of silently
+becoming infinity.
 """
 
 from __future__ import annotations
@@ -14,6 +24,10 @@ from decimal import Decimal, InvalidOperation
 
 DECIMAL_SUFFIX = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 """`--set B=4M` is 4,000,000: SI prefixes, as the book writes sizes."""
+BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+"""`--batch 4Mi` is 4 * 2**20 = 4,194,304: IEC prefixes, for counts the book means in binary."""
+SUFFIX = {**BINARY_SUFFIX, **DECIMAL_SUFFIX}
+"""Every suffix a number may end in, and its scale."""
 
 MAX_INTEGER = 2**63 - 1
 """The largest size, mesh axis or repeat count accepted: costs multiply several of them, and a
@@ -21,7 +35,12 @@ product must still be a finite float."""
 MIN_FIGURE = sys.float_info.min
 """The smallest positive hardware figure accepted: a subnormal bandwidth makes times infinite."""
 
-_NUMBER = re.compile(r"[+-]?(\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)([eE][+-]?\d+)?[kKMGT]?")
+SIZE_PATTERN = r"[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?(?:Ki|Mi|Gi|Ti|[kKMGT])?"
+"""An unsigned number as a program writes a size (`4096`, `8_192`, `4Ki`, `1.5k`, `1e6`); the
+grammar's SIZE terminal is this pattern (tests/test_numbers.py checks they agree)."""
+_NUMBER = re.compile(r"[+-]?(\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)([eE][+-]?\d+)?"
+                     r"(Ki|Mi|Gi|Ti|[kKMGT])?")
+_HINT = "try 4096, 4_096, 1e6, 4M = 4*10^6 or 4Mi = 4*2^20"
 
 
 class NumberError(ValueError):
@@ -29,26 +48,27 @@ class NumberError(ValueError):
 
 
 def parse_decimal(text: str) -> Decimal:
-    """The exact value of `text`: `4096`, `4_096`, `1e6`, `4M`, `2.5e-6`.
+    """The exact value of `text`: `4096`, `4_096`, `1e6`, `4M`, `4Mi`, `2.5e-6`.
 
-    >>> parse_decimal("4M"), parse_decimal("8_192"), parse_decimal("1.5k")
-    (Decimal('4000000'), Decimal('8192'), Decimal('1500.0'))
+    >>> parse_decimal("4M"), parse_decimal("4Mi"), parse_decimal("8_192"), parse_decimal("1.5k")
+    (Decimal('4000000'), Decimal('4194304'), Decimal('8192'), Decimal('1500.0'))
     """
     t = text.strip()
-    if not _NUMBER.fullmatch(t) or "__" in t or t.endswith("_"):
-        raise NumberError(f"{text!r} is not a number (try 4096, 4_096, 1e6 or 4M)")
+    m = _NUMBER.fullmatch(t)
+    if not m or "__" in t or t.endswith("_"):
+        raise NumberError(f"{text!r} is not a number ({_HINT})")
     t = t.replace("_", "")
     scale = 1
-    if t[-1] in DECIMAL_SUFFIX:
-        scale = DECIMAL_SUFFIX[t[-1]]
-        t = t[:-1]
+    if suffix := m.group(4):
+        scale = SUFFIX[suffix]
+        t = t[: -len(suffix)]
     mantissa, _, exponent = t.lower().partition("e")
     if exponent and abs(int(exponent)) > 400:
         raise NumberError(f"{text!r} is too large or too small for a float")
     try:
         return Decimal(t) * scale
     except InvalidOperation:
-        raise NumberError(f"{text!r} is not a number (try 4096, 4_096, 1e6 or 4M)") from None
+        raise NumberError(f"{text!r} is not a number ({_HINT})") from None
 
 
 def parse_number(text: str) -> float:
@@ -85,6 +105,17 @@ def whole(value: Decimal | float | int, what: str) -> int:
     if n > MAX_INTEGER:
         raise NumberError(f"{what} = {_short(n)} is larger than the limit 2**63 - 1")
     return n
+
+
+def parse_whole(text: str, what: str) -> int:
+    """`text` as a positive whole number for `what`: the one reading of a size, a mesh axis, a
+    repeat count or a token count, on the command line (`plan --batch 4Mi`) and in a program
+    (`dim B=4Mi`) alike.
+
+    >>> parse_whole("4Mi", "--batch"), parse_whole("4M", "--batch"), parse_whole("1.5Ki", "B")
+    (4194304, 4000000, 1536)
+    """
+    return whole(parse_decimal(text), what)
 
 
 def figure(value: Decimal | float | int, what: str) -> float:

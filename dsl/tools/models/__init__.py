@@ -16,7 +16,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from shardc.lang.numeric import MAX_INTEGER
+from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_number, parse_whole
 
 __all__ = ["MLA", "ModelCard", "ModelError", "MoE", "Reference", "available", "load"]
 
@@ -183,6 +183,15 @@ def _build(text: str, path: str) -> ModelCard:
     return card
 
 
+def _number_text(text: str, kind: type, where: str) -> int | float:
+    """A number a card writes as text (`batch_tokens = "4Mi"`, `tokens = "15T"`), read as the
+    command line reads `--batch` and `--tokens` (`shardc.lang.numeric`)."""
+    try:
+        return parse_whole(text, where) if kind is int else parse_number(text)
+    except NumberError as exc:
+        raise ModelError(f"{where} = {text!r}: {exc}") from None
+
+
 def _table(doc: dict[str, Any], name: str, spec: dict[str, type], path: str,
            required: tuple[str, ...]) -> dict[str, Any]:
     table = doc.get(name, {})
@@ -195,6 +204,8 @@ def _table(doc: dict[str, Any], name: str, spec: dict[str, type], path: str,
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ModelError(f"{path}: [{name}] has an unknown key {key!r}{hint}")
         kind = spec[key]
+        if name == "training" and isinstance(value, str):
+            value = _number_text(value, kind, f"{path}: [{name}] {key}")
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
             if not _finite(value):
                 raise ModelError(f"{path}: [{name}] {key} must be a finite number")
