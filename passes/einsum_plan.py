@@ -14,6 +14,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from shardc.lang.layout import DimSharding, Layout
 from shardc.passes.cost_model import Num
@@ -248,31 +249,107 @@ def rank_plans(plans: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple[
         ((objective(p), i, p) for i, p in enumerate(plans)), key=lambda t: (t[0], t[1]))]
 
 
-def book_departures(plan: EinsumPlan, lhs: Layout, rhs: Layout, contract: tuple[str, ...]
-                    ) -> int:
-    """How many mesh axes the plan treats differently from 002's rule for their case.
+CaseKind = Literal["same-contracted", "one-contracted", "both-contracted", "both-free",
+                   "same-free", "one-free", "unused"]
+
+
+@dataclass(frozen=True, slots=True)
+class AxisCase:
+    """Which of 002's four cases one mesh axis puts a contraction in, with the facts behind it.
+
+    `kind` is the finer fact: "same-contracted" (Case 3: both operands shard the same contracted
+    dim), "one-contracted" (Case 2: a contracted dim of one operand), "both-contracted" (Case 2
+    twice: different contracted dims), "both-free" (Case 4: different free dims of both),
+    "same-free" (a batch dim sharded alike), "one-free" (Case 1: a free dim of one operand) and
+    "unused" (neither operand uses the axis to shard).
+    """
+
+    axis: str
+    kind: CaseKind
+    lhs_dim: str | None
+    rhs_dim: str | None
+    contracted_side: str | None = None  # "one-contracted": "lhs"/"rhs", whose dim it is
+
+    @property
+    def case(self) -> int:
+        """The book's case number: 2 for a contracted dim of one side, 3 for both, 4 for free
+        dims of both, 1 otherwise (batch dims sharded alike are kept, as in Case 1)."""
+        return {"same-contracted": 3, "one-contracted": 2, "both-contracted": 2,
+                "both-free": 4}.get(self.kind, 1)
+
+    @property
+    def contracted_dim(self) -> str | None:
+        """The contracted dim the axis shards (the left operand's when both shard one)."""
+        if self.kind in ("same-contracted", "both-contracted"):
+            return self.lhs_dim
+        return {"lhs": self.lhs_dim, "rhs": self.rhs_dim}.get(self.contracted_side or "")
+
+
+def classify_axis(axis: str, lhs: Layout, rhs: Layout, contract: tuple[str, ...]) -> AxisCase:
+    """The case `axis` puts the contraction `lhs ·_contract rhs` in (002, the four cases).
+
+    >>> l = Layout.of({"I": ("X",), "J": ("Y",)}); r = Layout.of({"J": ("Y",), "K": ("X",)})
+    >>> [(c.kind, c.case) for c in (classify_axis(a, l, r, ("J",)) for a in "XY")]
+    [('both-free', 4), ('same-contracted', 3)]
+    """
+    dl, dr = lhs.dim_of_axis(axis), rhs.dim_of_axis(axis)
+    kl, kr = dl is not None and dl in contract, dr is not None and dr in contract
+    kind: CaseKind
+    if dl is None and dr is None:
+        kind = "unused"
+    elif dl == dr:
+        kind = "same-contracted" if kl else "same-free"
+    elif kl and kr:
+        kind = "both-contracted"
+    elif kl or kr:
+        return AxisCase(axis, "one-contracted", dl, dr, "lhs" if kl else "rhs")
+    elif dl is not None and dr is not None:
+        kind = "both-free"
+    else:
+        kind = "one-free"
+    return AxisCase(axis, kind, dl, dr)
+
+
+def case_label(lhs: Layout, rhs: Layout, contract: tuple[str, ...]) -> str:
+    """`Case 1`, `Case 2+3`, ...: the cases the operands' sharding axes put the product in.
+
+    >>> case_label(Layout.of({"I": ("X",), "J": ()}), Layout.of({"J": (), "K": ()}), ("J",))
+    'Case 1'
+    """
+    cases = {classify_axis(a, lhs, rhs, contract).case
+             for a in lhs.sharding_axes + rhs.sharding_axes}
+    return "Case " + "+".join(str(c) for c in sorted(cases or {1}))
+
+
+def book_roles(c: AxisCase) -> set[str | None] | None:
+    """The roles 002's rule gives an axis in case `c` (None: the axis is free to take any).
 
     Case 1 (a free dim of one operand): keep it. Case 2 (a contracted dim of one operand):
     gather that operand, keeping whatever the other operand shards with the axis. Case 3 (the
     same contracted dim in both): keep it, reduce after. Case 4 (free dims of both): keep one
-    of the two. Batch dims sharded alike: keep. Used to pick the default when sizes are
-    symbolic and the numbers cannot decide.
+    of the two. Batch dims sharded alike: keep. Different contracted dims: gather both.
     """
-    roles = dict(plan.roles)
+    match c.kind:
+        case "unused":
+            return None  # only the requested output uses it: any role follows the request
+        case "same-contracted" | "same-free":
+            return {c.lhs_dim}
+        case "both-contracted":
+            return {None}
+        case "one-contracted":
+            return {c.rhs_dim if c.contracted_side == "lhs" else c.lhs_dim}
+        case _:
+            return {d for d in (c.lhs_dim, c.rhs_dim) if d is not None}
+
+
+def book_departures(plan: EinsumPlan, lhs: Layout, rhs: Layout, contract: tuple[str, ...]
+                    ) -> int:
+    """How many mesh axes the plan treats differently from 002's rule for their case
+    (`book_roles`). Used to pick the default when sizes are symbolic and the numbers cannot
+    decide."""
     n = 0
-    for a, role in roles.items():
-        dl, dr = lhs.dim_of_axis(a), rhs.dim_of_axis(a)
-        if dl is None and dr is None:
-            continue  # only the requested output uses it: any role follows the request
-        if dl is not None and dl == dr:
-            ok = {dl}  # Case 3, or a batch dim sharded alike
-        elif dl in contract and dr in contract:
-            ok = {None}  # different contracted dims: gather
-        elif dl in contract:
-            ok = {dr}  # Case 2: gather lhs; rhs keeps its use of the axis (or none)
-        elif dr in contract:
-            ok = {dl}
-        else:
-            ok = {d for d in (dl, dr) if d is not None}  # Case 1 / Case 4
-        n += role not in ok
+    for a, role in plan.roles:
+        ok = book_roles(classify_axis(a, lhs, rhs, contract))
+        if ok is not None:
+            n += role not in ok
     return n
