@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from shardc.lang.layout import DimSharding, Layout
 
@@ -27,8 +28,80 @@ class Step:
     dst: Layout
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a collective cannot act on a layout: the rule it breaks and the axes (and dim) at
+    fault. "not-sharded": AllGather of an axis that shards no dim; "not-innermost": axes that
+    are not the innermost run of `dim`; "no-partial-sums": a reduction over axes without
+    partial sums; "wrong-source": AllToAll of an axis that shards no dim other than `dim`."""
+
+    rule: Literal["not-sharded", "not-innermost", "no-partial-sums", "wrong-source"]
+    axes: tuple[str, ...]
+    dim: str | None = None
+
+
+def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None = None
+             ) -> Layout | Refusal:
+    """What one collective does to a layout (002): the one home of these rules, used by the
+    planner below and by the explicit collectives a program writes.
+
+    >>> lay = Layout.of({"I": ("X", "Y"), "J": ()}, {"Z"})
+    >>> transfer(lay, "AllGather", ("Y",)).format("A")
+    'A[I_X, J]{U_Z}'
+    >>> transfer(lay, "ReduceScatter", ("Z",), "J").format("A")
+    'A[I_XY, J_Z]'
+    >>> transfer(lay, "AllToAll", ("X",), "J")
+    Refusal(rule='not-innermost', axes=('X',), dim='I')
+    """
+    match kind:
+        case "AllGather":
+            for x in axes:
+                if layout.dim_of_axis(x) is None:
+                    return Refusal("not-sharded", (x,))
+            dims = []
+            for d in layout.dims:
+                gone = tuple(x for x in d.axes if x in axes)
+                keep = d.axes[: len(d.axes) - len(gone)]
+                if gone and d.axes[len(keep):] != gone:
+                    return Refusal("not-innermost", gone, d.dim)
+                dims.append(DimSharding(d.dim, keep))
+            return Layout(tuple(dims), layout.unreduced)
+        case "AllReduce" | "ReduceScatter":
+            missing = tuple(x for x in axes if x not in layout.unreduced)
+            if missing:
+                return Refusal("no-partial-sums", missing)
+            if kind == "AllReduce":
+                return layout.with_unreduced(layout.unreduced - set(axes))
+            assert dim is not None
+            return Layout(tuple(DimSharding(d.dim, d.axes + axes if d.dim == dim else d.axes)
+                                for d in layout.dims), layout.unreduced - set(axes))
+        case "AllToAll":
+            assert dim is not None
+            cur = {d.dim: list(d.axes) for d in layout.dims}
+            by_src: dict[str, list[str]] = {}
+            for x in axes:
+                src = layout.dim_of_axis(x)
+                if src is None or src == dim:
+                    return Refusal("wrong-source", (x,), dim)
+                by_src.setdefault(src, []).append(x)
+            for src, moved in by_src.items():
+                # The moved axes must be the innermost run of their dim, in order.
+                if cur[src][-len(moved):] != moved:
+                    return Refusal("not-innermost", tuple(moved), src)
+                del cur[src][-len(moved):]
+                cur[dim].extend(moved)
+            return Layout(tuple(DimSharding(d.dim, tuple(cur[d.dim])) for d in layout.dims),
+                          layout.unreduced)
+    raise AssertionError(f"no layout rule for {kind}")
+
+
 def _layout(cur: dict[str, list[str]], order: tuple[str, ...], unreduced: set[str]) -> Layout:
     return Layout(tuple(DimSharding(d, tuple(cur[d])) for d in order), frozenset(unreduced))
+
+
+def _prefix_of(cur: list[str], target: list[str]) -> bool:
+    """True when `cur` is a prefix of `target`: the dim only has axes left to acquire."""
+    return len(cur) <= len(target) and target[: len(cur)] == cur
 
 
 def _kept(cur: list[str], target: list[str]) -> int:
@@ -116,8 +189,7 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
     steps: list[Step] = []
 
     def prefix_ok(d: str) -> bool:
-        c, t = cur[d], target[d]
-        return len(c) <= len(t) and t[: len(c)] == c
+        return _prefix_of(cur[d], target[d])
 
     def next_acq(d: str) -> str | None:
         return target[d][len(cur[d])] if prefix_ok(d) and len(cur[d]) < len(target[d]) else None
@@ -126,7 +198,15 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
         return a in cur_u or any(a in axes for axes in cur.values())
 
     def emit(kind: str, axes: tuple[str, ...], dim: str | None, before: Layout) -> None:
-        steps.append(Step(kind, axes, dim, before, _layout(cur, order, cur_u)))
+        # A slice is already applied to `cur`; a collective's effect is `transfer`'s rule.
+        after = _layout(cur, order, cur_u) if kind == "slice" else transfer(before, kind, axes,
+                                                                            dim)
+        assert isinstance(after, Layout), after
+        for d in after.dims:
+            cur[d.dim][:] = d.axes
+        cur_u.clear()
+        cur_u.update(after.unreduced)
+        steps.append(Step(kind, axes, dim, before, after))
 
     for _ in range(64):
         if all(cur[d] == target[d] for d in order) and cur_u == t_u:
@@ -145,10 +225,11 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
         done = False
         for d in order:
             run: list[str] = []
-            while (a := next_acq(d)) is not None and a in cur_u and a not in t_u:
-                cur_u.discard(a)
-                cur[d].append(a)
-                run.append(a)
+            if prefix_ok(d):
+                for a in target[d][len(cur[d]):]:
+                    if a not in cur_u or a in t_u:
+                        break
+                    run.append(a)
             if run:
                 emit("ReduceScatter", tuple(run), d, before)
                 done = True
@@ -169,8 +250,6 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
                     run = k
             if run:
                 moved = cur[d1][-run:]
-                del cur[d1][-run:]
-                cur[d2].extend(moved)
                 emit("AllToAll", tuple(moved), d2, before)
                 done = True
                 break
@@ -179,26 +258,26 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
         # 4. AllReduce partial sums no dim wants.
         reduce = sorted(a for a in cur_u - t_u if a not in target_dim)
         if reduce:
-            cur_u.difference_update(reduce)
             emit("AllReduce", tuple(reduce), None, before)
             continue
         # 5. AllGather: the trailing run of each dim whose axes go nowhere; failing that, every
         #    axis past the part each dim keeps (it is sliced back where it belongs afterwards).
         gather: list[str] = []
         for d in order:
-            while cur[d] and not prefix_ok(d) and cur[d][-1] not in target_dim:
-                gather.append(cur[d].pop())
+            kept = list(cur[d])
+            while kept and not _prefix_of(kept, target[d]) and kept[-1] not in target_dim:
+                gather.append(kept.pop())
         if not gather:
             for d in order:
-                while cur[d] and not prefix_ok(d):
-                    gather.append(cur[d].pop())
+                kept = list(cur[d])
+                while kept and not _prefix_of(kept, target[d]):
+                    gather.append(kept.pop())
         rank = {a: i for i, a in enumerate(src.sharding_axes)}
         gather.sort(key=lambda a: rank.get(a, len(rank)))
         if not gather:
             # Partial sums wanted by a dim that still has axes to release: reduce now, slice later.
             pending = sorted(cur_u - t_u)
             if pending:
-                cur_u.difference_update(pending)
                 emit("AllReduce", tuple(pending), None, before)
                 continue
             return None
