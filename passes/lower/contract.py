@@ -1,0 +1,165 @@
+"""Contractions: search the ways to run `A ·_J B` (passes.einsum_plan), rank them by time with
+every size known or by the book's rule otherwise, emit the chosen plan, and price the
+alternatives in SymPy for the decision record.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from shardc.lang.layout import DimSharding, Layout, format_axes
+from shardc.lang.syntax import Assign, Contract
+from shardc.lang.units import fmt_value
+from shardc.passes.conditions import less_than
+from shardc.passes.cost_model import LEVELS
+from shardc.passes.einsum_plan import (
+    EinsumPlan,
+    book_departures,
+    case_label,
+    output_dims,
+    search_plans,
+)
+from shardc.passes.ir import Alternative, Decision, Einsum, Value
+from shardc.passes.layout_cost import local_elements, steps_time
+from shardc.passes.lower.explain import beat_text, case_reason, describe_plan
+from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM, LoweringState
+from shardc.passes.symbols import HardwareSymbols, size_symbol
+from shardc.passes.validate import promote
+
+
+class Contractions(LoweringState):
+    """The lowering of `Contract` expressions, and their decision records."""
+
+    def contract(self, e: Contract, requested: Layout | None, target: str,
+                 stmt: Assign | None, keep_partial: bool = False) -> Value | None:
+        lv = self.expr(e.lhs, target)
+        rv = self.expr(e.rhs, target)
+        if lv is None or rv is None:
+            return None
+        dtype = promote(lv.dtype, rv.dtype)
+        out_dims = requested.dim_names if requested is not None else output_dims(
+            lv.dims, rv.dims, e.dims)
+        names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims),
+                 *self.mesh}
+        numeric = self.all_known(names)
+        links, c = self.hw_numbers(dtype)
+        topo = self.ctx.topology
+        size_of = self.numeric_size
+
+        def objective(p: EinsumPlan) -> tuple[float, float, int]:
+            model = self.ctx.model
+            comm = float(steps_time(p.lhs_steps, lv.dtype, size_of, model, topo, links))
+            comm += float(steps_time(p.rhs_steps, rv.dtype, size_of, model, topo, links))
+            comm += float(steps_time(p.out_steps, dtype, size_of, model, topo, links))
+            flops = 2.0 * float(self.einsum_elements(p, size_of))
+            # With every size known, rank by time (comms + compute); otherwise by communication
+            # alone, which gives the book's defaults and matches the conditions reported.
+            total = comm + (flops / c if c and numeric else 0.0)
+            if numeric:
+                return (0, round(total, 15), flops, len(p.collectives))
+            # Symbolic sizes: the book's rule for each axis's case first, then cost at the
+            # typical sizes (the report lists the alternatives and when each would win).
+            departures = book_departures(p, lv.layout, rv.layout, e.dims)
+            return (departures, round(total, 15), flops, len(p.collectives))
+
+        search = search_plans(lv.layout, rv.layout, e.dims, out_dims, requested,
+                              tuple(self.mesh), self.divisible, keep_partial,
+                              self.known_sizes(), objective)
+        ranked = search.ranked
+        if not ranked:
+            self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"
+                       f" from {self.fmt(lv.layout, lv.array)} and {self.fmt(rv.layout, rv.array)}",
+                       e.span, ("every way of giving the mesh axes to dims either leaves a shard "
+                                "that does not divide its dim or needs partial sums {U_X} that "
+                                "only a contracted dim sharded over X produces",))
+            return None
+        best = ranked[0]
+        line = (stmt.span if stmt is not None else e.span).line
+        self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
+                             search.note())
+        beat = beat_text(ranked, objective, lv.array, rv.array, target)
+        mesh = tuple(self.mesh)
+        why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
+        why_r = case_reason(lv, rv, e.dims, "rhs", target, mesh)
+        lv2 = self.apply_steps(lv, best.lhs_steps, e.span, why_l, beat)
+        rv2 = self.apply_steps(rv, best.rhs_steps, e.span, why_r, beat)
+        case = case_label(lv.layout, rv.layout, e.dims)
+        name = target if stmt is not None else f"{lv.array}·{rv.array}"
+        out = Value(self.fresh(name), name, dtype, best.local_out)
+        v = self.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
+        why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
+        return self.apply_steps(v, best.out_steps, e.span, why_o, beat)
+
+    def einsum_elements(self, p: EinsumPlan, size_of):
+        """Multiply-adds per device of the local product: every dim once, at its shard size."""
+        seen: dict[str, tuple[str, ...]] = {}
+        for lay in (p.lhs_target, p.rhs_target):
+            for d in lay.dims:
+                seen.setdefault(d.dim, d.axes)
+        return local_elements(Layout(tuple(DimSharding(d, a) for d, a in seen.items())), size_of)
+
+    def record_decision(self, ranked: list[EinsumPlan], objective, numeric: bool, line: int,
+                        e: Contract, lv: Value, rv: Value, dtype: str, target: str,
+                        search_note: str = "") -> None:
+        distinct: list[EinsumPlan] = []
+        descs: list[str] = []
+        for p in ranked:
+            d = describe_plan(p, lv.array, rv.array, target)
+            if d not in descs:
+                descs.append(d)
+                distinct.append(p)
+            if len(distinct) == 3:
+                break
+        if (len(distinct) < 2 or not distinct[0].collectives) and not search_note:
+            return  # one candidate, or the chosen plan communicates nothing: nothing to explain
+        syms = HardwareSymbols(frozenset(self.dims))
+        sym_links = syms.links()
+        t_syms = {syms.t(lv): 0 for lv in LEVELS}
+
+        def sym_cost(p: EinsumPlan) -> sp.Expr:
+            total = sp.Integer(0)
+            for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype),
+                              (p.out_steps, dtype)):
+                total += steps_time(steps, dt, size_symbol, self.ctx.model, self.ctx.topology,
+                                    sym_links)
+            return total
+
+        has_chip = self.ctx.chip is not None
+        decided = "numbers" if numeric else "default"
+        if search_note:
+            decided += f"; {search_note}"
+
+        def key(p: EinsumPlan) -> tuple:
+            return (p.lhs_steps, p.rhs_steps, p.out_steps, lv.dtype, rv.dtype, dtype)
+
+        chosen_key = key(distinct[0])
+        alts = []
+        for i, (p, d) in enumerate(zip(distinct, descs, strict=True)):
+            num = objective(p)[1]
+            if not numeric:
+                unit = "s" if has_chip else "B"
+                note = (f"{fmt_value(num, unit)}{'' if has_chip else ' / W_ici'} comms at "
+                        f"typical sizes (dims {TYPICAL_DIM}, axes {TYPICAL_AXIS})")
+            elif has_chip:
+                note = f"{fmt_value(num, 's')} comms + compute"
+            else:
+                note = f"{fmt_value(num, 'B')} / W_ici"
+            memo_key = (key(p), chosen_key if i and not numeric else None)
+            if memo_key not in self.memo:
+                cost = sym_cost(p)
+                cond = ""
+                if i and not numeric:
+                    bw_alt = cost.subs(t_syms)
+                    bw_best = sym_cost(distinct[0]).subs(t_syms)
+                    if bw_best == 0:
+                        cond = "never: the chosen plan moves no data"
+                    else:
+                        rel = less_than(bw_alt, bw_best)
+                        cond = ({True: "always", False: "never"}[rel] if isinstance(rel, bool)
+                                else str(rel))
+                self.memo[memo_key] = (str(cost), cond)
+            cost_text, cond = self.memo[memo_key]
+            alts.append(Alternative(f"{d} [{note}]", cost_text, i == 0, cond))
+        self.decisions.append(Decision(line, f"{target} = {lv.array} ·_{format_axes(e.dims)} "
+                                       f"{rv.array}", tuple(alts), decided))
+

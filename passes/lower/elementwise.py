@@ -1,0 +1,76 @@
+"""Elementwise ops (`A + B`, `A * B`): reduce the partial sums the op cannot combine, then bring
+both operands to one layout, whichever operand is cheaper to move.
+"""
+
+from __future__ import annotations
+
+from shardc.lang.layout import DimSharding, Layout
+from shardc.lang.syntax import Binary
+from shardc.passes.ir import Elementwise, Value
+from shardc.passes.layout_cost import steps_time
+from shardc.passes.lower.state import LoweringState
+from shardc.passes.reshard import plan_reshard
+from shardc.passes.validate import promote
+
+
+class ElementwiseOps(LoweringState):
+    """The lowering of `Binary` expressions."""
+
+    def binary(self, e: Binary, target: str) -> Value | None:
+        lv = self.expr(e.lhs, target)
+        rv = self.expr(e.rhs, target)
+        if lv is None or rv is None:
+            return None
+        lu, ru = lv.layout.unreduced, rv.layout.unreduced
+        keep: frozenset[str] = frozenset()
+        if e.op in "+-" and lu == ru:
+            keep = lu
+        elif e.op == "*" and bool(lu) != bool(ru):
+            u = lu or ru
+            other = rv if lu else lv
+            if not (u & other.layout.used_axes):
+                keep = u
+        why = f"`{e.op}` cannot combine these partial sums: they are reduced first"
+        if lu - keep:
+            lv = self.reshard(lv, lv.layout.with_unreduced(keep & lu), e.span, why)
+        if ru - keep:
+            rv = self.reshard(rv, rv.layout.with_unreduced(keep & ru), e.span, why)
+        if lv is None or rv is None:
+            return None
+        big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
+        # Option A: the smaller operand follows the bigger one.
+        follow_big = Layout(tuple(DimSharding(d, big.layout.axes_of(d)) for d in small.dims),
+                            small.layout.unreduced)
+        # Option B: the bigger operand takes the smaller one's shardings on the shared dims.
+        used = set(small.layout.sharding_axes)
+        follow_small = Layout(tuple(
+            DimSharding(d.dim, small.layout.axes_of(d.dim) if d.dim in small.dims
+                        else tuple(x for x in d.axes if x not in used))
+            for d in big.layout.dims), big.layout.unreduced)
+        options = []
+        for which, want in (("small", follow_big), ("big", follow_small)):
+            v = small if which == "small" else big
+            steps = plan_reshard(v.layout, want)
+            if steps is not None:
+                options.append((self.cost_steps(steps, v.dtype), len(options), which, want, steps))
+        if not options:
+            self.error("C004", f"cannot align the operands of `{e.op}`", e.span)
+            return None
+        options.sort(key=lambda t: (t[0], t[1]))
+        _, _, which, want, steps = options[0]
+        why = f"`{e.op}` needs both operands in one layout"
+        if which == "small":
+            small = self.apply_steps(small, steps, e.span, lambda s: why)
+        else:
+            big = self.apply_steps(big, steps, e.span, lambda s: why)
+        out_layout = big.layout.with_unreduced(big.layout.unreduced | small.layout.unreduced)
+        name = f"{lv.array}{e.op}{rv.array}"
+        out = Value(self.fresh(name), name, promote(lv.dtype, rv.dtype), out_layout)
+        args = (big, small) if set(rv.dims) <= set(lv.dims) else (small, big)
+        return self.emit(Elementwise(e.op, out, args, e.span))
+
+    def cost_steps(self, steps, dtype: str) -> float:
+        links, _ = self.hw_numbers(dtype)
+        return float(steps_time(steps, dtype, self.numeric_size, self.ctx.model,
+                                self.ctx.topology, links))
+

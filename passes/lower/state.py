@@ -1,0 +1,156 @@
+"""The lowering's state (sizes, values and ops emitted so far) and the resharding every part of
+it uses: a value is brought to a layout by reshard's plan, each step recorded with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from shardc.lang.layout import Layout, format_axes
+from shardc.lang.source import Span
+from shardc.lang.syntax import Assign, Contract, Expr
+from shardc.passes.context import Context
+from shardc.passes.cost_model import Links
+from shardc.passes.ir import Collective, Decision, LocalSlice, Op, Value
+from shardc.passes.lower.explain import describe_step
+from shardc.passes.reshard import Step, plan_reshard
+from shardc.passes.symbols import HardwareSymbols, planning_figures
+
+TYPICAL_DIM = 4096
+TYPICAL_AXIS = 4
+"""Where a size is symbolic, plans are ranked as if dims were 4096 and mesh axes 4; the report
+then lists the alternatives with the condition under which each would win."""
+
+
+@dataclass
+class LoweringState:
+    """What the statement walk has seen and emitted; the parts of the lowering share it."""
+
+    ctx: Context
+    name: str = ""
+    mesh: dict[str, int | None] = field(default_factory=dict)
+    dims: dict[str, int | None] = field(default_factory=dict)
+    hardware: str | None = None
+    values: dict[str, Value] = field(default_factory=dict)
+    ops: list[Op] = field(default_factory=list)
+    arrays: dict[str, Value] = field(default_factory=dict)
+    decisions: list[Decision] = field(default_factory=list)
+    counter: dict[str, int] = field(default_factory=dict)
+    failed: bool = False
+    # Per-compilation memo of decision formulas: programs repeat statement shapes, and building
+    # and printing SymPy costs dominated planning before (docs/benchmarks.md).
+    memo: dict[tuple, tuple[str, str]] = field(default_factory=dict)
+    resharded: dict[tuple, Value] = field(default_factory=dict)
+    figures: tuple | None = None
+    params: set[str] = field(default_factory=set)
+    array_times: dict[str, tuple] = field(default_factory=dict)
+
+    # ---- sizes -------------------------------------------------------------------------------
+    def known(self, name: str) -> float | None:
+        if name in self.ctx.bindings:
+            return float(self.ctx.bindings[name])
+        v = self.dims.get(name, self.mesh.get(name))
+        return None if v is None else float(v)
+
+    def known_sizes(self) -> dict[str, float]:
+        return {n: v for n in (*self.dims, *self.mesh) if (v := self.known(n)) is not None}
+
+    def numeric_size(self, name: str) -> float:
+        v = self.known(name)
+        if v is not None:
+            return v
+        return float(TYPICAL_AXIS if name in self.mesh else TYPICAL_DIM)
+
+    def all_known(self, names) -> bool:
+        return all(self.known(n) is not None for n in names)
+
+    def divisible(self, dim: str, axes: tuple[str, ...]) -> bool:
+        size = self.known(dim)
+        if size is None:
+            return True
+        shards = 1.0
+        for a in axes:
+            s = self.known(a)
+            if s is None:
+                return True
+            shards *= s
+        return size % shards == 0
+
+    def hw_numbers(self, dtype: str) -> tuple[Links, float | None]:
+        """Link figures and C for planning (passes.symbols.planning_figures), once per run."""
+        if self.figures is None:
+            self.figures = planning_figures(self.ctx.chip, self.ctx.bindings,
+                                            frozenset(self.dims))
+        links, values = self.figures
+        c = values.get(HardwareSymbols(frozenset(self.dims)).flops(dtype).name)
+        return links, (None if c is None else float(c))
+
+    # ---- values and ops ----------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        k = self.counter.get(base, 0) + 1
+        self.counter[base] = k
+        return f"{base}.{k}"
+
+    def emit(self, op: Op) -> Value:
+        self.ops.append(op)
+        return op.out
+
+    def error(self, code: str, message: str, span: Span, notes: tuple[str, ...] = ()) -> None:
+        self.ctx.diagnostics.error(code, message, span, notes=notes)
+        self.failed = True
+
+    def fmt(self, layout: Layout, name: str) -> str:
+        return layout.format(name, tuple(self.mesh))
+
+    def ordered(self, axes) -> tuple[str, ...]:
+        order = list(self.mesh)
+        return tuple(sorted(axes, key=lambda a: order.index(a) if a in order else len(order)))
+
+    # ---- the walk and the contraction search (walk.py, contract.py) ---------------------------
+    def expr(self, e: Expr, target: str) -> Value | None:
+        raise NotImplementedError
+
+    def contract(self, e: Contract, requested: Layout | None, target: str,
+                 stmt: Assign | None, keep_partial: bool = False) -> Value | None:
+        raise NotImplementedError
+
+    # ---- resharding --------------------------------------------------------------------------
+    def reshard(self, v: Value, want: Layout, span: Span, why: str,
+                name: str | None = None) -> Value | None:
+        if v.layout == want:
+            return v
+        steps = plan_reshard(v.layout, want, self.known_sizes())
+        if steps is None:
+            extra = want.unreduced - v.layout.unreduced
+            shown = name or v.array
+            self.error("C004", f"cannot make {self.fmt(want, shown)} from "
+                       f"{self.fmt(v.layout, v.array)}: "
+                       f"no collective creates partial sums over {format_axes(self.ordered(extra))}",
+                       span, ("partial sums {U_X} come from contracting a dim sharded over X",))
+            return None
+        return self.apply_steps(v, steps, span, lambda s: why)
+
+    def apply_steps(self, v: Value, steps: Sequence[Step], span: Span,
+                    why: Callable[[Step], str], beat: str = "") -> Value:
+        for s in steps:
+            # An activation already brought to this layout is reused (the backward pass reads
+            # the forward's gathered input, as the book's algorithms do); parameters are
+            # gathered again where needed, so FSDP keeps only its shard between uses.
+            key = (v.id, s.dst)
+            if key in self.resharded and v.array not in self.params:
+                v = self.resharded[key]
+                continue
+            out = Value(self.fresh(v.array), v.array, v.dtype, s.dst)
+            if s.kind == "slice":
+                v = self.emit(LocalSlice(out, v, span, f"{why(s)}: free local slice over "
+                                         f"{format_axes(s.axes)}"))
+            else:
+                reason = f"{why(s)}: {describe_step(s, v.array, tuple(self.mesh))}"
+                if beat:
+                    reason += f"; {beat}"
+                v = self.emit(Collective(s.kind, out, v, s.axes, s.dim, span,  # type: ignore[arg-type]
+                                         reason))
+            self.resharded[key] = v
+        return v
+

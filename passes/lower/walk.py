@@ -1,0 +1,155 @@
+"""The `insert-collectives` pass: walk the statements, lowering each to local ops plus the
+collectives it needs. Contractions, elementwise ops and explicit collectives each have a module;
+layout requests go through `passes.reshard`. Every inserted collective records why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shardc.lang.layout import format_axes
+from shardc.lang.syntax import (
+    LINEAR_FUNCTIONS,
+    ArrayDecl,
+    Assign,
+    Binary,
+    Call,
+    CollectiveCall,
+    Contract,
+    DimDecl,
+    Expr,
+    HardwareDecl,
+    MeshDecl,
+    Program,
+    Ref,
+)
+from shardc.passes.context import Context
+from shardc.passes.ir import CompiledProgram, Elementwise, Input, Value
+from shardc.passes.lower.contract import Contractions
+from shardc.passes.lower.elementwise import ElementwiseOps
+from shardc.passes.lower.explicit import ExplicitCollectives
+
+
+@dataclass(frozen=True, slots=True)
+class InsertCollectives:
+    """Lower a validated program to per-device ops, inserting collectives."""
+
+    name: ClassVar[str] = "insert-collectives"
+
+    def run(self, program: Program, ctx: Context) -> CompiledProgram:
+        return _Lowering(ctx).run(program)
+
+
+def insert_collectives(program: Program, ctx: Context) -> CompiledProgram:
+    """Run the `insert-collectives` pass."""
+    return InsertCollectives().run(program, ctx)
+
+
+class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
+    """The statement walk; each kind of expression is lowered by the part named after it."""
+
+    def run(self, program: Program) -> CompiledProgram:
+        self.name = self.ctx.source.name
+        for stmt in program.statements:
+            start = len(self.ops)
+            match stmt:
+                case MeshDecl(axes=axes):
+                    self.mesh = {a.name: a.size for a in axes}
+                case DimDecl(dims=dims):
+                    for d in dims:
+                        self.dims[d.name] = d.size
+                case HardwareDecl(name=name):
+                    self.hardware = name
+                case ArrayDecl(name=name, dtype=dtype, layout=layout, param=param):
+                    if param:
+                        self.params.add(name)
+                    v = Value(name, name, dtype, layout.stripped())
+                    self.values[name] = self.emit(Input(v, stmt.span))
+                    self.arrays[name] = v
+                case Assign():
+                    self.assign(stmt)
+            if self.failed:
+                break
+            if getattr(stmt, "times", ()):  # every op of a statement in `repeat` runs with it
+                self.ops[start:] = [dataclasses.replace(op, times=stmt.times)
+                                    for op in self.ops[start:]]
+                made = {op.out.array for op in self.ops[start:]}  # inline `In[I_X]` too
+                made.add(stmt.name if isinstance(stmt, ArrayDecl) else stmt.target)
+                self.array_times.update(dict.fromkeys(made, stmt.times))
+        return CompiledProgram(
+            self.name, tuple(self.mesh.items()), tuple(self.dims.items()), self.hardware,
+            tuple(self.ops), tuple(self.arrays.values()), tuple(self.decisions),
+            self.ctx.topology, tuple(sorted(self.params)), program.repeats,
+            tuple(self.array_times.items()))
+
+    def assign(self, stmt: Assign) -> None:
+        target = stmt.target
+        tid = target if target not in self.values else self.fresh(target)
+        start = len(self.ops)
+        req = stmt.layout.stripped() if stmt.layout is not None else None
+        if isinstance(stmt.expr, Contract):
+            v = self.contract(stmt.expr, req, target, stmt)
+        else:
+            v = self.expr(stmt.expr, target)
+            if v is not None:
+                if req is not None:
+                    v = self.reshard(v, req, stmt.span,
+                                     f"the left-hand side requests {self.fmt(req, target)}",
+                                     target)
+                elif v.layout.unreduced:
+                    axes = self.ordered(v.layout.unreduced)
+                    want = v.layout.with_unreduced(frozenset())
+                    v = self.reshard(v, want, stmt.span,
+                                     f"{target} is written without {{U_{format_axes(axes)}}}: "
+                                     "its partial sums are reduced")
+        if v is None:
+            self.failed = True
+            return
+        if len(self.ops) > start and self.ops[-1].out.id == v.id and v.id not in self.arrays:
+            # Name the statement's last result after its target.
+            named = Value(tid, target, v.dtype, v.layout)
+            self.ops[-1] = dataclasses.replace(self.ops[-1], out=named)
+            self.values[target] = named
+            self.arrays[target] = named
+        else:
+            # `B = A` with nothing to do: B is another name for A's blocks.
+            self.values[target] = v
+            self.arrays[target] = Value(tid, target, v.dtype, v.layout)
+
+
+    def expr(self, e: Expr, target: str) -> Value | None:
+        match e:
+            case Ref(name=name, layout=layout):
+                if name not in self.values:
+                    assert layout is not None  # validate guarantees
+                    v = Value(name, name, "bf16", layout.stripped())
+                    self.values[name] = self.emit(Input(v, e.span))
+                    self.arrays[name] = v
+                    return v
+                v = self.values[name]
+                if layout is not None:
+                    want = layout.stripped()
+                    return self.reshard(v, want, e.span,
+                                        f"{name} is used as {self.fmt(want, name)}")
+                return v
+            case Contract():
+                return self.contract(e, None, target, None)
+            case Binary():
+                return self.binary(e, target)
+            case Call(fn=fn, args=args):
+                a = self.expr(args[0], target)
+                if a is None:
+                    return None
+                if a.layout.unreduced and fn not in LINEAR_FUNCTIONS:
+                    a = self.reshard(a, a.layout.with_unreduced(frozenset()), e.span,
+                                     f"{fn} is not linear: partial sums are reduced first")
+                    if a is None:
+                        return None
+                name = f"{fn}({a.array})"
+                out = Value(self.fresh(name), name, a.dtype, a.layout)
+                return self.emit(Elementwise(fn, out, (a,), e.span))
+            case CollectiveCall():
+                return self.explicit_collective(e, target)
+        raise AssertionError(e)
