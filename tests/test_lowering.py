@@ -1,0 +1,85 @@
+"""The parts of the lowering (passes/lower/): one classifier of the four cases, one home for the
+layout rules of the collectives, and the re-export at the pass's old path."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from shardc.lang.layout import Layout
+from shardc.passes.einsum_plan import book_roles, case_label, classify_axis
+from shardc.passes.reshard import Refusal, plan_reshard, transfer
+
+L = Layout.of
+
+
+@pytest.mark.parametrize("lhs,rhs,contract,label,kinds", [
+    # 002's four cases, one axis X each, for A[I, J] ·_J B[J, K].
+    (L({"I": ("X",), "J": ()}), L({"J": (), "K": ()}), ("J",), "Case 1", ["one-free"]),
+    (L({"I": (), "J": ("X",)}), L({"J": (), "K": ()}), ("J",), "Case 2", ["one-contracted"]),
+    (L({"I": (), "J": ("X",)}), L({"J": ("X",), "K": ()}), ("J",), "Case 3",
+     ["same-contracted"]),
+    (L({"I": ("X",), "J": ()}), L({"J": (), "K": ("X",)}), ("J",), "Case 4", ["both-free"]),
+    # A batch dim sharded alike is kept, as in Case 1; two contracted dims are Case 2 twice.
+    (L({"B": ("X",), "J": ()}), L({"B": ("X",), "J": ()}), ("J",), "Case 1", ["same-free"]),
+    (L({"I": ("X",), "J": ()}), L({"I": (), "J": ("X",)}), ("I", "J"), "Case 2",
+     ["both-contracted"]),
+    (L({"I": ("X",), "J": ("Y",)}), L({"J": ("Y",), "K": ()}), ("J",), "Case 1+3",
+     ["one-free", "same-contracted"]),
+])
+def test_one_classifier_of_the_four_cases(lhs, rhs, contract, label, kinds):
+    axes = sorted(set(lhs.sharding_axes) | set(rhs.sharding_axes))
+    assert [classify_axis(a, lhs, rhs, contract).kind for a in axes] == kinds
+    assert case_label(lhs, rhs, contract) == label
+
+
+def test_the_books_roles_per_case():
+    lhs, rhs = L({"I": ("X",), "J": ("Y",)}), L({"J": ("Z",), "K": ("X",)})
+    roles = {a: book_roles(classify_axis(a, lhs, rhs, ("J",))) for a in "XYZW"}
+    # X: Case 4, keep either; Y, Z: Case 2, gather that operand (the other does not use it).
+    assert roles == {"X": {"I", "K"}, "Y": {None}, "Z": {None}, "W": None}
+    c = classify_axis("Y", lhs, rhs, ("J",))
+    assert (c.contracted_side, c.contracted_dim) == ("lhs", "J")
+
+
+def _layouts(dims=("I", "J"), axes=("X", "Y")):
+    """Every layout of `dims` over `axes`: each axis on a dim (in either order), as partial
+    sums, or unused."""
+    out = set()
+    for places in itertools.product((*dims, "U", None), repeat=len(axes)):
+        for order in itertools.permutations(axes):
+            spec = {d: tuple(a for a in order if places[axes.index(a)] == d) for d in dims}
+            out.add(L(spec, {a for a, p in zip(axes, places, strict=True) if p == "U"}))
+    return sorted(out, key=repr)
+
+
+def test_the_planner_takes_its_steps_from_the_layout_rules():
+    """Every collective the reshard planner emits is `transfer` applied to its source."""
+    seen = 0
+    for src, dst in itertools.product(_layouts(), repeat=2):
+        for s in plan_reshard(src, dst) or ():
+            if s.kind not in ("slice", "CollectivePermute"):
+                assert transfer(s.src, s.kind, s.axes, s.dim) == s.dst, (src, dst, s)
+                seen += 1
+    assert seen > 100
+
+
+@pytest.mark.parametrize("kind,axes,dim,refusal", [
+    ("AllGather", ("Z",), None, Refusal("not-sharded", ("Z",))),
+    ("AllGather", ("X",), None, Refusal("not-innermost", ("X",), "I")),
+    ("AllReduce", ("Y", "W"), None, Refusal("no-partial-sums", ("Y", "W"))),
+    ("ReduceScatter", ("Y",), "J", Refusal("no-partial-sums", ("Y",))),
+    ("AllToAll", ("Z",), "J", Refusal("wrong-source", ("Z",), "J")),
+    ("AllToAll", ("X",), "J", Refusal("not-innermost", ("X",), "I")),
+])
+def test_explicit_collectives_break_named_rules(kind, axes, dim, refusal):
+    lay = L({"I": ("X", "Y"), "J": ()}, {"Z"})
+    assert transfer(lay, kind, axes, dim) == refusal
+
+
+def test_the_old_path_re_exports_the_pass():
+    from shardc.passes import insert_collectives as old
+    from shardc.passes.lower import walk
+
+    assert old.insert_collectives is walk.insert_collectives
