@@ -12,7 +12,6 @@ d<Out> is an input with the layout of the forward pass's last result.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from shardc.lang.layout import Layout
 from shardc.lang.send import is_shift
@@ -32,6 +31,7 @@ from shardc.lang.syntax import (
     Times,
 )
 from shardc.passes.context import Context
+from shardc.passes.ir import gradient_name
 
 DERIVATIVES = {
     "gelu": "gelu_grad", "silu": "silu_grad", "relu": "relu_grad", "sigmoid": "sigmoid_grad",
@@ -40,17 +40,17 @@ DERIVATIVES = {
 """f -> the elementwise function computing f'(x); `neg` and `copy` are linear."""
 
 
-@dataclass(frozen=True, slots=True)
-class DeriveBackward:
-    name: ClassVar[str] = "derive-backward"
-
-    def run(self, program: Program, ctx: Context) -> Program:
-        return _Deriver(ctx).run(program)
-
-
 def derive_backward(program: Program, ctx: Context) -> Program:
-    """Run the `derive-backward` pass (the program is returned as is without `backward`)."""
-    return DeriveBackward().run(program, ctx)
+    """Run the `derive-backward` pass (the program is returned as is without `backward`).
+
+    The pipeline's `derive-backward` step (passes/pipeline.py) keeps the `backward` statement's
+    line, `backward_line(program)`, and the compiled program carries it."""
+    return _Deriver(ctx).run(program)
+
+
+def backward_line(program: Program) -> int | None:
+    """The line of a surface program's `backward` statement, if any."""
+    return next((s.span.line for s in program.statements if isinstance(s, Backward)), None)
 
 
 @dataclass
@@ -84,7 +84,6 @@ class _Deriver:
                                        program.statements[marks[1]].span)
             return program
         at = marks[0]
-        self.ctx.backward_line = program.statements[at].span.line
         forward: list[Stmt] = []
         for stmt in program.statements[:at]:
             forward.extend(self.normalize(stmt))
@@ -204,9 +203,9 @@ class _Deriver:
         return name
 
     def grad_name(self, x: str) -> str:
-        name = f"d{x}"
+        name = gradient_name(x)
         while name in self.arrays:
-            name = "d" + name
+            name = gradient_name(name)
         return name
 
     def emit(self, name: str, expr: Expr, span: Span, layout: Layout | None = None) -> Ref:
@@ -255,7 +254,7 @@ class _Deriver:
                 refs = []
                 for e, self.times in exprs:
                     refs.append(e if isinstance(e, Ref)
-                                else self.emit(self.fresh(f"d{name}"), e, span))
+                                else self.emit(self.fresh(gradient_name(name)), e, span))
                 expr: Expr = refs[0]
                 for r in refs[1:]:
                     expr = Binary("+", expr, r, span)

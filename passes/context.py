@@ -1,8 +1,12 @@
-"""What every pass receives: the source, the diagnostics sink, the chip and the options."""
+"""What every pass receives: the source, the diagnostics sink, the options, and the chip and
+topology once the passes resolving them have run (the runner hands them on; no pass writes here).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 from shardc.lang.diagnostics import Diagnostics
@@ -14,20 +18,54 @@ if TYPE_CHECKING:
     from shardc.hardware import Chip
     from shardc.passes.ir import Topology
 
+Model = Literal["exact", "book"]
+Optimizer = Literal["none", "sgd", "adam"]
+Remat = Literal["none", "block", "matmuls"]
 
-@dataclass(slots=True)
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What the user chose for one compile (`--hw`, `--model`, `--optimizer`, `--remat`,
+    `--set`)."""
+
+    hw: str | Chip | None = None
+    """A chip name, a path to a chip TOML, or a Chip; None: the program's `hardware` line."""
+    model: Model = "exact"
+    optimizer: Optimizer = "adam"
+    remat: Remat = "none"
+    bindings: Mapping[str, float | Decimal] = field(default_factory=lambda: MappingProxyType({}))
+    """Values bound from the command line (`--set B=4096`): dims, mesh axes or hardware symbols,
+    as given (the CLI gives exact Decimals); read-only."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bindings", MappingProxyType(dict(self.bindings)))
+
+
+@dataclass(frozen=True, slots=True)
 class Context:
     source: Source
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
-    model: Literal["exact", "book"] = "exact"
+    options: Options = field(default_factory=Options)
     chip: Chip | None = None
-    bindings: dict[str, float | Decimal] = field(default_factory=dict)
-    """Values bound from the command line (`--set B=4096`): dims, mesh axes or hardware symbols.
-    The CLI gives exact Decimals; `validate` checks each against its name's domain (N016) and
-    leaves ints and floats."""
+    """The chip, once `resolve-hardware` has run."""
     topology: Topology | None = None
-    """Where each mesh axis lives; set by the `resolve-topology` pass."""
-    backward_line: int | None = None
-    """The line of the `backward` statement, if any; set by `derive-backward`."""
-    optimizer: str = "adam"
-    remat: str = "none"
+    """Where each mesh axis lives, once `resolve-topology` has run."""
+    bindings: dict[str, float | Decimal] = None  # type: ignore[assignment]
+    """The options' bindings as `validate` leaves them: it checks each against its name's
+    domain (N016), drops the bad ones and leaves ints and floats. A copy made per compile."""
+
+    def __post_init__(self) -> None:
+        if self.bindings is None:
+            object.__setattr__(self, "bindings", dict(self.options.bindings))
+
+    @property
+    def model(self) -> Model:
+        return self.options.model
+
+    @property
+    def optimizer(self) -> Optimizer:
+        return self.options.optimizer
+
+    @property
+    def remat(self) -> Remat:
+        return self.options.remat

@@ -168,7 +168,7 @@ def _derive(program: CompiledProgram, ctx: Context) -> ProgramCost:
         for v in program.arrays)
 
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
-    redo = kept_activations(program, ctx.backward_line, ctx.remat)[1]  # type: ignore[arg-type]
+    redo = kept_activations(program, ctx.remat)[1]
     again = [c for c in costs if c.index in set(redo)]
     charged = costs + again
 
@@ -220,8 +220,8 @@ def _derive(program: CompiledProgram, ctx: Context) -> ProgramCost:
         conditions.append(ConditionCost(
             "compute-vs-comms", "compute-bound rather than communication-bound "
             "(T_math > T_comms, bandwidth terms)", rel))
-    if ctx.backward_line is not None:
-        bwd = [c for c in costs if c.line == ctx.backward_line]
+    if program.backward_line is not None:
+        bwd = [c for c in costs if c.line == program.backward_line]
         m_b = sp.Add(*[c.t_math * c.count for c in bwd])
         c_b = sp.Add(*[c.t_bandwidth * c.count for c in bwd if c.kind == "collective"])
         if m_b != 0 and c_b != 0:

@@ -1,10 +1,17 @@
-"""The program graph: a networkx DiGraph with value and op nodes, edges value -> op -> value."""
+"""The program graph: a networkx DiGraph with value and op nodes, edges value -> op -> value.
+
+networkx is imported by the functions that build the graph, not with this module: a compile
+that needs no graph (a forward program priced symbolically) does not pay for the import.
+"""
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from shardc.passes.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def op_inputs(op: Op) -> tuple[str, ...]:
@@ -21,7 +28,10 @@ def op_inputs(op: Op) -> tuple[str, ...]:
 
 
 def build_graph(program: CompiledProgram) -> nx.DiGraph:
-    """Nodes `("op", i)` carry `op=`; nodes `("value", id)` carry `value=`."""
+    """Nodes `("op", i)` carry `op=`; nodes `("value", id)` carry `value=`. An op's input edges
+    are added in operand order, so `g.predecessors(("op", i))` lists its inputs in order."""
+    import networkx as nx
+
     g = nx.DiGraph()
     for i, op in enumerate(program.ops):
         node = ("op", i)
@@ -34,7 +44,22 @@ def build_graph(program: CompiledProgram) -> nx.DiGraph:
 
 
 def ops_in_order(program: CompiledProgram) -> list[tuple[int, Op]]:
-    """Ops in a topological order of the graph; program order breaks ties."""
+    """Ops in a topological order of the graph; program order breaks ties.
+
+    `insert-collectives` emits every op after the ops making its inputs, so this is program
+    order; it is checked here without building the graph, which a program out of order would
+    need."""
+    made: set[str] = set()
+    for op in program.ops:
+        if not made.issuperset(op_inputs(op)):
+            return _sorted_on_graph(program)
+        made.add(op.out.id)
+    return list(enumerate(program.ops))
+
+
+def _sorted_on_graph(program: CompiledProgram) -> list[tuple[int, Op]]:
+    import networkx as nx
+
     g = build_graph(program)
     producer = {op.out.id: i for i, op in enumerate(program.ops)}
 

@@ -14,6 +14,15 @@ from shardc.lang.source import NO_SPAN, Span
 from shardc.lang.syntax import CollectiveKind, Count, Times
 
 
+def gradient_name(array: str) -> str:
+    """The name of an array's gradient, as `derive-backward` makes it and reports name it.
+
+    >>> gradient_name("W_in")
+    'dW_in'
+    """
+    return f"d{array}"
+
+
 @dataclass(frozen=True, slots=True)
 class Value:
     """An SSA value: one array in one layout. `array` is the user-facing name it belongs to."""
@@ -135,6 +144,9 @@ class CompiledProgram:
     array_times: tuple[tuple[str, Times], ...] = ()
     """The `repeat` blocks around each array's declaration or assignment (arrays in none are
     left out): such an array exists once per iteration."""
+    backward_line: int | None = None
+    """The line of the `backward` statement, whose derived ops carry its span; None without
+    one. Set by the pipeline from what `derive-backward` returned."""
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:

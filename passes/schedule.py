@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shardc.passes.graph import op_inputs
-from shardc.passes.ir import Collective, CompiledProgram, Input, LocalSlice
+from shardc.passes.graph import build_graph, ops_in_order
+from shardc.passes.ir import Collective, CompiledProgram, Input, LocalSlice, gradient_name
 
 
 def classify(program: CompiledProgram) -> dict[int, str]:
     """op index -> "prefetch" (a parameter's gather), "async" (a parameter gradient's
     reduction) or "" (on the critical path), for every collective."""
     params = set(program.params)
-    grads = {f"d{p}" for p in params}
+    grads = {gradient_name(p) for p in params}
     out: dict[int, str] = {}
     for i, op in enumerate(program.ops):
         if not isinstance(op, Collective):
@@ -34,20 +34,22 @@ def classify(program: CompiledProgram) -> dict[int, str]:
 
 def schedule(program: CompiledProgram, durations: dict[int, float],
              network: Callable[[Collective], str] | None = None) -> float:
-    """Makespan of a list schedule: ops in program order, each on its resource (compute or
-    network) as soon as its inputs are ready and the resource is free. Program order is a
-    topological order of the op graph (each op's inputs are produced before it). `network`
-    names the resource of each collective (one network resource by default)."""
-    ready: dict[str, float] = {}
+    """Makespan of a list schedule on the program graph: ops in program order (a topological
+    order of the graph), each on its resource (compute or network) as soon as its inputs are
+    ready and the resource is free. `network` names the resource of each collective (one
+    network resource by default)."""
+    g = build_graph(program)
+    ready: dict[tuple[str, str], float] = {}
     free: dict[str, float] = {}
     end = 0.0
-    for i, op in enumerate(program.ops):
+    for i, op in ops_in_order(program):
+        made = ("value", op.out.id)
         if isinstance(op, Input):
-            ready[op.out.id] = 0.0
+            ready[made] = 0.0
             continue
-        start_after = max((ready.get(v, 0.0) for v in op_inputs(op)), default=0.0)
+        start_after = max((ready.get(v, 0.0) for v in g.predecessors(("op", i))), default=0.0)
         if isinstance(op, LocalSlice):
-            ready[op.out.id] = start_after
+            ready[made] = start_after
             continue
         if isinstance(op, Collective):
             resource = network(op) if network is not None else "network"
@@ -56,6 +58,17 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
         start = max(start_after, free.get(resource, 0.0))
         finish = start + durations.get(i, 0.0)
         free[resource] = finish
-        ready[op.out.id] = finish
+        ready[made] = finish
         end = max(end, finish)
     return end
+
+
+def critical_path(program: CompiledProgram, durations: dict[int, float]) -> float:
+    """The longest chain of dependent ops (the graph's longest path, each op weighted by its
+    duration): the step time with every resource unlimited, so no schedule beats it."""
+    import networkx as nx
+
+    g = build_graph(program)
+    for u, v in g.edges:
+        g.edges[u, v]["weight"] = durations.get(u[1], 0.0) if u[0] == "op" else 0.0
+    return float(nx.dag_longest_path_length(g, weight="weight", default_weight=0))

@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from shardc.lang.diagnostics import CompileError, Diagnostics
-from shardc.lang.source import NO_SPAN, Source, Span
-from shardc.lang.syntax import HardwareDecl, Program
+from shardc.lang.source import Source
+from shardc.lang.syntax import Program
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.hardware import Chip
+    from shardc.passes.context import Optimizer, Remat
     from shardc.passes.ir import CompiledProgram
+    from shardc.passes.pipeline import PassName
 
 
 def as_source(source_or_path: str | Path | Source, name: str | None = None) -> Source:
@@ -51,51 +53,22 @@ class Compilation:
 
 def run_pipeline(source: Source, hw: str | Chip | None = None,
                  model: Literal["exact", "book"] = "exact",
-                 bindings: Mapping[str, float] | None = None, *, stop_after: str | None = None,
-                 optimizer: str = "adam", remat: str = "none") -> Compilation:
-    """Parse, validate, insert collectives and derive costs, collecting diagnostics."""
-    from shardc.lang.parser import parse as parse_source
-    from shardc.passes.context import Context
-    from shardc.passes.validate import validate
+                 bindings: Mapping[str, float] | None = None, *,
+                 stop_after: PassName | None = None,
+                 optimizer: Optimizer = "adam", remat: Remat = "none") -> Compilation:
+    """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
+    diagnostics; `stop_after` names the last pass to run."""
+    from shardc.passes.context import Context, Options
+    from shardc.passes.pipeline import run_passes
 
-    ctx = Context(source, model=model, bindings=dict(bindings or {}), optimizer=optimizer,
-                  remat=remat)
-    result = Compilation(source, ctx.diagnostics)
-    program = parse_source(source, ctx.diagnostics)
-    if program is None:
-        return result
-    program = validate(program, ctx)
-    if not ctx.diagnostics.has_errors:
-        from shardc.passes.backward import derive_backward
-
-        derived = derive_backward(program, ctx)
-        if derived is not program and not ctx.diagnostics.has_errors:
-            program = validate(derived, ctx)  # the derived statements are checked like any other
-    result.program = program
-    if ctx.diagnostics.has_errors or stop_after == "validate":
-        return result
-    ctx.chip = _resolve_chip(hw, program, ctx.diagnostics, source)
-    if ctx.diagnostics.has_errors:
-        return result
-    from shardc.passes.topology import resolve_topology
-
-    ctx.topology = resolve_topology(program, ctx)
-    if ctx.diagnostics.has_errors:
-        return result
-    from shardc.passes.insert_collectives import insert_collectives
-
-    compiled = insert_collectives(program, ctx)
-    result.compiled = compiled
-    if ctx.diagnostics.has_errors or stop_after == "insert-collectives":
+    ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {})))
+    unit = run_passes(ctx, stop_after=stop_after)
+    result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
+    if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
         return result
     from shardc.driver.report import Report
-    from shardc.passes.derive_cost import derive_cost
 
-    cost = derive_cost(compiled, ctx)
-    from shardc.passes.memory import training_memory
-
-    memory = training_memory(compiled, ctx.backward_line, ctx.optimizer, ctx.remat)  # type: ignore[arg-type]
-    report = Report(cost, ctx.chip, dict(ctx.bindings), memory=memory,
+    report = Report(unit.cost, unit.chip, dict(ctx.bindings), memory=unit.memory,
                     options={"optimizer": ctx.optimizer, "remat": ctx.remat})
     if _overflows(report, ctx.diagnostics):
         return result
@@ -104,31 +77,6 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
     result.report = report
     return result
-
-
-def _resolve_chip(hw: str | Chip | None, program: Program, diags: Diagnostics,
-                  source: Source) -> Chip | None:
-    from shardc import hardware
-
-    if hw is not None and not isinstance(hw, str):
-        return hw
-    span: Span = NO_SPAN
-    name = hw
-    base: Path | None = None
-    if name is None:
-        for stmt in program.statements:
-            if isinstance(stmt, HardwareDecl):
-                name, span = stmt.name, stmt.span
-        # A chip path in the program is relative to the program's own folder.
-        if Path(source.name).is_file():
-            base = Path(source.name).resolve().parent
-    if name is None:
-        return None
-    try:
-        return hardware.load(name, base=base) if base is not None else hardware.load(name)
-    except hardware.HardwareError as exc:
-        diags.error("H001", str(exc), span)
-        return None
 
 
 def _overflows(report: Report, diags: Diagnostics) -> bool:
@@ -208,7 +156,7 @@ def parse(source_or_path: str | Path | Source, name: str | None = None) -> Progr
     'A[I_X, J]'
     """
     source = as_source(source_or_path, name)
-    result = run_pipeline(source, stop_after="validate")
+    result = run_pipeline(source, stop_after="derive-backward")
     if result.diagnostics.has_errors or result.program is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.program

@@ -1,0 +1,211 @@
+"""The pipeline as data: the `Pass` protocol, the passes in order (`PIPELINE`) and the runner.
+
+As in xDSL's `PassPipeline`, a pass is a frozen dataclass with a kebab-case `name` and one `run`
+method; each imports its module when it runs, so start-up pays only for the passes that run.
+What the passes have made so far travels as a `Unit`; a pass returns a new one, it never writes
+into the context.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args
+
+from shardc.passes.context import Context
+
+if TYPE_CHECKING:
+    from shardc.hardware import Chip
+    from shardc.lang.syntax import Program
+    from shardc.passes.derive_cost import ProgramCost
+    from shardc.passes.ir import CompiledProgram, Topology
+    from shardc.passes.memory import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One source and what the passes have made of it so far (None: not made yet)."""
+
+    program: Program | None = None
+    """The surface program: parsed, validated, with its backward pass derived."""
+    backward_line: int | None = None
+    """The line of the program's `backward` statement (None without one)."""
+    chip: Chip | None = None
+    topology: Topology | None = None
+    compiled: CompiledProgram | None = None
+    """The per-device program; it carries the backward line and the params."""
+    cost: ProgramCost | None = None
+    memory: Memory | None = None
+
+
+class Pass(Protocol):
+    name: ClassVar[str]
+
+    def run(self, unit: Unit, ctx: Context) -> Unit: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Parse:
+    name: ClassVar[str] = "parse"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.lang.parser import parse
+
+        return dataclasses.replace(unit, program=parse(ctx.source, ctx.diagnostics))
+
+
+@dataclass(frozen=True, slots=True)
+class Validate:
+    name: ClassVar[str] = "validate"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.passes.validate import validate
+
+        assert unit.program is not None
+        return dataclasses.replace(unit, program=validate(unit.program, ctx))
+
+
+@dataclass(frozen=True, slots=True)
+class DeriveBackward:
+    """The `backward` statement becomes statements, validated like any other."""
+
+    name: ClassVar[str] = "derive-backward"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.passes.backward import backward_line, derive_backward
+        from shardc.passes.validate import validate
+
+        assert unit.program is not None
+        derived = derive_backward(unit.program, ctx)
+        if derived is unit.program or ctx.diagnostics.has_errors:
+            return unit
+        return dataclasses.replace(unit, program=validate(derived, ctx),
+                                   backward_line=backward_line(unit.program))
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveHardware:
+    """The chip named by the caller (`hw`) or, failing that, by the program's `hardware` line."""
+
+    name: ClassVar[str] = "resolve-hardware"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc import hardware
+        from shardc.lang.source import NO_SPAN, Span
+        from shardc.lang.syntax import HardwareDecl
+
+        assert unit.program is not None
+        hw = ctx.options.hw
+        if hw is not None and not isinstance(hw, str):
+            return dataclasses.replace(unit, chip=hw)
+        span: Span = NO_SPAN
+        name = hw
+        base: Path | None = None
+        if name is None:
+            for stmt in unit.program.statements:
+                if isinstance(stmt, HardwareDecl):
+                    name, span = stmt.name, stmt.span
+            # A chip path in the program is relative to the program's own folder.
+            if Path(ctx.source.name).is_file():
+                base = Path(ctx.source.name).resolve().parent
+        if name is None:
+            return unit
+        try:
+            chip = hardware.load(name, base=base) if base is not None else hardware.load(name)
+        except hardware.HardwareError as exc:
+            ctx.diagnostics.error("H001", str(exc), span)
+            return unit
+        return dataclasses.replace(unit, chip=chip)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolveTopology:
+    name: ClassVar[str] = "resolve-topology"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.passes.topology import resolve_topology
+
+        assert unit.program is not None
+        topology = resolve_topology(unit.program, _with_hardware(unit, ctx))
+        return dataclasses.replace(unit, topology=topology)
+
+
+@dataclass(frozen=True, slots=True)
+class InsertCollectives:
+    name: ClassVar[str] = "insert-collectives"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.passes.insert_collectives import insert_collectives
+
+        assert unit.program is not None
+        compiled = insert_collectives(unit.program, _with_hardware(unit, ctx))
+        compiled = dataclasses.replace(compiled, backward_line=unit.backward_line)
+        return dataclasses.replace(unit, compiled=compiled)
+
+
+@dataclass(frozen=True, slots=True)
+class DeriveCost:
+    name: ClassVar[str] = "derive-cost"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.passes.derive_cost import derive_cost
+
+        assert unit.compiled is not None
+        return dataclasses.replace(unit, cost=derive_cost(unit.compiled,
+                                                          _with_hardware(unit, ctx)))
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingMemory:
+    name: ClassVar[str] = "training-memory"
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.passes.memory import training_memory
+
+        assert unit.compiled is not None
+        return dataclasses.replace(unit, memory=training_memory(unit.compiled, ctx.optimizer,
+                                                                ctx.remat))
+
+
+PIPELINE: tuple[Pass, ...] = (Parse(), Validate(), DeriveBackward(), ResolveHardware(),
+                              ResolveTopology(), InsertCollectives(), DeriveCost(),
+                              TrainingMemory())
+"""Every pass, in the order they run."""
+
+PassName = Literal["parse", "validate", "derive-backward", "resolve-hardware",
+                   "resolve-topology", "insert-collectives", "derive-cost", "training-memory"]
+"""A pass's name, for `stop_after` (tests check it lists `PIPELINE`'s names in order)."""
+
+PASS_NAMES: tuple[PassName, ...] = get_args(PassName)
+
+
+def run_passes(ctx: Context, passes: tuple[Pass, ...] = PIPELINE,
+               stop_after: PassName | None = None, on_pass=None) -> Unit:
+    """Run `passes` in order on `ctx.source`, stopping after the one named `stop_after` or at the
+    first pass that leaves an error (or no program). `on_pass(pass_, unit)` sees each result.
+
+    >>> from shardc.lang.source import Source
+    >>> ctx = Context(Source("<doc>", "mesh X=2\\ndim I=4\\nA: bf16[I_X]\\n"))
+    >>> unit = run_passes(ctx, stop_after="validate")
+    >>> (unit.program is not None, unit.compiled)
+    (True, None)
+    """
+    if stop_after is not None and stop_after not in PASS_NAMES:
+        raise ValueError(f"stop_after: no pass named {stop_after!r} (passes: "
+                         f"{', '.join(PASS_NAMES)})")
+    unit = Unit()
+    for p in passes:
+        unit = p.run(unit, ctx)
+        if on_pass is not None:
+            on_pass(p, unit)
+        if unit.program is None or ctx.diagnostics.has_errors or p.name == stop_after:
+            break
+    return unit
+
+
+def _with_hardware(unit: Unit, ctx: Context) -> Context:
+    """The context the passes after `resolve-topology` read the chip and topology from."""
+    if ctx.chip is unit.chip and ctx.topology is unit.topology:
+        return ctx
+    return dataclasses.replace(ctx, chip=unit.chip, topology=unit.topology)
