@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     from shardc.cli.app import _read
     from shardc.driver.api import run_pipeline
-    from shardc.tools.derive import backward_line, derive
+    from shardc.tools.derive import derive
 
     source = _read(args.program)
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings))
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
     try:
-        d = derive(result.report, backward_line(source), overlaps=overlaps,
+        d = derive(result.report, result.report.program.backward_line, overlaps=overlaps,
                    optimize=args.optimize, partner=args.partner, devices=devices)
     except ValueError as exc:
         print(f"shardc: error: {exc}", file=sys.stderr)

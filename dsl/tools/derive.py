@@ -25,6 +25,7 @@ import sympy as sp
 from shardc.lang.limits import SOLVE_SECONDS
 from shardc.passes.conditions import separate
 from shardc.passes.cost_model import collective_time
+from shardc.passes.ir import gradient_name
 from shardc.passes.symbols import as_expr, size_symbol
 
 if TYPE_CHECKING:
@@ -478,8 +479,11 @@ def topology_notes(report: Report) -> list[str]:
 
 
 def infer_backward_line(report: Report) -> int | None:
-    """The line of `backward` in a compiled program: where a parameter's gradient is made."""
-    grads = {f"d{p}" for p in report.program.params}
+    """The line of `backward` in a compiled program: the one it carries, or for gradients
+    written by hand, where a parameter's gradient is made."""
+    if report.program.backward_line is not None:
+        return report.program.backward_line
+    grads = {gradient_name(p) for p in report.program.params}
     return next((op.span.line for op in report.program.ops if op.out.array in grads), None)
 
 
@@ -578,18 +582,6 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def backward_line(source) -> int | None:
-    """The line of a program's `backward` statement, if any."""
-    from shardc.lang.diagnostics import Diagnostics
-    from shardc.lang.parser import parse
-    from shardc.lang.syntax import Backward
-
-    program = parse(source, Diagnostics())
-    if program is None:
-        return None
-    return next((s.span.line for s in program.statements if isinstance(s, Backward)), None)
-
-
 def value(d: Derivation, expr: sp.Expr) -> float | None:
     """A number for `expr` from the report's bindings, with the devices symbol bound."""
     names = {s.name for s in as_expr(expr).free_symbols}
@@ -612,4 +604,4 @@ def derive_program(source_or_path, hw: str | None = None, model: str = "book",
 
     source = as_source(source_or_path)
     report = api.compile(source, hw=hw, model=model, set=set)  # type: ignore[arg-type]
-    return derive(report, backward_line(source), **kw)
+    return derive(report, report.program.backward_line, **kw)

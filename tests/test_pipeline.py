@@ -1,0 +1,106 @@
+"""The pipeline as data: pass names, stopping points, what the passes return, and the program
+graph (networkx) the scheduler and activation liveness are computed on."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+import shardc
+from shardc.driver.api import run_pipeline
+from shardc.lang.source import Source
+from shardc.passes.context import Context, Options
+from shardc.passes.graph import op_inputs, ops_in_order
+from shardc.passes.ir import gradient_name
+from shardc.passes.pipeline import PIPELINE, PassName, Unit, run_passes
+from shardc.passes.schedule import critical_path, schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN = ("mesh X=2\ndim B=8, D=4, F=6\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
+         "Out[B_X, F] = In ·_D W\nbackward\n")
+
+
+def test_pass_names_are_the_pipeline_in_order():
+    assert get_args(PassName) == tuple(p.name for p in PIPELINE)
+    for p in PIPELINE:
+        assert re.fullmatch(r"[a-z]+(-[a-z]+)*", p.name), p.name
+        assert dataclasses.is_dataclass(p) and type(p).__dataclass_params__.frozen
+
+
+@pytest.mark.parametrize("stop", get_args(PassName))
+def test_stop_after_each_pass(stop):
+    unit = run_passes(Context(Source("t", TRAIN), options=Options(hw="tpu-v5e")),
+                      stop_after=stop)
+    made = {f.name for f in dataclasses.fields(Unit) if getattr(unit, f.name) is not None}
+    names = get_args(PassName)
+    ran = set(names[:names.index(stop) + 1])
+    assert ("compiled" in made) == ("insert-collectives" in ran)
+    assert ("cost" in made) == ("derive-cost" in ran)
+    assert ("chip" in made) == ("resolve-hardware" in ran)
+    assert ("backward_line" in made) == ("derive-backward" in ran)
+
+
+def test_unknown_stop_after_is_refused():
+    with pytest.raises(ValueError, match="no pass named 'check'"):
+        run_passes(Context(Source("t", TRAIN)), stop_after="check")  # type: ignore[arg-type]
+
+
+def test_api_stopping_points_keep_working():
+    r = run_pipeline(Source("t", TRAIN), stop_after="validate")
+    assert r.program is not None and r.compiled is None and r.report is None
+    r = run_pipeline(Source("t", TRAIN), stop_after="insert-collectives")
+    assert r.compiled is not None and r.report is None
+    assert run_pipeline(Source("t", TRAIN)).report is not None
+
+
+def test_options_and_context_are_frozen():
+    opts = Options(bindings={"B": 8})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.model = "book"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        opts.bindings["B"] = 16  # type: ignore[index]
+    ctx = Context(Source("t", ""), options=opts)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.chip = None  # type: ignore[misc]
+    ctx.bindings["B"] = 16  # validate's working copy, not the options
+    assert opts.bindings["B"] == 8
+
+
+def test_the_compiled_program_carries_the_backward_line_and_params():
+    compiled = run_pipeline(Source("t", TRAIN)).compiled
+    assert compiled.backward_line == 6 and compiled.params == ("W",)
+    assert gradient_name("W") in {v.array for v in compiled.arrays}
+    assert run_pipeline(Source("t", TRAIN.replace("backward\n", ""))).compiled.backward_line is None
+
+
+def test_schedule_is_never_shorter_than_the_critical_path():
+    r = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard", hw="tpu-v5e",
+                       set={"B": 1024, "D": 4096, "F": 16384})
+    durations = {c.index: r.value(c.time) for c in r.ops}
+    total = sum(durations.values())
+    path = critical_path(r.program, durations)
+    assert 0 < path <= schedule(r.program, durations) <= total + 1e-12
+
+
+def test_ops_in_order_sorts_a_program_out_of_order():
+    compiled = run_pipeline(Source("t", TRAIN)).compiled
+    assert [i for i, _ in ops_in_order(compiled)] == list(range(len(compiled.ops)))
+    shuffled = dataclasses.replace(compiled, ops=compiled.ops[::-1])
+    seen: set[str] = set()
+    for _, op in ops_in_order(shuffled):
+        assert set(op_inputs(op)) <= seen
+        seen.add(op.out.id)
+
+
+def test_a_forward_compile_does_not_import_networkx():
+    code = ("import sys, shardc; shardc.compile('mesh X=2\\ndim B, D, F\\nA: bf16[B_X, D]\\n"
+            "W: bf16[D, F]\\nC[B_X, F] = A ·_D W\\n'); print('networkx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
