@@ -27,7 +27,7 @@ from shardc import grammar
 from shardc.lang.diagnostics import Diagnostic, Diagnostics
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.limits import MAX_AXES_PER_DIM, MAX_MESH_AXES, MAX_NESTING
-from shardc.lang.numeric import MAX_INTEGER
+from shardc.lang.numeric import MAX_INTEGER, SIZE_PATTERN, NumberError, parse_decimal
 from shardc.lang.send import SEND_NOTE, SendSyntaxError, parse_send
 from shardc.lang.size_limits import size_problem
 from shardc.lang.source import Source, Span
@@ -86,18 +86,41 @@ def split_subscript(text: str) -> tuple[str, tuple[str, ...], int]:
     return head, (sub,), offset
 
 
-def _size(tok: Token) -> int:
-    """The value of an INT token; P011 past `MAX_INTEGER` (checked on the digits, so a literal of
-    5,000 digits never reaches `int()` and its digit limit)."""
-    digits = str(tok).replace("_", "").lstrip("0") or "0"
-    if len(digits) > len(str(MAX_INTEGER)) or int(digits) > MAX_INTEGER:
-        shown = digits if len(digits) <= 30 else f"{digits[:6]}... ({len(digits)} digits)"
+def _size(tok: Token, what: str) -> int:
+    """The value of a SIZE token (`4096`, `8_192`, `4Ki`, `1.5k`), read by
+    `shardc.lang.numeric` as `--set` reads numbers; P006 for a value that is not whole (`1.5`),
+    P011 past `MAX_INTEGER`. `what` names the size in the message ("dimension 'I'")."""
+    text = str(tok)
+    try:
+        value = parse_decimal(text)
+    except NumberError:
+        if not re.search(r"[eE]\+?[0-9]", text):  # `1__0`, `1_`: `_` only between digits
+            raise _SyntaxProblem(_not_whole(what, text, _span(tok))) from None
+        value = None  # an exponent past 400: larger than any size
+    if value is None or value > MAX_INTEGER:
         raise _SyntaxProblem(Diagnostic(
-            "error", "P011", f"the number {shown} is larger than the limit 2**63 - 1",
+            "error", "P011", f"the number {_shown(text)} is larger than the limit 2**63 - 1",
             _span(tok), "too large",
             ("sizes, mesh axes and repeat counts are at most 2**63 - 1 "
              "(9223372036854775807); leave a size out to keep it symbolic",)))
-    return int(digits)
+    if value != value.to_integral_value():
+        raise _SyntaxProblem(_not_whole(what, text, _span(tok)))
+    return int(value)
+
+
+def _shown(text: str) -> str:
+    """A literal as a message quotes it: plain digits without `_` or leading zeros, a long one
+    cut to its first digits and its length."""
+    if not re.fullmatch(r"[0-9_]+", text):
+        return text if len(text) <= 30 else f"{text[:6]}... ({len(text)} characters)"
+    digits = text.replace("_", "").lstrip("0") or "0"
+    return digits if len(digits) <= 30 else f"{digits[:6]}... ({len(digits)} digits)"
+
+
+def _not_whole(what: str, value: str, span: Span) -> Diagnostic:
+    """P006: a size, mesh axis or repeat count that is not a positive whole number."""
+    return _error("P006", f"the {what} is not a positive whole number: {value!r}", span,
+                  "expected a whole number", (_SIZE_NOTE,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +155,8 @@ class _ToSyntax(Transformer):
         return (str(items[0]), 2, (str(items[0]),), str(items[0]))
 
     def count_int(self, meta, items):
-        return (str(_size(items[0])), 2, (), _size(items[0]))
+        n = _size(items[0], "repeat count")
+        return (str(n), 2, (), n)
 
     def count_binary(self, meta, items):
         (lt, lp, ln, ltree), op, (rt, rp, rn, rtree) = items
@@ -155,7 +179,8 @@ class _ToSyntax(Transformer):
 
     def dim_size(self, meta, items):
         name = items[0]
-        return Sized(str(name), _size(items[1]) if len(items) > 1 else None, _span(name))
+        size = _size(items[1], f"size of dimension {str(name)!r}") if len(items) > 1 else None
+        return Sized(str(name), size, _span(name))
 
     def link(self, meta, items):
         return ("link", str(items[0]), tuple(str(t) for t in items[1:]), _tree_span(meta))
@@ -170,7 +195,7 @@ class _ToSyntax(Transformer):
         attr_span = Span(0, 0, 0, 0)
         for item in items[1:]:
             if isinstance(item, Token):
-                size = _size(item)
+                size = _size(item, f"size of mesh axis {str(name)!r}")
             elif item[0] == "link":
                 link, physical, attr_span = item[1], item[2], item[3]
             else:
@@ -432,8 +457,8 @@ _CONFUSABLES = {
     "−": "write the ASCII `-` for subtraction",
     "–": "write the ASCII `-` for subtraction",
 }
-_SIZE_NOTE = ("a size is a positive whole number such as 4096 or 4_096 (no sign, decimals or "
-              "suffixes); leave out `=SIZE` to keep it symbolic")
+_SIZE_NOTE = ("a size is a positive whole number such as 4096, 4_096, 4k (4000) or 4Ki (4096), "
+              "with no sign; leave out `=SIZE` to keep it symbolic")
 
 
 def _accepts(exc: UnexpectedInput) -> set[str]:
@@ -490,8 +515,8 @@ def _expected(accepts: set[str], ctx: str, prefix: str) -> str:
             words.append("a dtype such as bf16")
         else:
             words.append("a name")
-    if "INT" in acc:
-        acc.discard("INT")
+    if "SIZE" in acc:
+        acc.discard("SIZE")
         words.append("a size (a whole number)")
     if "DIMSPEC" in acc:
         acc.discard("DIMSPEC")
@@ -517,7 +542,7 @@ def _token_phrase(tok: Token) -> str:
     text = str(tok)
     if tok.type in _KEYWORD_TOKENS:
         return f"keyword `{text}`"
-    if tok.type == "INT" or text.isdigit():
+    if tok.type == "SIZE" or text.isdigit():
         return f"number {text}"
     if tok.type == "CONTRACT":
         return f"contraction {text!r}"
@@ -580,13 +605,11 @@ def _size_problem(line_text: str, line: int, col0: int) -> Diagnostic | None:
     for entry in re.finditer(r"([A-Za-z]\w*)\s*=\s*([^\s,;#]*)", line_text):
         value = entry.group(2)
         if value and entry.start(2) <= col0 <= entry.end(2):
-            if re.fullmatch(r"[0-9][0-9_]*", value):
+            if re.fullmatch(SIZE_PATTERN, value):
                 return None
             what = "mesh axis" if m.group(1) == "mesh" else "dimension"
-            return _error("P006", f"the size of {what} {entry.group(1)!r} is not a positive "
-                          f"whole number: {value!r}", Span(line, entry.start(2) + 1, line,
-                                                     entry.end(2) + 1),
-                          "expected a whole number", (_SIZE_NOTE,))
+            return _not_whole(f"size of {what} {entry.group(1)!r}", value,
+                              Span(line, entry.start(2) + 1, line, entry.end(2) + 1))
     return None
 
 
