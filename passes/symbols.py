@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from shardc.hardware.levels import LEVELS, PER_HOP
+from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 
 
 def as_expr(value: sp.Basic | int | float) -> sp.Basic:
@@ -97,7 +98,7 @@ class HardwareSymbols:
     def is_hardware(self, sym: sp.Symbol) -> bool:
         n = sym.name
         return n in HARDWARE_NAMES or (n == "C" and "C" not in self.taken) or (
-            n.startswith("C_") and n[2:] in ("bf16", "f32", "f16", "fp8", "int8", "int4"))
+            n.startswith("C_") and n[2:] in DTYPE_NAMES)
 
 
 HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *(f"W_{lv}" for lv in LEVELS),
@@ -127,7 +128,7 @@ def planning_figures(chip, bindings, taken: frozenset[str] = frozenset()):
 def hardware_values(chip, syms: HardwareSymbols) -> dict[sp.Symbol, float]:
     """Numbers for every hardware symbol the chip has a figure for."""
     out: dict[sp.Symbol, float] = {}
-    for d in ("bf16", "f32", "f16", "fp8", "int8", "int4"):
+    for d in DTYPE_NAMES:
         out[syms.flops(d)] = float(chip.flops_for(d)[0])
     out[syms.w_hbm] = float(chip.hbm_bw)
     w, t = chip_links(chip)

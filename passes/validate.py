@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import ClassVar
 
 from shardc.hardware.levels import LEVELS
+from shardc.lang.dtypes import RANK
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.numeric import NumberError, figure, whole
 from shardc.lang.send import SEND_NOTE
@@ -39,7 +40,7 @@ from shardc.passes.context import Context
 from shardc.passes.sizes import size_of
 from shardc.passes.validate_send import check_send
 
-DTYPE_RANK = {"int4": 0, "int8": 1, "fp8": 2, "f16": 3, "bf16": 4, "f32": 5}
+DTYPE_RANK = RANK  # promotion order: shardc.lang.dtypes
 
 _ONE_AXIS_ONCE = "a mesh axis may shard at most one dimension of an array"
 _COLLECTIVE_EXAMPLES = {

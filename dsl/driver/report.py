@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import sympy as sp
 
 from shardc.driver.printers import latex
+from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import as_expr, hardware_values, size_symbol
@@ -82,7 +83,7 @@ class Report:
         sizes = known_sizes((*self.program.dims, *self.program.mesh), self.bindings)
         env: dict[sp.Symbol, float] = {size_symbol(n): float(v) for n, v in sizes.items()}
         syms = self.cost.symbols
-        dtypes = {"bf16", "f32", "f16", "fp8", "int8", "int4"}
+        dtypes = set(DTYPE_NAMES)
         if self.chip is not None:
             env.update(hardware_values(self.chip, syms))
         hw_by_name = {s.name: s for s in syms.all_for(dtypes)}
@@ -117,8 +118,7 @@ class Report:
         if overrides:
             env = self.environment()
             syms = self.cost.symbols
-            by_name = {s.name: s for s in syms.all_for(
-                {"bf16", "f32", "f16", "fp8", "int8", "int4"})}
+            by_name = {s.name: s for s in syms.all_for(set(DTYPE_NAMES))}
             by_name.update({s.name: s for s in env})
             for k, v in overrides.items():
                 env[by_name.get(k, size_symbol(k))] = float(v)
@@ -141,8 +141,7 @@ class Report:
 
     def symbol(self, name: str) -> sp.Symbol:
         """The symbol a name stands for in this report: a hardware figure, else a size."""
-        hw = {s.name: s for s in self.cost.symbols.all_for(
-            {"bf16", "f32", "f16", "fp8", "int8", "int4"})}
+        hw = {s.name: s for s in self.cost.symbols.all_for(set(DTYPE_NAMES))}
         return hw.get(name, size_symbol(name))
 
     def all_expressions(self) -> list[sp.Expr]:

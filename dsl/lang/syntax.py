@@ -9,14 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from shardc.lang.dtypes import BYTES
 from shardc.lang.layout import Layout
 from shardc.lang.send import SendAxis
 from shardc.lang.source import NO_SPAN, Span
 
-DTYPES: dict[str, float] = {
-    "f32": 4.0, "bf16": 2.0, "f16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5,
-}
-"""Bytes per element of each dtype the language accepts."""
+DTYPES: dict[str, float] = BYTES
+"""Bytes per element of each dtype the language accepts (`shardc.lang.dtypes.BYTES`, kept here
+for the modules that import it from the syntax)."""
 
 CollectiveKind = Literal["AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send",
                          "CollectivePermute"]

@@ -19,6 +19,7 @@ import numpy as np
 import sympy as sp
 
 from shardc.driver.printers import SUMMARY
+from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.lang.limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
 from shardc.lang.syntax import DimDecl, MeshDecl, Program
@@ -29,7 +30,7 @@ from shardc.passes.symbols import HARDWARE_NAMES, as_expr, size_symbol
 if TYPE_CHECKING:
     from shardc.driver.report import Report
 
-DTYPES = frozenset({"bf16", "f32", "f16", "fp8", "int8", "int4"})
+DTYPES = frozenset(DTYPE_NAMES)
 DEFAULT_QUANTITIES = ("t_math_s", "t_hbm_s", "t_comms_s", "t_lower_s", "bound")
 TIMES = ("t_math_s", "t_hbm_s", "t_comms_s")
 """Always evaluated (when they have values): they give the bound and the crossovers."""

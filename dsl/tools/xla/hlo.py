@@ -12,9 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shardc.lang.dtypes import BYTES, XLA_NAME
+
 XLA_DTYPE_BYTES: dict[str, float] = {
-    "f64": 8, "f32": 4, "bf16": 2, "f16": 2, "s64": 8, "u64": 8, "s32": 4, "u32": 4, "s16": 2,
-    "u16": 2, "s8": 1, "u8": 1, "pred": 1, "s4": 0.5, "u4": 0.5, "f8e4m3fn": 1, "f8e5m2": 1,
+    # shardc's own dtypes by their HLO names (ints where whole, so bytes print as 1024, not 1024.0)
+    **{XLA_NAME[d]: int(b) if b == int(b) else b for d, b in BYTES.items()},
+    "f64": 8, "s64": 8, "u64": 8, "s32": 4, "u32": 4, "s16": 2, "u16": 2, "u8": 1, "pred": 1,
+    "u4": 0.5, "f8e5m2": 1,
 }
 """Bytes per element of the HLO element types shardc's dtypes lower to (and a few more)."""
 
