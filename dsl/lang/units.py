@@ -3,6 +3,8 @@ tables."""
 
 from __future__ import annotations
 
+import math
+
 
 def fmt_value(v: float | None, unit: str) -> str:
     """Human units: seconds in s/ms/us/ns, bytes in B/kB/MB/GB (powers of 1000, as the book).
@@ -25,4 +27,44 @@ def fmt_value(v: float | None, unit: str) -> str:
     return f"{v:.4g}"
 
 
-__all__ = ["fmt_value"]
+def fmt_sig(v: float | None, digits: int = 3, missing: str = "-") -> str:
+    """A bare number to `digits` significant figures (`missing` for None), as tables print.
+
+    >>> fmt_sig(40843.2), fmt_sig(40843.2, 4), fmt_sig(None, missing="?")
+    ('4.08e+04', '4.084e+04', '?')
+    """
+    return missing if v is None else f"{v:.{digits}g}"
+
+
+def fmt_sci(v: float | None, digits: int = 1, missing: str = "-") -> str:
+    """Scientific notation with `digits` decimals, `inf` for an unbounded value.
+
+    >>> fmt_sci(2.1e28), fmt_sci(float("inf")), fmt_sci(None)
+    ('2.1e+28', 'inf', '-')
+    """
+    if v is None:
+        return missing
+    if math.isinf(v):
+        return "inf"
+    return f"{v:.{digits}e}"
+
+
+def fmt_grid(v: float) -> str:
+    """Grid values of a sweep: `61,367` between 100 and 1e7, else three significant figures.
+
+    >>> fmt_grid(61367.4), fmt_grid(0.5), fmt_grid(3e9)
+    ('61,367', '0.5', '3e+09')
+    """
+    return f"{v:,.0f}" if 100 <= abs(v) < 1e7 else f"{v:.3g}"
+
+
+def fmt_size(s: int | None) -> str:
+    """A dim or axis size as diagnostics name it: the number, or `symbolic`.
+
+    >>> fmt_size(4096), fmt_size(None)
+    ('4096', 'symbolic')
+    """
+    return "symbolic" if s is None else str(s)
+
+
+__all__ = ["fmt_grid", "fmt_sci", "fmt_sig", "fmt_size", "fmt_value"]
