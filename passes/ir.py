@@ -7,11 +7,16 @@ statement it came from, and every inserted collective keeps the reason it was in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from shardc.lang.layout import Layout
 from shardc.lang.send import SendAxis
 from shardc.lang.source import NO_SPAN, Span
 from shardc.lang.syntax import CollectiveKind, Count, Times
+from shardc.passes.reshard import Step
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 
 def gradient_name(array: str) -> str:
@@ -107,22 +112,52 @@ Op = Input | Einsum | Collective | LocalSlice | Elementwise
 
 @dataclass(frozen=True, slots=True)
 class Alternative:
-    """A strategy the planner considered for one statement, with its communication cost."""
+    """One plan the contraction search considered for a statement: the reshard steps on each
+    operand and on the result, what it costs, and when it would beat the chosen plan.
 
-    description: str
-    cost: str
+    Data only; `shardc.driver.decisions` renders it (a plan in words, its cost, its condition).
+    """
+
+    lhs_steps: tuple[Step, ...]
+    rhs_steps: tuple[Step, ...]
+    out_steps: tuple[Step, ...]
+    cost: sp.Expr
+    """Communication time in the hardware symbols (`T_ici`, `W_ici`, ...) and the sizes."""
+    value: float
+    """What ranked it: time (bytes / W_ici without a chip) at the program's sizes when every size
+    is known, else at the typical sizes `TYPICAL_DIM` and `TYPICAL_AXIS`."""
     chosen: bool
-    condition: str = ""
+    wins: sp.Basic | None = None
+    """Where sizes are symbolic, the relation over them under which this plan moves fewer bytes
+    than the chosen one (`sp.true` / `sp.false` for always / never); None for the chosen plan and
+    where the numbers decided."""
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Which strategy a statement got, and what it beat (or would beat, and when)."""
+    """Which plan a contraction `target = lhs ·_contract rhs` got, and what it beat (or would
+    beat, and when): the record that the report's `decisions` section prints."""
 
     line: int
-    statement: str
+    target: str
+    lhs: str
+    rhs: str
+    contract: tuple[str, ...]
     alternatives: tuple[Alternative, ...]
-    decided_by: str  # "numbers" (every size known) | "default" (the book's default)
+    """The distinct plans, best first (at most three); `alternatives[0]` is the chosen one."""
+    numeric: bool
+    """Every size known: ranked by time at the numbers. Otherwise by the book's rule for each
+    axis's case, then by communication at typical sizes ("default")."""
+    has_chip: bool
+    """Times are in seconds (a chip is chosen); otherwise in bytes over `W_ici`."""
+    search: tuple[int, int] | None = None
+    """(tried, space) when the plan search was capped; None when it was exhaustive."""
+    chosen_moves_no_data: bool = False
+    """The chosen plan's collectives move no bytes (latency only): no alternative can win."""
+
+    @property
+    def chosen(self) -> Alternative:
+        return self.alternatives[0]
 
 
 @dataclass(frozen=True, slots=True)

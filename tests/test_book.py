@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import sympy as sp
 import yaml
 
 import shardc
+from shardc.driver import decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "programs"
@@ -90,16 +92,21 @@ def test_q4_picks_the_cheaper_strategy_when_numbers_favour_it():
     big = shardc.compile(PROGRAMS / "q4-matmul-strategies.shard", set={"B": 65536, "D": 1024})
     assert [c.op for c in big.ops if c.kind == "collective"] == ["AllGather"]
     (d,) = big.decisions
-    assert d.decided_by == "numbers" and "AllReduce" in d.alternatives[1].description
+    assert d.numeric and [s.kind for s in d.alternatives[1].out_steps] == ["AllReduce"]
+    assert decisions.decided_by(d) == "numbers"
 
 
 def test_q4_symbolic_reports_the_alternative_and_its_condition():
     text = "mesh X\ndim B, D, F\nXa: bf16[B, D]\nY: bf16[D_X, F]\nZ[B, F] = Xa ·_D Y\n"
     r = shardc.compile(text)
     (d,) = r.decisions
-    assert d.decided_by == "default"
-    assert d.alternatives[0].description.startswith("AllGather_X(Y)")
-    assert d.alternatives[1].condition == "2*B < D"  # 002: strategy 2 wins when D > 2B
+    assert not d.numeric and decisions.decided_by(d) == "default"
+    assert [s.kind for s in d.alternatives[0].rhs_steps] == ["AllGather"]
+    assert decisions.description(d, d.alternatives[0]).startswith("AllGather_X(Y)")
+    # 002: strategy 2 wins when D > 2B
+    B, D = (sp.Symbol(n, positive=True, integer=True) for n in "BD")
+    assert d.alternatives[1].wins == (2 * B < D)
+    assert decisions.condition(d, d.alternatives[1]) == "2*B < D"
 
 
 def test_q9_reducescatter_ratio():
@@ -109,8 +116,8 @@ def test_q9_reducescatter_ratio():
     r = shardc.compile(PROGRAMS / "q9-reducescatter.shard")
     assert [c.op for c in r.ops if c.kind == "collective"] == ["ReduceScatter"]
     (d,) = r.decisions
-    ag = next(a for a in d.alternatives if a.description.startswith("AllGather_X(A)"))
-    rs = next(a for a in d.alternatives if "ReduceScatter" in a.description)
+    ag = next(a for a in d.alternatives if decisions.plan_text(d, a).startswith("AllGather_X(A)"))
+    rs = next(a for a in d.alternatives if [s.kind for s in a.out_steps] == ["ReduceScatter"])
     assert rs.chosen
     env = {"t_hop": 0, "W_ici": 1}
     ratio = r.value(ag.cost, **env) / r.value(rs.cost, **env)

@@ -29,6 +29,7 @@ import sympy as sp
 import yaml
 
 import shardc
+from shardc.driver import decisions
 from shardc.driver.report import Report
 from shardc.lang.syntax import DTYPES
 from shardc.passes.graph import ops_in_order
@@ -288,14 +289,9 @@ def signature(c) -> str:
     return re.sub(r"[A-Za-z0-9_·+]+\[", "[", f"{c.src} -> {c.dst}")
 
 
-def strategy(description: str) -> str:
-    """A decision's alternative without its bracketed cost."""
-    return description.split(" [")[0]
-
-
 def chosen(r: Report, target: str) -> str:
-    (d,) = [d for d in r.decisions if d.statement.startswith(f"{target} ")]
-    return next(strategy(a.description) for a in d.alternatives if a.chosen)
+    (d,) = [d for d in r.decisions if d.target == target]
+    return decisions.plan_text(d, d.chosen)
 
 
 def same(a, b) -> bool:
@@ -1152,8 +1148,8 @@ ENTRIES: dict[str, Entry | str] = {
             note="the corpus's list without its ' (local)' remark"),
         sym("t_comms", "shard-case2-allgather-contracting", lambda r: coll(r, 0).t_bandwidth),
         num("alternative", "shard-case2-allgather-contracting",
-            lambda r: [strategy(a.description) for a in r.decisions[0].alternatives
-                       if not a.chosen],
+            lambda r: [decisions.plan_text(r.decisions[0], a)
+                       for a in r.decisions[0].alternatives if not a.chosen],
             expect=["slice B over X, local einsum, AllReduce_X(C)"],
             note="the compiler's words for 'local partial matmul + AllReduce_X of C'"),
     ),

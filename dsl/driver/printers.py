@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
+from shardc.driver import decisions
 from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
 from shardc.passes.symbols import as_expr
@@ -120,12 +121,14 @@ def render_text(r: Report) -> str:
         out.append("")
         out.append("decisions")
         for d in r.decisions:
-            out.append(f"  line {d.line}: {d.statement} (decided by {d.decided_by})")
+            out.append(f"  line {d.line}: {decisions.statement(d)} (decided by "
+                       f"{decisions.decided_by(d)})")
             for a in d.alternatives:
                 mark = "*" if a.chosen else " "
-                cond = (f"  ({a.condition})" if a.condition.startswith(("never", "always"))
-                        else f"  wins if {a.condition}" if a.condition else "")
-                out.append(f"    {mark} {a.description}{cond}")
+                when = decisions.condition(d, a)
+                cond = (f"  ({when})" if when.startswith(("never", "always"))
+                        else f"  wins if {when}" if when else "")
+                out.append(f"    {mark} {decisions.description(d, a)}{cond}")
     out.append("")
     out.append("ops")
     runs = any(c.count != 1 for c in r.ops)  # a `repeat`: say how often each op runs
@@ -246,12 +249,14 @@ def render_markdown(r: Report) -> str:
         out.append("**decisions**")
         out.append("")
         for d in r.decisions:
-            out.append(f"- line {d.line} `{d.statement}` (decided by {d.decided_by})")
+            out.append(f"- line {d.line} `{decisions.statement(d)}` (decided by "
+                       f"{decisions.decided_by(d)})")
             for a in d.alternatives:
-                cond = (f" ({a.condition})" if a.condition.startswith(("never", "always"))
-                        else f" — wins if `{a.condition}`" if a.condition else "")
-                out.append(f"  - {'**chosen**: ' if a.chosen else ''}{_md_escape(a.description)}"
-                           f"{cond}")
+                when = decisions.condition(d, a)
+                cond = (f" ({when})" if when.startswith(("never", "always"))
+                        else f" — wins if `{when}`" if when else "")
+                out.append(f"  - {'**chosen**: ' if a.chosen else ''}"
+                           f"{_md_escape(decisions.description(d, a))}{cond}")
     out.append("")
     out.append("| # | line | op | axes | from → to | FLOPs/dev | bytes | time | bound | reason |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")

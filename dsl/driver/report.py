@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
+from shardc.driver import decisions
 from shardc.driver.printers import latex
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
@@ -278,11 +279,7 @@ class Report:
             "conditions": [{"name": c.name, "text": f"{c.text}: {c.relation}",
                             "expr": str(c.relation), "latex": latex(c.relation),
                             "holds": self.holds(c.relation)} for c in self.conditions],
-            "decisions": [{"line": d.line, "statement": d.statement, "decided_by": d.decided_by,
-                           "alternatives": [{"description": a.description, "cost": a.cost,
-                                             "chosen": a.chosen, "condition": a.condition}
-                                            for a in d.alternatives]}
-                          for d in self.decisions],
+            "decisions": [decisions.as_dict(d) for d in self.decisions],
             "warnings": list(self.warnings),
             "_mesh_order": list(mesh),
         }

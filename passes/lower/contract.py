@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from shardc.lang.layout import DimSharding, Layout, format_axes
+from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import Assign, Contract
-from shardc.lang.units import fmt_value
 from shardc.passes.conditions import less_than
 from shardc.passes.cost_model import LEVELS
 from shardc.passes.einsum_plan import (
@@ -21,8 +20,8 @@ from shardc.passes.einsum_plan import (
 )
 from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import local_elements, steps_time
-from shardc.passes.lower.explain import beat_text, case_reason, describe_plan
-from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM, LoweringState
+from shardc.passes.lower.explain import beat_text, case_reason, plan_signature
+from shardc.passes.lower.state import LoweringState
 from shardc.passes.symbols import HardwareSymbols, size_symbol
 from shardc.passes.validate import promote
 
@@ -76,7 +75,7 @@ class Contractions(LoweringState):
         best = ranked[0]
         line = (stmt.span if stmt is not None else e.span).line
         self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
-                             search.note())
+                             (search.tried, search.space) if search.capped else None)
         beat = beat_text(ranked, objective, lv.array, rv.array, target)
         mesh = tuple(self.mesh)
         why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
@@ -100,17 +99,20 @@ class Contractions(LoweringState):
 
     def record_decision(self, ranked: list[EinsumPlan], objective, numeric: bool, line: int,
                         e: Contract, lv: Value, rv: Value, dtype: str, target: str,
-                        search_note: str = "") -> None:
+                        search: tuple[int, int] | None = None) -> None:
+        """The decision record: the distinct plans (at most three, best first), each with its
+        communication time in SymPy and, where sizes are symbolic, the relation under which it
+        would move fewer bytes than the chosen one. Nothing when there is nothing to explain."""
         distinct: list[EinsumPlan] = []
-        descs: list[str] = []
+        seen: set[tuple] = set()
         for p in ranked:
-            d = describe_plan(p, lv.array, rv.array, target)
-            if d not in descs:
-                descs.append(d)
+            sig = plan_signature(p)
+            if sig not in seen:
+                seen.add(sig)
                 distinct.append(p)
             if len(distinct) == 3:
                 break
-        if (len(distinct) < 2 or not distinct[0].collectives) and not search_note:
+        if (len(distinct) < 2 or not distinct[0].collectives) and search is None:
             return  # one candidate, or the chosen plan communicates nothing: nothing to explain
         syms = HardwareSymbols(frozenset(self.dims))
         sym_links = syms.links()
@@ -124,42 +126,25 @@ class Contractions(LoweringState):
                                     sym_links)
             return total
 
-        has_chip = self.ctx.chip is not None
-        decided = "numbers" if numeric else "default"
-        if search_note:
-            decided += f"; {search_note}"
-
         def key(p: EinsumPlan) -> tuple:
             return (p.lhs_steps, p.rhs_steps, p.out_steps, lv.dtype, rv.dtype, dtype)
 
         chosen_key = key(distinct[0])
+        # Bandwidth terms only (latencies zero): the relation compares bytes moved.
+        bw_best = None if numeric else sym_cost(distinct[0]).subs(t_syms)
         alts = []
-        for i, (p, d) in enumerate(zip(distinct, descs, strict=True)):
-            num = objective(p)[1]
-            if not numeric:
-                unit = "s" if has_chip else "B"
-                note = (f"{fmt_value(num, unit)}{'' if has_chip else ' / W_ici'} comms at "
-                        f"typical sizes (dims {TYPICAL_DIM}, axes {TYPICAL_AXIS})")
-            elif has_chip:
-                note = f"{fmt_value(num, 's')} comms + compute"
-            else:
-                note = f"{fmt_value(num, 'B')} / W_ici"
-            memo_key = (key(p), chosen_key if i and not numeric else None)
+        for i, p in enumerate(distinct):
+            memo_key = (key(p), chosen_key if i and bw_best is not None else None)
             if memo_key not in self.memo:
                 cost = sym_cost(p)
-                cond = ""
-                if i and not numeric:
-                    bw_alt = cost.subs(t_syms)
-                    bw_best = sym_cost(distinct[0]).subs(t_syms)
-                    if bw_best == 0:
-                        cond = "never: the chosen plan moves no data"
-                    else:
-                        rel = less_than(bw_alt, bw_best)
-                        cond = ({True: "always", False: "never"}[rel] if isinstance(rel, bool)
-                                else str(rel))
-                self.memo[memo_key] = (str(cost), cond)
-            cost_text, cond = self.memo[memo_key]
-            alts.append(Alternative(f"{d} [{note}]", cost_text, i == 0, cond))
-        self.decisions.append(Decision(line, f"{target} = {lv.array} ·_{format_axes(e.dims)} "
-                                       f"{rv.array}", tuple(alts), decided))
-
+                wins: sp.Basic | None = None
+                if i and bw_best is not None:
+                    rel = False if bw_best == 0 else less_than(cost.subs(t_syms), bw_best)
+                    wins = sp.true if rel is True else sp.false if rel is False else rel
+                self.memo[memo_key] = (cost, wins)
+            cost, wins = self.memo[memo_key]
+            alts.append(Alternative(p.lhs_steps, p.rhs_steps, p.out_steps, cost,
+                                    float(objective(p)[1]), i == 0, wins))
+        self.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, tuple(alts),
+                                       numeric, self.ctx.chip is not None, search,
+                                       bw_best == 0))

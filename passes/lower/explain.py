@@ -82,16 +82,31 @@ def step_text(s: Step, name: str) -> str:
     return f"{s.kind}_{ax}({name})"
 
 
-def describe_plan(p: EinsumPlan, lhs: str, rhs: str, target: str) -> str:
-    """A plan in words: its steps on each operand, the local einsum, then the result's steps."""
+def plan_signature(p: EinsumPlan) -> tuple:
+    """What `describe_plan` shows of a plan (each step's kind, axes and dim; a slice's dim is not
+    shown): plans with the same signature read the same and are listed once."""
+    return tuple((side, s.kind, s.axes, None if s.kind == "slice" else s.dim)
+                 for side, steps in (("lhs", p.lhs_steps), ("rhs", p.rhs_steps),
+                                     ("out", p.out_steps))
+                 for s in steps)
+
+
+def describe_steps(lhs_steps: tuple[Step, ...], rhs_steps: tuple[Step, ...],
+                   out_steps: tuple[Step, ...], lhs: str, rhs: str, target: str) -> str:
+    """Steps on each operand, the local einsum, then the result's steps, in words."""
     parts = []
-    for steps, name in ((p.lhs_steps, lhs), (p.rhs_steps, rhs)):
+    for steps, name in ((lhs_steps, lhs), (rhs_steps, rhs)):
         for s in steps:
             parts.append(step_text(s, name))
     parts.append("local einsum")
-    for s in p.out_steps:
+    for s in out_steps:
         parts.append(step_text(s, target))
     return ", ".join(parts)
+
+
+def describe_plan(p: EinsumPlan, lhs: str, rhs: str, target: str) -> str:
+    """A plan in words: its steps on each operand, the local einsum, then the result's steps."""
+    return describe_steps(p.lhs_steps, p.rhs_steps, p.out_steps, lhs, rhs, target)
 
 
 def beat_text(ranked: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple], lhs: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from shardc.lang.layout import Layout, format_axes
 from shardc.lang.source import Span
@@ -16,6 +17,9 @@ from shardc.passes.ir import Collective, Decision, LocalSlice, Op, Value
 from shardc.passes.lower.explain import describe_step
 from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.symbols import HardwareSymbols, planning_figures
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 TYPICAL_DIM = 4096
 TYPICAL_AXIS = 4
@@ -40,7 +44,7 @@ class LoweringState:
     failed: bool = False
     # Per-compilation memo of decision formulas: programs repeat statement shapes, and building
     # and printing SymPy costs dominated planning before (docs/benchmarks.md).
-    memo: dict[tuple, tuple[str, str]] = field(default_factory=dict)
+    memo: dict[tuple, tuple[sp.Expr, sp.Basic | None]] = field(default_factory=dict)
     resharded: dict[tuple, Value] = field(default_factory=dict)
     figures: tuple | None = None
     params: set[str] = field(default_factory=set)
