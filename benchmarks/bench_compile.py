@@ -43,7 +43,7 @@ def phases(text: str) -> dict[str, float]:
     from shardc.lang.source import Source
     from shardc.passes.context import Context
     from shardc.passes.derive_cost import derive_cost
-    from shardc.passes.insert_collectives import insert_collectives
+    from shardc.passes.lower import insert_collectives
     from shardc.passes.validate import validate
 
     out: dict[str, float] = {}

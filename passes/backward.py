@@ -121,6 +121,7 @@ class _Deriver:
     def flat(self, e: Expr, hoisted: list[Stmt], top: bool = False) -> Expr:
         """`e` with every nested operation hoisted into its own statement (named as reports
         name intermediates: `gelu(Tmp)`, `A·B`)."""
+        new: Expr
         match e:
             case Ref(name=name, layout=layout):
                 if layout is not None and name not in self.arrays:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
@@ -13,8 +14,6 @@ from shardc.lang.diagnostics import Diagnostics
 from shardc.lang.source import Source
 
 if TYPE_CHECKING:
-    from decimal import Decimal
-
     from shardc.hardware import Chip
     from shardc.passes.ir import Topology
 
@@ -57,6 +56,15 @@ class Context:
     def __post_init__(self) -> None:
         if self.bindings is None:
             object.__setattr__(self, "bindings", dict(self.options.bindings))
+
+    def validated_bindings(self) -> dict[str, float]:
+        """The bindings once `validate` has run: ints and floats only (exact Decimals from the
+        command line are checked and converted there)."""
+        out: dict[str, float] = {}
+        for name, value in self.bindings.items():
+            assert not isinstance(value, Decimal), f"{name} was not validated"
+            out[name] = value
+        return out
 
     @property
     def model(self) -> Model:

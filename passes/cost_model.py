@@ -11,15 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TypeAlias
 
 import sympy as sp
 
 from shardc.hardware.levels import LEVELS, SWITCHED
+from shardc.passes.context import Model
 from shardc.passes.ir import Topology
 
-Model = Literal["exact", "book"]
-Num = float | int | sp.Expr
+Num: TypeAlias = float | int | sp.Expr
 
 
 def _is_num(x: object) -> bool:
@@ -28,7 +28,7 @@ def _is_num(x: object) -> bool:
 
 def smax(*args: Num) -> Num:
     if all(_is_num(a) for a in args):
-        return max(args)  # type: ignore[type-var]
+        return max(args)
     return sp.Max(*args)
 
 
@@ -329,8 +329,9 @@ def _legs(m, n: Num, n_known: int | None, link, topo: Topology | None) -> list[_
         stride = link.stride if link is not None else 1
         return [_point_leg(phys[0], m.dst - m.src, n_known, ring, stride) if m.shift is None
                 else _shift_leg(phys[0], m.shift, n, n_known, ring, stride)]
-    lengths = [topo.phys(p).length for p in phys]
-    if n_known is None or None in lengths:
+    maybe_lengths = [topo.phys(p).length for p in phys]
+    lengths = [length for length in maybe_lengths if length is not None]
+    if n_known is None or len(lengths) < len(maybe_lengths):
         # A symbolic axis spanning several physical ones: one ring of n, as symbolic axes are.
         return [_point_leg(phys[0], m.dst - m.src, n_known, True, 1) if m.shift is None
                 else _shift_leg(phys[0], m.shift, n, n_known, True, 1)]
@@ -376,12 +377,12 @@ def _digits(c: int, lengths: list[int]) -> list[int]:
     return out[::-1]
 
 
-def _routed(k: int, lengths: list[int], rings: list[bool]) -> list[tuple[Num, Num]]:
+def _routed(k: int, lengths: list[int], rings: list[bool]) -> list[tuple[Num, int]]:
     """A shift by `k` along a mesh axis spanning several physical axes, routed device by device
     (dimension order, the major axis first, the short way round a ring, ties split): for each
     physical axis, the busiest link's load one way and the longest path's hops."""
     n = math.prod(lengths)
-    out = []
+    out: list[tuple[Num, int]] = []
     for j, length in enumerate(lengths):
         load: dict[tuple, Num] = {}
         far = 0
@@ -419,5 +420,5 @@ def _domain_levels(m, n: int | None, inner: int) -> list[str]:
 
 def smin(*args: Num) -> Num:
     if all(_is_num(a) for a in args):
-        return min(args)  # type: ignore[type-var]
+        return min(args)
     return sp.Min(*args)

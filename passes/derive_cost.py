@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
 
 import sympy as sp
 
@@ -45,15 +44,16 @@ class OpCost:
     src: str
     dst: str
     reason: str
-    flops: sp.Expr
-    flops_per_device: sp.Expr
-    hbm_bytes: sp.Expr
-    comm_bytes: sp.Expr
-    time: sp.Expr
-    t_math: sp.Expr
-    t_hbm: sp.Expr
-    t_bandwidth: sp.Expr
-    t_latency: sp.Expr
+    # Every figure not set is zero: a collective does no FLOPs, an einsum moves no bytes.
+    flops: sp.Expr = ZERO
+    flops_per_device: sp.Expr = ZERO
+    hbm_bytes: sp.Expr = ZERO
+    comm_bytes: sp.Expr = ZERO
+    time: sp.Expr = ZERO
+    t_math: sp.Expr = ZERO
+    t_hbm: sp.Expr = ZERO
+    t_bandwidth: sp.Expr = ZERO
+    t_latency: sp.Expr = ZERO
     levels: tuple[tuple[str, sp.Expr], ...] = ()
     """Collectives: time on each network level (ici, nvlink, pcie, ib, dcn)."""
     level_bandwidths: tuple[tuple[str, sp.Expr], ...] = ()
@@ -120,20 +120,9 @@ BLOCK_FIGURES = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math
 """What a report gives per iteration and in total for each `repeat` block."""
 
 
-@dataclass(frozen=True, slots=True)
-class DeriveCost:
-    name: ClassVar[str] = "derive-cost"
-
-    def run(self, program: CompiledProgram, ctx: Context) -> ProgramCost:
-        return _derive(program, ctx)
-
-
 def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
-    """Run the `derive-cost` pass."""
-    return DeriveCost().run(program, ctx)
-
-
-def _derive(program: CompiledProgram, ctx: Context) -> ProgramCost:
+    """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
+    program's totals."""
     syms = HardwareSymbols(frozenset(n for n, _ in program.dims) | frozenset(program.mesh_axes))
     mesh = program.mesh_axes
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
@@ -290,31 +279,33 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
             t_math = fpd / syms.flops(dtype)
             t_hbm = hbm / syms.w_hbm
             return OpCost(index, line, "einsum", "einsum", (), out.array, src, out.format(mesh),
-                          op.case, flops, fpd, hbm, ZERO, sp.Max(t_math, t_hbm, evaluate=False), t_math,
-                          t_hbm, ZERO, ZERO)
+                          op.case, flops=flops, flops_per_device=fpd, hbm_bytes=hbm,
+                          time=sp.Max(t_math, t_hbm, evaluate=False), t_math=t_math,
+                          t_hbm=t_hbm)
         case Collective(op=kind, out=out, src=src, axes=axes, dim=dim):
             step = Step(kind, axes, dim, src.layout, out.layout)
-            v = step_bytes(step, src.dtype, size_symbol)
+            moved = step_bytes(step, src.dtype, size_symbol)
             known = dict(program_mesh)
             if all(known.get(a) == 1 for a in axes):
-                v = ZERO  # every axis has one device: nothing moves
+                moved = ZERO  # every axis has one device: nothing moves
             if kind == "Send":  # point-to-point: distances need the axes' sizes
-                t = send_time(v, op.send, size_symbol, ctx.model, topology, syms.links(),
+                t = send_time(moved, op.send, size_symbol, ctx.model, topology, syms.links(),
                               _known_size(program_mesh, ctx))
             else:
-                t = collective_time(kind, v, axes, size_symbol, ctx.model, topology, syms.links())
+                t = collective_time(kind, moved, axes, size_symbol, ctx.model, topology,
+                                    syms.links())
             bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
-            crossover = sp.cancel(lat * v / bw) if bw != 0 and v != 0 else None
+            crossover = sp.cancel(lat * moved / bw) if bw != 0 and moved != 0 else None
             name = format_send(op.send) if kind == "Send" else kind
             return OpCost(index, line, "collective", name, axes, src.array, src.format(mesh),
-                          out.format(mesh), op.reason, ZERO, ZERO, ZERO, as_expr(v),
-                          as_expr(t.time), ZERO, ZERO, bw, lat,
-                          tuple((lv, as_expr(x)) for lv, x in t.levels),
-                          tuple((lv, as_expr(x)) for lv, x in t.bandwidths), crossover)
+                          out.format(mesh), op.reason, comm_bytes=as_expr(moved),
+                          time=as_expr(t.time), t_bandwidth=bw, t_latency=lat,
+                          levels=tuple((lv, as_expr(x)) for lv, x in t.levels),
+                          level_bandwidths=tuple((lv, as_expr(x)) for lv, x in t.bandwidths),
+                          crossover_bytes=crossover)
         case LocalSlice(out=out, src=src):
             return OpCost(index, line, "elementwise", "slice", (), src.array, src.format(mesh),
-                          out.format(mesh), op.reason, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO, ZERO,
-                          ZERO, ZERO)
+                          out.format(mesh), op.reason)
         case Elementwise(fn=fn, out=out, args=args):
             per = ELEMENTWISE_FUNCTIONS.get(fn, BINARY_FLOPS)
             flops = per * global_elements(out.layout, size_symbol)
@@ -326,8 +317,8 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
             t_hbm = hbm / syms.w_hbm
             src_text = _src_text(op, mesh)
             return OpCost(index, line, "elementwise", fn, (), out.array, src_text,
-                          out.format(mesh), "", flops, fpd, hbm, ZERO, t_hbm, t_math, t_hbm,
-                          ZERO, ZERO)
+                          out.format(mesh), "", flops=flops, flops_per_device=fpd,
+                          hbm_bytes=hbm, time=t_hbm, t_math=t_math, t_hbm=t_hbm)
     raise AssertionError(op)
 
 

@@ -10,6 +10,7 @@ partial sums, Case 4 gathers one of the two operands.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping
@@ -90,7 +91,7 @@ class _Space:
             if d is not None:
                 assigned[d].append(a)
         for d, axes in assigned.items():
-            axes.sort(key=lambda a, d=d: self.order_key(d, a))
+            axes.sort(key=functools.partial(self.order_key, d))
             if axes and not self.divisible(d, tuple(axes)):
                 return None
 

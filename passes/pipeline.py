@@ -136,7 +136,7 @@ class InsertCollectives:
     name: ClassVar[str] = "insert-collectives"
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
-        from shardc.passes.insert_collectives import insert_collectives
+        from shardc.passes.lower import insert_collectives
 
         assert unit.program is not None
         compiled = insert_collectives(unit.program, _with_hardware(unit, ctx))

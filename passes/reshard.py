@@ -244,12 +244,12 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
             if d2 is None or d2 == d1 or not prefix_ok(d2):
                 continue
             want = target[d2][len(cur[d2]):]
-            run = 0
+            tail = 0
             for k in range(1, len(cur[d1]) + 1):
                 if cur[d1][-k:] == want[:k] and k <= len(cur[d1]) - _kept(cur[d1], target[d1]):
-                    run = k
-            if run:
-                moved = cur[d1][-run:]
+                    tail = k
+            if tail:
+                moved = cur[d1][-tail:]
                 emit("AllToAll", tuple(moved), d2, before)
                 done = True
                 break

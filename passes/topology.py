@@ -9,8 +9,6 @@ fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own physical 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import ClassVar
 
 from shardc.hardware.levels import FAST_LINKS, LEVELS
 from shardc.lang.syntax import MeshAxis, MeshDecl, Program
@@ -19,18 +17,11 @@ from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
 from shardc.passes.sizes import size_of
 
 
-@dataclass(frozen=True, slots=True)
-class ResolveTopology:
-    name: ClassVar[str] = "resolve-topology"
-
-    def run(self, program: Program, ctx: Context) -> Topology:
-        mesh = next((s for s in program.statements if isinstance(s, MeshDecl)), None)
-        return _resolve(mesh.axes if mesh else (), ctx)
-
-
 def resolve_topology(program: Program, ctx: Context) -> Topology:
-    """Run the `resolve-topology` pass."""
-    return ResolveTopology().run(program, ctx)
+    """The `resolve-topology` pass: where each mesh axis lives (the program's mesh against the
+    chip's physical axes and network levels)."""
+    mesh = next((s for s in program.statements if isinstance(s, MeshDecl)), None)
+    return _resolve(mesh.axes if mesh else (), ctx)
 
 
 def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
@@ -122,8 +113,9 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
         elif stride * n <= domain:
             inner[ax.name] = None
         else:
-            inner[ax.name] = max(1, domain // stride)
-            if n % inner[ax.name] != 0:
+            split = max(1, domain // stride)
+            inner[ax.name] = split
+            if n % split != 0:
                 ctx.diagnostics.error(
                     "H016", f"mesh axis {ax.name!r} of size {n} does not split evenly across "
                     f"NVLink domains of {domain} GPUs", ax.span)

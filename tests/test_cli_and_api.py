@@ -168,3 +168,11 @@ def test_set_of_an_unused_hardware_quantity_warns(capsys):
     assert code == 0 and "warning[N015]: --set binds 'W_ici'" in err and "W_nvlink" in err
     code = main(["compile", prog, "--set", "W_nvlink=1e11"])
     assert code == 0 and "N015" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value", [("model", "roofline"), ("optimizer", "adamw"),
+                                           ("remat", "blocks")])
+def test_api_refuses_an_unknown_option_value_by_name(option, value):
+    """The CLI's argparse choices have an API twin: a typo is an error, not a silent default."""
+    with pytest.raises(ValueError, match=f"{option}={value!r}"):
+        shardc.compile("mesh X=2\ndim B=8, D=4\nA: bf16[B, D_X]\n", **{option: value})

@@ -76,10 +76,3 @@ def test_the_planner_takes_its_steps_from_the_layout_rules():
 def test_explicit_collectives_break_named_rules(kind, axes, dim, refusal):
     lay = L({"I": ("X", "Y"), "J": ()}, {"Z"})
     assert transfer(lay, kind, axes, dim) == refusal
-
-
-def test_the_old_path_re_exports_the_pass():
-    from shardc.passes import insert_collectives as old
-    from shardc.passes.lower import walk
-
-    assert old.insert_collectives is walk.insert_collectives

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from shardc.lang.diagnostics import CompileError, Diagnostics
 from shardc.lang.source import Source
@@ -58,9 +58,15 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  optimizer: Optimizer = "adam", remat: Remat = "none") -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
     diagnostics; `stop_after` names the last pass to run."""
-    from shardc.passes.context import Context, Options
+    from shardc.passes.context import Context, Model, Optimizer, Options, Remat
     from shardc.passes.pipeline import run_passes
 
+    for option, value, allowed in (("model", model, get_args(Model)),
+                                   ("optimizer", optimizer, get_args(Optimizer)),
+                                   ("remat", remat, get_args(Remat))):
+        if value not in allowed:
+            raise ValueError(f"{option}={value!r}: expected one of "
+                             f"{', '.join(map(repr, allowed))}")
     ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {})))
     unit = run_passes(ctx, stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
@@ -68,7 +74,7 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
         return result
     from shardc.driver.report import Report
 
-    report = Report(unit.cost, unit.chip, dict(ctx.bindings), memory=unit.memory,
+    report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
                     options={"optimizer": ctx.optimizer, "remat": ctx.remat})
     if _overflows(report, ctx.diagnostics):
         return result
@@ -164,7 +170,8 @@ def parse(source_or_path: str | Path | Source, name: str | None = None) -> Progr
 
 def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             model: Literal["exact", "book"] = "exact", set: Mapping[str, float] | None = None,
-            name: str | None = None, optimizer: str = "adam", remat: str = "none") -> Report:
+            name: str | None = None, optimizer: Optimizer = "adam",
+            remat: Remat = "none") -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides

@@ -186,7 +186,7 @@ class Report:
             ("compute", "t_math_s"), ("hbm", "t_hbm_s"), ("comms", "t_comms_s"))}
         if any(v is None for v in vals.values()):
             return None
-        return max(vals, key=lambda k: (vals[k], k == "compute"))  # type: ignore[arg-type]
+        return max(vals, key=lambda k: (vals[k] or 0.0, k == "compute"))
 
     def step_durations(self) -> dict[int, float] | None:
         """Each op's time over the step (all its runs; twice for an op the backward pass

@@ -13,7 +13,7 @@ shardc.driver.user_expr.ExprError: unexpected end; expected ')'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache, partial
@@ -130,7 +130,7 @@ _SHOWN = {"PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "POW": "
           "$END": "the end"}
 
 
-def _expected(names: Sequence[str]) -> str:
+def _expected(names: Iterable[str]) -> str:
     shown = sorted({_SHOWN.get(n, n) for n in names})
     if {"a name", "a number"} <= set(shown):
         shown = ["a name", "a number", "'('"] if "'('" in shown else shown

@@ -45,7 +45,7 @@ class Contractions(LoweringState):
         topo = self.ctx.topology
         size_of = self.numeric_size
 
-        def objective(p: EinsumPlan) -> tuple[float, float, int]:
+        def objective(p: EinsumPlan) -> tuple[int, float, float, int]:
             model = self.ctx.model
             comm = float(steps_time(p.lhs_steps, lv.dtype, size_of, model, topo, links))
             comm += float(steps_time(p.rhs_steps, rv.dtype, size_of, model, topo, links))

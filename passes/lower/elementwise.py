@@ -9,7 +9,7 @@ from shardc.lang.syntax import Binary
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import steps_time
 from shardc.passes.lower.state import LoweringState
-from shardc.passes.reshard import plan_reshard
+from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.validate import promote
 
 
@@ -47,7 +47,7 @@ class ElementwiseOps(LoweringState):
             DimSharding(d.dim, small.layout.axes_of(d.dim) if d.dim in small.dims
                         else tuple(x for x in d.axes if x not in used))
             for d in big.layout.dims), big.layout.unreduced)
-        options = []
+        options: list[tuple[float, int, str, Layout, list[Step]]] = []
         for which, want in (("small", follow_big), ("big", follow_small)):
             v = small if which == "small" else big
             steps = plan_reshard(v.layout, want)

@@ -6,8 +6,6 @@ layout requests go through `passes.reshard`. Every inserted collective records w
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import ClassVar
 
 from shardc.lang.layout import format_axes
 from shardc.lang.syntax import (
@@ -32,19 +30,10 @@ from shardc.passes.lower.elementwise import ElementwiseOps
 from shardc.passes.lower.explicit import ExplicitCollectives
 
 
-@dataclass(frozen=True, slots=True)
-class InsertCollectives:
-    """Lower a validated program to per-device ops, inserting collectives."""
-
-    name: ClassVar[str] = "insert-collectives"
-
-    def run(self, program: Program, ctx: Context) -> CompiledProgram:
-        return _Lowering(ctx).run(program)
-
-
 def insert_collectives(program: Program, ctx: Context) -> CompiledProgram:
-    """Run the `insert-collectives` pass."""
-    return InsertCollectives().run(program, ctx)
+    """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
+    the collectives its layouts need."""
+    return _Lowering(ctx).run(program)
 
 
 class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
@@ -72,7 +61,8 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
                     self.assign(stmt)
             if self.failed:
                 break
-            if getattr(stmt, "times", ()):  # every op of a statement in `repeat` runs with it
+            if isinstance(stmt, (ArrayDecl, Assign)) and stmt.times:
+                # every op of a statement in `repeat` runs with it
                 self.ops[start:] = [dataclasses.replace(op, times=stmt.times)
                                     for op in self.ops[start:]]
                 made = {op.out.array for op in self.ops[start:]}  # inline `In[I_X]` too
