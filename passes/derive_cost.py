@@ -17,13 +17,14 @@ from shardc.lang.send import format_send
 from shardc.lang.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
 from shardc.passes.conditions import separate
 from shardc.passes.context import Context
-from shardc.passes.cost_model import collective_time, send_time
+from shardc.passes.cost_model import collective_time
 from shardc.passes.graph import ops_in_order
 from shardc.passes.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op
 from shardc.passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
 from shardc.passes.memory import kept_activations
 from shardc.passes.reshard import Step
 from shardc.passes.schedule import classify
+from shardc.passes.send_cost import send_time
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
 from shardc.passes.validate import promote

@@ -19,8 +19,9 @@ from shardc.driver.api import run_pipeline
 from shardc.lang.send import SendAxis, SendSyntaxError, format_send, parse_send
 from shardc.lang.source import Source
 from shardc.lang.syntax import Assign, CollectiveCall
-from shardc.passes.cost_model import Links, _routed, _shift_leg, send_time
+from shardc.passes.cost_model import Links
 from shardc.passes.ir import Collective
+from shardc.passes.send_cost import _routed, _shift_leg, send_time
 from shardc.tools.simulate import check, random_inputs, reference, roll_blocks, simulate
 from tests.strategies import layout_text, meshes
 

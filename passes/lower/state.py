@@ -16,6 +16,7 @@ from shardc.passes.cost_model import Links
 from shardc.passes.ir import Collective, Decision, LocalSlice, Op, Value
 from shardc.passes.lower.explain import describe_step
 from shardc.passes.reshard import Step, plan_reshard
+from shardc.passes.sizes import size_of
 from shardc.passes.symbols import HardwareSymbols, planning_figures
 
 if TYPE_CHECKING:
@@ -52,9 +53,8 @@ class LoweringState:
 
     # ---- sizes -------------------------------------------------------------------------------
     def known(self, name: str) -> float | None:
-        if name in self.ctx.bindings:
-            return float(self.ctx.bindings[name])
-        v = self.dims.get(name, self.mesh.get(name))
+        """The size of a dim or mesh axis as a number (`--set` applied), None when symbolic."""
+        v = size_of(name, self.dims if name in self.dims else self.mesh, self.ctx.bindings)
         return None if v is None else float(v)
 
     def known_sizes(self) -> dict[str, float]:
