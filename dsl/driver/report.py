@@ -6,8 +6,10 @@ one `sympy.lambdify` call. Printers live in `shardc.driver.printers`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,10 @@ class Report:
     """The training step's memory (parameters, gradients, optimizer, activations), if any."""
     options: dict[str, str] = field(default_factory=dict)
     _cache: dict[sp.Expr, float | None] = field(default_factory=dict, repr=False)
+    _names: dict[str, sp.Symbol] | None = field(default=None, repr=False)
+    _env: dict[sp.Symbol, float] | None = field(default=None, repr=False)
+    _functions: dict[sp.Expr, tuple[tuple[sp.Symbol, ...], Callable[..., Any]]] = field(
+        default_factory=dict, repr=False)
 
     # ---- accessors ---------------------------------------------------------------------------
     @property
@@ -80,7 +86,12 @@ class Report:
 
     # ---- evaluation --------------------------------------------------------------------------
     def environment(self) -> dict[sp.Symbol, float]:
-        """Numbers for every bound symbol: sizes, chip figures, then --set overrides."""
+        """Numbers for every bound symbol: sizes, chip figures, then --set overrides (a copy)."""
+        if self._env is None:
+            self._env = self._environment()
+        return dict(self._env)
+
+    def _environment(self) -> dict[sp.Symbol, float]:
         sizes = known_sizes((*self.program.dims, *self.program.mesh), self.bindings)
         env: dict[sp.Symbol, float] = {size_symbol(n): float(v) for n, v in sizes.items()}
         syms = self.cost.symbols
@@ -108,29 +119,99 @@ class Report:
         for e, v in zip(ready, values, strict=True):
             self._cache[e] = _finite(v)
 
-    def value(self, expr: sp.Expr | str | float | int, **overrides: float) -> float | None:
-        """Evaluate an expression (or a total's name such as "t_math_s") with the bindings.
+    def names(self) -> dict[str, sp.Symbol]:
+        """Every name a binding or a formula may use: the program's dims and mesh axes, the
+        names its formulas use, and the hardware figures (`C`, `W_ici`, `t_hop`, ...)."""
+        if self._names is None:
+            names = {s.name: s for s in self.cost.symbols.all_for(set(DTYPE_NAMES))}
+            for n, _ in (*self.program.dims, *self.program.mesh):
+                names.setdefault(n, size_symbol(n))
+            for e in self.totals.values():
+                for s in as_expr(e).free_symbols:
+                    names.setdefault(s.name, s)
+            self._names = names
+        return self._names
 
-        Returns None when a symbol has no value (no chip, or a size left symbolic).
+    def formula(self, name_or_text: str) -> sp.Expr:
+        """The SymPy formula of a total (`t_comms_s`, `flops`, ...) or of a formula over this
+        report's names (`t_math_s / t_comms_s`, `2*B*D`).
+
+        Raises `KeyError` naming what is unknown (a typo is an error, not a default), and
+        `shardc.driver.user_expr.ExprError` for text that is not a formula.
+        """
+        if name_or_text in self.totals:
+            return as_expr(self.totals[name_or_text])
+        known = self.names()
+        expr = self.parse(name_or_text)
+        # A total's name inside a formula stands for the total (`t_math_s / t_comms_s`).
+        totals = {s: as_expr(self.totals[s.name]) for s in expr.free_symbols
+                  if s.name in self.totals and s.name not in known}
+        bad = sorted({s.name for s in expr.free_symbols} - known.keys() - self.totals.keys())
+        if bad:
+            raise KeyError(f"unknown quantity {', '.join(map(repr, bad))} in "
+                           f"{name_or_text!r}; totals are {', '.join(self.totals)}; names "
+                           f"are {', '.join(sorted(known))}")
+        return expr.xreplace(totals) if totals else expr
+
+    def _override_env(self, overrides: Mapping[str, float], own: tuple[sp.Symbol, ...] = ()
+                      ) -> dict[sp.Symbol, float]:
+        env = self.environment()
+        known = self.names()
+        if own:  # a formula may bring names of its own (derive's N)
+            known = {**{s.name: s for s in own}, **known}
+        for k, v in overrides.items():
+            if k not in known:
+                raise KeyError(f"unknown name {k!r} to bind; names are "
+                               f"{', '.join(sorted(known))}")
+            x = float(v)
+            if not math.isfinite(x) or x <= 0:
+                raise ValueError(f"{k}={v!r}: a binding must be a positive, finite number")
+            env[known[k]] = x
+        return env
+
+    def function(self, expr: sp.Expr) -> tuple[tuple[sp.Symbol, ...], Callable[..., Any]]:
+        """`expr` compiled once (`sp.lambdify` over numpy) with its arguments, sorted by name:
+        the report's cache behind `value` with bindings and `at`."""
+        expr = as_expr(expr)
+        hit = self._functions.get(expr)
+        if hit is None:
+            args = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+            hit = (args, sp.lambdify(args, expr, modules=["math", "numpy"]))
+            self._functions[expr] = hit
+        return hit
+
+    def value(self, expr: sp.Expr | str | float | int, **bindings: float) -> float | None:
+        """Evaluate an expression, a total's name (`"t_math_s"`) or a formula's text with the
+        report's bindings, and `bindings` on top (`value("t_comms_s", B=8192)`).
+
+        Returns None when a symbol has no value (no chip, or a size left symbolic). Raises
+        `KeyError` for a name that is neither a total nor a name of this report.
         """
         if isinstance(expr, str):
-            expr = self.totals[expr] if expr in self.totals else self.parse(expr)
+            expr = self.formula(expr)
         expr = as_expr(expr)
-        if overrides:
-            env = self.environment()
-            syms = self.cost.symbols
-            by_name = {s.name: s for s in syms.all_for(set(DTYPE_NAMES))}
-            by_name.update({s.name: s for s in env})
-            for k, v in overrides.items():
-                env[by_name.get(k, size_symbol(k))] = float(v)
-            if not expr.free_symbols <= env.keys():
+        if bindings:
+            args, fn = self.function(expr)
+            env = self._override_env(bindings, args)
+            if any(a not in env for a in args):
                 return None
-            return _finite(sp.lambdify(sorted(expr.free_symbols, key=lambda s: s.name), expr,
-                                       modules="math")(*[env[s] for s in sorted(
-                                           expr.free_symbols, key=lambda s: s.name)]))
+            return _finite(fn(*[env[s] for s in args]))
         if expr not in self._cache:
             self._evaluate_all([expr])
         return self._cache[expr]
+
+    def at(self, **bindings: float) -> Report:
+        """This report with `bindings` added to its own (`r.at(B=8192, X=16)`), every number
+        evaluated. The formulas are the same objects; names are checked as `value` checks."""
+        self._override_env(bindings)
+        sizes = {n for n, _ in (*self.program.dims, *self.program.mesh)}
+        for k, v in bindings.items():
+            if k in sizes and not float(v).is_integer():
+                raise ValueError(f"{k}={v!r}: a size must be a whole number")
+        merged = {**self.bindings, **{k: float(v) for k, v in bindings.items()}}
+        return dataclasses.replace(self, bindings=merged, warnings=list(self.warnings),
+                                   _cache={}, _env=None, _names=self._names,
+                                   _functions=self._functions).evaluate()
 
     def parse(self, text: str) -> sp.Expr:
         """Parse a formula over this program's names (`N`, `S`, `E` stay sizes, not SymPy's):
