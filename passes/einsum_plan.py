@@ -178,6 +178,7 @@ class PlanSearch:
     space: int  # role assignments in all
     tried: int  # role assignments evaluated
     capped: bool  # True: too many to try all; a local search from the current layouts
+    plans: tuple[EinsumPlan, ...] = ()  # every plan met, in enumeration order (ties' order)
 
     def note(self) -> str:
         """What the decision record says about the search ("" when it was exhaustive)."""
@@ -204,9 +205,9 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
     if total <= limit:
         plans = enumerate_plans(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
                                 keep_partial, sizes)
-        return PlanSearch(rank_plans(plans, objective), total, total, False)
+        return PlanSearch(rank_plans(plans, objective), total, total, False, tuple(plans))
     plans, tried = _local_search(space, objective, PLAN_SEARCH_LIMIT)
-    return PlanSearch(rank_plans(plans, objective), total, tried, True)
+    return PlanSearch(rank_plans(plans, objective), total, tried, True, tuple(plans))
 
 
 def _local_search(space: _Space, objective: Callable[[EinsumPlan], tuple], limit: int

@@ -18,6 +18,8 @@ from shardc.passes.reshard import Step
 if TYPE_CHECKING:
     import sympy as sp
 
+    from shardc.passes.regions import Candidate
+
 
 def gradient_name(array: str) -> str:
     """The name of an array's gradient, as `derive-backward` makes it and reports name it.
@@ -154,6 +156,11 @@ class Decision:
     """(tried, space) when the plan search was capped; None when it was exhaustive."""
     chosen_moves_no_data: bool = False
     """The chosen plan's collectives move no bytes (latency only): no alternative can win."""
+    candidates: tuple[Candidate, ...] = ()
+    """Where the ranking depends on symbolic sizes: every plan the search found, keyed as the
+    planner keys plans with every size known (`passes.regions`); empty otherwise."""
+    ordinal: int = -1
+    """Which contraction of the program this is (0 for the first), as `Chooser`s count them."""
 
     @property
     def chosen(self) -> Alternative:
@@ -186,6 +193,11 @@ class CompiledProgram:
     @property
     def mesh_axes(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.mesh)
+
+    @property
+    def dims_and_mesh(self) -> dict[str, int | None]:
+        """Every size name (dims, then mesh axes) with its declared size (None: symbolic)."""
+        return {**dict(self.dims), **dict(self.mesh)}
 
     @property
     def values(self) -> dict[str, Value]:

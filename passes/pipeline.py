@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from shardc.passes.derive_cost import ProgramCost
     from shardc.passes.ir import CompiledProgram, Topology
     from shardc.passes.memory import Memory
+    from shardc.passes.regions import Chooser
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +135,14 @@ class ResolveTopology:
 @dataclass(frozen=True, slots=True)
 class InsertCollectives:
     name: ClassVar[str] = "insert-collectives"
+    chooser: Chooser | None = None
+    """Picks plans whose ranking depends on symbolic sizes (`relower`); None: the default."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.lower import insert_collectives
 
         assert unit.program is not None
-        compiled = insert_collectives(unit.program, _with_hardware(unit, ctx))
+        compiled = insert_collectives(unit.program, _with_hardware(unit, ctx), self.chooser)
         compiled = dataclasses.replace(compiled, backward_line=unit.backward_line)
         return dataclasses.replace(unit, compiled=compiled)
 
@@ -209,3 +212,12 @@ def _with_hardware(unit: Unit, ctx: Context) -> Context:
     if ctx.chip is unit.chip and ctx.topology is unit.topology:
         return ctx
     return dataclasses.replace(ctx, chip=unit.chip, topology=unit.topology)
+
+
+def relower(unit: Unit, ctx: Context, chooser: Chooser) -> Unit:
+    """`unit` lowered again, with the plan of every contraction whose ranking depends on
+    symbolic sizes picked by `chooser`, then costed: the symbolic program at one choice of
+    plans (`Report.at` picks them as a compile at its point would)."""
+    for p in (InsertCollectives(chooser), DeriveCost(), TrainingMemory()):
+        unit = p.run(unit, ctx)
+    return unit

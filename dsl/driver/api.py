@@ -75,7 +75,8 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     from shardc.driver.report import Report
 
     report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
-                    options={"optimizer": ctx.optimizer, "remat": ctx.remat})
+                    options={"optimizer": ctx.optimizer, "remat": ctx.remat},
+                    _relower=_relowering(unit, ctx))
     if _overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)
@@ -83,6 +84,19 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
     result.report = report
     return result
+
+
+def _relowering(unit, ctx):
+    """For `Report.at`: the program lowered again with the plans a `Chooser` picks, costed."""
+    import dataclasses
+
+    from shardc.lang.diagnostics import Diagnostics
+    from shardc.passes.pipeline import relower
+
+    def run(chooser):
+        again = relower(unit, dataclasses.replace(ctx, diagnostics=Diagnostics()), chooser)
+        return again.cost, again.memory
+    return run
 
 
 def _overflows(report: Report, diags: Diagnostics) -> bool:

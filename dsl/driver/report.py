@@ -50,6 +50,9 @@ class Report:
     _env: dict[sp.Symbol, float] | None = field(default=None, repr=False)
     _functions: dict[sp.Expr, tuple[tuple[sp.Symbol, ...], Callable[..., Any]]] = field(
         default_factory=dict, repr=False)
+    _relower: Callable[[Any], tuple[ProgramCost, Memory | None]] | None = field(
+        default=None, repr=False)
+    """Lowers the program again with a `passes.regions.Chooser` (set by `compile`)."""
 
     # ---- accessors ---------------------------------------------------------------------------
     @property
@@ -164,8 +167,10 @@ class Report:
                 raise KeyError(f"unknown name {k!r} to bind; names are "
                                f"{', '.join(sorted(known))}")
             x = float(v)
-            if not math.isfinite(x) or x <= 0:
-                raise ValueError(f"{k}={v!r}: a binding must be a positive, finite number")
+            size = k in self.program.dims_and_mesh
+            if not math.isfinite(x) or x < 0 or (size and x == 0):
+                raise ValueError(f"{k}={v!r}: a binding must be a finite number, positive for "
+                                 "a size (zero allowed for a hardware figure)")
             env[known[k]] = x
         return env
 
@@ -209,6 +214,18 @@ class Report:
             if k in sizes and not float(v).is_integer():
                 raise ValueError(f"{k}={v!r}: a size must be a whole number")
         merged = {**self.bindings, **{k: float(v) for k, v in bindings.items()}}
+        symbolic = {n for n, v in self.program.dims_and_mesh.items()
+                    if v is None and n not in self.bindings}
+        if self._relower is not None and symbolic & bindings.keys():
+            # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
+            # compile with these sizes bound does (passes/regions.py), and cost that program.
+            from shardc.passes.regions import AtPoint
+
+            point = {n: float(v) for n, v in known_sizes(
+                (*self.program.dims, *self.program.mesh), merged).items()}
+            cost, memory = self._relower(AtPoint(point))
+            return Report(cost, self.chip, merged, list(self.warnings), memory,
+                          dict(self.options), _relower=self._relower).evaluate()
         return dataclasses.replace(self, bindings=merged, warnings=list(self.warnings),
                                    _cache={}, _env=None, _names=self._names,
                                    _functions=self._functions).evaluate()

@@ -5,12 +5,14 @@ alternatives in SymPy for the decision record.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sympy as sp
 
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import Assign, Contract
 from shardc.passes.conditions import less_than
-from shardc.passes.cost_model import LEVELS
+from shardc.passes.cost_model import LEVELS, Links
 from shardc.passes.einsum_plan import (
     EinsumPlan,
     book_departures,
@@ -22,7 +24,8 @@ from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.explain import beat_text, case_reason, plan_signature
 from shardc.passes.lower.state import LoweringState
-from shardc.passes.symbols import HardwareSymbols, size_symbol
+from shardc.passes.regions import Candidate
+from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 from shardc.passes.validate import promote
 
 
@@ -72,10 +75,20 @@ class Contractions(LoweringState):
                                 "that does not divide its dim or needs partial sums {U_X} that "
                                 "only a contracted dim sharded over X produces",))
             return None
+        ordinal = self.choices
+        self.choices += 1
+        candidates: tuple[Candidate, ...] = ()
+        if not numeric and not search.capped and self.keep_candidates:
+            candidates = self.candidates(search.plans, lv.dtype, rv.dtype, dtype, links, c)
+            pick = self.chooser.choose(ordinal, candidates) if self.chooser else None
+            if pick is not None:
+                chosen = search.plans[pick]
+                ranked = [chosen, *(p for p in ranked if p is not chosen)]
         best = ranked[0]
         line = (stmt.span if stmt is not None else e.span).line
         self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
-                             (search.tried, search.space) if search.capped else None)
+                             (search.tried, search.space) if search.capped else None,
+                             candidates, ordinal)
         beat = beat_text(ranked, objective, lv.array, rv.array, target)
         mesh = tuple(self.mesh)
         why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
@@ -89,6 +102,27 @@ class Contractions(LoweringState):
         why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
         return self.apply_steps(v, best.out_steps, e.span, why_o, beat)
 
+    def candidates(self, plans: Sequence[EinsumPlan], ldt: str, rdt: str, dt: str, links: Links,
+                   c: float | None) -> tuple[Candidate, ...]:
+        """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
+        (communication, plus compute at the chip's peak) and FLOPs (`passes.regions`)."""
+        model, topo = self.ctx.model, self.ctx.topology
+        out = []
+        for i, p in enumerate(plans):
+            key = ("candidate", p.lhs_steps, p.rhs_steps, p.out_steps, p.lhs_target,
+                   p.rhs_target, ldt, rdt, dt)
+            if key not in self.memo:
+                comm = (steps_time(p.lhs_steps, ldt, self.size_expr, model, topo, links)
+                        + steps_time(p.rhs_steps, rdt, self.size_expr, model, topo, links)
+                        + steps_time(p.out_steps, dt, self.size_expr, model, topo, links))
+                flops = 2 * self.einsum_elements(p, self.size_expr)
+                time = comm + flops / c if c else comm
+                self.memo[key] = (as_expr(time), as_expr(flops))
+            time, flops = self.memo[key]
+            out.append(Candidate(i, time, flops, len(p.collectives),  # type: ignore[arg-type]
+                                 (p.lhs_steps, p.rhs_steps, p.out_steps)))
+        return tuple(out)
+
     def einsum_elements(self, p: EinsumPlan, size_of):
         """Multiply-adds per device of the local product: every dim once, at its shard size."""
         seen: dict[str, tuple[str, ...]] = {}
@@ -99,7 +133,8 @@ class Contractions(LoweringState):
 
     def record_decision(self, ranked: list[EinsumPlan], objective, numeric: bool, line: int,
                         e: Contract, lv: Value, rv: Value, dtype: str, target: str,
-                        search: tuple[int, int] | None = None) -> None:
+                        search: tuple[int, int] | None = None,
+                        candidates: tuple[Candidate, ...] = (), ordinal: int = -1) -> None:
         """The decision record: the distinct plans (at most three, best first), each with its
         communication time in SymPy and, where sizes are symbolic, the relation under which it
         would move fewer bytes than the chosen one. Nothing when there is nothing to explain."""
@@ -147,4 +182,4 @@ class Contractions(LoweringState):
                                     float(objective(p)[1]), i == 0, wins))
         self.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, tuple(alts),
                                        numeric, self.ctx.chip is not None, search,
-                                       bw_best == 0))
+                                       bw_best == 0, candidates, ordinal))

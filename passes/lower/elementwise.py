@@ -9,7 +9,9 @@ from shardc.lang.syntax import Binary
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import steps_time
 from shardc.passes.lower.state import LoweringState
+from shardc.passes.regions import Candidate, plan_key
 from shardc.passes.reshard import Step, plan_reshard
+from shardc.passes.symbols import as_expr
 from shardc.passes.validate import promote
 
 
@@ -56,7 +58,23 @@ class ElementwiseOps(LoweringState):
         if not options:
             self.error("C004", f"cannot align the operands of `{e.op}`", e.span)
             return None
-        options.sort(key=lambda t: (t[0], t[1]))
+        ordinal = self.choices
+        self.choices += 1
+        pick = None
+        names = {d.dim for v in (small, big) for d in v.layout.dims} | set(self.mesh)
+        if self.chooser is not None and len(options) > 1 and not self.all_known(names):
+            # Which operand moves depends on symbolic sizes: the chooser picks, over the same
+            # key the numeric sort below uses (passes/regions.py).
+            cands = []
+            for _, i, which_, _, steps_ in options:
+                v = small if which_ == "small" else big
+                t = steps_time(steps_, v.dtype, self.size_expr, self.ctx.model,
+                               self.ctx.topology, self.hw_numbers(v.dtype)[0])
+                cands.append(Candidate(i, as_expr(t), as_expr(0), 0))
+            pick = self.chooser.choose(ordinal, cands)
+        options.sort(key=lambda t: (plan_key(t[0], 0.0, 0), t[1]))
+        if pick is not None:
+            options.sort(key=lambda t: t[1] != pick)
         _, _, which, want, steps = options[0]
         why = f"`{e.op}` needs both operands in one layout"
         if which == "small":

@@ -17,10 +17,12 @@ from shardc.passes.ir import Collective, Decision, LocalSlice, Op, Value
 from shardc.passes.lower.explain import describe_step
 from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.sizes import size_of
-from shardc.passes.symbols import HardwareSymbols, planning_figures
+from shardc.passes.symbols import HardwareSymbols, planning_figures, size_symbol
 
 if TYPE_CHECKING:
     import sympy as sp
+
+    from shardc.passes.regions import Chooser
 
 TYPICAL_DIM = 4096
 TYPICAL_AXIS = 4
@@ -50,6 +52,12 @@ class LoweringState:
     figures: tuple | None = None
     params: set[str] = field(default_factory=set)
     array_times: dict[str, tuple] = field(default_factory=dict)
+    chooser: Chooser | None = None
+    """Picks the plan where the ranking depends on symbolic sizes (None: the book's default)."""
+    keep_candidates: bool = True
+    """Key every plan of such a contraction over the symbolic sizes (`passes.regions`)."""
+    choices: int = 0
+    """Choice points met so far (contractions and elementwise alignments): a chooser's ordinal."""
 
     # ---- sizes -------------------------------------------------------------------------------
     def known(self, name: str) -> float | None:
@@ -65,6 +73,12 @@ class LoweringState:
         if v is not None:
             return v
         return float(TYPICAL_AXIS if name in self.mesh else TYPICAL_DIM)
+
+    def size_expr(self, name: str) -> sp.Expr | int:
+        """A size as planning formulas use it: its number when known (a Python int, which the
+        cost model treats as known: a ring of 1 moves nothing), else its symbol."""
+        v = self.known(name)
+        return size_symbol(name) if v is None else int(v)
 
     def all_known(self, names) -> bool:
         return all(self.known(n) is not None for n in names)

@@ -28,12 +28,16 @@ from shardc.passes.ir import CompiledProgram, Elementwise, Input, Value
 from shardc.passes.lower.contract import Contractions
 from shardc.passes.lower.elementwise import ElementwiseOps
 from shardc.passes.lower.explicit import ExplicitCollectives
+from shardc.passes.regions import Chooser
 
 
-def insert_collectives(program: Program, ctx: Context) -> CompiledProgram:
+def insert_collectives(program: Program, ctx: Context, chooser: Chooser | None = None
+                       ) -> CompiledProgram:
     """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
-    the collectives its layouts need."""
-    return _Lowering(ctx).run(program)
+    the collectives its layouts need. Where the ranking of a contraction's plans depends on
+    symbolic sizes, `chooser` picks (`passes.regions.AtPoint`: as a compile at those sizes
+    would); without one, the book's default."""
+    return _Lowering(ctx, chooser=chooser).run(program)
 
 
 class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):

@@ -1,0 +1,201 @@
+"""Plan choices that depend on sizes left symbolic.
+
+With every size of a contraction known, the planner ranks its plans by one key: the time `T`
+(communication, plus compute at the chip's peak when there is a chip; the planning figures of
+`passes.symbols.planning_figures` otherwise), rounded to 1e-15 s, then FLOPs, then the number
+of collectives, then the order the search enumerates them in (`plan_key`). Where sizes are
+symbolic the same key is a function of them: each plan's `T` and FLOPs become SymPy formulas over
+the free sizes (a `Candidate`), hardware figures staying numbers.
+
+This module evaluates those keys: at one point (`AtPoint`, the plan a compile with those sizes
+bound chooses), and over a fixed sample of points (`winners`, the plans that are cheapest
+somewhere: the report's regions, each with the relations that bound it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import sympy as sp
+
+from shardc.passes.conditions import less_than
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One plan of a contraction, keyed as the planner keys it, over the free sizes."""
+
+    order: int
+    """Its place in the search's enumeration (the last tie-break)."""
+    time: sp.Expr
+    flops: sp.Expr
+    collectives: int
+    steps: tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]] = ((), (), ())
+    """Its reshard steps on the left operand, the right operand and the result."""
+
+
+def plan_key(time: float, flops: float, collectives: int) -> tuple[float, float, int]:
+    """The planner's ranking key of a plan with every size known (lower is better).
+
+    >>> plan_key(1.0000000000000002e-3, 8.0, 1) == plan_key(1e-3, 8.0, 1)
+    True
+    """
+    return (round(time, 15), flops, collectives)
+
+
+class Chooser(Protocol):
+    """Picks the plan of a contraction whose ranking depends on symbolic sizes."""
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        """The `order` of the plan to emit for the `ordinal`-th contraction of the program, or
+        None for the book's default."""
+        ...
+
+
+_FUNCTIONS: dict[sp.Expr, tuple[tuple[str, ...], Callable[..., Any]]] = {}
+_MAX_FUNCTIONS = 20_000
+
+
+def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
+    key = (expr, modules)
+    hit = _FUNCTIONS.get(key)  # type: ignore[call-overload]
+    if hit is None:
+        if len(_FUNCTIONS) >= _MAX_FUNCTIONS:
+            _FUNCTIONS.clear()
+        syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+        hit = (tuple(s.name for s in syms), sp.lambdify(syms, expr, modules=modules))
+        _FUNCTIONS[key] = hit  # type: ignore[index]
+    return hit
+
+
+def evaluate(expr: sp.Expr, point: Mapping[str, float]) -> float | None:
+    """`expr` at `point` (a number per size name), in floats; None when a size is missing."""
+    if not expr.free_symbols:
+        return float(expr)
+    names, fn = _function(expr, "math")
+    if any(n not in point for n in names):
+        return None
+    return float(fn(*[float(point[n]) for n in names]))
+
+
+@dataclass
+class AtPoint:
+    """The plan a compile with the sizes of `point` bound would choose, at every contraction."""
+
+    point: Mapping[str, float]
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        best: tuple | None = None
+        for c in candidates:
+            t, f = evaluate(c.time, self.point), evaluate(c.flops, self.point)
+            if t is None or f is None:
+                return None
+            key = (plan_key(t, f, c.collectives), c.order)
+            if best is None or key < best:
+                best = key
+        return None if best is None else best[1]
+
+
+# ---- regions over a sample of points -------------------------------------------------------
+SAMPLES = 4096
+"""Points per sample; sizes spread over 2**0 .. 2**36 (mesh axes 2**0 .. 2**12), log-uniform."""
+
+
+def sample_points(names: Sequence[str], mesh: frozenset[str] = frozenset(),
+                  n: int = SAMPLES) -> dict[str, Any]:
+    """A fixed, quasi-random sample (a Halton sequence) of whole sizes for `names`."""
+    import numpy as np
+
+    primes = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
+    idx = np.arange(1, n + 1)
+    out: dict[str, Any] = {}
+    for k, name in enumerate(sorted(names)):
+        base = primes[k % len(primes)]
+        u = np.zeros(n)
+        f, i = 1.0, idx.copy()
+        while i.any():
+            f /= base
+            u += f * (i % base)
+            i //= base
+        top = 12 if name in mesh else 36
+        out[name] = np.rint(2.0 ** (u * top))
+    return out
+
+
+def winners(candidates: Sequence[Candidate], points: Mapping[str, Any]) -> Any:
+    """The `order` of the winning candidate at each sample point (numpy array)."""
+    import numpy as np
+
+    size = len(next(iter(points.values()))) if points else 1
+
+    def values(expr: sp.Expr) -> Any:
+        if not expr.free_symbols:
+            return np.full(size, float(expr))
+        names, fn = _function(expr, "numpy")
+        return np.broadcast_to(np.asarray(fn(*[points[n] for n in names]), dtype=float), size)
+
+    cands = sorted(candidates, key=lambda c: c.order)
+    t = np.round(np.vstack([values(c.time) for c in cands]), 15)
+    ok = t == t.min(axis=0)
+    f = np.where(ok, np.vstack([values(c.flops) for c in cands]), np.inf)
+    ok &= f == f.min(axis=0)
+    m = np.where(ok, np.array([[c.collectives] for c in cands], dtype=float), np.inf)
+    ok &= m == m.min(axis=0)
+    orders = np.array([c.order for c in cands])
+    return orders[ok.argmax(axis=0)]
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Where one plan is the cheapest: it beats each other winner (`bounds`, simplified
+    relations over the free sizes); `share` is the fraction of the sample it wins."""
+
+    order: int
+    bounds: tuple[sp.Basic, ...]
+    share: float
+
+    @property
+    def condition(self) -> sp.Basic:
+        return sp.And(*self.bounds) if self.bounds else sp.true
+
+
+@dataclass
+class RegionFinder:
+    """Regions of a decision's candidates over a sample of the free sizes (cached per set of
+    size names)."""
+
+    mesh: frozenset[str] = frozenset()
+    _samples: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
+
+    def regions(self, candidates: Sequence[Candidate]) -> tuple[Region, ...]:
+        names = tuple(sorted({s.name for c in candidates
+                              for s in (c.time.free_symbols | c.flops.free_symbols)}))
+        if not names:
+            return ()
+        if names not in self._samples:
+            self._samples[names] = sample_points(names, self.mesh)
+        won = winners(candidates, self._samples[names])
+        import numpy as np
+
+        orders, counts = np.unique(won, return_counts=True)
+        if len(orders) < 2:
+            return ()
+        by_order = {c.order: c for c in candidates}
+        out = []
+        for o, k in zip(orders.tolist(), counts.tolist(), strict=True):
+            me = by_order[o]
+            bounds = []
+            for other in orders.tolist():
+                if other == o:
+                    continue
+                rel = less_than(me.time, by_order[other].time)
+                if rel is not True:
+                    bounds.append(sp.false if rel is False else rel)
+            out.append(Region(o, tuple(dict.fromkeys(bounds)), k / len(won)))
+        return tuple(sorted(out, key=lambda r: -r.share))
+
+
+__all__ = ["AtPoint", "Candidate", "Chooser", "Region", "RegionFinder", "evaluate", "plan_key",
+           "sample_points", "winners"]

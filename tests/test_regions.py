@@ -1,0 +1,95 @@
+"""Symbolic answers equal numeric answers: a report compiled with sizes left symbolic, evaluated
+at a point (`Report.at`), runs the same collectives with the same bytes and gives the same totals
+as compiling with those sizes bound; and the regions a decision lists are where its plans win."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import shardc
+from shardc.passes.regions import AtPoint, Candidate, RegionFinder, plan_key, winners
+from tests.strategies import programs
+
+EXAMPLES = int(os.environ.get("SHARDC_REGION_EXAMPLES", "300"))
+
+FSDP = """mesh X
+dim B, D=8192, F=32768
+hardware tpu-v5p
+In: bf16[B_X, D]
+param W_in: bf16[D_X, F]
+param W_out: bf16[F, D_X]
+Tmp[B_X, F] = In ·_D W_in
+Out[B_X, D] = Tmp ·_F W_out
+backward
+"""
+
+
+def collectives(r):
+    return [(c.op, c.axes, c.array, c.src, c.dst) for c in r.ops if c.kind == "collective"]
+
+
+def assert_same(symbolic, numeric):
+    assert collectives(symbolic) == collectives(numeric)
+    for a, b in zip(symbolic.ops, numeric.ops, strict=True):
+        assert symbolic.value(a.comm_bytes) == numeric.value(b.comm_bytes)
+    for name in numeric.totals:
+        want, got = numeric.value(name), symbolic.value(name)
+        if want is None:
+            assert got is None, name
+        else:
+            assert got == pytest.approx(want, rel=1e-9, abs=0), name
+
+
+@pytest.mark.parametrize("b", [512, 4096, 7008, 8000, 40800, 60000, 1 << 20])
+def test_the_fsdp_step_at_a_batch_is_the_compile_at_it(b):
+    """The issue's example: with B symbolic the default plan gathers activations; at a large
+    batch the compile gathers the weights, and so must the symbolic report evaluated there."""
+    r = shardc.compile(FSDP, set={"X": 16})
+    assert_same(r.at(B=b), shardc.compile(FSDP, set={"X": 16, "B": b}))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(prog=programs(symbolic=True), hw=st.sampled_from([None, "tpu-v5e", "h100"]),
+       model=st.sampled_from(["exact", "book"]),
+       scales=st.lists(st.lists(st.integers(1, 1 << 14), min_size=4, max_size=4),
+                       min_size=5, max_size=5))
+def test_symbolic_at_a_point_equals_compiling_at_it(prog, hw, model, scales):
+    text, sizes = prog
+    if not sizes:
+        return
+    r = shardc.compile(text, hw=hw, model=model)
+    for row in scales:
+        point = {d: s * k for (d, s), k in zip(sorted(sizes.items()), row, strict=False)}
+        assert_same(r.at(**point), shardc.compile(text, hw=hw, model=model, set=point))
+
+
+def test_at_point_takes_the_planners_key():
+    """`AtPoint` orders plans as the planner does: time, then FLOPs, then collectives, then
+    enumeration order."""
+    import sympy as sp
+
+    B = sp.Symbol("B", positive=True, integer=True)
+    cands = [Candidate(0, 2 * B, B, 1), Candidate(1, B + 100, B, 1), Candidate(2, B + 100, B, 0)]
+    assert AtPoint({"B": 50}).choose(0, cands) == 0
+    assert AtPoint({"B": 100}).choose(0, cands) == 2  # a tie on time: fewer collectives
+    assert AtPoint({"B": 500}).choose(0, cands) == 2
+    assert plan_key(1.0, 2.0, 3) < plan_key(1.0, 2.0, 4)
+
+
+def test_regions_of_two_plans_meet_at_their_crossover():
+    import sympy as sp
+
+    B = sp.Symbol("B", positive=True, integer=True)
+    cands = [Candidate(0, 4096 + 0 * B, B, 1), Candidate(1, B, B, 1)]
+    regions = RegionFinder().regions(cands)
+    assert {r.order for r in regions} == {0, 1}
+    by = {r.order: r for r in regions}
+    assert by[1].condition.canonical == (B < 4096).canonical
+    assert by[0].condition.canonical == (B > 4096).canonical
+    won = winners(cands, {"B": __import__("numpy").array([1.0, 4095.0, 4097.0, 1e9])})
+    assert won.tolist() == [1, 1, 0, 0]
