@@ -15,6 +15,7 @@ from shardc.passes.einsum_plan import PLAN_SEARCH_LIMIT
 from shardc.passes.ir import Alternative, Decision
 from shardc.passes.lower.explain import describe_steps
 from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM
+from shardc.passes.regions import Region, RegionFinder
 
 
 def statement(d: Decision) -> str:
@@ -71,13 +72,89 @@ def condition(d: Decision, a: Alternative) -> str:
     return str(a.wins)
 
 
+_FINDER = RegionFinder()
+
+
+def regions(d: Decision) -> tuple[Region, ...]:
+    """Where each plan is the one a compile with the sizes bound chooses (passes/regions.py),
+    largest share of the sample first; empty when one plan wins everywhere sampled."""
+    if not d.candidates:
+        return ()
+    hit = _REGIONS.get(d.candidates)
+    if hit is None:
+        hit = _FINDER.regions(d.candidates)
+        if len(_REGIONS) > 4096:
+            _REGIONS.clear()
+        _REGIONS[d.candidates] = hit
+    return hit
+
+
+_REGIONS: dict[tuple, tuple[Region, ...]] = {}
+
+
+def candidate_text(d: Decision, order: int) -> str:
+    """The plan of candidate `order` in words."""
+    c = next(c for c in d.candidates if c.order == order)
+    return describe_steps(*c.steps, d.lhs, d.rhs, d.target)
+
+
+def relation_text(rel: sp.Basic) -> str:
+    """A region's bound, solved for its size where it is linear in one (`B > 7659.4`).
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> relation_text(1.0 < 0.000130558518568810 * B), relation_text(B**2 < 3)
+    ('B > 7659.4', 'B**2 < 3')
+    """
+    if isinstance(rel, sp.core.relational.Relational) and len(rel.free_symbols) == 1:
+        (x,) = rel.free_symbols
+        diff = sp.expand(rel.gts - rel.lts)  # > 0 where the relation holds
+        poly = sp.Poly(diff, x) if diff.is_polynomial(x) else None
+        if poly is not None and poly.degree() == 1:
+            a, b = (float(c) for c in poly.all_coeffs())
+            bound = -b / a
+            op = ">" if a > 0 else "<"
+            if isinstance(rel, (sp.GreaterThan, sp.LessThan)):
+                op += "="
+            return f"{x} {op} {bound:.6g}"
+    return str(_tidy_numbers(rel))
+
+
+def _tidy_numbers(e: sp.Basic) -> sp.Basic:
+    """Floats from the chip's figures as small fractions where they are (`0.5` -> `1/2`),
+    otherwise to six significant figures.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> _tidy_numbers(1.0 * B < 0.000114213197969543 * B**2 + 0.5 * B)
+    B < 0.000114213*B**2 + B/2
+    """
+    swap = {}
+    for f in e.atoms(sp.Float):
+        eighths = float(f) * 8
+        swap[f] = (sp.Rational(round(eighths), 8) if abs(eighths - round(eighths)) < 1e-9
+                   else sp.Float(float(f"{float(f):.6g}"), 6))
+    return e.xreplace(swap)
+
+
+def region_text(r: Region) -> str:
+    """`B > 7659.4 and D < 2*F`, or `everywhere`."""
+    return " and ".join(relation_text(b) for b in r.bounds) or "everywhere else"
+
+
 def as_dict(d: Decision) -> dict[str, Any]:
     """The JSON form (`shardc.report/1`'s `decisions[]`)."""
-    return {"line": d.line, "statement": statement(d), "decided_by": decided_by(d),
-            "alternatives": [{"description": description(d, a), "cost": str(a.cost),
-                              "chosen": a.chosen, "condition": condition(d, a)}
-                             for a in d.alternatives]}
+    out: dict[str, Any] = {
+        "line": d.line, "statement": statement(d), "decided_by": decided_by(d),
+        "alternatives": [{"description": description(d, a), "cost": str(a.cost),
+                          "chosen": a.chosen, "condition": condition(d, a)}
+                         for a in d.alternatives]}
+    regs = regions(d)
+    if regs:
+        by = {c.order: c for c in d.candidates}
+        out["regions"] = [{"condition": region_text(r), "relation": str(r.condition),
+                           "plan": candidate_text(d, r.order), "cost": str(by[r.order].time),
+                           "share_of_sample": round(r.share, 4)} for r in regs]
+    return out
 
 
-__all__ = ["as_dict", "condition", "decided_by", "description", "plan_text", "ranking_note",
-           "statement"]
+__all__ = ["as_dict", "candidate_text", "condition", "decided_by", "description", "plan_text",
+           "ranking_note", "region_text", "regions", "relation_text", "statement"]

@@ -129,6 +129,12 @@ def render_text(r: Report) -> str:
                 cond = (f"  ({when})" if when.startswith(("never", "always"))
                         else f"  wins if {when}" if when else "")
                 out.append(f"    {mark} {decisions.description(d, a)}{cond}")
+            regs = decisions.regions(d)
+            if regs:
+                out.append("    regions (the plan a compile with the sizes bound would choose):")
+                for reg in regs:
+                    out.append(f"      {decisions.candidate_text(d, reg.order)}   where "
+                               f"{decisions.region_text(reg)}")
     out.append("")
     out.append("ops")
     runs = any(c.count != 1 for c in r.ops)  # a `repeat`: say how often each op runs
@@ -257,6 +263,9 @@ def render_markdown(r: Report) -> str:
                         else f" — wins if `{when}`" if when else "")
                 out.append(f"  - {'**chosen**: ' if a.chosen else ''}"
                            f"{_md_escape(decisions.description(d, a))}{cond}")
+            for reg in decisions.regions(d):
+                out.append(f"  - region `{decisions.region_text(reg)}`: "
+                           f"{_md_escape(decisions.candidate_text(d, reg.order))}")
     out.append("")
     out.append("| # | line | op | axes | from → to | FLOPs/dev | bytes | time | bound | reason |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
