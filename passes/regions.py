@@ -20,8 +20,6 @@ from typing import Any, Protocol
 
 import sympy as sp
 
-from shardc.passes.conditions import less_than
-
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -147,6 +145,38 @@ def winners(candidates: Sequence[Candidate], points: Mapping[str, Any]) -> Any:
     return orders[ok.argmax(axis=0)]
 
 
+def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
+    """`a < b` as a relation between two sums of positive terms, the common monomial factor of
+    `b - a` divided out (sizes are positive); True/False when the sign is fixed. A cheaper
+    `passes.conditions.less_than` for times with floating-point coefficients.
+
+    >>> B, D = sp.symbols("B D", positive=True)
+    >>> cheaper(2.0 * B * D, B * D + 3.0 * B**2)
+    1.0*D < 3.0*B
+    """
+    diff = sp.expand(b - a)  # > 0 where a is cheaper
+    terms = sp.Add.make_args(diff)
+    syms = diff.free_symbols
+    if not syms:
+        return bool(diff > 0)
+    common = {s: min(sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict().get(s, 0) for t in terms)
+              for s in syms}
+    factor = sp.Mul(*[s ** e for s, e in common.items() if e])
+    pos, neg = [], []
+    for t in terms:
+        t = sp.expand(t / factor)
+        (neg if t.could_extract_minus_sign() else pos).append(t)
+    if not neg:
+        return True
+    if not pos:
+        return False
+    # Scale so the smaller side's first term has coefficient 1 (`B*F < ...`).
+    scale = abs(sp.Mul(-neg[0]).as_coeff_Mul()[0])
+    lhs = sp.expand(sp.Add(*[-t for t in neg]) / scale)
+    rhs = sp.expand(sp.Add(*pos) / scale)
+    return lhs < rhs
+
+
 @dataclass(frozen=True, slots=True)
 class Region:
     """Where one plan is the cheapest: it beats each other winner (`bounds`, simplified
@@ -190,7 +220,7 @@ class RegionFinder:
             for other in orders.tolist():
                 if other == o:
                     continue
-                rel = less_than(me.time, by_order[other].time)
+                rel = cheaper(me.time, by_order[other].time)
                 if rel is not True:
                     bounds.append(sp.false if rel is False else rel)
             out.append(Region(o, tuple(dict.fromkeys(bounds)), k / len(won)))

@@ -5,6 +5,7 @@ format prints decisions through these functions.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import sympy as sp
@@ -98,6 +99,7 @@ def candidate_text(d: Decision, order: int) -> str:
     return describe_steps(*c.steps, d.lhs, d.rhs, d.target)
 
 
+@functools.lru_cache(maxsize=4096)
 def relation_text(rel: sp.Basic) -> str:
     """A region's bound, solved for its size where it is linear in one (`B > 7659.4`).
 
@@ -130,7 +132,8 @@ def _tidy_numbers(e: sp.Basic) -> sp.Basic:
     swap = {}
     for f in e.atoms(sp.Float):
         eighths = float(f) * 8
-        swap[f] = (sp.Rational(round(eighths), 8) if abs(eighths - round(eighths)) < 1e-9
+        swap[f] = (sp.Rational(round(eighths), 8)
+                   if abs(eighths) >= 1 and abs(eighths - round(eighths)) < 1e-9
                    else sp.Float(float(f"{float(f):.6g}"), 6))
     return e.xreplace(swap)
 
