@@ -170,8 +170,9 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
         return True
     if not pos:
         return False
-    # Scale so the smaller side's first term has coefficient 1 (`B*F < ...`).
-    scale = abs(sp.Mul(-neg[0]).as_coeff_Mul()[0])
+    # Scale so a size term has coefficient 1, on the smaller side where it has one.
+    lead = next((t for t in (*neg, *pos) if t.free_symbols), neg[0])
+    scale = abs(lead.as_coeff_Mul()[0])
     lhs = sp.expand(sp.Add(*[-t for t in neg]) / scale)
     rhs = sp.expand(sp.Add(*pos) / scale)
     return lhs < rhs
