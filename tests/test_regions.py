@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import shardc
@@ -60,9 +60,12 @@ def test_the_fsdp_step_at_a_batch_is_the_compile_at_it(b):
                        min_size=5, max_size=5))
 def test_symbolic_at_a_point_equals_compiling_at_it(prog, hw, model, scales):
     text, sizes = prog
-    if not sizes:
-        return
-    r = shardc.compile(text, hw=hw, model=model)
+    assume(sizes)
+    try:
+        r = shardc.compile(text, hw=hw, model=model)
+    except shardc.CompileError as exc:  # a mesh the chip cannot hold (H016): not this property
+        assume(all(d.code.startswith("H") for d in exc.diagnostics))
+        raise
     for row in scales:
         point = {d: s * k for (d, s), k in zip(sorted(sizes.items()), row, strict=False)}
         assert_same(r.at(**point), shardc.compile(text, hw=hw, model=model, set=point))
