@@ -228,5 +228,99 @@ class RegionFinder:
         return tuple(sorted(out, key=lambda r: -r.share))
 
 
-__all__ = ["AtPoint", "Candidate", "Chooser", "Region", "RegionFinder", "evaluate", "plan_key",
+# ---- variants: the whole program in each region ------------------------------------------
+class Branch(Exception):
+    """Raised by `OnSample` where the winners of a choice differ across the sample points that
+    reach it: the enumeration lowers once per winner."""
+
+    def __init__(self, ordinal: int, candidates: Sequence[Candidate], orders: list[int]):
+        super().__init__(ordinal)
+        self.ordinal, self.candidates, self.orders = ordinal, candidates, orders
+
+
+@dataclass
+class OnSample:
+    """A chooser over a sample of points: at each choice it keeps the points whose winner is
+    the plan `forced` names (or the only winner left), and raises `Branch` where several
+    plans win on the points left."""
+
+    points: Mapping[str, Any]
+    forced: Mapping[int, int]
+    mask: Any = None
+    bounds: list[sp.Basic] = field(default_factory=list)
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        import numpy as np
+
+        names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+        if not names <= self.points.keys():
+            return None
+        won = winners(candidates, self.points)
+        if self.mask is None:
+            self.mask = np.ones(len(won), dtype=bool)
+        present = sorted(set(won[self.mask].tolist()))
+        if ordinal in self.forced:
+            pick = self.forced[ordinal]
+            me = next(c for c in candidates if c.order == pick)
+            for other in present:
+                if other != pick:
+                    rel = cheaper(me.time, next(c for c in candidates if c.order == other).time)
+                    if rel is not True:
+                        self.bounds.append(sp.false if rel is False else rel)
+        elif len(present) == 1:
+            pick = present[0]
+        elif not present:
+            return None
+        else:
+            raise Branch(ordinal, candidates, present)
+        self.mask = self.mask & (won == pick)
+        return pick
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """The program lowered with one plan per choice: `forced` names the plans where the sample
+    split, `bounds` the relations that hold there, `share` the fraction of the sample."""
+
+    forced: tuple[tuple[int, int], ...]
+    bounds: tuple[sp.Basic, ...]
+    share: float
+    result: Any
+
+    @property
+    def condition(self) -> sp.Basic:
+        return sp.And(*self.bounds) if self.bounds else sp.true
+
+
+MAX_VARIANTS = 16
+"""More regions than this for one program: the report keeps the default plans and says so."""
+
+
+def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
+             mesh: frozenset[str] = frozenset(), cap: int = MAX_VARIANTS
+             ) -> tuple[Variant, ...] | None:
+    """Every region of the whole program on the sample: lower once per combination of winners
+    that some sample point reaches (a choice's winners depend on the layouts earlier choices
+    made). None when there are more than `cap`."""
+    points = sample_points(names, mesh)
+    todo: list[dict[int, int]] = [{}]
+    out: list[Variant] = []
+    while todo:
+        forced = todo.pop()
+        chooser = OnSample(points, forced)
+        try:
+            result = lower(chooser)
+        except Branch as b:
+            todo.extend({**forced, b.ordinal: o} for o in reversed(b.orders))
+            if len(out) + len(todo) > cap:
+                return None
+            continue
+        share = float(chooser.mask.mean()) if chooser.mask is not None else 1.0
+        if share > 0:
+            out.append(Variant(tuple(sorted(forced.items())), tuple(dict.fromkeys(chooser.bounds)),
+                               share, result))
+    return tuple(sorted(out, key=lambda v: -v.share))
+
+
+__all__ = ["Branch", "MAX_VARIANTS", "OnSample", "Variant", "variants", "AtPoint", "Candidate", "Chooser", "Region", "RegionFinder", "evaluate", "plan_key",
            "sample_points", "winners"]

@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="optimizer state counted in a training step's memory (default adam)")
     c.add_argument("--remat", choices=["none", "block", "matmuls"], default="none",
                    help="activations kept for the backward pass (default: keep all)")
+    c.add_argument("--regions", action="store_true",
+                   help="also lower the program in each region of its symbolic sizes and give "
+                        "the totals there (text, md, json)")
 
     k = sub.add_parser("check", help="parse, validate and insert collectives; report problems")
     k.add_argument("program")
@@ -126,8 +129,9 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if result.report is None:
         return 1
     r = result.report
-    text = {"text": r.to_text, "md": r.to_markdown, "json": lambda: r.to_json() + "\n",
-            "latex": r.to_latex}[args.format]()
+    reg = args.regions
+    text = {"text": lambda: r.to_text(regions=reg), "md": lambda: r.to_markdown(regions=reg),
+            "json": lambda: r.to_json(regions=reg) + "\n", "latex": r.to_latex}[args.format]()
     if args.output:
         try:
             write_text(args.output, text, flag="-o", inputs=(args.program,))

@@ -53,6 +53,7 @@ class Report:
     _relower: Callable[[Any], tuple[ProgramCost, Memory | None]] | None = field(
         default=None, repr=False)
     """Lowers the program again with a `passes.regions.Chooser` (set by `compile`)."""
+    _regions: Any = field(default=False, repr=False)
 
     # ---- accessors ---------------------------------------------------------------------------
     @property
@@ -400,20 +401,68 @@ class Report:
             out.append(entry)
         return out
 
-    def to_json(self, indent: int | None = 2) -> str:
+    def to_json(self, indent: int | None = 2, regions: bool = False) -> str:
         d = self.to_dict()
         d.pop("_mesh_order")
+        if regions:
+            from shardc.driver.regions import as_json
+
+            d.update(as_json(self))
         return json.dumps(d, indent=indent)
 
-    def to_text(self) -> str:
+    def to_text(self, regions: bool = False) -> str:
+        """The text report; `regions`: also the totals in each region (`regions()`)."""
         from shardc.driver.printers import render_text
 
-        return render_text(self)
+        text = render_text(self)
+        if regions:
+            from shardc.driver.regions import text_lines
 
-    def to_markdown(self) -> str:
+            text += "\n".join(text_lines(self)) + "\n"
+        return text
+
+    def to_markdown(self, regions: bool = False) -> str:
         from shardc.driver.printers import render_markdown
 
-        return render_markdown(self)
+        text = render_markdown(self)
+        if regions:
+            from shardc.driver.regions import markdown_lines
+
+            text += "\n".join(markdown_lines(self)) + "\n"
+        return text
+
+    # ---- regions -------------------------------------------------------------------------
+    def regions(self) -> tuple[Any, ...] | None:
+        """The whole program in each region of its symbolic sizes: one `passes.regions.Variant`
+        per combination of plans that some point of the sample reaches, its `result` the
+        report of the program with those plans (largest share first). Empty when one plan wins
+        every choice everywhere sampled; None when there are more than 16."""
+        if self._regions is False:
+            from shardc.passes.regions import variants
+
+            free = [n for n, v in self.program.dims_and_mesh.items()
+                    if v is None and n not in self.bindings]
+            if not free or self._relower is None:
+                self._regions = ()
+            else:
+                relower = self._relower
+
+                def lower(chooser):
+                    cost, memory = relower(chooser)
+                    return Report(cost, self.chip, dict(self.bindings), list(self.warnings),
+                                  memory, dict(self.options), _relower=relower)
+                found = variants(lower, free, frozenset(self.program.mesh_axes))
+                self._regions = found if found is None or len(found) > 1 else ()
+        return self._regions
+
+    def piecewise(self, name: str) -> sp.Expr:
+        """A total as a `Piecewise` over the regions (`regions()`); the total itself where
+        there is one region."""
+        regions = self.regions()
+        if not regions:
+            return self.formula(name)
+        pieces = [(as_expr(v.result.totals.get(name, 0)), v.condition) for v in regions]
+        return sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
 
     def to_latex(self) -> str:
         from shardc.driver.printers import render_latex

@@ -1,0 +1,79 @@
+"""Totals by region: the whole program lowered in each region of its symbolic sizes
+(`Report.regions`, `passes.regions.variants`), printed for `shardc compile --regions`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from shardc.driver.decisions import relation_text
+
+if TYPE_CHECKING:
+    from shardc.driver.report import Report
+    from shardc.passes.regions import Variant
+
+TOTALS = (("T_lower", "t_lower_s", "s"), ("T_comms", "t_comms_s", "s"),
+          ("T_math", "t_math_s", "s"), ("comm bytes", "comm_bytes", "B"))
+
+
+def condition_text(v: Variant) -> str:
+    """`B > 7659.4`, several bounds joined by `and`; `elsewhere` for the last region."""
+    return " and ".join(relation_text(b) for b in v.bounds) or "elsewhere"
+
+
+def _collectives(r: Report) -> str:
+    seen: dict[str, int] = {}
+    for c in r.ops:
+        if c.kind == "collective":
+            name = f"{c.op}_{''.join(c.axes)}({c.array})"
+            seen[name] = seen.get(name, 0) + 1
+    return ", ".join(f"{n} x{k}" if k > 1 else n for n, k in seen.items()) or "none"
+
+
+def text_lines(r: Report) -> list[str]:
+    regions = r.regions()
+    if regions is None:
+        return ["", "regions: more than 16 for this program; the report keeps the default "
+                "plans (bind some sizes with --set)"]
+    if not regions:
+        return ["", "regions: one plan everywhere sampled"]
+    out = ["", "totals by region (the program a compile with the sizes bound runs there)"]
+    for v in regions:
+        rr: Report = v.result
+        out.append(f"  where {condition_text(v)}   ({v.share:.0%} of the sample)")
+        out.append(f"    collectives: {_collectives(rr)}")
+        for label, key, _ in TOTALS:
+            out.append(f"    {label:<12} = {rr.totals[key]}")
+    return out
+
+
+def markdown_lines(r: Report) -> list[str]:
+    regions = r.regions()
+    if not regions:
+        return []
+    out = ["", "**totals by region**", "", "| region | share | collectives | "
+           + " | ".join(label for label, _, _ in TOTALS) + " |",
+           "|---|---|---|" + "---|" * len(TOTALS)]
+    for v in regions:
+        rr: Report = v.result
+        out.append(f"| `{condition_text(v)}` | {v.share:.0%} | {_collectives(rr)} | "
+                   + " | ".join(f"`{rr.totals[key]}`" for _, key, _ in TOTALS) + " |")
+    return out
+
+
+def as_json(r: Report) -> dict[str, Any]:
+    regions = r.regions()
+    if regions is None:
+        return {"regions": None, "note": "more than 16 regions: default plans kept"}
+    out: dict[str, Any] = {
+        "regions": [{"condition": condition_text(v), "relation": str(v.condition),
+                     "share_of_sample": round(v.share, 4),
+                     "collectives": _collectives(v.result),
+                     "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS}}
+                    for v in regions or ()]}
+    if regions:
+        out["totals_piecewise"] = {key: str(r.piecewise(key)) for _, key, _ in TOTALS}
+    return out
+
+
+__all__ = ["as_json", "condition_text", "markdown_lines", "text_lines"]
