@@ -100,3 +100,9 @@ def test_symbolic_at_a_point_equals_compiling_at_it(report, b, d, f):
     for name in report.totals:
         want, got = numeric.value(name), symbolic.value(name)
         assert want == pytest.approx(got, rel=1e-9, abs=0), name
+
+
+@pytest.mark.parametrize("bad", [1.5, 2**63, 1e300])
+def test_a_size_bound_by_at_is_in_the_domain_of_set(report, bad):
+    with pytest.raises(ValueError, match="whole number from 1 to 2\\*\\*63 - 1"):
+        report.at(B=bad)

@@ -211,9 +211,12 @@ class Report:
         evaluated. The formulas are the same objects; names are checked as `value` checks."""
         self._override_env(bindings)
         sizes = {n for n, _ in (*self.program.dims, *self.program.mesh)}
+        from shardc.lang.numeric import MAX_INTEGER
+
         for k, v in bindings.items():
-            if k in sizes and not float(v).is_integer():
-                raise ValueError(f"{k}={v!r}: a size must be a whole number")
+            if k in sizes and not (float(v).is_integer() and 1 <= v <= MAX_INTEGER):
+                raise ValueError(f"{k}={v!r}: a size must be a whole number from 1 to "
+                                 "2**63 - 1")
         merged = {**self.bindings, **{k: float(v) for k, v in bindings.items()}}
         symbolic = {n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings}
