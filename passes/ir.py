@@ -189,6 +189,9 @@ class CompiledProgram:
     backward_line: int | None = None
     """The line of the `backward` statement, whose derived ops carry its span; None without
     one. Set by the pipeline from what `derive-backward` returned."""
+    sized_choices: int = 0
+    """How many plan choices depend on symbolic sizes (`passes.regions`): 0 means binding them
+    changes no op, only the numbers."""
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:

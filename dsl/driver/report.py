@@ -220,7 +220,8 @@ class Report:
         merged = {**self.bindings, **{k: float(v) for k, v in bindings.items()}}
         symbolic = {n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings}
-        if self._relower is not None and symbolic & bindings.keys():
+        if self._relower is not None and self.program.sized_choices and (
+                symbolic & bindings.keys()):
             # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
             # compile with these sizes bound does (passes/regions.py), and cost that program.
             from shardc.passes.regions import AtPoint
@@ -445,7 +446,7 @@ class Report:
 
             free = [n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings]
-            if not free or self._relower is None:
+            if not free or self._relower is None or not self.program.sized_choices:
                 self._regions = ()
             else:
                 relower = self._relower

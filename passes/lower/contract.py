@@ -80,6 +80,7 @@ class Contractions(LoweringState):
         candidates: tuple[Candidate, ...] = ()
         if not numeric and not search.capped and self.keep_candidates:
             candidates = self.candidates(search.plans, lv.dtype, rv.dtype, dtype, links, c)
+            self.sized_choices += 1
             pick = self.chooser.choose(ordinal, candidates) if self.chooser else None
             if pick is not None:
                 chosen = search.plans[pick]

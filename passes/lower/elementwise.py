@@ -62,7 +62,9 @@ class ElementwiseOps(LoweringState):
         self.choices += 1
         pick = None
         names = {d.dim for v in (small, big) for d in v.layout.dims} | set(self.mesh)
-        if self.chooser is not None and len(options) > 1 and not self.all_known(names):
+        sized = len(options) > 1 and not self.all_known(names)
+        self.sized_choices += sized
+        if self.chooser is not None and sized:
             # Which operand moves depends on symbolic sizes: the chooser picks, over the same
             # key the numeric sort below uses (passes/regions.py).
             cands = []

@@ -57,6 +57,7 @@ class LoweringState:
     keep_candidates: bool = True
     """Key every plan of such a contraction over the symbolic sizes (`passes.regions`)."""
     choices: int = 0
+    sized_choices: int = 0
     """Choice points met so far (contractions and elementwise alignments): a chooser's ordinal."""
 
     # ---- sizes -------------------------------------------------------------------------------

@@ -76,7 +76,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
             self.name, tuple(self.mesh.items()), tuple(self.dims.items()), self.hardware,
             tuple(self.ops), tuple(self.arrays.values()), tuple(self.decisions),
             self.ctx.topology, tuple(sorted(self.params)), program.repeats,
-            tuple(self.array_times.items()))
+            tuple(self.array_times.items()), sized_choices=self.sized_choices)
 
     def assign(self, stmt: Assign) -> None:
         target = stmt.target
