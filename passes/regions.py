@@ -20,6 +20,8 @@ from typing import Any, Protocol
 
 import sympy as sp
 
+from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -292,20 +294,21 @@ class Variant:
         return sp.And(*self.bounds) if self.bounds else sp.true
 
 
-MAX_VARIANTS = 16
-"""More regions than this for one program: the report keeps the default plans and says so."""
-
-
 def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
-             mesh: frozenset[str] = frozenset(), cap: int = MAX_VARIANTS
-             ) -> tuple[Variant, ...] | None:
+             mesh: frozenset[str] = frozenset(), cap: int = MAX_REGIONS,
+             seconds: float = REGIONS_SECONDS) -> tuple[Variant, ...] | None:
     """Every region of the whole program on the sample: lower once per combination of winners
     that some sample point reaches (a choice's winners depend on the layouts earlier choices
-    made). None when there are more than `cap`."""
+    made). None when there are more than `cap`, or past `seconds` of CPU time."""
+    import time
+
+    start = time.process_time()
     points = sample_points(names, mesh)
     todo: list[dict[int, int]] = [{}]
     out: list[Variant] = []
     while todo:
+        if time.process_time() - start > seconds:
+            return None
         forced = todo.pop()
         chooser = OnSample(points, forced)
         try:
@@ -322,5 +325,5 @@ def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
     return tuple(sorted(out, key=lambda v: -v.share))
 
 
-__all__ = ["Branch", "MAX_VARIANTS", "OnSample", "Variant", "variants", "AtPoint", "Candidate", "Chooser", "Region", "RegionFinder", "evaluate", "plan_key",
+__all__ = ["Branch", "OnSample", "Variant", "variants", "AtPoint", "Candidate", "Chooser", "Region", "RegionFinder", "evaluate", "plan_key",
            "sample_points", "winners"]

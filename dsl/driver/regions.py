@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from shardc.driver.decisions import relation_text
+from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
@@ -33,8 +34,9 @@ def _collectives(r: Report) -> str:
 def text_lines(r: Report) -> list[str]:
     regions = r.regions()
     if regions is None:
-        return ["", "regions: more than 16 for this program; the report keeps the default "
-                "plans (bind some sizes with --set)"]
+        return ["", f"regions: more than {MAX_REGIONS} for this program, or more than "
+                f"{REGIONS_SECONDS:g} s to find; the report keeps the default plans (bind some "
+                "sizes with --set)"]
     if not regions:
         return ["", "regions: one plan everywhere sampled"]
     out = ["", "totals by region (the program a compile with the sizes bound runs there)"]
@@ -64,7 +66,8 @@ def markdown_lines(r: Report) -> list[str]:
 def as_json(r: Report) -> dict[str, Any]:
     regions = r.regions()
     if regions is None:
-        return {"regions": None, "note": "more than 16 regions: default plans kept"}
+        return {"regions": None, "note": f"more than {MAX_REGIONS} regions, or more than "
+                f"{REGIONS_SECONDS:g} s to find: default plans kept"}
     out: dict[str, Any] = {
         "regions": [{"condition": condition_text(v), "relation": str(v.condition),
                      "share_of_sample": round(v.share, 4),

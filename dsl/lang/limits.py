@@ -26,3 +26,9 @@ trained on 16,384 H100s). Plan compiles every candidate layout, and a candidate 
 already has six mesh axes; `shardc limits` covers larger hypothetical runs."""
 SOLVE_SECONDS = 2.0
 """Wall-clock budget for one SymPy `solve` in `shardc derive`; past it: "no closed form"."""
+MAX_REGIONS = 16
+"""Regions (`compile --regions`, `Report.regions`) of one program; past it the report keeps the
+default plans and says so."""
+REGIONS_SECONDS = 3.0
+"""CPU budget for finding a program's regions (one lowering per region); past it, as past
+MAX_REGIONS."""

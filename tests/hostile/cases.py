@@ -243,6 +243,8 @@ HANGS = [
          files={"p.shard": _many_statements(100_000)}),
     Case("symbolic-chain-25", ("compile", "{tmp}/p.shard"),
          files={"p.shard": _symbolic_chain(25)}, exits=(0, 1)),
+    Case("regions-symbolic-chain-25", ("compile", "{tmp}/p.shard", "--regions"),
+         files={"p.shard": _symbolic_chain(25)}, exits=(0, 1)),
     Case("solve-for-tower", ("derive", "{tmp}/p.shard", "--solve-for", "B**B**B**B**B"),
          files={"p.shard": MLP}, exits=(0, 1, 2)),
     Case("fifo-without-writer", ("compile", "{tmp}/fifo.shard"), setup="fifo"),
