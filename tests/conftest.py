@@ -24,3 +24,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def in_repo_root(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(ROOT)
     return ROOT
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `slow` (long property runs) run only when asked for: `pytest -m slow`."""
+    if "slow" in (config.getoption("markexpr") or "").replace("not slow", ""):
+        return
+    skip = pytest.mark.skip(reason="a long property run: `pytest -m slow` runs it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -52,13 +52,15 @@ def test_the_fsdp_step_at_a_batch_is_the_compile_at_it(b):
     assert_same(r.at(B=b), shardc.compile(FSDP, set={"X": 16, "B": b}))
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(prog=programs(symbolic=True), hw=st.sampled_from([None, "tpu-v5e", "h100"]),
-       model=st.sampled_from(["exact", "book"]),
-       scales=st.lists(st.lists(st.integers(1, 1 << 14), min_size=4, max_size=4),
-                       min_size=5, max_size=5))
-def test_symbolic_at_a_point_equals_compiling_at_it(prog, hw, model, scales):
+STRATEGY = dict(prog=programs(symbolic=True), hw=st.sampled_from([None, "tpu-v5e", "h100"]),
+                model=st.sampled_from(["exact", "book"]),
+                scales=st.lists(st.lists(st.integers(1, 1 << 14), min_size=4, max_size=4),
+                                min_size=5, max_size=5))
+
+
+def check_point(prog, hw, model, scales):
+    """Compile with the symbolic sizes left symbolic, then at five points: `at` must give what
+    compiling at the point gives."""
     text, sizes = prog
     assume(sizes)
     try:
@@ -69,6 +71,21 @@ def test_symbolic_at_a_point_equals_compiling_at_it(prog, hw, model, scales):
     for row in scales:
         point = {d: s * k for (d, s), k in zip(sorted(sizes.items()), row, strict=False)}
         assert_same(r.at(**point), shardc.compile(text, hw=hw, model=model, set=point))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(**STRATEGY)
+def test_symbolic_at_a_point_equals_compiling_at_it(prog, hw, model, scales):
+    check_point(prog, hw, model, scales)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(**STRATEGY)
+def test_symbolic_at_a_point_equals_compiling_at_it_10000(prog, hw, model, scales):
+    check_point(prog, hw, model, scales)
 
 
 def test_at_point_takes_the_planners_key():
