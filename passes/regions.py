@@ -54,19 +54,19 @@ class Chooser(Protocol):
         ...
 
 
-_FUNCTIONS: dict[sp.Expr, tuple[tuple[str, ...], Callable[..., Any]]] = {}
+_FUNCTIONS: dict[tuple[sp.Expr, str], tuple[tuple[str, ...], Callable[..., Any]]] = {}
 _MAX_FUNCTIONS = 20_000
 
 
 def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
     key = (expr, modules)
-    hit = _FUNCTIONS.get(key)  # type: ignore[call-overload]
+    hit = _FUNCTIONS.get(key)
     if hit is None:
         if len(_FUNCTIONS) >= _MAX_FUNCTIONS:
             _FUNCTIONS.clear()
         syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
         hit = (tuple(s.name for s in syms), sp.lambdify(syms, expr, modules=modules))
-        _FUNCTIONS[key] = hit  # type: ignore[index]
+        _FUNCTIONS[key] = hit
     return hit
 
 
@@ -164,7 +164,8 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     common = {s: min(sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict().get(s, 0) for t in terms)
               for s in syms}
     factor = sp.Mul(*[s ** e for s, e in common.items() if e])
-    pos, neg = [], []
+    pos: list[sp.Expr] = []
+    neg: list[sp.Expr] = []
     for t in terms:
         t = sp.expand(t / factor)
         (neg if t.could_extract_minus_sign() else pos).append(t)

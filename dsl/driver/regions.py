@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import sympy as sp
+
 from shardc.driver.decisions import relation_text
 from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
@@ -15,6 +18,34 @@ if TYPE_CHECKING:
 
 TOTALS = (("T_lower", "t_lower_s", "s"), ("T_comms", "t_comms_s", "s"),
           ("T_math", "t_math_s", "s"), ("comm bytes", "comm_bytes", "B"))
+
+
+def find(r: Report) -> tuple[Variant, ...] | None:
+    """`Report.regions`: one `Variant` per combination of plans that some point of the sample
+    reaches, its `result` the report of the program with those plans."""
+    from shardc.driver.report import Report
+    from shardc.passes.regions import variants
+
+    free = [n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings]
+    relower = r._relower
+    if not free or relower is None or not r.program.sized_choices:
+        return ()
+
+    def lower(chooser):
+        cost, memory = relower(chooser)
+        return Report(cost, r.chip, dict(r.bindings), list(r.warnings), memory,
+                      dict(r.options), _relower=relower)
+    found = variants(lower, free, frozenset(r.program.mesh_axes))
+    return found if found is None or len(found) > 1 else ()
+
+
+def piecewise(r: Report, name: str) -> sp.Expr:
+    """`Report.piecewise`: a total as a SymPy `Piecewise` over the regions."""
+    regions = r.regions()
+    if not regions:
+        return r.formula(name)
+    pieces = [(as_expr(v.result.totals.get(name, 0)), v.condition) for v in regions]
+    return sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
 
 
 def condition_text(v: Variant) -> str:
@@ -79,4 +110,4 @@ def as_json(r: Report) -> dict[str, Any]:
     return out
 
 
-__all__ = ["as_json", "condition_text", "markdown_lines", "text_lines"]
+__all__ = ["as_json", "condition_text", "find", "markdown_lines", "piecewise", "text_lines"]

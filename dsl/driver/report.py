@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from shardc.driver import decisions
 from shardc.driver.printers import latex
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
@@ -326,84 +325,14 @@ class Report:
         return {"expr": str(expr), "latex": latex(expr), "value": self.value(expr)}
 
     def to_dict(self) -> dict[str, Any]:
-        self.evaluate()
-        mesh = self.program.mesh_axes
-        return {
-            "schema": SCHEMA,
-            "program": self.name,
-            "hardware": self.hardware_name,
-            "model": self.model,
-            "mesh": {n: (s if s is not None else n) for n, s in self.program.mesh},
-            "dims": {n: (s if s is not None else n) for n, s in self.program.dims},
-            "bindings": dict(sorted(self.bindings.items())),
-            "arrays": [{"name": a.name, "dtype": a.dtype, "layout": a.layout,
-                        "bytes_per_device": self.q(a.bytes_per_device),
-                        "bytes_total": self.q(a.bytes_total), "instances": self.q(a.count)}
-                       for a in self.cost.arrays],
-            "ops": [{"id": c.index, "line": c.line, "kind": c.kind, "op": c.op,
-                     "axes": list(c.axes), "array": c.array, "from": c.src, "to": c.dst,
-                     "reason": c.reason, **{k: self.q(getattr(c, f)) for k, f in OP_FIELDS},
-                     "regime": self.op_bound(c) if c.kind == "collective" else None,
-                     "crossover_bytes": (self.q(c.crossover_bytes)
-                                         if c.crossover_bytes is not None else None),
-                     "levels": {lv: self.q(x) for lv, x in c.levels},
-                     "bound": self.op_bound(c) if c.kind != "collective" else None,
-                     "critical_path": (not c.overlap) if c.kind == "collective" else None,
-                     "overlap": c.overlap or None,
-                     "runs": self.q(c.count), "repeat_lines": list(c.times)}
-                    for c in self.ops],
-            "repeats": [{"line": b.line, "count": b.text, "runs": self.q(b.count),
-                         "per_iteration": {k: self.q(v) for k, v in b.per_iteration.items()},
-                         "total": {k: self.q(v) for k, v in b.total.items()}}
-                        for b in self.cost.blocks],
-            "totals": {**{k: self.q(self.totals[k]) for k in TOTAL_FIELDS},
-                       "memory_per_device_bytes": self.q(self.totals["memory_per_device_bytes"]),
-                       "t_step_s": {"max": self.q(self.totals["t_step_max_s"]),
-                                    "sum": self.q(self.totals["t_step_sum_s"]),
-                                    "scheduled": {"expr": "list schedule of the op graph",
-                                                  "latex": "", "value": self.scheduled_step()}},
-                       "t_comms_by_level_s": {k[len("t_comms_"):-2]: self.q(v)
-                                              for k, v in self.totals.items()
-                                              if k.startswith("t_comms_") and k != "t_comms_s"},
-                       "recompute": ({"t_recompute_s": self.q(self.totals["t_recompute_s"]),
-                                      "flops_per_device": self.q(
-                                          self.totals["recompute_flops_per_device"])}
-                                     if "t_recompute_s" in self.totals else None),
-                       "bound": self.bound()},
-            "topology": self.topology_dict(),
-            "memory": None if self.memory is None else {
-                "parameters": self.q(self.memory.parameters),
-                "gradients": self.q(self.memory.gradients),
-                "optimizer": self.q(self.memory.optimizer),
-                "activations": self.q(self.memory.activations),
-                "total": self.q(self.memory.total),
-                "saved_activations": list(self.memory.saved),
-                **self.options},
-            "conditions": [{"name": c.name, "text": f"{c.text}: {c.relation}",
-                            "expr": str(c.relation), "latex": latex(c.relation),
-                            "holds": self.holds(c.relation)} for c in self.conditions],
-            "decisions": [decisions.as_dict(d) for d in self.decisions],
-            "warnings": list(self.warnings),
-            "_mesh_order": list(mesh),
-        }
+        from shardc.driver.json_report import report_dict
+
+        return report_dict(self)
 
     def topology_dict(self) -> list[dict[str, Any]]:
-        topo = self.program.topology
-        if topo is None:
-            return []
-        out = []
-        for link in topo.links:
-            entry: dict[str, Any] = {"axis": link.axis, "level": link.level}
-            if link.level == "ici":
-                entry["physical"] = [{"name": p, "length": topo.phys(p).length,
-                                      "wrap": topo.phys(p).wrap, "why": topo.phys(p).why}
-                                     for p in link.physical]
-                if link.stride != 1:
-                    entry["stride"] = link.stride
-            if link.inner is not None:
-                entry["nvlink_part"] = link.inner
-            out.append(entry)
-        return out
+        from shardc.driver.json_report import topology_dict
+
+        return topology_dict(self)
 
     def to_json(self, indent: int | None = 2, regions: bool = False) -> str:
         d = self.to_dict()
@@ -437,36 +366,20 @@ class Report:
 
     # ---- regions -------------------------------------------------------------------------
     def regions(self) -> tuple[Any, ...] | None:
-        """The whole program in each region of its symbolic sizes: one `passes.regions.Variant`
-        per combination of plans that some point of the sample reaches, its `result` the
-        report of the program with those plans (largest share first). Empty when one plan wins
-        every choice everywhere sampled; None when there are more than 16."""
+        """The whole program in each region of its symbolic sizes (`passes.regions.Variant`s,
+        largest share first; `shardc.driver.regions.find`); empty with one region, None past
+        the limits."""
         if self._regions is False:
-            from shardc.passes.regions import variants
+            from shardc.driver.regions import find
 
-            free = [n for n, v in self.program.dims_and_mesh.items()
-                    if v is None and n not in self.bindings]
-            if not free or self._relower is None or not self.program.sized_choices:
-                self._regions = ()
-            else:
-                relower = self._relower
-
-                def lower(chooser):
-                    cost, memory = relower(chooser)
-                    return Report(cost, self.chip, dict(self.bindings), list(self.warnings),
-                                  memory, dict(self.options), _relower=relower)
-                found = variants(lower, free, frozenset(self.program.mesh_axes))
-                self._regions = found if found is None or len(found) > 1 else ()
+            self._regions = find(self)
         return self._regions
 
     def piecewise(self, name: str) -> sp.Expr:
-        """A total as a `Piecewise` over the regions (`regions()`); the total itself where
-        there is one region."""
-        regions = self.regions()
-        if not regions:
-            return self.formula(name)
-        pieces = [(as_expr(v.result.totals.get(name, 0)), v.condition) for v in regions]
-        return sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
+        """A total as a `Piecewise` over the regions; the total itself with one region."""
+        from shardc.driver.regions import piecewise
+
+        return piecewise(self, name)
 
     def to_latex(self) -> str:
         from shardc.driver.printers import render_latex

@@ -120,7 +120,7 @@ class Contractions(LoweringState):
                 time = comm + flops / c if c else comm
                 self.memo[key] = (as_expr(time), as_expr(flops))
             time, flops = self.memo[key]
-            out.append(Candidate(i, time, flops, len(p.collectives),  # type: ignore[arg-type]
+            out.append(Candidate(i, time, flops, len(p.collectives),
                                  (p.lhs_steps, p.rhs_steps, p.out_steps)))
         return tuple(out)
 
