@@ -99,7 +99,8 @@ def envelope(preset: Preset, sparse: bool = False, t_min: float = 1e24, t_max: f
     `t_max`, or (with `stop_below`) the first point whose MFU is below it."""
     rate = preset.gpu.sustained_flops * THREE_MONTHS_S
     n_bits = max(0, int(math.floor(math.log2(max(t_min / rate, 1.0)))))
-    guess, points = 2**n_bits * rate, []
+    guess = 2**n_bits * rate
+    points: list[Point] = []
     kind = "sparse" if sparse else "dense"
     while n_bits <= MAX_BITS:
         if progress:

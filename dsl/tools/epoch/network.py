@@ -77,8 +77,10 @@ def all_placements(exps: np.ndarray, levels: tuple[NetworkLevel, ...]
     caps = level_bits(levels)
     if len(caps) == 1:
         return np.arange(len(exps)), exps[:, :, None].copy()
-    used = np.minimum(caps[0], exps.sum(axis=1))
-    comps = np.concatenate([_compositions(k, len(DIMS)) for k in range(caps[0] + 1)])
+    first = caps[0]
+    assert first is not None  # only the outermost level is unbounded
+    used = np.minimum(first, exps.sum(axis=1))
+    comps = np.concatenate([_compositions(k, len(DIMS)) for k in range(first + 1)])
     ok = ((comps[None, :, :] <= exps[:, None, :]).all(axis=2)
           & (comps.sum(axis=1)[None, :] == used[:, None]))
     row, comp = np.nonzero(ok)
@@ -114,7 +116,7 @@ def spanned_latency(bits: np.ndarray, latency: np.ndarray) -> np.ndarray:
 
 
 def p2p_fractions(pp_bits: np.ndarray, ep_bits: np.ndarray, interleave: np.ndarray,
-                  layers: int) -> tuple[np.ndarray, np.ndarray]:
+                  layers: float) -> tuple[np.ndarray, np.ndarray]:
     """P_P2P(h) for h = 1..H and the PP interface counts per level (Appendix 8.1.2).
 
     Returns (fractions of the L - 1 block interfaces that send on each level, shape (R, H);
@@ -137,7 +139,7 @@ def p2p_fractions(pp_bits: np.ndarray, ep_bits: np.ndarray, interleave: np.ndarr
 
 
 def p2p_latency(pp_counts: np.ndarray, ep_bits: np.ndarray, interleave: np.ndarray,
-                n_pp: np.ndarray, layers: int, latency: np.ndarray) -> np.ndarray:
+                n_pp: np.ndarray, layers: float, latency: np.ndarray) -> np.ndarray:
     """Latency of one pass's point-to-point hops along a microbatch's path through all blocks.
 
     Expert routing is taken at its worst (8.1.2): with expert parallelism every block boundary

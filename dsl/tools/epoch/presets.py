@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -147,7 +148,12 @@ def low_latency(preset: Preset, name: str, label: str, scenario: str, paper: Pap
                    t_l_s=preset.t_l_s / k, paper=paper)
 
 
-_LAT = dict(t_latency_flop=3e30, t_wall_flop=2e31)
+class _Walls(TypedDict):
+    t_latency_flop: float
+    t_wall_flop: float
+
+
+_LAT: _Walls = {"t_latency_flop": 3e30, "t_wall_flop": 2e31}
 DGX1_V100 = Preset(
     "v100", "DGX-1 (V100)", "baseline", V100, _dgx(300e9, 12.5e9), 9e-6,
     Paper(26.7e3, 278, 1e27, **_LAT, dense_threshold_flop=3e27, sparse_threshold_flop=2e27,

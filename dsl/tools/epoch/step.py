@@ -10,14 +10,18 @@ and which latencies count are decisions recorded in docs/limits.md (ambiguities 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from shardc.tools.epoch import network as nw
 from shardc.tools.epoch.gemm import GemmModel
 from shardc.tools.epoch.presets import WORD_BYTES, Preset
 from shardc.tools.epoch.scaling import Shape
+
+Numbers: TypeAlias = "np.ndarray | float"
+"""One value per configuration (an array), or one for all (a number)."""
+Flags: TypeAlias = "np.ndarray | bool"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +80,8 @@ def _time_on_levels(words: np.ndarray, words_per_s: np.ndarray) -> np.ndarray:
     return t.max(axis=1)
 
 
-def bubble_fraction(n_pp: ArrayLike, micro: ArrayLike, interleave: ArrayLike,
-                    zero_bubble: ArrayLike) -> np.ndarray:
+def bubble_fraction(n_pp: Numbers, micro: Numbers, interleave: Numbers,
+                    zero_bubble: Flags) -> np.ndarray:
     """Eq. 22 for interleaved 1F1B; 0 for ZB-H2.
 
     >>> float(bubble_fraction(4, 8, 1, False)), float(bubble_fraction(4, 2, 2, False))
@@ -94,7 +98,7 @@ half (the clearing half overlaps the deferred weight-gradient GEMMs). A calibrat
 docs/limits.md shows the thresholds at 0 and 1."""
 
 
-def startup_share(n_pp: ArrayLike, micro: ArrayLike, interleave: ArrayLike) -> np.ndarray:
+def startup_share(n_pp: Numbers, micro: Numbers, interleave: Numbers) -> np.ndarray:
     """Share of non-DP communication that cannot overlap compute: what is sent while the
     pipeline starts (8.1.2), STARTUP_EXPOSED of the fill-and-drain share of the schedule
     (Eq. 22's form), and never less than the first microbatch's share, 1/m.
@@ -120,7 +124,7 @@ class Local:
     weights: np.ndarray     # weight words held (both matrices of every local block)
 
     @staticmethod
-    def of(shape: Shape, exps: np.ndarray, micro: ArrayLike, interleave: ArrayLike) -> Local:
+    def of(shape: Shape, exps: np.ndarray, micro: Numbers, interleave: Numbers) -> Local:
         n = 2.0 ** exps
         blocks = shape.layers / n[:, nw.PP] + 0 * interleave
         f = shape.d_ff / n[:, nw.FF]
@@ -130,7 +134,7 @@ class Local:
                      shape.batch / (shape.experts * n[:, nw.DP] * micro),
                      2 * blocks * experts * f * d)
 
-    def matmul_time(self, gemm: GemmModel, micro: ArrayLike) -> np.ndarray:
+    def matmul_time(self, gemm: GemmModel, micro: Numbers) -> np.ndarray:
         """m L_local [2 forward + 2 input-gradient + 2 weight-gradient GEMMs] per step."""
         resident = 2 * self.weights * WORD_BYTES           # weights and their gradients
         args = (self.tokens, self.experts, resident)
