@@ -53,7 +53,7 @@ def _positive_devices(text: str) -> int:
 def _prepare(path: str, args: argparse.Namespace):
     """shardc's side of one program: `Prepared`, or an exit code after printing diagnostics."""
     from shardc.cli.app import _read
-    from shardc.tools.xla.check import UsageError, prepare
+    from shardc.tools.xla.check import Prepared, UsageError, prepare
 
     source = _read(path)
     try:
@@ -61,7 +61,7 @@ def _prepare(path: str, args: argparse.Namespace):
     except UsageError as exc:
         print(f"shardc: error: {source.name}: {exc}", file=sys.stderr)
         return 2
-    if not hasattr(prepared, "statements"):
+    if not isinstance(prepared, Prepared):  # a Compilation with errors
         print(prepared.rendered(), file=sys.stderr)
         return 1
     if prepared.compilation.diagnostics.items:

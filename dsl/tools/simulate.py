@@ -337,7 +337,7 @@ def _run_einsum(op: Einsum, m: _Machine, lhs: Blocks, rhs: Blocks) -> Blocks:
                     f"{dim}[{rl[dim][0]}:{rl[dim][1]}], rhs {dim}[{rr[dim][0]}:{rr[dim][1]}]"
                 )
         for dim in op.out.dims:
-            held = rl.get(dim, rr.get(dim))
+            held = rl[dim] if dim in rl else rr[dim]
             if ro[dim] != held:
                 raise SimulationError(
                     f"output block {dim}[{ro[dim][0]}:{ro[dim][1]}] on device {m.device_text(d)} "

@@ -324,8 +324,8 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
     notes = (f"collectives as chosen at {', '.join(at)} (the program's values): the sweep "
              "varies sizes, not the plan",) if at else ()
     syms = report.cost.symbols
-    c_w = [env.get(syms.flops("bf16")), env.get(syms.w_hbm)]
-    roof = (c_w[0], c_w[1]) if None not in c_w else None
+    c, w_hbm = env.get(syms.flops("bf16")), env.get(syms.w_hbm)
+    roof = (c, w_hbm) if c is not None and w_hbm is not None else None
     return Sweep(report.name, report.hardware_name, report.model, tuple(grids),
                  tuple(quantities), values, bound, crossings, seconds, fixed, notes, roof)
 
@@ -335,7 +335,7 @@ def _check_finite(q: str, v: np.ndarray, grids: Sequence[Grid]) -> None:
     bad = ~np.isfinite(v)
     if not bad.any():
         return
-    where = np.unravel_index(int(np.argmax(bad)), v.shape)
+    where = [int(i) for i in np.unravel_index(int(np.argmax(bad)), v.shape)]
     at = ", ".join(f"{g.name} = {_num(float(g.values[i]))}" for g, i in zip(
         grids, [*where, *[0] * (len(grids) - len(where))], strict=False))
     raise SweepError(f"--y {q!r} is not a finite number at {at} (a division by zero?)")
@@ -515,7 +515,9 @@ def to_dict(s: Sweep) -> dict[str, Any]:
 def _json_list(v: np.ndarray) -> list[Any]:
     if v.dtype.kind != "f":
         return v.tolist()
-    return np.where(np.isfinite(v), v, None).tolist()
+    out = v.astype(object)
+    out[~np.isfinite(v)] = None
+    return out.tolist()
 
 
 def to_json(sweeps: Sequence[Sweep]) -> str:

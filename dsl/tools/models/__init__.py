@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -192,7 +193,7 @@ def _number_text(text: str, kind: type, where: str) -> int | float:
         raise ModelError(f"{where} = {text!r}: {exc}") from None
 
 
-def _table(doc: dict[str, Any], name: str, spec: dict[str, type], path: str,
+def _table(doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str,
            required: tuple[str, ...]) -> dict[str, Any]:
     table = doc.get(name, {})
     if not isinstance(table, dict):
@@ -214,10 +215,11 @@ def _table(doc: dict[str, Any], name: str, spec: dict[str, type], path: str,
             value = int(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ModelError(f"{path}: [{name}] {key} = {value!r} is not a {kind.__name__}")
-        if kind is int and value > MAX_INTEGER:
+        if kind is int and isinstance(value, int) and value > MAX_INTEGER:
             raise ModelError(f"{path}: [{name}] {key} = {value!r} is larger than the limit "
                              "2**63 - 1")
-        if kind in (int, float) and value <= 0 and key != "first_dense_layers":
+        if (isinstance(value, int | float) and not isinstance(value, bool) and value <= 0
+                and key != "first_dense_layers"):
             raise ModelError(f"{path}: [{name}] {key} = {value!r} must be positive")
         out[key] = value
     for key in required:

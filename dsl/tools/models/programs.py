@@ -319,7 +319,8 @@ class _Sharding:
         self.notes: list[str] = []
         batch_axes, seq_axes = [], []
         tokens = capacity is not None  # the experts' one token dim C takes every data axis
-        rest_b, rest_t = (capacity if tokens else batch), (1 if tokens else seq)
+        rest_b = capacity if capacity is not None else batch
+        rest_t = 1 if tokens else seq
         for ax in layout.of("pod", "data", "seq"):
             n = ax.size or 1
             on_seq = ax.role == "seq" and not tokens
@@ -344,17 +345,17 @@ class _Sharding:
         if card.mla is None:
             rest_k, rest_g = card.n_kv_heads, card.groups
             for ax in layout.of("tp"):
-                n = ax.size
-                if n is None or rest_k % n == 0:
+                size = ax.size
+                if size is None or rest_k % size == 0:
                     heads_k.append(ax.name)
-                    rest_k //= n or 1
-                elif rest_g % n == 0:
+                    rest_k //= size or 1
+                elif rest_g % size == 0:
                     heads_g.append(ax.name)
-                    rest_g //= n
+                    rest_g //= size
                 else:
                     raise ShardingError(
                         f"the {card.n_heads} heads ({card.n_kv_heads} KV heads x {card.groups} "
-                        f"query groups) cannot be split over tensor axis {ax.name}={n} "
+                        f"query groups) cannot be split over tensor axis {ax.name}={size} "
                         "(split it into two axes, one for the KV heads, one for the groups)")
         else:
             self.check("N", card.n_heads, self.tp, "n_heads")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardc.hardware import Chip
+from shardc.passes.context import Model, Optimizer, Remat
 from shardc.tools.models import ModelCard
 from shardc.tools.models.programs import Layout
 
@@ -32,9 +33,9 @@ class Slice:
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    optimizer: str = "adam"
-    remat: str = "none"
-    model: str = "exact"
+    optimizer: Optimizer = "adam"
+    remat: Remat = "none"
+    model: Model = "exact"
 
 
 @dataclass

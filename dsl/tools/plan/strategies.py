@@ -111,9 +111,8 @@ def _build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
     elif t == m:  # every chip on the model: each physical axis one tensor axis
         phys = [[("tp", n)] for n in sl.shape]
     else:
-        phys = _reshaped(chip, b, s, t, tp) if _reconfigurable(chip) else None
-        if phys is None:
-            phys = _on_slice(sl.shape, b, s, t, tp)
+        reshaped = _reshaped(chip, b, s, t, tp) if _reconfigurable(chip) else None
+        phys = reshaped if reshaped is not None else _on_slice(sl.shape, b, s, t, tp)
     axes: list[Axis] = [Axis("P", sl.pods, "pod", "@dcn")] if sl.pods > 1 else []
     mesh = _mesh_axes(phys, physical=bool(sl.shape))
     return Layout(strategy, (*axes, *mesh), fsdp=strategy in ("fsdp", "fsdp-tp"))

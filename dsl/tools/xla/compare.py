@@ -162,7 +162,7 @@ def xla_comms(summary: HloSummary, st: Statement, mesh: Mapping[str, int], model
             t = collective_seconds(c.kind, v, axes, lambda a: float(mesh[a]), model, hw)
         else:  # groups that are not whole mesh axes: one pseudo-axis of the group's size
             n = float(c.group_size or math.prod(mesh.values()))
-            t = collective_seconds(c.kind, v, ("?",), lambda a, n=n: n, model, hw)
+            t = collective_seconds(c.kind, v, ("?",), _constant(n), model, hw)
         out.append(Comm(c.kind, axes, None, v, t, c.shape_text(), c.groups_text, raw,
                         dtype or c.dtype))
     return tuple(out)
@@ -276,3 +276,8 @@ def compare(st: Statement, summary: HloSummary, mesh: Mapping[str, int],
 def skipped(st: Statement, reason: str) -> Row:
     return Row(st.line, st.text, (), (), SKIPPED, 0.0, 0.0, 0.0, 0.0, None, None, "", "", (),
                True, reason)
+
+
+def _constant(n: float) -> Callable[[str], float]:
+    """Every axis name to `n` (one pseudo-axis of a group's size)."""
+    return lambda _axis: n

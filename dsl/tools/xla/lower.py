@@ -113,7 +113,7 @@ def compile_statement(st: Statement, mesh: Any, sizes: Mapping[str, int]) -> Xla
     if isinstance(cost, list):  # older JAX: one dict per module
         cost = cost[0] if cost else {}
     cost = cost or {}
-    return XlaResult(compiled.as_text(), cost.get("flops"), cost.get("bytes accessed"),
+    return XlaResult(compiled.as_text() or "", cost.get("flops"), cost.get("bytes accessed"),
                      _layout_text(compiled.output_shardings, st))
 
 
