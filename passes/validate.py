@@ -7,6 +7,7 @@ Returns the program with subscripts resolved (`I_XY` -> axes X, Y when XY is not
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
@@ -83,7 +84,7 @@ class Validate:
 
     def run(self, program: Program, ctx: Context) -> Program:
         check_bindings(program, ctx)
-        env = _Env(bindings=dict(ctx.bindings))
+        env = _Env(bindings=ctx.validated_bindings())
         meshes = [s for s in program.statements if isinstance(s, MeshDecl)]
         env.later_mesh_line = meshes[0].span.line if meshes else 0
         out: list[Stmt] = []
@@ -116,6 +117,7 @@ def check_bindings(program: Program, ctx: Context) -> None:
     dims = {d.name for s in program.statements if isinstance(s, DimDecl) for d in s.dims}
     axes = {a.name for s in program.statements if isinstance(s, MeshDecl) for a in s.axes}
     counts = {n for c in program.repeats for n in c.names}
+    check: Callable[[Decimal | float | int, str], float]
     for name, value in list(ctx.bindings.items()):
         if name in dims or name in axes:
             what = (f"{'mesh axis' if name in axes else 'dimension'} {name!r}"
@@ -259,24 +261,24 @@ def _check_stmt(stmt: Stmt, env: _Env, ctx: Context) -> Stmt | None:
             if checked is None:
                 env.failed.add(target)
                 return None
-            new_expr, dtype, dims = checked
+            new_expr, dtype, out_dims = checked
             new_layout = None
             if layout is not None:
                 new_layout = _check_layout(layout, target, stmt.target_span, env, ctx)
                 if new_layout is None:
                     env.failed.add(target)
                     return None
-                if sorted(new_layout.dim_names) != sorted(dims):
+                if sorted(new_layout.dim_names) != sorted(out_dims):
                     d.error("S005", f"{target!r} is written with dims "
                             f"[{', '.join(new_layout.dim_names)}] but the expression gives "
-                            f"[{', '.join(dims)}]", _through_layout(stmt.target_span, ctx),
-                            f"the expression gives [{', '.join(dims)}]",
+                            f"[{', '.join(out_dims)}]", _through_layout(stmt.target_span, ctx),
+                            f"the expression gives [{', '.join(out_dims)}]",
                             notes=("a left-hand side names every dim of the result, in any "
                                    "order",))
                     env.failed.add(target)
                     return None
-                dims = new_layout.dim_names
-            env.arrays[target] = (dtype, dims)
+                out_dims = new_layout.dim_names
+            env.arrays[target] = (dtype, out_dims)
             env.array_lines.setdefault(target, stmt.span.line)
             env.failed.discard(target)
             return Assign(target, new_layout, new_expr, stmt.span, stmt.target_span, stmt.times)
@@ -293,8 +295,8 @@ def _check_count(count: Count, env: _Env, ctx: Context) -> None:
                 notes=("a count is a whole number, a dim or a mesh axis, or a sum or product "
                        "of those: repeat L {, repeat M + P - 1 {",))
             return
-    sizes = {n: env.size(n) for n in count.names}
-    if all(v is not None for v in sizes.values()):
+    sizes = {n: v for n in count.names if (v := env.size(n)) is not None}
+    if len(sizes) == len(count.names):
         value = count.evaluate(sizes)
         if value < 1:
             ctx.diagnostics.error(
@@ -513,7 +515,8 @@ def _check_divisible(dim: str, axes: tuple[str, ...], array: str, span: Span, en
             notes=("every shard of a dimension has the same size",))
 
 
-def _check_expr(expr: Expr, env: _Env, ctx: Context):
+def _check_expr(expr: Expr, env: _Env, ctx: Context
+                ) -> tuple[Expr, str, tuple[str, ...]] | None:
     """Return (resolved expr, dtype, dims) or None after reporting."""
     match expr:
         case Ref():
@@ -589,10 +592,10 @@ def _check_contract(expr: Contract, env: _Env, ctx: Context):
                     f"·_{_subscript(expr.dims)}", expr.dims_span,
                     notes=("list each contracted dimension once: ·_{N,H}",))
             return None
-    for k in cdims:
+    for cd in cdims:
         for side, dims_, e in (("left", ld, expr.lhs), ("right", rd, expr.rhs)):
-            if k not in dims_:
-                d.error("S009", f"contraction over {k!r}, which the {side} operand "
+            if cd not in dims_:
+                d.error("S009", f"contraction over {cd!r}, which the {side} operand "
                         f"{_describe(e)} lacks (its dims: {', '.join(dims_)})",
                         expr.dims_span, notes=("both operands of ·_J must have dim J",))
                 return None

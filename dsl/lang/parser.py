@@ -58,7 +58,9 @@ def _lark() -> Lark:
 
 
 def _span(tok: Token) -> Span:
-    return Span(tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
+    # Tokens from the parser always carry positions (propagate_positions=True).
+    line, col = tok.line or 1, tok.column or 1
+    return Span(line, col, tok.end_line or line, tok.end_column or col + 1)
 
 
 def _tree_span(meta) -> Span:
@@ -133,7 +135,8 @@ class _Repeat:
 
 
 def _flatten(items) -> tuple[list, list[Count]]:
-    statements, repeats = [], []
+    statements: list = []
+    repeats: list[Count] = []
     for item in items:
         if isinstance(item, _Repeat):
             statements.extend(item.body)
@@ -286,7 +289,7 @@ class _ToSyntax(Transformer):
 
     def binary(self, meta, items):
         lhs, op, rhs = items
-        return Binary(str(op), lhs, rhs, _tree_span(meta))  # type: ignore[arg-type]
+        return Binary(str(op), lhs, rhs, _tree_span(meta))
 
     def call(self, meta, items):
         return Call(str(items[0]), tuple(items[1:]), _tree_span(meta))
@@ -302,7 +305,7 @@ class _ToSyntax(Transformer):
             axes, dim = parts[:-1], parts[-1]
         else:
             axes, dim = parts, None
-        return CollectiveCall(kind, tuple(axes), dim, arg, _tree_span(meta), sub_span)  # type: ignore[arg-type]
+        return CollectiveCall(kind, tuple(axes), dim, arg, _tree_span(meta), sub_span)
 
 
 def _send_call(tok: Token, arg, span: Span, sub_span: Span) -> CollectiveCall:
@@ -562,9 +565,9 @@ def _bracket_problem(line_text: str, line: int) -> Diagnostic | None:
     """P002 for a bracket on the line that is never closed, P005 for one that closes nothing.
     The braces of a `repeat` block span lines: a `{` ending a `repeat` line and a `}` starting
     a line are not counted."""
-    opener = re.match(r"(\s*repeat\b[^{#]*)\{\s*(#.*)?$", line_text)
-    if opener:
-        line_text = opener.group(1)
+    block = re.match(r"(\s*repeat\b[^{#]*)\{\s*(#.*)?$", line_text)
+    if block:
+        line_text = block.group(1)
     stack: list[tuple[str, int]] = []
     i = len(m.group(0)) if (m := re.match(r"\s*\}", line_text)) else 0
     while i < len(line_text):
@@ -709,7 +712,8 @@ def _syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
 
 def _unexpected_character(exc: UnexpectedCharacters, source: Source, line: int, col: int,
                           line_text: str, accepts: set[str], ctx: str, prefix: str) -> Diagnostic:
-    ch = source.text[exc.pos_in_stream] if exc.pos_in_stream < len(source.text) else ""
+    pos = exc.pos_in_stream or 0
+    ch = source.text[pos] if pos < len(source.text) else ""
     span = Span.point(line, col)
     if ch == '"':
         return _error("P009", "unterminated string", Span(line, col, line, len(line_text) + 1),
@@ -767,9 +771,9 @@ def _unexpected_token(tok: Token, line: int, col: int, line_text: str, accepts: 
         last = re.search(r"[A-Za-z0-9_=.]+(?:\{[^{}]*\})?$", before)
         return _error("P005", f"missing `,` between {last.group(0) if last else before!r} and "
                       f"{text!r}", span, "expected `,` before this")
+    after = line_text[(tok.end_column or col) - 1:]
     if "COLON" in accepts and name_like and re.fullmatch(r"\s*[A-Za-z]\w*\s*", prefix) and (
-            line_text[tok.end_column - 1:].lstrip().startswith("[")
-            and "=" not in line_text[tok.end_column - 1:]):
+            after.lstrip().startswith("[") and "=" not in after):
         return _error("P005", f"missing `:` between {before.strip()!r} and its dtype {text!r}",
                       span, "expected `:` before the dtype",
                       ("an array is declared as A: bf16[I, J]",))

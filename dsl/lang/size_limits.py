@@ -31,18 +31,18 @@ def size_problem(text: str) -> Diagnostic | None:
                           "the limit is reached here", (_SIZE_NOTE,))
     count = 0
     continued = False
-    for number, line in enumerate(text.split("\n"), 1):
+    for number, row in enumerate(text.split("\n"), 1):
         starts_new = not continued
-        continued = line.rstrip(" \t\f").endswith("\\") and "#" not in line
-        if "#" not in line and ";" not in line and '"' not in line:
-            body = line.strip(" \t\f\\{}")
+        continued = row.rstrip(" \t\f").endswith("\\") and "#" not in row
+        if "#" not in row and ";" not in row and '"' not in row:
+            body = row.strip(" \t\f\\{}")
             if body and starts_new:
                 count += 1
                 if count > MAX_STATEMENTS:
-                    return _too_many(number, len(line) - len(line.lstrip()) + 1)
+                    return _too_many(number, len(row) - len(row.lstrip()) + 1)
             continue
         col = 0
-        for piece in _PIECE.finditer(line):
+        for piece in _PIECE.finditer(row):
             p = piece.group(0)
             if p.startswith("#"):
                 break
