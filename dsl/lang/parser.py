@@ -1,6 +1,8 @@
-"""Parse .shard text into `shardc.lang.syntax.Program`; Lark trees and tokens never leave this module.
+"""Parse .shard text into `shardc.lang.syntax.Program`; Lark trees and tokens never leave the
+parser's modules (this one, `parse_errors`, `nesting`).
 
-Syntax errors are rewritten in the language's own terms (P-codes) with a span.
+Syntax errors are rewritten in the language's own terms (P-codes) with a span
+(`shardc.lang.parse_errors`).
 """
 
 from __future__ import annotations
