@@ -175,8 +175,8 @@ class _Deriver:
         return name
 
     def type_of(self, e: Expr) -> tuple[tuple[str, ...], str]:
+        from shardc.lang.dtypes import promote
         from shardc.passes.einsum_plan import output_dims
-        from shardc.passes.validate import promote
 
         match e:
             case Ref(name=name, layout=layout):

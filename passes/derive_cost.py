@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from shardc.hardware.levels import LEVEL_NAMES
+from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.send import format_send
 from shardc.lang.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
@@ -27,7 +28,6 @@ from shardc.passes.schedule import classify
 from shardc.passes.send_cost import send_time
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
-from shardc.passes.validate import promote
 
 ZERO = sp.Integer(0)
 

@@ -134,15 +134,15 @@ _OVERFLOW_NOTE = ("sizes and hardware figures this large give costs past a float
 def _unused_bindings(report: Report, diags: Diagnostics) -> None:
     """N015: a hardware quantity bound with --set that no formula of the program uses (on a GPU
     the fast link is W_nvlink, so `--set W_ici=...` would silently change nothing)."""
-    from shardc.passes.validate import _is_hw_name
+    from shardc.passes.validate import is_hardware_name
 
-    hw = [n for n in report.bindings if _is_hw_name(n)]
+    hw = [n for n in report.bindings if is_hardware_name(n)]
     if not hw:
         return
     used = {s.name for e in report.all_expressions() for s in e.free_symbols}
     for name in hw:
         if name not in used:
-            names = sorted(n for n in used if _is_hw_name(n))
+            names = sorted(n for n in used if is_hardware_name(n))
             diags.warning("N015", f"--set binds {name!r}, which no formula of this program uses",
                           notes=("the program's hardware quantities: " + ", ".join(names)
                                  if names else "the program uses no hardware quantities",))

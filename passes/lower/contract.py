@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import sympy as sp
 
+from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import Assign, Contract
 from shardc.passes.conditions import less_than
@@ -26,7 +27,6 @@ from shardc.passes.lower.explain import beat_text, case_reason, plan_signature
 from shardc.passes.lower.state import LoweringState
 from shardc.passes.regions import Candidate
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
-from shardc.passes.validate import promote
 
 
 class Contractions(LoweringState):

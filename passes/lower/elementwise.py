@@ -4,6 +4,7 @@ both operands to one layout, whichever operand is cheaper to move.
 
 from __future__ import annotations
 
+from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import Binary
 from shardc.passes.ir import Elementwise, Value
@@ -12,7 +13,6 @@ from shardc.passes.lower.state import LoweringState
 from shardc.passes.regions import Candidate, plan_key
 from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.symbols import as_expr
-from shardc.passes.validate import promote
 
 
 class ElementwiseOps(LoweringState):

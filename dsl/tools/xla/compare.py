@@ -11,13 +11,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.syntax import DTYPES
 from shardc.passes.cost_model import Model
 from shardc.passes.ir import Collective, Einsum
 from shardc.passes.layout_cost import local_elements, step_bytes
 from shardc.passes.reshard import Step
-from shardc.passes.validate import promote
 from shardc.tools.xla.costs import Hardware, collective_seconds
 from shardc.tools.xla.hlo import XLA_DTYPE_BYTES, HloCollective, HloSummary
 from shardc.tools.xla.statements import Statement
