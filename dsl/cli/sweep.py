@@ -73,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     from shardc.cli.app import _read
     from shardc.driver.api import run_pipeline
     from shardc.tools import sweep as sw
+    from shardc.tools import sweep_plot, sweep_render
 
     fixed, grids = sw.parse_settings(args.settings)
     if args.labels and len(args.labels) != len(args.programs):
@@ -99,15 +100,16 @@ def _run(args: argparse.Namespace) -> int:
             return 1
         # the plot's own quantities are evaluated but not printed
         sweeps.append(sw.sweep(result.report, grids, quantities, [*plotted, *extra]))
-    render = {"table": sw.render_table, "csv": sw.render_csv, "json": sw.to_json}[args.format]
+    render = {"table": sweep_render.render_table, "csv": sweep_render.render_csv,
+              "json": sweep_render.to_json}[args.format]
     sys.stdout.write(render(sweeps))
     if args.plot:
-        labels = args.labels or sw.short_labels([s.program for s in sweeps])
+        labels = args.labels or sweep_plot.short_labels([s.program for s in sweeps])
         try:
             if args.kind == "roofline":
-                out = sw.plot_roofline(sweeps, args.plot, labels, args.title)
+                out = sweep_plot.plot_roofline(sweeps, args.plot, labels, args.title)
             else:
-                out = sw.plot_lines(sweeps, args.plot, plotted, labels, args.title)
+                out = sweep_plot.plot_lines(sweeps, args.plot, plotted, labels, args.title)
         except OSError as exc:
             return _usage(f"cannot write {args.plot!r}: {exc.strerror or exc}")
         print(f"shardc: wrote {out}", file=sys.stderr)

@@ -6,13 +6,11 @@ matplotlib (the optional extra `shardc[plot]`) is imported only by the two plot 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -23,7 +21,7 @@ from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.lang.limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
 from shardc.lang.syntax import DimDecl, MeshDecl, Program
-from shardc.lang.units import fmt_value
+from shardc.lang.units import fmt_grid
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HARDWARE_NAMES, as_expr, size_symbol
 
@@ -41,6 +39,11 @@ LABELS = {key: label for label, key, _ in SUMMARY} | {
     "intensity": "intensity", "flops_per_s": "FLOP/s", "bound": "bound"}
 UNITS = {key: unit for _, key, unit in SUMMARY} | {"flops_per_s": "flop"}
 MAX_ROWS, MAX_COLUMNS = 41, 8
+
+
+def label_of(name: str) -> str:
+    """A quantity's name as tables and plots print it (`T_comms` for `t_comms_s`)."""
+    return LABELS.get(name, name)
 """The table's compact view: larger grids are thinned (csv and json hold every point)."""
 
 
@@ -66,7 +69,7 @@ class Grid:
         return np.linspace(self.start, self.stop, self.n)
 
     def describe(self) -> str:
-        ends = f"{_num(self.start)} .. {_num(self.stop)}"
+        ends = f"{fmt_grid(self.start)} .. {fmt_grid(self.stop)}"
         return f"{self.name} = {ends} ({self.scale}, {self.n} points)"
 
 
@@ -178,9 +181,9 @@ class Crossover:
     larger_above: str
 
     def describe(self) -> str:
-        other = "".join(f", {k} = {_num(v)}" for k, v in self.where.items())
-        return (f"{_label(self.a)} = {_label(self.b)} at {self.axis} = {_num(self.at)}{other}"
-                f"   ({_label(self.larger_above)} larger above)")
+        other = "".join(f", {k} = {fmt_grid(v)}" for k, v in self.where.items())
+        return (f"{label_of(self.a)} = {label_of(self.b)} at {self.axis} = {fmt_grid(self.at)}{other}"
+                f"   ({label_of(self.larger_above)} larger above)")
 
 
 @dataclass
@@ -320,7 +323,7 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
                       for c in _crossovers(evaluate, grids, values, a, b))
     seconds = time.perf_counter() - start
     fixed = {n: v for n, v in _sizes(report).items() if n not in {g.name for g in grids}}
-    at = [f"{g.name}={_num(v)}" for g in grids if (v := _sizes(report).get(g.name)) is not None]
+    at = [f"{g.name}={fmt_grid(v)}" for g in grids if (v := _sizes(report).get(g.name)) is not None]
     notes = (f"collectives as chosen at {', '.join(at)} (the program's values): the sweep "
              "varies sizes, not the plan",) if at else ()
     syms = report.cost.symbols
@@ -336,7 +339,7 @@ def _check_finite(q: str, v: np.ndarray, grids: Sequence[Grid]) -> None:
     if not bad.any():
         return
     where = [int(i) for i in np.unravel_index(int(np.argmax(bad)), v.shape)]
-    at = ", ".join(f"{g.name} = {_num(float(g.values[i]))}" for g, i in zip(
+    at = ", ".join(f"{g.name} = {fmt_grid(float(g.values[i]))}" for g, i in zip(
         grids, [*where, *[0] * (len(grids) - len(where))], strict=False))
     raise SweepError(f"--y {q!r} is not a finite number at {at} (a division by zero?)")
 
@@ -387,317 +390,3 @@ def _crossovers(evaluate: Evaluator, grids: Sequence[Grid], values: dict[str, np
     return [Crossover(a, b, g0.name, float(at[k]),
                       {grids[m + 1].name: float(o[k]) for m, o in enumerate(others)},
                       a if s_above[k] > 0 else b) for k in order]
-
-
-# ---- output --------------------------------------------------------------------------------
-def _num(v: float) -> str:
-    """Grid values: `61,367` between 100 and 1e7, else three significant digits."""
-    return f"{v:,.0f}" if 100 <= abs(v) < 1e7 else f"{v:.3g}"
-
-
-def _label(name: str) -> str:
-    return LABELS.get(name, name)
-
-
-def _cell(name: str, v: Any) -> str:
-    if name == "bound":
-        return str(v)
-    f = float(v)
-    return fmt_value(f if math.isfinite(f) else None, UNITS.get(name, ""))
-
-
-def _thin(n: int, most: int) -> np.ndarray:
-    return np.unique(np.linspace(0, n - 1, min(n, most)).round().astype(int))
-
-
-def render_table(sweeps: Sequence[Sweep]) -> str:
-    """One block per program: a header, the grid (thinned past `MAX_ROWS`), the crossovers."""
-    out: list[str] = []
-    for s in sweeps:
-        if out:
-            out.append("")
-        out.append(f"shardc sweep: {s.program}")
-        out.append(f"  chip: {s.hardware or 'none'}   model: {s.model}")
-        out.extend(f"  grid: {g.describe()}" for g in s.grids)
-        if s.fixed:
-            out.append("  fixed: " + " ".join(f"{k}={v:g}" for k, v in s.fixed.items()))
-        out.extend(f"  note: {n}" for n in s.notes)
-        out.append(f"  {s.points:,} points in {fmt_value(s.seconds, 's')}")
-        out.append("")
-        out.extend(_table_1d(s) if len(s.grids) == 1 else _table_2d(s))
-        if s.crossovers:
-            out.append("")
-            out.append("crossovers")
-            rows = _thin(len(s.crossovers), MAX_ROWS)
-            out.extend(f"  {s.crossovers[k].describe()}" for k in rows)
-            if len(rows) < len(s.crossovers):
-                out.append(f"  ({len(rows)} of {len(s.crossovers)}; --format json for all)")
-    return "\n".join(out) + "\n"
-
-
-def _align(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-    return ["  " + "  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-
-
-def _table_1d(s: Sweep) -> list[str]:
-    g = s.grids[0]
-    keep = _thin(g.n, MAX_ROWS)
-    x = g.values
-    rows = [[g.name, *(_label(q) for q in s.shown)]]
-    rows += [[_num(x[k]), *(_cell(q, s.column(q)[k]) for q in s.shown)] for k in keep]
-    lines = _align(rows)
-    if len(keep) < g.n:
-        lines.append(f"  ({len(keep)} of {g.n} rows; --format csv or json for all)")
-    return lines
-
-
-def _table_2d(s: Sweep) -> list[str]:
-    g0, g1 = s.grids
-    r, c = _thin(g0.n, MAX_ROWS // 2), _thin(g1.n, MAX_COLUMNS)
-    lines: list[str] = []
-    for q in s.shown:
-        if lines:
-            lines.append("")
-        lines.append(f"{_label(q)} (rows: {g0.name}, columns: {g1.name})")
-        col = s.column(q)
-        rows = [[f"{g0.name} \\ {g1.name}", *(_num(g1.values[j]) for j in c)]]
-        rows += [[_num(g0.values[i]), *(_cell(q, col[i, j]) for j in c)] for i in r]
-        lines.extend(_align(rows))
-    if len(r) * len(c) < s.points:
-        lines.append(f"  ({len(r)} x {len(c)} of {g0.n} x {g1.n} points; --format csv or "
-                     "json for all)")
-    return lines
-
-
-def _flat(s: Sweep) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Every point's coordinates and quantities, flattened in C order (first axis slowest)."""
-    mesh = np.meshgrid(*(g.values for g in s.grids), indexing="ij")
-    return ({g.name: m.ravel() for g, m in zip(s.grids, mesh, strict=True)},
-            {q: np.ravel(s.column(q)) for q in s.shown})
-
-
-def render_csv(sweeps: Sequence[Sweep]) -> str:
-    """A header, then a row per point (and a leading `program` column for several programs)."""
-    many = len(sweeps) > 1
-    lines: list[str] = []
-    for s in sweeps:
-        grid, qs = _flat(s)
-        if not lines:
-            lines.append(",".join(["program"] * many + [*grid, *(_csv_name(q) for q in qs)]))
-        cols = [np.char.mod("%.10g", v) if v.dtype.kind == "f" else v.astype(str)
-                for v in (*grid.values(), *qs.values())]
-        prefix = f"{_csv_name(s.program)}," if many else ""
-        lines.extend(prefix + ",".join(row) for row in zip(*cols, strict=True))
-    return "\n".join(lines) + "\n"
-
-
-def _csv_name(text: str) -> str:
-    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"') else text
-
-
-def to_dict(s: Sweep) -> dict[str, Any]:
-    """`{"grid": {name: [...]}, "quantities": {name: [...]}, "points": n, "seconds": s, ...}`;
-    the lists hold every point, first axis slowest; non-finite numbers are null."""
-    grid, qs = _flat(s)
-    return {"program": s.program, "hardware": s.hardware, "model": s.model,
-            "axes": {g.name: {"start": g.start, "stop": g.stop, "n": g.n, "scale": g.scale}
-                     for g in s.grids},
-            "fixed": s.fixed,
-            "grid": {k: v.tolist() for k, v in grid.items()},
-            "quantities": {k: _json_list(v) for k, v in qs.items()},
-            "crossovers": [{"quantities": [c.a, c.b], "axis": c.axis, "at": c.at,
-                            "where": c.where, "larger_above": c.larger_above}
-                           for c in s.crossovers],
-            "points": s.points, "seconds": s.seconds}
-
-
-def _json_list(v: np.ndarray) -> list[Any]:
-    if v.dtype.kind != "f":
-        return v.tolist()
-    out = v.astype(object)
-    out[~np.isfinite(v)] = None
-    return out.tolist()
-
-
-def to_json(sweeps: Sequence[Sweep]) -> str:
-    """One object for one program, an array of them for several."""
-    body = to_dict(sweeps[0]) if len(sweeps) == 1 else [to_dict(s) for s in sweeps]
-    return json.dumps(body) + "\n"
-
-
-# ---- plots (matplotlib, imported here only) ------------------------------------------------
-def short_labels(names: Sequence[str]) -> list[str]:
-    """Legend labels: program stems without their common prefix and suffix.
-
-    >>> short_labels(["programs/mlp-dp-train.shard", "programs/mlp-fsdp-tp-train.shard"])
-    ['dp', 'fsdp-tp']
-    """
-    stems = [Path(n).stem for n in names]
-    if len(stems) < 2:
-        return stems
-    pre = len(_common([s.split("-") for s in stems]))
-    post = len(_common([s.split("-")[::-1] for s in stems]))
-    out = []
-    for s in stems:
-        parts = s.split("-")
-        mid = parts[pre:len(parts) - post] if len(parts) > pre + post else parts
-        out.append("-".join(mid))
-    return out if len(set(out)) == len(out) else stems
-
-
-def _common(lists: list[list[str]]) -> list[str]:
-    out = []
-    for items in zip(*lists, strict=False):
-        if len(set(items)) != 1:
-            break
-        out.append(items[0])
-    return out
-
-
-def _figure(width: float = 7.5, height: float = 5.0):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    return fig, fig.subplots()
-
-
-def _loggable(*arrays: np.ndarray) -> bool:
-    """No negative values and some positive ones (zeros, e.g. no communication, are masked)."""
-    finite = [np.asarray(a)[np.isfinite(a)] for a in arrays]
-    return all(np.all(v >= 0) for v in finite) and any(np.any(v > 0) for v in finite)
-
-
-def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[str],
-               labels: Sequence[str], title: str | None = None) -> Path:
-    """The quantities against the swept size, log-log, one color per program (per quantity
-    for one program), T_math dashed, with a dashed vertical line where T_math meets T_comms
-    (and T_hbm). A quantity equal in several programs is drawn once."""
-    fig, ax = _figure()
-    g = sweeps[0].grids[0]
-    x = g.values
-    many = len(sweeps) > 1
-    styles = {"t_math_s": "--", "t_lower_s": ":", "t_upper_s": "-."}
-    drawn: list[tuple[str, np.ndarray]] = []
-    color_of: dict[tuple[int, str], str] = {}
-    for qi, q in enumerate(quantities):
-        groups: list[list[int]] = []
-        for k, s in enumerate(sweeps):
-            for grp in groups:
-                if np.allclose(sweeps[grp[0]].values[q], s.values[q], rtol=1e-12, atol=0,
-                               equal_nan=True):
-                    grp.append(k)
-                    break
-            else:
-                groups.append([k])
-        for grp in groups:
-            if many:
-                shared = len(grp) > 1
-                color = ("black" if len(grp) == len(sweeps) else "0.35") if shared else f"C{grp[0]}"
-                who = ("all" if len(grp) == len(sweeps) else " & ".join(labels[k] for k in grp)
-                       ) if shared else labels[grp[0]]
-                label = f"{who}: {_label(q)}"
-            else:
-                color = "black" if q == "t_math_s" else f"C{qi}"
-                label = _label(q)
-            y = sweeps[grp[0]].values[q]
-            ax.plot(x, y, styles.get(q, "-"), color=color, lw=2, label=label)
-            drawn.append((q, y))
-            for k in grp:
-                color_of[(k, q)] = color
-    shown = set(quantities)
-    marks = [(k, c) for k, s in enumerate(sweeps) for c in s.crossovers
-             if c.a in shown and c.b in shown]
-    ax.set_xscale("log" if np.all(x > 0) else "linear")
-    if _loggable(*(y for _, y in drawn)):
-        ax.set_yscale("log", nonpositive="mask")
-    for n, (k, c) in enumerate(marks):
-        color = color_of[(k, c.b)] if many else "0.3"
-        y_at = np.interp(c.at, x, sweeps[k].values[c.a]) if g.scale == "lin" else np.exp(
-            np.interp(np.log(c.at), np.log(x), np.log(np.abs(sweeps[k].values[c.a]) + 1e-300)))
-        ax.axvline(c.at, color=color, ls="--", lw=1, alpha=0.8)
-        ax.plot([c.at], [y_at], "o", color=color, ms=6, zorder=5)
-        text = f"{_label(c.a)} = {_label(c.b)}\n{c.axis} = {_num(c.at)}"
-        ax.annotate(text, (c.at, 1 - 0.11 * (n % 4) - 0.02), xycoords=("data", "axes fraction"),
-                    xytext=(4, 0), textcoords="offset points", va="top", fontsize=8,
-                    color=color, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0, "pad": 1})
-    ax.set_xlabel(f"{g.name} ({'global batch size' if g.name == 'B' else 'swept size'})")
-    units = {UNITS.get(q) for q in quantities}
-    ax.set_ylabel("time per step (s)" if units == {"s"} else ", ".join(map(_label, quantities)))
-    s0 = sweeps[0]
-    ax.set_title(title or f"{' vs '.join(_label(q) for q in quantities)} against {g.name} "
-                 f"({s0.hardware or 'no chip'}, {s0.model} model)", fontsize=11)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.grid(True, which="minor", alpha=0.1)
-    ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, path)
-
-
-def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[str],
-                  title: str | None = None) -> Path:
-    """Achieved FLOP/s (FLOPs / T_lower) against arithmetic intensity (FLOPs per HBM byte) for
-    each swept point, under the chip's roofline min(C, intensity * W_hbm) (000 part 1)."""
-    roofs = {s.roof for s in sweeps if s.roof is not None}
-    if len(roofs) != 1:
-        raise SweepError("a roofline needs one chip with C and W_hbm for every program"
-                         if not roofs else "a roofline draws one chip: the programs differ")
-    (c, w), = roofs
-    if not all("intensity" in s.values and "flops_per_s" in s.values for s in sweeps):
-        raise SweepError("a roofline needs intensity and flops_per_s to evaluate at every point")
-    from matplotlib.colors import LogNorm, Normalize
-    from matplotlib.lines import Line2D
-
-    fig, ax = _figure(8.0, 5.2)
-    g = sweeps[0].grids[0]
-    xs = np.concatenate([s.values["intensity"] for s in sweeps])
-    ys = np.concatenate([s.values["flops_per_s"] for s in sweeps])
-    xs, ys = xs[np.isfinite(xs) & (xs > 0)], ys[np.isfinite(ys) & (ys > 0)]
-    if not len(xs) or not len(ys):
-        raise SweepError("no point has a positive intensity and FLOP/s to plot")
-    critical = c / w
-    lo, hi = min(xs.min(), critical) / 4, max(xs.max(), critical) * 4
-    grid = np.geomspace(lo, hi, 400)
-    roof = np.minimum(c, grid * w)
-    floor = min(ys.min(), roof.min()) / 2
-    ax.fill_between(grid, roof, floor, where=grid <= critical, color="#f4b6b6", alpha=0.5,
-                    lw=0, label=f"HBM-bandwidth-bound (intensity < {critical:.0f})")
-    ax.fill_between(grid, roof, floor, where=grid >= critical, color="#bfe3b4", alpha=0.5,
-                    lw=0, label="compute-bound")
-    ax.plot(grid, roof, color="black", lw=2.2,
-            label=f"roofline min(C, intensity x W_hbm): C = {c:.3g}, W_hbm = {w:.3g}")
-    ax.axvline(critical, color="0.3", ls="--", lw=1)
-    ax.annotate(f"critical intensity\nC / W_hbm = {critical:.0f}", (critical, floor),
-                xytext=(5, 8), textcoords="offset points", fontsize=9, color="0.2")
-    x = g.values
-    norm = LogNorm(x.min(), x.max()) if g.scale == "log" else Normalize(x.min(), x.max())
-    markers = "osD^v<>ph*"
-    handles = []
-    for k, s in enumerate(sweeps):
-        m = markers[k % len(markers)]
-        ax.plot(s.values["intensity"], s.values["flops_per_s"], "-", color="0.55", lw=0.8,
-                zorder=2)
-        points = ax.scatter(s.values["intensity"], s.values["flops_per_s"], c=x, cmap="viridis",
-                            norm=norm, marker=m, s=26, edgecolors="black", linewidths=0.3,
-                            zorder=3)
-        handles.append(Line2D([], [], ls="-", color="0.55", marker=m, markerfacecolor="0.8",
-                              markeredgecolor="black", label=labels[k]))
-    fig.colorbar(points, ax=ax, label=f"{g.name} (swept)", pad=0.01)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(floor, c * 30)  # room above the roof for the legend
-    ax.set_xlabel("arithmetic intensity (FLOPs per HBM byte, per device)")
-    ax.set_ylabel("achieved FLOP/s per device (FLOPs / T_lower)")
-    s0 = sweeps[0]
-    ax.set_title(title or f"Roofline on {s0.hardware}, {g.name} from {_num(x[0])} to "
-                 f"{_num(x[-1])} ({s0.model} model)", fontsize=11)
-    ax.grid(True, which="major", alpha=0.3)
-    area, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=[*area, *handles], fontsize=8, loc="upper left", framealpha=0.95)
-    return _save(fig, path)
-
-
-def _save(fig, path: str | Path) -> Path:
-    out = Path(path)
-    fig.savefig(out, dpi=130)
-    return out
