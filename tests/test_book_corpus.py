@@ -41,11 +41,9 @@ from shardc.tools.derive import (
     Pass,
     derive,
     infer_backward_line,
-    partner_power_of_two,
     passes,
-    round_power_of_two,
-    solve_for,
 )
+from shardc.tools.derive_solve import partner_power_of_two, round_power_of_two, solve_for
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "tests" / "book"

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-import shardc.tools.derive
+import shardc.tools.derive_solve
 from shardc.cli.app import main
-from shardc.tools.derive import derive_program, round_power_of_two, solve_condition, solve_for
+from shardc.tools.derive import derive_program
+from shardc.tools.derive_solve import round_power_of_two, solve_condition, solve_for
 
 ROOT = Path(__file__).resolve().parent.parent
 FSDP_TP = ("mesh X @ici(x, y), Y @ici(z)\ndim B, D=8192, F\nhardware tpu-v5p\n"
@@ -217,8 +218,8 @@ def test_solve_runs_under_a_time_budget_and_says_no_closed_form(monkeypatch, cap
     def slow(*args, **kwargs):
         time.sleep(5)
 
-    monkeypatch.setattr(shardc.tools.derive, "SOLVE_SECONDS", 0.05)
-    monkeypatch.setattr(shardc.tools.derive.sp, "solve", slow)
+    monkeypatch.setattr(shardc.tools.derive_solve, "SOLVE_SECONDS", 0.05)
+    monkeypatch.setattr(shardc.tools.derive_solve.sp, "solve", slow)
     b, x, c = (sp.Symbol(n, positive=True) for n in "BXC")
     start = time.perf_counter()
     assert solve_for(sp.StrictGreaterThan(b / x, c), "B/X") is None
@@ -231,7 +232,7 @@ def test_the_budget_restores_the_previous_alarm_handler():
     import signal
 
     before = signal.getsignal(signal.SIGALRM)
-    with shardc.tools.derive.solve_budget(1.0):
+    with shardc.tools.derive_solve.solve_budget(1.0):
         pass
     assert signal.getsignal(signal.SIGALRM) is before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -153,7 +153,8 @@ def to_dict(d, var=None) -> dict:
     """The derivation as the issue's JSON: conditions (text, expr, latex, solved) and optima
     (var, expr, value, rounded), with numbers where the chip and bindings give them."""
     from shardc.driver.printers import latex
-    from shardc.tools.derive import partner_power_of_two, round_power_of_two, solve_for, value
+    from shardc.tools.derive import value
+    from shardc.tools.derive_solve import partner_power_of_two, round_power_of_two, solve_for
 
     r = d.report
     conditions = []

@@ -85,7 +85,7 @@ def explain(p: Plan) -> list[str]:
 
 def book_figures(p: Plan) -> dict[str, Any] | None:
     """000 part 4/5's closed-form conditions for this setting, to set beside the compiler's."""
-    from shardc.tools.derive import round_power_of_two
+    from shardc.tools.derive_solve import round_power_of_two
 
     chip, card = p.chip, p.card
     alpha = chip.ici_intensity()
