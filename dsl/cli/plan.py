@@ -147,6 +147,7 @@ def run_list(args: argparse.Namespace) -> int:
 @_guard
 def run_show(args: argparse.Namespace) -> int:
     from shardc.tools.models.counts import count
+    from shardc.tools.models.render import show_dict, show_text
 
     card = _card(args.name)
     seq = parse_tokens(args.seq, "--seq") if args.seq else None
@@ -158,101 +159,6 @@ def run_show(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(show_text(c, out))
     return 0
-
-
-def show_dict(c, tokens: float | None) -> dict:
-    card = c.card
-    ref = {r.quantity: {"value": r.value, "source": r.source} for r in card.reference}
-    return {
-        "model": card.name, "display_name": card.display_name, "card": card.path,
-        "architecture": {"n_layers": card.n_layers, "d_model": card.d_model, "d_ff": card.d_ff,
-                         "n_heads": card.n_heads, "n_kv_heads": card.n_kv_heads,
-                         "d_head": card.d_head, "vocab": card.vocab, "mlp": card.mlp,
-                         "activation": card.activation,
-                         "tied_embeddings": card.tied_embeddings,
-                         "moe": None if card.moe is None else vars_of(card.moe),
-                         "mla": None if card.mla is None else vars_of(card.mla)},
-        "seq_len": c.seq_len,
-        "parts": [{"part": p.name, "count": p.count, "params": p.params,
-                   "forward_flops_per_token": p.forward_flops / p.tokens,
-                   "train_flops_per_token": p.train_flops / p.tokens} for p in c.parts],
-        "params": c.params,
-        "params_by_group": c.params_by_group,
-        "active_params": c.active_params,
-        "flops_per_token": {"forward": c.forward_flops_per_token,
-                            "training": c.train_flops_per_token,
-                            "training_6n": c.six_n,
-                            "attention_training": c.attention_flops_per_token},
-        "training_flops": None if tokens is None else {"tokens": tokens,
-                                                       **c.training_flops(tokens)},
-        "kv_cache": {"dtype": c.kv_dtype, "bytes_per_token": c.kv_bytes_per_token},
-        "reference": ref,
-    }
-
-
-def vars_of(obj) -> dict:
-    return {k: getattr(obj, k) for k in obj.__slots__}
-
-
-def _e(x: float) -> str:
-    """`7.055e10`, `2.101e9`: four significant digits, a plain exponent."""
-    text = f"{x:.4g}"
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def show_text(c, d: dict) -> str:
-    card = c.card
-    ref = {r.quantity: r for r in card.reference}
-
-    def book(q: str, value: float) -> str:
-        r = ref.get(q)
-        if r is None:
-            return ""
-        return f"   book {_e(r.value)} ({(value / r.value - 1) * 100:+.1f}%): {r.source}"
-
-    a = d["architecture"]
-    lines = [f"{card.display_name} ({card.name})   card: {card.path}",
-             f"  L={a['n_layers']}  D={a['d_model']}  F={a['d_ff']}  N={a['n_heads']}  "
-             f"K={a['n_kv_heads']} (G={card.groups})  H={a['d_head']}  V={a['vocab']}  "
-             f"{a['mlp']} MLP ({a['activation']}), "
-             f"{'tied' if a['tied_embeddings'] else 'untied'} embeddings"]
-    if card.moe:
-        m = card.moe
-        lines.append(f"  MoE: {m.n_experts} routed experts, top-{m.n_active}, {m.n_shared} "
-                     f"shared, d_ff_expert={m.d_ff_expert}, first {m.first_dense_layers} "
-                     "layers dense")
-    if card.mla:
-        lines.append("  MLA approximated by its low-rank projections (the seeds do not "
-                     "describe it)")
-    lines.append("  compiled: " + ", ".join(f"{p.name} x {p.count}" for p in c.parts)
-                 + f" (one sequence of {c.seq_len} tokens)")
-    lines.append("")
-    lines.append(f"  {'parameters':34s}{_e(c.params)}" + book("params", c.params))
-    for g, n in sorted(c.params_by_group.items(), key=lambda kv: -kv[1]):
-        lines.append(f"    {g:32s}{_e(n)}")
-    if card.moe:
-        lines.append(f"  {'active parameters per token':34s}{_e(c.active_params)}"
-                     + book("active_params", c.active_params))
-    fpt = d["flops_per_token"]
-    lines.append(f"  {'FLOPs per token, forward':34s}{_e(fpt['forward'])}")
-    lines.append(f"  {'FLOPs per token, training':34s}{_e(fpt['training'])}"
-                 "   (forward + backward einsums)")
-    lines.append(f"    {'6N rule':32s}{_e(fpt['training_6n'])}"
-                 + book("train_flops_per_token", fpt["training_6n"]))
-    lines.append(f"    {'dot-product attention':32s}{_e(fpt['attention_training'])}"
-                 f"   (at T = {c.seq_len}; the 6N rule leaves it out)")
-    tf = d["training_flops"]
-    if tf is not None:
-        what = f"training FLOPs, {_e(tf['tokens'])} tokens"
-        lines.append(f"  {what:34s}{_e(tf['six_n'])} (6N), {_e(tf['compiled'])} (compiled)"
-                     + book("training_flops", tf["six_n"]))
-    kv = c.kv_bytes_per_token
-    lines.append(f"  {'KV cache per token (' + c.kv_dtype + ')':34s}{kv:,.0f} bytes = "
-                 f"{kv / 1024:,.1f} KiB over {card.n_layers} layers")
-    return "\n".join(lines) + "\n"
 
 
 @_guard
@@ -347,6 +253,7 @@ def _split_mesh(text: str) -> list[str]:
 def run_plan(args: argparse.Namespace) -> int:
     from shardc.lang.limits import MAX_PLAN_CHIPS
     from shardc.tools.plan import Options, PlanError, plan
+    from shardc.tools.plan.render import plan_dict, plan_text
 
     card = _card(args.model)
     chip = _chip(args.hw)
@@ -370,96 +277,3 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def candidate_dict(c) -> dict:
-    f = c.figures
-    lay = c.layout
-    out = {"strategy": c.strategy, "label": c.label(),
-           "mesh": {a.name: a.size for a in lay.axes} if lay else None,
-           "mesh_text": lay.mesh_text() if lay else None,
-           "degrees": None if lay is None else {"data": lay.degree("data", "seq"),
-                                                "sequence": lay.degree("seq"),
-                                                "tensor": lay.degree("tp"),
-                                                "pods": lay.degree("pod")},
-           "evaluated": c.evaluated, "reason": c.reason,
-           "t_step_s": f.get("t_step_s"), "bound": f.get("bound"),
-           "bound_level": f.get("bound_level"),
-           "memory_per_device_bytes": f.get("memory_per_device_bytes"),
-           "fits": f.get("fits") if c.evaluated else None}
-    for key in ("t_step_overlap_004_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
-                "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
-                "tokens_per_chip", "flops_per_device", "mfu"):
-        if key in f:
-            out[key] = f[key]
-    return out
-
-
-def plan_dict(p) -> dict:
-    from shardc.tools.plan import book_figures, explain
-
-    best = p.best
-    return {
-        "model": p.card.name, "hardware": p.chip.name, "chips": p.slice.chips + p.slice.idle,
-        "slice": {"pods": p.slice.pods, "chips_per_pod": p.slice.chips_per_pod,
-                  "shape": list(p.slice.shape), "chips_used": p.slice.chips,
-                  "idle": p.slice.idle},
-        "batch_tokens": p.batch_tokens, "seq_len": p.seq, "sequences": p.sequences,
-        "options": {"optimizer": p.options.optimizer, "remat": p.options.remat,
-                    "cost_model": p.options.model},
-        "candidates": [candidate_dict(c) for c in _ordered(p)],
-        "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
-        "book": book_figures(p),
-    }
-
-
-def _ordered(p) -> list:
-    ranked = p.ranked()
-    return ranked + [c for c in p.candidates if c not in ranked]
-
-
-def _t(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3f} s" if x >= 0.1 else f"{x * 1e3:.1f} ms"
-
-
-def plan_text(p) -> str:
-    from shardc.tools.plan import book_figures, explain
-
-    sl = p.slice
-    pods = f"{sl.pods} pods of {sl.chips_per_pod}" if sl.pods > 1 else f"{sl.chips_per_pod}"
-    idle = f", {sl.idle} idle (the plan splits each pod's chips into powers of two)" \
-        if sl.idle else ""
-    shape = f", {'x'.join(map(str, sl.shape))} per pod" if sl.shape else ""
-    lines = [f"shardc plan: {p.card.display_name} on {sl.chips + sl.idle} {p.chip.name} chips, "
-             f"batch {p.batch_tokens:,} tokens ({p.sequences} sequences x {p.seq})",
-             f"  uses {pods} chips{shape}{idle}",
-             f"  optimizer {p.options.optimizer}, remat {p.options.remat}, collectives "
-             f"{p.options.model}; t_step = the layer's scheduled T_step x {p.card.n_layers} + "
-             "the embedding's", ""]
-    rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU")]
-    rank = 0
-    for c in _ordered(p):
-        f = c.figures
-        if not c.evaluated:
-            rows.append(("-", c.label(), c.reason or "", "", "", "", "", ""))
-            continue
-        rank += 1
-        bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
-        rows.append((str(rank) if c.fits else "-", c.label(), c.layout.mesh_text(),
-                     _t(f["t_step_s"]), bound, f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
-                     "yes" if c.fits else "no", f"{f['mfu'] * 100:.0f}%" if f["mfu"] else "-"))
-    widths = [max(len(r[i]) for r in rows if r[3] or i < 2) for i in range(len(rows[0]))]
-    for r in rows:
-        if not r[3] and r[0] == "-" and r[2].startswith("not evaluated"):
-            lines.append(f"  {r[0]:{widths[0]}}  {r[1]:{widths[1]}}  {r[2]}")
-        else:
-            lines.append("  " + "  ".join(f"{x:{w}}" for x, w in zip(r, widths, strict=True))
-                         .rstrip())
-    lines.append("")
-    lines += explain(p)
-    book = book_figures(p)
-    if book:
-        lines.append("")
-        lines.append("the book's conditions for this setting (000 part 4/5, 004):")
-        lines += [f"  {line}" for line in book["lines"]]
-    return "\n".join(lines) + "\n"

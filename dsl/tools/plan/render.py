@@ -1,0 +1,99 @@
+"""A plan in words and as JSON (`shardc plan`): the candidates ranked, each with its times,
+memory and the reason it was kept or dropped."""
+
+from __future__ import annotations
+
+
+def candidate_dict(c) -> dict:
+    f = c.figures
+    lay = c.layout
+    out = {"strategy": c.strategy, "label": c.label(),
+           "mesh": {a.name: a.size for a in lay.axes} if lay else None,
+           "mesh_text": lay.mesh_text() if lay else None,
+           "degrees": None if lay is None else {"data": lay.degree("data", "seq"),
+                                                "sequence": lay.degree("seq"),
+                                                "tensor": lay.degree("tp"),
+                                                "pods": lay.degree("pod")},
+           "evaluated": c.evaluated, "reason": c.reason,
+           "t_step_s": f.get("t_step_s"), "bound": f.get("bound"),
+           "bound_level": f.get("bound_level"),
+           "memory_per_device_bytes": f.get("memory_per_device_bytes"),
+           "fits": f.get("fits") if c.evaluated else None}
+    for key in ("t_step_overlap_004_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
+                "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
+                "tokens_per_chip", "flops_per_device", "mfu"):
+        if key in f:
+            out[key] = f[key]
+    return out
+
+
+def plan_dict(p) -> dict:
+    from shardc.tools.plan import book_figures, explain
+
+    best = p.best
+    return {
+        "model": p.card.name, "hardware": p.chip.name, "chips": p.slice.chips + p.slice.idle,
+        "slice": {"pods": p.slice.pods, "chips_per_pod": p.slice.chips_per_pod,
+                  "shape": list(p.slice.shape), "chips_used": p.slice.chips,
+                  "idle": p.slice.idle},
+        "batch_tokens": p.batch_tokens, "seq_len": p.seq, "sequences": p.sequences,
+        "options": {"optimizer": p.options.optimizer, "remat": p.options.remat,
+                    "cost_model": p.options.model},
+        "candidates": [candidate_dict(c) for c in _ordered(p)],
+        "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
+        "book": book_figures(p),
+    }
+
+
+def _ordered(p) -> list:
+    ranked = p.ranked()
+    return ranked + [c for c in p.candidates if c not in ranked]
+
+
+def _t(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3f} s" if x >= 0.1 else f"{x * 1e3:.1f} ms"
+
+
+def plan_text(p) -> str:
+    from shardc.tools.plan import book_figures, explain
+
+    sl = p.slice
+    pods = f"{sl.pods} pods of {sl.chips_per_pod}" if sl.pods > 1 else f"{sl.chips_per_pod}"
+    idle = f", {sl.idle} idle (the plan splits each pod's chips into powers of two)" \
+        if sl.idle else ""
+    shape = f", {'x'.join(map(str, sl.shape))} per pod" if sl.shape else ""
+    lines = [f"shardc plan: {p.card.display_name} on {sl.chips + sl.idle} {p.chip.name} chips, "
+             f"batch {p.batch_tokens:,} tokens ({p.sequences} sequences x {p.seq})",
+             f"  uses {pods} chips{shape}{idle}",
+             f"  optimizer {p.options.optimizer}, remat {p.options.remat}, collectives "
+             f"{p.options.model}; t_step = the layer's scheduled T_step x {p.card.n_layers} + "
+             "the embedding's", ""]
+    rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU")]
+    rank = 0
+    for c in _ordered(p):
+        f = c.figures
+        if not c.evaluated:
+            rows.append(("-", c.label(), c.reason or "", "", "", "", "", ""))
+            continue
+        rank += 1
+        bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
+        rows.append((str(rank) if c.fits else "-", c.label(), c.layout.mesh_text(),
+                     _t(f["t_step_s"]), bound, f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
+                     "yes" if c.fits else "no", f"{f['mfu'] * 100:.0f}%" if f["mfu"] else "-"))
+    widths = [max(len(r[i]) for r in rows if r[3] or i < 2) for i in range(len(rows[0]))]
+    for r in rows:
+        if not r[3] and r[0] == "-" and r[2].startswith("not evaluated"):
+            lines.append(f"  {r[0]:{widths[0]}}  {r[1]:{widths[1]}}  {r[2]}")
+        else:
+            lines.append("  " + "  ".join(f"{x:{w}}" for x, w in zip(r, widths, strict=True))
+                         .rstrip())
+    lines.append("")
+    lines += explain(p)
+    book = book_figures(p)
+    if book:
+        lines.append("")
+        lines.append("the book's conditions for this setting (000 part 4/5, 004):")
+        lines += [f"  {line}" for line in book["lines"]]
+    return "\n".join(lines) + "\n"
