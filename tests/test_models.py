@@ -20,7 +20,8 @@ from shardc.cli.app import main
 from shardc.tools import models
 from shardc.tools.models import ModelError
 from shardc.tools.models.counts import count
-from shardc.tools.models.programs import Layout, parts
+from shardc.tools.models.programs import parts
+from shardc.tools.models.sharding import Layout
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = {p["id"]: p for p in yaml.safe_load(

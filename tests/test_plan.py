@@ -14,7 +14,7 @@ from shardc import hardware
 from shardc.cli.app import main
 from shardc.tools import models
 from shardc.tools import plan as P
-from shardc.tools.models.programs import Axis
+from shardc.tools.models.sharding import Axis
 
 V5P = hardware.load("tpu-v5p")
 MB4 = 4 * 2 ** 20  # 000 part 5: "4M token batch size (1024 sequences of length 4096)"

@@ -165,7 +165,8 @@ def run_show(args: argparse.Namespace) -> int:
 def run_program(args: argparse.Namespace) -> int:
     from shardc.driver.api import run_pipeline
     from shardc.lang.source import Source
-    from shardc.tools.models.programs import ShardingError, part
+    from shardc.tools.models.programs import part
+    from shardc.tools.models.sharding import ShardingError
 
     card = _card(args.name)
     seq = parse_tokens(args.seq, "--seq") if args.seq else card.seq_len
@@ -205,7 +206,7 @@ def mesh_layout(strategy: str, mesh: str | None):
     """A `Layout` from `--strategy` and `--mesh`: axes named P* are pods (DCN, batch only),
     Y* tensor-parallel under fsdp-tp (every axis under tp), the rest data-parallel."""
     from shardc.lang.numeric import MAX_INTEGER, SIZE_PATTERN
-    from shardc.tools.models.programs import Axis, Layout
+    from shardc.tools.models.sharding import Axis, Layout
 
     if strategy == "single":
         if mesh:

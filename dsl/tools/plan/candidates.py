@@ -9,7 +9,7 @@ from typing import Any
 from shardc.hardware import Chip
 from shardc.passes.context import Model, Optimizer, Remat
 from shardc.tools.models import ModelCard
-from shardc.tools.models.programs import Layout
+from shardc.tools.models.sharding import Layout
 
 
 class PlanError(Exception):

@@ -9,7 +9,8 @@ from shardc.hardware import Chip
 from shardc.hardware.levels import LEVELS
 from shardc.passes.schedule import schedule
 from shardc.tools.models import ModelCard
-from shardc.tools.models.programs import Layout, Part, ShardingError, parts
+from shardc.tools.models.programs import Part, parts
+from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.candidates import Options, Plan, PlanError
 from shardc.tools.plan.strategies import choose_slice, layouts
 

@@ -7,7 +7,7 @@ import math
 
 from shardc.hardware import Chip
 from shardc.tools.models import ModelCard
-from shardc.tools.models.programs import Axis, Layout, ShardingError
+from shardc.tools.models.sharding import Axis, Layout, ShardingError
 from shardc.tools.plan.candidates import Candidate, PlanError, Slice
 
 
