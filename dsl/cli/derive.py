@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.lang.units import fmt_sig
+
 
 def add_parser(sub) -> None:
     from shardc.cli.app import parse_binding
@@ -195,10 +197,6 @@ def _unsolved(rel, var) -> str | None:
     return "no closed form" if wanted <= names else None
 
 
-def _num(v: float | None) -> str:
-    return "?" if v is None else f"{v:.4g}"
-
-
 def to_text(out: dict) -> str:
     lines = [f"shardc derive: {out['program']}   chip: {out['hardware'] or 'none'}   "
              f"model: {out['model']}"]
@@ -207,10 +205,10 @@ def to_text(out: dict) -> str:
         lines.append(f"  {c['text']}:")
         vals = c["values"]
         tail = "" if c["holds"] is None else (
-            f"   [{'holds' if c['holds'] else 'does not hold'}: {_num(vals['lhs'])} vs "
-            f"{_num(vals['rhs'])}]")
+            f"   [{'holds' if c['holds'] else 'does not hold'}: {fmt_sig(vals['lhs'], 4, '?')} vs "
+            f"{fmt_sig(vals['rhs'], 4, '?')}]")
         if c["holds"] is None and vals["rhs"] is not None:
-            tail = f"   [right side {_num(vals['rhs'])}]"
+            tail = f"   [right side {fmt_sig(vals['rhs'], 4, '?')}]"
         lines.append(f"    {c['expr']}{tail}")
         s = c["solved"]
         if s:

@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shardc.lang.units import fmt_sci
 from shardc.tools.epoch import closed_form as cf
 from shardc.tools.epoch import curves
 from shardc.tools.epoch.presets import PRESETS, THREE_MONTHS_S, Preset
@@ -54,14 +55,6 @@ def compute(closed: Sequence[Preset], simulated: Sequence[Preset], full_curves: 
     return Limits(rows, tuple(sim), (crit, wall))
 
 
-def _num(x: float | None, digits: int = 1) -> str:
-    if x is None:
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.{digits}e}"
-
-
 def _json_num(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(f"{x:.4g}")
 
@@ -100,8 +93,8 @@ def to_text(lim: Limits) -> str:
         out += [f"  T_wall / T_latency = {r0.t_wall_flop / r0.t_latency_flop:.6g} "
                 "(Eq. 18 over Eq. 14: a latency-minimizing schedule instead of an efficient one)",
                 f"  Appendix 8.3, DeepSeek batch scaling (alpha = {cf.DEEPSEEK_ALPHA:.3f}): h100 "
-                f"T_crit {_num(lim.deepseek[0])} (paper: about 3 OOM above Table 2), "
-                f"T_limit {_num(lim.deepseek[1])} (paper: up to 3e+36)"]
+                f"T_crit {fmt_sci(lim.deepseek[0])} (paper: about 3 OOM above Table 2), "
+                f"T_limit {fmt_sci(lim.deepseek[1])} (paper: up to 3e+36)"]
     if lim.simulated:
         out += ["", "simulated (Tables 3 and 4 analogues: training compute at which MFU falls "
                 "below 80% of single-GPU sustained utilization)",
@@ -133,7 +126,7 @@ def _pair(ours: float | None, paper: float | None, fmt: str = "") -> str:
     if fmt:
         a = "inf" if ours is not None and math.isinf(ours) else format(ours, fmt)
         return f"{a} / {'-' if paper is None else format(paper, fmt)}"
-    return f"{_num(ours)} / {_num(paper, 0)}"
+    return f"{fmt_sci(ours)} / {fmt_sci(paper, 0)}"
 
 
 def to_dict(lim: Limits) -> dict:

@@ -111,8 +111,7 @@ def count_part(part: Part, tokens: int) -> PartCount:
     from shardc.driver import api
 
     report = api.compile(part.text, name=f"<{part.name}>")
-    backward_line = next(i for i, ln in enumerate(part.text.splitlines(), 1)
-                         if ln.strip() == "backward")
+    backward_line = report.program.backward_line
     params = set(report.program.params)
     by_group: dict[str, float] = {}
     kv = 0.0

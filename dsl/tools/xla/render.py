@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shardc.lang.units import fmt_value
+from shardc.lang.units import fmt_sig, fmt_value
 from shardc.tools.xla.check import CheckResult
 from shardc.tools.xla.compare import SKIPPED, Comm, Row
 
@@ -44,14 +44,10 @@ def row_text(r: Row, unit: str) -> list[str]:
     lines.append(f"    total ours {_time(r.ours_cost, unit)}, XLA {_time(r.xla_cost, unit)};  "
                  f"result ours {r.ours_out}, XLA {r.xla_out}")
     lines.append(f"    FLOPs/device ours {r.ours_flops:.3g} (matmul), XLA dots "
-                 f"{r.xla_dot_flops:.3g}, XLA cost analysis {_num(r.xla_flops)} (all ops); "
+                 f"{r.xla_dot_flops:.3g}, XLA cost analysis {fmt_sig(r.xla_flops)} (all ops); "
                  f"XLA bytes accessed {fmt_value(r.xla_bytes_accessed, 'B')}")
     lines.extend(f"    note: {e}" for e in r.explanations)
     return lines
-
-
-def _num(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3g}"
 
 
 def text(result: CheckResult) -> str:
