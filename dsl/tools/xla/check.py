@@ -15,6 +15,7 @@ from typing import Any
 from shardc.driver.api import Compilation, run_pipeline
 from shardc.lang.source import Source
 from shardc.passes.cost_model import Model
+from shardc.passes.sizes import size_of
 from shardc.tools.xla.compare import (
     OURS_CHEAPER,
     SAME_COST,
@@ -98,7 +99,8 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
     free = [d for d in dims if d not in bindings]
     if free:
         # The planner's typical size, rounded up so that any sharding divides it.
-        devices = math.prod(int(bindings.get(a, s or 1)) for a, s in first.compiled.mesh)
+        declared_mesh = dict(first.compiled.mesh)
+        devices = math.prod(size_of(a, declared_mesh, bindings) or 1 for a in declared_mesh)
         size = math.lcm(TYPICAL_DIM, devices)
         notes.append(f"{', '.join(free)} symbolic: checked at {size} (the planner's typical "
                      "size, a multiple of the device count); bind with --set")
@@ -107,8 +109,9 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
     if result.diagnostics.has_errors or result.compiled is None or result.program is None:
         return result
     prog = result.compiled
-    mesh = {a: int(bindings.get(a, s or 1)) for a, s in prog.mesh}
-    sizes = {d: int(bindings.get(d, s or TYPICAL_DIM)) for d, s in prog.dims}
+    declared = prog.dims_and_mesh
+    mesh = {a: size_of(a, declared, bindings) or 1 for a in prog.mesh_axes}
+    sizes = {d: size_of(d, declared, bindings) or TYPICAL_DIM for d, _ in prog.dims}
     chip = result.report.chip if result.report is not None else None
     return Prepared(result, statements(result.program, prog, source), mesh, sizes,
                     hardware(chip, bindings, frozenset(sizes) | frozenset(mesh),
