@@ -153,3 +153,48 @@ def test_compile_regions_flag_prints_totals_by_region(tmp_path):
 
     d = json.loads(js)
     assert len(d["regions"]) == 2 and "Piecewise" in d["totals_piecewise"]["t_comms_s"]
+
+
+def _derive_json(tmp_path, model):
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "fsdp.shard"
+    path.write_text(FSDP)
+    out = subprocess.run([sys.executable, "-m", "shardc", "derive", str(path), "--solve-for", "B",
+                          "--model", model, "--set", "X=16", "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["by_region"]
+
+
+def _gathering_region(by):
+    (region,) = [r for r in by["regions"] if r["intervals"][0][0] > 1]
+    return {c["name"]: c for c in region["conditions"]}
+
+
+def test_derive_solves_the_books_fsdp_condition_on_the_weight_gathering_region(tmp_path):
+    """The training chapter: FSDP is compute-bound when B/X > C/W_ici, 40,800 tokens at X=16
+    on a v5p (book model); the exact model prices the axis of 16 as a line: 2*C*(X-1)/W."""
+    book = _gathering_region(_derive_json(tmp_path, "book"))["compute-bound"]
+    assert book["solved"]["expr"] == "C*X/W_ici" and book["solved"]["value"] == 40800
+    assert book["intervals"][0][0] == pytest.approx(40800)
+    exact = _gathering_region(_derive_json(tmp_path, "exact"))["compute-bound"]
+    assert exact["solved"]["expr"] == "2*C*(X - 1)/W_ici"
+    assert exact["intervals"][0][0] == pytest.approx(76500)
+
+
+def test_the_solved_threshold_is_the_crossover_of_numeric_compiles():
+    """Bisection over compiles with B bound (multiples of 16, so B_X divides) finds the first B
+    where the compiled step is compute-bound; derive's exact threshold, 76,500, is just below."""
+
+    def holds(k: int) -> bool:
+        r = shardc.compile(FSDP, set={"X": 16, "B": 16 * k})
+        (c,) = [c for c in r.conditions if c.name == "compute-vs-comms"]
+        return bool(r.holds(c.relation))
+
+    lo, hi = 1, 1 << 16
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+    assert 16 * lo < 76500 <= 16 * hi

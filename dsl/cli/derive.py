@@ -76,6 +76,16 @@ def run(args: argparse.Namespace) -> int:
             print(exc.render("--solve-for", args.var), file=sys.stderr)
             return 2
     out = to_dict(d, target)
+    if isinstance(target, str):
+        from shardc.tools.derive_regions import solve_by_region
+
+        by_region = solve_by_region(result.report, target, overlaps)
+        if by_region is not None:
+            out["by_region"] = by_region
+            for c in out["conditions"]:
+                if c["solved"] is not None and c["name"] in by_region["holds"]:
+                    c["solved"]["intervals"] = [p["interval"]
+                                                for p in by_region["holds"][c["name"]]]
     if args.format == "json":
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     elif args.format == "latex":
@@ -216,6 +226,7 @@ def to_text(out: dict) -> str:
             lines.append(f"    solved: {s['var']} {s['rel']} {s['expr']}{v}")
         elif c.get("unsolved"):
             lines.append(f"    solved: {c['unsolved']}")
+    lines += _region_lines(out.get("by_region"))
     seen: dict[str, list[str]] = {}
     for o in out["optima"]:
         seen.setdefault(o["expr"], []).append(o["overlap"])
@@ -232,6 +243,28 @@ def to_text(out: dict) -> str:
         lines.append(f"  optimum ({o['with']}; communication {how}): {o['var']} = "
                      f"{o['expr']}{v}")
     return "\n".join(lines)
+
+
+def _region_lines(by: dict | None) -> list[str]:
+    """Each region of the plans (the program a compile at those sizes runs), each condition
+    solved there, and where it holds."""
+    if not by:
+        return []
+    from shardc.tools.derive_regions import interval_text
+
+    var = by["var"]
+    out = [f"  by region of the plans ({var} solved in each; the program a compile with {var} "
+           "bound runs there):"]
+    for reg in by["regions"]:
+        out.append(f"    where {reg['condition']}   ({reg['share_of_sample']:.0%} of the sample)")
+        for c in reg["conditions"]:
+            s = c["solved"]
+            how = (f"{s['var']} {s['rel']} {s['expr']}"
+                   + ("" if s["value"] is None else f" (= {s['value']:.4g})")) if s else c["expr"]
+            where = (" or ".join(interval_text(var, lo, hi) for lo, hi in c["intervals"])
+                     or "none here")
+            out.append(f"      {c['name']}: {how}: holds: {where}")
+    return out
 
 
 def to_latex(out: dict) -> str:

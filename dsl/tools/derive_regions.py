@@ -1,0 +1,142 @@
+"""`derive --solve-for` over the regions of a program whose plans depend on the sizes: each
+region's program (`Report.regions`) is derived on its own, each condition solved there, and the
+answer is the union of intervals of the solved size, each piece with the region it comes from.
+
+The regions' bounds are relations over the symbolic sizes; with every other size bound (by the
+program or `--set`), each bound is a function of the one size solved for, and its interval is
+found numerically: a scan over 1 .. 2**48 on a log grid, each crossing refined by bisection.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import sympy as sp
+
+from shardc.tools.derive import derive, value
+from shardc.tools.derive_solve import solve_for
+
+TOP = 2.0**48
+SCAN = 2000
+
+
+def _holds_fn(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float]):
+    """rel as a function of `var` alone (None when another symbol has no value)."""
+    if rel is sp.true or rel is True:
+        return lambda x: True
+    if rel is sp.false or rel is False:
+        return lambda x: False
+    free = rel.free_symbols - {var}
+    if not free <= env.keys():
+        return None
+    bound = rel.xreplace({s: env[s] for s in free})
+    fn = sp.lambdify([var], bound, modules="math")
+    return lambda x: bool(fn(x))
+
+
+def intervals(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float],
+              lo: float = 1.0, hi: float = TOP) -> list[tuple[float, float]] | None:
+    """Where `rel` holds for `var` in [lo, hi] (the others at `env`), as closed intervals;
+    None when a symbol other than `var` has no value."""
+    holds = _holds_fn(rel, var, env)
+    if holds is None:
+        return None
+    xs = [lo * (hi / lo) ** (k / (SCAN - 1)) for k in range(SCAN)] if hi > lo else [lo]
+    states = [holds(x) for x in xs]
+    out: list[tuple[float, float]] = []
+    start = xs[0] if states[0] else None
+    for (a, sa), (b, sb) in zip(zip(xs, states, strict=True), zip(xs[1:], states[1:],
+                                                                   strict=True), strict=False):
+        if sa == sb:
+            continue
+        edge = _bisect(holds, a, b, sa)
+        if sb:
+            start = edge
+        elif start is not None:
+            out.append((start, edge))
+            start = None
+    if start is not None:
+        out.append((start, xs[-1]))
+    return out
+
+
+def _bisect(holds, a: float, b: float, at_a: bool) -> float:
+    for _ in range(200):
+        mid = math.sqrt(a * b) if a > 0 else (a + b) / 2
+        if mid in (a, b):
+            break
+        if holds(mid) == at_a:
+            a = mid
+        else:
+            b = mid
+    return b
+
+
+def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]
+               ) -> list[tuple[float, float]]:
+    out = []
+    for lo1, hi1 in a:
+        for lo2, hi2 in b:
+            lo, hi = max(lo1, lo2), min(hi1, hi2)
+            if lo < hi:
+                out.append((lo, hi))
+    return out
+
+
+def interval_text(var: str, lo: float, hi: float) -> str:
+    """`B > 7680`, `B < 7680`, `7680 < B < 40800`, or `every B`.
+
+    >>> interval_text("B", 7680.0, TOP), interval_text("B", 1.0, 7680.0)
+    ('B > 7680', 'B < 7680')
+    """
+    low, high = lo > 1.0 + 1e-9, hi < TOP * (1 - 1e-9)
+    if low and high:
+        return f"{lo:.6g} < {var} < {hi:.6g}"
+    if low:
+        return f"{var} > {lo:.6g}"
+    if high:
+        return f"{var} < {hi:.6g}"
+    return f"every {var}"
+
+
+def solve_by_region(report, var: str, overlaps=("sum", "max")) -> dict[str, Any] | None:
+    """Per region: its condition, the interval of `var` it covers, and each condition solved
+    there with the intervals where it holds; and per condition name, the union over regions.
+    None when the report has one region (or too many, or `var` is not one size)."""
+    from shardc.driver.regions import condition_text
+
+    regions = report.regions()
+    if not regions or var not in report.names():
+        return None
+    sym = report.names()[var]
+    env = {s: v for s, v in report.environment().items() if s != sym}
+    out_regions = []
+    union: dict[str, list[dict[str, Any]]] = {}
+    for v in regions:
+        span = intervals(v.condition, sym, env)
+        if span is None:
+            return None
+        label = (" or ".join(interval_text(var, lo, hi) for lo, hi in span)
+                 if span else condition_text(v))
+        d = derive(v.result, v.result.program.backward_line, overlaps=overlaps)
+        conds = []
+        for c in d.conditions:
+            s = solve_for(c.relation, var)
+            holds = intervals(c.relation, sym, env)
+            pieces = _intersect(holds, span) if holds is not None else []
+            entry = {"name": c.name, "expr": str(c.relation),
+                     "solved": None if s is None else {
+                         "var": s.var, "rel": s.rel, "expr": str(s.expr),
+                         "value": value(d, s.expr)},
+                     "intervals": [[lo, hi] for lo, hi in pieces]}
+            conds.append(entry)
+            union.setdefault(c.name, []).extend(
+                {"region": label, "interval": [lo, hi]} for lo, hi in pieces)
+        out_regions.append({"condition": label, "relation": str(v.condition),
+                            "share_of_sample": round(v.share, 4),
+                            "intervals": [[lo, hi] for lo, hi in span], "conditions": conds})
+    return {"var": var, "regions": out_regions, "holds": union}
+
+
+__all__ = ["TOP", "interval_text", "intervals", "solve_by_region"]
