@@ -103,8 +103,12 @@ def interval_text(var: str, lo: float, hi: float) -> str:
 def solve_by_region(report, var: str, overlaps=("sum", "max")) -> dict[str, Any] | None:
     """Per region: its condition, the interval of `var` it covers, and each condition solved
     there with the intervals where it holds; and per condition name, the union over regions.
-    None when the report has one region (or too many, or `var` is not one size)."""
+    None when the report has one region (or too many, or `var` is not one size), or past
+    REGIONS_SECONDS of CPU time beyond finding the regions."""
+    import time
+
     from shardc.driver.regions import condition_text
+    from shardc.lang.limits import REGIONS_SECONDS
 
     regions = report.regions()
     if not regions or var not in report.names():
@@ -113,7 +117,10 @@ def solve_by_region(report, var: str, overlaps=("sum", "max")) -> dict[str, Any]
     env = {s: v for s, v in report.environment().items() if s != sym}
     out_regions = []
     union: dict[str, list[dict[str, Any]]] = {}
+    start = time.process_time()
     for v in regions:
+        if time.process_time() - start > REGIONS_SECONDS:
+            return None
         span = intervals(v.condition, sym, env)
         if span is None:
             return None

@@ -245,6 +245,8 @@ HANGS = [
          files={"p.shard": _symbolic_chain(25)}, exits=(0, 1)),
     Case("regions-symbolic-chain-25", ("compile", "{tmp}/p.shard", "--regions"),
          files={"p.shard": _symbolic_chain(25)}, exits=(0, 1)),
+    Case("derive-regions-symbolic-chain-4", ("derive", "{tmp}/p.shard", "--solve-for", "D1"),
+         files={"p.shard": _symbolic_chain(4)}, exits=(0, 1)),
     Case("solve-for-tower", ("derive", "{tmp}/p.shard", "--solve-for", "B**B**B**B**B"),
          files={"p.shard": MLP}, exits=(0, 1, 2)),
     Case("fifo-without-writer", ("compile", "{tmp}/fifo.shard"), setup="fifo"),
