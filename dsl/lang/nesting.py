@@ -12,6 +12,8 @@ from shardc.lang.limits import MAX_NESTING
 from shardc.lang.parse_errors import error, token_span
 from shardc.lang.source import Span
 
+# Tree nodes that stack one expression (or count, or block) inside another, and the child whose
+# token marks where: the operator of `a + b` and `a ·_J b`, the name of `f(a)`, the collective.
 _NESTING = {"binary": 1, "contract": 1, "count_binary": 1, "call": 0, "collective": 0,
             "repeat_block": None}
 _NESTING_NOTE = (f"an expression or a repeat count nests at most {MAX_NESTING} deep: each "

@@ -383,5 +383,3 @@ def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
 
 
 _NEWLINES = re.compile(r"\r\n?")
-# Tree nodes that stack one expression (or count, or block) inside another, and the child whose
-# token marks where: the operator of `a + b` and `a ·_J b`, the name of `f(a)`, the collective.
