@@ -1,5 +1,6 @@
 """The `validate` pass's checks of a point-to-point `Send` (dsl/lang/send.py): its axes, coordinates
-and shifts. Called from `passes.validate` for every `Send_{...}(A)`; reports, never raises.
+and shifts. Called from the pass's expression checks (`passes.validate_expr`) for every
+`Send_{...}(A)`; reports, never raises.
 """
 
 from __future__ import annotations

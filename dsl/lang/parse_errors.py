@@ -1,7 +1,7 @@
-"""Syntax errors in the language's terms: a Lark error (or a tree nested too deep) becomes a
-diagnostic with a P-code, a span and a note that names what was expected, in the words of
-docs/language.md. Used by `shardc.lang.parser` only; Lark objects go no further.
-"""
+"""Syntax errors in the language's terms: a Lark error becomes a P-diagnostic with a span and a
+note naming what was expected (docs/language.md's words); also `error`, `not_whole`, `token_span`
+for the parser's other modules. Used by `shardc.lang.parser` and `.nesting` only; Lark objects
+go no further."""
 
 from __future__ import annotations
 
