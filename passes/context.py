@@ -35,9 +35,12 @@ class Options:
     bindings: Mapping[str, float | Decimal] = field(default_factory=lambda: MappingProxyType({}))
     """Values bound from the command line (`--set B=4096`): dims, mesh axes or hardware symbols,
     as given (the CLI gives exact Decimals); read-only."""
+    free: frozenset[str] = frozenset()
+    """Declared dims or mesh axes to leave symbolic (`shardc sweep` varies them)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bindings", MappingProxyType(dict(self.bindings)))
+        object.__setattr__(self, "free", frozenset(self.free))
 
 
 @dataclass(frozen=True, slots=True)

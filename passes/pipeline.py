@@ -52,8 +52,12 @@ class Parse:
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.lang.parser import parse
+        from shardc.lang.syntax import leave_symbolic
 
-        return dataclasses.replace(unit, program=parse(ctx.source, ctx.diagnostics))
+        program = parse(ctx.source, ctx.diagnostics)
+        if program is not None and ctx.options.free:
+            program = leave_symbolic(program, ctx.options.free)
+        return dataclasses.replace(unit, program=program)
 
 
 @dataclass(frozen=True, slots=True)

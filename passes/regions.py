@@ -251,6 +251,8 @@ class OnSample:
     forced: Mapping[int, int]
     mask: Any = None
     bounds: list[sp.Basic] = field(default_factory=list)
+    path: list[tuple[tuple[Candidate, ...], int]] = field(default_factory=list)
+    """Each choice made on the sample, in order: its candidates and the plan picked."""
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         import numpy as np
@@ -277,6 +279,7 @@ class OnSample:
         else:
             raise Branch(ordinal, candidates, present)
         self.mask = self.mask & (won == pick)
+        self.path.append((tuple(candidates), pick))
         return pick
 
 
@@ -289,6 +292,9 @@ class Variant:
     bounds: tuple[sp.Basic, ...]
     share: float
     result: Any
+    path: tuple[tuple[tuple[Candidate, ...], int], ...] = ()
+    """The choices the sample made on the way, in order (`OnSample.path`): a point is in this
+    variant exactly where each of them has the plan picked as its winner (`classify`)."""
 
     @property
     def condition(self) -> sp.Basic:
@@ -297,14 +303,17 @@ class Variant:
 
 def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
              mesh: frozenset[str] = frozenset(), cap: int = MAX_REGIONS,
-             seconds: float = REGIONS_SECONDS) -> tuple[Variant, ...] | None:
-    """Every region of the whole program on the sample: lower once per combination of winners
-    that some sample point reaches (a choice's winners depend on the layouts earlier choices
-    made). None when there are more than `cap`, or past `seconds` of CPU time."""
+             seconds: float = REGIONS_SECONDS, points: Mapping[str, Any] | None = None
+             ) -> tuple[Variant, ...] | None:
+    """Every region of the whole program on the sample (`sample_points`, or `points`: an array
+    of values per size name, e.g. a sweep's grid): lower once per combination of winners that
+    some point reaches (a choice's winners depend on the layouts earlier choices made). None
+    when there are more than `cap`, or past `seconds` of CPU time."""
     import time
 
     start = time.process_time()
-    points = sample_points(names, mesh)
+    if points is None:
+        points = sample_points(names, mesh)
     todo: list[dict[int, int]] = [{}]
     out: list[Variant] = []
     while todo:
@@ -322,9 +331,31 @@ def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
         share = float(chooser.mask.mean()) if chooser.mask is not None else 1.0
         if share > 0:
             out.append(Variant(tuple(sorted(forced.items())), tuple(dict.fromkeys(chooser.bounds)),
-                               share, result))
+                               share, result, tuple(chooser.path)))
     return tuple(sorted(out, key=lambda v: -v.share))
 
 
-__all__ = ["Branch", "OnSample", "Variant", "variants", "AtPoint", "Candidate", "Chooser", "Region", "RegionFinder", "evaluate", "plan_key",
-           "sample_points", "winners"]
+def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
+    """The index in `found` of the variant each point is in (numpy int array; -1 where none
+    is: a region the enumeration's sample did not reach). Exact: a point is in a variant where
+    every choice on its path has the variant's plan as the winner there, as a compile with the
+    point's sizes bound would choose (`AtPoint`).
+
+    A variant without a path (its program made no choice that depends on these sizes) holds
+    every point."""
+    import numpy as np
+
+    size = len(next(iter(points.values()))) if points else 1
+    out = np.full(size, -1, dtype=np.int64)
+    for k, v in enumerate(found):
+        mask = out < 0
+        for candidates, pick in v.path:
+            if not mask.any():
+                break
+            mask &= winners(candidates, points) == pick
+        out[mask] = k
+    return out
+
+
+__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "OnSample", "Region", "RegionFinder",
+           "Variant", "classify", "evaluate", "plan_key", "sample_points", "variants", "winners"]

@@ -77,7 +77,7 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
     lines = [mesh.decl(),
              "dim " + ", ".join(d if d in sym else f"{d}={sizes[d]}" for d in DIMS)]
     kind = draw(st.sampled_from(["matmul", "matmul", "batch", "chain", "reshard", "collective",
-                                 "elementwise", "multi"]))
+                                 "elementwise", "multi", "train"]))
     if kind in ("matmul", "multi"):
         # A[I, J] ·_J B[J, K] with random shardings, maybe partial sums passing through.
         a = draw(layout_text(("I", "J"), mesh, allow_unreduced=True))
@@ -89,6 +89,16 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
         if kind == "multi":
             lines.append(f"D{draw(layout_text(('I', 'K'), mesh))} = C")
             lines.append("E = gelu(D) * D")
+    elif kind == "train":
+        # A training step of a two-layer MLP: `backward` derives the gradients, each requested
+        # in its parameter's layout (FSDP, TP, DP or a mix, as the layouts fall).
+        a = draw(layout_text(("I", "J"), mesh))
+        w1 = draw(layout_text(("J", "K"), mesh))
+        w2 = draw(layout_text(("K", "J"), mesh))
+        mid = draw(st.one_of(st.just(""), layout_text(("I", "K"), mesh)))
+        out = draw(layout_text(("I", "J"), mesh))  # `backward` needs the loss's layout
+        lines += [f"In: bf16{a}", f"param W1: bf16{w1}", f"param W2: bf16{w2}",
+                  f"Tmp{mid} = In ·_J W1", f"Out{out} = gelu(Tmp) ·_K W2", "backward"]
     elif kind == "batch":
         a = draw(layout_text(("L", "I", "J"), mesh))
         b = draw(layout_text(("L", "J", "K"), mesh))

@@ -10,11 +10,15 @@ import sys
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import shardc
 import shardc.cli.app
 from shardc.tools import sweep as sw
 from shardc.tools.sweep import Grid, SweepError, parse_setting, parse_settings
+from tests.strategies import programs
+from tests.test_regions import FSDP
 
 DP = "programs/mlp-dp-train.shard"
 STRATEGIES = [DP, "programs/mlp-fsdp-train.shard", "programs/mlp-tp-train.shard",
@@ -213,8 +217,55 @@ def test_json_of_several_programs_is_an_array(cli):
 def test_csv(cli):
     code, out, _ = cli(DP, "--set", "B=1e3:1e7:log5", "--y", "t_comms_s", "--format", "csv")
     lines = out.splitlines()
-    assert code == 0 and lines[0] == "B,t_comms_s" and len(lines) == 6
+    # the DP step all-gathers activations below B = 5,736 and all-reduces gradients above
+    assert code == 0 and lines[0] == "B,t_comms_s,plan" and len(lines) == 6
     assert float(lines[1].split(",")[0]) == 1e3
+    assert [line.split(",")[-1] for line in lines[1:]] == ["B", "A", "A", "A", "A"]
+    code, out, _ = cli(DP, "--set", "B=1e4:1e7:log5", "--y", "t_comms_s", "--format", "csv")
+    assert code == 0 and out.splitlines()[0] == "B,t_comms_s"  # one plan: no column
+
+
+@pytest.mark.parametrize(("model", "boundary"), [("exact", 7659.4), ("book", 7680)])
+def test_each_point_has_the_plan_and_numbers_of_the_compile_at_it(model, boundary):
+    """The issue's FSDP step: with B swept, points below the boundary (B = 7,659.4 exact,
+    7,680 book) gather activations and points above gather weights, as compiling with B bound
+    does; every number agrees."""
+    r = shardc.compile(FSDP, model=model, set={"X": 16})
+    grid = Grid("B", 16 * 320, 16 * 640, 9, "lin")  # 5,120 .. 10,240 in steps of 640
+    s = sw.sweep(r, [grid], ["t_math_s", "t_hbm_s", "t_comms_s", "t_lower_s"])
+    assert [p.letter for p in s.plans] == ["A", "B"]
+    (change,) = s.plan_changes
+    assert (change.before, change.after) == ("B", "A") and change.at == pytest.approx(boundary, rel=1e-5)
+    for k, b in enumerate(grid.values):
+        numeric = shardc.compile(FSDP, model=model, set={"X": 16, "B": int(b)})
+        plan = s.plans[int(s.plan[k])]
+        assert plan.collectives == sw_collectives(numeric)
+        for q in s.shown:
+            assert s.values[q][k] == pytest.approx(numeric.value(q), rel=1e-9), (q, b)
+
+
+def sw_collectives(r):
+    """The collectives as a sweep's plan lists them."""
+    from shardc.driver.regions import collectives
+
+    return collectives(r)
+
+
+def test_a_crossover_at_a_plan_change_says_so(cli):
+    code, out, _ = cli(DP, "--set", "B=1e3:1e7:log9")
+    assert code == 0
+    assert "plan B -> A at B = 5,736" in out
+    assert "T_math = T_comms at B = 5,736   (the plan changes there; T_comms larger above)" in out
+    assert "T_math = T_comms at B = 51,137   (T_math larger above)" in out
+
+
+def test_a_declared_size_is_swept_with_its_plans_but_not_from_python_without_free():
+    """The CLI compiles the swept sizes symbolic; from Python, `compile(free=[...])` does."""
+    bound = sw.sweep(shardc.compile(DP), [Grid("B", 1e3, 1e7, 5, "log")], ["t_comms_s"])
+    assert not bound.plans and "the program's values" in bound.notes[0]
+    free = sw.sweep(shardc.compile(DP, free=["B"]), [Grid("B", 1e3, 1e7, 5, "log")],
+                    ["t_comms_s"])
+    assert len(free.plans) == 2 and free.plan.tolist() == [1, 0, 0, 0, 0]
 
 
 def test_hardware_symbols_can_be_swept_and_fixed(cli):
@@ -295,3 +346,31 @@ def test_plots_are_written(cli, tmp_path, kind):
                        "--kind", kind)
     assert code == 0 and f"wrote {target}" in err
     assert target.read_bytes().startswith(b"\x89PNG")
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(prog=programs(symbolic=True), hw=st.sampled_from(["tpu-v5e", "h100"]),
+       model=st.sampled_from(["exact", "book"]), pick=st.integers(0, 3),
+       step=st.integers(1, 4096))
+def test_a_sweep_is_the_compile_at_each_point(prog, hw, model, pick, step):
+    """Over generated programs: sweeping one symbolic size (whole multiples of its shard count)
+    gives, at every point, the collectives and numbers of compiling with the size bound."""
+    text, sizes = prog
+    assume(sizes)
+    var = sorted(sizes)[pick % len(sizes)]
+    unit = sizes[var]
+    bound = {d: v for d, v in sizes.items() if d != var}
+    try:
+        r = shardc.compile(text, hw=hw, model=model, set=bound)
+    except shardc.CompileError as exc:  # a mesh the chip cannot hold (H016): not this property
+        assume(not all(d.code.startswith("H") for d in exc.diagnostics))
+        raise
+    grid = Grid(var, unit, unit * (1 + 4 * step), 5, "lin")
+    s = sw.sweep(r, [grid], ["t_math_s", "t_hbm_s", "t_comms_s"])
+    for k, v in enumerate(grid.values):
+        numeric = shardc.compile(text, hw=hw, model=model, set={**bound, var: int(round(v))})
+        if s.plans:
+            assert s.plans[int(s.plan[k])].collectives == sw_collectives(numeric)
+        for q in s.shown:
+            assert s.values[q][k] == pytest.approx(numeric.value(q), rel=1e-9, abs=1e-300), q

@@ -93,7 +93,12 @@ def _run(args: argparse.Namespace) -> int:
             print(parsed.rendered(), file=sys.stderr)
             return 1
         sw.check_names([*fixed, *(g.name for g in grids)], parsed.program, source.name)
-        result = run_pipeline(source, args.hw, args.model, fixed)
+        # The swept sizes are compiled symbolic, so each point gets the plan a compile with its
+        # sizes bound chooses; where the program needs them known, at the program's values.
+        swept = [g.name for g in grids if g.name in sw.known_names(parsed.program)]
+        result = run_pipeline(source, args.hw, args.model, fixed, free=swept)
+        if swept and result.report is None:
+            result = run_pipeline(source, args.hw, args.model, fixed)
         if result.diagnostics.items:
             print(result.rendered(), file=sys.stderr)
         if result.report is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
@@ -55,7 +55,8 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  model: Literal["exact", "book"] = "exact",
                  bindings: Mapping[str, float] | None = None, *,
                  stop_after: PassName | None = None,
-                 optimizer: Optimizer = "adam", remat: Remat = "none") -> Compilation:
+                 optimizer: Optimizer = "adam", remat: Remat = "none",
+                 free: Iterable[str] = ()) -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
     diagnostics; `stop_after` names the last pass to run."""
     from shardc.passes.context import Context, Model, Optimizer, Options, Remat
@@ -67,7 +68,8 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
         if value not in allowed:
             raise ValueError(f"{option}={value!r}: expected one of "
                              f"{', '.join(map(repr, allowed))}")
-    ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {})))
+    ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {}),
+                                          frozenset(free)))
     unit = run_passes(ctx, stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
@@ -185,11 +187,12 @@ def parse(source_or_path: str | Path | Source, name: str | None = None) -> Progr
 def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             model: Literal["exact", "book"] = "exact", set: Mapping[str, float] | None = None,
             name: str | None = None, optimizer: Optimizer = "adam",
-            remat: Remat = "none") -> Report:
+            remat: Remat = "none", free: Iterable[str] = ()) -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
-    the program's `hardware` line. `set` binds sizes or hardware symbols (`{"B": 4096}`).
+    the program's `hardware` line. `set` binds sizes or hardware symbols (`{"B": 4096}`);
+    `free` names declared sizes to leave symbolic (as `shardc sweep` compiles what it varies).
 
     >>> r = compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
     ...             "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
@@ -197,7 +200,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     ['AllGather', 'AllGather', 'einsum']
     """
     source = as_source(source_or_path, name)
-    result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat)
+    result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free)
     if result.report is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.report

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import sympy as sp
@@ -20,13 +21,22 @@ TOTALS = (("T_lower", "t_lower_s", "s"), ("T_comms", "t_comms_s", "s"),
           ("T_math", "t_math_s", "s"), ("comm bytes", "comm_bytes", "B"))
 
 
-def find(r: Report) -> tuple[Variant, ...] | None:
+def free_sizes(r: Report) -> list[str]:
+    """The sizes the report leaves symbolic (declared without a value, not bound)."""
+    return [n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings]
+
+
+def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, ...] | None:
     """`Report.regions`: one `Variant` per combination of plans that some point of the sample
-    reaches, its `result` the report of the program with those plans."""
+    (or of `points`, arrays of values per size name) reaches, its `result` the report of the
+    program with those plans; () where the report's own plans hold at every point, None for
+    too many. One variant where a single plan wins everywhere but it is not the report's
+    default (the book's rule at symbolic sizes): the numbers a compile at any point gives are
+    that variant's, not the report's."""
     from shardc.driver.report import Report
     from shardc.passes.regions import variants
 
-    free = [n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings]
+    free = free_sizes(r)
     relower = r._relower
     if not free or relower is None or not r.program.sized_choices:
         return ()
@@ -35,8 +45,15 @@ def find(r: Report) -> tuple[Variant, ...] | None:
         cost, memory = relower(chooser)
         return Report(cost, r.chip, dict(r.bindings), list(r.warnings), memory,
                       dict(r.options), _relower=relower)
-    found = variants(lower, free, frozenset(r.program.mesh_axes))
-    return found if found is None or len(found) > 1 else ()
+    found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
+    if found is not None and len(found) == 1 and plan_of(found[0].result) == plan_of(r):
+        return ()
+    return found
+
+
+def plan_of(r: Report) -> tuple[tuple[Any, ...], ...]:
+    """What a program does, op by op (kinds, collectives, layouts), without the prose."""
+    return tuple((c.kind, c.op, c.axes, c.array, c.src, c.dst) for c in r.ops)
 
 
 def piecewise(r: Report, name: str) -> sp.Expr:
@@ -49,11 +66,14 @@ def piecewise(r: Report, name: str) -> sp.Expr:
 
 
 def condition_text(v: Variant) -> str:
-    """`B > 7659.4`, several bounds joined by `and`; `elsewhere` for the last region."""
-    return " and ".join(relation_text(b) for b in v.bounds) or "elsewhere"
+    """`B > 7659.4`, several bounds joined by `and`; `elsewhere` for the last region (and
+    `everywhere` for the only one)."""
+    return (" and ".join(relation_text(b) for b in v.bounds)
+            or ("everywhere" if v.share == 1.0 and not v.forced else "elsewhere"))
 
 
-def _collectives(r: Report) -> str:
+def collectives(r: Report) -> str:
+    """The program's collectives in order, as `AllGather_X(W_in) x2, ReduceScatter_X(dW)`."""
     seen: dict[str, int] = {}
     for c in r.ops:
         if c.kind == "collective":
@@ -71,10 +91,13 @@ def text_lines(r: Report) -> list[str]:
     if not regions:
         return ["", "regions: one plan everywhere sampled"]
     out = ["", "totals by region (the program a compile with the sizes bound runs there)"]
+    if len(regions) == 1:
+        out = ["", "totals (one plan wins at every size sampled, not the default plans above: "
+               "a compile with the sizes bound runs this program)"]
     for v in regions:
         rr: Report = v.result
         out.append(f"  where {condition_text(v)}   ({v.share:.0%} of the sample)")
-        out.append(f"    collectives: {_collectives(rr)}")
+        out.append(f"    collectives: {collectives(rr)}")
         for label, key, _ in TOTALS:
             out.append(f"    {label:<12} = {rr.totals[key]}")
     return out
@@ -89,7 +112,7 @@ def markdown_lines(r: Report) -> list[str]:
            "|---|---|---|" + "---|" * len(TOTALS)]
     for v in regions:
         rr: Report = v.result
-        out.append(f"| `{condition_text(v)}` | {v.share:.0%} | {_collectives(rr)} | "
+        out.append(f"| `{condition_text(v)}` | {v.share:.0%} | {collectives(rr)} | "
                    + " | ".join(f"`{rr.totals[key]}`" for _, key, _ in TOTALS) + " |")
     return out
 
@@ -102,7 +125,7 @@ def as_json(r: Report) -> dict[str, Any]:
     out: dict[str, Any] = {
         "regions": [{"condition": condition_text(v), "relation": str(v.condition),
                      "share_of_sample": round(v.share, 4),
-                     "collectives": _collectives(v.result),
+                     "collectives": collectives(v.result),
                      "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS}}
                     for v in regions or ()]}
     if regions:
@@ -110,4 +133,5 @@ def as_json(r: Report) -> dict[str, Any]:
     return out
 
 
-__all__ = ["as_json", "condition_text", "find", "markdown_lines", "piecewise", "text_lines"]
+__all__ = ["as_json", "collectives", "condition_text", "find", "free_sizes", "markdown_lines",
+           "piecewise", "plan_of", "text_lines"]

@@ -6,7 +6,7 @@ Produced by `shardc.lang.parser.parse`; Lark objects never reach this module.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from shardc.lang.dtypes import BYTES
@@ -210,6 +210,28 @@ class Program:
 
     statements: tuple[Stmt, ...]
     repeats: tuple[Count, ...] = ()
+
+
+def leave_symbolic(program: Program, names: frozenset[str]) -> Program:
+    """`program` with the declared sizes of `names` (dims or mesh axes) dropped, so that they
+    are symbolic: how `shardc sweep` compiles the sizes it varies.
+
+    >>> p = Program((DimDecl((Sized("B", 8), Sized("D", 4))),))
+    >>> leave_symbolic(p, frozenset({"B"})).statements[0].dims[0].size is None
+    True
+    """
+    if not names:
+        return program
+
+    def free(stmt: Stmt) -> Stmt:
+        if isinstance(stmt, DimDecl):
+            return replace(stmt, dims=tuple(replace(d, size=None) if d.name in names else d
+                                            for d in stmt.dims))
+        if isinstance(stmt, MeshDecl):
+            return replace(stmt, axes=tuple(replace(a, size=None) if a.name in names else a
+                                            for a in stmt.axes))
+        return stmt
+    return replace(program, statements=tuple(free(s) for s in program.statements))
 
 
 ELEMENTWISE_FUNCTIONS: dict[str, int] = {

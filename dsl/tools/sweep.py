@@ -27,6 +27,7 @@ from shardc.passes.symbols import HARDWARE_NAMES, as_expr, size_symbol
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
+    from shardc.tools.sweep_plans import Plan, PlanChange
 
 DTYPES = frozenset(DTYPE_NAMES)
 DEFAULT_QUANTITIES = ("t_math_s", "t_hbm_s", "t_comms_s", "t_lower_s", "bound")
@@ -179,11 +180,14 @@ class Crossover:
     at: float
     where: dict[str, float]
     larger_above: str
+    jump: bool = False
+    """The sign changes where the plan does (a discontinuity), not where the two meet."""
 
     def describe(self) -> str:
         other = "".join(f", {k} = {fmt_grid(v)}" for k, v in self.where.items())
+        how = "the plan changes there; " if self.jump else ""
         return (f"{label_of(self.a)} = {label_of(self.b)} at {self.axis} = {fmt_grid(self.at)}{other}"
-                f"   ({label_of(self.larger_above)} larger above)")
+                f"   ({how}{label_of(self.larger_above)} larger above)")
 
 
 @dataclass
@@ -203,6 +207,11 @@ class Sweep:
     notes: tuple[str, ...] = ()
     roof: tuple[float, float] | None = None
     """The chip's (C, W_hbm) for a roofline, when both have values."""
+    plans: tuple[Plan, ...] = ()
+    """The plans the grid reaches, where it reaches several (`sweep_plans`)."""
+    plan: np.ndarray | None = None
+    """Each point's plan, an index into `plans` (None with one plan)."""
+    plan_changes: tuple[PlanChange, ...] = ()
 
     @property
     def points(self) -> int:
@@ -284,24 +293,23 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
     >>> s.values["t_math_s"].shape, s.points, s.crossovers[0].axis
     ((5,), 5, 'B')
     """
+    from shardc.tools import sweep_plans
+
     start = time.perf_counter()
     env = report.environment()
     grid_syms = [symbol(report, g.name) for g in grids]
     for s in grid_syms:
         env.pop(s, None)
-    exprs: dict[str, sp.Expr] = {}
-    for q in quantities:
-        if q == "bound":
-            for t in TIMES:
-                exprs[t] = _bound_expr(report, t, env, grid_syms, q)
-        else:
-            exprs[q] = _bound_expr(report, q, env, grid_syms, q)
-    for q in (*TIMES, *extra):  # evaluated where they have values, not shown
-        if q not in exprs:
-            e = quantity(report, q)
-            if e.free_symbols <= env.keys() | set(grid_syms):
-                exprs[q] = e
-    evaluate = Evaluator(exprs, grid_syms, env)
+    found = sweep_plans.find(report, grids)
+    variants = [v.result for v in found] if found else [report]
+    if found and len(found) == 1:  # one plan over the grid, not the report's default
+        found = ()
+    evaluators = [Evaluator(_expressions(r, quantities, extra, env, grid_syms), grid_syms, env)
+                  for r in variants]
+    evaluate: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]] = evaluators[0]
+    if found:
+        evaluate = sweep_plans.Piecewise(found, evaluators, grids,
+                                         sweep_plans.swept_free(report, grids))
     axes = [g.values.reshape([-1 if i == k else 1 for i in range(len(grids))])
             for k, g in enumerate(grids)]
     values = evaluate(axes)
@@ -321,16 +329,63 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
         bound = order[which]
     crossings = tuple(c for a, b in CROSSINGS if a in values and b in values
                       for c in _crossovers(evaluate, grids, values, a, b))
+    plans: tuple[sweep_plans.Plan, ...] = ()
+    plan = None
+    changes: tuple[sweep_plans.PlanChange, ...] = ()
+    if found:
+        assert isinstance(evaluate, sweep_plans.Piecewise)
+        plans = sweep_plans.plans(found)
+        plan = evaluate.plan(axes)
+        changes = sweep_plans.changes(evaluate, grids, plan, [p.letter for p in plans])
     seconds = time.perf_counter() - start
     fixed = {n: v for n, v in _sizes(report).items() if n not in {g.name for g in grids}}
-    at = [f"{g.name}={fmt_grid(v)}" for g in grids if (v := _sizes(report).get(g.name)) is not None]
-    notes = (f"collectives as chosen at {', '.join(at)} (the program's values): the sweep "
-             "varies sizes, not the plan",) if at else ()
+    notes = _plan_notes(report, grids, found, plans)
     syms = report.cost.symbols
     c, w_hbm = env.get(syms.flops("bf16")), env.get(syms.w_hbm)
     roof = (c, w_hbm) if c is not None and w_hbm is not None else None
     return Sweep(report.name, report.hardware_name, report.model, tuple(grids),
-                 tuple(quantities), values, bound, crossings, seconds, fixed, notes, roof)
+                 tuple(quantities), values, bound, crossings, seconds, fixed, notes, roof,
+                 plans, plan, changes)
+
+
+def _expressions(report: Report, quantities: Sequence[str], extra: Sequence[str],
+                 env: dict[sp.Symbol, float], grid_syms: Sequence[sp.Symbol]
+                 ) -> dict[str, sp.Expr]:
+    """The formulas to evaluate: the quantities shown (an error where one lacks values), and
+    the three times and `extra` where they have values."""
+    exprs: dict[str, sp.Expr] = {}
+    for q in quantities:
+        if q == "bound":
+            for t in TIMES:
+                exprs[t] = _bound_expr(report, t, env, grid_syms, q)
+        else:
+            exprs[q] = _bound_expr(report, q, env, grid_syms, q)
+    for q in (*TIMES, *extra):  # evaluated where they have values, not shown
+        if q not in exprs:
+            e = quantity(report, q)
+            if e.free_symbols <= env.keys() | set(grid_syms):
+                exprs[q] = e
+    return exprs
+
+
+def _plan_notes(report: Report, grids: Sequence[Grid], found: tuple | None,
+                plans: Sequence[Any]) -> tuple[str, ...]:
+    """How the sweep chose the plans: per point (several plans), or fixed where it could not."""
+    from shardc.driver.regions import free_sizes
+    from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
+
+    if plans:
+        return (f"{len(plans)} plans across the grid: each point is evaluated with the plan a "
+                "compile with its sizes bound chooses",)
+    sizes = _sizes(report)
+    at = [f"{g.name}={fmt_grid(v)}" for g in grids if (v := sizes.get(g.name)) is not None]
+    if at:
+        return (f"collectives as chosen at {', '.join(at)} (the program's values): the sweep "
+                "varies sizes, not the plan (compile with free=[...] to vary the plan)",)
+    if found is None and set(free_sizes(report)) & {g.name for g in grids}:
+        return (f"more than {MAX_REGIONS} plans across the grid, or more than "
+                f"{REGIONS_SECONDS:g} s to find them: collectives as chosen at typical sizes",)
+    return ()
 
 
 def _check_finite(q: str, v: np.ndarray, grids: Sequence[Grid]) -> None:
@@ -363,7 +418,27 @@ def _sizes(report: Report) -> dict[str, float]:
             | {n: float(v) for n, v in report.bindings.items() if n not in sizes})
 
 
-def _crossovers(evaluate: Evaluator, grids: Sequence[Grid], values: dict[str, np.ndarray],
+def refine(grids: Sequence[Grid], i: np.ndarray, rest: Sequence[np.ndarray],
+           on_low_side: Callable[[list[np.ndarray]], np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Bisection along the first grid axis between points `i` and `i + 1` (the other axes at
+    indices `rest`), in log space on a log grid: `on_low_side(coords)` says which midpoints
+    are on point `i`'s side. The bracket (lo, hi) after 60 halvings, and the other axes'
+    values."""
+    g0 = grids[0]
+    x = g0.values
+    warp, unwarp = (np.log, np.exp) if g0.scale == "log" else (lambda v: v, lambda v: v)
+    lo, hi = warp(x[i]), warp(x[i + 1])
+    others = [grids[k + 1].values[j] for k, j in enumerate(rest)]
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        low = on_low_side([unwarp(mid), *others])
+        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+    return unwarp(lo), unwarp(hi), others
+
+
+def _crossovers(evaluate: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]],
+                grids: Sequence[Grid], values: dict[str, np.ndarray],
                 a: str, b: str) -> list[Crossover]:
     """Sign changes of a - b along the first axis, refined by bisection (in log space on a log
     grid) with the same compiled function."""
@@ -374,19 +449,19 @@ def _crossovers(evaluate: Evaluator, grids: Sequence[Grid], values: dict[str, np
         return []
     g0 = grids[0]
     x = g0.values
-    warp, unwarp = (np.log, np.exp) if g0.scale == "log" else (lambda v: v, lambda v: v)
-    lo, hi = warp(x[i]), warp(x[i + 1])
     s_lo = s[(i, *rest)]
-    others = [grids[k + 1].values[j] for k, j in enumerate(rest)]
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        got = evaluate([unwarp(mid), *others])
-        low_side = np.sign(got[a] - got[b]) == s_lo
-        lo, hi = np.where(low_side, mid, lo), np.where(low_side, hi, mid)
-    at = unwarp((lo + hi) / 2)
+
+    def low_side(coords: list[np.ndarray]) -> np.ndarray:
+        got = evaluate(coords)
+        return np.sign(got[a] - got[b]) == s_lo
+    lo, hi, others = refine(grids, i, rest, low_side)
+    at = (lo + hi) / 2 if g0.scale != "log" else np.sqrt(lo * hi)
     rising = x[i + 1] > x[i]  # which side holds the larger axis values
     s_above = np.where(rising, -s_lo, s_lo)
+    plan = getattr(evaluate, "plan", None)
+    jump = (plan([lo, *others]) != plan([hi, *others]) if plan is not None
+            else np.zeros(len(at), dtype=bool))
     order = np.lexsort((at, *others[::-1]))  # by the other axis, then along the first
     return [Crossover(a, b, g0.name, float(at[k]),
                       {grids[m + 1].name: float(o[k]) for m, o in enumerate(others)},
-                      a if s_above[k] > 0 else b) for k in order]
+                      a if s_above[k] > 0 else b, bool(jump[k])) for k in order]

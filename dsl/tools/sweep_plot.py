@@ -61,7 +61,8 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
                labels: Sequence[str], title: str | None = None) -> Path:
     """The quantities against the swept size, log-log, one color per program (per quantity
     for one program), T_math dashed, with a dashed vertical line where T_math meets T_comms
-    (and T_hbm). A quantity equal in several programs is drawn once."""
+    (and T_hbm), and a dotted one where the plan changes (`Sweep.plan_changes`). A quantity
+    equal in several programs is drawn once."""
     fig, ax = _figure()
     g = sweeps[0].grids[0]
     x = g.values
@@ -96,7 +97,7 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
                 color_of[(k, q)] = color
     shown = set(quantities)
     marks = [(k, c) for k, s in enumerate(sweeps) for c in s.crossovers
-             if c.a in shown and c.b in shown]
+             if c.a in shown and c.b in shown and not c.jump]  # a jump is a plan change
     ax.set_xscale("log" if np.all(x > 0) else "linear")
     if _loggable(*(y for _, y in drawn)):
         ax.set_yscale("log", nonpositive="mask")
@@ -110,6 +111,20 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
         ax.annotate(text, (c.at, 1 - 0.11 * (n % 4) - 0.02), xycoords=("data", "axes fraction"),
                     xytext=(4, 0), textcoords="offset points", va="top", fontsize=8,
                     color=color, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0, "pad": 1})
+    for k, s in enumerate(sweeps):
+        # several programs: a dotted line in the program's color (one legend entry says what
+        # they are); one program: each change labelled with its plans
+        color = f"C{k}" if many else "0.45"
+        for n, pc in enumerate(s.plan_changes):
+            ax.axvline(pc.at, color=color, ls=":", lw=1.5, alpha=0.9)
+            if not many:
+                ax.annotate(f"plan {pc.before} -> {pc.after}\n{pc.axis} = {fmt_grid(pc.at)}",
+                            (pc.at, 0.02 + 0.1 * (n % 3)), xycoords=("data", "axes fraction"),
+                            xytext=(4, 0), textcoords="offset points", va="bottom",
+                            fontsize=8, color=color,
+                            bbox={"facecolor": "white", "alpha": 0.85, "lw": 0, "pad": 1})
+    if many and any(s.plan_changes for s in sweeps):
+        ax.plot([], [], ls=":", color="0.45", label="plan changes (dotted, per program)")
     ax.set_xlabel(f"{g.name} ({'global batch size' if g.name == 'B' else 'swept size'})")
     units = {UNITS.get(q) for q in quantities}
     ax.set_ylabel("time per step (s)" if units == {"s"} else ", ".join(map(label_of, quantities)))

@@ -45,14 +45,25 @@ def render_table(sweeps: Sequence[Sweep]) -> str:
         out.append(f"  {s.points:,} points in {fmt_value(s.seconds, 's')}")
         out.append("")
         out.extend(_table_1d(s) if len(s.grids) == 1 else _table_2d(s))
-        if s.crossovers:
+        if s.plans:
             out.append("")
-            out.append("crossovers")
-            rows = _thin(len(s.crossovers), MAX_ROWS)
-            out.extend(f"  {s.crossovers[k].describe()}" for k in rows)
-            if len(rows) < len(s.crossovers):
-                out.append(f"  ({len(rows)} of {len(s.crossovers)}; --format json for all)")
+            out.append("plans")
+            out.extend(f"  {p.letter}: {p.collectives}   ({p.share:.0%} of the points)"
+                       for p in s.plans)
+        out.extend(_listing("plan changes", s.plan_changes))
+        out.extend(_listing("crossovers", s.crossovers))
     return "\n".join(out) + "\n"
+
+
+def _listing(title: str, items: Sequence[Any]) -> list[str]:
+    """A titled list of `describe()` lines, thinned to MAX_ROWS."""
+    if not items:
+        return []
+    rows = _thin(len(items), MAX_ROWS)
+    out = ["", title, *(f"  {items[k].describe()}" for k in rows)]
+    if len(rows) < len(items):
+        out.append(f"  ({len(rows)} of {len(items)}; --format json for all)")
+    return out
 
 
 def _align(rows: list[list[str]]) -> list[str]:
@@ -64,8 +75,10 @@ def _table_1d(s: Sweep) -> list[str]:
     g = s.grids[0]
     keep = _thin(g.n, MAX_ROWS)
     x = g.values
-    rows = [[g.name, *(label_of(q) for q in s.shown)]]
-    rows += [[fmt_grid(x[k]), *(_cell(q, s.column(q)[k]) for q in s.shown)] for k in keep]
+    which = s.plan
+    rows = [[g.name, *(label_of(q) for q in s.shown), *([] if which is None else ["plan"])]]
+    rows += [[fmt_grid(x[k]), *(_cell(q, s.column(q)[k]) for q in s.shown),
+              *([] if which is None else [_letter(s, which[k])])] for k in keep]
     lines = _align(rows)
     if len(keep) < g.n:
         lines.append(f"  ({len(keep)} of {g.n} rows; --format csv or json for all)")
@@ -76,13 +89,18 @@ def _table_2d(s: Sweep) -> list[str]:
     g0, g1 = s.grids
     r, c = _thin(g0.n, MAX_ROWS // 2), _thin(g1.n, MAX_COLUMNS)
     lines: list[str] = []
-    for q in s.shown:
+    for q in (*s.shown, *(["plan"] if s.plan is not None else [])):
         if lines:
             lines.append("")
         lines.append(f"{label_of(q)} (rows: {g0.name}, columns: {g1.name})")
-        col = s.column(q)
+        if q == "plan":
+            assert s.plan is not None
+            table = [[_letter(s, s.plan[i, j]) for j in c] for i in r]
+        else:
+            col = s.column(q)
+            table = [[_cell(q, col[i, j]) for j in c] for i in r]
         rows = [[f"{g0.name} \\ {g1.name}", *(fmt_grid(g1.values[j]) for j in c)]]
-        rows += [[fmt_grid(g0.values[i]), *(_cell(q, col[i, j]) for j in c)] for i in r]
+        rows += [[fmt_grid(g0.values[i]), *cells] for i, cells in zip(r, table, strict=True)]
         lines.extend(_align(rows))
     if len(r) * len(c) < s.points:
         lines.append(f"  ({len(r)} x {len(c)} of {g0.n} x {g1.n} points; --format csv or "
@@ -90,11 +108,22 @@ def _table_2d(s: Sweep) -> list[str]:
     return lines
 
 
+def _letter(s: Sweep, k: Any) -> str:
+    return s.plans[int(k)].letter if int(k) >= 0 else "?"
+
+
 def _flat(s: Sweep) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Every point's coordinates and quantities, flattened in C order (first axis slowest)."""
     mesh = np.meshgrid(*(g.values for g in s.grids), indexing="ij")
-    return ({g.name: m.ravel() for g, m in zip(s.grids, mesh, strict=True)},
-            {q: np.ravel(s.column(q)) for q in s.shown})
+    qs = {q: np.ravel(s.column(q)) for q in s.shown}
+    return ({g.name: m.ravel() for g, m in zip(s.grids, mesh, strict=True)}, qs)
+
+
+def _plan_letters(s: Sweep) -> np.ndarray:
+    """Each point's plan letter, flattened like `_flat` ("?" outside every plan found)."""
+    assert s.plan is not None
+    letters = np.array([p.letter for p in s.plans] + ["?"], dtype=object)
+    return letters[np.ravel(s.plan)]
 
 
 def render_csv(sweeps: Sequence[Sweep]) -> str:
@@ -103,6 +132,8 @@ def render_csv(sweeps: Sequence[Sweep]) -> str:
     lines: list[str] = []
     for s in sweeps:
         grid, qs = _flat(s)
+        if s.plan is not None:  # a column only where the grid reaches several plans
+            qs["plan"] = _plan_letters(s)
         if not lines:
             lines.append(",".join(["program"] * many + [*grid, *(_csv_name(q) for q in qs)]))
         cols = [np.char.mod("%.10g", v) if v.dtype.kind == "f" else v.astype(str)
@@ -118,7 +149,9 @@ def _csv_name(text: str) -> str:
 
 def to_dict(s: Sweep) -> dict[str, Any]:
     """`{"grid": {name: [...]}, "quantities": {name: [...]}, "points": n, "seconds": s, ...}`;
-    the lists hold every point, first axis slowest; non-finite numbers are null."""
+    the lists hold every point, first axis slowest; non-finite numbers are null. Where the grid
+    reaches several plans, `plan` holds each point's letter (null with one plan), `plans` what
+    each letter does and `plan_changes` where it changes along the first axis."""
     grid, qs = _flat(s)
     return {"program": s.program, "hardware": s.hardware, "model": s.model,
             "axes": {g.name: {"start": g.start, "stop": g.stop, "n": g.n, "scale": g.scale}
@@ -127,8 +160,14 @@ def to_dict(s: Sweep) -> dict[str, Any]:
             "grid": {k: v.tolist() for k, v in grid.items()},
             "quantities": {k: _json_list(v) for k, v in qs.items()},
             "crossovers": [{"quantities": [c.a, c.b], "axis": c.axis, "at": c.at,
-                            "where": c.where, "larger_above": c.larger_above}
+                            "where": c.where, "larger_above": c.larger_above,
+                            "plan_changes_here": c.jump}
                            for c in s.crossovers],
+            "plan": None if s.plan is None else _plan_letters(s).tolist(),
+            "plans": [{"plan": p.letter, "collectives": p.collectives, "condition": p.condition,
+                       "share_of_points": round(p.share, 4)} for p in s.plans],
+            "plan_changes": [{"axis": c.axis, "at": c.at, "where": c.where, "before": c.before,
+                              "after": c.after} for c in s.plan_changes],
             "points": s.points, "seconds": s.seconds}
 
 
