@@ -100,19 +100,25 @@ def interval_text(var: str, lo: float, hi: float) -> str:
     return f"every {var}"
 
 
-def solve_by_region(report, var: str, overlaps=("sum", "max")) -> dict[str, Any] | None:
+def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
+                    solve: bool = True) -> dict[str, Any] | None:
     """Per region: its condition, the interval of `var` it covers, and each condition solved
     there with the intervals where it holds; and per condition name, the union over regions.
-    None when the report has one region (or too many, or `var` is not one size), or past
-    REGIONS_SECONDS of CPU time beyond finding the regions."""
+    A report whose plans do not depend on the sizes is one region (`derived`, its derivation,
+    saves deriving it again); `solve=False` leaves out the closed forms (`solved` is None),
+    keeping the intervals. None when there are too many regions, `var` is not one size,
+    or past REGIONS_SECONDS of CPU time beyond finding the regions."""
     import time
 
     from shardc.driver.regions import condition_text
     from shardc.lang.limits import REGIONS_SECONDS
+    from shardc.passes.regions import Variant
 
     regions = report.regions()
-    if not regions or var not in report.names():
+    if regions is None or var not in report.names():
         return None
+    if not regions:
+        regions = (Variant((), (), 1.0, report),)
     sym = report.names()[var]
     env = {s: v for s, v in report.environment().items() if s != sym}
     out_regions = []
@@ -126,10 +132,11 @@ def solve_by_region(report, var: str, overlaps=("sum", "max")) -> dict[str, Any]
             return None
         label = (" or ".join(interval_text(var, lo, hi) for lo, hi in span)
                  if span else condition_text(v))
-        d = derive(v.result, v.result.program.backward_line, overlaps=overlaps)
+        d = (derived if derived is not None and v.result is report else
+             derive(v.result, v.result.program.backward_line, overlaps=overlaps))
         conds = []
         for c in d.conditions:
-            s = solve_for(c.relation, var)
+            s = solve_for(c.relation, var) if solve else None
             holds = intervals(c.relation, sym, env)
             pieces = _intersect(holds, span) if holds is not None else []
             entry = {"name": c.name, "expr": str(c.relation),

@@ -1,0 +1,111 @@
+"""A threshold that `derive` solves is the crossover that bisection over numeric compiles finds.
+
+For a generated program with one size left free (the others bound), `derive --solve-for` gives,
+for each of the report's conditions, the intervals of that size where it holds, region by region
+(`tools.derive_regions.solve_by_region`). Compiling with the size bound to whole multiples of
+its shard count, the condition must hold exactly inside those intervals: at sample sizes, and
+at the crossover bisection finds between two samples that disagree, which must sit on a solved
+threshold."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import shardc
+from shardc.tools.derive_regions import solve_by_region
+from tests.strategies import programs
+
+EXAMPLES = int(os.environ.get("SHARDC_THRESHOLD_EXAMPLES", "150"))
+"""About 0.8 s each (a compile per size tried): 150 in CI, 10,000 under `-m slow`."""
+TOP = 1 << 10
+"""Sizes tried: 1 .. TOP times the size's unit (a multiple of its shard count)."""
+
+
+def derive_name(report_name: str, model: str) -> str:
+    """The name `derive` gives a report condition (the whole step's comms condition is its
+    accounting's `compute-bound` in the exact model)."""
+    if report_name != "compute-vs-comms":
+        return report_name
+    return "compute-bound" if model == "exact" else "step-compute-vs-comms"
+
+
+STRATEGY = dict(prog=programs(symbolic=True), hw=st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]),
+                model=st.sampled_from(["exact", "book"]), pick=st.integers(0, 3),
+                others=st.lists(st.integers(1, 64), min_size=4, max_size=4),
+                samples=st.lists(st.integers(1, TOP), min_size=3, max_size=3))
+
+
+def check_thresholds(prog, hw, model, pick, others, samples):
+    text, sizes = prog
+    assume(sizes)
+    var = sorted(sizes)[pick % len(sizes)]
+    unit = sizes[var]
+    bound = {d: s * k for (d, s), k in zip(sorted(sizes.items()), others, strict=False)
+             if d != var}
+    try:
+        report = shardc.compile(text, hw=hw, model=model, set=bound)
+    except shardc.CompileError as exc:  # a mesh the chip cannot hold (H016): not this property
+        assume(not all(d.code.startswith("H") for d in exc.diagnostics))
+        raise
+    solved = solve_by_region(report, var, solve=False)  # the intervals; not the closed forms
+    assume(solved is not None)  # more regions than the cap: the report says so
+    numeric: dict[int, dict[str, bool | None]] = {}
+
+    def holds(k: int) -> dict[str, bool | None]:
+        if k not in numeric:
+            r = shardc.compile(text, hw=hw, model=model, set={**bound, var: unit * k})
+            numeric[k] = {derive_name(c.name, model): r.holds(c.relation)
+                          for c in r.conditions}
+        return numeric[k]
+
+    for name in holds(1):
+        if name not in solved["holds"]:
+            continue
+        pieces = [p["interval"] for p in solved["holds"][name]]
+        edges = sorted({e for lo, hi in pieces for e in (lo, hi)})
+
+        def near_edge(n: float, edges: list[float] = edges) -> bool:
+            return any(math.isclose(n, e, rel_tol=1e-6) for e in edges)
+
+        def inside(n: float, pieces: list = pieces) -> bool:
+            return any(lo <= n <= hi for lo, hi in pieces)
+
+        ks = sorted({1, TOP, *samples})
+        for k in ks:
+            got = holds(k)[name]
+            if got is not None and not near_edge(unit * k):
+                assert inside(unit * k) == got, (name, var, unit * k, pieces)
+        for a, b in zip(ks, ks[1:], strict=False):
+            if holds(a)[name] is None or holds(a)[name] == holds(b)[name]:
+                continue
+            lo, hi = a, b  # bisection over numeric compiles: holds(lo) != holds(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if holds(mid)[name] == holds(lo)[name] else (lo, mid)
+            crossing = [e for e in edges
+                        if unit * lo * (1 - 1e-9) <= e <= unit * hi * (1 + 1e-9)]
+            assert crossing, (name, var, unit * lo, unit * hi, pieces)
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.filter_too_much])
+@given(**STRATEGY)
+def test_solved_thresholds_are_the_crossovers_of_numeric_compiles(prog, hw, model, pick, others,
+                                                                  samples):
+    check_thresholds(prog, hw, model, pick, others, samples)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.filter_too_much])
+@given(**STRATEGY)
+def test_solved_thresholds_are_the_crossovers_of_numeric_compiles_10000(prog, hw, model, pick,
+                                                                        others, samples):
+    check_thresholds(prog, hw, model, pick, others, samples)
