@@ -236,3 +236,31 @@ def test_the_budget_restores_the_previous_alarm_handler():
         pass
     assert signal.getsignal(signal.SIGALRM) is before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_optimize_is_checked_by_compiling_every_split(capsys, tmp_path):
+    """The objective is piecewise where plans change with the split: every split X * Y = 64 is
+    compiled with X and Y bound (its own plans and topology); the best split is the least."""
+    prog = tmp_path / "fsdp_tp.shard"
+    prog.write_text(FSDP_TP)
+    fixed = {"B": 65536, "F": 28672}
+    d = derive(capsys, str(prog), "--optimize", "X", "--with", "Y", "--devices", "64",
+               *(a for k, v in fixed.items() for a in ("--set", f"{k}={v}")))
+    s = d["splits"]
+    assert [(x["X"], x["Y"]) for x in s["splits"]] == [(4 ** k, 64 // 4 ** k) for k in range(4)]
+    plans = {p["plan"]: p["collectives"] for p in s["plans"]}
+    from shardc.driver.regions import collectives
+
+    # X spans two physical axes: a square, so X = 2, 8, 32 are refused (H014)
+    assert [(x["X"], x["why"][:4]) for x in s["skipped"]] == [(2, "H014"), (8, "H014"),
+                                                               (32, "H014")]
+    for x in s["splits"]:
+        r = shardc.compile(FSDP_TP, model="book", set={**fixed, "X": x["X"], "Y": x["Y"]})
+        assert x["t_comms_s"] == pytest.approx(r.value("t_comms_s"), rel=1e-9)
+        assert plans[x["plan"]] == collectives(r)
+    best = min(s["splits"], key=lambda x: x["t_comms_s"])
+    assert s["best"]["X"] == best["X"]
+    code = main(["derive", str(prog), "--optimize", "X", "--with", "Y", "--devices", "64",
+                 "--set", "B=65536", "--set", "F=28672"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"T_comms is least at X = {best['X']}," in out

@@ -79,13 +79,23 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(target, str):
         from shardc.tools.derive_regions import solve_by_region
 
-        by_region = solve_by_region(result.report, target, overlaps)
+        by_region = solve_by_region(result.report, target, overlaps, d)
         if by_region is not None:
-            out["by_region"] = by_region
+            if len(by_region["regions"]) > 1:
+                out["by_region"] = by_region
             for c in out["conditions"]:
                 if c["solved"] is not None and c["name"] in by_region["holds"]:
                     c["solved"]["intervals"] = [p["interval"]
                                                 for p in by_region["holds"][c["name"]]]
+    if args.optimize and isinstance(devices, int):
+        from shardc.tools.derive_splits import scan
+
+        bound = dict(args.bindings)
+        checked = None if {args.optimize, args.partner} & bound.keys() else scan(
+            lambda split: run_pipeline(source, args.hw, args.model, {**bound, **split}),
+            args.optimize, args.partner, devices)
+        if checked is not None:
+            out["splits"] = checked.to_dict()
     if args.format == "json":
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     elif args.format == "latex":
@@ -242,7 +252,23 @@ def to_text(out: dict) -> str:
             v += f" ({o['partner']} = {o['partner_rounded']})"
         lines.append(f"  optimum ({o['with']}; communication {how}): {o['var']} = "
                      f"{o['expr']}{v}")
+    if out.get("splits"):
+        lines += _split_lines(out["splits"], out["optima"][0]["rounded"] if out["optima"]
+                              else None)
     return "\n".join(lines)
+
+
+def _split_lines(d: dict, rounded: int | None) -> list[str]:
+    """`derive_splits.text_lines` from the JSON form."""
+    from shardc.tools.derive_splits import Split, SplitScan, text_lines
+
+    var, partner = d["var"], d["partner"]
+    splits = tuple(Split(x[var], x[partner], x["t_comms_s"], x["t_lower_s"], x["plan"])
+                   for x in d["splits"])
+    s = SplitScan(var, partner, d["devices"], d["devices_used"], splits,
+                  tuple(p["collectives"] for p in d["plans"]), d["complete"],
+                  tuple((x[var], x[partner], x["why"]) for x in d["skipped"]))
+    return text_lines(s, rounded)
 
 
 def _region_lines(by: dict | None) -> list[str]:
