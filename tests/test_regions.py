@@ -198,3 +198,25 @@ def test_the_solved_threshold_is_the_crossover_of_numeric_compiles():
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if holds(mid) else (mid, hi)
     assert 16 * lo < 76500 <= 16 * hi
+
+
+FSDP_TP_3D = ("mesh X @ici(x, y), Y @ici(z)\ndim B=65536, D=8192, F=28672\nhardware tpu-v5p\n"
+              "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
+              "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n")
+
+
+@pytest.mark.parametrize(("x", "y"), [(1, 64), (4, 16), (16, 4), (64, 1)])
+def test_a_symbolic_mesh_axis_at_a_point_is_the_compile_at_it(x, y):
+    """With a mesh axis symbolic the formulas assume full rings; at a point the topology is the
+    slice's own (wraparound, an axis of one chip moves nothing), as compiling there gives."""
+    for model in ("book", "exact"):
+        r = shardc.compile(FSDP_TP_3D, model=model)
+        assert_same(r.at(X=x, Y=y), shardc.compile(FSDP_TP_3D, model=model,
+                                                   set={"X": x, "Y": y}))
+
+
+def test_a_point_that_does_not_compile_raises():
+    """X spans two physical axes, so it must be a square: at X = 2 there is no such mesh."""
+    r = shardc.compile(FSDP_TP_3D)
+    with pytest.raises(shardc.CompileError, match="H014"):
+        r.at(X=2, Y=32)

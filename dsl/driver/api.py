@@ -78,7 +78,8 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
 
     report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
                     options={"optimizer": ctx.optimizer, "remat": ctx.remat},
-                    _relower=_relowering(unit, ctx))
+                    _relower=_relowering(unit, ctx),
+                    _recompile=_recompiling(source, hw, model, optimizer, remat, free))
     if _overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)
@@ -98,6 +99,17 @@ def _relowering(unit, ctx):
     def run(chooser):
         again = relower(unit, dataclasses.replace(ctx, diagnostics=Diagnostics()), chooser)
         return again.cost, again.memory
+    return run
+
+
+def _recompiling(source: Source, hw, model, optimizer, remat, free):
+    """For `Report.at` with a mesh axis: the program compiled with more sizes bound."""
+    def run(bindings: Mapping[str, float]) -> Report:
+        result = run_pipeline(source, hw, model, bindings, optimizer=optimizer, remat=remat,
+                              free=free)
+        if result.report is None:
+            raise CompileError(result.diagnostics.errors(), source)
+        return result.report
     return run
 
 

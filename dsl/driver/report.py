@@ -52,6 +52,9 @@ class Report:
     _relower: Callable[[Any], tuple[ProgramCost, Memory | None]] | None = field(
         default=None, repr=False)
     """Lowers the program again with a `passes.regions.Chooser` (set by `compile`)."""
+    _recompile: Callable[[Mapping[str, float]], Report] | None = field(default=None, repr=False)
+    """Compiles the program again with more sizes bound (set by `compile`): `at` uses it for
+    a mesh axis, whose size decides the topology (wraparound, axes of one chip)."""
     _regions: Any = field(default=False, repr=False)
 
     # ---- accessors ---------------------------------------------------------------------------
@@ -219,6 +222,10 @@ class Report:
         merged = {**self.bindings, **{k: float(v) for k, v in bindings.items()}}
         symbolic = {n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings}
+        if self._recompile is not None and symbolic & set(self.program.mesh_axes) & bindings.keys():
+            # The formulas of a symbolic mesh axis assume a full ring; with its size known the
+            # topology is the slice's own, so the program is compiled again at this point.
+            return self._recompile(merged).evaluate()
         if self._relower is not None and self.program.sized_choices and (
                 symbolic & bindings.keys()):
             # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
