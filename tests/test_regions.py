@@ -153,6 +153,9 @@ def test_compile_regions_flag_prints_totals_by_region(tmp_path):
 
     d = json.loads(js)
     assert len(d["regions"]) == 2 and "Piecewise" in d["totals_piecewise"]["t_comms_s"]
+    tex = shardc.compile(FSDP, set={"X": 16}).to_latex(regions=True)
+    assert "\\text{T\\_comms} &= \\begin{cases}" in tex and "\\text{where B > 7659.4}" in tex
+    assert "\\text{T\\_math} &= \\frac{12 B D F}{C X}" in tex  # one formula: no cases
 
 
 def _derive_json(tmp_path, model):

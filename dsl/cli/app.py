@@ -131,7 +131,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     r = result.report
     reg = args.regions
     text = {"text": lambda: r.to_text(regions=reg), "md": lambda: r.to_markdown(regions=reg),
-            "json": lambda: r.to_json(regions=reg) + "\n", "latex": r.to_latex}[args.format]()
+            "json": lambda: r.to_json(regions=reg) + "\n",
+            "latex": lambda: r.to_latex(regions=reg)}[args.format]()
     if args.output:
         try:
             write_text(args.output, text, flag="-o", inputs=(args.program,))

@@ -117,6 +117,33 @@ def markdown_lines(r: Report) -> list[str]:
     return out
 
 
+def latex_lines(r: Report) -> list[str]:
+    """The totals as `cases` over the regions (`Report.piecewise`), for `--format latex`."""
+    from shardc.driver.printers import latex, latex_text
+
+    regions = r.regions()
+    if regions is None:
+        return [f"% regions: more than {MAX_REGIONS}, or more than {REGIONS_SECONDS:g} s to "
+                "find; the default plans are kept"]
+    if not regions:
+        return []
+    out = ["% totals by region (the program a compile with the sizes bound runs there)",
+           "\\begin{align*}"]
+    rows = []
+    for label, key, _ in TOTALS:
+        name = label.replace("_", "\\_")
+        pieces = [(latex(as_expr(v.result.totals.get(key, 0))), condition_text(v))
+                  for v in regions]
+        if len({p for p, _ in pieces}) == 1:
+            rows.append(f"  \\text{{{name}}} &= {pieces[0][0]}")
+            continue
+        cases = " \\\\ ".join(f"{e} & \\text{{where {latex_text(c)}}}" for e, c in pieces)
+        rows.append(f"  \\text{{{name}}} &= \\begin{{cases}} {cases} \\end{{cases}}")
+    out.append(" \\\\\n".join(rows))
+    out.append("\\end{align*}")
+    return out
+
+
 def as_json(r: Report) -> dict[str, Any]:
     regions = r.regions()
     if regions is None:
@@ -133,5 +160,5 @@ def as_json(r: Report) -> dict[str, Any]:
     return out
 
 
-__all__ = ["as_json", "collectives", "condition_text", "find", "free_sizes", "markdown_lines",
-           "piecewise", "plan_of", "text_lines"]
+__all__ = ["as_json", "collectives", "condition_text", "find", "free_sizes", "latex_lines",
+           "markdown_lines", "piecewise", "plan_of", "text_lines"]

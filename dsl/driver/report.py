@@ -388,10 +388,16 @@ class Report:
 
         return piecewise(self, name)
 
-    def to_latex(self) -> str:
+    def to_latex(self, regions: bool = False) -> str:
+        """The LaTeX report; `regions`: also the totals as cases over the regions."""
         from shardc.driver.printers import render_latex
 
-        return render_latex(self)
+        text = render_latex(self)
+        if regions:
+            from shardc.driver.regions import latex_lines
+
+            text += "".join(line + "\n" for line in latex_lines(self))
+        return text
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
