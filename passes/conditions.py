@@ -10,12 +10,20 @@ from collections.abc import Callable
 
 import sympy as sp
 
+from shardc.passes.memo import memoized
+
 CANCEL_MAX_SYMBOLS = 16
 """`cancel` is a multivariate gcd, exponential in the symbols: a chain of 25 symbolic einsums
 (27 sizes) took minutes. Past this many program symbols the ratio is only put over a common
 denominator; the condition is the same, written less compactly."""
 
 
+def _separate_key(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> tuple:
+    hw = frozenset(s for e in (lhs, rhs) for s in getattr(e, "free_symbols", ()) if is_hw(s))
+    return (lhs, rhs, hw)
+
+
+@memoized("conditions.separate", _separate_key)
 def separate(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> sp.Rel:
     """`lhs > rhs` rewritten as `program-part > hardware-part` where the ratio allows it."""
     ratio = sp.together(lhs / rhs)
@@ -40,6 +48,7 @@ def separate(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> 
     return sp.StrictGreaterThan(p, sp.factor_terms(1 / h), evaluate=False)
 
 
+@memoized("conditions.less_than", lambda a, b: (a, b))
 def less_than(a: sp.Expr, b: sp.Expr) -> sp.Rel | bool:
     """`a < b` with common positive factors cancelled; True/False when decided.
 

@@ -19,6 +19,7 @@ import sympy as sp
 from shardc.hardware.levels import LEVELS, SWITCHED
 from shardc.passes.context import Model
 from shardc.passes.ir import Topology
+from shardc.passes.memo import memoized, typed
 
 Num: TypeAlias = float | int | sp.Expr
 
@@ -134,6 +135,14 @@ def combine(model: Model, bw: Num, lat: Num) -> Num:
     return smax(bw, lat) if model == "book" else bw + lat
 
 
+def _collective_key(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
+                    model: Model, topo: Topology | None, links: Links) -> tuple:
+    return (op, typed(v), tuple(axes), tuple(typed(size_of(a)) for a in axes), model, topo,
+            tuple((lv, typed(x)) for lv, x in links.w.items()),
+            tuple((lv, typed(x)) for lv, x in links.t.items()))
+
+
+@memoized("cost_model.collective_time", _collective_key)
 def collective_time(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
                     model: Model, topo: Topology | None, links: Links) -> CollectiveTime:
     """Time of `op` moving `v` bytes over mesh `axes`, level by level.

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from shardc.driver.printers import latex
+from shardc.driver.formulas import latex, text
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
+from shardc.passes.memo import MAX_ENTRIES, register
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import as_expr, hardware_values, size_symbol
 
@@ -29,6 +30,10 @@ SCHEMA = "shardc.report/1"
 OP_FIELDS = (("flops", "flops"), ("flops_per_device", "flops_per_device"),
              ("hbm_bytes", "hbm_bytes"), ("bytes", "comm_bytes"), ("time_s", "time"),
              ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"))
+_VALUES: dict[Any, float | None] = register("report.values")
+"""Each formula's value under the values of its symbols, shared by every report of the process
+(`Report.at`, the regions and a recompile evaluate the same formulas again)."""
+
 TOTAL_FIELDS = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
                 "t_comms_s", "t_lower_s", "t_upper_s")
 
@@ -111,19 +116,33 @@ class Report:
         return env
 
     def _evaluate_all(self, exprs: list[sp.Expr]) -> None:
+        """Every formula's value under the environment, in one `lambdify` for those no
+        earlier report has evaluated under the same values (`_VALUES`, process-wide)."""
         env = self.environment()
-        todo = [e for e in dict.fromkeys(exprs) if e not in self._cache]
-        ready = [e for e in todo if e.free_symbols <= env.keys()]
-        for e in todo:
-            if e not in ready:
+        ready: list[sp.Expr] = []
+        keys: list[tuple] = []
+        for e in dict.fromkeys(exprs):
+            if e in self._cache:
+                continue
+            free = e.free_symbols
+            if not free <= env.keys():
                 self._cache[e] = None
+                continue
+            key = (e, frozenset((s, env[s]) for s in free))
+            if key in _VALUES:
+                self._cache[e] = _VALUES[key]
+            else:
+                ready.append(e)
+                keys.append(key)
         if not ready:
             return
         args = sorted({s for e in ready for s in e.free_symbols}, key=lambda s: s.name)
         fn = sp.lambdify(args, ready, modules="math")
         values = fn(*[env[a] for a in args])
-        for e, v in zip(ready, values, strict=True):
-            self._cache[e] = _finite(v)
+        if len(_VALUES) + len(ready) > MAX_ENTRIES:
+            _VALUES.clear()
+        for e, key, v in zip(ready, keys, values, strict=True):
+            self._cache[e] = _VALUES[key] = _finite(v)
 
     def names(self) -> dict[str, sp.Symbol]:
         """Every name a binding or a formula may use: the program's dims and mesh axes, the
@@ -329,7 +348,7 @@ class Report:
     # ---- output ------------------------------------------------------------------------------
     def q(self, expr) -> dict[str, Any]:
         expr = as_expr(expr)
-        return {"expr": str(expr), "latex": latex(expr), "value": self.value(expr)}
+        return {"expr": text(expr), "latex": latex(expr), "value": self.value(expr)}
 
     def to_dict(self) -> dict[str, Any]:
         from shardc.driver.json_report import report_dict
