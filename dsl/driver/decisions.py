@@ -10,6 +10,7 @@ from typing import Any
 
 import sympy as sp
 
+from shardc.driver.formulas import text
 from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
 from shardc.passes.einsum_plan import PLAN_SEARCH_LIMIT
@@ -70,7 +71,7 @@ def condition(d: Decision, a: Alternative) -> str:
         return "always"
     if a.wins == sp.false:
         return "never"
-    return str(a.wins)
+    return text(a.wins)
 
 
 _FINDER = RegionFinder()
@@ -147,14 +148,14 @@ def as_dict(d: Decision) -> dict[str, Any]:
     """The JSON form (`shardc.report/1`'s `decisions[]`)."""
     out: dict[str, Any] = {
         "line": d.line, "statement": statement(d), "decided_by": decided_by(d),
-        "alternatives": [{"description": description(d, a), "cost": str(a.cost),
+        "alternatives": [{"description": description(d, a), "cost": text(a.cost),
                           "chosen": a.chosen, "condition": condition(d, a)}
                          for a in d.alternatives]}
     regs = regions(d)
     if regs:
         by = {c.order: c for c in d.candidates}
-        out["regions"] = [{"condition": region_text(r), "relation": str(r.condition),
-                           "plan": candidate_text(d, r.order), "cost": str(by[r.order].time),
+        out["regions"] = [{"condition": region_text(r), "relation": text(r.condition),
+                           "plan": candidate_text(d, r.order), "cost": text(by[r.order].time),
                            "share_of_sample": round(r.share, 4)} for r in regs]
     return out
 

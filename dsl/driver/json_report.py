@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from shardc.driver import decisions
-from shardc.driver.printers import latex
+from shardc.driver.formulas import latex, text
 from shardc.driver.report import OP_FIELDS, SCHEMA, TOTAL_FIELDS
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def report_dict(r: Report) -> dict[str, Any]:
             "saved_activations": list(r.memory.saved),
             **r.options},
         "conditions": [{"name": c.name, "text": f"{c.text}: {c.relation}",
-                        "expr": str(c.relation), "latex": latex(c.relation),
+                        "expr": text(c.relation), "latex": latex(c.relation),
                         "holds": r.holds(c.relation)} for c in r.conditions],
         "decisions": [decisions.as_dict(d) for d in r.decisions],
         "warnings": list(r.warnings),

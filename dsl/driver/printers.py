@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import sympy as sp
-
 from shardc.driver import decisions
+from shardc.driver.formulas import latex, text
 from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
-from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
@@ -21,17 +19,6 @@ SUMMARY = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"), ("T_comms", "
            ("memory/device", "memory_per_device_bytes", "B"))
 
 
-def latex_name(name: str) -> str:
-    r"""LaTeX for a symbol name: `W_hbm` -> `W_{\mathrm{hbm}}` (SymPy would bold the `bm`).
-
-    >>> print(latex_name("W_hbm"), latex_name("B"), latex_name("data"))
-    W_{\mathrm{hbm}} B \mathrm{data}
-    """
-    head, _, sub = name.partition("_")
-    base = head if len(head) == 1 else f"\\mathrm{{{head}}}"
-    return f"{base}_{{\\mathrm{{{sub}}}}}" if sub else base
-
-
 def latex_text(text: str) -> str:
     r"""Text for LaTeX's text mode: an op such as `Send_{X: 0->3}` or `gelu_grad`.
 
@@ -41,12 +28,6 @@ def latex_text(text: str) -> str:
     for old, new in (("_", "\\_"), ("{", "\\{"), ("}", "\\}"), ("->", "$\\to$")):
         text = text.replace(old, new)
     return text
-
-
-def latex(expr) -> str:
-    """`sympy.latex` with every symbol named by `latex_name`."""
-    expr = as_expr(expr)
-    return sp.latex(expr, symbol_names={s: latex_name(s.name) for s in expr.free_symbols})
 
 
 def _header(r: Report) -> list[str]:
@@ -73,7 +54,7 @@ def render_text(r: Report) -> str:
     out.append("summary (per device unless noted)")
     for label, key, unit in SUMMARY:
         expr = r.totals[key]
-        out.append(f"  {label:<18} {fmt_value(r.value(expr), unit):>10}   = {expr}")
+        out.append(f"  {label:<18} {fmt_value(r.value(expr), unit):>10}   = {text(expr)}")
     if r.program.params or any(c.overlap for c in r.ops):
         sched = r.scheduled_step()
         for label, key in (("T_step (max)", "t_step_max_s"), ("T_step (sum)", "t_step_sum_s")):
