@@ -64,9 +64,16 @@ class Contractions(LoweringState):
             departures = book_departures(p, lv.layout, rv.layout, e.dims)
             return (departures, round(total, 15), flops, len(p.collectives))
 
-        search = search_plans(lv.layout, rv.layout, e.dims, out_dims, requested,
-                              tuple(self.mesh), self.divisible, keep_partial,
-                              self.known_sizes(), objective)
+        # One search per statement shape: within a lowering the sizes, topology and chip are
+        # fixed, so the ranking depends only on the operands' layouts and dtypes and the
+        # request (docs/benchmarks.md: a chain of 2,000 einsums has two shapes).
+        shape = ("search", lv.layout, rv.layout, lv.dtype, rv.dtype, e.dims, out_dims,
+                 requested, keep_partial)
+        search = self.searches.get(shape)
+        if search is None:
+            search = self.searches[shape] = search_plans(
+                lv.layout, rv.layout, e.dims, out_dims, requested, tuple(self.mesh),
+                self.divisible, keep_partial, self.known_sizes(), objective)
         ranked = search.ranked
         if not ranked:
             self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"

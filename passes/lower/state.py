@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shardc.lang.layout import Layout, format_axes
 from shardc.lang.source import Span
@@ -48,6 +48,8 @@ class LoweringState:
     # Per-compilation memo of decision formulas: programs repeat statement shapes, and building
     # and printing SymPy costs dominated planning before (docs/benchmarks.md).
     memo: dict[tuple, tuple[sp.Expr, sp.Basic | None]] = field(default_factory=dict)
+    searches: dict[tuple, Any] = field(default_factory=dict)
+    """The plan search of each statement shape (`Contractions.contract`)."""
     resharded: dict[tuple, Value] = field(default_factory=dict)
     figures: tuple | None = None
     params: set[str] = field(default_factory=set)
