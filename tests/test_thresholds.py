@@ -20,8 +20,8 @@ import shardc
 from shardc.tools.derive_regions import solve_by_region
 from tests.strategies import programs
 
-EXAMPLES = int(os.environ.get("SHARDC_THRESHOLD_EXAMPLES", "150"))
-"""About 0.8 s each (a compile per size tried): 150 in CI, 10,000 under `-m slow`."""
+EXAMPLES = int(os.environ.get("SHARDC_THRESHOLD_EXAMPLES", "300"))
+"""About 0.3 s each (a compile per size tried): 300 in CI, 10,000 under `-m slow`."""
 TOP = 1 << 10
 """Sizes tried: 1 .. TOP times the size's unit (a multiple of its shard count)."""
 
