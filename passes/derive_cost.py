@@ -7,7 +7,9 @@ Formulas and their seed sections are in docs/cost-model.md. Hardware quantities 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import sympy as sp
 
@@ -109,16 +111,42 @@ class ProgramCost:
     ops: tuple[OpCost, ...]
     arrays: tuple[ArrayCost, ...]
     totals: dict[str, sp.Expr]
-    conditions: tuple[ConditionCost, ...]
+    derive_conditions: Callable[[], tuple[ConditionCost, ...]]
+    """The compute-bound conditions, derived on first use (`conditions`): simplifying them is
+    the costliest SymPy work of a compile, and `plan`, `sweep` and `Report.at` read only
+    totals."""
     symbols: HardwareSymbols
     blocks: tuple[BlockCost, ...] = ()
     recomputed: tuple[int, ...] = ()
     """Ops the backward pass runs again under --remat (charged twice in the totals)."""
+    _conditions: list[tuple[ConditionCost, ...]] = field(default_factory=list, repr=False,
+                                                          compare=False)
+
+    @property
+    def conditions(self) -> tuple[ConditionCost, ...]:
+        if not self._conditions:
+            self._conditions.append(self.derive_conditions())
+        return self._conditions[0]
 
 
 BLOCK_FIGURES = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
                  "t_comms_s", "t_compute_s")
 """What a report gives per iteration and in total for each `repeat` block."""
+
+
+def summed(terms: list[tuple[Any, Any]]) -> sp.Expr:
+    """`sum(x * count)`, each distinct term multiplied once: a program repeats a few formulas
+    thousands of times, and SymPy's `Add` of n terms costs far more than counting them.
+    The result is the same expression (`Add` collects equal terms into coefficients).
+
+    >>> B = sp.Symbol("B")
+    >>> summed([(2 * B, 1), (2 * B, 1), (B, 3)]) == sp.Add(2 * B, 2 * B, 3 * B)
+    True
+    """
+    from collections import Counter
+
+    return sp.Add(*[x * count * k if k > 1 else x * count
+                    for (x, count), k in Counter(terms).items()])
 
 
 def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
@@ -163,10 +191,10 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
     charged = costs + again
 
     def total(field: str) -> sp.Expr:
-        return sp.Add(*[getattr(c, field) * c.count for c in charged]) if costs else ZERO
+        return summed([(getattr(c, field), c.count) for c in charged]) if costs else ZERO
 
     t_math, t_hbm = total("t_math"), total("t_hbm")
-    t_comms = sp.Add(*[c.time * c.count for c in costs if c.kind == "collective"])
+    t_comms = summed([(c.time, c.count) for c in costs if c.kind == "collective"])
     totals = {
         "flops": total("flops"), "flops_per_device": total("flops_per_device"),
         "hbm_bytes": total("hbm_bytes"), "comm_bytes": total("comm_bytes"),
@@ -186,9 +214,9 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
     by_level = {lv: sp.Add(*xs) for lv, xs in level_terms.items()}
     bw_by_level = {lv: sp.Add(*xs) for lv, xs in bw_terms.items()}
     totals.update({f"t_comms_{lv}_s": x for lv, x in by_level.items()})
-    t_compute = sp.Add(*[c.time * c.count for c in charged if c.kind != "collective"])
-    t_critical = sp.Add(*[c.time * c.count for c in costs
-                          if c.kind == "collective" and not c.overlap])
+    t_compute = summed([(c.time, c.count) for c in charged if c.kind != "collective"])
+    t_critical = summed([(c.time, c.count) for c in costs
+                         if c.kind == "collective" and not c.overlap])
     totals.update({
         "t_compute_s": t_compute,
         "t_step_max_s": sp.Max(t_compute, t_comms, evaluate=False),
@@ -199,6 +227,17 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
         totals["t_recompute_s"] = sp.Add(*[c.time * c.count for c in again])
         totals["recompute_flops_per_device"] = sp.Add(*[c.flops_per_device * c.count
                                                         for c in again])
+    def conditions() -> tuple[ConditionCost, ...]:
+        return _conditions(program, costs, t_math, t_hbm, bw_by_level, syms)
+    return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, conditions, syms,
+                       _blocks(program, costs), redo)
+
+
+def _conditions(program: CompiledProgram, costs: list[OpCost], t_math: sp.Expr,
+                t_hbm: sp.Expr, bw_by_level: dict[str, sp.Expr], syms: HardwareSymbols
+                ) -> tuple[ConditionCost, ...]:
+    """The report's conditions: compute against HBM, against communication (the whole step,
+    the backward pass, each network level), each as `program part > hardware ratio`."""
     conditions: list[ConditionCost] = []
     if t_math != 0 and t_hbm != 0:
         rel = separate(t_math, t_hbm, syms.is_hardware)
@@ -226,8 +265,7 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
                     f"compute-vs-{lv}", f"compute-bound over the {LEVEL_NAMES[lv]} part alone "
                     f"(T_math > T_comms on {lv}, bandwidth terms)",
                     separate(t_math, bw, syms.is_hardware)))
-    return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, tuple(conditions), syms,
-                       _blocks(program, costs), redo)
+    return tuple(conditions)
 
 
 def _blocks(program: CompiledProgram, costs: list[OpCost]) -> tuple[BlockCost, ...]:

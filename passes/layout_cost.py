@@ -11,8 +11,17 @@ import sympy as sp
 
 from shardc.lang.layout import Layout
 from shardc.lang.syntax import DTYPES
-from shardc.passes.cost_model import CollectiveTime, Links, Model, Num, collective_time, sprod
+from shardc.passes.cost_model import (
+    CollectiveTime,
+    Links,
+    Model,
+    Num,
+    collective_time,
+    is_number,
+    sprod,
+)
 from shardc.passes.ir import Topology
+from shardc.passes.memo import memoized, typed
 from shardc.passes.reshard import Step
 
 SizeOf = Callable[[str], Num]
@@ -20,9 +29,21 @@ SizeOf = Callable[[str], Num]
 
 def local_elements(layout: Layout, size_of: SizeOf) -> Num:
     """Elements of one device's block: each dim divided by the sizes of its axes."""
+    sizes = tuple((size_of(d.dim), tuple(size_of(a) for a in d.axes)) for d in layout.dims)
+    if all(is_number(n) and all(is_number(a) for a in axes) for n, axes in sizes):
+        out: Num = 1
+        for n, axes in sizes:
+            out = out * n / sprod(axes)
+        return out
+    return _symbolic_elements(tuple((typed(n), tuple(typed(a) for a in axes))
+                                    for n, axes in sizes))
+
+
+@memoized("layout_cost.elements", lambda sizes: sizes)
+def _symbolic_elements(sizes: tuple) -> Num:
     out: Num = 1
-    for d in layout.dims:
-        out = out * size_of(d.dim) / sprod(size_of(a) for a in d.axes)
+    for (_, n), axes in sizes:
+        out = out * n / sprod(a for _, a in axes)
     return out
 
 
