@@ -121,19 +121,25 @@ def _overflows(report: Report, diags: Diagnostics) -> bool:
     from shardc.passes.symbols import as_expr
 
     try:
-        report.evaluate()
+        report.evaluate(conditions=False)  # printers evaluate the conditions they print
     except (ArithmeticError, ValueError) as exc:  # math.pow and friends raise instead of inf
         diags.error("K003", f"a quantity of the report overflows a float ({exc})",
                     notes=(_OVERFLOW_NOTE,))
         return True
     env = report.environment().keys()
-    named = [*report.totals.items(),
-             *((f"op {c.index} ({c.op}) {label}", getattr(c, attr))
-               for c in report.ops for label, attr in OP_FIELDS),
-             *(("an intermediate quantity", e) for e in report.all_expressions())]
-    for name, expr in named:
-        expr = as_expr(expr)
-        if expr.free_symbols and expr.free_symbols <= env and report.value(expr) is None:
+    # Each distinct formula once (a program repeats few), named where it first appears.
+    named: dict = {}
+    for key, x in report.totals.items():
+        named.setdefault(as_expr(x), key)
+    for c in report.ops:
+        for label, attr in OP_FIELDS:
+            named.setdefault(as_expr(getattr(c, attr)), (c, label))
+    for x in report.all_expressions(conditions=False):
+        named.setdefault(as_expr(x), "an intermediate quantity")
+    for expr, where in named.items():
+        name = where if isinstance(where, str) else f"op {where[0].index} ({where[0].op}) {where[1]}"
+        free = expr.free_symbols
+        if free and free <= env and report.value(expr) is None:
             text = str(expr)
             shown = f"{name} = {text}" if len(text) <= 80 else name
             diags.error("K003", f"a quantity overflows a float: {shown}", notes=(_OVERFLOW_NOTE,))

@@ -31,6 +31,9 @@ OP_FIELDS = (("flops", "flops"), ("flops_per_device", "flops_per_device"),
              ("hbm_bytes", "hbm_bytes"), ("bytes", "comm_bytes"), ("time_s", "time"),
              ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"))
 _VALUES: dict[Any, float | None] = register("report.values")
+_FUNCTIONS: dict[Any, Callable[..., Any]] = register("report.functions")
+"""Generated functions evaluating a list of formulas, kept for the next report whose formulas
+are the same (at most 256: each holds the source of its formulas)."""
 """Each formula's value under the values of its symbols, shared by every report of the process
 (`Report.at`, the regions and a recompile evaluate the same formulas again)."""
 
@@ -61,6 +64,7 @@ class Report:
     """Compiles the program again with more sizes bound (set by `compile`): `at` uses it for
     a mesh axis, whose size decides the topology (wraparound, axes of one chip)."""
     _regions: Any = field(default=False, repr=False)
+    _q: dict[Any, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     # ---- accessors ---------------------------------------------------------------------------
     @property
@@ -137,7 +141,14 @@ class Report:
         if not ready:
             return
         args = sorted({s for e in ready for s in e.free_symbols}, key=lambda s: s.name)
-        fn = sp.lambdify(args, ready, modules="math")
+        # The same formulas under other values (a plan's candidates, a size edited in a
+        # notebook): the generated function is kept, keyed by the formulas.
+        fkey = (tuple(ready), tuple(args))
+        fn = _FUNCTIONS.get(fkey)
+        if fn is None:
+            if len(_FUNCTIONS) >= 256:
+                _FUNCTIONS.clear()
+            fn = _FUNCTIONS[fkey] = sp.lambdify(args, ready, modules="math")
         values = fn(*[env[a] for a in args])
         if len(_VALUES) + len(ready) > MAX_ENTRIES:
             _VALUES.clear()
@@ -257,7 +268,7 @@ class Report:
             return Report(cost, self.chip, merged, list(self.warnings), memory,
                           dict(self.options), _relower=self._relower).evaluate()
         return dataclasses.replace(self, bindings=merged, warnings=list(self.warnings),
-                                   _cache={}, _env=None, _names=self._names,
+                                   _cache={}, _q={}, _env=None, _names=self._names,
                                    _functions=self._functions).evaluate()
 
     def parse(self, text: str) -> sp.Expr:
@@ -273,7 +284,9 @@ class Report:
         hw = {s.name: s for s in self.cost.symbols.all_for(set(DTYPE_NAMES))}
         return hw.get(name, size_symbol(name))
 
-    def all_expressions(self) -> list[sp.Expr]:
+    def all_expressions(self, conditions: bool = True) -> list[sp.Expr]:
+        """Every formula of the report (`conditions=False`: not the conditions' sides, which
+        are derived on first use)."""
         out: list[sp.Expr] = []
         for c in self.ops:
             out.extend(getattr(c, f) for _, f in OP_FIELDS)
@@ -281,7 +294,7 @@ class Report:
         out.extend(self.totals.values())
         for a in self.cost.arrays:
             out.extend((a.bytes_per_device, a.bytes_total, a.count))
-        for cond in self.conditions:
+        for cond in self.conditions if conditions else ():
             out.extend((cond.relation.lhs, cond.relation.rhs))
         if self.memory is not None:
             m = self.memory
@@ -297,9 +310,10 @@ class Report:
             out.extend(b.total.values())
         return [as_expr(e) for e in out]
 
-    def evaluate(self) -> Report:
-        """Compute every number of the report at once (one lambdify)."""
-        self._evaluate_all(self.all_expressions())
+    def evaluate(self, conditions: bool = True) -> Report:
+        """Compute every number of the report at once (one lambdify); `conditions=False`
+        leaves the conditions to be derived when something reads them."""
+        self._evaluate_all(self.all_expressions(conditions))
         return self
 
     def holds(self, rel) -> bool | None:
@@ -347,8 +361,13 @@ class Report:
 
     # ---- output ------------------------------------------------------------------------------
     def q(self, expr) -> dict[str, Any]:
-        expr = as_expr(expr)
-        return {"expr": text(expr), "latex": latex(expr), "value": self.value(expr)}
+        """A formula as JSON: `{"expr", "latex", "value"}`; one (shared) dict per distinct
+        formula of this report."""
+        hit = self._q.get(expr)
+        if hit is None:
+            e = as_expr(expr)
+            hit = self._q[expr] = {"expr": text(e), "latex": latex(e), "value": self.value(e)}
+        return hit
 
     def to_dict(self) -> dict[str, Any]:
         from shardc.driver.json_report import report_dict
@@ -367,6 +386,10 @@ class Report:
             from shardc.driver.regions import as_json
 
             d.update(as_json(self))
+        if indent == 2:
+            from shardc.driver.json_text import dumps
+
+            return dumps(d)  # the same text as json.dumps(d, indent=2), faster
         return json.dumps(d, indent=indent)
 
     def to_text(self, regions: bool = False) -> str:

@@ -1,0 +1,132 @@
+"""`json.dumps(obj, indent=2)`, byte for byte, faster.
+
+With `indent`, the standard library encodes in pure Python through nested generators; a report
+of a 2,000-einsum program is 8 MB of JSON and took longer to encode than to compile. This
+encoder writes the same text with one recursive function, strings through the C escaper, and
+each leaf object (a formula's `expr`/`latex`/`value`, repeated thousands of times) encoded once
+per depth.
+"""
+
+from __future__ import annotations
+
+from json.encoder import encode_basestring_ascii
+from typing import Any
+
+
+def _float(x: float) -> str:
+    if x != x:
+        return "NaN"
+    if x == float("inf"):
+        return "Infinity"
+    if x == -float("inf"):
+        return "-Infinity"
+    return float.__repr__(x)
+
+
+def _key(k: Any) -> str:
+    if isinstance(k, str):
+        return encode_basestring_ascii(k)
+    if k is True:
+        return '"true"'
+    if k is False:
+        return '"false"'
+    if k is None:
+        return '"null"'
+    if isinstance(k, float):
+        return encode_basestring_ascii(_float(k))
+    if isinstance(k, int):
+        return encode_basestring_ascii(int.__repr__(k))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def dumps(obj: Any, indent: int = 2) -> str:
+    """The text `json.dumps(obj, indent=indent)` gives (default separators, ASCII, NaN
+    allowed, keys in insertion order).
+
+    >>> import json
+    >>> x = {"a": [1, 2.5, None, True, {"b": "é", "c": []}], "d": {}, 3: float("inf")}
+    >>> dumps(x) == json.dumps(x, indent=2)
+    True
+    """
+    out: list[str] = []
+    leaves: dict[tuple, str] = {}
+    shared: dict[tuple[int, int], tuple[dict, str]] = {}
+    pad = [" " * (indent * k) for k in range(64)]
+
+    def scalar(x: Any) -> str | None:
+        if isinstance(x, str):
+            return encode_basestring_ascii(x)
+        if x is None:
+            return "null"
+        if x is True:
+            return "true"
+        if x is False:
+            return "false"
+        if isinstance(x, int):
+            return int.__repr__(x)
+        if isinstance(x, float):
+            return _float(x)
+        return None
+
+    def leaf_key(d: dict) -> tuple | None:
+        """A dict of scalars only, as a hashable key (None otherwise)."""
+        items = []
+        for k, v in d.items():
+            if isinstance(v, (dict, list, tuple)):
+                return None
+            items.append((k, type(v), v))
+        return tuple(items)
+
+    def enc(x: Any, depth: int) -> None:
+        s = scalar(x)
+        if s is not None:
+            out.append(s)
+            return
+        if depth + 1 >= len(pad):
+            pad.append(" " * (indent * len(pad)))
+        inner, here = pad[depth + 1], pad[depth]
+        if isinstance(x, dict):
+            if not x:
+                out.append("{}")
+                return
+            same = shared.get((id(x), depth))  # the very dict again (`Report.q` shares them)
+            if same is not None and same[0] is x:
+                out.append(same[1])
+                return
+            key = leaf_key(x)
+            if key is not None:
+                hit = leaves.get((key, depth))
+                if hit is None:
+                    hit = "{\n" + ",\n".join(f"{inner}{_key(k)}: {scalar(v)}"
+                                             for k, v in x.items()) + f"\n{here}}}"
+                    leaves[(key, depth)] = hit
+                shared[(id(x), depth)] = (x, hit)
+                out.append(hit)
+                return
+            out.append("{")
+            first = True
+            for k, v in x.items():
+                out.append(("\n" if first else ",\n") + inner + _key(k) + ": ")
+                first = False
+                enc(v, depth + 1)
+            out.append("\n" + here + "}")
+            return
+        if isinstance(x, (list, tuple)):
+            if not x:
+                out.append("[]")
+                return
+            out.append("[")
+            first = True
+            for v in x:
+                out.append(("\n" if first else ",\n") + inner)
+                first = False
+                enc(v, depth + 1)
+            out.append("\n" + here + "]")
+            return
+        raise TypeError(f"Object of type {type(x).__name__} is not JSON serializable")
+
+    enc(obj, 0)
+    return "".join(out)
+
+
+__all__ = ["dumps"]
