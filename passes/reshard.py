@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shardc.lang.layout import DimSharding, Layout
+from shardc.passes.memo import memoized
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +166,29 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
     """Steps from `src` to `dst` (same dims, any order), or None when impossible.
 
     Impossible means `dst` holds partial sums that `src` does not: no collective creates them.
+    Only the sizes of the mesh axes the two layouts use matter; each distinct question is
+    answered once per process (`passes.memo`).
 
     >>> s = Layout.of({"I": ("X",), "J": ()}); d = Layout.of({"I": (), "J": ("X",)})
     >>> [(st.kind, st.axes, st.dim) for st in plan_reshard(s, d)]
     [('AllToAll', ('X',), 'J')]
     """
+    axes = None
+    if sizes:
+        axes = tuple((a, sizes.get(a)) for a in sorted({*src.sharding_axes,
+                                                        *dst.sharding_axes}))
+    steps = _planned(src, dst, axes)
+    return None if steps is None else list(steps)
+
+
+@memoized("reshard.plan", lambda src, dst, axes: (src, dst, axes))
+def _planned(src: Layout, dst: Layout, axes: tuple | None) -> tuple[Step, ...] | None:
+    sizes = None if axes is None else {a: n for a, n in axes if n is not None}
+    steps = _plan(src, dst, sizes or None)
+    return None if steps is None else tuple(steps)
+
+
+def _plan(src: Layout, dst: Layout, sizes: Mapping[str, float] | None) -> list[Step] | None:
     order = dst.dim_names
     cur = {d.dim: list(d.axes) for d in src.dims}
     target = {d.dim: list(d.axes) for d in dst.dims}

@@ -48,7 +48,7 @@ class Contractions(LoweringState):
         topo = self.ctx.topology
         size_of = self.numeric_size
 
-        def objective(p: EinsumPlan) -> tuple[int, float, float, int]:
+        def rank(p: EinsumPlan) -> tuple[int, float, float, int]:
             model = self.ctx.model
             comm = float(steps_time(p.lhs_steps, lv.dtype, size_of, model, topo, links))
             comm += float(steps_time(p.rhs_steps, rv.dtype, size_of, model, topo, links))
@@ -69,6 +69,15 @@ class Contractions(LoweringState):
         # request (docs/benchmarks.md: a chain of 2,000 einsums has two shapes).
         shape = ("search", lv.layout, rv.layout, lv.dtype, rv.dtype, e.dims, out_dims,
                  requested, keep_partial)
+        ranks: dict[int, tuple[int, float, float, int]] = self.searches.setdefault(
+            ("ranks", shape), {})
+
+        def objective(p: EinsumPlan) -> tuple[int, float, float, int]:
+            # by identity: the shape's plans live as long as its search does
+            hit = ranks.get(id(p))
+            if hit is None:
+                hit = ranks[id(p)] = rank(p)
+            return hit
         search = self.searches.get(shape)
         if search is None:
             search = self.searches[shape] = search_plans(
@@ -145,7 +154,25 @@ class Contractions(LoweringState):
                         candidates: tuple[Candidate, ...] = (), ordinal: int = -1) -> None:
         """The decision record: the distinct plans (at most three, best first), each with its
         communication time in SymPy and, where sizes are symbolic, the relation under which it
-        would move fewer bytes than the chosen one. Nothing when there is nothing to explain."""
+        would move fewer bytes than the chosen one. Nothing when there is nothing to explain.
+        The alternatives of a ranking met before (the same plans in the same order: a
+        repeated statement shape) are reused."""
+        memo_key = ("alternatives", tuple(map(id, ranked)), numeric, search is None,
+                    lv.dtype, rv.dtype, dtype)
+        if memo_key not in self.searches:
+            self.searches[memo_key] = self._alternatives(ranked, objective, numeric, lv, rv,
+                                                         dtype, search is None)
+        made = self.searches[memo_key]
+        if made is None:
+            return
+        alts, moves_nothing = made
+        self.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, alts,
+                                       numeric, self.ctx.chip is not None, search,
+                                       moves_nothing, candidates, ordinal))
+
+    def _alternatives(self, ranked: list[EinsumPlan], objective, numeric: bool, lv: Value,
+                      rv: Value, dtype: str, uncapped: bool
+                      ) -> tuple[tuple[Alternative, ...], bool] | None:
         distinct: list[EinsumPlan] = []
         seen: set[tuple] = set()
         for p in ranked:
@@ -155,8 +182,8 @@ class Contractions(LoweringState):
                 distinct.append(p)
             if len(distinct) == 3:
                 break
-        if (len(distinct) < 2 or not distinct[0].collectives) and search is None:
-            return  # one candidate, or the chosen plan communicates nothing: nothing to explain
+        if (len(distinct) < 2 or not distinct[0].collectives) and uncapped:
+            return None  # one candidate, or the chosen plan moves nothing: nothing to explain
         syms = HardwareSymbols(frozenset(self.dims))
         sym_links = syms.links()
         t_syms = {syms.t(lv): 0 for lv in LEVELS}
@@ -188,6 +215,4 @@ class Contractions(LoweringState):
             cost, wins = self.memo[memo_key]
             alts.append(Alternative(p.lhs_steps, p.rhs_steps, p.out_steps, cost,
                                     float(objective(p)[1]), i == 0, wins))
-        self.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, tuple(alts),
-                                       numeric, self.ctx.chip is not None, search,
-                                       bw_best == 0, candidates, ordinal))
+        return tuple(alts), bool(bw_best == 0)
