@@ -33,19 +33,33 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import gen  # noqa: E402
 
 PY = sys.executable
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["PYTHONPATH"] = str(ROOT)
+"""Byte-code caches as an installed package has them (a shell may set PYTHONDONTWRITEBYTECODE:
+then every module is compiled from source on every run, 0.1 s of a small compile)."""
+
+
+# The child reports its own peak RSS: `wait4`'s would include the parent's pages at fork.
+REPORT_RSS = ("import atexit, resource, runpy, sys; atexit.register(lambda: print('MAXRSS', "
+              "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); "
+              "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__') "
+              "if sys.argv[0].endswith('.py') else runpy.run_module(sys.argv[0], "
+              "run_name='__main__', alter_sys=True)")
 
 
 def run(cmd: list[str]) -> tuple[float, float]:
-    """(CPU seconds, peak RSS in MB) of one whole process, output discarded."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """(CPU seconds, peak RSS in MB) of one whole process, output discarded: `cmd` is a module
+    name or a script, then its arguments."""
+    proc = subprocess.Popen([PY, "-c", REPORT_RSS, *cmd], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=ENV)
     assert proc.stderr is not None
-    err = proc.stderr.read()
+    err = proc.stderr.read().decode(errors="replace")
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err[-2000:]!r}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    rss = [line.split()[1] for line in err.splitlines() if line.startswith("MAXRSS ")]
+    return usage.ru_utime + usage.ru_stime, int(rss[-1]) / 1024 if rss else float("nan")
 
 
 def program_text(kind: str, n: int) -> str:
@@ -63,12 +77,9 @@ def main() -> None:
     ap.add_argument("--no-jax", action="store_true")
     args = ap.parse_args()
     formats = args.formats.split(",")
-    if not args.no_jax:
-        import jax
+    from importlib.metadata import version
 
-        jv = f"; jax {jax.__version__}"
-    else:
-        jv = ""
+    jv = "" if args.no_jax else f"; jax {version('jax')}"
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}{jv}; CPU time of each whole process, medians of "
           f"{args.repeat}")
@@ -98,10 +109,9 @@ def main() -> None:
                 theirs: list[float] = []
                 for _ in range(args.repeat):
                     for f in formats:
-                        ours[f].append(run([PY, "-m", "shardc", "compile", str(shard),
-                                            "--format", f]))
+                        ours[f].append(run(["shardc", "compile", str(shard), "--format", f]))
                     if not args.no_jax:
-                        theirs.append(run([PY, str(script)])[0])
+                        theirs.append(run([str(script)])[0])
                 for f in formats:
                     t = statistics.median(c for c, _ in ours[f])
                     rss = max(m for _, m in ours[f])

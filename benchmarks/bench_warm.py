@@ -4,8 +4,9 @@ text report. CPU time of each recompile, medians.
 
 Usage: python benchmarks/bench_warm.py [--repeat 11]
 
-Edits, each applied alone to the original program: a size (`B=128` -> `B=256`), a requested
-layout of the last statement, and an appended comment (the text changes, the program does not).
+Edits, each applied alone to the original program: a size (`B=128` -> `B=256`), the last
+contraction's requested layout (its first subscript dropped), and an appended comment (the text
+changes, the program does not).
 `passes.memo.clear()` empties the process-wide caches before the cold compile, so "cold" is a
 first compile after the imports.
 """
@@ -34,11 +35,11 @@ def edits(text: str) -> dict[str, str]:
         out["a size"] = text.replace(m.group(0), f"{m.group(1)}={int(m.group(2)) * 2}", 1)
     lines = text.rstrip("\n").split("\n")
     for k in range(len(lines) - 1, -1, -1):
-        m2 = re.match(r"^(\w+)(\[[^\]]*\])?(\s*=\s*.*·_.*)$", lines[k])
-        if m2:
-            target = m2.group(1) + m2.group(3)
-            changed = lines[:k] + [target] + lines[k + 1:]
-            if changed != lines:
+        m2 = re.match(r"^(\w+)(\[[^\]]*\])(\s*=\s*.*·_.*)$", lines[k])
+        if m2:  # the request without its first subscript: `Out[B_X, D]` -> `Out[B, D]`
+            request = re.sub(r"_\{?[A-Z]+\}?", "", m2.group(2), count=1)
+            if request != m2.group(2):
+                changed = lines[:k] + [m2.group(1) + request + m2.group(3)] + lines[k + 1:]
                 out["a request"] = "\n".join(changed) + "\n"
             break
     out["a comment"] = text + "# edited\n"

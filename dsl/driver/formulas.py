@@ -21,19 +21,71 @@ _TEXT: dict[Any, str] = register("formulas.text")
 _LATEX: dict[Any, str] = register("formulas.latex")
 
 
+class _Names(dict):
+    """`symbol_names` for the LaTeX printer: every symbol by `latex_name`, made on demand."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        name = getattr(key, "name", None)
+        return latex_name(name) if isinstance(name, str) else default
+
+
+def _memo_printer(base: type) -> type:
+    """`base` (a SymPy printer) printing each subexpression once per process: the formulas of
+    a report share most of their terms, and SymPy prints a term again inside every formula
+    that holds it. A subexpression's text does not depend on where it sits (its parent adds
+    the parentheses), except a Float's digits at the top level (`_print_level`), which the key
+    holds; calls with printing options (LaTeX's `exp=` for a power of a function) are not
+    kept."""
+
+    class Memo(base):  # type: ignore[valid-type, misc]
+        _done: dict[Any, str]
+
+        def _print(self, expr: Any, **kwargs: Any) -> str:
+            if kwargs:
+                return super()._print(expr, **kwargs)
+            key = (type(expr), expr, self._print_level == 0)
+            hit = self._done.get(key)
+            if hit is None:
+                if len(self._done) >= MAX_ENTRIES:
+                    self._done.clear()
+                hit = self._done[key] = super()._print(expr)
+            return hit
+
+    Memo.__name__ = f"Memo{base.__name__}"
+    return Memo
+
+
+_STR: Any = None
+_TEX: Any = None
+
+
+def _printers() -> tuple[Any, Any]:
+    global _STR, _TEX
+    if _STR is None:
+        from sympy.printing.latex import LatexPrinter
+        from sympy.printing.str import StrPrinter
+
+        str_cls, tex_cls = _memo_printer(StrPrinter), _memo_printer(LatexPrinter)
+        str_cls._done = register("formulas.str-terms")
+        tex_cls._done = register("formulas.latex-terms")
+        _STR, _TEX = str_cls(), tex_cls({"symbol_names": _Names()})
+    return _STR, _TEX
+
+
 def text(expr: Any) -> str:
-    """`str(expr)`, printed once per distinct expression.
+    """`str(expr)`, printed once per distinct expression (and each of its terms once).
 
     >>> B = sp.Symbol("B")
-    >>> text(2 * B / 3), text(2 * B / 3) is text(2 * B / 3)
-    ('2*B/3', True)
+    >>> text(2 * B / 3), text(2 * B / 3) is text(2 * B / 3), text(sp.Float(0.5) * B)
+    ('2*B/3', True, '0.5*B')
     """
     key = (type(expr), expr)  # 2 and 2.0 are equal keys, but print differently
     hit = _TEXT.get(key)
     if hit is None:
         if len(_TEXT) >= MAX_ENTRIES:
             _TEXT.clear()
-        hit = _TEXT[key] = str(expr)
+        hit = _TEXT[key] = _printers()[0].doprint(expr) if isinstance(expr, sp.Basic) \
+            else str(expr)
     return hit
 
 
@@ -50,15 +102,17 @@ def latex_name(name: str) -> str:
 
 def latex(expr: Any) -> str:
     """`sympy.latex` with every symbol named by `latex_name`, printed once per distinct
-    expression."""
+    expression (and each of its terms once).
+
+    >>> print(latex(sp.Symbol("W_hbm") / sp.Symbol("B")))
+    \\frac{W_{\\mathrm{hbm}}}{B}
+    """
     key = (type(expr), expr)
     hit = _LATEX.get(key)
     if hit is None:
-        e = as_expr(expr)
         if len(_LATEX) >= MAX_ENTRIES:
             _LATEX.clear()
-        hit = _LATEX[key] = sp.latex(e, symbol_names={s: latex_name(s.name)
-                                                       for s in e.free_symbols})
+        hit = _LATEX[key] = _printers()[1].doprint(as_expr(expr))
     return hit
 
 
