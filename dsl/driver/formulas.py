@@ -29,7 +29,7 @@ class _Names(dict):
         return latex_name(name) if isinstance(name, str) else default
 
 
-def _memo_printer(base: type) -> type:
+def _memo_printer(base: Any) -> Any:
     """`base` (a SymPy printer) printing each subexpression once per process: the formulas of
     a report share most of their terms, and SymPy prints a term again inside every formula
     that holds it. A subexpression's text does not depend on where it sits (its parent adds
@@ -37,7 +37,7 @@ def _memo_printer(base: type) -> type:
     holds; calls with printing options (LaTeX's `exp=` for a power of a function) are not
     kept."""
 
-    class Memo(base):  # type: ignore[valid-type, misc]
+    class Memo(base):
         _done: dict[Any, str]
 
         def _print(self, expr: Any, **kwargs: Any) -> str:
