@@ -142,6 +142,20 @@ def test_plan_text(llama70b, monkeypatch, capsys):
     assert "X_opt = sqrt(2 B N / F) = 1548 (000 part 5" in out
 
 
+def test_plan_progress_names_each_candidate_on_stderr(capsys):
+    """`--progress` off a terminal: one line per candidate compiled, on stderr; stdout is the
+    same plan."""
+    args = ["plan", "--model", "llama3-8b", "--hw", "tpu-v5e", "--chips", "16", "--batch", "64Ki"]
+    assert main([*args, "--progress"]) == 0
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert lines and all(line.startswith("[") and "] compiling " in line for line in lines)
+    evaluated = [line for line in out.splitlines() if " s " in line and "not evaluated" not in line]
+    assert len(lines) >= len(evaluated) > 0
+    assert main(args) == 0
+    assert capsys.readouterr().out == out
+
+
 # ---- bad input -------------------------------------------------------------------------------
 
 BASE = ["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4Mi"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 DESCRIPTION = """\
 Closed-form limits (Table 2 analogue: d', b', T_critical; the latency-bound limit, Eq. 15; the
@@ -30,29 +29,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true",
                    help="report search progress on stderr even when it is not a terminal")
     p.set_defaults(run=run)
-
-
-class _Progress:
-    """One status line on stderr: rewritten in place on a terminal, else a line per curve."""
-
-    def __init__(self, tty: bool) -> None:
-        self.tty, self.last, self.start = tty, "", time.monotonic()
-
-    def __call__(self, message: str) -> None:
-        elapsed = time.monotonic() - self.start
-        if self.tty:
-            sys.stderr.write(f"\r\033[K[{elapsed:5.1f}s] {message}")
-            sys.stderr.flush()
-            return
-        head = message.split(":")[0]
-        if head != self.last:
-            self.last = head
-            print(f"[{elapsed:5.1f}s] {head}", file=sys.stderr, flush=True)
-
-    def done(self) -> None:
-        if self.tty:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
 
 
 def _usage(message: str) -> int:
@@ -84,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.preset))
     closed = [presets.PRESETS[n] for n in (names or presets.PRESETS)]
     simulated = [presets.PRESETS[n] for n in (names or presets.SIMULATED_BY_DEFAULT)]
-    tty = sys.stderr.isatty()
-    progress = _Progress(tty) if tty or args.progress else None
+    from shardc.cli.progress import for_command
+
+    progress = for_command(args.progress)
     try:
         lim = report.compute(closed, simulated, full_curves=bool(args.plot), progress=progress)
     finally:

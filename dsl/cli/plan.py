@@ -59,6 +59,9 @@ def add_parser(sub) -> None:
     p.add_argument("--cost-model", choices=["exact", "book"], default="exact",
                    help="collective costs: exact ring (default) or the book's formulas")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--progress", action="store_true",
+                   help="report which candidate is being compiled on stderr even when it is not "
+                   "a terminal (on a terminal it shows after a second)")
     p.set_defaults(run=run_plan)
 
 
@@ -266,11 +269,17 @@ def run_plan(args: argparse.Namespace) -> int:
         tokens = card.batch_tokens
     else:
         raise InputError(f"{card.name} has no batch size in its card; give --batch (e.g. 4Mi)")
+    from shardc.cli.progress import for_command
+
+    progress = for_command(args.progress)
     try:
         p = plan(card, chip, chips, tokens, seq,
-                 Options(args.optimizer, args.remat, args.cost_model))
+                 Options(args.optimizer, args.remat, args.cost_model), progress=progress)
     except PlanError as exc:
         raise InputError(str(exc)) from None
+    finally:
+        if progress:
+            progress.done()
     if args.format == "json":
         sys.stdout.write(json.dumps(plan_dict(p), indent=2) + "\n")
     else:

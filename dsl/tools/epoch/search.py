@@ -103,11 +103,11 @@ def expand(exps: np.ndarray, bits: np.ndarray, layers: float, quick: bool = Fals
         if quick:
             table = table[:1] + [s for s in table if not s[0]][:1]
         idx = np.nonzero(exps[:, nw.PP] == e_pp)[0]
-        for z, mm, i in table:
-            rows.append(idx)
-            zb.append(np.full(len(idx), z))
-            m.append(np.full(len(idx), float(mm)))
-            il.append(np.full(len(idx), float(i)))
+        # every row of this degree once per schedule, schedule by schedule
+        rows.append(np.tile(idx, len(table)))
+        zb.append(np.repeat(np.array([z for z, _, _ in table], dtype=bool), len(idx)))
+        m.append(np.repeat(np.array([float(mm) for _, mm, _ in table]), len(idx)))
+        il.append(np.repeat(np.array([float(i) for _, _, i in table]), len(idx)))
     r = np.concatenate(rows)
     return Configs(exps[r], bits[r], np.concatenate(zb), np.concatenate(m), np.concatenate(il))
 
@@ -129,7 +129,13 @@ def _pick(cfg: Configs, times: StepTimes, n_bits: int) -> Best | None:
 def _leaders(exps: np.ndarray, t_step: np.ndarray, k: int) -> np.ndarray:
     """The k distinct degree tuples with the fastest rows."""
     order = np.argsort(t_step, kind="stable")
-    _, first = np.unique(exps[order], axis=0, return_index=True)
+    rows = exps[order].astype(np.int64)
+    # One integer per tuple (the degrees are small exponents): np.unique over rows (axis=0)
+    # sorts a structured view, 20x slower than over integers.
+    lo = rows.min(axis=0) if len(rows) else np.zeros(rows.shape[1], dtype=np.int64)
+    span = (rows.max(axis=0) - lo + 1) if len(rows) else np.ones(rows.shape[1], dtype=np.int64)
+    weights = np.cumprod(np.concatenate(([1], span[:-1])))
+    _, first = np.unique((rows - lo) @ weights, return_index=True)
     return exps[order[np.sort(first)[:k]]]
 
 

@@ -3,6 +3,7 @@ summed over the layers (the layer's scheduled T_step x n_layers + the embedding'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from shardc.hardware import Chip
@@ -16,8 +17,10 @@ from shardc.tools.plan.strategies import choose_slice, layouts
 
 
 def plan(card: ModelCard, chip: Chip, chips: int, batch_tokens: int, seq: int | None = None,
-         options: Options | None = None) -> Plan:
-    """Enumerate, compile and rank the strategies for one training step."""
+         options: Options | None = None,
+         progress: Callable[[str], None] | None = None) -> Plan:
+    """Enumerate, compile and rank the strategies for one training step; `progress` hears
+    which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`)."""
     if card.moe is not None:
         raise PlanError(f"{card.name} is a mixture of experts: plan does not model expert "
                         "parallelism or the token dispatch (004 leaves MoE out too); "
@@ -30,8 +33,11 @@ def plan(card: ModelCard, chip: Chip, chips: int, batch_tokens: int, seq: int | 
     sl = choose_slice(chip, chips)
     sequences = batch_tokens // seq
     cands = layouts(card, chip, sl, sequences, seq)
-    for c in cands:
-        if c.layout is not None and c.reason is None:
+    todo = [c for c in cands if c.layout is not None and c.reason is None]
+    for k, c in enumerate(todo, 1):
+        if progress is not None:
+            progress(f"compiling {c.label()}: {k} of {len(todo)}")
+        if c.layout is not None:
             figures, c.reason = evaluate(card, chip, c.layout, sequences, seq, options)
             c.figures = figures or {}
     return Plan(card, chip, sl, batch_tokens, seq, options, cands)
