@@ -22,7 +22,16 @@ from shardc.passes.conditions import separate
 from shardc.passes.context import Context
 from shardc.passes.cost_model import collective_time
 from shardc.passes.graph import ops_in_order
-from shardc.passes.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op
+from shardc.passes.ir import (
+    Collective,
+    CompiledProgram,
+    Einsum,
+    Elementwise,
+    Input,
+    LocalSlice,
+    Op,
+    Value,
+)
 from shardc.passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
 from shardc.passes.memory import kept_activations
 from shardc.passes.reshard import Step
@@ -179,11 +188,17 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
                                         times=tuple(t.line for t in op.times))
             costs.append(c)
     made = dict(program.array_times)
-    arrays = tuple(
-        ArrayCost(v.array, v.dtype, v.format(mesh), local_bytes(v.layout, v.dtype, size_symbol),
-                  local_bytes(v.layout, v.dtype, size_symbol) * n_devices,
-                  times_count(made.get(v.array, ())))
-        for v in program.arrays)
+    block: dict[tuple, tuple[sp.Expr, sp.Expr]] = {}  # per (layout, dtype): arrays repeat them
+
+    def sizes(v: Value) -> tuple[sp.Expr, sp.Expr]:
+        key = (v.layout, v.dtype)
+        if key not in block:
+            b = local_bytes(v.layout, v.dtype, size_symbol)
+            block[key] = (b, b * n_devices)
+        return block[key]
+    arrays = tuple(ArrayCost(v.array, v.dtype, v.format(mesh), *sizes(v),
+                             times_count(made.get(v.array, ())))
+                   for v in program.arrays)
 
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
     redo = kept_activations(program, ctx.remat)[1]

@@ -44,8 +44,11 @@ def nesting_problem(tree: Tree) -> Diagnostic | None:
 def _nesting_diagnostic(node: Tree, kind: str) -> Diagnostic:
     at = _NESTING[kind]
     tok = node.children[at] if at is not None else None
+    if at is None and node.children and isinstance(node.children[0], Token):
+        tok = node.children[0]  # the `repeat` keyword (every token stays in the tree)
     if isinstance(tok, Token):
-        span = token_span(tok)
+        span = token_span(tok) if at is not None else Span.point(tok.line or 1,
+                                                                  tok.column or 1, len("repeat"))
     else:
         span = Span.point(node.meta.line, node.meta.column, len("repeat"))
     what = "`repeat` blocks nest" if kind == "repeat_block" else "the expression nests"

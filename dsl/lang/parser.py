@@ -16,10 +16,11 @@ from lark import (
     Lark,
     Token,
     Transformer,
+    Tree,
     UnexpectedInput,
     v_args,
 )
-from lark.exceptions import VisitError
+from lark.exceptions import GrammarError, VisitError
 
 from shardc import grammar
 from shardc.lang.diagnostics import Diagnostic, Diagnostics
@@ -58,8 +59,105 @@ from shardc.lang.syntax import (
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     # Built once per process: constructing the LALR tables is the costliest step of start-up.
-    return Lark(grammar.grammar_text(), parser="lalr", propagate_positions=True,
+    # Every token stays in the tree (punctuation and keywords too) and positions are not
+    # propagated by Lark: `_ToSyntax` takes a node's span from its first and last tokens,
+    # only where it needs one (Lark's propagation was 40% of the parse of a large program).
+    return Lark(grammar.grammar_text(), parser="lalr", keep_all_tokens=True,
                 maybe_placeholders=False, cache=True)
+
+
+@lru_cache(maxsize=1)
+def _kept() -> frozenset[str]:
+    """The terminals a transformer method sees: the grammar's named terminals (not `_NL`, not
+    the keywords and punctuation written as strings in the rules)."""
+    names = re.findall(r"^([A-Z][A-Z0-9_]*)(?:\.\d+)?\s*:", grammar.grammar_text(), re.M)
+    return frozenset(names)
+
+
+_PARENS = frozenset({"atom", "count_atom"})
+"""`( expr )` and `( count )`: with every token kept they are nodes of their own; they are
+spliced out before the transform, their parentheses kept as the inner node's container."""
+
+
+class _Meta:
+    """A node's span, as Lark's propagated positions gave it: from the start of its first token
+    (an opening parenthesis around its first child included) to the end of its last. Found on
+    first use: most nodes (layouts, declarations) never ask."""
+
+    __slots__ = ("_tree", "_containers", "_span")
+
+    def __init__(self, tree: Tree, containers: dict[int, tuple[Token, Token]]) -> None:
+        self._tree, self._containers = tree, containers
+        self._span: tuple | None = None
+
+    def _edges(self) -> tuple:
+        if self._span is None:
+            first = _edge(self._tree, True, self._containers)
+            last = _edge(self._tree, False, self._containers)
+            self._span = ((True,) if first is None or last is None else
+                          (False, first.line, first.column, last.end_line, last.end_column))
+        return self._span
+
+    @property
+    def empty(self) -> bool:
+        return self._edges()[0]
+
+    @property
+    def line(self) -> int:
+        return self._edges()[1]
+
+    @property
+    def column(self) -> int:
+        return self._edges()[2]
+
+    @property
+    def end_line(self) -> int:
+        return self._edges()[3]
+
+    @property
+    def end_column(self) -> int:
+        return self._edges()[4]
+
+
+def _splice_parens(tree: Tree, containers: dict[int, tuple[Token, Token]]) -> None:
+    """Replace each parenthesized node by the node inside, recording the outermost parentheses
+    as its container. An explicit stack: 5,000 nested parentheses are a program too."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        kids = node.children
+        for i, c in enumerate(kids):
+            if isinstance(c, Tree) and c.data in _PARENS and len(c.children) == 3:
+                opening, closing = c.children[0], c.children[2]
+                assert isinstance(opening, Token) and isinstance(closing, Token)
+                inner = c
+                while isinstance(inner, Tree) and inner.data in _PARENS and \
+                        len(inner.children) == 3:
+                    inner = inner.children[1]
+                kids[i] = inner
+                if isinstance(inner, Tree):
+                    containers[id(inner)] = (opening, closing)
+                c = inner
+            if isinstance(c, Tree):
+                stack.append(c)
+
+
+def _edge(node: Tree | Token, first: bool, containers: dict[int, tuple[Token, Token]]
+          ) -> Token | None:
+    """The first (or last) token a node spans, its container's parenthesis where it has one."""
+    while isinstance(node, Tree):
+        box = containers.get(id(node))
+        if box is not None:
+            return box[0] if first else box[1]
+        kids = node.children if first else node.children[::-1]
+        if not kids:
+            return None
+        if len(kids) > 1 and isinstance(kids[0], Tree) and not kids[0].children:
+            kids = [k for k in kids if not (isinstance(k, Tree) and not k.children)]
+            if not kids:
+                return None
+        node = kids[0]
+    return node
 
 
 def _tree_span(meta) -> Span:
@@ -141,6 +239,29 @@ def _flatten(items) -> tuple[list, list[Count]]:
 
 @v_args(meta=True)
 class _ToSyntax(Transformer):
+    """Lark tree to syntax objects: each method gets its node's span (`_Meta`) and the children
+    a default Lark tree would have (named tokens and transformed subtrees)."""
+
+    def __init__(self, containers: dict[int, tuple[Token, Token]]) -> None:
+        super().__init__(visit_tokens=False)  # no method is named after a token
+        self._containers = containers
+        self._kept = _kept()
+
+    def _call_userfunc(self, tree, new_children=None):
+        children = new_children if new_children is not None else tree.children
+        kept = self._kept
+        items = [c for c in children if not isinstance(c, Token) or c.type in kept]
+        f = getattr(self, tree.data, None)
+        if f is None:
+            return self.__default__(tree.data, items, None)
+        meta = _Meta(tree, self._containers)
+        try:
+            return f.visit_wrapper(f, tree.data, items, meta)  # v_args(meta=True): f(meta, items)
+        except GrammarError:
+            raise
+        except Exception as e:
+            raise VisitError(tree.data, tree, e) from e
+
     def start(self, meta, items):
         statements, repeats = _flatten(items)
         return Program(tuple(statements), tuple(repeats))
@@ -373,8 +494,10 @@ def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
     if found is not None:
         diagnostics.items.append(found)
         return None
+    containers: dict[int, tuple[Token, Token]] = {}
+    _splice_parens(tree, containers)
     try:
-        return _ToSyntax().transform(tree)
+        return _ToSyntax(containers).transform(tree)
     except VisitError as exc:
         if isinstance(exc.orig_exc, _SyntaxProblem):
             diagnostics.items.append(exc.orig_exc.diagnostic)
