@@ -342,7 +342,16 @@ def to_sympy(node: Node, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
                 raise ExprError("division by zero (0 to a negative power)", node.column)
             return a ** b
         case Call(func, args):
-            return FUNCTIONS[func](*[to_sympy(a, resolve) for a in args])
+            values = [to_sympy(a, resolve) for a in args]
+            try:
+                out = FUNCTIONS[func](*values)
+            except (ValueError, TypeError, ArithmeticError) as exc:  # Max(I): not comparable
+                raise ExprError(f"{func}(...) of these arguments is not a number: {exc}",
+                                node.column) from None
+            if out.is_extended_real is False:  # sqrt(-1), log(-2): not a cost or a size
+                raise ExprError(f"{func}(...) of these arguments is not a real number",
+                                node.column)
+            return out
         case Compare(op, left, right):
             return RELATIONS[op](to_sympy(left, resolve), to_sympy(right, resolve))
     raise TypeError(f"not a formula node: {node!r}")
