@@ -23,20 +23,31 @@ def _float(x: float) -> str:
     return float.__repr__(x)
 
 
+def _scalar(x: Any) -> str | None:
+    """A string, number, boolean or null as JSON; None for anything else."""
+    if isinstance(x, str):
+        return encode_basestring_ascii(x)
+    if x is None:
+        return "null"
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    if isinstance(x, int):
+        return int.__repr__(x)
+    if isinstance(x, float):
+        return _float(x)
+    return None
+
+
 def _key(k: Any) -> str:
+    """A dict key as json.dumps writes it: strings as they are, other scalars as text."""
     if isinstance(k, str):
         return encode_basestring_ascii(k)
-    if k is True:
-        return '"true"'
-    if k is False:
-        return '"false"'
-    if k is None:
-        return '"null"'
-    if isinstance(k, float):
-        return encode_basestring_ascii(_float(k))
-    if isinstance(k, int):
-        return encode_basestring_ascii(int.__repr__(k))
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+    s = _scalar(k)
+    if s is None:
+        raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+    return f'"{s}"'
 
 
 def dumps(obj: Any, indent: int = 2) -> str:
@@ -53,20 +64,7 @@ def dumps(obj: Any, indent: int = 2) -> str:
     shared: dict[tuple[int, int], tuple[dict, str]] = {}
     pad = [" " * (indent * k) for k in range(64)]
 
-    def scalar(x: Any) -> str | None:
-        if isinstance(x, str):
-            return encode_basestring_ascii(x)
-        if x is None:
-            return "null"
-        if x is True:
-            return "true"
-        if x is False:
-            return "false"
-        if isinstance(x, int):
-            return int.__repr__(x)
-        if isinstance(x, float):
-            return _float(x)
-        return None
+    scalar = _scalar
 
     def leaf_key(d: dict) -> tuple | None:
         """A dict of scalars only, as a hashable key (None otherwise)."""
