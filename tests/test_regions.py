@@ -223,3 +223,35 @@ def test_a_point_that_does_not_compile_raises():
     r = shardc.compile(FSDP_TP_3D)
     with pytest.raises(shardc.CompileError, match="H014"):
         r.at(X=2, Y=32)
+
+
+DP_STEP = FSDP.replace("mesh X\n", "mesh X=16\n").replace("D_X, F]", "D, F]").replace(
+    "F, D_X]", "F, D]")
+
+
+def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path):
+    """The closed form `B > C*X/W_ici` is only half the answer on the data-parallel step: below
+    the plan change (5,736 tokens) the compiler moves activations instead of reducing the
+    weight gradients, and that plan is compute-bound at every batch. The union is sorted and
+    the pieces that meet at a region boundary are joined."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "dp.shard"
+    path.write_text(DP_STEP)
+    base = [sys.executable, "-m", "shardc", "derive", str(path), "--solve-for", "B",
+            "--model", "book"]
+    d = json.loads(subprocess.run([*base, "--format", "json"], capture_output=True, text=True,
+                                  check=True).stdout)
+    assert d["solve_for"] == "B"
+    conds = {c["name"]: c for c in d["conditions"]}
+    (lo, cut), (threshold, top) = conds["compute-bound"]["intervals"]
+    assert lo == 1 and cut == pytest.approx(5736.14, rel=1e-4)
+    assert threshold == pytest.approx(40800) and top == pytest.approx(2.0**48)
+    assert conds["compute-bound"]["solved"]["intervals"] == conds["compute-bound"]["intervals"]
+    # no closed form, but intervals: two regions' pieces joined at the boundary
+    ((start, end),) = conds["compute-vs-hbm"]["intervals"]
+    assert conds["compute-vs-hbm"]["solved"] is None and 400 < start < 500 and end == top
+    text = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+    assert "    holds: B < 5736.14 or B > 40800\n" in text

@@ -81,12 +81,20 @@ def run(args: argparse.Namespace) -> int:
 
         by_region = solve_by_region(result.report, target, overlaps, d)
         if by_region is not None:
+            out["solve_for"] = target
             if len(by_region["regions"]) > 1:
                 out["by_region"] = by_region
+            from shardc.tools.derive_regions import union
+
             for c in out["conditions"]:
-                if c["solved"] is not None and c["name"] in by_region["holds"]:
-                    c["solved"]["intervals"] = [p["interval"]
-                                                for p in by_region["holds"][c["name"]]]
+                if c["name"] not in by_region["holds"]:
+                    continue
+                # where the condition holds over every region, sorted and joined
+                holds = [list(p) for p in union([p["interval"]
+                                                 for p in by_region["holds"][c["name"]]])]
+                c["intervals"] = holds
+                if c["solved"] is not None:
+                    c["solved"]["intervals"] = holds
     if args.optimize and isinstance(devices, int):
         from shardc.tools.derive_splits import scan
 
@@ -236,6 +244,8 @@ def to_text(out: dict) -> str:
             lines.append(f"    solved: {s['var']} {s['rel']} {s['expr']}{v}")
         elif c.get("unsolved"):
             lines.append(f"    solved: {c['unsolved']}")
+        if "intervals" in c:
+            lines.append(f"    holds: {_where(out, c['intervals'])}")
     lines += _region_lines(out.get("by_region"))
     seen: dict[str, list[str]] = {}
     for o in out["optima"]:
@@ -269,6 +279,14 @@ def _split_lines(d: dict, rounded: int | None) -> list[str]:
                   tuple(p["collectives"] for p in d["plans"]), d["complete"],
                   tuple((x[var], x[partner], x["why"]) for x in d["skipped"]))
     return text_lines(s, rounded)
+
+
+def _where(out: dict, pieces: list) -> str:
+    """Intervals of the size solved for as text: `B < 5736.14 or B > 40800`."""
+    from shardc.tools.derive_regions import interval_text
+
+    var = out["solve_for"]
+    return " or ".join(interval_text(var, lo, hi) for lo, hi in pieces) or f"for no {var}"
 
 
 def _region_lines(by: dict | None) -> list[str]:

@@ -84,6 +84,25 @@ def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]
     return out
 
 
+def union(pieces: list[tuple[float, float]] | list[list[float]], rel_gap: float = 1e-9
+          ) -> list[tuple[float, float]]:
+    """The union of intervals, sorted, with pieces that overlap or touch (regions meet at a
+    bisected boundary, each side within a few ulps of it) joined.
+
+    >>> union([(40800.0, TOP), (1.0, 5736.1)])
+    [(1.0, 5736.1), (40800.0, 281474976710656.0)]
+    >>> union([(7680.0, TOP), (242.9, 7679.999999999992)])
+    [(242.9, 281474976710656.0)]
+    """
+    out: list[tuple[float, float]] = []
+    for lo, hi in sorted((float(a), float(b)) for a, b in pieces):
+        if out and lo <= out[-1][1] * (1 + rel_gap):
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
 def interval_text(var: str, lo: float, hi: float) -> str:
     """`B > 7680`, `B < 7680`, `7680 < B < 40800`, or `every B`.
 
@@ -153,4 +172,4 @@ def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
     return {"var": var, "regions": out_regions, "holds": union}
 
 
-__all__ = ["TOP", "interval_text", "intervals", "solve_by_region"]
+__all__ = ["TOP", "interval_text", "intervals", "solve_by_region", "union"]
