@@ -269,7 +269,8 @@ class _Deriver:
             if g is None:
                 continue  # does not reach the output
             self.times = stmt.times
-            for name, contribution in self.rules(stmt.expr, g, span):
+            for name, contribution in self.rules(stmt.expr, g, span,
+                                                 Ref(stmt.target, None, span)):
                 if self.failed:
                     return
                 parts.setdefault(name, []).append((contribution, stmt.times))
@@ -289,8 +290,12 @@ class _Deriver:
             return None
         return a.layout.with_unreduced(frozenset())
 
-    def rules(self, e: Expr, g: Ref, span: Span) -> list[tuple[str, Expr]]:
-        """(array, contribution to its gradient) for one forward op with output gradient g."""
+    def rules(self, e: Expr, g: Ref, span: Span, out: Ref | None = None
+              ) -> list[tuple[str, Expr]]:
+        """(array, contribution to its gradient) for one forward op with output gradient g;
+        `out` is the op's own result where the statement assigns it (exp's slope is its value,
+        so the backward pass reads the result instead of computing exp again from the input:
+        an attention step keeps the probabilities, not the scores as well)."""
         match e:
             case Ref(name=name):
                 return [(name, g)]
@@ -318,6 +323,8 @@ class _Deriver:
                     return [(x, g)]
                 if fn == "neg":
                     return [(x, Call("neg", (g,), span))]
+                if fn == "exp" and out is not None:
+                    return [(x, Binary("*", g, out, span))]
                 if fn not in DERIVATIVES:
                     self.unsupported(f"the derivative of {fn}", span)
                     return []

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from shardc.passes.ir import Topology
 
 Model = Literal["exact", "book"]
-Optimizer = Literal["none", "sgd", "adam"]
+Optimizer = Literal["adam", "adam-8bit", "adam-no-master", "sgd", "none"]
 Remat = Literal["none", "block", "matmuls"]
 
 

@@ -13,14 +13,60 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from shardc.lang.dtypes import nbytes
 from shardc.passes.context import Optimizer, Remat
 from shardc.passes.graph import build_graph
-from shardc.passes.ir import CompiledProgram, Einsum, Elementwise, Input, Op, Value, gradient_name
+from shardc.passes.ir import (
+    Collective,
+    CompiledProgram,
+    Einsum,
+    Elementwise,
+    Input,
+    Op,
+    Value,
+    gradient_name,
+)
 from shardc.passes.layout_cost import local_bytes, local_elements
 from shardc.passes.symbols import as_expr, size_symbol, times_count
 
-OPTIMIZER_BYTES = {"none": 0, "sgd": 0, "adam": 8}
-"""Bytes of optimizer state per parameter: Adam keeps two fp32 moments (000 part 4)."""
+
+@dataclass(frozen=True, slots=True)
+class OptimizerState:
+    """What an optimizer keeps per parameter beside the weights and their gradients."""
+
+    master: bool
+    """An fp32 master copy of weights narrower than fp32 (mixed-precision training updates the
+    fp32 copy and casts it down: Micikevicius et al. 2018)."""
+    moment_bytes: int
+    """Bytes of moment estimates per parameter."""
+    text: str
+
+    def bytes_per_parameter(self, dtype: str) -> int:
+        """State bytes for one parameter stored as `dtype`.
+
+        >>> adam = OPTIMIZERS["adam"]
+        >>> adam.bytes_per_parameter("bf16"), adam.bytes_per_parameter("f32")
+        (12, 8)
+        """
+        return (MASTER_BYTES if self.master and nbytes(dtype) < MASTER_BYTES else 0
+                ) + self.moment_bytes
+
+
+MASTER_BYTES = 4
+OPTIMIZERS: dict[str, OptimizerState] = {
+    "adam": OptimizerState(False, 8, "mixed-precision Adam: fp32 master weights and two fp32 "
+                           "moments (ZeRO's 16 bytes per parameter with bf16 weights and "
+                           "gradients: Rajbhandari et al. 2020)"),
+    "adam-8bit": OptimizerState(True, 2, "Adam with 8-bit moments (Dettmers et al. 2022) and "
+                                "fp32 master weights"),
+    "adam-no-master": OptimizerState(False, 8, "Adam's two fp32 moments updating the weights "
+                                     "in place, no master copy (the book's 8 bytes per "
+                                     "parameter of state)"),
+    "sgd": OptimizerState(True, 0, "SGD without momentum: the fp32 master weights only"),
+    "none": OptimizerState(False, 0, "no optimizer state"),
+}
+"""Per `--optimizer`: the state kept per parameter. It is sharded as the parameter is (FSDP
+shards it; data parallelism replicates it: ZeRO stage 1 is not modelled)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +88,16 @@ def kept_activations(program: CompiledProgram,
     """The forward values the backward pass reads that the policy keeps (by value id), and the
     indices of the forward compute ops the backward pass runs again to rebuild the rest.
 
-    `none` keeps them all; `matmuls` keeps inputs and matmul results, so the elementwise ops
-    producing the others run again; `block` keeps only the block's inputs, so every forward
-    compute op they depend on runs again (000 "Gradient checkpointing": 8ND rather than 6ND).
-    Collectives are not counted again: the derived backward pass gathers its own weights.
-    Liveness is read off the program graph: a value's producer is its one predecessor."""
+    `none` keeps every value the backward pass reads, as it reads it (a gathered copy where it
+    reads the gathered copy); `matmuls` keeps inputs and matmul results, so the elementwise
+    ops producing the others run again; `block` keeps only the block's inputs, so every
+    forward compute op they depend on runs again (the book's "Gradient checkpointing": 8ND
+    rather than 6ND). Where a policy keeps a value that reaches the backward pass through
+    collectives, it keeps it once, at its most sharded reduced layout (the layer input as it
+    arrives, a matmul's result after its ReduceScatter), and the backward pass runs the
+    collectives again; parameters are counted as parameters, and the derived backward pass
+    gathers its own weights. Liveness is read off the program graph: a value's producer is its
+    one predecessor."""
     line = program.backward_line
     if line is None:
         return {}, ()
@@ -56,33 +107,54 @@ def kept_activations(program: CompiledProgram,
         op_node = next(iter(g.predecessors(value_node)), None)
         return None if op_node is None else (op_node[1], g.nodes[op_node]["op"])
 
+    def chain(value_node) -> list[tuple[object, int, Op]]:
+        """The value, then back through the collectives that made it, to the first op that
+        is not a collective: [(value node, producer index, producer op), ...]."""
+        out = []
+        while (made := producer(value_node)) is not None:
+            out.append((value_node, *made))
+            if not isinstance(made[1], Collective):
+                break
+            value_node = next(iter(g.predecessors(("op", made[0]))))
+        return out
+
+    def spread(v: Value) -> tuple[bool, int]:
+        return (not v.layout.unreduced, sum(len(d.axes) for d in v.layout.dims))
+
     params = set(program.params)
     saved: dict[str, Value] = {}
-    missing: list[tuple[str, str]] = []
-    for i, op in enumerate(program.ops):
-        if op.span.line != line:
-            continue
-        for value_node in g.predecessors(("op", i)):
-            made = producer(value_node)
-            src = None if made is None or made[1].span.line == line else made[1]
-            if src is None or src.out.array in params:
-                continue
-            keep = (remat == "none"
-                    or (remat == "matmuls" and isinstance(src, (Einsum, Input)))
-                    or (remat == "block" and isinstance(src, Input)))
-            if keep:
-                saved[src.out.id] = src.out
-            else:
-                missing.append(value_node)
     redo: set[int] = set()
-    while missing:
-        value_node = missing.pop()
-        i, op = producer(value_node)  # type: ignore[misc]
-        if i in redo or isinstance(op, Input) or value_node[1] in saved:
-            continue
-        if isinstance(op, (Einsum, Elementwise)):
+    seen: set[object] = set()
+
+    def need(value_node, as_read: bool) -> None:
+        """The backward pass (or an op it runs again) reads this value: keep it or rebuild it."""
+        if value_node in seen:
+            return
+        seen.add(value_node)
+        links = chain(value_node)
+        if not links:
+            return
+        _, i, origin = links[-1]
+        if origin.span.line == line or origin.out.array in params:
+            return
+        if as_read and remat == "none":
+            op = links[0][2]
+            saved[op.out.id] = op.out
+            return
+        if isinstance(origin, Input) or (remat in ("none", "matmuls")
+                                         and isinstance(origin, Einsum)):
+            best = max((op.out for _, _, op in links), key=spread)
+            saved[best.id] = best
+            return
+        if isinstance(origin, (Einsum, Elementwise)):
             redo.add(i)
-        missing.extend(g.predecessors(("op", i)))
+        for src in g.predecessors(("op", i)):
+            need(src, False)
+
+    for i, op in enumerate(program.ops):
+        if op.span.line == line:
+            for value_node in g.predecessors(("op", i)):
+                need(value_node, True)
     return saved, tuple(sorted(redo))
 
 
@@ -106,8 +178,10 @@ def training_memory(program: CompiledProgram, optimizer: Optimizer,
     p_count = {v.array: count[v.id] for v in p_vals}
     gradients = sp.Add(*[local_bytes(v.layout, v.dtype, size_symbol) * p_count[param_of[v.array]]
                          for v in g_vals.values()])
-    optimizer_bytes = OPTIMIZER_BYTES[optimizer] * sp.Add(
-        *[local_elements(v.layout, size_symbol) * count[v.id] for v in p_vals])
+    state = OPTIMIZERS[optimizer]
+    optimizer_bytes = sp.Add(*[state.bytes_per_parameter(v.dtype)
+                               * local_elements(v.layout, size_symbol) * count[v.id]
+                               for v in p_vals])
     saved = kept_activations(program, remat)[0]
     activations = sp.Add(*[local_bytes(v.layout, v.dtype, size_symbol) * count[v.id]
                            for v in saved.values()])

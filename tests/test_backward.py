@@ -140,3 +140,77 @@ def test_memory_of_a_training_step():
     block = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard", remat="block").memory
     assert block.saved == ("In",)
     assert r.value(block.activations) < r.value(m.activations)
+
+
+TP_LAYER = """mesh X=8, Y=8
+dim B=8, T=4096, S=4096, D=5120, F=13824, K=40, H=128
+hardware h100
+param W_Q: bf16[D_X, K_Y, H]
+param W_K: bf16[D_X, K_Y, H]
+param W_O: bf16[K_Y, H, D_X]
+param W_in: bf16[D_X, F_Y]
+param W_out: bf16[F_Y, D_X]
+In: bf16[B_X, T, D_Y]
+Kin: bf16[B_X, S, D_Y]
+Q[B_X, T, K_Y, H] = In[B_X, T, D] ·_D W_Q
+Kc[B_X, S, K_Y, H] = Kin[B_X, S, D] ·_D W_K
+Sc[B_X, T, S, K_Y] = Q ·_H Kc
+Pr = exp(Sc)
+Att[B_X, T, K_Y, H] = Pr ·_S Kc
+A[B_X, T, D_Y] = Att ·_{K,H} W_O
+Tmp = A[B_X, T, D] ·_D W_in
+Out[B_X, T, D_Y] = gelu(Tmp) ·_F W_out
+backward
+"""
+
+
+def _kept(remat: str) -> tuple[dict[str, float], float]:
+    from shardc.passes.layout_cost import local_bytes
+    from shardc.passes.memory import kept_activations
+    from shardc.passes.symbols import size_symbol
+
+    r = shardc.compile(TP_LAYER, remat=remat)
+    saved, _ = kept_activations(r.program, remat)
+    sizes = {v.array: r.value(local_bytes(v.layout, v.dtype, size_symbol))
+             for v in saved.values()}
+    assert len(sizes) == len(saved), "each array kept once"
+    return sizes, r.value(r.memory.activations)
+
+
+def test_exp_backward_reads_its_result_not_its_input():
+    """d exp(x) = exp(x) dx: the backward pass multiplies by the kept probabilities instead of
+    keeping the scores as well and computing exp again (as autograd frameworks save exp's
+    result)."""
+    r = shardc.compile(TP_LAYER)
+    assert "Pr" in r.memory.saved and "Sc" not in r.memory.saved
+    assert not any(op.out.array.startswith("exp_") for op in r.program.ops)
+
+
+def test_block_remat_keeps_the_layer_input_once_as_it_arrives():
+    """Under tensor parallelism the layer input (and `Kin`, the keys' copy of it: the language
+    cannot yet rename T to S) reaches the matmuls through an AllGather; block
+    remat keeps it once, sharded as it arrives (it used to keep nothing: 0 B), and the backward
+    pass gathers it again. In bytes: B/X * T * D/Y * 2."""
+    sizes, total = _kept("block")
+    assert sizes == {"In": 1 * 4096 * 5120 / 8 * 2, "Kin": 1 * 4096 * 5120 / 8 * 2}
+    assert total == sum(sizes.values())
+
+
+def test_matmul_remat_keeps_matmul_results_at_their_reduced_layout():
+    """`matmuls` keeps each matmul's result where it is smallest among the copies the program
+    makes of it (A after its ReduceScatter, not the gathered copy the MLP reads), the scores
+    instead of the probabilities (exp runs again), and the layer input as it arrives."""
+    sizes, _ = _kept("matmuls")
+    assert set(sizes) == {"In", "Kin", "Q", "Kc", "Sc", "Att", "A", "Tmp"}
+    assert sizes["A"] == sizes["In"] == 1 * 4096 * 5120 / 8 * 2
+
+
+def test_no_remat_keeps_what_the_backward_pass_reads_as_it_reads_it():
+    """Without remat the backward pass reads the gathered layer input and the gathered A (as
+    Megatron-LM keeps the replicated inputs of the column-parallel matmuls without sequence
+    parallelism), the probabilities, and gelu's input and output."""
+    sizes, total = _kept("none")
+    assert set(sizes) == {"In", "Kin", "Q", "Kc", "Pr", "Att", "A", "Tmp", "gelu_Tmp"}
+    assert sizes["In"] == sizes["A"] == 1 * 4096 * 5120 * 2
+    assert sizes["Pr"] == 4096 * 4096 * 40 / 8 * 2
+    assert _kept("matmuls")[1] < total and _kept("block")[1] < _kept("matmuls")[1]
