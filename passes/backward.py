@@ -290,10 +290,10 @@ class _Deriver:
             return None
         return a.layout.with_unreduced(frozenset())
 
-    def rules(self, e: Expr, g: Ref, span: Span, out: Ref | None = None
+    def rules(self, e: Expr, g: Ref, span: Span, result: Ref | None = None
               ) -> list[tuple[str, Expr]]:
         """(array, contribution to its gradient) for one forward op with output gradient g;
-        `out` is the op's own result where the statement assigns it (exp's slope is its value,
+        `result` is the op's own result where the statement assigns it (exp's slope is its value,
         so the backward pass reads the result instead of computing exp again from the input:
         an attention step keeps the probabilities, not the scores as well)."""
         match e:
@@ -323,8 +323,8 @@ class _Deriver:
                     return [(x, g)]
                 if fn == "neg":
                     return [(x, Call("neg", (g,), span))]
-                if fn == "exp" and out is not None:
-                    return [(x, Binary("*", g, out, span))]
+                if fn == "exp" and result is not None:
+                    return [(x, Binary("*", g, result, span))]
                 if fn not in DERIVATIVES:
                     self.unsupported(f"the derivative of {fn}", span)
                     return []

@@ -11,11 +11,13 @@ import re
 import sys
 import traceback
 from decimal import Decimal
+from typing import get_args
 
 from shardc.driver.files import CliIOError, check_writable, read_text, write_text
 from shardc.lang.limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
+from shardc.passes.context import Optimizer
 
 __all__ = ["build_parser", "main", "parse_binding", "parse_number"]
 
@@ -54,8 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
     c.add_argument("-o", "--output", help="write the report here instead of stdout")
-    c.add_argument("--optimizer", choices=["adam", "sgd", "none"], default="adam",
-                   help="optimizer state counted in a training step's memory (default adam)")
+    c.add_argument("--optimizer", choices=get_args(Optimizer), default="adam",
+                   help="optimizer state counted in a training step's memory: adam (default; "
+                   "mixed precision, an fp32 master copy and two fp32 moments: 16 bytes per "
+                   "bf16 parameter with its gradient), adam-8bit (8-bit moments), "
+                   "adam-no-master (the book's two moments, no master copy), sgd (the master "
+                   "copy only) or none")
     c.add_argument("--remat", choices=["none", "block", "matmuls"], default="none",
                    help="activations kept for the backward pass (default: keep all)")
     c.add_argument("--regions", action="store_true",

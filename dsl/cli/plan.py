@@ -9,6 +9,9 @@ import argparse
 import json
 import re
 import sys
+from typing import get_args
+
+from shardc.passes.context import Optimizer
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp")
 
@@ -54,7 +57,7 @@ def add_parser(sub) -> None:
     p.add_argument("--batch", help="tokens per step (4Mi = 4*2^20 = 1024 sequences of 4096, "
                    "4M = 4*10^6; default: the card's)")
     p.add_argument("--seq", help="sequence length (default: the card's)")
-    p.add_argument("--optimizer", choices=["adam", "sgd", "none"], default="adam")
+    p.add_argument("--optimizer", choices=get_args(Optimizer), default="adam")
     p.add_argument("--remat", choices=["none", "block", "matmuls"], default="none")
     p.add_argument("--cost-model", choices=["exact", "book"], default="exact",
                    help="collective costs: exact ring (default) or the book's formulas")
