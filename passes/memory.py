@@ -54,7 +54,7 @@ class OptimizerState:
 
 MASTER_BYTES = 4
 OPTIMIZERS: dict[str, OptimizerState] = {
-    "adam": OptimizerState(False, 8, "mixed-precision Adam: fp32 master weights and two fp32 "
+    "adam": OptimizerState(True, 8, "mixed-precision Adam: fp32 master weights and two fp32 "
                            "moments (ZeRO's 16 bytes per parameter with bf16 weights and "
                            "gradients: Rajbhandari et al. 2020)"),
     "adam-8bit": OptimizerState(True, 2, "Adam with 8-bit moments (Dettmers et al. 2022) and "

@@ -129,13 +129,14 @@ def test_scheduled_step_lies_between_perfect_and_no_overlap():
 
 
 def test_memory_of_a_training_step():
-    """000 part 4: bf16 weights + fp32 Adam moments = 10 bytes per parameter (gradients
-    beside); rematerializing the block keeps only its input."""
+    """Mixed-precision Adam: bf16 weights and gradients, an fp32 master copy and two fp32
+    moments, 16 bytes per parameter (the ZeRO paper's 16 psi); rematerializing the block keeps
+    only its input."""
     r = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard")
     m = r.memory
     params = 2 * 8192 * 32768 * 2 / 16  # W_in and W_out, bf16, sharded 16 ways
     assert r.value(m.parameters) == params
-    assert r.value(m.parameters + m.optimizer) == params * 10 / 2
+    assert r.value(m.parameters + m.gradients + m.optimizer) == params * 16 / 2
     assert set(m.saved) == {"In", "Tmp", "gelu_Tmp"}
     block = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard", remat="block").memory
     assert block.saved == ("In",)
@@ -214,3 +215,18 @@ def test_no_remat_keeps_what_the_backward_pass_reads_as_it_reads_it():
     assert sizes["In"] == sizes["A"] == 1 * 4096 * 5120 * 2
     assert sizes["Pr"] == 4096 * 4096 * 40 / 8 * 2
     assert _kept("matmuls")[1] < total and _kept("block")[1] < _kept("matmuls")[1]
+
+
+@pytest.mark.parametrize(("optimizer", "per_bf16", "per_f32"), [
+    ("adam", 16, 16), ("adam-8bit", 10, 10), ("adam-no-master", 12, 16), ("sgd", 8, 8),
+    ("none", 4, 8)])
+def test_state_bytes_per_parameter(optimizer, per_bf16, per_f32):
+    """Weights + gradient + state per parameter: the master copy only where the weights are
+    narrower than fp32 (an f32 model updates its weights in place)."""
+    for dtype, want in (("bf16", per_bf16), ("f32", per_f32)):
+        text = (f"mesh X=4\ndim B=64, D=256, F=512\nIn: {dtype}[B_X, D]\n"
+                f"param W: {dtype}[D_X, F]\nOut[B_X, F] = In ·_D W\nbackward\n")
+        r = shardc.compile(text, optimizer=optimizer)
+        m = r.memory
+        elements = 256 * 512 / 4
+        assert r.value(m.parameters + m.gradients + m.optimizer) == want * elements, dtype
