@@ -55,7 +55,8 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         return None, f"not evaluated: {exc}"
     acc: dict[str, Any] = {"t_step_s": 0.0, "t_step_overlap_004_s": 0.0, "t_lower_s": 0.0,
                            "t_math_s": 0.0, "t_hbm_s": 0.0, "t_comms_s": 0.0,
-                           "flops_per_device": 0.0, "t_comms_by_level_s": {},
+                           "flops_per_device": 0.0, "model_flops": 0.0,
+                           "t_comms_by_level_s": {},
                            "t_comms_by_role_s": {}, "memory": {}, "parts": {}}
     for p in ps:
         try:
@@ -77,6 +78,7 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         acc["t_lower_s"] += (r.value("t_lower_s") or 0.0) * n
         for key in ("t_math_s", "t_hbm_s", "t_comms_s", "flops_per_device"):
             acc[key] += (r.value(key) or 0.0) * n
+        acc["model_flops"] += model_flops(r) * n
         for lv in LEVELS:
             if f"t_comms_{lv}_s" in r.totals:
                 _add(acc["t_comms_by_level_s"], lv, (r.value(f"t_comms_{lv}_s") or 0.0) * n)
@@ -85,6 +87,14 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
                 _add(acc["t_comms_by_role_s"], _role(op.axes, layout), _op_time(r, op) * n)
         _add_memory(acc["memory"], r, p)
     return _figures(acc, chip, layout, sequences * seq), None
+
+
+def model_flops(r) -> float:
+    """The step's model FLOPs: every einsum of the forward and backward passes counted once
+    over the whole mesh (2 x the product of its dims: no recomputation, no work replicated
+    across devices, no elementwise FLOPs), as MFU counts them (Chowdhery et al. 2022, PaLM,
+    appendix B: 6N per token plus attention)."""
+    return sum((r.value(op.flops * op.count) or 0.0) for op in r.ops if op.kind == "einsum")
 
 
 def _add(d: dict[str, float], key: str, value: float) -> None:
@@ -130,13 +140,17 @@ def _figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int) -> di
     level = max(levels, key=lambda k: levels[k]) if levels and bound == "comms" else None
     chips = layout.degree("data", "seq", "tp", "pod")
     step = acc["t_step_s"]
+    peak = chip.flops_for("bf16")[0]
     return {**acc,
             "bound": bound, "bound_level": level,
             "memory_per_device_bytes": mem,
             "fits": mem <= chip.hbm_bytes,
             "chips": chips,
             "tokens_per_chip": tokens / chips,
-            "mfu": acc["flops_per_device"] / (chip.flops_for("bf16")[0] * step) if step else None}
+            # MFU: model FLOPs over what the chips could do in the step; HFU: every FLOP a
+            # device runs (recomputation, replicated work and elementwise ops included).
+            "mfu": acc["model_flops"] / (chips * peak * step) if step else None,
+            "hfu": acc["flops_per_device"] / (peak * step) if step else None}
 
 
 def _schedule_004(r, durations: dict[int, float], layout: Layout) -> float:

@@ -30,7 +30,8 @@ def explain(p: Plan) -> list[str]:
                                     "--remat block)" if least else "")]
     f = best.figures
     out = [f"best: {best.label()}, {_s(f['t_step_s'])} per step "
-           f"({f['mfu'] * 100:.0f}% of peak FLOP/s), {f['memory_per_device_bytes'] / 1e9:.1f} "
+           f"(MFU {f['mfu'] * 100:.0f}%, HFU {f['hfu'] * 100:.0f}%), "
+           f"{f['memory_per_device_bytes'] / 1e9:.1f} "
            f"GB per chip; mesh {best.layout.mesh_text() if best.layout else ''}"]
     if ru is not None:
         g = ru.figures

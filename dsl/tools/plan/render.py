@@ -21,7 +21,7 @@ def candidate_dict(c) -> dict:
            "fits": f.get("fits") if c.evaluated else None}
     for key in ("t_step_overlap_004_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
                 "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
-                "tokens_per_chip", "flops_per_device", "mfu"):
+                "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "hfu"):
         if key in f:
             out[key] = f[key]
     return out
@@ -70,18 +70,19 @@ def plan_text(p) -> str:
              f"  optimizer {p.options.optimizer}, remat {p.options.remat}, collectives "
              f"{p.options.model}; t_step = the layer's scheduled T_step x {p.card.n_layers} + "
              "the embedding's", ""]
-    rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU")]
+    rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU",
+             "HFU")]
     rank = 0
     for c in _ordered(p):
         f = c.figures
         if not c.evaluated:
-            rows.append(("-", c.label(), c.reason or "", "", "", "", "", ""))
+            rows.append(("-", c.label(), c.reason or "", "", "", "", "", "", ""))
             continue
         rank += 1
         bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
         rows.append((str(rank) if c.fits else "-", c.label(), c.layout.mesh_text(),
                      _t(f["t_step_s"]), bound, f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
-                     "yes" if c.fits else "no", f"{f['mfu'] * 100:.0f}%" if f["mfu"] else "-"))
+                     "yes" if c.fits else "no", _pct_of(f["mfu"]), _pct_of(f["hfu"])))
     widths = [max(len(r[i]) for r in rows if r[3] or i < 2) for i in range(len(rows[0]))]
     for r in rows:
         if not r[3] and r[0] == "-" and r[2].startswith("not evaluated"):
@@ -89,6 +90,8 @@ def plan_text(p) -> str:
         else:
             lines.append("  " + "  ".join(f"{x:{w}}" for x, w in zip(r, widths, strict=True))
                          .rstrip())
+    lines.append("  MFU: model FLOPs (each einsum of the step once, no recomputation or replicated "
+                 "work) / (chips x peak x t_step); HFU: every FLOP a chip runs / (peak x t_step)")
     lines.append("")
     lines += explain(p)
     book = book_figures(p)
@@ -97,3 +100,7 @@ def plan_text(p) -> str:
         lines.append("the book's conditions for this setting (000 part 4/5, 004):")
         lines += [f"  {line}" for line in book["lines"]]
     return "\n".join(lines) + "\n"
+
+
+def _pct_of(x: float | None) -> str:
+    return f"{x * 100:.0f}%" if x else "-"
