@@ -209,12 +209,13 @@ class _Deriver:
             name = gradient_name(name)
         return name
 
-    def emit(self, name: str, expr: Expr, span: Span, layout: Layout | None = None) -> Ref:
+    def emit(self, name: str, expr: Expr, span: Span, layout: Layout | None = None,
+             partial: bool = False) -> Ref:
         dims, dtype = self.type_of(expr)
         if layout is not None:
             dims = layout.dim_names
         self.arrays[name] = _Array(dims, dtype, layout, times=self.times)
-        self.out.append(Assign(name, layout, expr, span, span, self.times))
+        self.out.append(Assign(name, layout, expr, span, span, self.times, partial))
         return Ref(name, None, span)
 
     def derive(self, assigns: list[Assign], span: Span) -> None:
@@ -254,8 +255,11 @@ class _Deriver:
             else:
                 refs = []
                 for e, self.times in exprs:
+                    # Each term may stay a partial sum: the sum is reduced once, to the
+                    # gradient's layout (Megatron-LM's one reduction per branch point).
                     refs.append(e if isinstance(e, Ref)
-                                else self.emit(self.fresh(gradient_name(name)), e, span))
+                                else self.emit(self.fresh(gradient_name(name)), e, span,
+                                               partial=True))
                 expr: Expr = refs[0]
                 for r in refs[1:]:
                     expr = Binary("+", expr, r, span)

@@ -213,7 +213,8 @@ def _check_stmt(stmt: Stmt, env: Env, ctx: Context) -> Stmt | None:
             env.arrays[target] = (dtype, out_dims)
             env.array_lines.setdefault(target, stmt.span.line)
             env.failed.discard(target)
-            return Assign(target, new_layout, new_expr, stmt.span, stmt.target_span, stmt.times)
+            return Assign(target, new_layout, new_expr, stmt.span, stmt.target_span, stmt.times,
+                          stmt.partial)
     return stmt
 
 

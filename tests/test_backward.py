@@ -230,3 +230,32 @@ def test_state_bytes_per_parameter(optimizer, per_bf16, per_f32):
         m = r.memory
         elements = 256 * 512 / 4
         assert r.value(m.parameters + m.gradients + m.optimizer) == want * elements, dtype
+
+
+GATED_TP = """mesh X=2, Y=4
+dim B, D, F
+In: f32[B_X, D_Y]
+param W_1: f32[D_X, F_Y]
+param W_2: f32[D_X, F_Y]
+param W_out: f32[F_Y, D_X]
+Tmp1 = In[B_X, D] ·_D W_1
+Tmp2 = In[B_X, D] ·_D W_2
+Out[B_X, D_Y] = (silu(Tmp1) * Tmp2) ·_F W_out
+backward
+"""
+
+
+def test_a_gradient_with_several_terms_is_reduced_once():
+    """dIn = dTmp1 W_1^T + dTmp2 W_2^T: each product is a partial sum over Y; they are added
+    while unreduced and reduced once into dIn's layout (one ReduceScatter where there were two
+    AllReduces), and the mesh simulator agrees with the unsharded gradients."""
+    result = run_pipeline(Source("gated", GATED_TP))
+    assert not result.diagnostics.has_errors, result.rendered()
+    prog = result.compiled
+    line = prog.backward_line
+    reductions = [op for op in prog.ops if op.span.line == line and hasattr(op, "axes")
+                  and op.op in ("AllReduce", "ReduceScatter") and op.axes == ("Y",)
+                  and op.out.array.startswith("dIn")]
+    assert [op.op for op in reductions] == ["ReduceScatter"]
+    sizes = {"X": 2, "Y": 4, "B": 16, "D": 8, "F": 8}
+    check(prog, random_inputs(prog, sizes, np.random.default_rng(3)), sizes)

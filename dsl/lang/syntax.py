@@ -198,6 +198,9 @@ class Assign:
     target_span: Span = field(default=NO_SPAN, compare=False, repr=False)
     times: Times = ()
     """Inside `repeat L { }`: the statement runs L times."""
+    partial: bool = False
+    """A compiler-made term of a sum (one contribution to a gradient): its partial sums may stay
+    unreduced, so that the sum is reduced once (the derived backward pass sets it)."""
 
 
 Stmt = MeshDecl | DimDecl | HardwareDecl | ArrayDecl | Assign | Backward

@@ -117,6 +117,12 @@ class Contractions(LoweringState):
         out = Value(self.fresh(name), name, dtype, best.local_out)
         v = self.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
         why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
+        if (stmt is not None and stmt.partial and best.out_steps
+                and all(s.kind in ("AllReduce", "ReduceScatter") for s in best.out_steps)):
+            # One term of a sum the compiler made (a gradient with several contributions):
+            # its partial sums stay unreduced and the sum is reduced once. The plan is ranked
+            # as if it reduced alone, so the choice is the one a lone statement makes.
+            return v
         return self.apply_steps(v, best.out_steps, e.span, why_o, beat)
 
     def candidates(self, plans: Sequence[EinsumPlan], ldt: str, rdt: str, dt: str, links: Links,

@@ -92,7 +92,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
                     v = self.reshard(v, req, stmt.span,
                                      f"the left-hand side requests {self.fmt(req, target)}",
                                      target)
-                elif v.layout.unreduced:
+                elif v.layout.unreduced and not stmt.partial:
                     axes = self.ordered(v.layout.unreduced)
                     want = v.layout.with_unreduced(frozenset())
                     v = self.reshard(v, want, stmt.span,
