@@ -40,6 +40,23 @@ DERIVATIVES = {
 """f -> the elementwise function computing f'(x); `neg` and `copy` are linear."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Renamed:
+    """A gradient contribution in the dims of a renamed use (`In[T->S]`), to be named back
+    (`back`: the renames that undo the use's) before it is added to the array's gradient."""
+
+    expr: Expr
+    back: tuple[tuple[str, str], ...]
+
+
+def named_back(operand: Expr, contribution: Expr) -> Expr:
+    """`contribution` as it is, or wrapped to be renamed back when `operand` renames dims."""
+    if isinstance(operand, Ref) and operand.renames:
+        undo = tuple((new, old) for old, new in operand.renames)
+        return _Renamed(contribution, undo)  # type: ignore[return-value]
+    return contribution
+
+
 def derive_backward(program: Program, ctx: Context) -> Program:
     """Run the `derive-backward` pass (the program is returned as is without `backward`).
 
@@ -181,7 +198,8 @@ class _Deriver:
         match e:
             case Ref(name=name, layout=layout):
                 a = self.arrays[name]
-                return (layout.dim_names if layout is not None else a.dims), a.dtype
+                dims = layout.dim_names if layout is not None else e.used_dims(a.dims)
+                return dims, a.dtype
             case Contract(lhs=lhs, rhs=rhs, dims=dims):
                 (ld, lt), (rd, rt) = self.type_of(lhs), self.type_of(rhs)
                 return output_dims(ld, rd, dims), promote(lt, rt)
@@ -218,6 +236,17 @@ class _Deriver:
         self.out.append(Assign(name, layout, expr, span, span, self.times, partial))
         return Ref(name, None, span)
 
+    def unrename(self, e: Expr, name: str, span: Span, partial: bool) -> Expr:
+        """A contribution computed in a renamed use's dims (`In[T->S]`), named back: the
+        product becomes a statement and the term reads it with the renames undone."""
+        if not isinstance(e, _Renamed):
+            return e
+        inner = e.expr
+        if isinstance(inner, Ref) and not inner.renames:
+            return Ref(inner.name, None, span, e.back)
+        tmp = self.emit(self.fresh(gradient_name(name)), inner, span, partial=partial)
+        return Ref(tmp.name, None, span, e.back)
+
     def derive(self, assigns: list[Assign], span: Span) -> None:
         last = assigns[-1]
         out = self.arrays[last.target]
@@ -248,6 +277,7 @@ class _Deriver:
                 return None
             if len(exprs) == 1:
                 e, self.times = exprs[0]
+                e = self.unrename(e, name, span, partial=False)
                 if isinstance(e, Ref) and not self.needs_layout(name):
                     total = e
                 else:
@@ -257,6 +287,7 @@ class _Deriver:
                 for e, self.times in exprs:
                     # Each term may stay a partial sum: the sum is reduced once, to the
                     # gradient's layout (Megatron-LM's one reduction per branch point).
+                    e = self.unrename(e, name, span, partial=True)
                     refs.append(e if isinstance(e, Ref)
                                 else self.emit(self.fresh(gradient_name(name)), e, span,
                                                partial=True))
@@ -302,39 +333,44 @@ class _Deriver:
         an attention step keeps the probabilities, not the scores as well)."""
         match e:
             case Ref(name=name):
-                return [(name, g)]
+                return [(name, named_back(e, g))]
             case Contract(lhs=Ref(name=a) as lhs, rhs=Ref(name=b) as rhs):
                 ad, bd = self.type_of(lhs)[0], self.type_of(rhs)[0]
-                out = []
+                out: list[tuple[str, Expr]] = []
                 if self.wants(a):
                     k = tuple(d for d in bd if d not in ad)
-                    out.append((a, self.product(g, rhs, k, ad, span, a)))
+                    p = self.product(g, rhs, k, ad, span, a)
+                    if p is not None:
+                        out.append((a, named_back(lhs, p)))
                 if self.wants(b):
                     k = tuple(d for d in ad if d not in bd)
-                    out.append((b, self.product(lhs, g, k, bd, span, b)))
-                return [x for x in out if x[1] is not None]  # type: ignore[misc]
+                    p = self.product(lhs, g, k, bd, span, b)
+                    if p is not None:
+                        out.append((b, named_back(rhs, p)))
+                return out
             case Binary(op=op, lhs=Ref(name=a) as lhs, rhs=Ref(name=b) as rhs):
                 if set(self.type_of(lhs)[0]) != set(self.type_of(rhs)[0]):
                     self.unsupported(f"the gradient of a broadcast `{op}`", span)
                     return []
                 if op == "+":
-                    return [(a, g), (b, g)]
+                    return [(a, named_back(lhs, g)), (b, named_back(rhs, g))]
                 if op == "-":
-                    return [(a, g), (b, Call("neg", (g,), span))]
-                return [(a, Binary("*", g, rhs, span)), (b, Binary("*", g, lhs, span))]
+                    return [(a, named_back(lhs, g)), (b, named_back(rhs, Call("neg", (g,), span)))]
+                return [(a, named_back(lhs, Binary("*", g, rhs, span))),
+                        (b, named_back(rhs, Binary("*", g, lhs, span)))]
             case Call(fn=fn, args=(Ref(name=x) as arg,)):
                 if fn in ("copy",):
-                    return [(x, g)]
+                    return [(x, named_back(arg, g))]
                 if fn == "neg":
-                    return [(x, Call("neg", (g,), span))]
+                    return [(x, named_back(arg, Call("neg", (g,), span)))]
                 if fn == "exp" and result is not None:
-                    return [(x, Binary("*", g, result, span))]
+                    return [(x, named_back(arg, Binary("*", g, result, span)))]
                 if fn not in DERIVATIVES:
                     self.unsupported(f"the derivative of {fn}", span)
                     return []
                 slope = self.emit(self.fresh(f"{DERIVATIVES[fn]}_{x}"),
                                   Call(DERIVATIVES[fn], (arg,), span), span)
-                return [(x, Binary("*", g, slope, span))]
+                return [(x, named_back(arg, Binary("*", g, slope, span)))]
             case CollectiveCall(kind="Send", send=send, arg=arg) if is_shift(send):
                 # A shift by +k moves each block k devices on; its gradient moves the
                 # gradient's blocks back by -k (a pipeline sends gradients to earlier stages).

@@ -53,10 +53,14 @@ def _check_ref(expr: Ref, env: Env, ctx: Context):
     name, layout = expr.name, expr.layout
     if name in env.failed:
         return None  # its definition was reported already
+    if expr.renames and layout is None:  # the derived backward pass names a gradient back
+        return _check_renamed(expr, None, env, ctx)
     if layout is not None:
         new_layout = check_layout(layout, name, expr.span, env, ctx)
         if new_layout is None:
             return None
+        if expr.renames:
+            return _check_renamed(expr, new_layout, env, ctx)
         if name in env.arrays:
             dtype, dims = env.arrays[name]
             if sorted(dims) != sorted(new_layout.dim_names):
@@ -82,6 +86,54 @@ def _check_ref(expr: Ref, env: Env, ctx: Context):
         return None
     dtype, dims = env.arrays[name]
     return expr, dtype, dims
+
+
+def _check_renamed(expr: Ref, layout, env: Env, ctx: Context):
+    """`In[B, T->S, D]`: an existing array, each renamed dim one of its own, renamed to a
+    declared dim of the same size that the array does not already have."""
+    d = ctx.diagnostics
+    name = expr.name
+    if name not in env.arrays:
+        d.error("S013", f"{name!r} is renamed before it exists", expr.span,
+                "no array to rename", notes=("a rename reads an array: declare or compute it "
+                                             "first",))
+        return None
+    dtype, dims = env.arrays[name]
+    olds = [old for old, _ in expr.renames]
+    news = [new for _, new in expr.renames]
+    for old, new in expr.renames:
+        problem = None
+        if old not in dims:
+            problem = f"{name!r} has no dimension {old!r} (its dims are [{', '.join(dims)}])"
+        elif olds.count(old) > 1 or news.count(new) > 1:
+            problem = f"{old!r} or {new!r} is renamed twice"
+        elif new in dims and new not in olds:
+            problem = (f"{name!r} already has a dimension {new!r}: renaming {old!r} to it "
+                       "would give the array two")
+        else:
+            a, b = env.size(old), env.size(new)
+            if a is not None and b is not None and a != b:
+                problem = (f"renaming {old!r} ({a}) to {new!r} ({b}) needs equal sizes")
+        if problem is not None:
+            d.error("S013", problem, expr.span, f"{old}->{new}",
+                    notes=("`A[T->S, D]` reads A with its dim T called S; T and S have one "
+                           "size",))
+            return None
+    used = expr.used_dims(dims)
+    if layout is None:
+        return expr, dtype, used
+    if sorted(used) != sorted(layout.dim_names):
+        d.error("S005", f"{name!r} renamed has dims [{', '.join(used)}] but is written "
+                f"[{', '.join(layout.dim_names)}]", expr.span,
+                f"expected the dims [{', '.join(used)}], in any order",
+                notes=("a layout on a use names every dim of the array",))
+        return None
+    if layout.unreduced:
+        d.error("S008", f"a use of {name!r} cannot request partial sums",
+                unreduced_span(expr.span, ctx), "partial sums requested here",
+                notes=("only declarations and left-hand sides may say {U_X}",))
+        return None
+    return Ref(name, layout, expr.span, expr.renames), dtype, used
 
 
 def _check_contract(expr: Contract, env: Env, ctx: Context):

@@ -6,6 +6,7 @@ The axes of one dimension are ordered major first: I_XY splits I into X blocks, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from shardc.lang.source import NO_SPAN, Span
@@ -84,6 +85,15 @@ class Layout:
     def stripped(self) -> Layout:
         """The same layout with spans dropped (for hashing/equality in planners)."""
         return Layout(tuple(DimSharding(d.dim, d.axes) for d in self.dims), self.unreduced)
+
+    def renamed(self, names: Mapping[str, str]) -> Layout:
+        """The same shardings with dims renamed (`{"T": "S"}`); spans dropped.
+
+        >>> Layout((DimSharding("T", ("X",)), DimSharding("D", ()))).renamed({"T": "S"}).format("A")
+        'A[S_X, D]'
+        """
+        return Layout(tuple(DimSharding(names.get(d.dim, d.dim), d.axes) for d in self.dims),
+                      self.unreduced)
 
     def reordered(self, dims: tuple[str, ...]) -> Layout:
         by = {d.dim: d for d in self.dims}

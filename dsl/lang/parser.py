@@ -246,6 +246,8 @@ class _ToSyntax(Transformer):
         super().__init__(visit_tokens=False)  # no method is named after a token
         self._containers = containers
         self._kept = _kept()
+        self._renames: dict[int, tuple[tuple[str, str, Span], ...]] = {}
+        """Per layout object (by id): the renames it was written with (`T->S`), with spans."""
 
     def _call_userfunc(self, tree, new_children=None):
         children = new_children if new_children is not None else tree.children
@@ -342,7 +344,12 @@ class _ToSyntax(Transformer):
 
     def layout(self, meta, items):
         dims = []
+        renames = []
         for tok in items:
+            if tok.type == "RENAME":
+                whole = token_span(tok)
+                old, tok = _split_rename(tok)
+                renames.append((old, str(tok).split("_", 1)[0], whole))
             head, parts, offset = _checked_subscript(tok, "layout")
             if len(parts) > MAX_AXES_PER_DIM:
                 sp = token_span(tok)
@@ -353,7 +360,19 @@ class _ToSyntax(Transformer):
                     (f"one dimension is sharded over at most {MAX_AXES_PER_DIM} mesh axes; "
                      "merge axes that always shard together",)))
             dims.append(DimSharding(head, parts, token_span(tok)))
-        return Layout(tuple(dims))
+        layout = Layout(tuple(dims))
+        if renames:
+            self._renames[id(layout)] = tuple(renames)
+        return layout
+
+    def _no_renames(self, layout: Layout | None, what: str) -> None:
+        """S013: a rename outside a use of an array (a declaration or a left-hand side)."""
+        if layout is not None and id(layout) in self._renames:
+            old, new, span = self._renames[id(layout)][0]
+            raise _SyntaxProblem(error(
+                "S013", f"{what} cannot rename a dimension ({old}->{new})", span,
+                "a rename here", (f"rename where the array is read: `{old}->{new}` in "
+                                  "`In[B, T->S, D]` on the right of `=`",)))
 
     def unreduced(self, meta, items):
         tok = items[0]
@@ -362,12 +381,14 @@ class _ToSyntax(Transformer):
 
     def array_decl(self, meta, items):
         name, dtype, layout = items[0], items[1], items[2]
+        self._no_renames(layout, "a declaration")
         if len(items) > 3:
             layout = Layout(layout.dims, _unreduced_set(items[3]))
         return ArrayDecl(str(name), str(dtype), layout, token_span(name), token_span(dtype))
 
     def param_decl(self, meta, items):
         name, dtype, layout = items[0], items[1], items[2]
+        self._no_renames(layout, "a declaration")
         return ArrayDecl(str(name), str(dtype), layout, token_span(name), token_span(dtype), param=True)
 
     def backward(self, meta, items):
@@ -379,6 +400,7 @@ class _ToSyntax(Transformer):
         rest = items[1:]
         if rest and isinstance(rest[0], Layout):
             layout = rest[0]
+            self._no_renames(layout, "a left-hand side")
             rest = rest[1:]
             if rest and isinstance(rest[0], tuple):
                 layout = Layout(layout.dims, _unreduced_set(rest[0]))
@@ -388,11 +410,13 @@ class _ToSyntax(Transformer):
     def ref(self, meta, items):
         name = items[0]
         layout = None
+        renames: tuple[tuple[str, str], ...] = ()
         if len(items) > 1:
             layout = items[1]
+            renames = tuple((a, b) for a, b, _ in self._renames.get(id(layout), ()))
             if len(items) > 2:
                 layout = Layout(layout.dims, _unreduced_set(items[2]))
-        return Ref(str(name), layout, _tree_span(meta))
+        return Ref(str(name), layout, _tree_span(meta), renames)
 
     def contract(self, meta, items):
         lhs, tok, rhs = items
@@ -457,6 +481,19 @@ _SUBSCRIPT_EXAMPLES = {
     "collective": ("mesh axes, as in AllGather_X or ReduceScatter_{X,K}",
                    "a collective names the mesh axes it works over"),
 }
+
+
+_ARROW = re.compile(r"[ \t]*(->|→)[ \t]*")
+
+
+def _split_rename(tok: Token) -> tuple[str, Token]:
+    """`T->S_X` into the old name and a token for `S_X` at its own column."""
+    text = str(tok)
+    m = _ARROW.search(text)
+    assert m is not None  # the RENAME terminal has an arrow
+    rest = Token.new_borrow_pos("DIMSPEC", text[m.end():], tok)
+    rest.column = (tok.column or 1) + m.end()
+    return text[:m.start()], rest
 
 
 def _checked_subscript(tok: Token, what: str) -> tuple[str, tuple[str, ...], int]:

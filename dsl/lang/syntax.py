@@ -137,6 +137,26 @@ class Ref:
     name: str
     layout: Layout | None = None
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    renames: tuple[tuple[str, str], ...] = ()
+    """`A[T->S, D]`: (old, new) per renamed dim; `layout` names the new dims."""
+
+    def source_dims(self, dims: tuple[str, ...]) -> tuple[str, ...]:
+        """`dims` (named as this use names them) back in the array's own names.
+
+        >>> Ref("In", renames=(("T", "S"),)).source_dims(("B", "S", "D"))
+        ('B', 'T', 'D')
+        """
+        back = {new: old for old, new in self.renames}
+        return tuple(back.get(d, d) for d in dims)
+
+    def used_dims(self, dims: tuple[str, ...]) -> tuple[str, ...]:
+        """The array's `dims` as this use names them.
+
+        >>> Ref("In", renames=(("T", "S"),)).used_dims(("B", "T", "D"))
+        ('B', 'S', 'D')
+        """
+        to = dict(self.renames)
+        return tuple(to.get(d, d) for d in dims)
 
 
 @dataclass(frozen=True, slots=True)

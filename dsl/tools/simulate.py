@@ -279,10 +279,18 @@ def _run(
     raise SimulationError(f"unknown op {op!r}")
 
 
+def _relabelled(have: Layout, use: Layout) -> bool:
+    """`use` is `have` with some dims renamed (`In[T->S, D]`): the same blocks, each position's
+    axes and the partial sums unchanged (the compiler checked the sizes are equal)."""
+    return (len(have.dims) == len(use.dims) and have.unreduced == use.unreduced
+            and all(a.axes == b.axes for a, b in zip(have.dims, use.dims, strict=True)))
+
+
 def _operand(blocks: dict[str, Blocks], layouts: dict[str, Layout], value: Value) -> Blocks:
     if value.id not in blocks:
         raise SimulationError(f"uses value '{value.id}' before it is defined")
-    if layouts[value.id] != value.layout:
+    have = layouts[value.id]
+    if have != value.layout and not _relabelled(have, value.layout):
         raise SimulationError(f"uses value '{value.id}' with a layout it was not produced in")
     return blocks[value.id]
 

@@ -123,6 +123,18 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
                     self.arrays[name] = v
                     return v
                 v = self.values[name]
+                if e.renames:
+                    # `In[T->S, D]`: resharded in the array's own dims (so a copy already
+                    # gathered is reused), then read with T called S; no data moves.
+                    back = {new: old for old, new in e.renames}
+                    if layout is not None:
+                        want = layout.stripped().renamed(back)
+                        moved = self.reshard(v, want, e.span,
+                                             f"{name} is used as {self.fmt(want, name)}")
+                        if moved is None:
+                            return None
+                        v = moved
+                    return Value(v.id, v.array, v.dtype, v.layout.renamed(dict(e.renames)))
                 if layout is not None:
                     want = layout.stripped()
                     return self.reshard(v, want, e.span,

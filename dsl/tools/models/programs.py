@@ -79,8 +79,6 @@ def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
     a = s.act  # activation subscripts
     lines.append(f"In: bf16[{a('B', 'T', 'D', d_tp=True)}]"
                  "   # the residual stream entering the layer")
-    lines.append(f"Kin: bf16[{a('B', 'S', 'D', d_tp=True)}]"
-                 "  # the same stream, its sequence axis named S for the keys and values")
     if card.mla is None:
         kv, groups = _gqa(card, s, w, dims, lines)
     else:
@@ -100,6 +98,17 @@ def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
     return Part(part, count, "\n".join(header + body) + "\n", groups, kv, tuple(s.notes))
 
 
+def keys(spec: str) -> str:
+    """A layout of the layer input's dims with the sequence read as the keys' S: the query
+    positions T renamed (`B_{X}, S, D` -> `B_{X}, T->S, D`), one array for both.
+
+    >>> keys("B_{X}, S_{Z}, D")
+    'B_{X}, T->S_{Z}, D'
+    """
+    return ", ".join(f"T->{e}" if e == "S" or e.startswith("S_") else e
+                     for e in spec.split(", "))
+
+
 def _gqa(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
          lines: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
     k, g, h = card.n_kv_heads, card.groups, card.d_head
@@ -112,8 +121,8 @@ def _gqa(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
     q, kv = a("B", "T", "K", "G", "H"), a("B", "S", "K", "H")
     lines += [
         f"Q[{q}] = In[{a('B', 'T', 'D')}] ·_D W_Q",
-        f"Kc[{kv}] = Kin[{a('B', 'S', 'D')}] ·_D W_K",
-        f"Vc[{kv}] = Kin[{a('B', 'S', 'D')}] ·_D W_V",
+        f"Kc[{kv}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_K   # the keys read In along S",
+        f"Vc[{kv}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_V",
         f"Sc[{a('B', 'T', 'S', 'K', 'G', whole=('S',))}] = Q ·_H Kc   # Q.K over the head dim, per query group",
         "Pr = exp(Sc)   # softmax; its normalisation is left out",
         f"Att[{q}] = Pr ·_S Vc",
@@ -145,8 +154,8 @@ def _mla(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
         f"Cq[{a('B', 'T', 'RQ')}] = In[{a('B', 'T', 'D')}] ·_D W_DQ   # query latent",
         f"Qn[{a('B', 'T', 'N', 'HN')}] = Cq ·_RQ W_UQ",
         f"Qr[{a('B', 'T', 'N', 'HR')}] = Cq ·_RQ W_QR   # rotary part of the query",
-        f"Ckv[{a('B', 'S', 'RKV')}] = Kin[{a('B', 'S', 'D')}] ·_D W_DKV   # the cached latent",
-        f"Kr[{a('B', 'S', 'HR')}] = Kin[{a('B', 'S', 'D')}] ·_D W_KR   # rotary key, one for all heads",
+        f"Ckv[{a('B', 'S', 'RKV')}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_DKV   # the cached latent",
+        f"Kr[{a('B', 'S', 'HR')}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_KR   # rotary key, one for all heads",
         f"Kc[{a('B', 'S', 'N', 'HN')}] = Ckv ·_RKV W_UK",
         f"Vc[{a('B', 'S', 'N', 'HV')}] = Ckv ·_RKV W_UV",
         f"Sc[{a('B', 'T', 'S', 'N', whole=('S',))}] = Qn ·_HN Kc + Qr ·_HR Kr",

@@ -99,6 +99,7 @@ class _Writer:
         match e:
             case Ref(name=name, layout=layout):
                 x, dims = env[name]
+                dims = e.used_dims(dims)  # `In[T->S, D]`: the same data, T called S
                 if layout is not None:
                     want = layout.stripped()
                     x = self.let(f"constrain({_transpose(x, dims, want.dim_names)}, "
