@@ -209,7 +209,7 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
         return summed([(getattr(c, field), c.count) for c in charged]) if costs else ZERO
 
     t_math, t_hbm = total("t_math"), total("t_hbm")
-    t_comms = summed([(c.time, c.count) for c in costs if c.kind == "collective"])
+    t_comms = summed([(c.time, c.count) for c in charged if c.kind == "collective"])
     totals = {
         "flops": total("flops"), "flops_per_device": total("flops_per_device"),
         "hbm_bytes": total("hbm_bytes"), "comm_bytes": total("comm_bytes"),
@@ -220,7 +220,7 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
     }
     level_terms: dict[str, list[sp.Expr]] = {}
     bw_terms: dict[str, list[sp.Expr]] = {}
-    for c in costs:
+    for c in charged:
         for lv, x in c.levels:
             level_terms.setdefault(lv, []).append(x * c.count)
         for lv, x in c.level_bandwidths:
@@ -230,7 +230,7 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
     bw_by_level = {lv: sp.Add(*xs) for lv, xs in bw_terms.items()}
     totals.update({f"t_comms_{lv}_s": x for lv, x in by_level.items()})
     t_compute = summed([(c.time, c.count) for c in charged if c.kind != "collective"])
-    t_critical = summed([(c.time, c.count) for c in costs
+    t_critical = summed([(c.time, c.count) for c in charged
                          if c.kind == "collective" and not c.overlap])
     totals.update({
         "t_compute_s": t_compute,

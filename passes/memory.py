@@ -94,9 +94,11 @@ def kept_activations(program: CompiledProgram,
     forward compute op they depend on runs again (the book's "Gradient checkpointing": 8ND
     rather than 6ND). Where a policy keeps a value that reaches the backward pass through
     collectives, it keeps it once, at its most sharded reduced layout (the layer input as it
-    arrives, a matmul's result after its ReduceScatter), and the backward pass runs the
-    collectives again; parameters are counted as parameters, and the derived backward pass
-    gathers its own weights. Liveness is read off the program graph: a value's producer is its
+    arrives, a matmul's result after its ReduceScatter), and the collectives from there to the
+    copy the backward pass reads run again (indices in the second result too), as do those
+    on the way to an op run again (tensor parallelism's activation gathers: Megatron-LM's full
+    recomputation repeats them); parameters are counted as parameters, and the derived
+    backward pass gathers its own weights. Liveness is read off the program graph: a value's producer is its
     one predecessor."""
     line = program.backward_line
     if line is None:
@@ -143,11 +145,15 @@ def kept_activations(program: CompiledProgram,
             return
         if isinstance(origin, Input) or (remat in ("none", "matmuls")
                                          and isinstance(origin, Einsum)):
-            best = max((op.out for _, _, op in links), key=spread)
+            k = max(range(len(links)), key=lambda j: spread(links[j][2].out))
+            best = links[k][2].out
             saved[best.id] = best
+            # the collectives from the kept copy to the one read run again
+            redo.update(j for _, j, _ in links[:k])
             return
+        redo.update(j for _, j, _ in links[:-1])   # the collectives on the way, and
         if isinstance(origin, (Einsum, Elementwise)):
-            redo.add(i)
+            redo.add(i)                              # the op itself
         for src in g.predecessors(("op", i)):
             need(src, False)
 

@@ -259,3 +259,20 @@ def test_a_gradient_with_several_terms_is_reduced_once():
     assert [op.op for op in reductions] == ["ReduceScatter"]
     sizes = {"X": 2, "Y": 4, "B": 16, "D": 8, "F": 8}
     check(prog, random_inputs(prog, sizes, np.random.default_rng(3)), sizes)
+
+
+def test_block_remat_runs_the_activation_collectives_again():
+    """Under tensor parallelism the recomputed forward pass needs the layer input gathered again
+    (and A reduce-scattered and gathered): those collectives are charged a second time, as
+    Megatron-LM's full recomputation repeats them; FSDP's weight gathers are not (the backward
+    pass gathers the weights anyway)."""
+    from shardc.passes.memory import kept_activations
+
+    r = shardc.compile(TP_LAYER, remat="block")
+    _, redo = kept_activations(r.program, "block")
+    again = [r.program.ops[i] for i in redo]
+    gathers = sorted(op.out.array for op in again if getattr(op, "op", "") == "AllGather")
+    assert gathers == ["A", "In", "Kin"]
+    none = shardc.compile(TP_LAYER)
+    assert r.value("t_comms_s") > none.value("t_comms_s")
+    assert r.value("t_recompute_s") > 0
