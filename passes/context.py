@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 Model = Literal["exact", "book"]
 Optimizer = Literal["adam", "adam-8bit", "adam-no-master", "sgd", "none"]
-Remat = Literal["none", "block", "matmuls"]
+Remat = Literal["none", "selective", "matmuls", "block"]
+Attention = Literal["materialized", "flash"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,10 @@ class Options:
     as given (the CLI gives exact Decimals); read-only."""
     free: frozenset[str] = frozenset()
     """Declared dims or mesh axes to leave symbolic (`shardc sweep` varies them)."""
+    attention: Attention = "materialized"
+    """`flash`: the attention core (`passes.memory.attention_core`) stays on chip, as
+    FlashAttention tiles it (Dao et al. 2022): it is neither written to HBM nor kept for the
+    backward pass, which recomputes it from the queries and keys and a row statistic."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bindings", MappingProxyType(dict(self.bindings)))
@@ -80,3 +85,7 @@ class Context:
     @property
     def remat(self) -> Remat:
         return self.options.remat
+
+    @property
+    def attention(self) -> Attention:
+        return self.options.attention

@@ -200,8 +200,10 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
                              times_count(made.get(v.array, ())))
                    for v in program.arrays)
 
+    if ctx.attention == "flash" and program.backward_line is not None:
+        costs = _flash(costs, program, syms)
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
-    redo = kept_activations(program, ctx.remat)[1]
+    redo = kept_activations(program, ctx.remat, ctx.attention)[1]
     again = [c for c in costs if c.index in set(redo)]
     charged = costs + again
 
@@ -245,7 +247,7 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
     def conditions() -> tuple[ConditionCost, ...]:
         return _conditions(program, costs, t_math, t_hbm, bw_by_level, syms)
     return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, conditions, syms,
-                       _blocks(program, costs), redo)
+                       _blocks(program, charged), redo)
 
 
 def _conditions(program: CompiledProgram, costs: list[OpCost], t_math: sp.Expr,
@@ -310,6 +312,32 @@ def _figure(c: OpCost, key: str) -> sp.Expr:
         case "t_compute_s":
             return c.time if c.kind != "collective" else ZERO
     return getattr(c, key)
+
+
+def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols
+           ) -> list[OpCost]:
+    """`--attention flash`: the attention core (the scores, the probabilities and their
+    gradients) stays on chip, so the ops that make or read it move only their other operands
+    through HBM (Dao et al. 2022, "FlashAttention", section 3.2: O(N^2 d^2 / M) HBM accesses
+    against O(N d + N^2) for the standard algorithm, here counted as N d)."""
+    from shardc.passes.memory import attention_core
+
+    assert program.backward_line is not None
+    core = attention_core(program, program.backward_line, backward=True)
+    out = []
+    for c in costs:
+        op = program.ops[c.index]
+        values = ((op.lhs, op.rhs, op.out) if isinstance(op, Einsum)
+                  else (*op.args, op.out) if isinstance(op, Elementwise) else ())
+        if not any(v.id in core for v in values):
+            out.append(c)
+            continue
+        hbm = sum((local_bytes(v.layout, v.dtype, size_symbol) for v in values
+                   if v.id not in core), ZERO)
+        t_hbm = hbm / syms.w_hbm
+        time = sp.Max(c.t_math, t_hbm, evaluate=False) if c.kind == "einsum" else t_hbm
+        out.append(dataclasses.replace(c, hbm_bytes=hbm, t_hbm=t_hbm, time=time))
+    return out
 
 
 def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,

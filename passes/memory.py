@@ -9,12 +9,14 @@ the block's inputs (the whole forward pass is recomputed).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import sympy as sp
 
 from shardc.lang.dtypes import nbytes
-from shardc.passes.context import Optimizer, Remat
+from shardc.lang.layout import Layout
+from shardc.passes.context import Attention, Optimizer, Remat
 from shardc.passes.graph import build_graph
 from shardc.passes.ir import (
     Collective,
@@ -83,23 +85,30 @@ class Memory:
         return self.parameters + self.gradients + self.optimizer + self.activations
 
 
-def kept_activations(program: CompiledProgram,
-                     remat: Remat) -> tuple[dict[str, Value], tuple[int, ...]]:
+def kept_activations(program: CompiledProgram, remat: Remat,
+                     attention: Attention = "materialized"
+                     ) -> tuple[dict[str, Value], tuple[int, ...]]:
     """The forward values the backward pass reads that the policy keeps (by value id), and the
-    indices of the forward compute ops the backward pass runs again to rebuild the rest.
+    indices of the ops the backward pass runs again to rebuild the rest.
 
-    `none` keeps every value the backward pass reads, as it reads it (a gathered copy where it
-    reads the gathered copy); `matmuls` keeps inputs and matmul results, so the elementwise
-    ops producing the others run again; `block` keeps only the block's inputs, so every
-    forward compute op they depend on runs again (the book's "Gradient checkpointing": 8ND
-    rather than 6ND). Where a policy keeps a value that reaches the backward pass through
-    collectives, it keeps it once, at its most sharded reduced layout (the layer input as it
-    arrives, a matmul's result after its ReduceScatter), and the collectives from there to the
-    copy the backward pass reads run again (indices in the second result too), as do those
-    on the way to an op run again (tensor parallelism's activation gathers: Megatron-LM's full
-    recomputation repeats them); parameters are counted as parameters, and the derived
-    backward pass gathers its own weights. Liveness is read off the program graph: a value's producer is its
-    one predecessor."""
+    - `none` keeps every value the backward pass reads, as it reads it (a gathered copy where
+      it reads the gathered copy): nothing runs again.
+    - `selective` keeps them too, except the attention core (`attention_core`), which runs
+      again from the queries and keys (Korthikanti et al. 2022, section 5).
+    - `matmuls` keeps inputs and matmul results; the elementwise ops making the others run
+      again.
+    - `block` keeps only the block's inputs; every forward compute op they depend on runs again
+      (the book's "Gradient checkpointing": 8ND rather than 6ND).
+
+    Every policy but `none` keeps a value that reaches the backward pass through collectives
+    once, at its most sharded reduced layout (the layer input as it arrives, a matmul's result
+    after its ReduceScatter), and the collectives from there to the copy the backward pass
+    reads run again, as Megatron-LM's sequence parallelism stores the sharded input and gathers
+    it again (Korthikanti et al. 2022, section 4.2.2); so do the collectives on the way to an op
+    run again (Megatron-LM's full recomputation repeats them). Parameters are counted as
+    parameters; the derived backward pass gathers its own weights. `flash` attention never
+    keeps the attention core. Liveness is read off the program graph: a value's producer is
+    its one predecessor."""
     line = program.backward_line
     if line is None:
         return {}, ()
@@ -127,8 +136,10 @@ def kept_activations(program: CompiledProgram,
     saved: dict[str, Value] = {}
     redo: set[int] = set()
     seen: set[object] = set()
+    core = (attention_core(program, line) if remat == "selective" or attention == "flash"
+            else frozenset())
 
-    def need(value_node, as_read: bool) -> None:
+    def need(value_node) -> None:
         """The backward pass (or an op it runs again) reads this value: keep it or rebuild it."""
         if value_node in seen:
             return
@@ -139,12 +150,13 @@ def kept_activations(program: CompiledProgram,
         _, i, origin = links[-1]
         if origin.span.line == line or origin.out.array in params:
             return
-        if as_read and remat == "none":
+        keeps_all = remat in ("none", "selective") and origin.out.id not in core
+        if keeps_all and remat == "none":   # as read: nothing runs again
             op = links[0][2]
             saved[op.out.id] = op.out
             return
-        if isinstance(origin, Input) or (remat in ("none", "matmuls")
-                                         and isinstance(origin, Einsum)):
+        if isinstance(origin, Input) or keeps_all or (
+                remat == "matmuls" and isinstance(origin, Einsum) and origin.out.id not in core):
             k = max(range(len(links)), key=lambda j: spread(links[j][2].out))
             best = links[k][2].out
             saved[best.id] = best
@@ -155,17 +167,68 @@ def kept_activations(program: CompiledProgram,
         if isinstance(origin, (Einsum, Elementwise)):
             redo.add(i)                              # the op itself
         for src in g.predecessors(("op", i)):
-            need(src, False)
+            need(src)
 
     for i, op in enumerate(program.ops):
         if op.span.line == line:
             for value_node in g.predecessors(("op", i)):
-                need(value_node, True)
+                need(value_node)
     return saved, tuple(sorted(redo))
 
 
-def training_memory(program: CompiledProgram, optimizer: Optimizer,
-                    remat: Remat) -> Memory | None:
+def attention_core(program: CompiledProgram, line: int, backward: bool = False
+                   ) -> frozenset[str]:
+    """The values `--remat selective` recomputes (Korthikanti et al. 2022, "Reducing Activation
+    Recomputation in Large Transformer Models", section 5: the attention core, large in memory
+    and cheap to recompute): the result of a product of two activations that is larger than
+    either (the scores Q.K, T x S per head from T x H and S x H), and what elementwise ops and
+    collectives make from it (the probabilities). Sizes are the program's, a symbolic one
+    taken as 4096 (the lowering's typical size). With `backward`, also the backward pass's
+    values over the same dims (the gradients of the scores and probabilities), which
+    FlashAttention's backward pass does not write to HBM either."""
+    sizes = {n: v if v is not None else 4096 for n, v in program.dims}
+    params = set(program.params)
+
+    def elements(v: Value) -> int:
+        return math.prod(sizes.get(d, 4096) for d in v.dims)
+
+    core: set[str] = set()
+    shapes: set[frozenset[str]] = set()
+    for op in program.ops:
+        if op.span.line == line:
+            if backward and frozenset(op.out.dims) in shapes:
+                core.add(op.out.id)
+            continue
+        if isinstance(op, Einsum):
+            if (op.lhs.array not in params and op.rhs.array not in params
+                    and elements(op.out) > max(elements(op.lhs), elements(op.rhs))):
+                core.add(op.out.id)
+                shapes.add(frozenset(op.out.dims))
+        elif isinstance(op, Elementwise):
+            if any(a.id in core for a in op.args):
+                core.add(op.out.id)
+        elif isinstance(op, Collective) and op.src.id in core:
+            core.add(op.out.id)
+    return frozenset(core)
+
+
+def flash_statistics(program: CompiledProgram, count: dict[str, sp.Expr]) -> list[sp.Expr]:
+    """What FlashAttention keeps for its backward pass beside the queries, keys, values and
+    output: one fp32 log-sum-exp per query row and head (Dao et al. 2022, algorithm 2), the
+    scores' dims less those only the keys have (S), at the scores' sharding. Under block
+    remat the recomputed forward pass makes them again."""
+    line = program.backward_line
+    core = attention_core(program, line) if line is not None else frozenset()
+    out = []
+    for op in program.ops:
+        if isinstance(op, Einsum) and op.out.id in core and op.span.line != line:
+            rows = Layout(tuple(d for d in op.out.layout.dims if d.dim in op.lhs.dims))
+            out.append(local_bytes(rows, "f32", size_symbol) * count.get(op.out.id, 1))
+    return out
+
+
+def training_memory(program: CompiledProgram, optimizer: Optimizer, remat: Remat,
+                    attention: Attention = "materialized") -> Memory | None:
     """None for a program without parameters; activations kept for the program's own
     backward pass (`program.backward_line`)."""
     if not program.params:
@@ -188,8 +251,10 @@ def training_memory(program: CompiledProgram, optimizer: Optimizer,
     optimizer_bytes = sp.Add(*[state.bytes_per_parameter(v.dtype)
                                * local_elements(v.layout, size_symbol) * count[v.id]
                                for v in p_vals])
-    saved = kept_activations(program, remat)[0]
+    saved = kept_activations(program, remat, attention)[0]
     activations = sp.Add(*[local_bytes(v.layout, v.dtype, size_symbol) * count[v.id]
-                           for v in saved.values()])
+                           for v in saved.values()],
+                         *(flash_statistics(program, count)
+                           if attention == "flash" and remat != "block" else ()))
     return Memory(as_expr(parameters), as_expr(gradients), as_expr(optimizer_bytes),
                   as_expr(activations), tuple(sorted(v.array for v in saved.values())))

@@ -172,7 +172,7 @@ class TrainingMemory:
 
         assert unit.compiled is not None
         return dataclasses.replace(unit, memory=training_memory(unit.compiled, ctx.optimizer,
-                                                                ctx.remat))
+                                                                ctx.remat, ctx.attention))
 
 
 PIPELINE: tuple[Pass, ...] = (Parse(), Validate(), DeriveBackward(), ResolveHardware(),

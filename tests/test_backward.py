@@ -207,13 +207,16 @@ def test_matmul_remat_keeps_matmul_results_at_their_reduced_layout():
 
 
 def test_no_remat_keeps_what_the_backward_pass_reads_as_it_reads_it():
-    """Without remat the backward pass reads the gathered layer input and the gathered A (as
-    Megatron-LM keeps the replicated inputs of the column-parallel matmuls without sequence
-    parallelism), the probabilities, and gelu's input and output."""
+    """Without remat nothing runs again: the backward pass reads the gathered layer input and
+    the gathered A (as Megatron-LM keeps the replicated inputs of the column-parallel matmuls
+    without sequence parallelism), the probabilities, and gelu's input and output."""
+    from shardc.passes.memory import kept_activations
+
     sizes, total = _kept("none")
     assert set(sizes) == {"In", "Kin", "Q", "Kc", "Pr", "Att", "A", "Tmp", "gelu_Tmp"}
     assert sizes["In"] == sizes["A"] == 1 * 4096 * 5120 * 2
     assert sizes["Pr"] == 4096 * 4096 * 40 / 8 * 2
+    assert kept_activations(shardc.compile(TP_LAYER).program, "none")[1] == ()
     assert _kept("matmuls")[1] < total and _kept("block")[1] < _kept("matmuls")[1]
 
 
@@ -276,3 +279,28 @@ def test_block_remat_runs_the_activation_collectives_again():
     none = shardc.compile(TP_LAYER)
     assert r.value("t_comms_s") > none.value("t_comms_s")
     assert r.value("t_recompute_s") > 0
+
+
+def test_selective_remat_and_flash_attention_drop_the_attention_core():
+    """`selective` recomputes the scores and probabilities and keeps the gathered inputs
+    sharded, gathering them again (Korthikanti et al. 2022: sequence parallelism with selective
+    recomputation); flash attention keeps the core on chip and one fp32 row statistic per
+    query and head instead (Dao et al. 2022), and moves less through HBM."""
+    from shardc.passes.memory import kept_activations
+
+    none = shardc.compile(TP_LAYER)
+    sel = shardc.compile(TP_LAYER, remat="selective")
+    flash = shardc.compile(TP_LAYER, attention="flash")
+    assert "Pr" in none.memory.saved and "Pr" not in sel.memory.saved
+    assert set(none.memory.saved) - set(flash.memory.saved) == {"Pr"}
+    sizes, _ = _kept("selective")
+    assert sizes["In"] == sizes["A"] == 1 * 4096 * 5120 / 8 * 2  # as they arrive
+    again = [sel.program.ops[i] for i in kept_activations(sel.program, "selective")[1]]
+    assert {op.out.array for op in again} >= {"In", "A", "Sc", "Pr"}
+    rows = 1 * 4096 * 40 / 8 * 4  # B/X x T x K/Y, fp32
+    pr = 4096 * 4096 * 40 / 8 * 2
+    assert flash.value(flash.memory.activations) == none.value(none.memory.activations) - pr + rows
+    assert flash.value("t_hbm_s") < none.value("t_hbm_s")
+    assert sel.value("t_recompute_s") > 0 and flash.value("t_recompute_s") > 0
+    with pytest.raises(ValueError):
+        shardc.compile(TP_LAYER, attention="paged")

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SMALL = {
     # sizes for the simulator: every dim a multiple of the axes that shard it
     "mlp-dp-dcn-train": {"B": 256, "D": 4, "F": 6},
-    "attention-gqa-train": {"B": 8, "T": 2, "S": 3, "D": 4, "K": 4, "G": 2, "H": 2},
+    "attention-gqa-train": {"B": 8, "T": 3, "S": 3, "D": 4, "K": 4, "G": 2, "H": 2},
     "moe-expert-parallel-train": {"G": 8, "S": 2, "E": 8, "C": 2, "D": 3, "F": 2},
     "mlp-fsdp-tp-layers-train": {"B": 32, "D": 16, "F": 16, "L": 3},
     "mlp-pipeline-train": {"S": 4, "M": 2, "B": 2, "D": 3, "F": 2},

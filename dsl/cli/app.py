@@ -17,7 +17,7 @@ from shardc.driver.files import CliIOError, check_writable, read_text, write_tex
 from shardc.lang.limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
-from shardc.passes.context import Optimizer
+from shardc.passes.context import Attention, Optimizer, Remat
 
 __all__ = ["build_parser", "main", "parse_binding", "parse_number"]
 
@@ -62,7 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "bf16 parameter with its gradient), adam-8bit (8-bit moments), "
                    "adam-no-master (the book's two moments, no master copy), sgd (the master "
                    "copy only) or none")
-    c.add_argument("--remat", choices=["none", "block", "matmuls"], default="none",
+    c.add_argument("--attention", choices=get_args(Attention), default="materialized",
+                   help="materialized (default): the attention scores and probabilities are "
+                   "written to HBM and kept for the backward pass; flash: they stay on chip "
+                   "and the backward pass recomputes them (FlashAttention)")
+    c.add_argument("--remat", choices=get_args(Remat), default="none",
                    help="activations kept for the backward pass (default: keep all)")
     c.add_argument("--regions", action="store_true",
                    help="also lower the program in each region of its symbolic sizes and give "
@@ -129,7 +133,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         except CliIOError as exc:
             return _usage(str(exc))
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
-                          optimizer=args.optimizer, remat=args.remat)
+                          optimizer=args.optimizer, remat=args.remat, attention=args.attention)
     if result.diagnostics.items:
         print(result.rendered(), file=sys.stderr)
     if result.report is None:

@@ -11,7 +11,7 @@ import re
 import sys
 from typing import get_args
 
-from shardc.passes.context import Optimizer
+from shardc.passes.context import Attention, Optimizer, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp")
 
@@ -58,7 +58,9 @@ def add_parser(sub) -> None:
                    "4M = 4*10^6; default: the card's)")
     p.add_argument("--seq", help="sequence length (default: the card's)")
     p.add_argument("--optimizer", choices=get_args(Optimizer), default="adam")
-    p.add_argument("--remat", choices=["none", "block", "matmuls"], default="none")
+    p.add_argument("--remat", choices=get_args(Remat), default="none")
+    p.add_argument("--attention", choices=get_args(Attention), default="materialized",
+                   help="flash: attention scores stay on chip (FlashAttention)")
     p.add_argument("--cost-model", choices=["exact", "book"], default="exact",
                    help="collective costs: exact ring (default) or the book's formulas")
     p.add_argument("--format", choices=["text", "json"], default="text")
@@ -277,7 +279,8 @@ def run_plan(args: argparse.Namespace) -> int:
     progress = for_command(args.progress)
     try:
         p = plan(card, chip, chips, tokens, seq,
-                 Options(args.optimizer, args.remat, args.cost_model), progress=progress)
+                 Options(args.optimizer, args.remat, args.cost_model, args.attention),
+                 progress=progress)
     except PlanError as exc:
         raise InputError(str(exc)) from None
     finally:

@@ -14,7 +14,7 @@ from shardc.lang.syntax import Program
 if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.hardware import Chip
-    from shardc.passes.context import Optimizer, Remat
+    from shardc.passes.context import Attention, Optimizer, Remat
     from shardc.passes.ir import CompiledProgram
     from shardc.passes.pipeline import PassName
 
@@ -56,20 +56,22 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  bindings: Mapping[str, float] | None = None, *,
                  stop_after: PassName | None = None,
                  optimizer: Optimizer = "adam", remat: Remat = "none",
-                 free: Iterable[str] = ()) -> Compilation:
+                 free: Iterable[str] = (), attention: Attention = "materialized"
+                 ) -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
     diagnostics; `stop_after` names the last pass to run."""
-    from shardc.passes.context import Context, Model, Optimizer, Options, Remat
+    from shardc.passes.context import Attention, Context, Model, Optimizer, Options, Remat
     from shardc.passes.pipeline import run_passes
 
     for option, value, allowed in (("model", model, get_args(Model)),
                                    ("optimizer", optimizer, get_args(Optimizer)),
-                                   ("remat", remat, get_args(Remat))):
+                                   ("remat", remat, get_args(Remat)),
+                                   ("attention", attention, get_args(Attention))):
         if value not in allowed:
             raise ValueError(f"{option}={value!r}: expected one of "
                              f"{', '.join(map(repr, allowed))}")
     ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {}),
-                                          frozenset(free)))
+                                          frozenset(free), attention))
     unit = run_passes(ctx, stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
@@ -77,9 +79,11 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     from shardc.driver.report import Report
 
     report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
-                    options={"optimizer": ctx.optimizer, "remat": ctx.remat},
+                    options={"optimizer": ctx.optimizer, "remat": ctx.remat,
+                             "attention": ctx.attention},
                     _relower=_relowering(unit, ctx),
-                    _recompile=_recompiling(source, hw, model, optimizer, remat, free))
+                    _recompile=_recompiling(source, hw, model, optimizer, remat, free,
+                                            attention))
     if _overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)
@@ -102,11 +106,11 @@ def _relowering(unit, ctx):
     return run
 
 
-def _recompiling(source: Source, hw, model, optimizer, remat, free):
+def _recompiling(source: Source, hw, model, optimizer, remat, free, attention):
     """For `Report.at` with a mesh axis: the program compiled with more sizes bound."""
     def run(bindings: Mapping[str, float]) -> Report:
         result = run_pipeline(source, hw, model, bindings, optimizer=optimizer, remat=remat,
-                              free=free)
+                              free=free, attention=attention)
         if result.report is None:
             raise CompileError(result.diagnostics.errors(), source)
         return result.report
@@ -205,7 +209,8 @@ def parse(source_or_path: str | Path | Source, name: str | None = None) -> Progr
 def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             model: Literal["exact", "book"] = "exact", set: Mapping[str, float] | None = None,
             name: str | None = None, optimizer: Optimizer = "adam",
-            remat: Remat = "none", free: Iterable[str] = ()) -> Report:
+            remat: Remat = "none", free: Iterable[str] = (),
+            attention: Attention = "materialized") -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
@@ -218,7 +223,8 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     ['AllGather', 'AllGather', 'einsum']
     """
     source = as_source(source_or_path, name)
-    result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free)
+    result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free,
+                          attention=attention)
     if result.report is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.report

@@ -65,7 +65,8 @@ def render_text(r: Report) -> str:
     if "t_recompute_s" in r.totals:
         expr = r.totals["t_recompute_s"]
         out.append(f"  {'T_recompute':<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}   "
-                   f"(--remat {r.options.get('remat')}: forward ops run again, in T_math)")
+                   f"(--remat {r.options.get('remat')}: forward ops the backward pass runs "
+                   "again, compute in T_math and T_hbm, collectives in T_comms)")
     per_level = [k for k in r.totals if k.startswith("t_comms_") and k not in (
         "t_comms_s", "t_comms_critical_s")]
     for key, expr in r.totals.items():
@@ -77,8 +78,9 @@ def render_text(r: Report) -> str:
     if r.memory is not None:
         m = r.memory
         out.append("")
+        flash = ", attention flash" if r.options.get("attention") == "flash" else ""
         out.append(f"memory per device, training step (optimizer {r.options.get('optimizer')}, "
-                   f"remat {r.options.get('remat')})")
+                   f"remat {r.options.get('remat')}{flash})")
         for label, expr in (("parameters", m.parameters), ("gradients", m.gradients),
                             ("optimizer state", m.optimizer), ("activations", m.activations),
                             ("total", m.total)):

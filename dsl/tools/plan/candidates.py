@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardc.hardware import Chip
-from shardc.passes.context import Model, Optimizer, Remat
+from shardc.passes.context import Attention, Model, Optimizer, Remat
 from shardc.tools.models import ModelCard
 from shardc.tools.models.sharding import Layout
 
@@ -36,6 +36,7 @@ class Options:
     optimizer: Optimizer = "adam"
     remat: Remat = "none"
     model: Model = "exact"
+    attention: Attention = "materialized"
 
 
 @dataclass

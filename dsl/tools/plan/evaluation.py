@@ -61,7 +61,8 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
     for p in ps:
         try:
             r = api.compile(p.text, hw=chip, model=options.model, optimizer=options.optimizer,
-                            remat=options.remat, name=f"<{card.name} {p.name}>")
+                            remat=options.remat, name=f"<{card.name} {p.name}>",
+                            attention=options.attention)
         except CompileError as exc:
             first = exc.diagnostics[0] if exc.diagnostics else None
             return None, ("not evaluated: the compiler rejects the generated "

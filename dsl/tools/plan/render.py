@@ -38,6 +38,7 @@ def plan_dict(p) -> dict:
                   "idle": p.slice.idle},
         "batch_tokens": p.batch_tokens, "seq_len": p.seq, "sequences": p.sequences,
         "options": {"optimizer": p.options.optimizer, "remat": p.options.remat,
+                    "attention": p.options.attention,
                     "cost_model": p.options.model},
         "candidates": [candidate_dict(c) for c in _ordered(p)],
         "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
@@ -67,7 +68,8 @@ def plan_text(p) -> str:
     lines = [f"shardc plan: {p.card.display_name} on {sl.chips + sl.idle} {p.chip.name} chips, "
              f"batch {p.batch_tokens:,} tokens ({p.sequences} sequences x {p.seq})",
              f"  uses {pods} chips{shape}{idle}",
-             f"  optimizer {p.options.optimizer}, remat {p.options.remat}, collectives "
+             f"  optimizer {p.options.optimizer}, remat {p.options.remat}, attention "
+             f"{p.options.attention}, collectives "
              f"{p.options.model}; t_step = the layer's scheduled T_step x {p.card.n_layers} + "
              "the embedding's", ""]
     rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU",
