@@ -1,0 +1,95 @@
+"""The training-step model against hand counts written in docs/validation.md: LLaMA-2 13B on
+64 H100 with 8-way tensor and 8-way FSDP parallelism, 4,096-token sequences, one sequence per
+FSDP rank (a 32Ki-token batch). Each figure is the plan's, for the whole step (40 layers and the
+embedding)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import shardc
+from shardc.cli.plan import mesh_layout
+from shardc import hardware
+from shardc.tools import models
+from shardc.tools.models.programs import part
+from shardc.tools.plan.candidates import Options
+from shardc.tools.plan.evaluation import evaluate
+
+CARD = models.load("llama2-13b")
+LAYOUT = mesh_layout("fsdp-tp", "X=8, Y=8")
+SEQ, SEQUENCES = 4096, 8
+
+MB = 1e6
+# Per layer and GPU, bf16 (docs/validation.md): s = 4096 tokens, h = 5120, t = 8,
+# 5 of the 40 heads of 128, 1,728 of the 13,824 MLP columns.
+IN_FULL = 4096 * 5120 * 2 / MB            # the layer input, gathered: 41.94
+IN_SHARD = IN_FULL / 8                    # as it arrives: 5.24
+QKV = 3 * 4096 * 5 * 128 * 2 / MB         # 15.73
+PROBS = 4096 * 4096 * 5 * 2 / MB          # 167.77
+ATT = 4096 * 5 * 128 * 2 / MB             # 5.24
+MLP_IN = 2 * 4096 * 1728 * 2 / MB         # gate and up projections: 28.31
+MLP_MID = 2 * 4096 * 1728 * 2 / MB        # silu(gate) and the product: 28.31
+LSE = 4096 * 5 * 4 / MB                   # flash: fp32 log-sum-exp rows: 0.08
+HAND = {  # MB per layer
+    ("none", "materialized"): 2 * IN_FULL + QKV + PROBS + ATT + MLP_IN + MLP_MID,
+    ("selective", "materialized"): 2 * IN_SHARD + QKV + ATT + MLP_IN + MLP_MID,
+    ("matmuls", "materialized"): 2 * IN_SHARD + QKV + PROBS + ATT + MLP_IN,
+    ("block", "materialized"): IN_SHARD,
+    ("none", "flash"): 2 * IN_FULL + QKV + LSE + ATT + MLP_IN + MLP_MID,
+    ("selective", "flash"): 2 * IN_SHARD + QKV + LSE + ATT + MLP_IN + MLP_MID,
+    ("matmuls", "flash"): 2 * IN_SHARD + QKV + LSE + ATT + MLP_IN,
+    ("block", "flash"): IN_SHARD,
+}
+
+
+def _figures(remat: str, attention: str) -> dict:
+    figures, why = evaluate(CARD, hardware.load("h100"), LAYOUT, SEQUENCES, SEQ,
+                            Options(remat=remat, attention=attention))  # type: ignore[arg-type]
+    assert figures is not None, why
+    return figures
+
+
+@pytest.mark.parametrize(("remat", "attention"), sorted(HAND))
+def test_activations_match_the_hand_count(remat, attention):
+    """Within 15% of the hand count (the embedding's activations, which the count leaves out,
+    are 0.04 GB); block remat is never 0 B."""
+    got = _figures(remat, attention)["memory"]["activations"]
+    want = HAND[remat, attention] * MB * CARD.n_layers
+    assert got == pytest.approx(want, rel=0.15)
+    assert got > 0
+
+
+def test_optimizer_and_gradient_state_is_16_bytes_per_parameter():
+    """Mixed-precision Adam: bf16 weights and gradients, fp32 master weights and moments."""
+    memory = _figures("none", "materialized")["memory"]
+    params = memory["parameters"] / 2  # bf16
+    assert (memory["parameters"] + memory["gradients"] + memory["optimizer"]) / params \
+        == pytest.approx(16, rel=0.02)  # the embedding's gradient is counted as its table
+
+
+def test_mfu_counts_model_flops_and_hfu_counts_recomputation():
+    none, block = _figures("none", "materialized"), _figures("block", "materialized")
+    assert none["model_flops"] == block["model_flops"]
+    assert block["mfu"] < none["mfu"] and block["hfu"] > none["hfu"]
+    assert block["t_step_s"] > none["t_step_s"]
+
+
+def _tp_collectives(remat: str) -> Counter:
+    layer = part(CARD, LAYOUT, SEQUENCES, SEQ, "layer", "h100")
+    r = shardc.compile(layer.text, remat=remat)
+    from shardc.passes.memory import kept_activations
+
+    again = kept_activations(r.program, remat)[1]
+    ops = [op for op in r.program.ops if getattr(op, "axes", None) == ("Y",)]
+    ops += [r.program.ops[i] for i in again if getattr(r.program.ops[i], "axes", None) == ("Y",)]
+    return Counter(op.op for op in ops)
+
+
+def test_tensor_parallel_collectives_per_layer_are_megatrons():
+    """Megatron-LM with sequence parallelism (Korthikanti et al. 2022, section 4.2.2): an
+    AllGather before and a ReduceScatter after attention and the MLP, forward and backward,
+    4 + 4; storing the inputs sharded adds the two AllGathers the backward pass repeats."""
+    assert _tp_collectives("none") == Counter({"AllGather": 4, "ReduceScatter": 4})
+    assert _tp_collectives("selective") == Counter({"AllGather": 6, "ReduceScatter": 4})
