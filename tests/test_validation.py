@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 import shardc
-from shardc.cli.plan import mesh_layout
 from shardc import hardware
+from shardc.cli.plan import mesh_layout
 from shardc.tools import models
 from shardc.tools.models.programs import part
 from shardc.tools.plan.candidates import Options
