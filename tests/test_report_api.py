@@ -106,3 +106,23 @@ def test_symbolic_at_a_point_equals_compiling_at_it(report, b, d, f):
 def test_a_size_bound_by_at_is_in_the_domain_of_set(report, bad):
     with pytest.raises(ValueError, match="whole number from 1 to 2\\*\\*63 - 1"):
         report.at(B=bad)
+
+
+def test_utilization_is_model_flops_over_the_step():
+    """MFU counts each einsum once over the mesh; HFU every FLOP a device runs, recomputation
+    included; both against the scheduled step and the chip's bf16 peak."""
+    import shardc as api
+
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "programs" / "mlp-fsdp-train.shard"
+    r = api.compile(path)
+    u = r.utilization()
+    step, peak = r.scheduled_step(), r.chip.flops_for("bf16")[0]
+    einsums = sum(r.value(c.flops * c.count) for c in r.ops if c.kind == "einsum")
+    assert u["model_flops"] == einsums
+    assert u["mfu"] == pytest.approx(einsums / (16 * peak * step))
+    assert u["hfu"] == pytest.approx(r.value("flops_per_device") / (peak * step))
+    block = api.compile(path, remat="block").utilization()
+    assert block["mfu"] < u["mfu"] < u["hfu"] < block["hfu"]
+    assert api.compile(path, hw=None).utilization() is not None  # the program's own chip

@@ -52,6 +52,7 @@ def report_dict(r: Report) -> dict[str, Any]:
                                 "sum": r.q(r.totals["t_step_sum_s"]),
                                 "scheduled": {"expr": "list schedule of the op graph",
                                               "latex": "", "value": r.scheduled_step()}},
+                   "utilization": r.utilization(),
                    "t_comms_by_level_s": {k[len("t_comms_"):-2]: r.q(v)
                                           for k, v in r.totals.items()
                                           if k.startswith("t_comms_") and k != "t_comms_s"},

@@ -43,6 +43,10 @@ def _header(r: Report) -> list[str]:
     return lines
 
 
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
 def _holds(h: bool | None) -> str:
     return {True: "holds", False: "does not hold", None: "undecided"}[h]
 
@@ -62,6 +66,11 @@ def render_text(r: Report) -> str:
                        f"= {r.totals[key]}")
         out.append(f"  {'T_step (schedule)':<18} {fmt_value(sched, 's'):>10}   "
                    "(prefetched gathers and async reductions overlap compute)")
+        util = r.utilization()
+        if util is not None:
+            both = f"{_pct(util['mfu'])} / {_pct(util['hfu'])}"
+            out.append(f"  {'MFU / HFU':<18} {both:>10}   (model FLOPs, each einsum once, / "
+                       "(devices x peak x T_step); HFU: every FLOP a device runs)")
     if "t_recompute_s" in r.totals:
         expr = r.totals["t_recompute_s"]
         out.append(f"  {'T_recompute':<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}   "
@@ -219,6 +228,10 @@ def render_markdown(r: Report) -> str:
         expr = r.totals[key]
         out.append(f"| {label} | {fmt_value(r.value(expr), unit)} | ${latex(expr)}$ |")
     out.append(f"| bound | {r.bound() or 'undecided'} | |")
+    util = r.utilization() if r.program.params or any(c.overlap for c in r.ops) else None
+    if util is not None:
+        out.append(f"| MFU / HFU | {_pct(util['mfu'])} / {_pct(util['hfu'])} | "
+                   "model FLOPs / (devices x peak x T_step); every FLOP a device runs |")
     for b in r.cost.blocks:
         out.append("")
         out.append(f"`repeat {_md_escape(b.text)}` (line {b.line}):")

@@ -348,6 +348,27 @@ class Report:
         durations = self.step_durations()
         return None if durations is None else schedule(self.program, durations)
 
+    def utilization(self) -> dict[str, float] | None:
+        """MFU and HFU of the scheduled step on the report's chip, with the model FLOPs; None
+        without a chip or a number for every op.
+
+        MFU = model FLOPs / (devices x peak x T_step), the model FLOPs being every einsum
+        counted once over the mesh (no recomputation, no replicated work, no elementwise ops:
+        Chowdhery et al. 2022, "PaLM", appendix B); HFU = every FLOP a device runs /
+        (peak x T_step). The peak is the chip's bf16 matrix rate."""
+        if self.chip is None:
+            return None
+        step = self.scheduled_step()
+        devices = self.value(sp.Mul(*[size_symbol(n) for n, _ in self.program.mesh]))
+        per_device = self.value(self.totals["flops_per_device"])
+        model = [self.value(c.flops * c.count) for c in self.ops if c.kind == "einsum"]
+        if not step or devices is None or per_device is None or None in model:
+            return None
+        peak = self.chip.flops_for("bf16")[0]
+        total = float(sum(m for m in model if m is not None))
+        return {"model_flops": total, "mfu": total / (devices * peak * step),
+                "hfu": per_device / (peak * step)}
+
     def op_bound(self, c) -> str | None:
         if c.kind == "collective":
             bw, lat = self.value(c.t_bandwidth), self.value(c.t_latency)
