@@ -111,9 +111,9 @@ def test_a_size_bound_by_at_is_in_the_domain_of_set(report, bad):
 def test_utilization_is_model_flops_over_the_step():
     """MFU counts each einsum once over the mesh; HFU every FLOP a device runs, recomputation
     included; both against the scheduled step and the chip's bf16 peak."""
-    import shardc as api
-
     from pathlib import Path
+
+    import shardc as api
 
     path = Path(__file__).resolve().parent.parent / "programs" / "mlp-fsdp-train.shard"
     r = api.compile(path)
