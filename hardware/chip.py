@@ -199,7 +199,7 @@ class Chip:
 
     @property
     def latency_bound_bytes(self) -> float:
-        """Message size below which one hop is latency-bound: W_uni * t_hop (002).
+        """Message size below which one hop is latency-bound: W_uni * t_hop (the sharding chapter).
 
         >>> load("tpu-v5e").latency_bound_bytes  # 4.5e10 * 1e-6 = 45kB
         45000.0
@@ -243,16 +243,16 @@ class Chip:
     def wraps(self, shape: Sequence[int]) -> tuple[bool, ...]:
         """Which axes of a physical slice of this shape have a wraparound link (form a ring).
 
-        - "full-axis-16" (v5e, v6e): an axis wraps iff it has the full pod length 16 (001).
+        - "full-axis-16" (v5e, v6e): an axis wraps iff it has the full pod length 16 (the TPU chapter).
         - "cube-multiple-4" (v4p, v5p): wraparounds come from the optical switches of whole
-          4x4x4 cubes, so every axis wraps iff every axis is a multiple of 4 (001: a 2x2x4
+          4x4x4 cubes, so every axis wraps iff every axis is a multiple of 4 (the TPU chapter: a 2x2x4
           has none).
         - "switched" (GPU NVLink): every axis behaves like a full ring.
 
         A shape with fewer axes than the torus (`ici_axes`) lies in a plane or a line of it:
         the missing axes have length 1 (so a 4x4 on a v5p is no whole cube). An axis without
         wraparound is a line: a bidirectional ring collective on it runs up to 2x slower than
-        `axis_bw` suggests (001).
+        `axis_bw` suggests (the TPU chapter).
 
         >>> load("tpu-v5e").wraps((8, 16)), load("tpu-v5p").wraps((2, 2, 4))
         ((False, True), (False, False, False))

@@ -1,5 +1,5 @@
 """The `derive-backward` pass: a `backward` statement becomes the backward pass of the statements
-above it, written as ordinary statements (000 Appendix B), so the four cases insert its
+above it, written as ordinary statements (the training chapter's Appendix B), so the four cases insert its
 collectives.
 
 Rules: for C = A ·_K B, dA = dC ·_(dims of B not in A) B and dB = A ·_(dims of A not in B) dC;
@@ -310,7 +310,7 @@ class _Deriver:
                     return
                 parts.setdefault(name, []).append((contribution, stmt.times))
         # Parameters, and declared inputs: a block sits in a stack, so its input's gradient
-        # dIn is part of its backward pass (000 Appendix B).
+        # dIn is part of its backward pass (the training chapter's Appendix B).
         for name, a in list(self.arrays.items()):
             if (a.param or a.declared) and name in parts and name != seed:
                 grad_of(name)

@@ -1,6 +1,6 @@
 """Turn `a > b` between cost expressions into the book's form: program quantity > hardware ratio.
 
-`T_math > T_comms` for the two-chip example becomes `D/(2*X) > C/W_ici` (000 part 1): the
+`T_math > T_comms` for the two-chip example becomes `D/(2*X) > C/W_ici` (the roofline chapter): the
 ratio of the two sides is split into factors that hold only hardware symbols and the rest.
 """
 

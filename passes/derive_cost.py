@@ -1,6 +1,6 @@
 """The `derive-cost` pass: SymPy formulas for FLOPs, bytes and times of every op and in total.
 
-Formulas and their seed sections are in docs/cost-model.md. Hardware quantities stay symbols
+Formulas and their sources are in docs/cost-model.md. Hardware quantities stay symbols
 (C, W_hbm, W_ici, t_hop); numbers come later, when a report evaluates against a chip.
 """
 
@@ -273,7 +273,7 @@ def _conditions(program: CompiledProgram, costs: list[OpCost], t_math: sp.Expr,
         if m_b != 0 and c_b != 0:
             conditions.append(ConditionCost(
                 "backward-compute-vs-comms", "the backward pass compute-bound (its T_math > its "
-                "T_comms, bandwidth terms; 000 part 4 states DP and FSDP this way)",
+                "T_comms, bandwidth terms; the training chapter states DP and FSDP this way)",
                 separate(m_b, c_b, syms.is_hardware)))
     if t_math != 0 and len(bw_by_level) > 1:
         for lv, bw in bw_by_level.items():

@@ -65,7 +65,7 @@ def local_bytes(layout: Layout, dtype: str, size_of: SizeOf) -> Num:
 
 
 def step_bytes(step: Step, dtype: str, size_of: SizeOf) -> Num:
-    """002's V: the per-device size of the larger side of the collective."""
+    """The sharding chapter's V: the per-device size of the larger side of the collective."""
     if step.kind == "AllGather":
         return local_bytes(step.dst, dtype, size_of)
     return local_bytes(step.src, dtype, size_of)

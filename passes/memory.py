@@ -1,4 +1,4 @@
-"""Memory per device of a training step (000 part 4 "memory", "Gradient checkpointing").
+"""Memory per device of a training step (the training chapter "memory", "Gradient checkpointing").
 
 Parameters and their gradients at their layouts; optimizer state (`adam`: two fp32 moments, the
 book's 8 bytes per parameter beside bf16 weights, 10 in all); activations kept for the backward

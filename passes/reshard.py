@@ -1,6 +1,6 @@
 """Plan the collectives that take an array from one layout to another.
 
-Rules (002): AllGather removes a subscript, AllToAll moves one to another dim, ReduceScatter
+Rules (the sharding chapter): AllGather removes a subscript, AllToAll moves one to another dim, ReduceScatter
 turns partial sums into a sharding, AllReduce removes partial sums, and adding a subscript to a
 replicated dim is a free local slice. Axes of a dim are major first, so only the trailing
 (minor) axes of a dim can be gathered or moved without touching other devices' blocks; a layout
@@ -43,7 +43,7 @@ class Refusal:
 
 def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None = None
              ) -> Layout | Refusal:
-    """What one collective does to a layout (002): the one home of these rules, used by the
+    """What one collective does to a layout (the sharding chapter): the one home of these rules, used by the
     planner below and by the explicit collectives a program writes.
 
     >>> lay = Layout.of({"I": ("X", "Y"), "J": ()}, {"Z"})

@@ -1,6 +1,6 @@
 """The `resolve-topology` pass: where each mesh axis lives (link level, physical axes, rings).
 
-Rules (001 "TPU networking", 002 Pop Quiz 2, hardware TOMLs): without `@` an axis uses the chip's
+Rules (the TPU chapter "TPU networking", the sharding chapter Pop Quiz 2, hardware TOMLs): without `@` an axis uses the chip's
 fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own physical axis unless
 `@ici(x)` names one; wraparound follows the chip's rule on the physical slice unless `wrap` or
 `nowrap` says otherwise; a GPU axis longer than the NVLink domain crosses InfiniBand.

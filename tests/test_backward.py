@@ -24,23 +24,23 @@ def collectives(name: str) -> list[tuple[str, str, str]]:
 
 
 def test_data_parallel_allreduces_the_weight_gradients():
-    """000 part 4: "two AllReduces per layer", nothing else."""
+    """The training chapter: "two AllReduces per layer", nothing else."""
     assert collectives("mlp-dp-train") == [("AllReduce", "X", "dW_in"),
                                            ("AllReduce", "X", "dW_out")]
 
 
 def test_fsdp_gathers_weights_and_reduce_scatters_gradients():
-    """000 part 4 FSDP: weights AllGathered before use (again in the backward pass),
+    """The training chapter FSDP: weights AllGathered before use (again in the backward pass),
     gradients ReduceScattered."""
     got = collectives("mlp-fsdp-train")
     assert [c for c in got if c[0] == "ReduceScatter"] == [("ReduceScatter", "X", "dW_in"),
                                                            ("ReduceScatter", "X", "dW_out")]
-    # forward: W_in, W_out; backward: W_out for dTmp, W_in for dIn (000 part 4's FSDP).
+    # forward: W_in, W_out; backward: W_out for dTmp, W_in for dIn (the training chapter's FSDP).
     assert [c[2] for c in got if c[0] == "AllGather"] == ["W_in", "W_out", "W_out", "W_in"]
 
 
 def test_tensor_parallel_activation_pairs():
-    """000 part 4 TP: an AllGather / ReduceScatter pair of activations in the forward pass and
+    """The training chapter TP: an AllGather / ReduceScatter pair of activations in the forward pass and
     of their gradients in the backward pass, no weight-gradient communication."""
     assert collectives("mlp-tp-train") == [("AllGather", "Y", "In"),
                                            ("ReduceScatter", "Y", "Out"),
@@ -50,7 +50,7 @@ def test_tensor_parallel_activation_pairs():
 
 @pytest.mark.parametrize("name", ["mlp-dp-train", "mlp-fsdp-train"])
 def test_backward_condition_is_the_books_on_full_rings(name):
-    """000 part 4: DP and FSDP stay compute-bound while B/X > C/W_ici (book model, rings)."""
+    """The training chapter: DP and FSDP stay compute-bound while B/X > C/W_ici (book model, rings)."""
     text = (ROOT / "programs" / f"{name}.shard").read_text().replace("mesh X=16",
                                                                     "mesh X=16 wrap")
     r = shardc.compile(text, model="book")
@@ -111,7 +111,7 @@ def test_backward_errors_are_diagnostics():
 
 
 def test_collectives_off_the_critical_path():
-    """Weight gathers are prefetchable, gradient reductions asynchronous (000 part 4)."""
+    """Weight gathers are prefetchable, gradient reductions asynchronous (the training chapter)."""
     r = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard")
     tags = {(c.op, c.array): c.overlap for c in r.ops if c.kind == "collective"}
     assert tags[("AllGather", "W_in")] == "prefetch"

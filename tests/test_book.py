@@ -1,4 +1,4 @@
-"""The book's worked answers that the core compiler reproduces (002, 000 part 1).
+"""The book's worked answers that the core compiler reproduces (the sharding chapter, the roofline chapter).
 
 Values come from tests/data/book-problems.yaml (a copy of the shared acceptance corpus) where
 the corpus states them; `book` model answers within the entry's tolerance or 5%.
@@ -30,7 +30,7 @@ def collective_times(report) -> list[float]:
 
 
 def test_q2_allgather_latency_book_model():
-    """002 Question 2: 23 us, 46 us, 11.6 us on a TPU v4p 4x4x4 (within 5%)."""
+    """The sharding chapter's Question 2: 23 us, 46 us, 11.6 us on a TPU v4p 4x4x4 (within 5%)."""
     r = shardc.compile(PROGRAMS / "q2-allgather-latency.shard", model="book")
     t1, t2, t3 = collective_times(r)
     assert t1 == pytest.approx(23e-6, rel=0.05)
@@ -54,7 +54,7 @@ def test_q2_exact_model_has_ring_factors():
 
 
 def test_q3_latency_bound_allgather():
-    """002 Question 3: 64 bytes per device, about 2 hops of 1 us."""
+    """The sharding chapter's Question 3: 64 bytes per device, about 2 hops of 1 us."""
     r = shardc.compile(PROGRAMS / "q3-latency-bound.shard", model="book")
     (t,) = collective_times(r)
     assert t == pytest.approx(expected("shard-q3-latency-bound-allgather", "time")["value"])
@@ -64,7 +64,7 @@ def test_q3_latency_bound_allgather():
 
 
 def test_popquiz2_no_wraparound_and_small_case_latency():
-    """002 Pop Quiz 2: an axis of 4 on a v5e has no wraparound: 3 hops of 8.4 MB at 4.5e10
+    """The sharding chapter Pop Quiz 2: an axis of 4 on a v5e has no wraparound: 3 hops of 8.4 MB at 4.5e10
     = 560 us (377 us if it were a full ring); (b) is latency-bound at about 3 us."""
     a = shardc.compile(PROGRAMS / "popquiz2a-allgather.shard", model="book")
     (t,) = collective_times(a)
@@ -85,7 +85,7 @@ def test_popquiz2_no_wraparound_and_small_case_latency():
 
 
 def test_q4_picks_the_cheaper_strategy_when_numbers_favour_it():
-    """002 Question 4: with D > 2B the local product + AllReduce beats gathering Y."""
+    """The sharding chapter's Question 4: with D > 2B the local product + AllReduce beats gathering Y."""
     r = shardc.compile(PROGRAMS / "q4-matmul-strategies.shard")
     assert [c.op for c in r.ops if c.kind == "collective"] == ["AllReduce"]
     # A large batch and a small D (D < 2B, and small next to C/W_ici): gathering Y wins.
@@ -103,14 +103,14 @@ def test_q4_symbolic_reports_the_alternative_and_its_condition():
     assert not d.numeric and decisions.decided_by(d) == "default"
     assert [s.kind for s in d.alternatives[0].rhs_steps] == ["AllGather"]
     assert decisions.description(d, d.alternatives[0]).startswith("AllGather_X(Y)")
-    # 002: strategy 2 wins when D > 2B
+    # The sharding chapter: strategy 2 wins when D > 2B
     B, D = (sp.Symbol(n, positive=True, integer=True) for n in "BD")
     assert d.alternatives[1].wins == (2 * B < D)
     assert decisions.condition(d, d.alternatives[1]) == "2*B < D"
 
 
 def test_q9_reducescatter_ratio():
-    """002 Question 9: gather-first moves N*M elements, matmul-then-ReduceScatter N*K: the
+    """The sharding chapter's Question 9: gather-first moves N*M elements, matmul-then-ReduceScatter N*K: the
     ratio is M/K, so with M > K the ReduceScatter wins (an AllToAll of A, a quarter of an
     AllGather of it, also loses here)."""
     r = shardc.compile(PROGRAMS / "q9-reducescatter.shard")
@@ -126,7 +126,7 @@ def test_q9_reducescatter_ratio():
 
 
 def test_two_chip_condition_book_model():
-    """000 part 1: compute-bound when D/2 > C/W_uni, i.e. D > 8755 on a TPU v5e."""
+    """The roofline chapter: compute-bound when D/2 > C/W_uni, i.e. D > 8755 on a TPU v5e."""
     r = shardc.compile(PROGRAMS / "two-chip.shard", model="book")
     cond = next(c for c in r.conditions if c.name == "compute-vs-comms")
     # W_ici is bidirectional; a ring of two chips has one neighbour, so D/(4(X-1)) at X=2 is
@@ -140,7 +140,7 @@ def test_two_chip_condition_book_model():
 
 
 def test_popquiz_memory():
-    """002 Pop Quiz: int8[128, 2048] as A[I_XY, J] on {X:2, Y:8, Z:2}: 16 KiB, 512 KiB."""
+    """The sharding chapter Pop Quiz: int8[128, 2048] as A[I_XY, J] on {X:2, Y:8, Z:2}: 16 KiB, 512 KiB."""
     r = shardc.compile(PROGRAMS / "popquiz-memory.shard")
     (a,) = r.cost.arrays
     assert r.value(a.bytes_per_device) == 16384
@@ -148,7 +148,7 @@ def test_popquiz_memory():
 
 
 def test_popquiz_2d_h100_load_time():
-    """002 Pop Quiz [2D sharding]: 1 MiB per device, ~0.31 us to load at 3.4e12 B/s."""
+    """The sharding chapter Pop Quiz [2D sharding]: 1 MiB per device, ~0.31 us to load at 3.4e12 B/s."""
     r = shardc.compile(PROGRAMS / "popquiz-2d-h100.shard")
     a = next(a for a in r.cost.arrays if a.name == "A")
     assert r.value(a.bytes_per_device) == 4 * 1024 * 4096 / 16
@@ -157,7 +157,7 @@ def test_popquiz_2d_h100_load_time():
 
 
 def test_question1_replication_ratio():
-    """002 Question 1: A[I_X, J, K] on {X:4, Y:8, Z:2} takes Y*Z = 16 copies' worth."""
+    """The sharding chapter's Question 1: A[I_X, J, K] on {X:4, Y:8, Z:2} takes Y*Z = 16 copies' worth."""
     text = ("mesh X=4, Y=8, Z=2\ndim I=64, J=8, K=8\nA: bf16[I_X, J, K]\n")
     r = shardc.compile(text)
     (a,) = r.cost.arrays
@@ -176,7 +176,7 @@ def test_case_collectives():
 
 
 def test_transformer_math_q2_flops_per_device():
-    """000 Transformer math Question 2: A[B_X, D_Y] ·_D W[D_Y, F] on {X:4, Y:8, Z:4}:
+    """The book Transformer math Question 2: A[B_X, D_Y] ·_D W[D_Y, F] on {X:4, Y:8, Z:4}:
     2BDF total; per device 2BDF/(X*Y), each Z replica repeating the work."""
     text = ("mesh X=4, Y=8, Z=4\ndim B=1024, D=4096, F=8192\nA: bf16[B_X, D_Y]\n"
             "W: bf16[D_Y, F]\nC[B_X, F] = A ·_D W\n")
@@ -187,7 +187,7 @@ def test_transformer_math_q2_flops_per_device():
 
 
 def test_dcn_pure_data_parallelism_across_pods():
-    """000 part 4 "Scaling Between Pods": pure DP over DCN stays compute-bound while the
+    """The training chapter "Scaling Between Pods": pure DP over DCN stays compute-bound while the
     per-pod batch exceeds C/W_dcn: 4.59e14 / 6.25e9 = 73,440 tokens (the book: ~76,000)."""
     r = shardc.compile(PROGRAMS / "dp-pods-dcn.shard", model="book")
     cond = next(c for c in r.conditions if c.name == "compute-vs-dcn")

@@ -348,7 +348,7 @@ def brute_ratio(r: Report, c, kind: str, sizes: tuple[int, ...] = (3, 4, 5, 6, 7
 
 
 def opt_time(r: Report, e, c=None) -> sp.Expr:
-    """002's strategy time: max(T_math, bandwidth term of its collective)."""
+    """The sharding chapter's strategy time: max(T_math, bandwidth term of its collective)."""
     return e.t_math if c is None else sp.Max(e.t_math, c.t_bandwidth)
 
 
@@ -507,7 +507,7 @@ def attention_threshold(r: Report) -> sp.Expr:
 
 
 def cost_table(program: str, backward: str | None = None, note: str = "") -> tuple[Check, ...]:
-    """000 part 4's per-layer table: FLOPs per chip, and bytes forward and backward as the
+    """The training chapter's per-layer table: FLOPs per chip, and bytes forward and backward as the
     table counts them (communication time on rings times W_ici: an AllReduce of V is 2V)."""
     how = "the pass's collectives priced on rings, times W_ici (an AllReduce of V is 2V)"
     return (
@@ -525,20 +525,20 @@ def cost_table(program: str, backward: str | None = None, note: str = "") -> tup
 MIXED = (("train-mlp-fsdp-tp-3d", 2, 1, "M_X = 2: X over two torus axes, Y over one"),
          ("train-mlp-fsdp-tp", 1, 1, "one axis each"))
 """The FSDP + TP programs: (program, M_X, M_Y, note)."""
-OVERLAP_NAME = {"sum": "summed (000)", "max": "overlapped (004)"}
+OVERLAP_NAME = {"sum": "summed (the book)", "max": "overlapped (the revised training chapter)"}
 Q1 = {"L": 64, "D": 4096, "F": 16384, "V": 32000, "N": 32, "K": 32, "H": 128}
-"""000 part 3 Question 1: N H = D = 4096 (32 heads of 128), MHA (K = N)."""
+"""The transformer-math chapter Question 1: N H = D = 4096 (32 heads of 128), MHA (K = N)."""
 LLAMA2 = {"L": 40, "D": 5120, "F": 13824, "N": 40, "K": 40, "H": 128, "V": 32000}
 LLAMA3 = {"L": 80, "D": 8192, "F": 28672, "N": 64, "K": 8, "H": 128, "V": 128256}
 
 
 # ---- the table ----------------------------------------------------------------------------------
-LINE_IS_ONE_WAY = ("a `nowrap` line is priced as 002 Pop Quiz 2 prices it, X-1 hops at W_ici/2 "
+LINE_IS_ONE_WAY = ("a `nowrap` line is priced as the sharding chapter Pop Quiz 2 prices it, X-1 hops at W_ici/2 "
                    "(one direction): the book's one-direction ring for AllGather/ReduceScatter")
 NO_ONE_WAY_A2A = ("the model has no one-direction ring: a `nowrap` line's AllToAll uses both "
                   "directions (D^2/4 chunks cross its middle link), the book's one-way ring sends "
                   "D(D-1)/2 chunk-hops")
-EPOCH = "003 counts (N-1)/N of each word; the book model drops that factor"
+EPOCH = "the Epoch AI paper counts (N-1)/N of each word; the book model drops that factor"
 SET_V5E_TEXT = {"W_hbm": 8.2e11}
 
 ENTRIES: dict[str, Entry | str] = {
@@ -669,7 +669,7 @@ ENTRIES: dict[str, Entry | str] = {
     ),
     "shard-q2-allgather-allreduce-v4p": entry(
         *[num(item, "shard-q2-allgather-allreduce-v4p", lambda r, t=t: r.value(coll(r, t).time),
-              rmodel="book", note="the recomputation is 002's bandwidth formula; the exact "
+              rmodel="book", note="the recomputation is the sharding chapter's bandwidth formula; the exact "
               "model's ring factor and hops give 19.5, 47.7 and 12.7 us")
           for item, t in (("t_allgather_x", "G1"), ("t_allgather_xy", "G2"),
                           ("t_allreduce_z", "R"))],
@@ -777,7 +777,7 @@ ENTRIES: dict[str, Entry | str] = {
         sym("pp_per_step", "epoch-pipeline-expert-traffic", lambda r: sent_words(r, colls(r)),
             model="exact", subs={"N_PP": "PP", "d_model": "dmodel"},
             note="a Send +1 per stage boundary and the gradients' Send -1 (derived by "
-                 "`backward`), repeated N_PP i - 1 times; one device's words, 003's total"),
+                 "`backward`), repeated N_PP i - 1 times; one device's words, the Epoch AI paper's total"),
         sym("ep_per_step", "epoch-pipeline-expert-traffic-experts",
             lambda r: sent_words(r, colls(r)) * devices(r), model="exact",
             subs={"b": "bo*bi", "d_model": "dmodel", "N_EP": "E"},
@@ -983,7 +983,7 @@ ENTRIES: dict[str, Entry | str] = {
     ),
     "roofline-dot-product-intensity": entry(
         sym("flops", "roofline-dot-product-intensity", lambda r: ein(r, 0).flops, expect="2*N",
-            note="shardc counts 2 FLOPs a multiply-add (000 'Counting dots': x.y is 2P), not "
+            note="shardc counts 2 FLOPs a multiply-add (the book 'Counting dots': x.y is 2P), not "
                  "N multiplies + N-1 adds; the corpus asks tests to fix one convention"),
         sym("bytes", "roofline-dot-product-intensity", lambda r: ein(r, 0).hbm_bytes),
         num("intensity", "roofline-dot-product-intensity",
@@ -1463,7 +1463,7 @@ ENTRIES: dict[str, Entry | str] = {
             against="condition", subs={"M": "X", "N": "P*X"}),
         num("c_over_w_dcn", "train-pods-dcn",
             lambda r: r.value(dsolved(r, "B/P", "compute-bound-dcn")), set={"C": 4.46e14},
-            rmodel="book", note="004's C = 4.46e14"),
+            rmodel="book", note="the revised training chapter's C = 4.46e14"),
         num("batch_per_pod", "train-pods-dcn", lambda r: r.value(r.parse("B/P"), B=2e6, P=2)),
         num("batch_per_chip", "train-pods-dcn",
             lambda r: r.value(r.parse("B/(P*X)"), B=2e6, P=2, X=8960)),
@@ -1476,7 +1476,7 @@ ENTRIES: dict[str, Entry | str] = {
         num("recipe_bs_1m", "train-mlp-fsdp-tp-3d",
             lambda r: r.value(dsolved(r, "B/N", "at-optimum-max", "X"))
             < r.value(r.parse("B/N"), N=8192), set={"B": 1e6, "F": 30000}, rmodel=None,
-            expect=True, note="the corpus's derived check: the 004 floor 108 < 1e6/8192 = 122"),
+            expect=True, note="the corpus's derived check: the revised training chapter floor 108 < 1e6/8192 = 122"),
     ),
     "train-pods-10-pods-llama3-70b": entry(
         num("chips", "train-pods-10-pods", lambda r: r.value(devices(r))),

@@ -1,4 +1,4 @@
-"""The closed-form Epoch AI model (dsl/tools/epoch/closed_form.py) against seed 003.
+"""The closed-form Epoch AI model (dsl/tools/epoch/closed_form.py) against the Epoch AI paper.
 
 Expectations come from the corpus entries of kind `epoch-model` (tests/data/book-problems.yaml):
 symbolic items must equal ours exactly (`simplify(a - b) == 0`), numeric items must be within

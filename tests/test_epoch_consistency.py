@@ -1,4 +1,4 @@
-"""Seed 003's Eq. 3 against the compiler: the network words of a GEMM sharded over
+"""The Epoch AI paper's Eq. 3 against the compiler: the network words of a GEMM sharded over
 (N_I, N_J, N_K), forward plus backward, 2[IJ(N_K - 1) + KJ(N_I - 1) + IK(N_J - 1)], equal what
 `shardc compile` reports for the same three einsums (Y = X W, dX = dY W^T, dW = X^T dY) in the
 exact model, once units are converted.
@@ -92,7 +92,7 @@ def test_the_planner_chooses_the_same_all_reduces_for_a_cube():
     """Left to itself (no {U_..}, no explicit collectives), the planner picks the paper's plan
     when the contracted dims are as large as the others: an AllReduce per GEMM.
 
-    With a small contracted dim it may instead gather both operands (002 Case 4), which moves
+    With a small contracted dim it may instead gather both operands (the sharding chapter Case 4), which moves
     fewer bytes but repeats the GEMM on every device of the contracted axis; Eq. 3 assumes the
     work is partitioned, so that plan is outside its scope (see docs/limits.md)."""
     r = shardc.compile(program("X=2, Y=4, Z=8", "I=2048, J=2048, K=2048", explicit=False),

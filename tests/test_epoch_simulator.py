@@ -1,5 +1,5 @@
 """The Epoch AI simulator (Appendix 8.1): GEMM model, hierarchical network, the exactness of the
-branch-and-bound search, and the simulated thresholds against Tables 3 and 4 of seed 003.
+branch-and-bound search, and the simulated thresholds against Tables 3 and 4 of the Epoch AI paper.
 
 The threshold tests run the real searches (about ten seconds in all on two cores).
 """

@@ -126,17 +126,17 @@ def test_tpu_figures_are_the_scaling_books(
 
 
 def test_the_books_critical_intensities() -> None:
-    assert load("tpu-v5e").hbm_intensity() == pytest.approx(243, abs=0.5)  # 001
-    assert load("tpu-v5e").hbm_intensity("int8") == pytest.approx(486, abs=0.5)  # 000
-    assert load("tpu-v5p").ici_intensity() == pytest.approx(2550)  # 000/004, W_ici = 1.8e11
-    assert load("tpu-v5p").ici_intensity("int8") == pytest.approx(5100)  # 000
+    assert load("tpu-v5e").hbm_intensity() == pytest.approx(243, abs=0.5)  # the TPU chapter
+    assert load("tpu-v5e").hbm_intensity("int8") == pytest.approx(486, abs=0.5)  # the book
+    assert load("tpu-v5p").ici_intensity() == pytest.approx(2550)  # the training chapter and its revision, W_ici = 1.8e11
+    assert load("tpu-v5p").ici_intensity("int8") == pytest.approx(5100)  # the book
     assert load("tpu-v6e").hbm_intensity() == pytest.approx(575)
-    assert load("h100").hbm_intensity() == pytest.approx(295, abs=0.5)  # 000's 298 uses 1e15
+    assert load("h100").hbm_intensity() == pytest.approx(295, abs=0.5)  # the book's 298 uses 1e15
     assert load("tpu-v5e").dcn_intensity() == pytest.approx(1.97e14 / 3.125e9)
 
 
 def test_latency_bound_message_size() -> None:
-    assert load("tpu-v5e").latency_bound_bytes == pytest.approx(45e3)  # 002: 45kB
+    assert load("tpu-v5e").latency_bound_bytes == pytest.approx(45e3)  # the sharding chapter: 45kB
 
 
 # --- names and aliases -----------------------------------------------------------------------
@@ -430,13 +430,13 @@ def test_chip_accepts_a_plain_dict_of_rates() -> None:
 @pytest.mark.parametrize(
     ("name", "shape", "expected"),
     [
-        ("tpu-v5e", (8, 16), (False, True)),  # 001: an 8x16 wraps on the long axis
+        ("tpu-v5e", (8, 16), (False, True)),  # the TPU chapter: an 8x16 wraps on the long axis
         ("tpu-v5e", (16, 16), (True, True)),
-        ("tpu-v5e", (4, 4), (False, False)),  # 001 Question 5
+        ("tpu-v5e", (4, 4), (False, False)),  # the TPU chapter's Question 5
         ("tpu-v6e", (16, 8), (True, False)),
-        ("tpu-v4p", (4, 4, 4), (True, True, True)),  # 002: a full 4x4x4 cube
-        ("tpu-v5p", (4, 4, 8), (True, True, True)),  # 001: any multiple of a full cube
-        ("tpu-v5p", (2, 2, 4), (False, False, False)),  # 001 footnote 6
+        ("tpu-v4p", (4, 4, 4), (True, True, True)),  # the sharding chapter: a full 4x4x4 cube
+        ("tpu-v5p", (4, 4, 8), (True, True, True)),  # the TPU chapter: any multiple of a full cube
+        ("tpu-v5p", (2, 2, 4), (False, False, False)),  # the TPU chapter footnote 6
         ("h100", (8,), (True,)),
         ("gb200-nvl72", (8, 9), (True, True)),
     ],

@@ -15,7 +15,7 @@ L = Layout.of
 
 
 @pytest.mark.parametrize("lhs,rhs,contract,label,kinds", [
-    # 002's four cases, one axis X each, for A[I, J] ·_J B[J, K].
+    # The sharding chapter's four cases, one axis X each, for A[I, J] ·_J B[J, K].
     (L({"I": ("X",), "J": ()}), L({"J": (), "K": ()}), ("J",), "Case 1", ["one-free"]),
     (L({"I": (), "J": ("X",)}), L({"J": (), "K": ()}), ("J",), "Case 2", ["one-contracted"]),
     (L({"I": (), "J": ("X",)}), L({"J": ("X",), "K": ()}), ("J",), "Case 3",

@@ -1,6 +1,6 @@
 """Model cards: loading, and the numbers read off their compiled programs against the book.
 
-Expected values come from tests/data/book-problems.yaml (the seeds' worked answers): each is
+Expected values come from tests/data/book-problems.yaml (the book's worked answers): each is
 checked against the book's `value` with the entry's tolerance, and where the entry recomputes
 the book's formula exactly, against `recomputed` tightly.
 """
@@ -167,7 +167,7 @@ def test_public_configs_give_the_named_sizes():
     assert counts("llama3-405b").params == pytest.approx(405.8e9, rel=0.01)
     ds = counts("deepseek-v3")
     assert ds.params == pytest.approx(671e9, rel=0.01)  # DeepSeek-V3's stated total
-    # 000 part 3 Question 7: 37B activated; MLA is approximated (see the card), so 3%.
+    # The transformer-math chapter Question 7: 37B activated; MLA is approximated (see the card), so 3%.
     assert ds.active_params == pytest.approx(37e9, rel=0.03)
     value, _, _ = expected("tfm-q7-deepseek-v3-mfu", "model_flops")
     assert ds.training_flops(14.8e12)["six_n"] == pytest.approx(value, rel=0.03)

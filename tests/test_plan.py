@@ -1,4 +1,4 @@
-"""`shardc plan`: slices, layouts, the LLaMA 3 70B plan of 000 part 5, JSON, bad input.
+"""`shardc plan`: slices, layouts, the LLaMA 3 70B plan of the LLaMA 3 chapter, JSON, bad input.
 
 One full plan (LLaMA 3 70B on a v5p pod, 8 candidates compiled, a few seconds) is shared by
 the tests that need it; the CLI tests reuse it rather than compiling again.
@@ -17,7 +17,7 @@ from shardc.tools import plan as P
 from shardc.tools.models.sharding import Axis
 
 V5P = hardware.load("tpu-v5p")
-MB4 = 4 * 2 ** 20  # 000 part 5: "4M token batch size (1024 sequences of length 4096)"
+MB4 = 4 * 2 ** 20  # the LLaMA 3 chapter: "4M token batch size (1024 sequences of length 4096)"
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_fsdp_tp_layouts_give_tp_and_the_sequence_their_own_axes():
     by_t = {c.tp: c for c in P.layouts(card, V5P, sl, 1024, 4096) if c.strategy == "fsdp-tp"}
     four = by_t[4].layout
     assert four.degree("data", "seq") == 2048 and four.degree("tp") == 4
-    assert four.degree("seq") == 2  # 1024 sequences: 000 part 5's "2-way sequence parallelism"
+    assert four.degree("seq") == 2  # 1024 sequences: the LLaMA 3 chapter's "2-way sequence parallelism"
     assert [a for a in four.axes if a.role == "tp"] == [Axis("Y", 4, "tp", "@ici(z)")]
     eight = by_t[8].layout
     assert eight.mesh_text() == "X=1024 @ici(x, y), Y=8 @ici(z)"
@@ -73,7 +73,7 @@ def test_pods_shard_only_the_batch():
     assert fsdp.layout.axes[0] == Axis("P", 2, "pod", "@dcn")
 
 
-# ---- the LLaMA 3 70B plan (000 part 5 "How to shard LLaMA 3-70B for training") -------------------
+# ---- the LLaMA 3 70B plan (the LLaMA 3 chapter "How to shard LLaMA 3-70B for training") -------------------
 
 def test_llama3_70b_picks_fsdp_tp_and_pure_fsdp_is_communication_bound(llama70b):
     best = llama70b.best
@@ -96,7 +96,7 @@ def test_2048_x_4_is_within_a_few_percent_of_the_best(llama70b):
     book = next(c for c in llama70b.candidates if c.strategy == "fsdp-tp" and c.tp == 4)
     assert book.data_degree == 2048 and book.fits
     assert book.t_step <= 1.03 * llama70b.best.t_step
-    # with every communication overlapped (000's max(T_math, T_comms)) it is the best
+    # with every communication overlapped (the book's max(T_math, T_comms)) it is the best
     fits = [c for c in llama70b.ranked() if c.fits]
     assert min(fits, key=lambda c: c.figures["t_lower_s"]) is book
 
@@ -106,7 +106,7 @@ def test_book_figures(llama70b):
     assert round(b["alpha"]) == 2550 and b["tokens_per_chip"] == 512
     assert b["x_opt"] == pytest.approx((2 * MB4 * 8192 / 28672) ** 0.5)
     assert b["x_opt_power_of_two"] == 2048
-    assert round(b["fsdp_min_tokens_per_chip"]) == 850  # 000 part 5: 468 < 850 -> comms-bound
+    assert round(b["fsdp_min_tokens_per_chip"]) == 850  # the LLaMA 3 chapter: 468 < 850 -> comms-bound
 
 
 def test_step_is_n_layers_layers_plus_the_embedding(llama70b):
@@ -139,7 +139,7 @@ def test_plan_text(llama70b, monkeypatch, capsys):
     assert main(["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960"]) == 0
     out = capsys.readouterr().out
     assert "best: fsdp-tp" in out and "pure FSDP (fsdp (X=8192)) is communication-bound" in out
-    assert "X_opt = sqrt(2 B N / F) = 1548 (000 part 5" in out
+    assert "X_opt = sqrt(2 B N / F) = 1548 (the LLaMA 3 chapter" in out
 
 
 def test_plan_progress_names_each_candidate_on_stderr(capsys):

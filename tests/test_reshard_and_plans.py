@@ -1,4 +1,4 @@
-"""Reshard planning and the einsum plan search, in the terms of 002."""
+"""Reshard planning and the einsum plan search, in the terms of the sharding chapter."""
 
 from __future__ import annotations
 

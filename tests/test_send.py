@@ -1,5 +1,5 @@
 """Point-to-point sends, `Send_{X: 0->3, Y: 0->3}(A)` and `Send_{P: +1}(A)`: parsing, the checks,
-the costs (001 Question 5 on a TPU v5e 4x4, rings against lines, shifts), the simulator against
+the costs (the TPU chapter's Question 5 on a TPU v5e 4x4, rings against lines, shifts), the simulator against
 numpy.roll, the backward pass and the printed forms."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def test_malformed_programs_never_crash(tmp_path, capsys):
         assert "Traceback" not in err and "internal error" not in err, (stmt, err)
 
 
-# ---- costs: 001 Question 5 ----------------------------------------------------------------------
+# ---- costs: the TPU chapter's Question 5 ----------------------------------------------------------------------
 @pytest.mark.parametrize("model", ["book", "exact"])
 def test_q5_numbers(model):
     r = report(Q5, model)

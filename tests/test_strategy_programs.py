@@ -59,7 +59,7 @@ def test_dcn_data_parallelism_reduces_gradients_hierarchically():
 
 
 def test_gqa_attention_flops_are_the_books():
-    """000 "Transformer Accounting": the dot-product attention is 2 B T S K G H FLOPs per
+    """The book "Transformer Accounting": the dot-product attention is 2 B T S K G H FLOPs per
     einsum (QK^T and the weighted sum of V), the projections 2 B T D (K G + 2 K) H + ... ."""
     r = shardc.compile(ROOT / "programs" / "attention-gqa-train.shard")
     B, T, S, D, K, G, H = (size_symbol(n) for n in "BTSDKGH")
@@ -79,7 +79,7 @@ def test_moe_routes_with_alltoall_and_keeps_expert_gradients_local():
     assert [c.op for c in colls] == ["AllToAll"] * 4  # dispatch, combine, and both again back
     assert not any(c.array.startswith("dW") for c in colls)
     G, C, D, X = (size_symbol(n) for n in "GCDX")
-    # each AllToAll moves the dispatched tokens [G, E, C, D] (002: V * N / (4 W) per axis)
+    # each AllToAll moves the dispatched tokens [G, E, C, D] (the sharding chapter: V * N / (4 W) per axis)
     assert sp.simplify(colls[0].comm_bytes - 2 * G * size_symbol("E") * C * D / X) == 0
 
 
@@ -96,7 +96,7 @@ def test_layer_stack_reports_a_layer_and_the_stack():
 
 def test_pipeline_ticks_bubble_and_sends():
     """M microbatches through P stages take M + P - 1 ticks: the bubble is (P - 1)/(M + P - 1)
-    of the step (000 part 4 "Pipelining"); activations go forward and gradients back."""
+    of the step (the training chapter "Pipelining"); activations go forward and gradients back."""
     r = shardc.compile(ROOT / "programs" / "mlp-pipeline-train.shard")
     (block,) = r.cost.blocks
     M, P = size_symbol("M"), size_symbol("P")

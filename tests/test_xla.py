@@ -207,7 +207,7 @@ def test_cli_json(tmp_path: Path) -> None:
     data = json.loads(out.getvalue())
     assert code == 0 and data["schema"] == "shardc.xla-check/1"
     (st,) = data["statements"]
-    # 002 Question 9: shardc picks the book's ReduceScatter; XLA moves A with an AllToAll,
+    # The sharding chapter's Question 9: shardc picks the book's ReduceScatter; XLA moves A with an AllToAll,
     # which costs more under shardc's model (an AllToAll is a quarter of an AllGather of the
     # whole array).
     assert st["line"] == 11 and st["verdict"] == "ours cheaper"

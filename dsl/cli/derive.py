@@ -25,11 +25,11 @@ def add_parser(sub) -> None:
     p.add_argument("--devices", metavar="N", help="devices shared by the two axes (a number or "
                    "a name to keep symbolic; default N)")
     p.add_argument("--overlap", choices=["sum", "max", "both"], default="both",
-                   help="communication over several axis groups: summed (000), overlapped "
-                   "(max, 004), or both (default)")
+                   help="communication over several axis groups: summed (the book), overlapped "
+                   "(max, the revised training chapter), or both (default)")
     p.add_argument("--hw")
     p.add_argument("--model", choices=["exact", "book"], default="book",
-                   help="book: 000 part 4's accounting (the pass with the most communication "
+                   help="book: the training chapter's accounting (the pass with the most communication "
                    "per FLOP, full rings; default); exact: the whole step as compiled")
     p.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
@@ -255,7 +255,7 @@ def to_text(out: dict) -> str:
         if o["expr"] in done:
             continue
         done.add(o["expr"])
-        how = " and ".join({"sum": "summed (000)", "max": "overlapped (004)"}[x]
+        how = " and ".join({"sum": "summed (the book)", "max": "overlapped (the revised training chapter)"}[x]
                            for x in seen[o["expr"]])
         v = "" if o["value"] is None else f" = {o['value']:.4g}, rounded {o['rounded']}"
         if o["partner_rounded"] is not None:

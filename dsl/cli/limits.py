@@ -1,4 +1,4 @@
-"""`shardc limits`: the data-movement limits of frontier training runs (seed 003, the Epoch AI
+"""`shardc limits`: the data-movement limits of frontier training runs (the Epoch AI
 model): the closed form of Table 2 and the simulated thresholds of Tables 3 and 4.
 
 Loaded by `shardc.cli.app` as an extension; imports only argparse until the command runs.

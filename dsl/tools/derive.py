@@ -1,12 +1,12 @@
 """Symbolic derivation over a report: the compute-bound conditions of a step, solved for a
-variable, and the optimum of a free mesh size (000 part 4, 004).
+variable, and the optimum of a free mesh size (the training chapter, the revised training chapter).
 
-Two accountings. `book` is 000 part 4's: the pass with the most communication per FLOP (the
+Two accountings. `book` is the training chapter's: the pass with the most communication per FLOP (the
 forward pass for TP and FSDP + TP, the backward pass for DP), every ICI axis priced as a full
 ring (the book's W_ici, both directions); it gives B/X > C/W_ici for DP and FSDP, F > Y C/W_ici
 for TP and X_opt = sqrt(B/F * M_X/M_Y * N). `exact` is the whole step as compiled, on the
-topology as resolved. Communication over several axis groups is summed (000) or overlapped,
-T_comms = max over the groups (004); both conditions are given, labelled.
+topology as resolved. Communication over several axis groups is summed (the book) or overlapped,
+T_comms = max over the groups (the revised training chapter); both conditions are given, labelled.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Derivation:
 
 # ---- accountings -----------------------------------------------------------------------------
 def book_topology(topo: Topology | None) -> Topology | None:
-    """The book's assumption: every physical ICI axis a full ring (002's V/W_ici)."""
+    """The book's assumption: every physical ICI axis a full ring (the sharding chapter's V/W_ici)."""
     if topo is None:
         return None
     return dataclasses.replace(topo, physical=tuple(
@@ -163,7 +163,7 @@ def mesh_groups(groups: dict[tuple[str, ...], sp.Expr]) -> str:
 
 def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
                   ) -> list[Condition]:
-    """T_math > T_comms of a pass: summed (000) and, with several axis groups, overlapped (004)
+    """T_math > T_comms of a pass: summed (the book) and, with several axis groups, overlapped (the revised training chapter)
     as one condition per group; and one condition per network level when there are several."""
     is_hw = report.cost.symbols.is_hardware
     if p.math == 0 or p.t_comms == 0:
@@ -172,7 +172,7 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
     groups = p.groups(mesh)
     out: list[Condition] = []
     if "sum" in overlaps or len(groups) < 2:
-        extra = f"; {mesh_groups(groups)} communication summed (000)" if len(
+        extra = f"; {mesh_groups(groups)} communication summed (the book)" if len(
             groups) > 1 else ""
         out.append(Condition("compute-bound", f"compute-bound, {what}{extra}",
                              separate(p.math, p.t_comms, is_hw)))
@@ -180,7 +180,7 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
         for axes, t in groups.items():
             out.append(Condition(
                 f"compute-bound-max-{''.join(axes)}",
-                f"compute-bound, {what}; communication overlapped (004: T_comms = max over "
+                f"compute-bound, {what}; communication overlapped (the revised training chapter: T_comms = max over "
                 f"axis groups), the part over {_label(axes)}",
                 separate(p.math, t, is_hw)))
     levels: dict[str, list[sp.Expr]] = {}
@@ -198,7 +198,7 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
 
 def at_optimum(p: Pass, report: Report, opt: Optimum, devices: float | None = None
                ) -> Condition:
-    """T_math > T_comms at the optimum (000: summed; 004: the equal groups' max)."""
+    """T_math > T_comms at the optimum (the book: summed; the revised training chapter: the equal groups' max)."""
     syms = {s.name: s for s in p.math.free_symbols | p.t_comms.free_symbols}
     x, y = syms[opt.var], syms[opt.partner]
     sub = {x: opt.expr, y: opt.devices / opt.expr}
@@ -207,7 +207,7 @@ def at_optimum(p: Pass, report: Report, opt: Optimum, devices: float | None = No
     math_t = sp.simplify(p.math.subs(sub))
     comms_t = sp.simplify(comms.subs(sub))
     rel = clear_roots(separate(math_t, comms_t, report.cost.symbols.is_hardware))
-    how = "summed (000)" if opt.overlap == "sum" else "overlapped (004)"
+    how = "summed (the book)" if opt.overlap == "sum" else "overlapped (the revised training chapter)"
     return Condition(f"at-optimum-{opt.overlap}",
                      f"compute-bound at the optimum {opt.var}_opt ({opt.var} * {opt.partner} = "
                      f"{opt.devices}{'' if devices is None else f' = {devices:g}'}), "
@@ -278,7 +278,7 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
         else:
             tie = (f"; the {' and '.join(t.name for t in ties)} pass has as much"
                    if ties else "")
-            what = (f"book accounting (000 part 4): the {p.name} pass, the most communication "
+            what = (f"book accounting (the training chapter): the {p.name} pass, the most communication "
                     f"per FLOP{tie}; ICI axes as full rings")
         notes.extend(topology_notes(report))
     else:

@@ -222,7 +222,7 @@ def optimize_axis(t_comms: sp.Expr, var: str, partner: str, devices: sp.Expr
 @budgeted
 def balance_axis(groups: Sequence[sp.Expr], var: str, partner: str, devices: sp.Expr
                  ) -> Optimum | None:
-    """004's optimum of max(T_a, T_b): the `var` at which the two groups take equal time (one
+    """The revised training chapter's optimum of max(T_a, T_b): the `var` at which the two groups take equal time (one
     grows with var, the other shrinks)."""
     if len(groups) != 2:
         return None

@@ -140,7 +140,7 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
 def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[str],
                   title: str | None = None) -> Path:
     """Achieved FLOP/s (FLOPs / T_lower) against arithmetic intensity (FLOPs per HBM byte) for
-    each swept point, under the chip's roofline min(C, intensity * W_hbm) (000 part 1)."""
+    each swept point, under the chip's roofline min(C, intensity * W_hbm) (the roofline chapter)."""
     roofs = {s.roof for s in sweeps if s.roof is not None}
     if len(roofs) != 1:
         raise SweepError("a roofline needs one chip with C and W_hbm for every program"

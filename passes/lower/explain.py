@@ -1,4 +1,4 @@
-"""The prose of the lowering: why each inserted collective is there (its case of 002), what a
+"""The prose of the lowering: why each inserted collective is there (its case of the sharding chapter), what a
 plan does in words, and what the chosen plan beat. Pure functions of plans and layouts.
 """
 
@@ -33,7 +33,7 @@ def describe_step(s: Step, array: str, mesh: tuple[str, ...]) -> str:
 def case_reason(lv: Value, rv: Value, contract: tuple[str, ...], side: str, target: str,
                 mesh: tuple[str, ...]) -> Callable[[Step], str]:
     """The reason of each step on `side` ("lhs", "rhs", "out") of a contraction: the case of
-    002 (`classify_axis`) its axes put the product in, one template per case."""
+    The sharding chapter (`classify_axis`) its axes put the product in, one template per case."""
     lhs, rhs = lv.layout, rv.layout
 
     def why(step: Step) -> str:
@@ -47,7 +47,7 @@ def case_reason(lv: Value, rv: Value, contract: tuple[str, ...], side: str, targ
                     t = (f"Case 3: both operands shard contracted {dl} over <AXES>, so the "
                          "local product holds partial sums {U_<AXES>}")
                 else:
-                    t = (f"Case 2 (002 Question 4/9): {k} is sharded over <AXES> in one "
+                    t = (f"Case 2 (the sharding chapter's Question 4/9): {k} is sharded over <AXES> in one "
                          "operand; the other is sliced locally and the partial sums reduced")
             elif side == "out":
                 t = f"the result {step.dst.format(target, mesh)} is requested"

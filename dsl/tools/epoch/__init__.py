@@ -1,4 +1,5 @@
-"""The Epoch AI data-movement limits model (seed 003) for `shardc limits`.
+"""The data-movement limits model of the Epoch AI paper ("Data Movement Limits to Frontier Model
+Training", Erdil and Schneider-Joseph 2024) for `shardc limits`.
 
 `presets` holds the hardware, `closed_form` the SymPy equations of sections 4-5 and Appendix 8.3,
 and `scaling`, `gemm`, `network`, `step`, `search`, `curves` the numpy simulator of Appendix

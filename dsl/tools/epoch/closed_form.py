@@ -1,4 +1,4 @@
-"""Seed 003's closed-form model (sections 2-5, Appendix 8.3) as SymPy expressions.
+"""The Epoch AI paper's closed-form model (sections 2-5, Appendix 8.3) as SymPy expressions.
 
 Every expression counts MAC (1 MAC = 2 FLOP) and words (one FP16 number) unless its name says
 FLOP, exactly as the paper's equations do; `table2` and `latency_limits` evaluate them for a

@@ -63,7 +63,7 @@ def plot_utilization(lim: Limits, path: str | Path) -> Path:
     for ax, (title, rows) in zip(axes[0], panels, strict=True):
         _panel(ax, rows, walls)
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Utilization of three-month training runs (seed 003 model as simulated by "
+    fig.suptitle("Utilization of three-month training runs (the Epoch AI paper's model as simulated by "
                  "shardc). o: our threshold, x: the paper's (Tables 3, 4)", fontsize=10)
     fig.tight_layout()
     out = Path(path)

@@ -68,7 +68,8 @@ def _ratio(ours: float | None, paper: float | None) -> str:
 def to_text(lim: Limits) -> str:
     """The report: a settings block, then the closed-form and simulated tables."""
     out = [
-        "shardc limits: data-movement limits of three-month training runs (seed 003, Epoch AI)",
+        "shardc limits: data-movement limits of three-month training runs (Erdil and "
+        "Schneider-Joseph, \"Data Movement Limits to Frontier Model Training\", Epoch AI 2024)",
         f"  3 months = {THREE_MONTHS_S:.4g} s; FLOP = 2 MAC; words are FP16 (2 bytes); "
         "ratios are ours / paper",
     ]

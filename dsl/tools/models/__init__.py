@@ -51,7 +51,7 @@ class MLA:
 
 @dataclass(frozen=True, slots=True)
 class Reference:
-    """A figure a seed states (`params`, `active_params`, ...) and where it says it."""
+    """A figure the book states (`params`, `active_params`, ...) and where it says it."""
 
     quantity: str
     value: float
@@ -60,7 +60,7 @@ class Reference:
 
 @dataclass(frozen=True, slots=True)
 class ModelCard:
-    """One model's architecture and training setup, in the book's letters (000 part 5 table):
+    """One model's architecture and training setup, in the book's letters (the LLaMA 3 chapter table):
     L = n_layers, D = d_model, F = d_ff, N = n_heads, K = n_kv_heads, H = d_head, V = vocab."""
 
     name: str

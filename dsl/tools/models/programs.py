@@ -1,17 +1,17 @@
 """`.shard` programs generated from a model card: one transformer layer with its backward pass,
 and the embedding / unembedding, sharded by a `Layout` (which mesh axis shards what).
 
-The layer is the book's (000 part 3 "Transformer math"): grouped-query attention with separate
+The layer is the book's (the transformer-math chapter "Transformer math"): grouped-query attention with separate
 K (KV heads) and G (query heads per KV head) dims, Q/K/V/O projections and the two dot products
-over the sequence, then the gated MLP's three matrices (000 part 4: "W_in1, W_in2, W_out").
+over the sequence, then the gated MLP's three matrices (the training chapter: "W_in1, W_in2, W_out").
 Norms, residual additions, rotary embeddings and the softmax's normalisation are left out (they
 are elementwise, O(BTD) or O(BTSN) next to the matmuls). A MoE layer (DeepSeek) is the attention
 and the shared experts, with the routed experts in a program of their own run on the dispatched
 tokens (E experts x C tokens each, C = B*T*k/E with balanced routing); the dispatch and combine
 permutations are not modelled.
 
-Sharding follows 000 part 4's table: data axes shard the batch (and the sequence when the batch
-has too few sequences, 000 part 5's "FSDP over both the batch and sequence axes"), FSDP shards
+Sharding follows the training chapter's table: data axes shard the batch (and the sequence when the batch
+has too few sequences, the LLaMA 3 chapter's "FSDP over both the batch and sequence axes"), FSDP shards
 every weight over the data axes too, tensor axes shard d_ff, the heads, the vocabulary and the
 residual stream's d_model (`In[B_X, D_Y]`), pod axes (DCN) shard only the batch.
 """
@@ -180,7 +180,7 @@ def _mlp(card: ModelCard, s: Sharding, w: Weights, fdim: str, d_ff: int, lines: 
                  + ("   # the shared experts as one MLP" if shared else ""))
     if card.mlp == "gated":
         lines.append(f"Tmp2 = A[{a('B', 'T', 'D')}] ·_D W_in2")
-        lines.append(f"Act = {act}(Tmp1) * Tmp2   # the gating einsum (000 part 3)")
+        lines.append(f"Act = {act}(Tmp1) * Tmp2   # the gating einsum (the transformer-math chapter)")
     else:
         lines.append(f"Act = {act}(Tmp1)")
     lines.append(f"Out[{a('B', 'T', 'D', d_tp=True)}] = Act ·_{fdim} W_out")

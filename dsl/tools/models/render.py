@@ -68,7 +68,7 @@ def show_text(c, d: dict) -> str:
                      f"shared, d_ff_expert={m.d_ff_expert}, first {m.first_dense_layers} "
                      "layers dense")
     if card.mla:
-        lines.append("  MLA approximated by its low-rank projections (the seeds do not "
+        lines.append("  MLA approximated by its low-rank projections (the book does not "
                      "describe it)")
     lines.append("  compiled: " + ", ".join(f"{p.name} x {p.count}" for p in c.parts)
                  + f" (one sequence of {c.seq_len} tokens)")

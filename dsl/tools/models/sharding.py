@@ -23,7 +23,7 @@ class Axis:
 
     Roles: `data` shards the batch (or, where the batch has too few sequences, the sequence),
     `seq` the sequence, `tp` the model (tensor parallelism), `pod` the batch across pods over
-    DCN with the weights replicated there (000 part 4 "Scaling Between Pods")."""
+    DCN with the weights replicated there (the training chapter "Scaling Between Pods")."""
 
     name: str
     size: int | None
@@ -38,7 +38,7 @@ class Axis:
 @dataclass(frozen=True, slots=True)
 class Layout:
     """A parallelism strategy as mesh axes with roles; `fsdp` shards the weights (and so their
-    gradients and optimizer state) over the data axes (000 part 4 "FSDP")."""
+    gradients and optimizer state) over the data axes (the training chapter "FSDP")."""
 
     strategy: str
     axes: tuple[Axis, ...] = ()
@@ -132,7 +132,7 @@ class Sharding:
                                 f"{', '.join(axes)} ({dim} would be sharded {subscripted(dim, axes)})")
 
     def act(self, *dims: str, d_tp: bool = False, whole: tuple[str, ...] = ()) -> str:
-        """An activation's layout: `d_tp` shards d_model over the tensor axes (000's In[B, D_Y]);
+        """An activation's layout: `d_tp` shards d_model over the tensor axes (the book's In[B, D_Y]);
         the dims in `whole` are not sharded (the keys' S in the scores: gathered)."""
         out = []
         for d in dims:

@@ -1,8 +1,8 @@
 """`plan`: the parallelism strategies for training a model on N chips, each compiled and ranked.
 
-000 part 4 "How to Parallelize a Transformer for Training" and part 5 "Training LLaMA 3": data
+The training chapter ("How to Parallelize a Transformer for Training") and the LLaMA 3 chapter: data
 parallelism, FSDP, tensor parallelism and FSDP + TP (for every power-of-two split of the chips),
-with pure data parallelism over DCN across pods (000 part 4 "Scaling Between Pods"). Each
+with pure data parallelism over DCN across pods (the training chapter "Scaling Between Pods"). Each
 candidate's layer and embedding programs (`shardc.tools.models.programs`) are compiled for the chip; the
 step time is the report's scheduled T_step of the layer times n_layers plus the embedding's, and
 a candidate fits when its memory per device (parameters, gradients, optimizer state and kept

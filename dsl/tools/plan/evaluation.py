@@ -23,7 +23,7 @@ def plan(card: ModelCard, chip: Chip, chips: int, batch_tokens: int, seq: int | 
     which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`)."""
     if card.moe is not None:
         raise PlanError(f"{card.name} is a mixture of experts: plan does not model expert "
-                        "parallelism or the token dispatch (004 leaves MoE out too); "
+                        "parallelism or the token dispatch (the revised training chapter leaves MoE out too); "
                         "`shardc model program` still writes its programs")
     seq = seq or card.seq_len
     options = options or Options()
@@ -155,8 +155,8 @@ def _figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int) -> di
 
 
 def _schedule_004(r, durations: dict[int, float], layout: Layout) -> float:
-    """T_step under 004's assumption that the FSDP (data-axis) and TP (tensor-axis)
-    collectives overlap each other, not only compute (004 "FSDP와 텐서 병렬 처리 결합":
+    """T_step under the revised training chapter's assumption that the FSDP (data-axis) and TP (tensor-axis)
+    collectives overlap each other, not only compute (the revised training chapter "FSDP와 텐서 병렬 처리 결합":
     T_comms = max(T_FSDP, T_TP)): the list schedule of passes/schedule.py with one network
     resource per kind of axis instead of one."""
     return schedule(r.program, durations, lambda op: "network-" + _role(op.axes, layout))

@@ -58,7 +58,7 @@ def explain(p: Plan) -> list[str]:
             a, b = f["t_comms_by_role_s"].get(r, 0.0), g["t_comms_by_role_s"].get(r, 0.0)
             out.append(f"    {what.get(r, r)}: {_s(a)} vs {_s(b)}")
     holds = f["t_math_s"] >= f["t_comms_s"]
-    out.append(f"  the compute-bound condition T_math > T_comms (000 part 1) "
+    out.append(f"  the compute-bound condition T_math > T_comms (the roofline chapter) "
                f"{'holds' if holds else 'fails'} for it: T_math {_s(f['t_math_s'])}, T_comms "
                f"{_s(f['t_comms_s'])}, T_hbm {_s(f['t_hbm_s'])}; the schedule overlaps the "
                f"prefetched gathers and async reductions with compute, which gives "
@@ -73,11 +73,11 @@ def explain(p: Plan) -> list[str]:
     fits = [c for c in p.ranked() if c.fits]
     by_004 = min(fits, key=lambda c: c.figures["t_step_overlap_004_s"])
     by_max = min(fits, key=lambda c: c.figures["t_lower_s"])
-    out.append(f"  with 004's model (FSDP and TP collectives also overlap each other) the best "
+    out.append(f"  with the revised training chapter's model (FSDP and TP collectives also overlap each other) the best "
                f"is {by_004.label()} at {_s(by_004.figures['t_step_overlap_004_s'])}"
                + (" (the same)" if by_004 is best else f" ({best.label()}: "
                   f"{_s(f['t_step_overlap_004_s'])})") + ";")
-    out.append(f"  with perfect overlap (000's max(T_math, T_comms)) it is {by_max.label()} at "
+    out.append(f"  with perfect overlap (the book's max(T_math, T_comms)) it is {by_max.label()} at "
                f"{_s(by_max.figures['t_lower_s'])}"
                + (" (the same)." if by_max is best else f" ({best.label()}: "
                   f"{_s(f['t_lower_s'])})."))
@@ -85,7 +85,7 @@ def explain(p: Plan) -> list[str]:
 
 
 def book_figures(p: Plan) -> dict[str, Any] | None:
-    """000 part 4/5's closed-form conditions for this setting, to set beside the compiler's."""
+    """The training and LLaMA 3 chapters' closed-form conditions for this setting, to set beside the compiler's."""
     from shardc.tools.derive_solve import round_power_of_two
 
     chip, card = p.chip, p.card
@@ -103,13 +103,13 @@ def book_figures(p: Plan) -> dict[str, Any] | None:
     w = "W_ici" if chip.link_kind == "ici" else f"W_{chip.link_kind}"
     lines = [f"alpha = C / {w} = {alpha:.0f}; B / N = {b:,.0f} / {n} = {per_chip:.0f} tokens "
              "per chip",
-             f"FSDP compute-bound iff B/N > alpha / n_axes = {fsdp_min:.0f} (000 part 4, "
+             f"FSDP compute-bound iff B/N > alpha / n_axes = {fsdp_min:.0f} (the training chapter, "
              f"{axes} axes): {'holds' if per_chip > fsdp_min else 'fails'}",
-             f"FSDP + TP compute-bound iff B/N > 2 alpha^2 / F = {mixed_000:.0f} (000, "
-             f"M_X M_Y = 2): {'holds' if per_chip > mixed_000 else 'fails'}; with 004's "
+             f"FSDP + TP compute-bound iff B/N > 2 alpha^2 / F = {mixed_000:.0f} (the book, "
+             f"M_X M_Y = 2): {'holds' if per_chip > mixed_000 else 'fails'}; with the revised training chapter's "
              f"overlap alpha^2 / (2F) = {mixed_004:.0f}: "
              f"{'holds' if per_chip > mixed_004 else 'fails'}",
-             f"X_opt = sqrt(2 B N / F) = {x_opt:.0f} (000 part 5, M_X / M_Y = 2); as a power of "
+             f"X_opt = sqrt(2 B N / F) = {x_opt:.0f} (the LLaMA 3 chapter, M_X / M_Y = 2); as a power of "
              f"two: {x_round}-way FSDP x {n // x_round}-way TP"]
     out: dict[str, Any] = {"alpha": alpha, "tokens_per_chip": per_chip,
                            "fsdp_min_tokens_per_chip": fsdp_min,
@@ -121,6 +121,6 @@ def book_figures(p: Plan) -> dict[str, Any] | None:
         ok = b > dcn * n
         out["dcn_min_tokens_per_pod"] = dcn * n
         lines.append(f"DCN data parallelism compute-bound iff B / pods > C_pod / W_dcn = "
-                     f"{dcn * n:,.0f} tokens (000 part 4 'Scaling Between Pods'): "
+                     f"{dcn * n:,.0f} tokens (the training chapter 'Scaling Between Pods'): "
                      f"{'holds' if ok else 'fails'}")
     return out

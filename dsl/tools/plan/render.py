@@ -99,7 +99,7 @@ def plan_text(p) -> str:
     book = book_figures(p)
     if book:
         lines.append("")
-        lines.append("the book's conditions for this setting (000 part 4/5, 004):")
+        lines.append("the book's conditions for this setting (the training and LLaMA 3 chapters, and the revised training chapter):")
         lines += [f"  {line}" for line in book["lines"]]
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,5 @@
 """The chips a plan runs on and the strategies on them, each as mesh axes with roles placed on
-the slice's physical ICI axes (000 part 4's table; 001 for pods and their optical cubes)."""
+the slice's physical ICI axes (the training chapter's table; the TPU chapter for pods and their optical cubes)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def is_power_of_two(n: int) -> bool:
 
 
 def pod_chips(chip: Chip) -> int | None:
-    """Chips in one ICI pod (v5p: 16x20x28 = 8960, 001), None for GPUs."""
+    """Chips in one ICI pod (v5p: 16x20x28 = 8960, the TPU chapter), None for GPUs."""
     if chip.link_kind != "ici" or not chip.pod_shape:
         return None
     return math.prod(int(x) for x in chip.pod_shape.lower().split("x"))
@@ -25,7 +25,7 @@ def pod_chips(chip: Chip) -> int | None:
 def choose_slice(chip: Chip, chips: int) -> Slice:
     """The chips a plan runs on: a power of two (one slice, or whole pods of the largest power
     of two a pod holds), or a whole number of pods of which each uses that power of two (a v5p
-    pod of 8960 chips runs 8192: 000 part 5 rounds to "2048-way FSDP and 4-way model
+    pod of 8960 chips runs 8192: the LLaMA 3 chapter rounds to "2048-way FSDP and 4-way model
     parallelism")."""
     if chips < 1:
         raise PlanError(f"--chips {chips}: must be at least 1")
@@ -57,7 +57,7 @@ def _shape(chip: Chip, n: int, axes: int | None = None) -> tuple[int, ...]:
 
 def _reconfigurable(chip: Chip) -> bool:
     """Slices built of 4x4x4 cubes joined by optical switches can take any cube-multiple shape
-    (001: "reconfigurable cubes of 4x4x4 chips connected by optical wraparound links")."""
+    (the TPU chapter: "reconfigurable cubes of 4x4x4 chips connected by optical wraparound links")."""
     return chip.wraparound == "cube-multiple-4"
 
 
@@ -77,8 +77,8 @@ def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int
     out.append(Candidate("pipeline", None, reason=(
         "not evaluated: the planner does not generate pipelined programs (the language "
         "writes a GPipe step with `repeat M + P - 1` and `Send`, programs/mlp-pipeline-train."
-        "shard, but stages x layers per stage x microbatches is a search of its own; 000 part "
-        "4 'Pipelining': less essential on TPUs, whose pods are large)")))
+        "shard, but stages x layers per stage x microbatches is a search of its own; the training "
+        "chapter, 'Pipelining': less essential on TPUs, whose pods are large)")))
     return out
 
 
@@ -98,7 +98,7 @@ def _build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
     if sequences % sl.pods:
         raise ShardingError(f"{sequences} sequences do not split over {sl.pods} pods")
     # The batch takes what divides the sequences; the rest of the data axes split the sequence
-    # (000 part 5: "FSDP over both the batch and sequence axes").
+    # (the LLaMA 3 chapter: "FSDP over both the batch and sequence axes").
     b = math.gcd(data, sequences // sl.pods)
     s = data // b
     if seq % s:
@@ -138,7 +138,7 @@ Phys = list[list[tuple[str, int]]]
 
 def _reshaped(chip: Chip, b: int, s: int, t: int, tp: list[tuple[str, int]]) -> Phys | None:
     """A slice shape of whole 4x4x4 cubes that gives tensor and sequence parallelism a
-    physical axis each (000 part 4: "using the optical switches to reconfigure the topology to
+    physical axis each (the training chapter: "using the optical switches to reconfigure the topology to
     have an 8-long axis for model sharding") and the batch the rest, or None when an axis
     would be shorter than 4 (it would lose the wraparound). A 2-way split shares a batch axis,
     innermost (a 2-way tensor split on the sequence's axis when that has one)."""
@@ -188,7 +188,7 @@ def _on_slice(shape: tuple[int, ...], b: int, s: int, t: int, tp: list[tuple[str
 def _mesh_axes(phys: Phys, physical: bool = True) -> list[Axis]:
     """Mesh axes for the physical axes: batch, then sequence, then tensor axes (so the major
     one comes first where they share a physical axis); whole batch axes of equal length become
-    one axis spanning them (`X=1024 @ici(y, z)`, 002's multi-axis collectives)."""
+    one axis spanning them (`X=1024 @ici(y, z)`, the sharding chapter's multi-axis collectives)."""
     names = "xyz" if len(phys) <= 3 else [f"a{i}" for i in range(len(phys))]
     on = [[(role, n, names[i]) for role, n in ax] for i, ax in enumerate(phys)]
     whole = [ax[0] for ax in on if len(ax) == 1 and ax[0][0] == "data"]

@@ -1,6 +1,6 @@
 """Cost shardc's and XLA's collectives for one statement under shardc's model, and classify.
 
-Both sides go through `passes.cost_model.collective_time` with 002's V (the larger side, per
+Both sides go through `passes.cost_model.collective_time` with the sharding chapter's V (the larger side, per
 device), so a verdict never depends on whose formulas are used. Known differences are named.
 """
 
@@ -211,7 +211,7 @@ def explain(ours: tuple[Comm, ...], xla: tuple[Comm, ...], st: Statement,
     if (len(gathers_x) > len(gathers_o) == 1 and axes_o == {a for c in gathers_x for a in c.axes}
             and _close(max(c.bytes for c in gathers_x), gathers_o[0].bytes)):
         notes.append(f"XLA gathers one mesh axis at a time ({_labels(gathers_x)}); shardc "
-                     f"gathers over {format_axes(gathers_o[0].axes)} at once (002: a multi-axis "
+                     f"gathers over {format_axes(gathers_o[0].axes)} at once (the sharding chapter: a multi-axis "
                      "AllGather uses every axis's links together)")
         rest_o = [c for c in rest_o if c not in gathers_o]
         rest_x = [c for c in rest_x if c not in gathers_x]

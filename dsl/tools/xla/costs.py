@@ -50,5 +50,5 @@ def hardware(chip: Any, bindings: Mapping[str, float], names: frozenset[str],
 
 def collective_seconds(op: str, v: float, axes: tuple[str, ...], size: Callable[[str], float],
                        model: Model, hw: Hardware) -> float:
-    """Time of `op` moving V = `v` bytes over mesh `axes` (002's formulas, as the planner)."""
+    """Time of `op` moving V = `v` bytes over mesh `axes` (the sharding chapter's formulas, as the planner)."""
     return float(collective_time(op, v, axes, size, model, hw.topology, hw.links).time)

@@ -10,7 +10,7 @@ from shardc.tools.xla.check import CheckResult
 from shardc.tools.xla.compare import SKIPPED, Comm, Row
 
 SCHEMA = "shardc.xla-check/1"
-COST_NOTE = ("costs: each side's collectives under shardc's model (002's V, in the program's "
+COST_NOTE = ("costs: each side's collectives under shardc's model (the sharding chapter's V, in the program's "
              "dtype) plus matmul FLOPs / C")
 
 
