@@ -72,6 +72,24 @@ def _printers() -> tuple[Any, Any]:
     return _STR, _TEX
 
 
+_CODE: Any = None
+
+
+def code_printer() -> Any:
+    """The printer `sympy.lambdify(..., modules="math")` makes for itself, printing each
+    subexpression once per process: a report's formulas share most of their terms, and
+    printing them was most of a `lambdify` (the same code, so the same numbers)."""
+    global _CODE
+    if _CODE is None:
+        from sympy.printing.pycode import PythonCodePrinter
+
+        cls = _memo_printer(PythonCodePrinter)
+        cls._done = register("formulas.code-terms")
+        _CODE = cls({"fully_qualified_modules": False, "inline": True,
+                     "allow_unknown_functions": True, "user_functions": {}})
+    return _CODE
+
+
 def text(expr: Any) -> str:
     """`str(expr)`, printed once per distinct expression (and each of its terms once).
 

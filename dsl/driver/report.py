@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from shardc.driver.formulas import latex, text
+from shardc.driver.formulas import code_printer, latex, text
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
 from shardc.passes.memo import MAX_ENTRIES, register
@@ -148,7 +148,8 @@ class Report:
         if fn is None:
             if len(_FUNCTIONS) >= 256:
                 _FUNCTIONS.clear()
-            fn = _FUNCTIONS[fkey] = sp.lambdify(args, ready, modules="math")
+            fn = _FUNCTIONS[fkey] = sp.lambdify(args, ready, modules="math",
+                                                printer=code_printer())
         values = fn(*[env[a] for a in args])
         if len(_VALUES) + len(ready) > MAX_ENTRIES:
             _VALUES.clear()
