@@ -176,3 +176,16 @@ def test_api_refuses_an_unknown_option_value_by_name(option, value):
     """The CLI's argparse choices have an API twin: a typo is an error, not a silent default."""
     with pytest.raises(ValueError, match=f"{option}={value!r}"):
         shardc.compile("mesh X=2\ndim B=8, D=4\nA: bf16[B, D_X]\n", **{option: value})
+
+
+def test_version_and_a_missing_program_file(capsys):
+    """`--version` prints the installed version; a path that does not exist is an error naming
+    it, from the CLI and from the API (it used to be parsed as program text: P001)."""
+    from shardc.cli.app import main
+    from shardc.driver.files import CliIOError
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.startswith("shardc ")
+    with pytest.raises(CliIOError, match="missing.shard"):
+        shardc.compile("missing.shard")

@@ -41,10 +41,26 @@ def parse_binding(text: str) -> tuple[str, Decimal]:
         raise argparse.ArgumentTypeError(f"{m.group(1)}={m.group(2)}: {exc}") from None
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's version, looked up only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("shardc")
+        except PackageNotFoundError:  # run from a source tree that is not installed
+            text = "unknown (not installed)"
+        print(f"shardc {text}")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="shardc",
         description="Compile sharded tensor programs (.shard) to symbolic cost reports.")
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="print the installed version of shardc and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("compile", help="compile a program to a cost report")

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 def as_source(source_or_path: str | Path | Source, name: str | None = None) -> Source:
     """A `Source` from text, a path, or a Source.
 
-    A path is read as the CLI reads it: a regular file, UTF-8, at most `MAX_SOURCE_BYTES`;
-    anything else raises `shardc.driver.files.CliIOError` with a message naming the file.
+    A path (a `Path`, or a one-line string ending in `.shard`) is read as the CLI reads it: a
+    regular file, UTF-8, at most `MAX_SOURCE_BYTES`; anything else, a missing file included,
+    raises `shardc.driver.files.CliIOError` with a message naming the file.
     """
     from shardc.driver.files import read_text
 
@@ -32,8 +33,11 @@ def as_source(source_or_path: str | Path | Source, name: str | None = None) -> S
     if isinstance(source_or_path, Path):
         return Source(name or str(source_or_path), read_text(str(source_or_path)))
     text = source_or_path
-    if "\n" not in text and text.endswith(".shard") and Path(text).is_file():
-        return Source(name or text, read_text(text))
+    if "\n" not in text and text.strip().endswith(".shard"):
+        # A path, not a program (a program names a `.shard` file only in a comment, which
+        # needs a newline to end): read it, so a missing file says so instead of parsing
+        # its name as program text.
+        return Source(name or text, read_text(text.strip()))
     return Source(name or "<string>", text)
 
 
