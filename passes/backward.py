@@ -26,6 +26,7 @@ from shardc.lang.syntax import (
     Contract,
     Expr,
     Program,
+    Reduce,
     Ref,
     Stmt,
     Times,
@@ -161,6 +162,8 @@ class _Deriver:
                 else:
                     arg2 = self.operand(arg, hoisted)
                 new = CollectiveCall(kind, axes, dim, arg2, e.span, e.sub_span, e.send)
+            case Reduce(kind=kind, dims=dims, arg=arg):
+                new = Reduce(kind, dims, self.operand(arg, hoisted), e.span, e.sub_span)
         return new
 
     def operand(self, e: Expr, hoisted: list[Stmt]) -> Ref:
@@ -210,6 +213,10 @@ class _Deriver:
                 return self.type_of(args[0])
             case CollectiveCall(arg=arg):
                 return self.type_of(arg)
+            case Reduce(kind=kind, dims=rdims, arg=arg):
+                dims, dtype = self.type_of(arg)
+                return (dims if kind == "softmax" else
+                        tuple(d for d in dims if d not in rdims)), dtype
         raise AssertionError(e)
 
     # ---- the backward pass -------------------------------------------------------------------
@@ -371,6 +378,20 @@ class _Deriver:
                 slope = self.emit(self.fresh(f"{DERIVATIVES[fn]}_{x}"),
                                   Call(DERIVATIVES[fn], (arg,), span), span)
                 return [(x, named_back(arg, Binary("*", g, slope, span)))]
+            case Reduce(kind="softmax", dims=dims, arg=Ref(name=x) as arg) if result is not None:
+                # dA = P * (g - Sum_S(g * P)), P the softmax's own result
+                gp = self.emit(self.fresh(f"softmax_grad_{x}"), Binary("*", g, result, span),
+                               span)
+                total = self.emit(self.fresh(f"softmax_grad_{x}"), Reduce("Sum", dims, gp, span,
+                                                                          span), span)
+                centred = self.emit(self.fresh(f"softmax_grad_{x}"),
+                                    Binary("-", g, total, span), span)
+                return [(x, named_back(arg, Binary("*", result, centred, span)))]
+            case Reduce(kind=kind, dims=dims):
+                self.unsupported(f"the gradient of {kind}_{{{','.join(dims)}}} (its gradient "
+                                 "is a broadcast, which the backward pass cannot write yet)",
+                                 span)
+                return []
             case CollectiveCall(kind="Send", send=send, arg=arg) if is_shift(send):
                 # A shift by +k moves each block k devices on; its gradient moves the
                 # gradient's blocks back by -k (a pipeline sends gradients to earlier stages).
@@ -398,6 +419,7 @@ class _Deriver:
 
     def unsupported(self, what: str, span: Span) -> None:
         self.ctx.diagnostics.error("K013", f"`backward` cannot derive {what}", span,
-                                   notes=("supported: contractions, + - * of equal dims, and "
-                                          "gelu silu relu sigmoid tanh exp square neg copy",))
+                                   notes=("supported: contractions, + - * of equal dims, "
+                                          "softmax_{S}, and gelu silu relu sigmoid tanh exp "
+                                          "square neg copy",))
         self.failed = True

@@ -30,6 +30,7 @@ from shardc.passes.ir import (
     Input,
     LocalSlice,
     Op,
+    Reduction,
     Value,
 )
 from shardc.passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
@@ -328,7 +329,8 @@ def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols
     for c in costs:
         op = program.ops[c.index]
         values = ((op.lhs, op.rhs, op.out) if isinstance(op, Einsum)
-                  else (*op.args, op.out) if isinstance(op, Elementwise) else ())
+                  else (*op.args, op.out) if isinstance(op, Elementwise)
+                  else (op.src, op.out) if isinstance(op, Reduction) else ())
         if not any(v.id in core for v in values):
             out.append(c)
             continue
@@ -378,7 +380,8 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
                                     syms.links())
             bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
             crossover = sp.cancel(lat * moved / bw) if bw != 0 and moved != 0 else None
-            name = format_send(op.send) if kind == "Send" else kind
+            name = (format_send(op.send) if kind == "Send"
+                    else f"{kind}(max)" if op.combine == "max" else kind)
             return OpCost(index, line, "collective", name, axes, src.array, src.format(mesh),
                           out.format(mesh), op.reason, comm_bytes=as_expr(moved),
                           time=as_expr(t.time), t_bandwidth=bw, t_latency=lat,
@@ -388,6 +391,17 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
         case LocalSlice(out=out, src=src):
             return OpCost(index, line, "elementwise", "slice", (), src.array, src.format(mesh),
                           out.format(mesh), op.reason)
+        case Reduction(kind=kind, out=out, src=src, dims=dims):
+            # one FLOP per element reduced; HBM-bound like elementwise work
+            flops = global_elements(src.layout, size_symbol)
+            fpd = local_elements(src.layout, size_symbol)
+            hbm = local_bytes(src.layout, src.dtype, size_symbol) + local_bytes(
+                out.layout, out.dtype, size_symbol)
+            t_hbm = hbm / syms.w_hbm
+            return OpCost(index, line, "elementwise", f"{kind}_{format_axes(dims)}", (),
+                          out.array, src.format(mesh), out.format(mesh), "", flops=flops,
+                          flops_per_device=fpd, hbm_bytes=hbm, time=t_hbm, t_math=ZERO,
+                          t_hbm=t_hbm)
         case Elementwise(fn=fn, out=out, args=args):
             per = ELEMENTWISE_FUNCTIONS.get(fn, BINARY_FLOPS)
             flops = per * global_elements(out.layout, size_symbol)
@@ -411,7 +425,10 @@ def _shape_key(op: Op) -> tuple | None:
             return ("einsum", lhs.layout, rhs.layout, out.layout, lhs.dtype, rhs.dtype,
                     out.dtype, contract, op.case)
         case Collective(op=kind, out=out, src=src, axes=axes, dim=dim):
-            return ("collective", kind, src.layout, out.layout, src.dtype, axes, dim, op.send)
+            return ("collective", kind, src.layout, out.layout, src.dtype, axes, dim, op.send,
+                    op.combine)
+        case Reduction(kind=kind, out=out, src=src, dims=dims):
+            return ("reduction", kind, src.layout, out.layout, src.dtype, dims)
         case Elementwise(fn=fn, out=out, args=args):
             return ("elementwise", fn, out.layout, out.dtype,
                     tuple((a.layout, a.dtype) for a in args))
@@ -436,7 +453,7 @@ def _src_text(op: Op, mesh: tuple[str, ...]) -> str:
     match op:
         case Einsum(lhs=lhs, rhs=rhs, contract=contract):
             return f"{lhs.format(mesh)} ·_{format_axes(contract)} {rhs.format(mesh)}"
-        case Collective(src=src) | LocalSlice(src=src):
+        case Collective(src=src) | LocalSlice(src=src) | Reduction(src=src):
             return src.format(mesh)
         case Elementwise(fn=fn, args=args):
             return f" {fn} ".join(a.format(mesh) for a in args) if len(args) > 1 else (

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shardc.passes.ir import Collective, CompiledProgram, Einsum, Elementwise, Input, LocalSlice, Op
+from shardc.passes.ir import (
+    Collective,
+    CompiledProgram,
+    Einsum,
+    Elementwise,
+    Input,
+    LocalSlice,
+    Op,
+    Reduction,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -20,7 +29,7 @@ def op_inputs(op: Op) -> tuple[str, ...]:
             return ()
         case Einsum(lhs=lhs, rhs=rhs):
             return (lhs.id, rhs.id)
-        case Collective(src=src) | LocalSlice(src=src):
+        case Collective(src=src) | LocalSlice(src=src) | Reduction(src=src):
             return (src.id,)
         case Elementwise(args=args):
             return tuple(a.id for a in args)

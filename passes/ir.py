@@ -85,6 +85,9 @@ class Collective:
     times: Times = ()  # as Input.times
     send: tuple[SendAxis, ...] = ()
     """A `Send` (point-to-point, dsl/lang/send.py): its entries; `out` has `src`'s layout."""
+    combine: str = "sum"
+    """`max`: an AllReduce that keeps the largest of the group's values (a maximum over a
+    sharded dimension: `Max_{D}`, softmax), at an AllReduce's cost."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +112,21 @@ class Elementwise:
     times: Times = ()  # as Input.times
 
 
-Op = Input | Einsum | Collective | LocalSlice | Elementwise
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """A local reduction of the operand's block over `dims` (`sum` or `max`). Over a dim
+    sharded over axes U, a sum is the device's partial sum (`out` unreduced over U); a max is
+    the device's partial maximum, which an AllReduce with `combine="max"` completes."""
+
+    kind: str
+    out: Value
+    src: Value
+    dims: tuple[str, ...]
+    span: Span = field(default=NO_SPAN, compare=False)
+    times: Times = ()  # as Input.times
+
+
+Op = Input | Einsum | Collective | LocalSlice | Elementwise | Reduction
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from shardc.lang.syntax import (
     CollectiveCall,
     Contract,
     Expr,
+    Reduce,
     Ref,
 )
 from shardc.passes.context import Context
@@ -45,6 +46,8 @@ def check_expr(expr: Expr, env: Env, ctx: Context
             return _check_call(expr, env, ctx)
         case CollectiveCall():
             return _check_collective(expr, env, ctx)
+        case Reduce():
+            return _check_reduce(expr, env, ctx)
     raise AssertionError(f"unhandled expression {expr!r}")
 
 
@@ -193,6 +196,50 @@ def _check_binary(expr: Binary, env: Env, ctx: Context):
     return Binary(expr.op, le, re_, expr.span), promote(lt, rt), dims
 
 
+def _check_reduce(expr: Reduce, env: Env, ctx: Context):
+    """`Sum_{D}(A)`, `Max_{D}(A)`: dims of A, each once; `softmax_{S}(A)`: one dim of A."""
+    d = ctx.diagnostics
+    ac = check_expr(expr.arg, env, ctx)
+    if ac is None:
+        return None
+    arg, dtype, dims = ac
+    wanted: list[str] = []
+    for p in expr.dims:
+        if p in env.dims or p in dims:
+            wanted.append(p)
+        elif len(p) > 1 and all(c in env.dims for c in p):
+            wanted.extend(p)
+        else:
+            d.error("N009", f"reduction over undeclared dimension {p!r}", expr.sub_span,
+                    did_you_mean(p, env.dims),
+                    notes=(f"declare it with `dim {p}` (symbolic) or `dim {p}=1024`",))
+            return None
+    for k, dim in enumerate(wanted):
+        if dim in wanted[:k]:
+            d.error("S006", f"dimension {dim!r} appears twice in {expr.kind}_{{"
+                    f"{','.join(expr.dims)}}}", expr.sub_span,
+                    notes=("list each reduced dimension once: Sum_{N,H}",))
+            return None
+        if dim not in dims:
+            d.error("S014", f"{expr.kind} over {dim!r}, which {_describe(arg)} does not have "
+                    f"(its dims are [{', '.join(dims)}])", expr.sub_span,
+                    f"not a dimension of {_describe(arg)}",
+                    notes=("a reduction names dimensions of its operand",))
+            return None
+    if expr.kind == "softmax" and len(wanted) != 1:
+        d.error("S014", f"softmax normalises over one dimension, not {len(wanted)}",
+                expr.sub_span, "one dimension here",
+                notes=("softmax_{S}(A) divides exp(A) by its sum over S",))
+        return None
+    out = dims if expr.kind == "softmax" else tuple(x for x in dims if x not in wanted)
+    if not out:
+        d.error("S014", f"{expr.kind} over every dimension of {_describe(arg)} leaves a "
+                "scalar, which the language has no layout for", expr.sub_span,
+                "every dimension", notes=("keep at least one dimension",))
+        return None
+    return Reduce(expr.kind, tuple(wanted), arg, expr.span, expr.sub_span), dtype, out
+
+
 def _check_call(expr: Call, env: Env, ctx: Context):
     d = ctx.diagnostics
     fn, args = expr.fn, expr.args
@@ -212,8 +259,11 @@ def _check_call(expr: Call, env: Env, ctx: Context):
         if label and sep:
             close = difflib.get_close_matches(head, known, n=1, cutoff=0.6)[0]
             label = f"did you mean {close + sep + sub!r}?"
+        if fn.lower() in ("softmax", "sum", "max"):
+            label = f"write {fn}_{{D}}(...) with the dimension it reduces"
         d.error("N012", f"unknown function {fn!r}", name_span, label,
                 notes=("elementwise functions: " + ", ".join(ELEMENTWISE_FUNCTIONS) + "; "
+                       "reductions: Sum_{D}(A), Max_{D}(A), softmax_{S}(A); "
                        "collectives: " + ", ".join(_COLLECTIVE_EXAMPLES.values()),))
         return None
     if len(args) != 1:

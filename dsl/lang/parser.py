@@ -51,6 +51,7 @@ from shardc.lang.syntax import (
     MeshAxis,
     MeshDecl,
     Program,
+    Reduce,
     Ref,
     Sized,
 )
@@ -445,6 +446,13 @@ class _ToSyntax(Transformer):
             axes, dim = parts, None
         return CollectiveCall(kind, tuple(axes), dim, arg, _tree_span(meta), sub_span)
 
+    def reduce(self, meta, items):
+        tok, arg = items
+        kind, parts, offset = _checked_subscript(tok, "reduction")
+        sp = token_span(tok)
+        return Reduce(kind, tuple(parts), arg, _tree_span(meta),
+                      Span(sp.line, sp.col + offset, sp.end_line, sp.end_col))
+
 
 def _send_call(tok: Token, arg, span: Span, sub_span: Span) -> CollectiveCall:
     """`Send_{X: 0->3}(A)` / `Send_{P: +1}(A)`; C011 for an entry that is neither form."""
@@ -480,6 +488,8 @@ _SUBSCRIPT_EXAMPLES = {
                     "contractions are written A ·_J B; several dims as A ·_{N,H} B"),
     "collective": ("mesh axes, as in AllGather_X or ReduceScatter_{X,K}",
                    "a collective names the mesh axes it works over"),
+    "reduction": ("the dimensions to reduce over, as in Sum_D or softmax_{S}",
+                  "a reduction names the dimensions it reduces: Sum_{D}(A), softmax_{S}(A)"),
 }
 
 

@@ -174,7 +174,8 @@ class Contract:
 class Binary:
     """Elementwise `+`, `-` or `*` with broadcasting by dimension name."""
 
-    op: Literal["+", "-", "*"]
+    op: Literal["+", "-", "*", "/"]
+    """`/` only in what the compiler writes (softmax's normalisation), not in the language."""
     lhs: Expr
     rhs: Expr
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
@@ -204,7 +205,19 @@ class CollectiveCall:
     `axes` are their mesh axes."""
 
 
-Expr = Ref | Contract | Binary | Call | CollectiveCall
+@dataclass(frozen=True, slots=True)
+class Reduce:
+    """`Sum_{D}(A)`, `Max_{D}(A)`: A reduced over `dims` (the result lacks them);
+    `softmax_{S}(A)`: exp(A - Max_S(A)) / Sum_S(exp(A - Max_S(A))), the dims of A."""
+
+    kind: Literal["Sum", "Max", "softmax"]
+    dims: tuple[str, ...]
+    arg: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    sub_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+Expr = Ref | Contract | Binary | Call | CollectiveCall | Reduce
 
 
 @dataclass(frozen=True, slots=True)

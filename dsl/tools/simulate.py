@@ -20,6 +20,7 @@ from shardc.passes.ir import (
     Input,
     LocalSlice,
     Op,
+    Reduction,
     Value,
 )
 from shardc.tools.simulate_machine import (
@@ -146,6 +147,14 @@ def _reduce(op: Collective, m: Machine, src: Blocks) -> Blocks:
     return out
 
 
+def _reduce_max(op: Collective, m: Machine, src: Blocks) -> Blocks:
+    """AllReduce of the maximum: the elementwise maximum of the group's blocks."""
+    out: Blocks = {}
+    for d in m.devices:
+        out[d] = np.ascontiguousarray(np.maximum.reduce([src[g] for g in m.group(d, op.axes)]))
+    return out
+
+
 def _run_collective(op: Collective, m: Machine, src: Blocks) -> Blocks:
     if set(op.src.dims) != set(op.out.dims):
         raise SimulationError("changes the array's dimensions")
@@ -165,6 +174,10 @@ def _run_collective(op: Collective, m: Machine, src: Blocks) -> Blocks:
             return _gather(op, m, src)
         case "Send":
             return _send(op, m, src)
+        case "AllReduce" if op.combine == "max":
+            if before != after:
+                raise SimulationError("an AllReduce of the maximum keeps the unreduced axes")
+            return _reduce_max(op, m, src)
         case "AllReduce" | "ReduceScatter":
             if not axes <= before or after != before - axes:
                 raise SimulationError(
@@ -276,7 +289,24 @@ def _run(
             return _run_local_slice(op, m, get(op.src))
         case Elementwise():
             return _run_elementwise(op, m, [get(a) for a in op.args])
+        case Reduction():
+            return _run_reduction(op, get(op.src))
     raise SimulationError(f"unknown op {op!r}")
+
+
+def _run_reduction(op: Reduction, src: Blocks) -> Blocks:
+    """Each device reduces its own block (a sum over a sharded dim is a partial sum; a max, a
+    partial maximum that an AllReduce of the maximum completes)."""
+    if not set(op.dims) <= set(op.src.dims) or set(op.out.dims) != set(op.src.dims) - set(op.dims):
+        raise SimulationError("reduces dims its operand lacks, or keeps the wrong dims")
+    axes = tuple(op.src.dims.index(d) for d in op.dims)
+    kept = tuple(d for d in op.src.dims if d not in op.dims)
+    fn = np.sum if op.kind == "sum" else np.max
+    out: Blocks = {}
+    for d, block in src.items():
+        r = fn(block, axis=axes)
+        out[d] = np.ascontiguousarray(np.transpose(r, [kept.index(x) for x in op.out.dims]))
+    return out
 
 
 def _relabelled(have: Layout, use: Layout) -> bool:
@@ -355,6 +385,12 @@ def reference(
                     check_elementwise(op)
                     args = [(result[a.id], a.dims) for a in op.args]
                     result[op.out.id] = apply(op.fn, args, op.out.dims)
+                case Reduction():
+                    src = result[op.src.id]
+                    fn = np.sum if op.kind == "sum" else np.max
+                    r = fn(src, axis=tuple(op.src.dims.index(d) for d in op.dims))
+                    kept = tuple(d for d in op.src.dims if d not in op.dims)
+                    result[op.out.id] = np.transpose(r, [kept.index(x) for x in op.out.dims])
                 case _:
                     raise SimulationError(f"unknown op {op!r}")
         except KeyError as error:
@@ -377,8 +413,12 @@ def check(
     expected = reference(program, inputs, sizes)
     blocks = simulate(program, inputs, sizes, seed)
     m = machine(program, sizes)
+    partial_max = {op.out.id for op in program.ops if isinstance(op, Reduction)
+                   and op.kind == "max" and any(op.src.layout.axes_of(d) for d in op.dims)}
     for op in program.ops:
         value = op.out
+        if value.id in partial_max:
+            continue  # each device's maximum of its block: the AllReduce after it is checked
         unreduced = value.layout.unreduced
         origin = {d: (0, 0) for d in value.dims}
         for d in m.devices:

@@ -24,6 +24,7 @@ from shardc.passes.ir import (
     Input,
     LocalSlice,
     Op,
+    Reduction,
     Value,
 )
 from shardc.passes.sizes import size_of
@@ -84,6 +85,7 @@ BINARY_FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "+": np.add,
     "-": np.subtract,
     "*": np.multiply,
+    "/": np.divide,
 }
 
 
@@ -202,6 +204,9 @@ def describe(op: Op, order: tuple[str, ...]) -> str:
         case Elementwise():
             args = ", ".join(a.format(order) for a in op.args)
             return f"{op.fn}({args}) -> {op.out.format(order)}"
+        case Reduction():
+            return (f"{op.kind} over {','.join(op.dims)} {op.src.format(order)} -> "
+                    f"{op.out.format(order)}")
     raise SimulationError(f"unknown op {op!r}")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.syntax import Binary
+from shardc.lang.syntax import Binary, Ref
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import steps_time
 from shardc.passes.lower.state import LoweringState
@@ -23,6 +23,14 @@ class ElementwiseOps(LoweringState):
         rv = self.expr(e.rhs, target)
         if lv is None or rv is None:
             return None
+        return self.combine(e.op, lv, rv, e.span)
+
+    def combine(self, op: str, lv: Value | None, rv: Value | None, span) -> Value | None:
+        """`lv op rv` elementwise, broadcasting by dim name: the partial sums the op cannot
+        combine reduced first, then both operands in one layout, whichever moves less."""
+        if lv is None or rv is None:
+            return None
+        e = Binary(op, Ref(lv.array), Ref(rv.array), span)  # type: ignore[arg-type]
         lu, ru = lv.layout.unreduced, rv.layout.unreduced
         keep: frozenset[str] = frozenset()
         if e.op in "+-" and lu == ru:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from shardc.lang.layout import format_axes
+from shardc.lang.layout import Layout, format_axes
 from shardc.lang.syntax import (
     LINEAR_FUNCTIONS,
     ArrayDecl,
@@ -21,10 +21,11 @@ from shardc.lang.syntax import (
     HardwareDecl,
     MeshDecl,
     Program,
+    Reduce,
     Ref,
 )
 from shardc.passes.context import Context
-from shardc.passes.ir import CompiledProgram, Elementwise, Input, Value
+from shardc.passes.ir import Collective, CompiledProgram, Elementwise, Input, Reduction, Value
 from shardc.passes.lower.contract import Contractions
 from shardc.passes.lower.elementwise import ElementwiseOps
 from shardc.passes.lower.explicit import ExplicitCollectives
@@ -158,4 +159,62 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
                 return self.emit(Elementwise(fn, out, (a,), e.span))
             case CollectiveCall():
                 return self.explicit_collective(e, target)
+            case Reduce():
+                return self.reduce(e, target)
         raise AssertionError(e)
+
+    def reduce(self, e: Reduce, target: str) -> Value | None:
+        """`Sum_{D}(A)` keeps the partial sums a sharded D leaves (the statement reduces them
+        unless it asks for `{U_X}`); `Max_{D}(A)` combines partial maxima with an AllReduce of
+        the maximum; `softmax_{S}(A)` is exp(A - Max_S(A)) / Sum_S(exp(A - Max_S(A))), with the
+        two small AllReduces a sharded S needs (Megatron-LM's vocabulary-parallel softmax)."""
+        a = self.expr(e.arg, target)
+        if a is None:
+            return None
+        if e.kind == "Sum":
+            return self.reduction("sum", a, e.dims, e.span)
+        if a.layout.unreduced:
+            a = self.reshard(a, a.layout.with_unreduced(frozenset()), e.span,
+                             f"{e.kind} is not linear: partial sums are reduced first")
+            if a is None:
+                return None
+        peak = self.maximum(a, e.dims, e.span)
+        if e.kind == "Max":
+            return peak
+        shifted = self.combine("-", a, peak, e.span)
+        if shifted is None:
+            return None
+        name = f"exp({shifted.array})"
+        ex = self.emit(Elementwise("exp", Value(self.fresh(name), name, a.dtype, shifted.layout),
+                                   (shifted,), e.span))
+        total = self.reduction("sum", ex, e.dims, e.span)
+        if total.layout.unreduced:
+            moved = self.reshard(total, total.layout.with_unreduced(frozenset()), e.span,
+                                 f"softmax_{{{','.join(e.dims)}}}: the denominator's partial sums "
+                                 "over the sharded dimension are summed")
+            if moved is None:
+                return None
+            total = moved
+        return self.combine("/", ex, total, e.span)
+
+    def reduction(self, kind: str, a: Value, dims: tuple[str, ...], span) -> Value:
+        """A local reduction over `dims`; a sum over a sharded dim is a partial sum."""
+        axes = frozenset(x for d in a.layout.dims if d.dim in dims for x in d.axes)
+        kept = tuple(d for d in a.layout.dims if d.dim not in dims)
+        unreduced = a.layout.unreduced | axes if kind == "sum" else a.layout.unreduced
+        name = f"{kind}_{''.join(dims)}({a.array})"
+        out = Value(self.fresh(name), name, a.dtype, Layout(kept, unreduced))
+        return self.emit(Reduction(kind, out, a, dims, span))
+
+    def maximum(self, a: Value, dims: tuple[str, ...], span) -> Value:
+        """The maximum over `dims`: local, then an AllReduce of the maximum over the axes that
+        shard them."""
+        local = self.reduction("max", a, dims, span)
+        axes = tuple(x for d in a.layout.dims if d.dim in dims for x in d.axes)
+        if not axes:
+            return local
+        out = Value(self.fresh(local.array), local.array, local.dtype, local.layout)
+        return self.emit(Collective(
+            "AllReduce", out, local, axes, None, span,
+            f"the maximum over {', '.join(dims)}, sharded over {format_axes(axes)}: each device "
+            "holds the maximum of its block; they are combined", combine="max"))

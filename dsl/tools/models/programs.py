@@ -4,8 +4,8 @@ and the embedding / unembedding, sharded by a `Layout` (which mesh axis shards w
 The layer is the book's (the transformer-math chapter "Transformer math"): grouped-query attention with separate
 K (KV heads) and G (query heads per KV head) dims, Q/K/V/O projections and the two dot products
 over the sequence, then the gated MLP's three matrices (the training chapter: "W_in1, W_in2, W_out").
-Norms, residual additions, rotary embeddings and the softmax's normalisation are left out (they
-are elementwise, O(BTD) or O(BTSN) next to the matmuls). A MoE layer (DeepSeek) is the attention
+The attention's softmax is `softmax_{S}` (max, exp, sum and divide over the keys). Norms, residual
+additions and rotary embeddings are left out (they are elementwise, O(BTD) next to the matmuls). A MoE layer (DeepSeek) is the attention
 and the shared experts, with the routed experts in a program of their own run on the dispatched
 tokens (E experts x C tokens each, C = B*T*k/E with balanced routing); the dispatch and combine
 permutations are not modelled.
@@ -124,7 +124,7 @@ def _gqa(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
         f"Kc[{kv}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_K   # the keys read In along S",
         f"Vc[{kv}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_V",
         f"Sc[{a('B', 'T', 'S', 'K', 'G', whole=('S',))}] = Q ·_H Kc   # Q.K over the head dim, per query group",
-        "Pr = exp(Sc)   # softmax; its normalisation is left out",
+        "Pr = softmax_{S}(Sc)   # over the keys",
         f"Att[{q}] = Pr ·_S Vc",
         f"A[{a('B', 'T', 'D', d_tp=True)}] = Att ·_{{K,G,H}} W_O",
     ]
@@ -159,7 +159,7 @@ def _mla(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
         f"Kc[{a('B', 'S', 'N', 'HN')}] = Ckv ·_RKV W_UK",
         f"Vc[{a('B', 'S', 'N', 'HV')}] = Ckv ·_RKV W_UV",
         f"Sc[{a('B', 'T', 'S', 'N', whole=('S',))}] = Qn ·_HN Kc + Qr ·_HR Kr",
-        "Pr = exp(Sc)   # softmax; its normalisation is left out",
+        "Pr = softmax_{S}(Sc)   # over the keys",
         f"Att[{a('B', 'T', 'N', 'HV')}] = Pr ·_S Vc",
         f"A[{a('B', 'T', 'D', d_tp=True)}] = Att ·_{{N,HV}} W_O",
     ]

@@ -11,7 +11,7 @@ import keyword
 import string
 
 from shardc.lang.layout import Layout
-from shardc.lang.syntax import Binary, Call, CollectiveCall, Contract, Expr, Ref
+from shardc.lang.syntax import Binary, Call, CollectiveCall, Contract, Expr, Reduce, Ref
 from shardc.passes.einsum_plan import output_dims
 from shardc.tools.xla.statements import Statement
 
@@ -123,6 +123,14 @@ class _Writer:
             case Call(fn=fn, args=args):
                 x, dims = self.ev(args[0], env)
                 return self.let(UNARY[fn].format(x)), dims
+            case Reduce(kind=kind, dims=rdims, arg=arg):
+                x, dims = self.ev(arg, env)
+                axes = tuple(dims.index(d) for d in rdims)
+                if kind == "softmax":
+                    return self.let(f"jax.nn.softmax({x}, axis={axes[0]})"), dims
+                fn = "jnp.sum" if kind == "Sum" else "jnp.max"
+                return (self.let(f"{fn}({x}, axis={axes})"),
+                        tuple(d for d in dims if d not in rdims))
             case CollectiveCall(kind=kind, arg=arg):
                 x, dims = self.ev(arg, env)
                 layout = self.st.explicit_layout(e.span) if self.st is not None else None

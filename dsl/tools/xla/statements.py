@@ -19,6 +19,7 @@ from shardc.lang.syntax import (
     Contract,
     Expr,
     Program,
+    Reduce,
     Ref,
 )
 from shardc.passes.ir import Collective, CompiledProgram, Input, Op
@@ -84,7 +85,7 @@ def referenced(e: Expr) -> list[str]:
             case Call(args=args):
                 for a in args:
                     walk(a)
-            case CollectiveCall(arg=arg):
+            case CollectiveCall(arg=arg) | Reduce(arg=arg):
                 walk(arg)
 
     walk(e)
