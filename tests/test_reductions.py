@@ -1,0 +1,123 @@
+"""Reductions in the language: `Sum_{D}(A)`, `Max_{D}(A)` and `softmax_{S}(A)`, with the
+collectives a sharded reduced dimension needs, checked on the mesh simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import shardc
+from shardc.driver.api import run_pipeline
+from shardc.lang.source import Source
+from shardc.tools.simulate import check, random_inputs
+
+PROGRAM = """mesh X=2, Y=2
+dim B=4, T=4, S=8, K=2
+Sc: f32[B_X, T, S_Y, K]
+P = softmax_{S}(Sc)
+M = Max_{S}(Sc)
+Z[B_X, T, K] = Sum_{S}(Sc)
+U[B_X, T, K]{U_Y} = Sum_{S}(Sc)
+"""
+SIZES = {"X": 2, "Y": 2, "B": 4, "T": 4, "S": 8, "K": 2}
+
+
+def _ops(line: int, prog) -> list[str]:
+    return [getattr(op, "op", type(op).__name__) + (
+        "(max)" if getattr(op, "combine", "sum") == "max" else "")
+        for op in prog.ops if op.span.line == line]
+
+
+def test_collectives_of_a_sharded_reduction():
+    """S is sharded over Y: the softmax combines the row maxima (an AllReduce of the maximum)
+    and the row sums (an AllReduce); Max needs the first, Sum the second unless the left-hand
+    side keeps the partial sums."""
+    result = run_pipeline(Source("red", PROGRAM))
+    assert not result.diagnostics.has_errors, result.rendered()
+    prog = result.compiled
+    assert _ops(4, prog) == ["Reduction", "AllReduce(max)", "Elementwise", "Elementwise",
+                             "Reduction", "AllReduce", "Elementwise"]
+    assert _ops(5, prog) == ["Reduction", "AllReduce(max)"]
+    assert _ops(6, prog) == ["Reduction", "AllReduce"]
+    assert _ops(7, prog) == ["Reduction"]
+    check(prog, random_inputs(prog, SIZES, np.random.default_rng(2)), SIZES)
+
+
+def test_an_unsharded_softmax_moves_nothing():
+    r = shardc.compile(PROGRAM.replace("S_Y", "S").split("U[")[0])
+    assert not [c for c in r.ops if c.kind == "collective" and c.line == 4]
+
+
+ATTENTION = """mesh X=2, Y=2
+dim B=4, T=4, S=4, D=4, K=2, H=2
+In: f32[B_X, T, D_Y]
+param W_Q: f32[D_X, K_Y, H]
+param W_K: f32[D_X, K_Y, H]
+param W_V: f32[D_X, K_Y, H]
+param W_O: f32[K_Y, H, D_X]
+Q[B_X, T, K_Y, H] = In[B_X, T, D] ·_D W_Q
+Kc[B_X, S, K_Y, H] = In[B_X, T->S, D] ·_D W_K
+V[B_X, S, K_Y, H] = In[B_X, T->S, D] ·_D W_V
+Sc[B_X, T, S, K_Y] = Q ·_H Kc
+Pr = softmax_{S}(Sc)
+Att[B_X, T, K_Y, H] = Pr ·_S V
+Out[B_X, T, D_Y] = Att ·_{K,H} W_O
+backward
+"""
+
+
+def test_softmax_backward_simulates_and_keeps_the_probabilities():
+    """dSc = P * (dP - Sum_S(dP * P)): the backward pass reads the probabilities only."""
+    result = run_pipeline(Source("attention", ATTENTION))
+    assert not result.diagnostics.has_errors, result.rendered()
+    prog = result.compiled
+    sizes = {"X": 2, "Y": 2, "B": 4, "T": 4, "S": 4, "D": 4, "K": 2, "H": 2}
+    inputs = {k: v / 4 for k, v in random_inputs(prog, sizes, np.random.default_rng(4)).items()}
+    check(prog, inputs, sizes)
+    r = shardc.compile(ATTENTION)
+    assert "Pr" in r.memory.saved and "Sc" not in r.memory.saved
+
+
+def test_softmax_gradient_is_the_derivative():
+    """The derived dSc against a finite difference of sum(dPr * softmax(Sc)) in numpy."""
+    from shardc.tools.simulate import reference
+
+    text = """mesh X=2
+dim T=4, S=5, R=5
+Sc: f32[T_X, R]
+param W: f32[R, S]
+A = Sc ·_R W
+Pr[T_X, S] = softmax_{S}(A)
+backward
+"""
+    result = run_pipeline(Source("sm", text))
+    assert not result.diagnostics.has_errors, result.rendered()
+    prog = result.compiled
+    sizes = {"X": 2, "T": 4, "S": 5, "R": 5}
+    rng = np.random.default_rng(0)
+    inputs = {k: rng.normal(size=v.shape) for k, v in
+              random_inputs(prog, sizes, rng).items()}
+    values = reference(prog, inputs, sizes)
+    ids = {op.out.array: op.out.id for op in prog.ops}
+    a, g = values[ids["A"]], inputs["dPr"]
+
+    def loss(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return float(np.sum(g * e / e.sum(axis=1, keepdims=True)))
+
+    eps, numeric = 1e-6, np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        d = np.zeros_like(a)
+        d[i] = eps
+        numeric[i] = (loss(a + d) - loss(a - d)) / (2 * eps)
+    assert np.allclose(values[ids["dA"]], numeric, atol=1e-6)
+
+
+@pytest.mark.parametrize("attention", ["materialized", "flash"])
+def test_flash_attention_keeps_the_softmax_on_chip(attention):
+    r = shardc.compile(ATTENTION.replace("f32", "bf16"), hw="tpu-v5p", attention=attention)
+    hbm = sum(r.value(c.hbm_bytes) for c in r.ops if c.kind != "collective")
+    assert hbm > 0
+    if attention == "flash":
+        base = shardc.compile(ATTENTION.replace("f32", "bf16"), hw="tpu-v5p")
+        assert hbm < sum(base.value(c.hbm_bytes) for c in base.ops if c.kind != "collective")
