@@ -76,8 +76,8 @@ def test_mfu_counts_model_flops_and_hfu_counts_recomputation():
     assert block["t_step_s"] > none["t_step_s"]
 
 
-def _tp_collectives(remat: str) -> Counter:
-    layer = part(CARD, LAYOUT, SEQUENCES, SEQ, "layer", "h100")
+def _tp_collectives(remat: str, layout=LAYOUT) -> Counter:
+    layer = part(CARD, layout, SEQUENCES, SEQ, "layer", "h100")
     r = shardc.compile(layer.text, remat=remat)
     from shardc.passes.memory import kept_activations
 
@@ -93,3 +93,12 @@ def test_tensor_parallel_collectives_per_layer_are_megatrons():
     4 + 4; storing the inputs sharded adds the two AllGathers the backward pass repeats."""
     assert _tp_collectives("none") == Counter({"AllGather": 4, "ReduceScatter": 4})
     assert _tp_collectives("selective") == Counter({"AllGather": 6, "ReduceScatter": 4})
+
+
+def test_tensor_parallel_without_sequence_parallelism_allreduces():
+    """Megatron-LM's tensor parallelism (Shoeybi et al. 2019): the residual stream replicated,
+    one AllReduce after attention and one after the MLP, forward and backward: 4."""
+    import dataclasses
+
+    plain = dataclasses.replace(LAYOUT, sequence_parallel=False)
+    assert _tp_collectives("none", plain) == Counter({"AllReduce": 4})

@@ -45,6 +45,10 @@ def add_parser(sub) -> None:
     prog.add_argument("--part", default="layer",
                       help="layer (default), head (embedding/unembedding), moe-layer, experts")
     prog.add_argument("--hw", help="chip for the program's `hardware` line")
+    prog.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false",
+                      help="keep the residual stream replicated over the tensor axes (an "
+                      "AllReduce after each block) instead of sharded (AllGather + "
+                      "ReduceScatter)")
     prog.add_argument("-o", "--output", help="write the program here instead of stdout")
     prog.set_defaults(run=run_program)
 
@@ -183,6 +187,10 @@ def run_program(args: argparse.Namespace) -> int:
         raise InputError(f"--batch {tokens} tokens is not a whole number of {seq}-token "
                          "sequences")
     layout = mesh_layout(args.strategy, args.mesh)
+    if not args.sequence_parallel:
+        import dataclasses
+
+        layout = dataclasses.replace(layout, sequence_parallel=False)
     if args.hw:
         _chip(args.hw)
     try:

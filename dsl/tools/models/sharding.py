@@ -43,6 +43,11 @@ class Layout:
     strategy: str
     axes: tuple[Axis, ...] = ()
     fsdp: bool = False
+    sequence_parallel: bool = True
+    """With tensor axes: the residual stream between the blocks sharded over them (`In[B, D_Y]`),
+    so each block is entered by an AllGather and left by a ReduceScatter (Megatron-LM's
+    sequence parallelism, Korthikanti et al. 2022); False keeps it replicated, and each block is
+    left by an AllReduce (Megatron-LM's tensor parallelism, Shoeybi et al. 2019)."""
 
     def of(self, *roles: Role) -> tuple[Axis, ...]:
         return tuple(a for a in self.axes if a.role in roles)
@@ -136,7 +141,8 @@ class Sharding:
         the dims in `whole` are not sharded (the keys' S in the scores: gathered)."""
         out = []
         for d in dims:
-            axes = self.tp if (d == "D" and d_tp) else () if d in whole else (
+            axes = (self.tp if self.layout.sequence_parallel else ()) if (d == "D" and d_tp) \
+                else () if d in whole else (
                 self.dim_axes.get(d, ()))
             out.append(subscripted(d, axes))
         return ", ".join(out)
