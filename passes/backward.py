@@ -215,6 +215,8 @@ class _Deriver:
                 return self.type_of(arg)
             case Reduce(kind=kind, dims=rdims, arg=arg):
                 dims, dtype = self.type_of(arg)
+                if kind == "Broadcast":
+                    return rdims, dtype
                 return (dims if kind == "softmax" else
                         tuple(d for d in dims if d not in rdims)), dtype
         raise AssertionError(e)
@@ -356,9 +358,9 @@ class _Deriver:
                         out.append((b, named_back(rhs, p)))
                 return out
             case Binary(op=op, lhs=Ref(name=a) as lhs, rhs=Ref(name=b) as rhs):
-                if set(self.type_of(lhs)[0]) != set(self.type_of(rhs)[0]):
-                    self.unsupported(f"the gradient of a broadcast `{op}`", span)
-                    return []
+                ld, rd = self.type_of(lhs)[0], self.type_of(rhs)[0]
+                if set(ld) != set(rd):
+                    return self.broadcast_rules(op, lhs, rhs, ld, rd, g, span)
                 if op == "+":
                     return [(a, named_back(lhs, g)), (b, named_back(rhs, g))]
                 if op == "-":
@@ -387,10 +389,13 @@ class _Deriver:
                 centred = self.emit(self.fresh(f"softmax_grad_{x}"),
                                     Binary("-", g, total, span), span)
                 return [(x, named_back(arg, Binary("*", result, centred, span)))]
+            case Reduce(kind="Sum", arg=Ref(name=x) as arg):
+                # d Sum_D(A) = dOut copied along D
+                whole = self.type_of(arg)[0]
+                return [(x, named_back(arg, Reduce("Broadcast", whole, g, span, span)))]
             case Reduce(kind=kind, dims=dims):
-                self.unsupported(f"the gradient of {kind}_{{{','.join(dims)}}} (its gradient "
-                                 "is a broadcast, which the backward pass cannot write yet)",
-                                 span)
+                self.unsupported(f"the gradient of {kind}_{{{','.join(dims)}}} (a maximum's "
+                                 "gradient needs the position of the maximum)", span)
                 return []
             case CollectiveCall(kind="Send", send=send, arg=arg) if is_shift(send):
                 # A shift by +k moves each block k devices on; its gradient moves the
@@ -406,6 +411,29 @@ class _Deriver:
         self.unsupported("this expression", span)
         return []
 
+    def broadcast_rules(self, op: str, lhs: Ref, rhs: Ref, ld: tuple[str, ...],
+                        rd: tuple[str, ...], g: Ref, span: Span) -> list[tuple[str, Expr]]:
+        """`A[B, D] op b[D]`: the larger operand's gradient as for equal dims; the smaller one's
+        summed over the dims it lacks (it was copied along them)."""
+        small_is_lhs = set(ld) < set(rd)
+        extra = tuple(d for d in (rd if small_is_lhs else ld) if d not in (ld if small_is_lhs
+                                                                         else rd))
+
+        def term(for_lhs: bool) -> Expr:
+            if op == "*":
+                return Binary("*", g, rhs if for_lhs else lhs, span)
+            if op == "-" and not for_lhs:
+                return Call("neg", (g,), span)
+            return g
+
+        out: list[tuple[str, Expr]] = []
+        for operand, for_lhs in ((lhs, True), (rhs, False)):
+            t = term(for_lhs)
+            if for_lhs == small_is_lhs:
+                t = Reduce("Sum", extra, t, span, span)
+            out.append((operand.name, named_back(operand, t)))
+        return out
+
     def wants(self, name: str) -> bool:
         return name in self.arrays
 
@@ -419,7 +447,7 @@ class _Deriver:
 
     def unsupported(self, what: str, span: Span) -> None:
         self.ctx.diagnostics.error("K013", f"`backward` cannot derive {what}", span,
-                                   notes=("supported: contractions, + - * of equal dims, "
-                                          "softmax_{S}, and gelu silu relu sigmoid tanh exp "
-                                          "square neg copy",))
+                                   notes=("supported: contractions, + - * (a broadcast operand's "
+                                          "gradient summed back), Sum_{D}, softmax_{S}, and "
+                                          "gelu silu relu sigmoid tanh exp square neg copy",))
         self.failed = True

@@ -392,9 +392,10 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
             return OpCost(index, line, "elementwise", "slice", (), src.array, src.format(mesh),
                           out.format(mesh), op.reason)
         case Reduction(kind=kind, out=out, src=src, dims=dims):
-            # one FLOP per element reduced; HBM-bound like elementwise work
-            flops = global_elements(src.layout, size_symbol)
-            fpd = local_elements(src.layout, size_symbol)
+            # one FLOP per element reduced (a broadcast copies: none); HBM-bound like
+            # elementwise work
+            flops = ZERO if kind == "broadcast" else global_elements(src.layout, size_symbol)
+            fpd = ZERO if kind == "broadcast" else local_elements(src.layout, size_symbol)
             hbm = local_bytes(src.layout, src.dtype, size_symbol) + local_bytes(
                 out.layout, out.dtype, size_symbol)
             t_hbm = hbm / syms.w_hbm

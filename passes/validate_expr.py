@@ -203,6 +203,10 @@ def _check_reduce(expr: Reduce, env: Env, ctx: Context):
     if ac is None:
         return None
     arg, dtype, dims = ac
+    if expr.kind == "Broadcast":  # written by the backward pass: the result's dims
+        if not set(dims) <= set(expr.dims):
+            raise AssertionError(f"broadcast of {dims} to {expr.dims}")
+        return Reduce(expr.kind, expr.dims, arg, expr.span, expr.sub_span), dtype, expr.dims
     wanted: list[str] = []
     for p in expr.dims:
         if p in env.dims or p in dims:

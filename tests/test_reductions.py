@@ -121,3 +121,46 @@ def test_flash_attention_keeps_the_softmax_on_chip(attention):
     if attention == "flash":
         base = shardc.compile(ATTENTION.replace("f32", "bf16"), hw="tpu-v5p")
         assert hbm < sum(base.value(c.hbm_bytes) for c in base.ops if c.kind != "collective")
+
+
+def test_gradients_of_a_sum_and_of_broadcast_operands():
+    """N = Sum_F(H * g), Out = H * g - N: the backward pass copies dN along F (the gradient of
+    a sum) and sums the broadcast operand's contributions over the dims it lacks; the derived
+    dg and dH against finite differences of sum(dOut * Out), and the sharded run on the mesh
+    simulator."""
+    from shardc.tools.simulate import reference
+
+    text = """mesh X=2, Y=2
+dim B=4, D=4, F=8
+In: f32[B_X, D]
+param W: f32[D, F_Y]
+param g: f32[F_Y]
+H = In ·_D W
+G = H * g
+N[B_X] = Sum_{F}(G)
+Out[B_X, F_Y] = G - N
+backward
+"""
+    result = run_pipeline(Source("bc", text))
+    assert not result.diagnostics.has_errors, result.rendered()
+    prog = result.compiled
+    sizes = {"X": 2, "Y": 2, "B": 4, "D": 4, "F": 8}
+    rng = np.random.default_rng(1)
+    inputs = {k: rng.normal(size=v.shape) for k, v in random_inputs(prog, sizes, rng).items()}
+    check(prog, inputs, sizes)
+    values = reference(prog, inputs, sizes)
+    ids = {op.out.array: op.out.id for op in prog.ops}
+    h, gain, seed = values[ids["H"]], inputs["g"], inputs["dOut"]
+
+    def loss(h, gain):
+        gg = h * gain
+        return float(np.sum(seed * (gg - gg.sum(axis=1, keepdims=True))))
+
+    eps = 1e-6
+    for name, x, at in (("dg", gain, lambda v: loss(h, v)), ("dH", h, lambda v: loss(v, gain))):
+        numeric = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            d = np.zeros_like(x)
+            d[i] = eps
+            numeric[i] = (at(x + d) - at(x - d)) / (2 * eps)
+        assert np.allclose(values[ids[name]], numeric, atol=1e-6), name

@@ -210,7 +210,9 @@ class Reduce:
     """`Sum_{D}(A)`, `Max_{D}(A)`: A reduced over `dims` (the result lacks them);
     `softmax_{S}(A)`: exp(A - Max_S(A)) / Sum_S(exp(A - Max_S(A))), the dims of A."""
 
-    kind: Literal["Sum", "Max", "softmax"]
+    kind: Literal["Sum", "Max", "softmax", "Broadcast"]
+    """`Broadcast` only in what the compiler writes (the gradient of a sum): `arg` copied along
+    the dims of `dims` (the result's, in order) it lacks."""
     dims: tuple[str, ...]
     arg: Expr
     span: Span = field(default=NO_SPAN, compare=False, repr=False)

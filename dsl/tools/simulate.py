@@ -29,6 +29,7 @@ from shardc.tools.simulate_machine import (
     Device,
     Machine,
     SimulationError,
+    align,
     apply,
     check_elementwise,
     describe,
@@ -290,13 +291,25 @@ def _run(
         case Elementwise():
             return _run_elementwise(op, m, [get(a) for a in op.args])
         case Reduction():
-            return _run_reduction(op, get(op.src))
+            return _run_reduction(op, m, get(op.src))
     raise SimulationError(f"unknown op {op!r}")
 
 
-def _run_reduction(op: Reduction, src: Blocks) -> Blocks:
+def _broadcast(array: np.ndarray, src: Value, out: Value, sizes: dict[str, int]) -> np.ndarray:
+    """`array` (dims of `src`) copied along the dims of `out` it lacks (each of size `sizes`)."""
+    expanded = align(array, src.dims, out.dims)
+    return np.ascontiguousarray(np.broadcast_to(
+        expanded, tuple(sizes[d] if d not in src.dims else expanded.shape[i]
+                        for i, d in enumerate(out.dims))))
+
+
+def _run_reduction(op: Reduction, m: Machine, src: Blocks) -> Blocks:
     """Each device reduces its own block (a sum over a sharded dim is a partial sum; a max, a
-    partial maximum that an AllReduce of the maximum completes)."""
+    partial maximum that an AllReduce of the maximum completes); a broadcast copies its block
+    along the new (unsharded) dims."""
+    if op.kind == "broadcast":
+        sizes = {d: m.dim_size(d) for d in op.dims}
+        return {d: _broadcast(b, op.src, op.out, sizes) for d, b in src.items()}
     if not set(op.dims) <= set(op.src.dims) or set(op.out.dims) != set(op.src.dims) - set(op.dims):
         raise SimulationError("reduces dims its operand lacks, or keeps the wrong dims")
     axes = tuple(op.src.dims.index(d) for d in op.dims)
@@ -385,6 +398,9 @@ def reference(
                     check_elementwise(op)
                     args = [(result[a.id], a.dims) for a in op.args]
                     result[op.out.id] = apply(op.fn, args, op.out.dims)
+                case Reduction(kind="broadcast"):
+                    sizes = {d: m.dim_size(d) for d in op.dims}
+                    result[op.out.id] = _broadcast(result[op.src.id], op.src, op.out, sizes)
                 case Reduction():
                     src = result[op.src.id]
                     fn = np.sum if op.kind == "sum" else np.max

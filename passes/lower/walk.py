@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from shardc.lang.layout import Layout, format_axes
+from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.syntax import (
     LINEAR_FUNCTIONS,
     ArrayDecl,
@@ -171,6 +171,13 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         a = self.expr(e.arg, target)
         if a is None:
             return None
+        if e.kind == "Broadcast":  # the gradient of a sum: copied along the dims it lacks
+            dims = tuple(DimSharding(d, a.layout.axes_of(d) if d in a.dims else ())
+                         for d in e.dims)
+            name = f"broadcast({a.array})"
+            out = Value(self.fresh(name), name, a.dtype, Layout(dims, a.layout.unreduced))
+            new = tuple(d for d in e.dims if d not in a.dims)
+            return self.emit(Reduction("broadcast", out, a, new, e.span))
         if e.kind == "Sum":
             return self.reduction("sum", a, e.dims, e.span)
         if a.layout.unreduced:
