@@ -96,6 +96,8 @@ def render_text(r: Report) -> str:
             out.append(f"  {label:<18} {fmt_value(r.value(expr), 'B'):>10}   = {expr}")
         if m.saved:
             out.append(f"  kept for backward: {', '.join(m.saved)}")
+        out.append("  (what the step holds at once; the summary's memory/device adds up every "
+                   "array the program names, live or not)")
     topo = topology_lines(r)
     if topo:
         out.append("")
