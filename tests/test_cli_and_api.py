@@ -189,3 +189,23 @@ def test_version_and_a_missing_program_file(capsys):
     assert exit_.value.code == 0 and capsys.readouterr().out.startswith("shardc ")
     with pytest.raises(CliIOError, match="missing.shard"):
         shardc.compile("missing.shard")
+
+
+def test_summary_and_only_select_sections(capsys):
+    """`--summary` keeps the header, summary, repeat blocks, memory and conditions; `--only`
+    names sections; both are for the text format, and an unknown name is a usage error."""
+    from shardc.cli.app import main
+
+    prog = str(ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard")
+    assert main(["compile", prog, "--summary"]) == 0
+    short = capsys.readouterr().out
+    assert "summary (per device" in short and "memory per device" in short
+    assert "\nops\n" not in short and "decisions" not in short
+    assert main(["compile", prog, "--only", "ops"]) == 0
+    ops = capsys.readouterr().out
+    assert ops.startswith("shardc report:") and "\nops\n" in ops and "summary (per" not in ops
+    assert main(["compile", prog, "--only", "sumary"]) == 2
+    assert "--only: unknown section sumary" in capsys.readouterr().err
+    assert main(["compile", prog, "--summary", "--format", "json"]) == 2
+    with pytest.raises(KeyError):
+        shardc.compile(prog).to_text(only=["nope"])

@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "and the backward pass recomputes them (FlashAttention)")
     c.add_argument("--remat", choices=get_args(Remat), default="none",
                    help="activations kept for the backward pass (default: keep all)")
+    c.add_argument("--only", metavar="SECTIONS",
+                   help="text format: the header and only these sections, comma-separated, of "
+                   "summary, repeats, memory, topology, conditions, decisions, ops, why, regions")
+    c.add_argument("--summary", action="store_true",
+                   help="text format: a short report (--only summary,repeats,memory,conditions)")
     c.add_argument("--regions", action="store_true",
                    help="also lower the program in each region of its symbolic sizes and give "
                         "the totals there (text, md, json)")
@@ -139,9 +144,31 @@ def _usage(message: str) -> int:
     return 2
 
 
+def _sections(args: argparse.Namespace) -> frozenset[str] | None | int:
+    """`--only` / `--summary` as section names; an exit code (2) after a usage error."""
+    from shardc.driver.printers import SECTIONS
+
+    if args.only is None and not args.summary:
+        return None
+    if args.format != "text":
+        return _usage(f"{'--only' if args.only is not None else '--summary'} applies to "
+                      f"--format text, not {args.format}")
+    names = {"summary", "repeats", "memory", "conditions"} if args.summary else set()
+    if args.only is not None:
+        names |= {n.strip() for n in args.only.split(",") if n.strip()}
+        unknown = sorted(names - SECTIONS.keys())
+        if unknown or not names:
+            return _usage(f"--only: unknown section {', '.join(unknown) or '(none given)'}; "
+                          f"choose from {', '.join(SECTIONS)}")
+    return frozenset(names)
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
     from shardc.driver.api import run_pipeline
 
+    only = _sections(args)
+    if isinstance(only, int):
+        return only
     source = _read(args.program)
     if args.output:
         try:  # before compiling: a bad -o should not cost a compile
@@ -156,7 +183,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         return 1
     r = result.report
     reg = args.regions
-    text = {"text": lambda: r.to_text(regions=reg), "md": lambda: r.to_markdown(regions=reg),
+    text = {"text": lambda: r.to_text(regions=reg, only=only),
+            "md": lambda: r.to_markdown(regions=reg),
             "json": lambda: r.to_json(regions=reg) + "\n",
             "latex": lambda: r.to_latex(regions=reg)}[args.format]()
     if args.output:

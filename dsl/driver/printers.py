@@ -162,6 +162,28 @@ def render_text(r: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+SECTIONS = {"summary": "summary", "repeats": "repeat blocks", "memory": "memory per device",
+            "topology": "topology", "conditions": "conditions", "decisions": "decisions",
+            "ops": "ops", "why": "why each collective", "regions": "totals by region"}
+"""The text report's sections (`--only`), by the words their title starts with."""
+
+
+def select_sections(text: str, keep: frozenset[str] | set[str]) -> str:
+    """The text report with the header and only the sections named in `keep` (keys of
+    SECTIONS): a section is a block between blank lines, known by its first line.
+
+    >>> print(select_sections("head\n\nsummary x\n  a\n\nops\n  b\n", {"summary"}), end="")
+    head
+    <BLANKLINE>
+    summary x
+      a
+    """
+    blocks = text.rstrip("\n").split("\n\n")
+    titles = {SECTIONS[k] for k in keep}
+    kept = [blocks[0]] + [b for b in blocks[1:] if any(b.startswith(t) for t in titles)]
+    return "\n\n".join(kept) + "\n"
+
+
 def topology_lines(r: Report) -> list[str]:
     """One line per mesh axis: its link level, physical axes, ring or line, and why."""
     topo = r.program.topology

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -414,15 +414,23 @@ class Report:
             return dumps(d)  # the same text as json.dumps(d, indent=2), faster
         return json.dumps(d, indent=indent)
 
-    def to_text(self, regions: bool = False) -> str:
-        """The text report; `regions`: also the totals in each region (`regions()`)."""
-        from shardc.driver.printers import render_text
+    def to_text(self, regions: bool = False, only: Iterable[str] | None = None) -> str:
+        """The text report; `regions`: also the totals in each region (`regions()`); `only`:
+        the header and just these sections (`printers.SECTIONS`: summary, memory, ...)."""
+        from shardc.driver.printers import SECTIONS, render_text, select_sections
 
         text = render_text(self)
         if regions:
             from shardc.driver.regions import text_lines
 
             text += "\n".join(text_lines(self)) + "\n"
+        if only is not None:
+            keep = set(only)
+            unknown = keep - SECTIONS.keys()
+            if unknown:
+                raise KeyError(f"unknown section {', '.join(sorted(unknown))}; sections are "
+                               f"{', '.join(SECTIONS)}")
+            text = select_sections(text, keep)
         return text
 
     def to_markdown(self, regions: bool = False) -> str:
