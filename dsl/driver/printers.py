@@ -172,7 +172,7 @@ def select_sections(text: str, keep: frozenset[str] | set[str]) -> str:
     """The text report with the header and only the sections named in `keep` (keys of
     SECTIONS): a section is a block between blank lines, known by its first line.
 
-    >>> print(select_sections("head\n\nsummary x\n  a\n\nops\n  b\n", {"summary"}), end="")
+    >>> print(select_sections("head\\n\\nsummary x\\n  a\\n\\nops\\n  b\\n", {"summary"}), end="")
     head
     <BLANKLINE>
     summary x
