@@ -65,7 +65,9 @@ def report_dict(r: Report) -> dict[str, Any]:
         "memory": None if r.memory is None else {
             "parameters": r.q(r.memory.parameters),
             "gradients": r.q(r.memory.gradients),
-            "optimizer": r.q(r.memory.optimizer),
+            # `optimizer` is the option's name (the options below); its bytes are
+            # `optimizer_state` (the quantity was shadowed by the name until shardc 0.1.0)
+            "optimizer_state": r.q(r.memory.optimizer),
             "activations": r.q(r.memory.activations),
             "total": r.q(r.memory.total),
             "saved_activations": list(r.memory.saved),
