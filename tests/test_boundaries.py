@@ -245,5 +245,5 @@ def test_card_deep_nesting_and_non_finite(capsys, tmp_path):
     (["--chips", "256", "--seq", "-4096"], "--seq '-4096'"),
 ])
 def test_plan_options(capsys, argv, words):
-    code = main(["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", *argv])
+    code = main(["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", *argv])
     assert code == 1 and words in capsys.readouterr().err

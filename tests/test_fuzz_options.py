@@ -106,7 +106,7 @@ class Generator:
             case "chips" | "batch" | "seq":
                 args = {"chips": "64", "batch": "1M", "seq": "4096",
                         flag: self.rng.choice(PLAN_NUMBERS)}
-                return Run(("plan", "--model", "llama3-8b", "--hw", "tpu-v5e",
+                return Run(("plan", "--card", "llama3-8b", "--hw", "tpu-v5e",
                             *[x for k, v in args.items() for x in (f"--{k}", v)]), (f"--{flag}",))
             case "mesh":
                 mesh = ", ".join(f"{self.rng.choice(NAMES)}={self._number()}"

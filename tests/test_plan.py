@@ -120,7 +120,7 @@ def test_step_is_n_layers_layers_plus_the_embedding(llama70b):
 
 def test_plan_json_shape(llama70b, monkeypatch, capsys):
     monkeypatch.setattr(P, "plan", lambda *a, **k: llama70b)
-    assert main(["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960",
+    assert main(["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960",
                  "--batch", "4Mi", "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert set(d) >= {"candidates", "best"}
@@ -136,7 +136,7 @@ def test_plan_json_shape(llama70b, monkeypatch, capsys):
 
 def test_plan_text(llama70b, monkeypatch, capsys):
     monkeypatch.setattr(P, "plan", lambda *a, **k: llama70b)
-    assert main(["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960"]) == 0
+    assert main(["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960"]) == 0
     out = capsys.readouterr().out
     assert "best: fsdp-tp" in out and "pure FSDP (fsdp (X=8192)) is communication-bound" in out
     assert "X_opt = sqrt(2 B N / F) = 1548 (the LLaMA 3 chapter" in out
@@ -145,7 +145,7 @@ def test_plan_text(llama70b, monkeypatch, capsys):
 def test_plan_progress_names_each_candidate_on_stderr(capsys):
     """`--progress` off a terminal: one line per candidate compiled, on stderr; stdout is the
     same plan."""
-    args = ["plan", "--model", "llama3-8b", "--hw", "tpu-v5e", "--chips", "16", "--batch", "64Ki"]
+    args = ["plan", "--card", "llama3-8b", "--hw", "tpu-v5e", "--chips", "16", "--batch", "64Ki"]
     assert main([*args, "--progress"]) == 0
     out, err = capsys.readouterr()
     lines = err.splitlines()
@@ -158,17 +158,17 @@ def test_plan_progress_names_each_candidate_on_stderr(capsys):
 
 # ---- bad input -------------------------------------------------------------------------------
 
-BASE = ["plan", "--model", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4Mi"]
+BASE = ["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4Mi"]
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"--model": "llama-9"}, "unknown model 'llama-9'"),
+    ({"--card": "llama-9"}, "unknown model 'llama-9'"),
     ({"--batch": "4Q"}, "--batch '4Q' is not a token count"),
     ({"--batch": "4e6"}, "not a whole number of 4096-token sequences"),
     ({"--chips": "1000"}, "neither a power of two nor a whole number of tpu-v5p pods"),
     ({"--chips": "many"}, "--chips 'many' is not a positive whole number"),
     ({"--hw": "tpu-v9"}, "tpu-v9"),
-    ({"--model": "deepseek-v3"}, "mixture of experts"),
+    ({"--card": "deepseek-v3"}, "mixture of experts"),
     ({"--seq": "0"}, "--seq '0' is not a whole number of tokens"),
 ])
 def test_bad_input_is_one_line_and_exit_1(capsys, change, message):
@@ -182,3 +182,17 @@ def test_bad_input_is_one_line_and_exit_1(capsys, change, message):
     err = capsys.readouterr().err.strip()
     assert message in err, err
     assert "\n" not in err and "Traceback" not in err and err.startswith("shardc plan: error:")
+
+
+def test_the_old_model_flag_still_names_the_card(capsys, monkeypatch):
+    """`--card` names the model card; `--model`, its old spelling, works with a note (in compile
+    and derive `--model` is the cost model: one meaning per flag)."""
+    from shardc.cli.app import main
+
+    args = ["--hw", "tpu-v5e", "--chips", "16", "--batch", "64Ki", "--format", "json"]
+    assert main(["plan", "--model", "llama3-8b", *args]) == 0
+    old = capsys.readouterr()
+    assert "--model is deprecated here, write --card" in old.err
+    assert main(["plan", "--card", "llama3-8b", *args]) == 0
+    new = capsys.readouterr()
+    assert new.out == old.out and "deprecated" not in new.err

@@ -54,7 +54,9 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("plan", help="rank DP / FSDP / TP / FSDP+TP for training a model on N "
                        "chips, each strategy compiled")
-    p.add_argument("--model", required=True, help="card name or path to a card TOML")
+    p.add_argument("--card", "--model", dest="card", required=True, action=_CardFlag,
+                   help="model card name or path to a card TOML (`--model` is the old "
+                   "spelling, deprecated: elsewhere --model is the cost model)")
     p.add_argument("--hw", required=True, help="chip name or path to a chip TOML")
     p.add_argument("--chips", required=True, help="number of chips (a power of two, or whole "
                    "pods: 8960 for tpu-v5p)")
@@ -72,6 +74,16 @@ def add_parser(sub) -> None:
                    help="report which candidate is being compiled on stderr even when it is not "
                    "a terminal (on a terminal it shows after a second)")
     p.set_defaults(run=run_plan)
+
+
+class _CardFlag(argparse.Action):
+    """`--card`, or its deprecated spelling `--model` with a note on stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string == "--model":
+            print("shardc plan: note: --model is deprecated here, write --card (in compile, "
+                  "derive and sweep --model is the cost model)", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def parse_tokens(text: str, what: str) -> int:
@@ -272,7 +284,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from shardc.tools.plan import Options, PlanError, plan
     from shardc.tools.plan.render import plan_dict, plan_text
 
-    card = _card(args.model)
+    card = _card(args.card)
     chip = _chip(args.hw)
     chips = _count(args.chips, "--chips", MAX_PLAN_CHIPS)
     seq = parse_tokens(args.seq, "--seq") if args.seq else None
