@@ -126,3 +126,37 @@ def test_utilization_is_model_flops_over_the_step():
     block = api.compile(path, remat="block").utilization()
     assert block["mfu"] < u["mfu"] < u["hfu"] < block["hfu"]
     assert api.compile(path, hw=None).utilization() is not None  # the program's own chip
+
+
+def test_notebook_views():
+    """repr is one line; _repr_html_ shows the summary with LaTeX formulas, the training memory
+    and the ops (collapsible); the DataFrames need pandas and say so without it."""
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "programs" / "mlp-fsdp-train.shard"
+    r = shardc.compile(path)
+    assert len(repr(r)) < 200 and "tpu-v5p" in repr(r) and "\n" not in repr(r)
+    h = r._repr_html_()
+    assert "<table>" in h and "\\(\\frac{12 B D F}{C X}\\)" in h
+    assert "memory per device, training step" in h and f"<summary>{len(r.ops)} ops" in h
+    saved = sys.modules.get("pandas")
+    sys.modules["pandas"] = None  # type: ignore[assignment]
+    try:
+        with pytest.raises(ImportError, match="pandas"):
+            r.ops_frame()
+    finally:
+        if saved is None:
+            del sys.modules["pandas"]
+        else:
+            sys.modules["pandas"] = saved
+
+
+def test_data_frames():
+    pd = pytest.importorskip("pandas")
+    from pathlib import Path
+
+    r = shardc.compile(Path(__file__).resolve().parent.parent / "programs" / "mlp-fsdp-train.shard")
+    ops, arrays = r.ops_frame(), r.arrays_frame()
+    assert isinstance(ops, pd.DataFrame) and len(ops) == len(r.ops)
+    assert ops["time_s"].sum() > 0 and set(arrays.index) >= {"W_in", "W_out"}

@@ -41,7 +41,7 @@ TOTAL_FIELDS = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_
                 "t_comms_s", "t_lower_s", "t_upper_s")
 
 
-@dataclass
+@dataclass(repr=False)
 class Report:
     """Costs of one compiled program; formulas are SymPy, numbers come from `value`."""
 
@@ -473,6 +473,28 @@ class Report:
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        from shardc.driver.notebook import render_html
+
+        return render_html(self)
+
+    def __repr__(self) -> str:
+        from shardc.driver.notebook import short_repr
+
+        return short_repr(self)
+
+    def ops_frame(self) -> Any:
+        """The ops as a pandas DataFrame (pandas is optional: ImportError without it)."""
+        from shardc.driver.notebook import ops_frame
+
+        return ops_frame(self)
+
+    def arrays_frame(self) -> Any:
+        """The arrays as a pandas DataFrame (pandas is optional: ImportError without it)."""
+        from shardc.driver.notebook import arrays_frame
+
+        return arrays_frame(self)
 
     def __str__(self) -> str:
         return self.to_text()
