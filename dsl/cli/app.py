@@ -41,17 +41,21 @@ def parse_binding(text: str) -> tuple[str, Decimal]:
         raise argparse.ArgumentTypeError(f"{m.group(1)}={m.group(2)}: {exc}") from None
 
 
+def _installed_version() -> str:
+    """The installed package's version, looked up only when asked for."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("shardc")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
+
+
 class _Version(argparse.Action):
-    """`--version`: the installed package's version, looked up only when asked for."""
+    """`--version`."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            text = version("shardc")
-        except PackageNotFoundError:  # run from a source tree that is not installed
-            text = "unknown (not installed)"
-        print(f"shardc {text}")
+        print(f"shardc {_installed_version()}")
         parser.exit(0)
 
 
@@ -98,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--hw")
     k.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
+
+    sub.add_parser("lsp", help="a language server over stdio: diagnostics as you type and "
+                   "costs on hover, for editors")
 
     h = sub.add_parser("hw", help="list or show chip specs")
     hs = h.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
@@ -242,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
                 return _cmd_check(args)
             case "hw":
                 return _cmd_hw(args)
+            case "lsp":
+                from shardc.cli.lsp import serve
+
+                return serve()
             case _ if hasattr(args, "run"):
                 return int(args.run(args))
     except SystemExit:
