@@ -55,6 +55,11 @@ def test_a_session():
         assert d["code"] == "N012" and d["severity"] == 1 and "gelu" in d["message"]
         assert d["range"] == {"start": {"line": 3, "character": 4},
                               "end": {"line": 3, "character": 8}}
+        c.send(id=10, method="textDocument/codeAction", params={
+            "textDocument": {"uri": URI}, "range": d["range"], "context": {"diagnostics": [d]}})
+        (fix,) = c.recv()["result"]
+        assert fix["kind"] == "quickfix" and fix["edit"]["changes"][URI] == [
+            {"range": d["range"], "newText": "gelu"}]
         # garbage between messages is skipped, the session goes on
         c.raw(b"Content-Length: nope\r\n\r\n")
         c.raw(b"Content-Length: 5\r\n\r\n{oops")

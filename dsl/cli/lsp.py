@@ -2,7 +2,8 @@
 `Content-Length` framing), so that an editor shows the compiler's diagnostics as the user types
 and an op's costs on hover.
 
-It answers `initialize`, `shutdown` and `textDocument/hover`, and handles the notifications
+It answers `initialize`, `shutdown`, `textDocument/hover` and `textDocument/codeAction` (the
+fix a diagnostic's label names, "did you mean 'gelu'?", as a quick fix), and handles the notifications
 `initialized`, `textDocument/didOpen`, `didChange` (full text), `didClose` and `exit`. Each open
 or change compiles the document (the program's own chip and sizes) and publishes its
 diagnostics, with their codes, labels and notes. Hover on a line shows the ops that line
@@ -14,12 +15,14 @@ that.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, BinaryIO
 
 from shardc.lang.limits import MAX_SOURCE_BYTES
 
 MAX_MESSAGE_BYTES = 2 * MAX_SOURCE_BYTES + 65536
+_DID_YOU_MEAN = re.compile(r"did you mean '([^']+)'\?")
 SEVERITY = {"error": 1, "warning": 2, "note": 3}
 
 
@@ -70,6 +73,8 @@ class Server:
     def __init__(self, out: BinaryIO) -> None:
         self.out = out
         self.reports: dict[str, Any] = {}
+        self.published: dict[str, list[tuple[dict[str, Any], str]]] = {}
+        """Per document: each published diagnostic with its label (for quick fixes)."""
         self.shutdown = False
 
     def send(self, message: dict[str, Any]) -> None:
@@ -92,6 +97,8 @@ class Server:
                 "message": d.message + (f" ({d.label})" if d.label else "")
                 + "".join(f"\nnote: {n}" for n in d.notes)}
                 for d in result.diagnostics.items]
+            self.published[uri] = [(x, d.label) for x, d in
+                                   zip(diagnostics, result.diagnostics.items, strict=True)]
         self.send({"method": "textDocument/publishDiagnostics",
                    "params": {"uri": uri, "diagnostics": diagnostics}})
 
@@ -117,6 +124,19 @@ class Server:
         return {"contents": {"kind": "markdown",
                              "value": f"**line {line + 1}** on {chip}\n\n" + "\n".join(rows)}}
 
+    def code_actions(self, uri: str, line: int) -> list[dict[str, Any]]:
+        """Quick fixes on `line`: where a diagnostic's label names the fix ("did you mean
+        'gelu'?"), replace the marked text with it."""
+        out = []
+        for diag, label in self.published.get(uri, []):
+            m = _DID_YOU_MEAN.search(label)
+            r = diag["range"]
+            if m and r["start"]["line"] <= line <= r["end"]["line"]:
+                out.append({"title": f"Replace with '{m[1]}'", "kind": "quickfix",
+                            "diagnostics": [diag], "isPreferred": True,
+                            "edit": {"changes": {uri: [{"range": r, "newText": m[1]}]}}})
+        return out
+
     def handle(self, message: dict[str, Any]) -> bool:
         """One message; False once `exit` has come."""
         method, params, ident = message.get("method"), message.get("params") or {}, \
@@ -131,7 +151,8 @@ class Server:
         if method == "initialize":
             from shardc.cli.app import _installed_version
 
-            result: Any = {"capabilities": {"textDocumentSync": 1, "hoverProvider": True},
+            result: Any = {"capabilities": {"textDocumentSync": 1, "hoverProvider": True,
+                                            "codeActionProvider": True},
                            "serverInfo": {"name": "shardc", "version": _installed_version()}}
         elif method == "shutdown":
             self.shutdown, result = True, None
@@ -155,6 +176,11 @@ class Server:
             where = params.get("position")
             line = where.get("line") if isinstance(where, dict) else None
             result = self.hover(uri, line) if isinstance(line, int) and line >= 0 else None
+        elif method == "textDocument/codeAction" and uri is not None:
+            span = params.get("range")
+            start = span.get("start") if isinstance(span, dict) else None
+            line = start.get("line") if isinstance(start, dict) else None
+            result = self.code_actions(uri, line) if isinstance(line, int) else []
         elif ident is None:
             return True  # a notification we do not handle
         else:
