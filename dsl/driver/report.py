@@ -150,7 +150,12 @@ class Report:
                 _FUNCTIONS.clear()
             fn = _FUNCTIONS[fkey] = sp.lambdify(args, ready, modules="math",
                                                 printer=code_printer())
-        values = fn(*[env[a] for a in args])
+        try:
+            values = fn(*[env[a] for a in args])
+        except ZeroDivisionError:
+            # A formula divides by a cost that is 0 at these sizes (a ratio over the
+            # communication of a mesh axis of one device): it has no number; the others do.
+            values = [_divided(e, args, env) for e in ready]
         if len(_VALUES) + len(ready) > MAX_ENTRIES:
             _VALUES.clear()
         for e, key, v in zip(ready, keys, values, strict=True):
@@ -498,6 +503,15 @@ class Report:
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+def _divided(e: sp.Expr, args: list[sp.Symbol], env: dict[sp.Symbol, float]) -> float | None:
+    """One formula's value, None where it divides by zero."""
+    try:
+        return sp.lambdify(args, e, modules="math", printer=code_printer())(
+            *[env[a] for a in args])
+    except ZeroDivisionError:
+        return None
 
 
 def _finite(v: Any) -> float | None:

@@ -30,9 +30,41 @@ def _holds_fn(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float]):
     free = rel.free_symbols - {var}
     if not free <= env.keys():
         return None
-    bound = rel.xreplace({s: env[s] for s in free})
+    sub = {s: env[s] for s in free}
+    compare = _COMPARE.get(type(rel))
+    if compare is not None:
+        # Side by side: a side can divide by zero at these sizes (a cost that is 0 there: a
+        # mesh axis of one device moves nothing), and the ratio over it is unbounded. Costs
+        # are not negative, so such a side is +infinity.
+        left, right = (_side(e.xreplace(sub), var) for e in (rel.lhs, rel.rhs))
+        return lambda x: compare(left(x), right(x))
+    bound = rel.xreplace(sub)
     fn = sp.lambdify([var], bound, modules="math")
-    return lambda x: bool(fn(x))
+
+    def holds(x: float) -> bool:
+        try:
+            return bool(fn(x))
+        except (ZeroDivisionError, OverflowError):
+            return False
+    return holds
+
+
+_COMPARE = {sp.StrictGreaterThan: lambda a, b: a > b, sp.GreaterThan: lambda a, b: a >= b,
+            sp.StrictLessThan: lambda a, b: a < b, sp.LessThan: lambda a, b: a <= b}
+
+
+def _side(e: sp.Expr, var: sp.Symbol):
+    """One side of a relation as a function of `var`: +infinity where it divides by zero."""
+    if e.has(sp.zoo, sp.nan, sp.oo):
+        return lambda x: math.inf
+    f = sp.lambdify([var], e, modules="math")
+
+    def side(x: float) -> float:
+        try:
+            return float(f(x))
+        except (ZeroDivisionError, OverflowError):
+            return math.inf
+    return side
 
 
 def intervals(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float],
