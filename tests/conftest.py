@@ -6,8 +6,17 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The property tests draw the same examples on every run (`derandomize`), so that the README's
+# test command and CI give one answer for one commit. `SHARDC_HYPOTHESIS=explore` draws new
+# ones each run (and `pytest -m slow` runs the long properties): what that finds becomes an
+# `@example` (tests/test_thresholds.py has one).
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("SHARDC_HYPOTHESIS", "ci"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -97,6 +97,10 @@ def check_thresholds(prog, hw, model, pick, others, samples):
 @example(prog=("mesh X=1, Y=2, Z=4\ndim I=8, J=8, K=8, L\nA: bf16[I_XYZ, J]\n"
                "B: bf16[J_XYZ, K]\nC = A ·_J B\n", {"L": 8}),
          hw="h100", model="exact", pick=0, others=[1, 1, 1, 1], samples=[1, 1, 1])
+# and a relation whose side is one bound size (X), which substitutes to a plain float
+@example(prog=("mesh X=2, Y=1, Z=2\ndim I=4, J, K=4, L=4\nA: bf16[I_XYZ, J]\n"
+               "B: bf16[J_XYZ, K]\nC[I_ZX, K_Y] = A ·_J B\n", {"J": 4}),
+         hw="h100", model="exact", pick=0, others=[1, 1, 1, 1], samples=[1, 1, 1])
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.filter_too_much])
