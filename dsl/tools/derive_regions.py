@@ -36,7 +36,7 @@ def _holds_fn(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float]):
         # Side by side: a side can divide by zero at these sizes (a cost that is 0 there: a
         # mesh axis of one device moves nothing), and the ratio over it is unbounded. Costs
         # are not negative, so such a side is +infinity.
-        left, right = (_side(sp.sympify(e.xreplace(sub)), var) for e in (rel.lhs, rel.rhs))
+        left, right = (_side(_expr(e.xreplace(sub)), var) for e in (rel.lhs, rel.rhs))
         return lambda x: compare(left(x), right(x))
     bound = rel.xreplace(sub)
     fn = sp.lambdify([var], bound, modules="math")
@@ -51,6 +51,11 @@ def _holds_fn(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float]):
 
 _COMPARE = {sp.StrictGreaterThan: lambda a, b: a > b, sp.GreaterThan: lambda a, b: a >= b,
             sp.StrictLessThan: lambda a, b: a < b, sp.LessThan: lambda a, b: a <= b}
+
+
+def _expr(e: Any) -> sp.Expr:
+    """A side after substitution: a bare bound size comes back as a Python float."""
+    return e if isinstance(e, sp.Basic) else sp.Float(e)
 
 
 def _side(e: sp.Expr, var: sp.Symbol):
