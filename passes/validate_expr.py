@@ -146,17 +146,9 @@ def _check_contract(expr: Contract, env: Env, ctx: Context):
     if lc is None or rc is None:
         return None
     (le, lt, ld), (re_, rt, rd) = lc, rc
-    cdims: list[str] = []
-    for p in expr.dims:
-        if p in env.dims or p in ld or p in rd:
-            cdims.append(p)
-        elif len(p) > 1 and all(c in env.dims for c in p):
-            cdims.extend(p)
-        else:
-            d.error("N009", f"contraction over undeclared dimension {p!r}", expr.dims_span,
-                    did_you_mean(p, env.dims),
-                    notes=(f"declare it with `dim {p}` (symbolic) or `dim {p}=1024`",))
-            return None
+    cdims = _subscript_dims(expr.dims, (*ld, *rd), "contraction", expr.dims_span, env, ctx)
+    if cdims is None:
+        return None
     for k, dim in enumerate(cdims):
         if dim in cdims[:k]:
             d.error("S006", f"dimension {dim!r} appears twice in the contraction "
@@ -174,6 +166,25 @@ def _check_contract(expr: Contract, env: Env, ctx: Context):
         x for x in rd if x not in cdims and x not in ld]
     return (Contract(le, re_, tuple(cdims), expr.span, expr.dims_span),
             promote(lt, rt), tuple(out))
+
+
+def _subscript_dims(parts: tuple[str, ...], present: tuple[str, ...], what: str, span: Span,
+                    env: Env, ctx: Context) -> list[str] | None:
+    """The dims a subscript names (`·_J`, `Sum_{N,H}`): each entry a declared dim or one of
+    the operands', or a run of one-letter declared dims (`·_KH` is K and H); N009 otherwise."""
+    out: list[str] = []
+    for p in parts:
+        if p in env.dims or p in present:
+            out.append(p)
+        elif len(p) > 1 and all(c in env.dims for c in p):
+            out.extend(p)
+        else:
+            ctx.diagnostics.error(
+                "N009", f"{what} over undeclared dimension {p!r}", span,
+                did_you_mean(p, env.dims),
+                notes=(f"declare it with `dim {p}` (symbolic) or `dim {p}=1024`",))
+            return None
+    return out
 
 
 def _check_binary(expr: Binary, env: Env, ctx: Context):
@@ -207,17 +218,9 @@ def _check_reduce(expr: Reduce, env: Env, ctx: Context):
         if not set(dims) <= set(expr.dims):
             raise AssertionError(f"broadcast of {dims} to {expr.dims}")
         return Reduce(expr.kind, expr.dims, arg, expr.span, expr.sub_span), dtype, expr.dims
-    wanted: list[str] = []
-    for p in expr.dims:
-        if p in env.dims or p in dims:
-            wanted.append(p)
-        elif len(p) > 1 and all(c in env.dims for c in p):
-            wanted.extend(p)
-        else:
-            d.error("N009", f"reduction over undeclared dimension {p!r}", expr.sub_span,
-                    did_you_mean(p, env.dims),
-                    notes=(f"declare it with `dim {p}` (symbolic) or `dim {p}=1024`",))
-            return None
+    wanted = _subscript_dims(expr.dims, dims, "reduction", expr.sub_span, env, ctx)
+    if wanted is None:
+        return None
     for k, dim in enumerate(wanted):
         if dim in wanted[:k]:
             d.error("S006", f"dimension {dim!r} appears twice in {expr.kind}_{{"

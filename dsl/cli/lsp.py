@@ -20,6 +20,7 @@ import sys
 from typing import Any, BinaryIO
 
 from shardc.lang.limits import MAX_SOURCE_BYTES
+from shardc.lang.source import NO_SPAN
 
 MAX_MESSAGE_BYTES = 2 * MAX_SOURCE_BYTES + 65536
 _DID_YOU_MEAN = re.compile(r"did you mean '([^']+)'\?")
@@ -85,7 +86,7 @@ class Server:
         from shardc.lang.source import Source
 
         if len(text.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
-            diagnostics = [{"range": _range(_NoSpan()), "severity": 1, "source": "shardc",
+            diagnostics = [{"range": _range(NO_SPAN), "severity": 1, "source": "shardc",
                             "message": f"the program is larger than {MAX_SOURCE_BYTES} bytes"}]
             self.reports.pop(uri, None)
         else:
@@ -190,10 +191,6 @@ class Server:
         if ident is not None:
             self.send({"id": ident, "result": result})
         return True
-
-
-class _NoSpan:
-    line = col = end_line = end_col = 0
 
 
 def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:

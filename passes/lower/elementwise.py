@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.syntax import Binary, Ref
+from shardc.lang.syntax import Binary
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import steps_time
 from shardc.passes.lower.state import LoweringState
@@ -30,21 +30,20 @@ class ElementwiseOps(LoweringState):
         combine reduced first, then both operands in one layout, whichever moves less."""
         if lv is None or rv is None:
             return None
-        e = Binary(op, Ref(lv.array), Ref(rv.array), span)  # type: ignore[arg-type]
         lu, ru = lv.layout.unreduced, rv.layout.unreduced
         keep: frozenset[str] = frozenset()
-        if e.op in "+-" and lu == ru:
+        if op in "+-" and lu == ru:
             keep = lu
-        elif e.op == "*" and bool(lu) != bool(ru):
+        elif op == "*" and bool(lu) != bool(ru):
             u = lu or ru
             other = rv if lu else lv
             if not (u & other.layout.used_axes):
                 keep = u
-        why = f"`{e.op}` cannot combine these partial sums: they are reduced first"
+        why = f"`{op}` cannot combine these partial sums: they are reduced first"
         if lu - keep:
-            lv = self.reshard(lv, lv.layout.with_unreduced(keep & lu), e.span, why)
+            lv = self.reshard(lv, lv.layout.with_unreduced(keep & lu), span, why)
         if ru - keep:
-            rv = self.reshard(rv, rv.layout.with_unreduced(keep & ru), e.span, why)
+            rv = self.reshard(rv, rv.layout.with_unreduced(keep & ru), span, why)
         if lv is None or rv is None:
             return None
         big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
@@ -64,7 +63,7 @@ class ElementwiseOps(LoweringState):
             if steps is not None:
                 options.append((self.cost_steps(steps, v.dtype), len(options), which, want, steps))
         if not options:
-            self.error("C004", f"cannot align the operands of `{e.op}`", e.span)
+            self.error("C004", f"cannot align the operands of `{op}`", span)
             return None
         ordinal = self.choices
         self.choices += 1
@@ -86,16 +85,16 @@ class ElementwiseOps(LoweringState):
         if pick is not None:
             options.sort(key=lambda t: t[1] != pick)
         _, _, which, want, steps = options[0]
-        why = f"`{e.op}` needs both operands in one layout"
+        why = f"`{op}` needs both operands in one layout"
         if which == "small":
-            small = self.apply_steps(small, steps, e.span, lambda s: why)
+            small = self.apply_steps(small, steps, span, lambda s: why)
         else:
-            big = self.apply_steps(big, steps, e.span, lambda s: why)
+            big = self.apply_steps(big, steps, span, lambda s: why)
         out_layout = big.layout.with_unreduced(big.layout.unreduced | small.layout.unreduced)
-        name = f"{lv.array}{e.op}{rv.array}"
+        name = f"{lv.array}{op}{rv.array}"
         out = Value(self.fresh(name), name, promote(lv.dtype, rv.dtype), out_layout)
         args = (big, small) if set(rv.dims) <= set(lv.dims) else (small, big)
-        return self.emit(Elementwise(e.op, out, args, e.span))
+        return self.emit(Elementwise(op, out, args, span))
 
     def cost_steps(self, steps, dtype: str) -> float:
         links, _ = self.hw_numbers(dtype)
