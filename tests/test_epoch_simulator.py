@@ -61,7 +61,7 @@ def test_placements():
 
 CASES = [("h100", 1e25, False, 8), ("h100", 1e26, True, 10), ("v100", 1e27, False, 12),
          ("h100-gnvl-ll", 1e26, True, 12), ("h100-superpod", 1e26, False, 10),
-         ("h100-ll", 3e24, False, 6)]
+         ("h100-ll", 3e24, False, 6), ("h100-inf-ll", 1e27, True, 12), ("a100", 1e28, True, 11)]
 
 
 @pytest.mark.parametrize("name,t,sparse,n_bits", CASES)

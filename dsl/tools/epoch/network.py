@@ -9,6 +9,7 @@ bidirectional volume over bidirectional bandwidth (ambiguity 4).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -43,10 +44,15 @@ def level_bits(levels: tuple[NetworkLevel, ...]) -> list[int | None]:
     return out
 
 
-def _compositions(total: int, parts: int) -> np.ndarray:
-    """Every way to write `total` as an ordered sum of `parts` non-negative integers."""
-    rows = [c for c in itertools.product(range(total + 1), repeat=parts) if sum(c) == total]
-    return np.array(rows, dtype=np.int64).reshape(-1, parts)
+@functools.cache
+def _compositions(most: int, parts: int) -> np.ndarray:
+    """Every way to write 0, 1, ..., `most` as an ordered sum of `parts` non-negative integers,
+    by total (read-only: one array per argument pair, shared by every search)."""
+    rows = sorted((c for c in itertools.product(range(most + 1), repeat=parts)
+                   if sum(c) <= most), key=sum)
+    out = np.array(rows, dtype=np.int64).reshape(-1, parts)
+    out.flags.writeable = False
+    return out
 
 
 def _fill(remaining: np.ndarray, capacity: float) -> np.ndarray:
@@ -80,7 +86,7 @@ def all_placements(exps: np.ndarray, levels: tuple[NetworkLevel, ...]
     first = caps[0]
     assert first is not None  # only the outermost level is unbounded
     used = np.minimum(first, exps.sum(axis=1))
-    comps = np.concatenate([_compositions(k, len(DIMS)) for k in range(first + 1)])
+    comps = _compositions(first, len(DIMS))
     ok = ((comps[None, :, :] <= exps[:, None, :]).all(axis=2)
           & (comps.sum(axis=1)[None, :] == used[:, None]))
     row, comp = np.nonzero(ok)

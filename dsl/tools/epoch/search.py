@@ -21,6 +21,7 @@ from shardc.tools.epoch.presets import THREE_MONTHS_S, Preset
 from shardc.tools.epoch.scaling import Shape, shape_for
 from shardc.tools.epoch.step import (
     DEFAULT_OPTIONS,
+    MAX_INTERLEAVE,
     Configs,
     Options,
     StepTimes,
@@ -34,6 +35,7 @@ CANDIDATES = 24
 """Degree tuples a full search hands on to later searches at the same cluster size."""
 ZB_MICRO_MULTIPLES = (1, 2, 4, 8, 16)
 INTERLEAVES = (1, 2, 4)
+assert max(INTERLEAVES) <= MAX_INTERLEAVE, "step.lower_bound covers interleaving up to there"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,8 @@ class Point:
     n_gpu: int | None
     t_run_s: float
     best: Best | None
+    exact: bool = True
+    """False for a point from a restricted search: its MFU is only a lower bound."""
 
 
 def degree_tuples(shape: Shape, n_bits: int) -> np.ndarray:
@@ -74,6 +78,16 @@ def degree_tuples(shape: Shape, n_bits: int) -> np.ndarray:
     dp = n_bits - grids.sum(axis=1)
     ok = (dp >= 0) & (dp <= cap(shape.batch / shape.experts))
     return np.column_stack([dp[ok], grids[ok]]).astype(np.int64)
+
+
+def next_size(exps: np.ndarray) -> np.ndarray:
+    """The degree tuples one bit larger: each of `exps` with one dimension doubled.
+
+    >>> next_size(np.array([[1, 0, 0, 0, 0]])).tolist()
+    [[1, 0, 0, 0, 1], [1, 0, 0, 1, 0], [1, 0, 1, 0, 0], [1, 1, 0, 0, 0], [2, 0, 0, 0, 0]]
+    """
+    up = exps[:, None, :] + np.eye(exps.shape[1], dtype=exps.dtype)[None]
+    return np.unique(up.reshape(-1, exps.shape[1]), axis=0)
 
 
 def schedules(e_pp: int, layers: float) -> list[tuple[bool, int, int]]:
@@ -140,19 +154,33 @@ def _leaders(exps: np.ndarray, t_step: np.ndarray, k: int) -> np.ndarray:
 
 
 def search(shape: Shape, preset: Preset, n_bits: int, options: Options = DEFAULT_OPTIONS,
-           candidates: np.ndarray | None = None) -> tuple[Best | None, np.ndarray]:
+           candidates: np.ndarray | None = None, hint: np.ndarray | None = None
+           ) -> tuple[Best | None, np.ndarray]:
     """The fastest parallelization and the leading degree tuples. With `candidates`, only
     those tuples are searched (every schedule and placement): a warm start for nearby models
-    on the same cluster."""
+    on the same cluster. Without, every tuple is, and `hint` (tuples likely to be fast, such
+    as a smaller cluster's leaders one bit larger) only sets the first upper bound."""
     exps = degree_tuples(shape, n_bits) if candidates is None else candidates
     if not len(exps):
         return None, exps
-    if candidates is None:       # 1. drop tuples whose bound exceeds a quick upper bound
-        canonical = nw.canonical_placement(exps, preset.levels)
-        quick = evaluate(shape, preset, expand(exps, canonical, shape.layers, quick=True),
-                         options)
+    if candidates is None:       # 1. drop tuples whose bound exceeds an upper bound
         bound = lower_bound(shape, preset, exps, options)
-        exps = exps[bound <= quick.t_step.min() * (1 + 1e-9)]
+        upper = np.inf
+        if hint is not None and len(hint):   # any step time achieved is an upper bound
+            upper = _every_schedule(shape, preset, hint, options)[1].t_step.min()
+        if not np.isfinite(upper):            # else the quick schedules of every tuple
+            canonical = nw.canonical_placement(exps, preset.levels)
+            upper = evaluate(shape, preset, expand(exps, canonical, shape.layers, quick=True),
+                             options).t_step.min()
+        exps = exps[bound <= upper * (1 + 1e-9)]
+    cfg, times = _every_schedule(shape, preset, exps, options)
+    return _pick(cfg, times, n_bits), _leaders(cfg.exps, times.t_step, CANDIDATES)
+
+
+def _every_schedule(shape: Shape, preset: Preset, exps: np.ndarray, options: Options
+                    ) -> tuple[Configs, StepTimes]:
+    """Every schedule and placement of the degree tuples `exps` (placements only for rows
+    whose placement-free bound can win)."""
     # 2. every schedule on the canonical placement; keep rows whose placement-free bound wins
     cfg = expand(exps, nw.canonical_placement(exps, preset.levels), shape.layers)
     times = evaluate(shape, preset, cfg, options)
@@ -163,7 +191,7 @@ def search(shape: Shape, preset: Preset, n_bits: int, options: Options = DEFAULT
         cfg = Configs(cfg.exps[idx], bits, cfg.zero_bubble[idx], cfg.micro[idx],
                       cfg.interleave[idx])
         times = evaluate(shape, preset, cfg, options, matmul=times.t_matmul[idx])
-    return _pick(cfg, times, n_bits), _leaders(cfg.exps, times.t_step, CANDIDATES)
+    return cfg, times
 
 
 def best_config(shape: Shape, preset: Preset, n_bits: int, options: Options = DEFAULT_OPTIONS

@@ -9,7 +9,7 @@ and which latencies count are decisions recorded in docs/limits.md (ambiguities 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeAlias
 
 import numpy as np
@@ -194,19 +194,33 @@ def evaluate(shape: Shape, preset: Preset, cfg: Configs, options: Options = DEFA
     return StepTimes(t_step, t_mm, t_dp + t_ndp, t_lat, f_b, mfu, bound)
 
 
+MAX_INTERLEAVE = 4
+"""The largest interleaving factor a schedule may use (the search tries 1, 2 and 4)."""
+
+
 def lower_bound(shape: Shape, preset: Preset, exps: np.ndarray, options: Options = DEFAULT_OPTIONS
                 ) -> np.ndarray:
     """A bound below every placement and schedule of each degree tuple, for pruning.
 
-    GEMM time is smallest at m = 1 (GEMM time is subadditive in the token count), and each
-    class of traffic is at least its total words over the sum of all levels' bandwidths (the
-    levels' words add up to the same total whatever the placement).
+    GEMM time at m microbatches is at least its time at m = 1 (GEMM time is subadditive in the
+    token count) and at least m times that of a microbatch of no tokens (every term of a
+    GEMM's time grows with its tokens; what is left is its weights' IO and its latency). ZB-H2 needs
+    m >= 2 N_PP - 1; interleaved 1F1B with i <= MAX_INTERLEAVE divides by 1 - f_b, at least
+    1 + (N_PP - 1) / (i m) (Eq. 22), and max(A, B m) (1 + c / m) is smallest at m = A / B.
+    Each class of traffic is at least its total words over the sum of all levels' bandwidths
+    (the levels' words add up to the same total whatever the placement).
     """
     words_per_s, latency = _levels(preset)
     one = np.ones(len(exps))
     n = 2.0 ** exps
     loc = Local.of(shape, exps, one, one)
-    t_mm = loc.matmul_time(GemmModel(preset.gpu), one)
+    gemm = GemmModel(preset.gpu)
+    first = loc.matmul_time(gemm, one)                                          # A: m = 1
+    per_micro = replace(loc, tokens=np.zeros(len(exps))).matmul_time(gemm, one)  # B: per m
+    zero_bubble = np.maximum(first, per_micro * (2 * n[:, nw.PP] - 1))
+    c = (n[:, nw.PP] - 1) / MAX_INTERLEAVE
+    one_f_one_b = np.where(first >= per_micro, first + per_micro * c, per_micro * (1 + c))
+    t_mm = np.minimum(zero_bubble, one_f_one_b)
     total_bw = words_per_s.sum()
     frac_m, frac_f = (n[:, nw.MODEL] - 1) / n[:, nw.MODEL], (n[:, nw.FF] - 1) / n[:, nw.FF]
     tp = 4 * loc.blocks * loc.tokens * loc.experts * (loc.f * frac_m + loc.d * frac_f)
