@@ -26,6 +26,9 @@ EXACT_DECADES = 0.004
 CERTIFY_DECADES = 0.01
 """How far below its root a certified point may lie, in decades of compute."""
 CERTIFY_STEPS = 4
+CERTIFY_LEADERS = 6
+"""How many of the smaller cluster's leading degree tuples (each one bit larger) a certifying
+search tries: enough to certify every point but the few next to the threshold."""
 SLOPE = math.log(10)
 """d ln(t_run) / d log10(T) on one cluster at constant utilization (t_run is proportional to
 T): the Newton slope of a certifying run."""
@@ -44,8 +47,9 @@ def saturating_run(preset: Preset, n_bits: int, guess: float, sparse: bool = Fal
                    tol_decades: float = EXACT_DECADES) -> Point | None:
     """The compute that 2**n_bits GPUs train in exactly t_train, and the MFU there.
 
-    Root of log(t_run / t_train) in log T: bracketed from `guess` by steps of 0.3 decades, then
-    secant steps (bisection after two on one side). The first full search hands its leading
+    Root of log(t_run / t_train) in log T: bracketed from `guess` by Newton steps (SLOPE) that
+    overshoot by a margin growing to 0.3 decades, then secant steps (bisection after two on one
+    side). The first full search hands its leading
     degree tuples to the later ones. None if the cluster cannot train any model in time.
     """
     run = _saturate(preset, n_bits, guess, sparse, batch_law, options, tol_decades)
@@ -74,17 +78,19 @@ def _saturate(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law
     x = math.log10(guess)
     gx, bx = g(x)
     lo = hi = None
+    margin = tol_decades             # Newton steps (SLOPE) past the root, by a growing margin
     for _ in range(40):
         if gx <= 0:
             lo = (x, gx, bx)
             if hi is not None:
                 break
-            x += 0.3
+            x += -gx / SLOPE + margin
         else:
             hi = (x, gx, bx)
             if lo is not None or not math.isfinite(gx):
                 break
-            x -= 0.3
+            x -= gx / SLOPE + margin
+        margin = min(4 * margin, 0.3)
         gx, bx = g(x)
     if lo is None or hi is None or not math.isfinite(hi[1]):
         return None
@@ -171,7 +177,7 @@ def envelope(preset: Preset, sparse: bool = False, t_min: float = 1e24, t_max: f
         run = None
         if certifying and leaders is not None:
             run = _certify(preset, n_bits, guess, sparse, batch_law, options,
-                           next_size(leaders))
+                           next_size(leaders[:CERTIFY_LEADERS]))
             if (run is None or run[2] <= stop_below or run[0].t_flop > t_max
                     or (points and run[0].t_flop < points[-1].t_flop * 1.02)):
                 certifying, run = False, None
