@@ -66,16 +66,7 @@ def _check_ref(expr: Ref, env: Env, ctx: Context):
             return _check_renamed(expr, new_layout, env, ctx)
         if name in env.arrays:
             dtype, dims = env.arrays[name]
-            if sorted(dims) != sorted(new_layout.dim_names):
-                d.error("S005", f"{name!r} has dims [{', '.join(dims)}] but is written "
-                        f"[{', '.join(new_layout.dim_names)}]", expr.span,
-                        f"expected the dims [{', '.join(dims)}], in any order",
-                        notes=("a layout on a use names every dim of the array",))
-                return None
-            if new_layout.unreduced:
-                d.error("S008", f"a use of {name!r} cannot request partial sums",
-                        unreduced_span(expr.span, ctx), "partial sums requested here",
-                        notes=("only declarations and left-hand sides may say {U_X}",))
+            if not _use_layout_ok(expr, repr(name), dims, new_layout, ctx):
                 return None
             return Ref(name, new_layout, expr.span), dtype, dims
         env.arrays[name] = ("bf16", new_layout.dim_names)
@@ -125,18 +116,27 @@ def _check_renamed(expr: Ref, layout, env: Env, ctx: Context):
     used = expr.used_dims(dims)
     if layout is None:
         return expr, dtype, used
-    if sorted(used) != sorted(layout.dim_names):
-        d.error("S005", f"{name!r} renamed has dims [{', '.join(used)}] but is written "
-                f"[{', '.join(layout.dim_names)}]", expr.span,
-                f"expected the dims [{', '.join(used)}], in any order",
-                notes=("a layout on a use names every dim of the array",))
-        return None
-    if layout.unreduced:
-        d.error("S008", f"a use of {name!r} cannot request partial sums",
-                unreduced_span(expr.span, ctx), "partial sums requested here",
-                notes=("only declarations and left-hand sides may say {U_X}",))
+    if not _use_layout_ok(expr, f"{name!r} renamed", used, layout, ctx):
         return None
     return Ref(name, layout, expr.span, expr.renames), dtype, used
+
+
+def _use_layout_ok(expr: Ref, what: str, dims: tuple[str, ...], layout, ctx: Context) -> bool:
+    """A layout on a use: every dim of the array (`dims`), in any order (S005), and no
+    partial sums (S008). False after reporting."""
+    d = ctx.diagnostics
+    if sorted(dims) != sorted(layout.dim_names):
+        d.error("S005", f"{what} has dims [{', '.join(dims)}] but is written "
+                f"[{', '.join(layout.dim_names)}]", expr.span,
+                f"expected the dims [{', '.join(dims)}], in any order",
+                notes=("a layout on a use names every dim of the array",))
+        return False
+    if layout.unreduced:
+        d.error("S008", f"a use of {expr.name!r} cannot request partial sums",
+                unreduced_span(expr.span, ctx), "partial sums requested here",
+                notes=("only declarations and left-hand sides may say {U_X}",))
+        return False
+    return True
 
 
 def _check_contract(expr: Contract, env: Env, ctx: Context):
