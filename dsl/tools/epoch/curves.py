@@ -49,8 +49,8 @@ def saturating_run(preset: Preset, n_bits: int, guess: float, sparse: bool = Fal
 
     Root of log(t_run / t_train) in log T: bracketed from `guess` by Newton steps (SLOPE) that
     overshoot by a margin growing to 0.3 decades, then secant steps (bisection after two on one
-    side). The first full search hands its leading
-    degree tuples to the later ones. None if the cluster cannot train any model in time.
+    side). The first full search hands its leading degree tuples to the later ones. None if
+    the cluster cannot train any model in time.
     """
     run = _saturate(preset, n_bits, guess, sparse, batch_law, options, tol_decades)
     return None if run is None else run[0]
@@ -108,9 +108,14 @@ def _saturate(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law
     # switches configuration, which ends the search on the interval width)
     x, gx, best = hi if hi[1] < 1e-3 < -lo[1] else lo
     assert best is not None
+    return _point(preset, x, gx, best), leaders[0]
+
+
+def _point(preset: Preset, x: float, gx: float, best: Best, exact: bool = True) -> Point:
+    """The run of 10**x FLOP on `best`'s cluster, whose t_run is t_train e**gx."""
     t, t_run = 10**x, THREE_MONTHS_S * math.exp(gx)
-    return (Point(t, t / (best.n_gpu * preset.gpu.peak_flops * t_run), best.n_gpu, t_run, best),
-            leaders[0])
+    return Point(t, t / (best.n_gpu * preset.gpu.peak_flops * t_run), best.n_gpu, t_run, best,
+                 exact)
 
 
 def _certify(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law: str,
@@ -139,10 +144,9 @@ def _certify(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law:
         if lo is not None and (-lo[1] <= CERTIFY_DECADES * SLOPE
                                or (hi is not None and hi - lo[0] <= CERTIFY_DECADES)):
             x, gx, best, lead = lo
-            t, peak = 10**x, best.n_gpu * preset.gpu.peak_flops
-            t_run = THREE_MONTHS_S * math.exp(gx)
-            point = Point(t, t / (peak * t_run), best.n_gpu, t_run, best, exact=False)
-            return point, lead, t / (peak * THREE_MONTHS_S)
+            point = _point(preset, x, gx, best, exact=False)
+            return point, lead, point.t_flop / (best.n_gpu * preset.gpu.peak_flops
+                                                * THREE_MONTHS_S)
         x -= gx / SLOPE + CERTIFY_DECADES / 2
         if lo is not None and hi is not None:       # a jump in t_run: stay inside the bracket
             x = min(max(x, lo[0] + 0.25 * (hi - lo[0])), hi - 0.25 * (hi - lo[0]))
@@ -179,7 +183,7 @@ def envelope(preset: Preset, sparse: bool = False, t_min: float = 1e24, t_max: f
             run = _certify(preset, n_bits, guess, sparse, batch_law, options,
                            next_size(leaders[:CERTIFY_LEADERS]))
             if (run is None or run[2] <= stop_below or run[0].t_flop > t_max
-                    or (points and run[0].t_flop < points[-1].t_flop * 1.02)):
+                    or _stalled(points, run[0])):
                 certifying, run = False, None
                 if points and not points[-1].exact:
                     again = _saturate(preset, n_bits - 1, guesses[-1], sparse, batch_law,
@@ -191,7 +195,7 @@ def envelope(preset: Preset, sparse: bool = False, t_min: float = 1e24, t_max: f
         if run is None:
             run = _saturate(preset, n_bits, guess, sparse, batch_law, options, EXACT_DECADES,
                             hint)
-        if run is None or (points and run[0].t_flop < points[-1].t_flop * 1.02):
+        if run is None or _stalled(points, run[0]):
             break
         p, leaders = run[0], run[1]
         points.append(p)
@@ -202,6 +206,11 @@ def envelope(preset: Preset, sparse: bool = False, t_min: float = 1e24, t_max: f
         guess = _next_guess(points)
         n_bits += 1
     return points
+
+
+def _stalled(points: list[Point], p: Point) -> bool:
+    """Twice the GPUs train less than 2% more: the latency wall."""
+    return bool(points) and p.t_flop < points[-1].t_flop * 1.02
 
 
 def _next_guess(points: list[Point]) -> float:
