@@ -209,3 +209,46 @@ def test_summary_and_only_select_sections(capsys):
     assert main(["compile", prog, "--summary", "--format", "json"]) == 2
     with pytest.raises(KeyError):
         shardc.compile(prog).to_text(only=["nope"])
+
+
+def _subcommand_options():
+    """(subcommand path, argparse action) for every option of every subcommand."""
+    import argparse
+
+    from shardc.cli.app import build_parser
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, (*path, name))
+            elif action.option_strings:
+                yield path, action
+
+    return list(walk(build_parser(), ()))
+
+
+def test_one_meaning_per_flag_across_subcommands():
+    """`--cost-model` is the collective cost model wherever one is chosen, and `--card` a model
+    card; `--model` is short for `--cost-model` everywhere except `plan`, where it is the card's
+    deprecated spelling (a note on stderr)."""
+    options = _subcommand_options()
+    cost = [(path, a) for path, a in options if a.choices and set(a.choices) == {"exact", "book"}]
+    assert {path for path, _ in cost} >= {("compile",), ("derive",), ("sweep",), ("plan",),
+                                          ("xla-check",), ("export-jax",)}
+    for path, action in cost:
+        assert action.option_strings[0] == "--cost-model", path
+    for path, action in options:
+        if "--card" in action.option_strings:
+            assert path == ("plan",)
+        if "--model" in action.option_strings and path != ("plan",):
+            assert "--cost-model" in action.option_strings, path
+
+
+def test_cost_model_spellings_agree(capsys, in_repo_root):
+    """`--model book` and `--cost-model book` give the same report."""
+    reports = []
+    for flag in ("--model", "--cost-model"):
+        assert main(["compile", "programs/case2.shard", flag, "book", "--format", "json"]) == 0
+        reports.append(capsys.readouterr().out)
+    assert reports[0] == reports[1] and '"model": "book"' in reports[0]

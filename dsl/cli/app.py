@@ -13,13 +13,26 @@ import traceback
 from decimal import Decimal
 from typing import get_args
 
+from shardc.cli.termwrap import write_result
 from shardc.driver.files import CliIOError, check_writable, read_text, write_text
 from shardc.lang.limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
 from shardc.passes.context import Attention, Optimizer, Remat
 
-__all__ = ["build_parser", "main", "parse_binding", "parse_number"]
+__all__ = ["add_cost_model_flag", "build_parser", "main", "parse_binding", "parse_number"]
+
+COST_MODELS = ("exact", "book")
+
+
+def add_cost_model_flag(p: argparse.ArgumentParser, *, default: str = "exact",
+                        help: str | None = None) -> None:
+    """The collective cost model: `--cost-model`, the spelling every subcommand takes, and
+    `--model`, its short spelling everywhere but `plan` (where `--model` was the model card)."""
+    p.add_argument("--cost-model", "--model", dest="model", choices=COST_MODELS, default=default,
+                   metavar="{exact,book}",
+                   help=help or f"collective cost model: exact ring or the book's formulas "
+                   f"(default {default}; --model is the same flag)")
 
 
 
@@ -71,8 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("program", help="path to a .shard file ('-' reads standard input)")
     c.add_argument("--hw", help="chip name (see `shardc hw list`) or path to a chip TOML")
     c.add_argument("--format", choices=["text", "md", "json", "latex"], default="text")
-    c.add_argument("--model", choices=["exact", "book"], default="exact",
-                   help="collective cost model: exact ring (default) or the book's formulas")
+    add_cost_model_flag(c)
     c.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
     c.add_argument("-o", "--output", help="write the report here instead of stdout")
@@ -199,6 +211,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             write_text(args.output, text, flag="-o", inputs=(args.program,))
         except CliIOError as exc:
             return _usage(str(exc))
+    elif args.format == "text":
+        write_result(text)
     else:
         sys.stdout.write(text)
     return 0
@@ -235,7 +249,7 @@ def _cmd_hw(args: argparse.Namespace) -> int:
         print(f"shardc: error[H001]: {exc}", file=sys.stderr)
         print("note: known chips: " + ", ".join(hardware.available()), file=sys.stderr)
         return 1
-    print(hardware.describe(chip))
+    write_result(hardware.describe(chip) + "\n")
     return 0
 
 

@@ -11,7 +11,7 @@ from shardc.lang.units import fmt_sig
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.app import parse_binding
+    from shardc.cli.app import add_cost_model_flag, parse_binding
 
     p = sub.add_parser("derive", help="solve compute-bound conditions; optimal mesh sizes")
     p.add_argument("program")
@@ -28,9 +28,9 @@ def add_parser(sub) -> None:
                    help="communication over several axis groups: summed (the book), overlapped "
                    "(max, the revised training chapter), or both (default)")
     p.add_argument("--hw")
-    p.add_argument("--model", choices=["exact", "book"], default="book",
-                   help="book: the training chapter's accounting (the pass with the most communication "
-                   "per FLOP, full rings; default); exact: the whole step as compiled")
+    add_cost_model_flag(p, default="book", help="book: the training chapter's accounting (the "
+                        "pass with the most communication per FLOP, full rings; default); exact: "
+                        "the whole step as compiled (--model is the same flag)")
     p.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
     p.add_argument("--format", choices=["text", "json", "latex"], default="text")
@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from shardc.cli.app import _read
+    from shardc.cli.termwrap import write_result
     from shardc.driver.api import run_pipeline
     from shardc.tools.derive import derive
 
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "latex":
         sys.stdout.write(to_latex(out) + "\n")
     else:
-        sys.stdout.write(to_text(out) + "\n")
+        write_result(to_text(out) + "\n")
     return 0
 
 

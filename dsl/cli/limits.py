@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.termwrap import write_result
+
 DESCRIPTION = """\
 Closed-form limits (Table 2 analogue: d', b', T_critical; the latency-bound limit, Eq. 15; the
 latency wall, Eq. 18) and simulated thresholds (Tables 3 and 4 analogues: the training compute
@@ -68,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress:
             progress.done()
-    sys.stdout.write(report.to_json(lim) if args.format == "json" else report.to_text(lim))
+    if args.format == "json":
+        sys.stdout.write(report.to_json(lim))
+    else:
+        write_result(report.to_text(lim))
     if args.plot:
         from shardc.tools.epoch.plot import plot_utilization
 

@@ -11,6 +11,7 @@ import re
 import sys
 from typing import get_args
 
+from shardc.cli.termwrap import write_result
 from shardc.passes.context import Attention, Optimizer, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp")
@@ -21,6 +22,8 @@ class InputError(Exception):
 
 
 def add_parser(sub) -> None:
+    from shardc.cli.app import COST_MODELS
+
     m = sub.add_parser("model", help="model cards: list, show derived numbers, write programs")
     ms = m.add_subparsers(dest="model_command", required=True, metavar="ACTION")
     ms.add_parser("list", help="list the shipped model cards").set_defaults(run=run_list)
@@ -56,7 +59,7 @@ def add_parser(sub) -> None:
                        "chips, each strategy compiled")
     p.add_argument("--card", "--model", dest="card", required=True, action=_CardFlag,
                    help="model card name or path to a card TOML (`--model` is the old "
-                   "spelling, deprecated: elsewhere --model is the cost model)")
+                   "spelling, deprecated: elsewhere --model is short for --cost-model)")
     p.add_argument("--hw", required=True, help="chip name or path to a chip TOML")
     p.add_argument("--chips", required=True, help="number of chips (a power of two, or whole "
                    "pods: 8960 for tpu-v5p)")
@@ -67,7 +70,7 @@ def add_parser(sub) -> None:
     p.add_argument("--remat", choices=get_args(Remat), default="none")
     p.add_argument("--attention", choices=get_args(Attention), default="materialized",
                    help="flash: attention scores stay on chip (FlashAttention)")
-    p.add_argument("--cost-model", choices=["exact", "book"], default="exact",
+    p.add_argument("--cost-model", dest="cost_model", choices=COST_MODELS, default="exact",
                    help="collective costs: exact ring (default) or the book's formulas")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--progress", action="store_true",
@@ -82,7 +85,7 @@ class _CardFlag(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         if option_string == "--model":
             print("shardc plan: note: --model is deprecated here, write --card (in compile, "
-                  "derive and sweep --model is the cost model)", file=sys.stderr)
+                  "derive and sweep --model is short for --cost-model)", file=sys.stderr)
         setattr(namespace, self.dest, values)
 
 
@@ -181,7 +184,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
-        sys.stdout.write(show_text(c, out))
+        write_result(show_text(c, out))
     return 0
 
 
@@ -309,7 +312,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(plan_dict(p), indent=2) + "\n")
     else:
-        sys.stdout.write(plan_text(p))
+        write_result(plan_text(p))
     return 0
 
 

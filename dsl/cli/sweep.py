@@ -18,12 +18,14 @@ NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'shardc[plot]'"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from shardc.cli.app import add_cost_model_flag
+
     p = subparsers.add_parser("sweep", help="evaluate quantities over a grid of sizes; "
                               "table, csv, json or a plot", description=DESCRIPTION)
     p.add_argument("programs", nargs="+", metavar="PROG",
                    help="one .shard file, or several to compare (one plot, a legend entry each)")
     p.add_argument("--hw", help="chip name or TOML (overrides the programs' hardware line)")
-    p.add_argument("--model", choices=["exact", "book"], default="exact")
+    add_cost_model_flag(p)
     p.add_argument("--set", dest="settings", action="append", default=[],
                    metavar="NAME=SPEC", help="a number (4096, 4M, 1e6) or a grid "
                    "START:STOP:linN or START:STOP:logN; one or two grids")

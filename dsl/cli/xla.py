@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.termwrap import write_result
+
 NEEDS_JAX = "shardc: error: {cmd} needs JAX: pip install 'shardc[jax]'"
 MAX_DEVICES = 256
 """Largest mesh checked on fake CPU devices; XLA:CPU compiles slow down past a few hundred."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from shardc.cli.app import parse_binding
+    from shardc.cli.app import add_cost_model_flag, parse_binding
 
     x = sub.add_parser("xla-check", help="compare shardc's collectives with XLA's SPMD "
                        "partitioner on fake CPU devices (needs JAX)")
@@ -22,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--format", choices=["text", "json", "md"], default="text",
                    help="md: one table row per statement (the table in docs/xla-check.md)")
     x.add_argument("--hw", help="chip name or TOML (overrides the program's hardware line)")
-    x.add_argument("--model", choices=["exact", "book"], default="exact")
+    add_cost_model_flag(x)
     x.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
     x.add_argument("--max-devices", type=_positive_devices, default=MAX_DEVICES,
@@ -34,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("program", metavar="PROG")
     e.add_argument("-o", "--output", required=True, help="the script to write (prog.py)")
     e.add_argument("--hw")
-    e.add_argument("--model", choices=["exact", "book"], default="exact")
+    add_cost_model_flag(e)
     e.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
     e.set_defaults(run=run_export)
@@ -105,7 +107,7 @@ def run_check(args: argparse.Namespace) -> int:
     elif args.format == "md":
         sys.stdout.write(markdown(results))
     else:
-        sys.stdout.write("\n".join(text(r) for r in results))
+        write_result("\n".join(text(r) for r in results))
     if not all(r.ok for r in results):
         status = max(status, 1)
     return status

@@ -228,7 +228,7 @@ def topology_notes(report: Report) -> list[str]:
             pa = topo.phys(p)
             if not pa.wrap and (pa.length is None or pa.length >= 3):
                 out.append(f"{link.axis}: an ICI line of {pa.length} ({pa.why}); the book's "
-                           "accounting prices it as a full ring (--model exact keeps the line)")
+                           "accounting prices it as a full ring (--cost-model exact keeps the line)")
     return out
 
 
