@@ -24,7 +24,7 @@ WRAPAROUND_RULES = ("full-axis-16", "cube-multiple-4", "switched")
 
 Kind = Literal["str", "number", "int"]
 
-_POD_SHAPE = re.compile(r"[1-9][0-9]{0,4}(x[1-9][0-9]{0,4}){0,7}")
+POD_SHAPE = re.compile(r"[1-9][0-9]{0,4}(x[1-9][0-9]{0,4}){0,7}")
 """A TPU pod's shape: at most eight axes of at most 99999 chips (v5p: 16x20x28)."""
 
 
@@ -51,6 +51,9 @@ class FieldSpec:
     kind: Kind
     required: bool = True
     choices: tuple[str, ...] = ()
+    doc: str = ""
+    """What the field means, in a few words with its unit (shown by editors, from the chip
+    file's JSON Schema)."""
 
     @property
     def where(self) -> str:
@@ -58,43 +61,68 @@ class FieldSpec:
 
 
 FIELDS: tuple[FieldSpec, ...] = (
-    FieldSpec("name", "", "name", "str"),
-    FieldSpec("display_name", "", "display_name", "str"),
-    FieldSpec("vendor", "", "vendor", "str"),
-    FieldSpec("family", "", "family", "str", choices=FAMILIES),
-    FieldSpec("hbm_bytes", "memory", "hbm_bytes", "number"),
-    FieldSpec("hbm_bw", "memory", "hbm_bw", "number"),
-    FieldSpec("link_kind", "ici", "kind", "str", choices=LINK_KINDS),
-    FieldSpec("link_bw_uni", "ici", "link_bw_uni", "number"),
-    FieldSpec("link_bw_bidi", "ici", "link_bw_bidi", "number"),
-    FieldSpec("links_per_axis", "ici", "links_per_axis", "int"),
-    FieldSpec("axis_bw", "ici", "axis_bw", "number"),
-    FieldSpec("hop_latency_s", "ici", "hop_latency_s", "number"),
-    FieldSpec("ici_axes", "ici", "axes", "int"),
-    FieldSpec("wraparound", "ici", "wraparound", "str", choices=WRAPAROUND_RULES),
-    FieldSpec("wraparound_note", "ici", "wraparound_note", "str"),
-    FieldSpec("dcn_bw_per_chip", "dcn", "bw_per_chip", "number", required=False),
-    FieldSpec("chips_per_host", "dcn", "chips_per_host", "int", required=False),
-    FieldSpec("dcn_latency_s", "dcn", "latency_s", "number", required=False),
-    FieldSpec("ib_bw_per_gpu", "ib", "bw_per_gpu", "number", required=False),
-    FieldSpec("ib_latency_s", "ib", "latency_s", "number", required=False),
-    FieldSpec("nvlink_domain", "ib", "domain_size", "int", required=False),
-    FieldSpec("pod_shape", "pod", "shape", "str", required=False),
-    FieldSpec("pcie_bw", "pod", "pcie_bw", "number", required=False),
+    FieldSpec("name", "", "name", "str", doc="the chip's name; equals the file name without .toml"),
+    FieldSpec("display_name", "", "display_name", "str", doc="the name reports print"),
+    FieldSpec("vendor", "", "vendor", "str", doc="who makes the chip"),
+    FieldSpec("family", "", "family", "str", choices=FAMILIES,
+              doc="tpu (a torus of ICI links) or gpu (NVLink behind a switch)"),
+    FieldSpec("hbm_bytes", "memory", "hbm_bytes", "number", doc="HBM capacity, bytes"),
+    FieldSpec("hbm_bw", "memory", "hbm_bw", "number", doc="HBM bandwidth W_hbm, bytes/s"),
+    FieldSpec("link_kind", "ici", "kind", "str", choices=LINK_KINDS,
+              doc="the chip's fast link: ici (TPU) or nvlink (GPU)"),
+    FieldSpec("link_bw_uni", "ici", "link_bw_uni", "number",
+              doc="one link, one direction, bytes/s"),
+    FieldSpec("link_bw_bidi", "ici", "link_bw_bidi", "number",
+              doc="one link, both directions, bytes/s; twice link_bw_uni"),
+    FieldSpec("links_per_axis", "ici", "links_per_axis", "int",
+              doc="links one chip drives along one mesh axis"),
+    FieldSpec("axis_bw", "ici", "axis_bw", "number",
+              doc="W_ici: bytes/s per chip that one collective over one mesh axis gets"),
+    FieldSpec("hop_latency_s", "ici", "hop_latency_s", "number",
+              doc="fixed cost of one hop, seconds (the book's T_min)"),
+    FieldSpec("ici_axes", "ici", "axes", "int",
+              doc="physical torus axes (2 or 3); 1 for a switched GPU domain"),
+    FieldSpec("wraparound", "ici", "wraparound", "str", choices=WRAPAROUND_RULES,
+              doc="the rule for which mesh axes get a wraparound link (Chip.wraps)"),
+    FieldSpec("wraparound_note", "ici", "wraparound_note", "str",
+              doc="the source's words for the wraparound rule"),
+    FieldSpec("dcn_bw_per_chip", "dcn", "bw_per_chip", "number", required=False,
+              doc="data-centre network egress per chip, one way, bytes/s"),
+    FieldSpec("chips_per_host", "dcn", "chips_per_host", "int", required=False,
+              doc="chips per host"),
+    FieldSpec("dcn_latency_s", "dcn", "latency_s", "number", required=False,
+              doc="latency of one DCN transfer, seconds"),
+    FieldSpec("ib_bw_per_gpu", "ib", "bw_per_gpu", "number", required=False,
+              doc="InfiniBand between NVLink domains, one way per GPU, bytes/s"),
+    FieldSpec("ib_latency_s", "ib", "latency_s", "number", required=False,
+              doc="latency of one InfiniBand transfer, seconds"),
+    FieldSpec("nvlink_domain", "ib", "domain_size", "int", required=False,
+              doc="GPUs in one NVLink domain (required for GPUs)"),
+    FieldSpec("pod_shape", "pod", "shape", "str", required=False,
+              doc="TPU: the largest ICI pod, chips per axis joined by x (16x20x28); "
+              "GPU: the node, in words"),
+    FieldSpec("pcie_bw", "pod", "pcie_bw", "number", required=False,
+              doc="host PCIe, one way, bytes/s"),
 )
+
+FAMILY_NEEDS: dict[str, dict[str, str]] = {
+    "gpu": {"link_kind": "nvlink", "wraparound": "switched"},
+    "tpu": {"link_kind": "ici"},
+}
+"""Values a family fixes, by `Chip` attribute: a GPU's fast link is NVLink behind a switch."""
 
 # Tables whose keys are not fixed: [flops] is keyed by dtype, [sources] by whatever the author
 # cites. `aliases` is the one top-level list.
-_FREE_TABLES = ("flops", "sources")
-_REQUIRED_TABLES = ("flops", "memory", "ici")
-_TOP_LEVEL_EXTRAS = ("aliases",)
+FREE_TABLES = ("flops", "sources")
+REQUIRED_TABLES = ("flops", "memory", "ici")
+TOP_LEVEL_EXTRAS = ("aliases",)
 
 
 def _allowed_keys() -> dict[str, tuple[str, ...]]:
-    keys: dict[str, list[str]] = {"": list(_TOP_LEVEL_EXTRAS)}
+    keys: dict[str, list[str]] = {"": list(TOP_LEVEL_EXTRAS)}
     for spec in FIELDS:
         keys.setdefault(spec.table, []).append(spec.key)
-    for table in _FREE_TABLES:
+    for table in FREE_TABLES:
         keys.setdefault(table, [])
     return {table: tuple(names) for table, names in keys.items()}
 
@@ -146,13 +174,13 @@ def _check_layout(doc: dict[str, Any], path: str) -> None:
             raise _fail(path, key, f"unknown field {key!r}{hint}")
         if not isinstance(value, dict):
             raise _fail(path, f"[{key}]", f"[{key}] must be a table, got {_describe(value)}")
-        if key in _FREE_TABLES:
+        if key in FREE_TABLES:
             continue
         for inner in value:
             if inner not in allowed[key]:
                 hint = _did_you_mean(inner, allowed[key])
                 raise _fail(path, f"[{key}].{inner}", f"unknown field [{key}].{inner}{hint}")
-    for table in _REQUIRED_TABLES:
+    for table in REQUIRED_TABLES:
         if table not in doc:
             raise _fail(path, f"[{table}]", f"missing table [{table}]")
 
@@ -245,20 +273,15 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
             f"{uni:g} (one link, both directions)",
         )
     switched = values["wraparound"] == "switched"
-    if values["family"] == "gpu":
-        expect = {
-            "link_kind": ("[ici].kind", "nvlink"),
-            "wraparound": ("[ici].wraparound", "switched"),
-        }
-    else:
-        expect = {"link_kind": ("[ici].kind", "ici")}
-        if switched:
-            raise _fail(
-                path,
-                "[ici].wraparound",
-                "field [ici].wraparound is 'switched' but family is 'tpu'; TPUs use a torus rule",
-            )
-    for attr, (where, want) in expect.items():
+    if values["family"] == "tpu" and switched:
+        raise _fail(
+            path,
+            "[ici].wraparound",
+            "field [ici].wraparound is 'switched' but family is 'tpu'; TPUs use a torus rule",
+        )
+    wheres = {spec.attr: spec.where for spec in FIELDS}
+    for attr, want in FAMILY_NEEDS[values["family"]].items():
+        where = wheres[attr]
         if values[attr] != want:
             raise _fail(
                 path,
@@ -272,7 +295,7 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
             f"field [ici].axes is {values['ici_axes']}; a switched interconnect has 1 axis",
         )
     shape = values["pod_shape"]
-    if values["family"] == "tpu" and shape is not None and not _POD_SHAPE.fullmatch(shape):
+    if values["family"] == "tpu" and shape is not None and not POD_SHAPE.fullmatch(shape):
         raise _fail(
             path,
             "[pod].shape",

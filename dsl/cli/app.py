@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     h = sub.add_parser("hw", help="list or show chip specs")
     hs = h.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
     hs.add_parser("list", help="list the chips shardc knows")
+    hs.add_parser("schema", help="print the JSON Schema of chip TOML files (for editors)")
     show = hs.add_parser("show", help="show one chip's figures and critical intensities")
     show.add_argument("name", help="chip name or path to a chip TOML")
     for module in _extensions():
@@ -242,6 +243,11 @@ def _cmd_hw(args: argparse.Namespace) -> int:
     if args.hw_command == "list":
         for name in hardware.available():
             print(hardware.summary_line(hardware.load(name)))
+        return 0
+    if args.hw_command == "schema":
+        from shardc.hardware.json_schema import chip_json_schema_text
+
+        sys.stdout.write(chip_json_schema_text())
         return 0
     try:
         chip = hardware.load(args.name)

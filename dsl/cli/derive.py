@@ -184,7 +184,7 @@ def to_dict(d, var=None) -> dict:
     """The derivation as the issue's JSON: conditions (text, expr, latex, solved) and optima
     (var, expr, value, rounded), with numbers where the chip and bindings give them."""
     from shardc.driver.printers import latex
-    from shardc.tools.derive import value
+    from shardc.tools.derive import SCHEMA, value
     from shardc.tools.derive_solve import partner_power_of_two, round_power_of_two, solve_for
 
     r = d.report
@@ -213,7 +213,7 @@ def to_dict(d, var=None) -> dict:
                        "partner": o.partner,
                        "partner_rounded": (partner_power_of_two(rounded, d.devices_value)
                                            if rounded is not None else None)})
-    return {"program": r.name, "hardware": r.hardware_name, "model": r.model,
+    return {"schema": SCHEMA, "program": r.name, "hardware": r.hardware_name, "model": r.model,
             "accounting": d.accounting.name, "notes": list(d.notes),
             "conditions": conditions, "optima": optima}
 

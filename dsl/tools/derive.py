@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 OVERLAPS = ("sum", "max")
 
+SCHEMA = "shardc.derive/1"
+"""The `schema` of `shardc derive --format json`, described by
+`shardc/driver/schemas/derive.schema.json`."""
+
 
 @dataclass(frozen=True, slots=True)
 class Condition:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 from shardc.lang.units import fmt_grid
 from shardc.tools.sweep import MAX_COLUMNS, MAX_ROWS, UNITS, Sweep, label_of
 
+SCHEMA = "shardc.sweep/1"
+"""The `schema` of `to_dict`, described by `shardc/driver/schemas/sweep.schema.json`."""
+
 
 def _cell(name: str, v: Any) -> str:
     if name == "bound":
@@ -153,7 +156,7 @@ def to_dict(s: Sweep) -> dict[str, Any]:
     reaches several plans, `plan` holds each point's letter (null with one plan), `plans` what
     each letter does and `plan_changes` where it changes along the first axis."""
     grid, qs = _flat(s)
-    return {"program": s.program, "hardware": s.hardware, "model": s.model,
+    return {"schema": SCHEMA, "program": s.program, "hardware": s.hardware, "model": s.model,
             "axes": {g.name: {"start": g.start, "stop": g.stop, "n": g.n, "scale": g.scale}
                      for g in s.grids},
             "fixed": s.fixed,

@@ -15,6 +15,9 @@ from shardc.tools.epoch import curves
 from shardc.tools.epoch.presets import PRESETS, THREE_MONTHS_S, Preset
 from shardc.tools.epoch.search import Point
 
+SCHEMA = "shardc.limits/1"
+"""The `schema` of `to_dict`, described by `shardc/driver/schemas/limits.schema.json`."""
+
 
 @dataclass(frozen=True, slots=True)
 class SimulatedRow:
@@ -148,7 +151,7 @@ def to_dict(lim: Limits) -> dict:
                   "dense_threshold_flop": s.preset.paper.dense_threshold_flop,
                   "sparse_threshold_flop": s.preset.paper.sparse_threshold_flop}
                  for s in lim.simulated]
-    return {"closed_form": closed, "simulated": sim,
+    return {"schema": SCHEMA, "closed_form": closed, "simulated": sim,
             "paper": {"closed_form": paper_closed, "simulated": paper_sim}}
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+SCHEMA = "shardc.model-show/1"
+"""The `schema` of `show_dict`, described by `shardc/driver/schemas/model-show.schema.json`."""
+
 
 def show_dict(c, tokens: float | None) -> dict:
     card = c.card
     ref = {r.quantity: {"value": r.value, "source": r.source} for r in card.reference}
     return {
+        "schema": SCHEMA,
         "model": card.name, "display_name": card.display_name, "card": card.path,
         "architecture": {"n_layers": card.n_layers, "d_model": card.d_model, "d_ff": card.d_ff,
                          "n_heads": card.n_heads, "n_kv_heads": card.n_kv_heads,

@@ -53,7 +53,7 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         ps = parts(card, layout, sequences, seq, hw=chip.name)
     except ShardingError as exc:
         return None, f"not evaluated: {exc}"
-    acc: dict[str, Any] = {"t_step_s": 0.0, "t_step_overlap_004_s": 0.0, "t_lower_s": 0.0,
+    acc: dict[str, Any] = {"t_step_s": 0.0, "t_step_overlap_revised_s": 0.0, "t_lower_s": 0.0,
                            "t_math_s": 0.0, "t_hbm_s": 0.0, "t_comms_s": 0.0,
                            "flops_per_device": 0.0, "model_flops": 0.0,
                            "t_comms_by_level_s": {},
@@ -75,7 +75,7 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
-        acc["t_step_overlap_004_s"] += _schedule_004(r, durations, layout) * n
+        acc["t_step_overlap_revised_s"] += _schedule_revised(r, durations, layout) * n
         acc["t_lower_s"] += (r.value("t_lower_s") or 0.0) * n
         for key in ("t_math_s", "t_hbm_s", "t_comms_s", "flops_per_device"):
             acc[key] += (r.value(key) or 0.0) * n
@@ -154,9 +154,10 @@ def _figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int) -> di
             "hfu": acc["flops_per_device"] / (peak * step) if step else None}
 
 
-def _schedule_004(r, durations: dict[int, float], layout: Layout) -> float:
+def _schedule_revised(r, durations: dict[int, float], layout: Layout) -> float:
     """T_step under the revised training chapter's assumption that the FSDP (data-axis) and TP (tensor-axis)
-    collectives overlap each other, not only compute (the revised training chapter "FSDP와 텐서 병렬 처리 결합":
+    collectives overlap each other, not only compute (the revised training chapter, its section on combining
+    FSDP and tensor parallelism:
     T_comms = max(T_FSDP, T_TP)): the list schedule of passes/schedule.py with one network
     resource per kind of axis instead of one."""
     return schedule(r.program, durations, lambda op: "network-" + _role(op.axes, layout))

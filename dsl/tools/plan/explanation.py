@@ -71,12 +71,12 @@ def explain(p: Plan) -> list[str]:
         out.append(f"  pure FSDP ({fsdp.label()}) is {kind}: T_comms {_s(h['t_comms_s'])} vs "
                    f"T_math {_s(h['t_math_s'])}, t_step {_s(h['t_step_s'])}.")
     fits = [c for c in p.ranked() if c.fits]
-    by_004 = min(fits, key=lambda c: c.figures["t_step_overlap_004_s"])
+    by_revised = min(fits, key=lambda c: c.figures["t_step_overlap_revised_s"])
     by_max = min(fits, key=lambda c: c.figures["t_lower_s"])
     out.append(f"  with the revised training chapter's model (FSDP and TP collectives also overlap each other) the best "
-               f"is {by_004.label()} at {_s(by_004.figures['t_step_overlap_004_s'])}"
-               + (" (the same)" if by_004 is best else f" ({best.label()}: "
-                  f"{_s(f['t_step_overlap_004_s'])})") + ";")
+               f"is {by_revised.label()} at {_s(by_revised.figures['t_step_overlap_revised_s'])}"
+               + (" (the same)" if by_revised is best else f" ({best.label()}: "
+                  f"{_s(f['t_step_overlap_revised_s'])})") + ";")
     out.append(f"  with perfect overlap (the book's max(T_math, T_comms)) it is {by_max.label()} at "
                f"{_s(by_max.figures['t_lower_s'])}"
                + (" (the same)." if by_max is best else f" ({best.label()}: "
@@ -96,8 +96,8 @@ def book_figures(p: Plan) -> dict[str, Any] | None:
     axes = max(1, chip.ici_axes)
     per_chip = b / n
     fsdp_min = alpha / axes
-    mixed_000 = 2 * alpha ** 2 / f
-    mixed_004 = alpha ** 2 / (2 * f)
+    mixed_book = 2 * alpha ** 2 / f
+    mixed_revised = alpha ** 2 / (2 * f)
     x_opt = math.sqrt(2 * b * n / f)
     x_round = round_power_of_two(x_opt, n)
     w = "W_ici" if chip.link_kind == "ici" else f"W_{chip.link_kind}"
@@ -105,16 +105,16 @@ def book_figures(p: Plan) -> dict[str, Any] | None:
              "per chip",
              f"FSDP compute-bound iff B/N > alpha / n_axes = {fsdp_min:.0f} (the training chapter, "
              f"{axes} axes): {'holds' if per_chip > fsdp_min else 'fails'}",
-             f"FSDP + TP compute-bound iff B/N > 2 alpha^2 / F = {mixed_000:.0f} (the book, "
-             f"M_X M_Y = 2): {'holds' if per_chip > mixed_000 else 'fails'}; with the revised training chapter's "
-             f"overlap alpha^2 / (2F) = {mixed_004:.0f}: "
-             f"{'holds' if per_chip > mixed_004 else 'fails'}",
+             f"FSDP + TP compute-bound iff B/N > 2 alpha^2 / F = {mixed_book:.0f} (the book, "
+             f"M_X M_Y = 2): {'holds' if per_chip > mixed_book else 'fails'}; with the revised training chapter's "
+             f"overlap alpha^2 / (2F) = {mixed_revised:.0f}: "
+             f"{'holds' if per_chip > mixed_revised else 'fails'}",
              f"X_opt = sqrt(2 B N / F) = {x_opt:.0f} (the LLaMA 3 chapter, M_X / M_Y = 2); as a power of "
              f"two: {x_round}-way FSDP x {n // x_round}-way TP"]
     out: dict[str, Any] = {"alpha": alpha, "tokens_per_chip": per_chip,
                            "fsdp_min_tokens_per_chip": fsdp_min,
-                           "fsdp_tp_min_tokens_per_chip_000": mixed_000,
-                           "fsdp_tp_min_tokens_per_chip_004": mixed_004,
+                           "fsdp_tp_min_tokens_per_chip_book": mixed_book,
+                           "fsdp_tp_min_tokens_per_chip_revised": mixed_revised,
                            "x_opt": x_opt, "x_opt_power_of_two": x_round, "lines": lines}
     dcn = chip.dcn_intensity()
     if p.slice.pods > 1 and dcn is not None:

@@ -3,6 +3,9 @@ memory and the reason it was kept or dropped."""
 
 from __future__ import annotations
 
+SCHEMA = "shardc.plan/1"
+"""The `schema` of `plan_dict`, described by `shardc/driver/schemas/plan.schema.json`."""
+
 
 def candidate_dict(c) -> dict:
     f = c.figures
@@ -19,7 +22,7 @@ def candidate_dict(c) -> dict:
            "bound_level": f.get("bound_level"),
            "memory_per_device_bytes": f.get("memory_per_device_bytes"),
            "fits": f.get("fits") if c.evaluated else None}
-    for key in ("t_step_overlap_004_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
+    for key in ("t_step_overlap_revised_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
                 "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
                 "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "hfu"):
         if key in f:
@@ -32,6 +35,7 @@ def plan_dict(p) -> dict:
 
     best = p.best
     return {
+        "schema": SCHEMA,
         "model": p.card.name, "hardware": p.chip.name, "chips": p.slice.chips + p.slice.idle,
         "slice": {"pods": p.slice.pods, "chips_per_pod": p.slice.chips_per_pod,
                   "shape": list(p.slice.shape), "chips_used": p.slice.chips,
