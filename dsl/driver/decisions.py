@@ -6,6 +6,7 @@ format prints decisions through these functions.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Any
 
 import sympy as sp
@@ -18,6 +19,47 @@ from shardc.passes.ir import Alternative, Decision
 from shardc.passes.lower.explain import describe_steps
 from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM
 from shardc.passes.regions import Region, RegionFinder
+
+
+class Decisions(tuple[Decision, ...]):
+    """`Report.decisions`: the decision records in program order, a tuple of
+    `passes.ir.Decision`, with `cases` (parallel to it) naming the case of the sharding chapter
+    each contraction's operands fall in (`Case 3`; empty where no einsum matches). A notebook
+    shows it as a table (`shardc.driver.notebook.decisions_html`)."""
+
+    cases: tuple[str, ...]
+
+    def __new__(cls, items: Iterable[Decision] = (), cases: Iterable[str] = ()) -> Decisions:
+        self = super().__new__(cls, items)
+        self.cases = tuple(cases) or ("",) * len(self)
+        return self
+
+    @classmethod
+    def of(cls, items: Iterable[Decision], ops: Iterable[Any]) -> Decisions:
+        """The decisions with their cases, read off the report's einsum ops (`OpCost.reason`
+        of an einsum is its case): the k-th decision on a line and target gets the k-th einsum
+        there."""
+        items = tuple(items)
+        einsums: dict[tuple[int, str], list[str]] = {}
+        for c in ops:
+            if c.kind == "einsum":
+                einsums.setdefault((c.line, c.array), []).append(c.reason)
+        cases = []
+        for d in items:
+            hits = (einsums.get((d.line, d.target))
+                    or einsums.get((d.line, f"{d.lhs}·{d.rhs}")) or [])
+            cases.append(hits.pop(0) if hits else "")
+        return cls(items, cases)
+
+    def __repr__(self) -> str:
+        lines = ", ".join(str(d.line) for d in self[:8]) + (", ..." if len(self) > 8 else "")
+        return f"<shardc.Decisions: {len(self)} contractions decided (lines {lines})>" \
+            if self else "<shardc.Decisions: none>"
+
+    def _repr_html_(self) -> str:
+        from shardc.driver.notebook import decisions_html
+
+        return decisions_html(self)
 
 
 def statement(d: Decision) -> str:
@@ -160,5 +202,5 @@ def as_dict(d: Decision) -> dict[str, Any]:
     return out
 
 
-__all__ = ["as_dict", "candidate_text", "condition", "decided_by", "description", "plan_text",
-           "ranking_note", "region_text", "regions", "relation_text", "statement"]
+__all__ = ["Decisions", "as_dict", "candidate_text", "condition", "decided_by", "description",
+           "plan_text", "ranking_note", "region_text", "regions", "relation_text", "statement"]

@@ -1,18 +1,23 @@
 """The report in a notebook: a short `repr`, an HTML view (`_repr_html_`: the summary with its
-formulas in LaTeX, the training memory, and the ops in a collapsible table) and pandas
-DataFrames of the ops and arrays (`ops_frame`, `arrays_frame`; pandas is optional).
+formulas in LaTeX, the training memory, and the ops in a collapsible table), the decisions as
+a table, and pandas DataFrames of the ops and arrays (`ops_frame`, `arrays_frame`; pandas is
+optional). `math_html` and `table_html` are the HTML helpers every notebook view uses.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from shardc.driver import decisions as words
 from shardc.driver.formulas import latex
 from shardc.lang.units import fmt_value
 
 if TYPE_CHECKING:
+    from shardc.driver.decisions import Decisions
     from shardc.driver.report import Report
+    from shardc.passes.ir import Alternative, Decision
 
 
 def short_repr(r: Report) -> str:
@@ -22,8 +27,16 @@ def short_repr(r: Report) -> str:
             f"{len(r.ops)} ops, T_lower {fmt_value(step, 's')}, bound {r.bound() or '?'}>")
 
 
-def _math(expr: Any) -> str:
+def math_html(expr: Any) -> str:
+    """A formula as inline LaTeX for MathJax: `\\(\\frac{B}{X}\\)`."""
     return "\\(" + html.escape(latex(expr)) + "\\)"
+
+
+def table_html(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A table, one line per row; `head` and the cells are HTML already (escape text first)."""
+    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
+    return "\n".join([*out, "</table>"])
 
 
 def render_html(r: Report) -> str:
@@ -36,17 +49,14 @@ def render_html(r: Report) -> str:
            f"chip <b>{e(r.hardware_name or 'none')}</b>, model <b>{e(r.model)}</b>, mesh "
            + ", ".join(f"<code>{e(n)}={e(str(s if s is not None else n))}</code>"
                        for n, s in r.program.mesh)]
-    out.append("<table><tr><th>quantity</th><th>value</th><th>formula</th></tr>")
-    for label, key, unit in SUMMARY:
-        x = r.totals[key]
-        out.append(f"<tr><td>{e(label)}</td><td>{e(fmt_value(r.value(x), unit))}</td>"
-                   f"<td>{_math(x)}</td></tr>")
+    rows = [(e(label), e(fmt_value(r.value(r.totals[key]), unit)), math_html(r.totals[key]))
+            for label, key, unit in SUMMARY]
     util = r.utilization()
     if util is not None:
-        out.append(f"<tr><td>MFU / HFU</td><td>{util['mfu']:.0%} / {util['hfu']:.0%}</td>"
-                   "<td>model FLOPs / (devices &times; peak &times; T_step)</td></tr>")
-    out.append(f"<tr><td>bound</td><td>{e(r.bound() or 'undecided')}</td><td></td></tr>")
-    out.append("</table>")
+        rows.append(("MFU / HFU", f"{util['mfu']:.0%} / {util['hfu']:.0%}",
+                     "model FLOPs / (devices &times; peak &times; T_step)"))
+    rows.append(("bound", e(r.bound() or "undecided"), ""))
+    out.append(table_html(("quantity", "value", "formula"), rows))
     if r.memory is not None:
         m = r.memory
         out.append("<p><b>memory per device, training step</b> (optimizer "
@@ -56,16 +66,57 @@ def render_html(r: Report) -> str:
                          ("optimizer state", m.optimizer), ("activations", m.activations),
                          ("total", m.total)):
             out.append(f"<tr><td>{label}</td><td>{e(fmt_value(r.value(x), 'B'))}</td>"
-                       f"<td>{_math(x)}</td></tr>")
+                       f"<td>{math_html(x)}</td></tr>")
         out.append("</table>")
-    out.append(f"<details><summary>{len(r.ops)} ops</summary><table><tr><th>#</th>"
-               "<th>line</th><th>op</th><th>from &rarr; to</th><th>time</th></tr>")
-    for c in r.ops:
-        out.append(f"<tr><td>{c.index}</td><td>{c.line}</td><td>{e(c.op)}</td>"
-                   f"<td><code>{e(c.src)}</code> &rarr; <code>{e(c.dst)}</code></td>"
-                   f"<td>{e(fmt_value(r.value(c.time), 's'))}</td></tr>")
-    out.append("</table></details></div>")
+    ops = table_html(("#", "line", "op", "from &rarr; to", "time"),
+                     ((str(c.index), str(c.line), e(c.op),
+                       f"<code>{e(c.src)}</code> &rarr; <code>{e(c.dst)}</code>",
+                       e(fmt_value(r.value(c.time), "s"))) for c in r.ops))
+    out.append(f"<details><summary>{len(r.ops)} ops</summary>{ops}</details></div>")
     return "\n".join(out)
+
+
+def decisions_html(ds: Decisions) -> str:
+    """The decisions as a table: each contraction's case, the plan chosen and the runner-up,
+    each with what ranked it and its communication time as a formula, and when the runner-up
+    would win (or by how much it lost)."""
+    e = html.escape
+    if not ds:
+        return ("<div class='shardc-decisions'><b>decisions</b>: none (each contraction had "
+                "one plan, or one that moves no data)</div>")
+    rows = []
+    for d, case in zip(ds, ds.cases, strict=True):
+        chosen, others = d.alternatives[0], d.alternatives[1:]
+        ru = _plan_cell(d, others[0]) if others else "none: no other plan"
+        if len(others) > 1:
+            ru += (f"<details><summary>{len(others) - 1} more</summary>"
+                   + "<br>".join(_plan_cell(d, a) for a in others[1:]) + "</details>")
+        rows.append((str(d.line), f"<code>{e(words.statement(d))}</code>", e(case),
+                     e(words.decided_by(d)), _plan_cell(d, chosen), ru,
+                     _wins_cell(d, others[0]) if others else ""))
+    head = ("line", "statement", "case", "decided by", "chosen plan", "runner-up",
+            "runner-up wins when")
+    return ("<div class='shardc-decisions'><b>decisions</b>: the plan each contraction got, "
+            "and what it beat<br>\n" + table_html(head, rows) + "</div>")
+
+
+def _plan_cell(d: Decision, a: Alternative) -> str:
+    """A plan's steps, what ranked it, and its communication time as a formula."""
+    return (f"{html.escape(words.plan_text(d, a))}<br>[{html.escape(words.ranking_note(d, a))}]"
+            f"<br>comms {math_html(a.cost)}")
+
+
+def _wins_cell(d: Decision, a: Alternative) -> str:
+    """The relation over the sizes under which `a` would win, in LaTeX; in words where there is
+    none (`never`, `always`), or the cost ratio where the numbers decided."""
+    if d.numeric:
+        best = d.alternatives[0].value
+        return (f"never at these sizes: {a.value / best:.3g}&times; the chosen plan's cost"
+                if best else "never at these sizes")
+    when = words.condition(d, a)
+    if a.wins is None or when in ("always", "never") or when.startswith("never:"):
+        return html.escape(when)
+    return math_html(a.wins)
 
 
 def _pandas() -> Any:
@@ -102,4 +153,5 @@ def arrays_frame(r: Report) -> Any:
                          for a in r.cost.arrays]).set_index("name")
 
 
-__all__ = ["arrays_frame", "ops_frame", "render_html", "short_repr"]
+__all__ = ["arrays_frame", "decisions_html", "math_html", "ops_frame", "render_html",
+           "short_repr", "table_html"]

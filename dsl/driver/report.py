@@ -93,7 +93,10 @@ class Report:
 
     @property
     def decisions(self):
-        return self.program.decisions
+        """The decision records with their cases (`shardc.driver.decisions.Decisions`)."""
+        from shardc.driver.decisions import Decisions
+
+        return Decisions.of(self.program.decisions, self.ops)
 
     @property
     def hardware_name(self) -> str | None:

@@ -77,8 +77,11 @@ class Candidate:
         return f"{self.strategy} ({' '.join(deg)})"
 
 
-@dataclass
+@dataclass(repr=False)
 class Plan:
+    """What `plan` returns: the setting and every candidate; `ranked`, `best` and `runner_up`
+    order them. `render` prints it as text or JSON; a notebook shows it as a table."""
+
     card: ModelCard
     chip: Chip
     slice: Slice
@@ -105,3 +108,13 @@ class Plan:
     def runner_up(self) -> Candidate | None:
         r = [c for c in self.ranked() if c.fits]
         return r[1] if len(r) > 1 else None
+
+    def __repr__(self) -> str:
+        from shardc.tools.plan.notebook import short_repr
+
+        return short_repr(self)
+
+    def _repr_html_(self) -> str:
+        from shardc.tools.plan.notebook import render_html
+
+        return render_html(self)

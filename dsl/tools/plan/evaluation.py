@@ -7,20 +7,28 @@ from collections.abc import Callable
 from typing import Any
 
 from shardc.hardware import Chip
+from shardc.hardware import load as load_chip
 from shardc.hardware.levels import LEVELS
 from shardc.passes.schedule import schedule
 from shardc.tools.models import ModelCard
+from shardc.tools.models import load as load_card
 from shardc.tools.models.programs import Part, parts
 from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.candidates import Options, Plan, PlanError
 from shardc.tools.plan.strategies import choose_slice, layouts
 
 
-def plan(card: ModelCard, chip: Chip, chips: int, batch_tokens: int, seq: int | None = None,
-         options: Options | None = None,
+def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
+         seq: int | None = None, options: Options | None = None,
          progress: Callable[[str], None] | None = None) -> Plan:
     """Enumerate, compile and rank the strategies for one training step; `progress` hears
-    which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`)."""
+    which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`). `card` and `chip` are
+    objects or names (`"llama3-8b"`, `"tpu-v5e"`; a path to a TOML works too), loaded as the
+    CLI loads them (`shardc.tools.models.load`, `shardc.hardware.load`)."""
+    if isinstance(card, str):
+        card = load_card(card)
+    if isinstance(chip, str):
+        chip = load_chip(chip)
     if card.moe is not None:
         raise PlanError(f"{card.name} is a mixture of experts: plan does not model expert "
                         "parallelism or the token dispatch (the revised training chapter leaves MoE out too); "
