@@ -90,7 +90,7 @@ def test_every_shipped_card_loads_and_says_where_its_figures_come_from():
                 assert "#" in line, f"{name}: no source for {line!r}"
 
 
-def test_the_70b_card_is_the_table_of_000_part_5():
+def test_the_70b_card_is_the_table_of_llama3_chapter():
     c = models.load("llama3-70b")
     assert (c.n_layers, c.d_model, c.d_ff, c.n_heads, c.n_kv_heads, c.d_head, c.vocab) == (
         80, 8192, 28672, 64, 8, 128, 128256)
@@ -135,7 +135,7 @@ def test_unknown_model_suggests_a_name():
 
 # ---- counts against the book -------------------------------------------------------------------
 
-def test_llama3_70b_parameters_000_part_5():
+def test_llama3_70b_parameters_llama3_chapter():
     c = counts("llama3-70b")
     g = c.params_by_group
     check("llama3-70b-param-count", "ffw_params", g["mlp"])
@@ -144,14 +144,14 @@ def test_llama3_70b_parameters_000_part_5():
     check("llama3-70b-param-count", "total_params", c.params)
 
 
-def test_llama3_70b_flops_per_token_and_total_000_part_5():
+def test_llama3_70b_flops_per_token_and_total_llama3_chapter():
     c = counts("llama3-70b")
     check("llama3-70b-flops-per-token", "flops_per_token", c.six_n, exact=False)
     value, _, tol = expected("llama3-70b-total-training-flops", "total_flops")
     assert c.training_flops(15e12)["six_n"] == pytest.approx(value, rel=tol)
 
 
-def test_llama2_13b_parameters_000_part_4_question_1():
+def test_llama2_13b_parameters_training_chapter_question_1():
     c = counts("llama2-13b")
     g = c.params_by_group
     check("train-q1-llama2-13b-params", "ffw_params", g["mlp"])
@@ -173,7 +173,7 @@ def test_public_configs_give_the_named_sizes():
     assert ds.training_flops(14.8e12)["six_n"] == pytest.approx(value, rel=0.03)
 
 
-def test_the_6nd_rule_and_attention_terms_000_part_3():
+def test_the_6nd_rule_and_attention_terms_transformer_chapter():
     c = counts("llama3-70b")
     card = c.card
     layers, d, n, h, k, t, v = (card.n_layers, card.d_model, card.n_heads, card.d_head,
