@@ -1,7 +1,8 @@
 """The cost report: SymPy formulas from `derive-cost`, evaluated against a chip and bindings.
 
-`Report.value(expr)` evaluates any expression; all report numbers are computed at once through
-one `sympy.lambdify` call. Printers live in `shardc.driver.printers`.
+`Report.value(expr)` evaluates any expression; all report numbers are computed at once by one
+walk over the formulas (`shardc.driver.evaluate`, the numbers `sympy.lambdify` would give).
+Printers live in `shardc.driver.printers`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
+from shardc.driver.evaluate import UNSUPPORTED, evaluate
 from shardc.driver.formulas import code_printer, latex, text
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
@@ -123,7 +125,7 @@ class Report:
         return env
 
     def _evaluate_all(self, exprs: list[sp.Expr]) -> None:
-        """Every formula's value under the environment, in one `lambdify` for those no
+        """Every formula's value under the environment, computed by one walk over those no
         earlier report has evaluated under the same values (`_VALUES`, process-wide)."""
         env = self.environment()
         ready: list[sp.Expr] = []
@@ -143,6 +145,21 @@ class Report:
                 keys.append(key)
         if not ready:
             return
+        if len(_VALUES) + len(ready) > MAX_ENTRIES:
+            _VALUES.clear()
+        # The walk gives lambdify's numbers bit for bit (shardc.driver.evaluate); a formula
+        # with a node it does not know goes through lambdify as before.
+        walked = evaluate(ready, env)
+        rest = [(e, k) for e, k, v in zip(ready, keys, walked, strict=True) if v is UNSUPPORTED]
+        for e, key, v in zip(ready, keys, walked, strict=True):
+            if v is not UNSUPPORTED:
+                self._cache[e] = _VALUES[key] = _finite(v)
+        if rest:
+            self._lambdify_all([e for e, _ in rest], [k for _, k in rest], env)
+
+    def _lambdify_all(self, ready: list[sp.Expr], keys: list[tuple],
+                      env: dict[sp.Symbol, float]) -> None:
+        """`ready`'s values through one generated function (kept for the same formulas)."""
         args = sorted({s for e in ready for s in e.free_symbols}, key=lambda s: s.name)
         # The same formulas under other values (a plan's candidates, a size edited in a
         # notebook): the generated function is kept, keyed by the formulas.
@@ -159,8 +176,6 @@ class Report:
             # A formula divides by a cost that is 0 at these sizes (a ratio over the
             # communication of a mesh axis of one device): it has no number; the others do.
             values = [_divided(e, args, env) for e in ready]
-        if len(_VALUES) + len(ready) > MAX_ENTRIES:
-            _VALUES.clear()
         for e, key, v in zip(ready, keys, values, strict=True):
             self._cache[e] = _VALUES[key] = _finite(v)
 
