@@ -4,30 +4,68 @@ both operands to one layout, whichever operand is cheaper to move.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import Binary
 from shardc.passes.ir import Elementwise, Value
-from shardc.passes.layout_cost import steps_time
+from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.state import LoweringState
 from shardc.passes.regions import Candidate, plan_key
 from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.symbols import as_expr
 
 
+@dataclass(frozen=True, slots=True)
+class _Alignment:
+    """One layout for an elementwise result: how each operand gets there, and the result on
+    to the statement's request."""
+
+    order: int
+    layout: Layout
+    cost: float
+    elements: float
+    """The result's elements per device: the op's work, the tie-break between equal costs."""
+    big_steps: list[Step]
+    small_steps: list[Step]
+    request_steps: list[Step]
+
+
+def _union(a: Layout, b: Layout, unreduced: frozenset[str]) -> Layout | None:
+    """Each of `a`'s dims sharded as whichever operand shards it (`[I_X, J]` and `[J_Y]` give
+    `[I_X, J_Y]`); None where both shard a dim differently or an axis would shard two dims.
+
+    >>> _union(Layout.of({"I": ("X",), "J": ()}), Layout.of({"J": ("Y",)}), frozenset()).format()
+    '[I_X, J_Y]'
+    """
+    dims = []
+    for d in a.dims:
+        theirs = b.axes_of(d.dim) if d.dim in b.dim_names else ()
+        if d.axes and theirs and d.axes != theirs:
+            return None
+        dims.append(DimSharding(d.dim, d.axes or theirs))
+    axes = [x for d in dims for x in d.axes]
+    if len(axes) != len(set(axes)) or set(axes) & unreduced:
+        return None
+    return Layout(tuple(dims), unreduced)
+
+
 class ElementwiseOps(LoweringState):
     """The lowering of `Binary` expressions."""
 
-    def binary(self, e: Binary, target: str) -> Value | None:
+    def binary(self, e: Binary, target: str, request: Layout | None = None) -> Value | None:
         lv = self.expr(e.lhs, target)
         rv = self.expr(e.rhs, target)
         if lv is None or rv is None:
             return None
-        return self.combine(e.op, lv, rv, e.span)
+        return self.combine(e.op, lv, rv, e.span, request)
 
-    def combine(self, op: str, lv: Value | None, rv: Value | None, span) -> Value | None:
+    def combine(self, op: str, lv: Value | None, rv: Value | None, span,
+                request: Layout | None = None) -> Value | None:
         """`lv op rv` elementwise, broadcasting by dim name: the partial sums the op cannot
-        combine reduced first, then both operands in one layout, whichever moves less."""
+        combine reduced first, then both operands in the layout that costs least to reach,
+        counting the move of the result to `request` (the statement's left-hand side) after."""
         if lv is None or rv is None:
             return None
         lu, ru = lv.layout.unreduced, rv.layout.unreduced
@@ -47,21 +85,8 @@ class ElementwiseOps(LoweringState):
         if lv is None or rv is None:
             return None
         big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
-        # Option A: the smaller operand follows the bigger one.
-        follow_big = Layout(tuple(DimSharding(d, big.layout.axes_of(d)) for d in small.dims),
-                            small.layout.unreduced)
-        # Option B: the bigger operand takes the smaller one's shardings on the shared dims.
-        used = set(small.layout.sharding_axes)
-        follow_small = Layout(tuple(
-            DimSharding(d.dim, small.layout.axes_of(d.dim) if d.dim in small.dims
-                        else tuple(x for x in d.axes if x not in used))
-            for d in big.layout.dims), big.layout.unreduced)
-        options: list[tuple[float, int, str, Layout, list[Step]]] = []
-        for which, want in (("small", follow_big), ("big", follow_small)):
-            v = small if which == "small" else big
-            steps = plan_reshard(v.layout, want)
-            if steps is not None:
-                options.append((self.cost_steps(steps, v.dtype), len(options), which, want, steps))
+        unreduced = big.layout.unreduced | small.layout.unreduced
+        options = self._alignments(big, small, unreduced, request)
         if not options:
             self.error("C004", f"cannot align the operands of `{op}`", span)
             return None
@@ -72,29 +97,71 @@ class ElementwiseOps(LoweringState):
         sized = len(options) > 1 and not self.all_known(names)
         self.sized_choices += sized
         if self.chooser is not None and sized:
-            # Which operand moves depends on symbolic sizes: the chooser picks, over the same
-            # key the numeric sort below uses (passes/regions.py).
-            cands = []
-            for _, i, which_, _, steps_ in options:
-                v = small if which_ == "small" else big
-                t = steps_time(steps_, v.dtype, self.size_expr, self.ctx.model,
-                               self.ctx.topology, self.hw_numbers(v.dtype)[0])
-                cands.append(Candidate(i, as_expr(t), as_expr(0), 0))
+            # Which layout the result takes depends on symbolic sizes: the chooser picks, over
+            # the same key the numeric sort below uses (passes/regions.py).
+            cands = [Candidate(a.order, as_expr(self._symbolic_time(a, big, small)),
+                               as_expr(local_elements(a.layout, self.size_expr)), 0)
+                     for a in options]
             pick = self.chooser.choose(ordinal, cands)
-        options.sort(key=lambda t: (plan_key(t[0], 0.0, 0), t[1]))
+        options.sort(key=lambda a: (plan_key(a.cost, a.elements, 0), a.order))
         if pick is not None:
-            options.sort(key=lambda t: t[1] != pick)
-        _, _, which, want, steps = options[0]
+            options.sort(key=lambda a: a.order != pick)
+        best = options[0]
         why = f"`{op}` needs both operands in one layout"
-        if which == "small":
-            small = self.apply_steps(small, steps, span, lambda s: why)
-        else:
-            big = self.apply_steps(big, steps, span, lambda s: why)
-        out_layout = big.layout.with_unreduced(big.layout.unreduced | small.layout.unreduced)
+        if best.request_steps and len(options) > 1:
+            why += " (the requested one, moving the operands rather than the result)"
+        big = self.apply_steps(big, best.big_steps, span, lambda s: why)
+        small = self.apply_steps(small, best.small_steps, span, lambda s: why)
         name = f"{lv.array}{op}{rv.array}"
-        out = Value(self.fresh(name), name, promote(lv.dtype, rv.dtype), out_layout)
+        out = Value(self.fresh(name), name, promote(lv.dtype, rv.dtype), best.layout)
         args = (big, small) if set(rv.dims) <= set(lv.dims) else (small, big)
         return self.emit(Elementwise(op, out, args, span))
+
+    def _alignments(self, big: Value, small: Value, unreduced: frozenset[str],
+                    request: Layout | None) -> list[_Alignment]:
+        """The layouts the result may take, in the order ties keep: the smaller operand follows
+        the bigger; the bigger takes the smaller's shardings on the dims they share; each dim
+        sharded as whichever operand shards it (their union); the statement's request. Each
+        operand moves there the cheapest way; with a request, so does the result after."""
+        used = set(small.layout.sharding_axes)
+        layouts = [
+            big.layout.with_unreduced(unreduced),
+            Layout(tuple(DimSharding(d.dim, small.layout.axes_of(d.dim)) if d.dim in small.dims
+                         else DimSharding(d.dim, tuple(x for x in d.axes if x not in used))
+                         for d in big.layout.dims), unreduced)]
+        union = _union(big.layout, small.layout, unreduced)
+        if union is not None and all(self.divisible(d.dim, d.axes) for d in union.dims):
+            layouts.append(union)
+        if request is not None and set(request.dim_names) == set(big.dims):
+            layouts.append(Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims),
+                                  unreduced))
+        out: list[_Alignment] = []
+        for layout in dict.fromkeys(layouts):
+            big_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in big.dims),
+                              big.layout.unreduced)
+            small_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in small.dims),
+                                small.layout.unreduced)
+            big_steps = plan_reshard(big.layout, big_want)
+            small_steps = plan_reshard(small.layout, small_want)
+            request_steps: list[Step] | None = []
+            if request is not None and layout != request:
+                request_steps = plan_reshard(layout, request, self.known_sizes())
+            if big_steps is None or small_steps is None or request_steps is None:
+                continue
+            cost = (self.cost_steps(big_steps, big.dtype) + self.cost_steps(small_steps, small.dtype)
+                    + self.cost_steps(request_steps, promote(big.dtype, small.dtype)))
+            elements = float(local_elements(layout, self.numeric_size))
+            out.append(_Alignment(len(out), layout, cost, elements, big_steps, small_steps,
+                                  request_steps))
+        return out
+
+    def _symbolic_time(self, a: _Alignment, big: Value, small: Value) -> object:
+        total: object = 0
+        for steps, dtype in ((a.big_steps, big.dtype), (a.small_steps, small.dtype),
+                             (a.request_steps, promote(big.dtype, small.dtype))):
+            total = total + steps_time(steps, dtype, self.size_expr, self.ctx.model,
+                                       self.ctx.topology, self.hw_numbers(dtype)[0])
+        return total
 
     def cost_steps(self, steps, dtype: str) -> float:
         links, _ = self.hw_numbers(dtype)

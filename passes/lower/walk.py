@@ -87,7 +87,10 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         if isinstance(stmt.expr, Contract):
             v = self.contract(stmt.expr, req, target, stmt)
         else:
-            v = self.expr(stmt.expr, target)
+            # An elementwise statement weighs its request when it aligns the operands (moving
+            # a small operand can beat moving the result).
+            v = self.binary(stmt.expr, target, req) if isinstance(stmt.expr, Binary) \
+                else self.expr(stmt.expr, target)
             if v is not None:
                 if req is not None:
                     v = self.reshard(v, req, stmt.span,
