@@ -4,14 +4,24 @@ The training chapter's algorithms: weight AllGathers can be prefetched before th
 and gradient reductions run asynchronously after the gradient is computed; both are off the
 critical path. A list schedule over the program graph with one compute and one network resource
 gives the step time between perfect overlap (max) and none (sum).
+
+A gather into a matmul and a ReduceScatter out of one overlap it chunk by chunk (a collective
+matmul: Wang et al. 2023, "Overlap Communication with Dependent Computation via Decomposition in
+Large Deep Learning Models"; the training chapter analyses tensor parallelism with its
+communication overlapped, and the Epoch AI paper assumes all but data-parallel and pipeline
+fill communication overlaps arithmetic). Over a group of n devices the matmul starts on the
+block a device holds while the other n - 1 arrive: it ends no sooner than its own time after it
+starts, nor sooner than 1/n of it after the last block arrives; a ReduceScatter starts after
+the first 1/n of its matmul and ends no sooner than 1/n of its own time after the matmul.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 
 from shardc.passes.graph import build_graph, ops_in_order
-from shardc.passes.ir import Collective, CompiledProgram, Input, LocalSlice, gradient_name
+from shardc.passes.ir import Collective, CompiledProgram, Einsum, Input, LocalSlice, gradient_name
 
 
 def classify(program: CompiledProgram) -> dict[int, str]:
@@ -32,14 +42,51 @@ def classify(program: CompiledProgram) -> dict[int, str]:
     return out
 
 
+def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
+                       ) -> tuple[dict[int, dict[str, tuple[int, float]]], dict[int, tuple[int, float]]]:
+    """The collective matmuls of a program: for each einsum, the AllGathers that feed it (by the
+    operand's value id: the gather's op index and its group size n), and for each ReduceScatter
+    of an einsum's result, that einsum and n. Groups of unknown or unit size are left out."""
+    producer = {op.out.id: i for i, op in enumerate(program.ops)}
+    feeds: dict[int, dict[str, tuple[int, float]]] = {}
+    drains: dict[int, tuple[int, float]] = {}
+
+    def group(op: Collective) -> float | None:
+        sizes = [axis_sizes.get(a) for a in op.axes]
+        if not sizes or any(n is None for n in sizes):
+            return None
+        n = math.prod(float(x) for x in sizes if x is not None)
+        return n if n > 1 else None
+
+    for i, op in enumerate(program.ops):
+        if isinstance(op, Einsum):
+            for v in (op.lhs, op.rhs):
+                j = producer.get(v.id)
+                src = program.ops[j] if j is not None else None
+                if isinstance(src, Collective) and src.op == "AllGather" and not src.send \
+                        and (n := group(src)) is not None:
+                    feeds.setdefault(i, {})[v.id] = (j, n)
+        elif isinstance(op, Collective) and op.op == "ReduceScatter" and not op.send:
+            j = producer.get(op.src.id)
+            if j is not None and isinstance(program.ops[j], Einsum) \
+                    and (n := group(op)) is not None:
+                drains[i] = (j, n)
+    return feeds, drains
+
+
 def schedule(program: CompiledProgram, durations: dict[int, float],
-             network: Callable[[Collective], str] | None = None) -> float:
+             network: Callable[[Collective], str] | None = None,
+             axis_sizes: Mapping[str, float] | None = None) -> float:
     """Makespan of a list schedule on the program graph: ops in program order (a topological
     order of the graph), each on its resource (compute or network) as soon as its inputs are
     ready and the resource is free. `network` names the resource of each collective (one
-    network resource by default)."""
+    network resource by default). With `axis_sizes` (the mesh axes' sizes), gathers into and
+    ReduceScatters out of an einsum overlap it chunk by chunk (collective matmuls); without,
+    a collective and its matmul run one after the other."""
     g = build_graph(program)
+    feeds, drains = collective_matmuls(program, axis_sizes) if axis_sizes else ({}, {})
     ready: dict[tuple[str, str], float] = {}
+    started: dict[int, float] = {}
     free: dict[str, float] = {}
     end = 0.0
     for i, op in ops_in_order(program):
@@ -47,7 +94,12 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
         if isinstance(op, Input):
             ready[made] = 0.0
             continue
-        start_after = max((ready.get(v, 0.0) for v in g.predecessors(("op", i))), default=0.0)
+        fed = feeds.get(i, {})
+        start_after = max((started[fed[v[1]][0]] if v[1] in fed else ready.get(v, 0.0)
+                           for v in g.predecessors(("op", i))), default=0.0)
+        if i in drains:  # a ReduceScatter starts on its matmul's first block
+            e, n = drains[i]
+            start_after = started[e] + durations.get(e, 0.0) / n
         if isinstance(op, LocalSlice):
             ready[made] = start_after
             continue
@@ -56,7 +108,14 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
         else:
             resource = "compute"
         start = max(start_after, free.get(resource, 0.0))
-        finish = start + durations.get(i, 0.0)
+        took = durations.get(i, 0.0)
+        finish = start + took
+        for j, n in fed.values():  # the last block arrives, then its share of the matmul
+            finish = max(finish, ready[("value", program.ops[j].out.id)] + took / n)
+        if i in drains:
+            e, n = drains[i]
+            finish = max(finish, ready[("value", program.ops[e].out.id)] + took / n)
+        started[i] = start
         free[resource] = finish
         ready[made] = finish
         end = max(end, finish)

@@ -124,7 +124,8 @@ def test_utilization_is_model_flops_over_the_step():
     assert u["mfu"] == pytest.approx(einsums / (16 * peak * step))
     assert u["hfu"] == pytest.approx(r.value("flops_per_device") / (peak * step))
     block = api.compile(path, remat="block").utilization()
-    assert block["mfu"] < u["mfu"] < u["hfu"] < block["hfu"]
+    # Remat lowers MFU (a longer step, the same model FLOPs); HFU counts the recomputation.
+    assert block["mfu"] < u["mfu"] < u["hfu"] and block["mfu"] < block["hfu"]
     assert api.compile(path, hw=None).utilization() is not None  # the program's own chip
 
 

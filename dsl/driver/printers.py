@@ -65,7 +65,7 @@ def render_text(r: Report) -> str:
             out.append(f"  {label:<18} {fmt_value(r.value(r.totals[key]), 's'):>10}   "
                        f"= {r.totals[key]}")
         out.append(f"  {'T_step (schedule)':<18} {fmt_value(sched, 's'):>10}   "
-                   "(prefetched gathers and async reductions overlap compute)")
+                   "(prefetched gathers, async reductions and collective matmuls overlap compute)")
         util = r.utilization()
         if util is not None:
             both = f"{_pct(util['mfu'])} / {_pct(util['hfu'])}"

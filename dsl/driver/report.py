@@ -365,12 +365,18 @@ class Report:
             durations[c.index] = v * (2 if c.index in self.cost.recomputed else 1)
         return durations
 
+    def mesh_sizes(self) -> dict[str, float]:
+        """The mesh axes whose size is a number (`--set` applied)."""
+        return {n: float(v) for n, v in known_sizes(self.program.mesh, self.bindings).items()}
+
     def scheduled_step(self) -> float | None:
-        """T_step of the list schedule (passes/schedule.py); None unless every op has a number."""
+        """T_step of the list schedule (passes/schedule.py: prefetched gathers, async
+        reductions, collective matmuls); None unless every op has a number."""
         from shardc.passes.schedule import schedule
 
         durations = self.step_durations()
-        return None if durations is None else schedule(self.program, durations)
+        return None if durations is None else schedule(self.program, durations,
+                                                       axis_sizes=self.mesh_sizes())
 
     def utilization(self) -> dict[str, float] | None:
         """MFU and HFU of the scheduled step on the report's chip, with the model FLOPs; None

@@ -79,7 +79,7 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         durations = r.step_durations()
         if durations is None:
             return None, f"not evaluated: the {p.name} program has unbound sizes"
-        t = schedule(r.program, durations)
+        t = schedule(r.program, durations, axis_sizes=r.mesh_sizes())
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
@@ -168,4 +168,5 @@ def _schedule_revised(r, durations: dict[int, float], layout: Layout) -> float:
     FSDP and tensor parallelism:
     T_comms = max(T_FSDP, T_TP)): the list schedule of passes/schedule.py with one network
     resource per kind of axis instead of one."""
-    return schedule(r.program, durations, lambda op: "network-" + _role(op.axes, layout))
+    return schedule(r.program, durations, lambda op: "network-" + _role(op.axes, layout),
+                    axis_sizes=r.mesh_sizes())

@@ -51,7 +51,8 @@ def explain(p: Plan) -> list[str]:
         what = {"fsdp": "FSDP weight gathers and gradient reduce-scatters (prefetched / async: "
                         "they overlap compute)",
                 "dp": "gradient all-reduces (async)",
-                "tp": "TP activation gathers and reduce-scatters (on the critical path)",
+                "tp": "TP activation gathers and reduce-scatters (on the critical path, overlapped "
+                      "with their matmuls chunk by chunk)",
                 "dcn": "data parallelism across pods (DCN)",
                 "mixed": "collectives over data and tensor axes together"}
         for r in roles:
@@ -61,7 +62,8 @@ def explain(p: Plan) -> list[str]:
     out.append(f"  the compute-bound condition T_math > T_comms (the roofline chapter) "
                f"{'holds' if holds else 'fails'} for it: T_math {_s(f['t_math_s'])}, T_comms "
                f"{_s(f['t_comms_s'])}, T_hbm {_s(f['t_hbm_s'])}; the schedule overlaps the "
-               f"prefetched gathers and async reductions with compute, which gives "
+               f"prefetched gathers, async reductions and collective matmuls with compute, "
+               f"which gives "
                f"{_s(f['t_step_s'])}.")
     fsdp = next((c for c in p.candidates if c.strategy == "fsdp" and c.evaluated), None)
     if fsdp is not None and fsdp is not best:
