@@ -8,32 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shardc.passes.ir import (
-    Collective,
-    CompiledProgram,
-    Einsum,
-    Elementwise,
-    Input,
-    LocalSlice,
-    Op,
-    Reduction,
-)
+from shardc.passes.ir import CompiledProgram, Op, operands
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
 def op_inputs(op: Op) -> tuple[str, ...]:
-    match op:
-        case Input():
-            return ()
-        case Einsum(lhs=lhs, rhs=rhs):
-            return (lhs.id, rhs.id)
-        case Collective(src=src) | LocalSlice(src=src) | Reduction(src=src):
-            return (src.id,)
-        case Elementwise(args=args):
-            return tuple(a.id for a in args)
-    raise AssertionError(op)
+    """The ids of the values an op reads, in operand order."""
+    return tuple(v.id for v in operands(op))
 
 
 def build_graph(program: CompiledProgram) -> nx.DiGraph:

@@ -7,7 +7,7 @@ statement it came from, and every inserted collective keeps the reason it was in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from shardc.lang.layout import Layout
 from shardc.lang.send import SendAxis
@@ -32,7 +32,11 @@ def gradient_name(array: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Value:
-    """An SSA value: one array in one layout. `array` is the user-facing name it belongs to."""
+    """An SSA value: one array in one layout. `array` is the user-facing name it belongs to.
+
+    As an operand, `id` is the value read (an earlier op made it: `passes.verify` checks) and
+    `array` the name the op shows it by: after `B[I, J_X] = A`, `C = B + A` reads B's blocks
+    as `A[I, J_X]` (id `B`, array `A`)."""
 
     id: str
     array: str
@@ -127,6 +131,25 @@ class Reduction:
 
 
 Op = Input | Einsum | Collective | LocalSlice | Elementwise | Reduction
+
+
+def operands(op: Op) -> tuple[Value, ...]:
+    """The values an op reads, in operand order (an input reads none).
+
+    >>> a = Value("A", "A", "f32", Layout.of({"I": ()}))
+    >>> [v.id for v in operands(Elementwise("exp", Value("E", "E", "f32", a.layout), (a,)))]
+    ['A']
+    """
+    match op:
+        case Input():
+            return ()
+        case Einsum(lhs=lhs, rhs=rhs):
+            return (lhs, rhs)
+        case Collective(src=src) | LocalSlice(src=src) | Reduction(src=src):
+            return (src,)
+        case Elementwise(args=args):
+            return args
+    assert_never(op)
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,12 +141,21 @@ class InsertCollectives:
     name: ClassVar[str] = "insert-collectives"
     chooser: Chooser | None = None
     """Picks plans whose ranking depends on symbolic sizes (`relower`); None: the default."""
+    verify: bool = True
+    """Check the program it makes (`passes.verify.verify_ir`: every value an op reads is made
+    by an earlier op) and raise `IRError`, a compiler bug, if not. It runs as part of this pass,
+    as MLIR's pass manager verifies after each pass, so that every caller that stops after
+    `insert-collectives` (`shardc check`, `xla-check`, the planner) and `relower` get it."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.lower import insert_collectives
 
         assert unit.program is not None
         compiled = insert_collectives(unit.program, _with_hardware(unit, ctx), self.chooser)
+        if self.verify and not ctx.diagnostics.has_errors:
+            from shardc.passes.verify import verify_ir
+
+            verify_ir(compiled)
         compiled = dataclasses.replace(compiled, backward_line=unit.backward_line)
         return dataclasses.replace(unit, compiled=compiled)
 

@@ -63,8 +63,8 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
             for v in (op.lhs, op.rhs):
                 j = producer.get(v.id)
                 src = program.ops[j] if j is not None else None
-                if isinstance(src, Collective) and src.op == "AllGather" and not src.send \
-                        and (n := group(src)) is not None:
+                if j is not None and isinstance(src, Collective) and src.op == "AllGather" \
+                        and not src.send and (n := group(src)) is not None:
                     feeds.setdefault(i, {})[v.id] = (j, n)
         elif isinstance(op, Collective) and op.op == "ReduceScatter" and not op.send:
             j = producer.get(op.src.id)

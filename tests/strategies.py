@@ -115,6 +115,9 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
         a = draw(layout_text(("I", "J", "K"), mesh, allow_unreduced=True))
         b = draw(layout_text(("I", "J", "K"), mesh))
         lines += [f"A: f32{a}", f"B{b} = A"]
+        # A read again in B's layout, which B's statement made: the lowering reuses that value.
+        lines += draw(st.sampled_from([[], [f"C = B + A{b}"], [f"C = exp(A{b}) * B"],
+                                       ["C = B - A"]]))
     elif kind == "collective":
         a = draw(layout_text(("I", "J"), mesh))
         b = draw(layout_text(("J", "K"), mesh))

@@ -95,6 +95,16 @@ class Layout:
         return Layout(tuple(DimSharding(names.get(d.dim, d.dim), d.axes) for d in self.dims),
                       self.unreduced)
 
+    def relabels(self, other: Layout) -> bool:
+        """This layout is `other` with some dims renamed (`In[T->S, D]`): the same blocks, each
+        position's axes and the partial sums unchanged.
+
+        >>> Layout.of({"S": ("X",), "D": ()}).relabels(Layout.of({"T": ("X",), "D": ()}))
+        True
+        """
+        return (len(self.dims) == len(other.dims) and self.unreduced == other.unreduced
+                and all(a.axes == b.axes for a, b in zip(self.dims, other.dims, strict=True)))
+
     def reordered(self, dims: tuple[str, ...]) -> Layout:
         by = {d.dim: d for d in self.dims}
         return Layout(tuple(DimSharding(n, by[n].axes) for n in dims), self.unreduced)

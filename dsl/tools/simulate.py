@@ -322,18 +322,11 @@ def _run_reduction(op: Reduction, m: Machine, src: Blocks) -> Blocks:
     return out
 
 
-def _relabelled(have: Layout, use: Layout) -> bool:
-    """`use` is `have` with some dims renamed (`In[T->S, D]`): the same blocks, each position's
-    axes and the partial sums unchanged (the compiler checked the sizes are equal)."""
-    return (len(have.dims) == len(use.dims) and have.unreduced == use.unreduced
-            and all(a.axes == b.axes for a, b in zip(have.dims, use.dims, strict=True)))
-
-
 def _operand(blocks: dict[str, Blocks], layouts: dict[str, Layout], value: Value) -> Blocks:
     if value.id not in blocks:
         raise SimulationError(f"uses value '{value.id}' before it is defined")
     have = layouts[value.id]
-    if have != value.layout and not _relabelled(have, value.layout):
+    if have != value.layout and not value.layout.relabels(have):
         raise SimulationError(f"uses value '{value.id}' with a layout it was not produced in")
     return blocks[value.id]
 

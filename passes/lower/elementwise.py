@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import Binary
+from shardc.passes.cost_model import Num
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.state import LoweringState
@@ -155,8 +156,8 @@ class ElementwiseOps(LoweringState):
                                   request_steps))
         return out
 
-    def _symbolic_time(self, a: _Alignment, big: Value, small: Value) -> object:
-        total: object = 0
+    def _symbolic_time(self, a: _Alignment, big: Value, small: Value) -> Num:
+        total: Num = 0
         for steps, dtype in ((a.big_steps, big.dtype), (a.small_steps, small.dtype),
                              (a.request_steps, promote(big.dtype, small.dtype))):
             total = total + steps_time(steps, dtype, self.size_expr, self.ctx.model,

@@ -4,6 +4,7 @@ it uses: a value is brought to a layout by reshard's plan, each step recorded wi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -116,6 +117,21 @@ class LoweringState:
     def emit(self, op: Op) -> Value:
         self.ops.append(op)
         return op.out
+
+    def name_last(self, named: Value) -> None:
+        """The last op's result becomes `named` (a statement's result takes its target's name).
+
+        Where that result is a reshard the cache keeps (an array brought to a layout), the
+        cache is pointed at the new id, so that a later read of the array in that layout reads
+        the value this op makes: `C = B + A` after `B[I, J_X] = A` reads B's blocks, still
+        shown as `A[I, J_X]`. No op makes the old id any more."""
+        last = self.ops[-1]
+        self.ops[-1] = dataclasses.replace(last, out=named)
+        if isinstance(last, (Collective, LocalSlice)):
+            key = (last.src.id, last.out.layout)  # as `apply_steps` keys the step it emitted
+            cached = self.resharded.get(key)
+            if cached is not None and cached.id == last.out.id:
+                self.resharded[key] = dataclasses.replace(cached, id=named.id)
 
     def error(self, code: str, message: str, span: Span, notes: tuple[str, ...] = ()) -> None:
         self.ctx.diagnostics.error(code, message, span, notes=notes)

@@ -108,7 +108,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         if len(self.ops) > start and self.ops[-1].out.id == v.id and v.id not in self.arrays:
             # Name the statement's last result after its target.
             named = Value(tid, target, v.dtype, v.layout)
-            self.ops[-1] = dataclasses.replace(self.ops[-1], out=named)
+            self.name_last(named)
             self.values[target] = named
             self.arrays[target] = named
         else:
