@@ -170,6 +170,14 @@ BASE = ["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "-
     ({"--hw": "tpu-v9"}, "tpu-v9"),
     ({"--card": "deepseek-v3"}, "mixture of experts"),
     ({"--seq": "0"}, "--seq '0' is not a whole number of tokens"),
+    ({"--layout": "zz"}, "--layout 'zz': the strategy is one of dp, fsdp, tp, fsdp-tp"),
+    ({"--layout": "fsdp-tp: X=1024, Y=4"}, "1024 x 4 devices, but the slice for --chips 8960 "
+                                           "has 8192 chips per pod"),
+    ({"--layout": "fsdp-tp: Y=3"}, "--layout: fsdp-tp on 8192 chips per pod needs a tensor "
+                                   "degree between 2 and 4096 that divides 8192 (got 3)"),
+    ({"--layout": "fsdp-tp: X=8192 @ici(x), Y=4 @ici(z)"}, "the mesh has 32768 devices, "
+                                                          "--chips is 8960"),
+    ({"--layout": "fsdp-tp: X=8192"}, "needs a tensor axis named Y"),
 ])
 def test_bad_input_is_one_line_and_exit_1(capsys, change, message):
     argv = list(BASE)
@@ -196,3 +204,52 @@ def test_the_old_model_flag_still_names_the_card(capsys, monkeypatch):
     assert main(["plan", "--card", "llama3-8b", *args]) == 0
     new = capsys.readouterr()
     assert new.out == old.out and "deprecated" not in new.err
+
+
+# ---- one layout --------------------------------------------------------------------------------
+
+SMALL = ["plan", "--card", "llama3-8b", "--hw", "tpu-v5p", "--chips", "64", "--batch", "128Ki",
+         "--format", "json"]
+
+
+@pytest.fixture(scope="module")
+def searched() -> dict:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(SMALL) == 0
+    return json.loads(out.getvalue())
+
+
+def _same(a: dict, b: dict, skip: tuple[str, ...] = ("rank",)) -> bool:
+    return {k: v for k, v in a.items() if k not in skip} == {k: v for k, v in b.items()
+                                                             if k not in skip}
+
+
+@pytest.mark.parametrize("spec", ["fsdp-tp: X=16, Y=4", "fsdp-tp: Y=4",
+                                  "fsdp: X1=16 @ici(x, y), X2=4 @ici(z)"])
+def test_layout_evaluates_one_candidate_as_the_search_does(searched, capsys, spec):
+    """`--layout` gives the search's candidate for that layout, figure for figure, as the only
+    candidate: by sizes (placed on the slice as the search places them) or with the links the
+    search chose, written out."""
+    strategy = spec.split(":")[0]
+    want = next(c for c in searched["candidates"] if c["strategy"] == strategy
+                and c["evaluated"] and (strategy != "fsdp-tp" or c["mesh"].get("Y") == 4))
+    assert main([*SMALL, "--layout", spec]) == 0
+    one = json.loads(capsys.readouterr().out)
+    # Written out, every data axis is a data axis: the search's split of them between the
+    # batch and the sequence shows in `degrees` only.
+    skip = ("rank", "degrees") if "@" in spec else ("rank",)
+    assert len(one["candidates"]) == 1 and _same(one["candidates"][0], want, skip)
+    assert one["best"]["t_step_s"] == want["t_step_s"]
+
+
+def test_layout_with_other_links_gives_other_numbers(searched, capsys):
+    """The same sizes placed otherwise (the data axis on one physical axis as a line) cost
+    otherwise: the links written are the ones compiled."""
+    want = next(c for c in searched["candidates"] if c["strategy"] == "fsdp")
+    assert main([*SMALL, "--layout", "fsdp: X1=4 @ici(x), X2=16 @ici(y, z)"]) == 0
+    one = json.loads(capsys.readouterr().out)["candidates"][0]
+    assert one["strategy"] == "fsdp" and one["t_step_s"] != want["t_step_s"]

@@ -72,6 +72,11 @@ def add_parser(sub) -> None:
                    help="flash: attention scores stay on chip (FlashAttention)")
     p.add_argument("--cost-model", dest="cost_model", choices=COST_MODELS, default="exact",
                    help="collective costs: exact ring (default) or the book's formulas")
+    p.add_argument("--layout", metavar="STRATEGY[: MESH]",
+                   help="evaluate one layout instead of searching: a strategy (dp, fsdp, tp, "
+                   "fsdp-tp) and its mesh sizes, laid out on the slice as the search would "
+                   "('fsdp-tp: X=2048, Y=4'), or with each axis's links as `model program "
+                   "--mesh` takes them ('fsdp-tp: X1=1024 @ici(x, y), X2=2 @ici(z), Y=4 @ici(z)')")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--progress", action="store_true",
                    help="report which candidate is being compiled on stderr even when it is not "
@@ -266,6 +271,53 @@ def mesh_layout(strategy: str, mesh: str | None):
     return Layout(strategy, tuple(axes), fsdp=strategy in ("fsdp", "fsdp-tp"))
 
 
+def _layout_flag(text: str, chip, chips: int):
+    """`--layout`: ("fsdp-tp", 4) for sizes alone (the search's placement of that degree), or
+    the `Layout` as written when any axis names its links."""
+    from shardc.tools.plan.strategies import choose_slice
+
+    strategy, _, mesh = text.partition(":")
+    strategy = strategy.strip()
+    if strategy not in STRATEGIES or strategy == "single":
+        raise InputError(f"--layout {text!r}: the strategy is one of dp, fsdp, tp, fsdp-tp, "
+                         "then ':' and the mesh ('fsdp-tp: X=2048, Y=4')")
+    mesh = mesh.strip()
+    try:
+        layout = mesh_layout(strategy, mesh or None)
+    except InputError as exc:
+        raise InputError(f"--layout: {exc}") from None
+    sizes = [a.size for a in layout.axes]
+    if mesh and any(n is None for n in sizes):
+        raise InputError(f"--layout {text!r}: give every axis a size (X=2048)")
+    tp = 1
+    for a in layout.axes:
+        if a.role == "tp" and a.size:
+            tp *= a.size
+    if "@" in mesh:
+        total = 1
+        for n in sizes:
+            total *= n or 1
+        if total != chips:
+            raise InputError(f"--layout {text!r}: the mesh has {total} devices, --chips is {chips}")
+        return layout
+    per_pod = choose_slice(chip, chips).chips_per_pod
+    if strategy == "tp" and not mesh:
+        tp = per_pod
+    data, data_axes = 1, False
+    for a in layout.axes:
+        if a.role != "tp" and a.size:
+            data *= a.size
+            data_axes = True
+    if data_axes and data * tp != per_pod:
+        raise InputError(f"--layout {text!r}: {data} x {tp} devices, but the slice for "
+                         f"--chips {chips} has {per_pod} chips per pod (give sizes that multiply "
+                         f"to {per_pod}, or only the tensor axis: 'fsdp-tp: Y={tp}')"
+                         if strategy == "fsdp-tp" else
+                         f"--layout {text!r}: {data * tp} devices, but the slice for --chips "
+                         f"{chips} has {per_pod} chips per pod")
+    return strategy, tp
+
+
 def _split_mesh(text: str) -> list[str]:
     out, depth, cur = [], 0, ""
     for ch in text:
@@ -299,13 +351,14 @@ def run_plan(args: argparse.Namespace) -> int:
         raise InputError(f"{card.name} has no batch size in its card; give --batch (e.g. 4Mi)")
     from shardc.cli.progress import for_command
 
+    only = _layout_flag(args.layout, chip, chips) if args.layout is not None else None
     progress = for_command(args.progress)
     try:
         p = plan(card, chip, chips, tokens, seq,
                  Options(args.optimizer, args.remat, args.cost_model, args.attention),
-                 progress=progress)
+                 progress=progress, only=only)
     except PlanError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(("--layout: " if only is not None else "") + str(exc)) from None
     finally:
         if progress:
             progress.done()

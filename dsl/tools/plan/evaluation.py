@@ -14,17 +14,22 @@ from shardc.tools.models import ModelCard
 from shardc.tools.models import load as load_card
 from shardc.tools.models.programs import Part, parts
 from shardc.tools.models.sharding import Layout, ShardingError
-from shardc.tools.plan.candidates import Options, Plan, PlanError
-from shardc.tools.plan.strategies import choose_slice, layouts
+from shardc.tools.plan.candidates import Candidate, Options, Plan, PlanError
+from shardc.tools.plan.strategies import choose_slice, layouts, one_layout
 
 
 def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
          seq: int | None = None, options: Options | None = None,
-         progress: Callable[[str], None] | None = None) -> Plan:
+         progress: Callable[[str], None] | None = None,
+         only: tuple[str, int] | Layout | None = None) -> Plan:
     """Enumerate, compile and rank the strategies for one training step; `progress` hears
     which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`). `card` and `chip` are
     objects or names (`"llama3-8b"`, `"tpu-v5e"`; a path to a TOML works too), loaded as the
-    CLI loads them (`shardc.tools.models.load`, `shardc.hardware.load`)."""
+    CLI loads them (`shardc.tools.models.load`, `shardc.hardware.load`).
+
+    `only` evaluates one layout instead: a strategy and its tensor degree (`("fsdp-tp", 4)`,
+    laid out on the slice as the search lays it out), or a `Layout` as given (its axes' links
+    included; `shardc.cli.plan.mesh_layout`)."""
     if isinstance(card, str):
         card = load_card(card)
     if isinstance(chip, str):
@@ -40,7 +45,15 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
                         f"sequences (try {max(1, batch_tokens // seq) * seq})")
     sl = choose_slice(chip, chips)
     sequences = batch_tokens // seq
-    cands = layouts(card, chip, sl, sequences, seq)
+    if only is None:
+        cands = layouts(card, chip, sl, sequences, seq)
+    elif isinstance(only, Layout):
+        cands = [Candidate(only.strategy, only, _tensor_degree(only))]
+    else:
+        try:
+            cands = [one_layout(card, chip, sl, only[0], only[1], sequences, seq)]
+        except ShardingError as exc:
+            raise PlanError(str(exc)) from None
     todo = [c for c in cands if c.layout is not None and c.reason is None]
     for k, c in enumerate(todo, 1):
         if progress is not None:
@@ -96,6 +109,14 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
                 _add(acc["t_comms_by_role_s"], _role(op.axes, layout), _op_time(r, op) * n)
         _add_memory(acc["memory"], r, p)
     return _figures(acc, chip, layout, sequences * seq), None
+
+
+def _tensor_degree(layout: Layout) -> int:
+    n = 1
+    for a in layout.axes:
+        if a.role == "tp" and a.size:
+            n *= a.size
+    return n
 
 
 def model_flops(r) -> float:

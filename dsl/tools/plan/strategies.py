@@ -82,6 +82,21 @@ def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int
     return out
 
 
+def one_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int,
+               seq: int) -> Candidate:
+    """One strategy at tensor degree `t`, laid out on the slice as `layouts` lays it out
+    (`plan --layout`)."""
+    if strategy not in ("dp", "fsdp", "tp", "fsdp-tp"):
+        raise ShardingError(f"unknown strategy {strategy!r} (dp, fsdp, tp or fsdp-tp)")
+    m = sl.chips_per_pod
+    if t < 1 or m % t or (strategy == "tp" and t != m) or (strategy in ("dp", "fsdp") and t != 1) \
+            or (strategy == "fsdp-tp" and not 1 < t < m):
+        want = {"dp": "no tensor axis", "fsdp": "no tensor axis", "tp": f"Y={m}",
+                "fsdp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}"}[strategy]
+        raise ShardingError(f"{strategy} on {m} chips per pod needs {want} (got {t})")
+    return _layout(card, chip, sl, strategy, t, sequences, seq)
+
+
 def _layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int,
             seq: int) -> Candidate:
     try:
