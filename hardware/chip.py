@@ -300,7 +300,7 @@ def load(
     ('tpu-v5e', 450000000000.0)
     >>> load("tpu-v9")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    shardc.hardware.schema.HardwareError: unknown chip 'tpu-v9'; known: b200, gb200-nvl72, ...
+    shardc.hardware.schema.HardwareError: unknown chip 'tpu-v9'; known: a100, b200, ...
     """
     text = os.fspath(name_or_path)
     if _is_path(text):
@@ -320,7 +320,7 @@ def available() -> list[str]:
     """Sorted names of the chips shipped in the package.
 
     >>> available()[:3]
-    ['b200', 'gb200-nvl72', 'h100']
+    ['a100', 'b200', 'gb200-nvl72']
     """
     return sorted(_shipped())
 

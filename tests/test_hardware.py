@@ -20,7 +20,7 @@ from shardc.hardware import chip as chip_module
 from shardc.hardware import report as report_module
 from shardc.hardware import schema as schema_module
 
-SHIPPED = ["b200", "gb200-nvl72", "h100", "h200", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
+SHIPPED = ["a100", "b200", "gb200-nvl72", "h100", "h200", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
 TPUS = [name for name in SHIPPED if name.startswith("tpu-")]
 GPUS = [name for name in SHIPPED if not name.startswith("tpu-")]
 
@@ -98,7 +98,9 @@ def test_gpu_is_a_switched_nvlink_domain(name: str) -> None:
     chip = load(name)
     assert (chip.link_kind, chip.wraparound, chip.ici_axes) == ("nvlink", "switched", 1)
     assert chip.nvlink_domain == (72 if name == "gb200-nvl72" else 8)
-    assert chip.ib_bw_per_gpu == 5e10 and chip.ib_latency_s == 1e-6
+    # One 400 Gb/s ConnectX-7 per Hopper/Blackwell GPU, one 200 Gb/s HDR ConnectX-6 per A100.
+    assert chip.ib_bw_per_gpu == (2.5e10 if name == "a100" else 5e10)
+    assert chip.ib_latency_s == 1e-6
     assert chip.scaleout_bw == chip.ib_bw_per_gpu
 
 
@@ -167,7 +169,7 @@ def test_names_are_case_insensitive_and_aliases_work(given: str, name: str) -> N
 
 
 def test_unknown_chip_lists_the_known_ones() -> None:
-    with pytest.raises(HardwareError, match=r"unknown chip 'tpu-v9'; known: b200, gb200-nvl72"):
+    with pytest.raises(HardwareError, match=r"unknown chip 'tpu-v9'; known: a100, b200, gb200-nvl72"):
         load("tpu-v9")
 
 
