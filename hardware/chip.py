@@ -193,6 +193,17 @@ class Chip:
         return None if bw is None else self.flops_for(dtype)[0] / bw
 
     @property
+    def pod_dims(self) -> tuple[int, ...] | None:
+        """The ICI pod's physical axes (v5p: (16, 20, 28)); None for a GPU.
+
+        >>> load("tpu-v5p").pod_dims, load("h100").pod_dims
+        ((16, 20, 28), None)
+        """
+        if self.link_kind != "ici" or not self.pod_shape:
+            return None
+        return tuple(int(x) for x in self.pod_shape.lower().split("x"))
+
+    @property
     def scaleout_bw(self) -> float | None:
         """Per-chip bandwidth of the network above the fast domain: DCN (TPU) or IB (GPU)."""
         return self.dcn_bw_per_chip if self.dcn_bw_per_chip is not None else self.ib_bw_per_gpu

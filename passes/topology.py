@@ -86,6 +86,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
             f"{chip.ici_axes}D torus", axes[0].span,
             notes=("name shared physical axes, e.g. `mesh A=2 @ici(x), B=2 @ici(x), ...`; "
                    "wraparound is decided on the axes as declared",))
+    _check_pod(on_phys, lengths, placement, chip, ctx)
     for p, users in on_phys.items():
         said = [u for u in users if u.wrap is not None]
         if len({u.wrap for u in said}) > 1:
@@ -125,6 +126,92 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
                  inner.get(ax.name), sizes[ax.name])
         for ax in axes)
     return Topology(links, physical, family)
+
+
+def _check_pod(on_phys: dict[str, list[MeshAxis]], lengths: dict[str, int | None],
+               placement: dict[str, tuple[str, ...]], chip, ctx: Context) -> None:
+    """H019: the mesh's ICI axes make a slice the chip cannot have. It is costed as declared
+    (each physical axis one ring or line of its length); the note gives the same chips as a
+    slice the chip has, as JAX's `mesh_utils.create_device_mesh` would lay them out."""
+    dims = chip.pod_dims if chip is not None else None
+    if not dims or not on_phys or any(lengths.get(p) is None for p in on_phys):
+        return
+    shape = tuple(lengths[p] or 1 for p in on_phys)
+    why = _slice_problem(shape, chip.wraparound, dims)
+    shown = "x".join(map(str, (*shape, *(1,) * (len(dims) - len(shape)))))
+    if why is None:
+        return
+    p = max(on_phys, key=lambda q: lengths[q] or 1)
+    ax = on_phys[p][0]
+    n = math.prod(shape)
+    fix = _valid_slice(n, chip.wraparound, dims)
+    note = (f"the same {n} chips as a {'x'.join(map(str, fix))} slice: "
+            + ", ".join(f"{ax.name}{i + 1}={m} @ici({'xyz'[i] if len(fix) <= 3 else i})"
+                        for i, m in enumerate(fix) if m > 1)
+            if fix else f"{n} chips do not fit a {chip.name} pod ({chip.pod_shape})")
+    ctx.diagnostics.warning(
+        "H019", f"the mesh's ICI axes make a {shown} slice, which a "
+        f"{chip.name} cannot have ({why}): it is costed as declared, each physical axis one ring "
+        "or line of its length", ax.attr_span if ax.attr_span.line else ax.span, notes=(note,))
+
+
+def _slice_problem(shape: tuple[int, ...], rule: str, dims: tuple[int, ...]) -> str | None:
+    """Why a slice of this shape cannot exist on a chip with this wraparound rule and pod, or
+    None. Reconfigurable pods (`cube-multiple-4`, the TPU chapter: "reconfigurable cubes of 4x4x4
+    chips") make slices within one cube or of whole cubes; fixed pods (v5e, v6e) only slices of
+    their own grid.
+
+    >>> _slice_problem((256,), "cube-multiple-4", (16, 20, 28))
+    'its pod is 16x20x28, and longer axes need slices of whole 4x4x4 cubes: every side a multiple of 4'
+    >>> _slice_problem((64, 32, 4), "cube-multiple-4", (16, 20, 28)) is None
+    True
+    >>> _slice_problem((16, 8), "cube-multiple-4", (16, 20, 28)) is None  # the training chapter
+    True
+    >>> _slice_problem((256,), "full-axis-16", (16, 16))
+    'its pod is 16x16'
+    """
+    n = math.prod(shape)
+    if n > math.prod(dims):
+        return f"its pod has {math.prod(dims)} chips"
+    if rule == "cube-multiple-4":
+        # Slices of whole cubes may be rewired into longer axes than the pod's; the book's small
+        # lines and rings (`mesh X=16, Y=8` on a v5p) are taken as declared while they fit
+        # along the pod's axes.
+        padded = (*shape, *(1,) * (len(dims) - len(shape)))
+        if any(s % 4 for s in padded) and max(shape) > max(dims):
+            return (f"its pod is {'x'.join(map(str, dims))}, and longer axes need slices of whole "
+                    "4x4x4 cubes: every side a multiple of 4")
+        return None
+    if len(shape) > len(dims) or any(s > d for s, d in zip(sorted(shape, reverse=True),
+                                                           sorted(dims, reverse=True),
+                                                           strict=False)):
+        return f"its pod is {'x'.join(map(str, dims))}"
+    return None
+
+
+def _valid_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The most even slice of n chips the chip can have (sides in ascending order), or None.
+
+    >>> _valid_slice(256, "cube-multiple-4", (16, 20, 28)), _valid_slice(256, "full-axis-16", (16, 16))
+    ((4, 8, 8), (16, 16))
+    """
+    k = len(dims)
+    best: tuple[int, ...] | None = None
+
+    def splits(left: int, parts: int, low: int):
+        if parts == 1:
+            if left >= low:
+                yield (left,)
+            return
+        for f in range(low, left + 1):
+            if left % f == 0:
+                for rest in splits(left // f, parts - 1, f):
+                    yield (f, *rest)
+
+    for shape in splits(n, k, 1):
+        if _slice_problem(shape, rule, dims) is None and (best is None or max(shape) < max(best)):
+            best = shape
+    return best
 
 
 def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip) -> PhysicalAxis:

@@ -160,6 +160,40 @@ def test_more_physical_axes_than_the_torus_warns(capsys, tmp_path):
     assert code == 0 and "warning[H017]" in err and "2D torus" in err
 
 
+@pytest.mark.parametrize("chip, note", [
+    ("tpu-v5p", "as a 4x8x8 slice: X1=4 @ici(x), X2=8 @ici(y), X3=8 @ici(z)"),
+    ("tpu-v5e", "as a 16x16 slice: X1=16 @ici(x), X2=16 @ici(y)"),
+])
+def test_a_mesh_axis_longer_than_the_pod_warns_and_names_a_slice_that_fits(capsys, tmp_path,
+                                                                          chip, note):
+    """`mesh X=256` is no slice a v5p (16x20x28) or v5e (16x16) has: H019, costed as declared,
+    with the same chips as a slice the chip has; that slice costs less (rings of 4-16 chips, not
+    a line of 256)."""
+    body = "dim B=65536, D=8192\nhardware {chip}\nA: bf16[B, D_X]\nC = AllGather_X(A)\n"
+    line = tmp_path / "line.shard"
+    line.write_text("mesh X=256\n" + body.format(chip=chip))
+    code, _, err = run(capsys, "check", str(line))
+    assert code == 0 and "warning[H019]" in err and note in err, err
+    spread = note.split(": ", 1)[1]
+    fixed = tmp_path / "fixed.shard"
+    axes = ",".join(a.split("=")[0] for a in spread.split(", "))
+    fixed.write_text(f"mesh {spread}\n" + body.format(chip=chip)
+                     .replace("D_X", f"D_{{{axes}}}").replace("AllGather_X", f"AllGather_{{{axes}}}"))
+    code, _, err = run(capsys, "check", str(fixed))
+    assert code == 0 and "H019" not in err, err
+    t_line = shardc.compile(line).value("t_comms_s")
+    t_fixed = shardc.compile(fixed).value("t_comms_s")
+    assert t_fixed < t_line
+
+
+def test_the_books_small_meshes_do_not_warn(capsys, tmp_path):
+    """The training chapter's `mesh X=16, Y=8` on a v5p fits along the pod's axes: no H019."""
+    prog = tmp_path / "book.shard"
+    prog.write_text("mesh X=16, Y=8\ndim I=128\nhardware tpu-v5p\nT: bf16[I_XY]\n")
+    code, _, err = run(capsys, "check", str(prog))
+    assert code == 0 and "H019" not in err
+
+
 def test_set_of_an_unused_hardware_quantity_warns(capsys):
     """On a GPU the fast link is W_nvlink: `--set W_ici` changes nothing, and says so (N015)."""
     prog = str(ROOT / "programs" / "h100-two-nodes.shard")

@@ -17,9 +17,8 @@ def is_power_of_two(n: int) -> bool:
 
 def pod_chips(chip: Chip) -> int | None:
     """Chips in one ICI pod (v5p: 16x20x28 = 8960, the TPU chapter), None for GPUs."""
-    if chip.link_kind != "ici" or not chip.pod_shape:
-        return None
-    return math.prod(int(x) for x in chip.pod_shape.lower().split("x"))
+    dims = chip.pod_dims
+    return None if dims is None else math.prod(dims)
 
 
 def choose_slice(chip: Chip, chips: int) -> Slice:
