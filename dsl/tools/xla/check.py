@@ -62,8 +62,7 @@ class CheckResult:
     def summary(self) -> dict[str, Any]:
         counts = Counter(r.verdict for r in self.rows)
         generic = [r.line for r in self.rows if r.verdict != SKIPPED and not r.known]
-        failed = [r.line for r in self.rows if r.verdict == XLA_CHEAPER or any(
-            "byte-count bug" in e for e in r.explanations)]
+        failed = [r.line for r in self.rows if r.verdict == XLA_CHEAPER or r.byte_count_bug]
         return {
             "statements": len(self.rows),
             **{v: counts.get(v, 0) for v in VERDICTS},

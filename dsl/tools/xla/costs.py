@@ -2,16 +2,27 @@
 
 The planner's numbers come from the chip, then `--set` overrides; without a chip W = 1 and
 t = 0, so costs are bytes / W_ici. Topology-aware: mesh axes on ICI / NVLink / IB / DCN.
+XLA's collectives go through the same code over their real device groups: a group that is part
+of a mesh axis is a collective over that sub-axis on the axis's links (a mesh axis sharing the
+physical axis, as `@ici(x)` declares one), a collective-permute is point-to-point sends
+(`passes.send_cost`). A collective that cannot be placed, or that crosses a level the chip has
+no bandwidth figure for, gets no time and says why: nothing is priced at a placeholder.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardc.passes.cost_model import Links, Model, collective_time
+from shardc.hardware.levels import LEVEL_NAMES, LEVELS
+from shardc.lang.send import SendAxis
+from shardc.passes.cost_model import CollectiveTime, Links, Model, collective_time
+from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
+from shardc.passes.send_cost import send_time
 from shardc.passes.symbols import HardwareSymbols, planning_figures
+from shardc.tools.xla.groups import Groups, SubAxis, pair_coords
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +36,9 @@ class Hardware:
     flops: Callable[[str], float | None]
     unit: str
     topology: Any = None
+    nvlink_domain: int | None = None
+    figured: frozenset[str] = frozenset(LEVELS)
+    """Levels with a bandwidth figure (every level when costs are bytes / W_ici)."""
 
     @property
     def w_ici(self) -> float:
@@ -41,14 +55,134 @@ def hardware(chip: Any, bindings: Mapping[str, float], names: frozenset[str],
     syms = HardwareSymbols(names)
     links, values = planning_figures(chip, bindings, names)
     unit = "s" if chip is not None or "W_ici" in bindings else "B"
+    figured = (frozenset(lv for lv in LEVELS if syms.w(lv).name in values) if unit == "s"
+               else frozenset(LEVELS))
 
     def flops(dtype: str) -> float | None:
         return values.get(syms.flops(dtype).name)
 
-    return Hardware(links, flops, unit, topology)
+    return Hardware(links, flops, unit, topology, getattr(chip, "nvlink_domain", None), figured)
 
 
 def collective_seconds(op: str, v: float, axes: tuple[str, ...], size: Callable[[str], float],
                        model: Model, hw: Hardware) -> float:
     """Time of `op` moving V = `v` bytes over mesh `axes` (the sharding chapter's formulas, as the planner)."""
     return float(collective_time(op, v, axes, size, model, hw.topology, hw.links).time)
+
+
+# ---- XLA's collectives over their real device groups --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """A collective's time, or None and why it has none."""
+
+    time: float | None
+    why: str = ""
+
+
+def topology_of(hw: Hardware, mesh: Mapping[str, int]) -> Topology:
+    """The program's topology; without one, every axis its own full ring (the book's default)."""
+    if hw.topology is not None:
+        return hw.topology
+    return Topology(tuple(AxisLink(a, "ici", (a,), 1, None, n) for a, n in mesh.items()),
+                    tuple(PhysicalAxis(a, n, True, "no topology: a full ring")
+                          for a, n in mesh.items()), "none")
+
+
+def sub_link(sub: SubAxis, topo: Topology, mesh: Mapping[str, int],
+             domain: int | None) -> AxisLink | None:
+    """Where a part of a mesh axis lives: its parent's links, `members` devices `stride` apart
+    (None when it does not fall on whole physical axes or within one)."""
+    parent = topo.link(sub.axis)
+    if sub.whole:
+        return parent
+    if parent.level == "ici":
+        phys = parent.physical or (sub.axis,)
+        if len(phys) == 1:
+            return AxisLink(sub.name, "ici", phys, parent.stride * sub.stride, None, sub.members)
+        lengths = [topo.phys(p).length for p in phys]
+        if any(n is None for n in lengths):
+            return None
+        known = [int(n) for n in lengths if n is not None]
+        place = [math.prod(known[j + 1:]) for j in range(len(known))]  # the first is major
+        span = sub.stride * sub.members
+        for i in range(len(phys)):
+            for j in range(i + 1, len(phys)):
+                if sub.stride == place[j] and span == place[i] * known[i]:
+                    return AxisLink(sub.name, "ici", phys[i:j + 1], 1, None, sub.members)
+        for j, p in enumerate(phys):
+            if sub.stride % place[j] == 0 and span <= place[j] * known[j]:
+                return AxisLink(sub.name, "ici", (p,), sub.stride // place[j], None, sub.members)
+        return None
+    if parent.level == "nvlink":
+        # As the topology pass splits an axis across NVLink domains (mesh order, major first).
+        order = [x.axis for x in topo.links if x.level == "nvlink"]
+        later = order[order.index(sub.axis) + 1:] if sub.axis in order else []
+        stride = math.prod(mesh[a] for a in later) * sub.stride
+        inner: int | None = None
+        if domain is not None and stride * sub.members > domain:
+            inner = 1 if stride >= domain else max(1, domain // stride)
+        return AxisLink(sub.name, "nvlink", (), 1, inner, sub.members)
+    return AxisLink(sub.name, parent.level, (), 1, None, sub.members)
+
+
+def _figured(t: CollectiveTime, hw: Hardware) -> Priced:
+    missing = [lv for lv, _ in t.levels if lv not in hw.figured]
+    if missing:
+        return Priced(None, "the chip has no bandwidth figure for "
+                      + ", ".join(LEVEL_NAMES[lv] for lv in missing))
+    return Priced(float(t.time))
+
+
+def group_seconds(op: str, v: float, subs: tuple[SubAxis, ...], mesh: Mapping[str, int],
+                  model: Model, hw: Hardware) -> Priced:
+    """`op` moving V = `v` bytes over mesh axes and sub-axes, with `collective_time`."""
+    topo = topology_of(hw, mesh)
+    extra: list[AxisLink] = []
+    for sub in subs:
+        link = sub_link(sub, topo, mesh, hw.nvlink_domain)
+        if link is None:
+            return Priced(None, f"{sub.name} does not fall on whole physical axes of "
+                          f"{sub.axis} or within one")
+        if not sub.whole:
+            extra.append(link)
+    if extra:
+        topo = Topology(topo.links + tuple(extra), topo.physical, topo.family)
+    sizes = {s.name: s.members for s in subs}
+    return _figured(collective_time(op, v, tuple(sizes), sizes.__getitem__, model, topo,
+                                    hw.links), hw)
+
+
+def permute_seconds(v: float, pairs: Groups, mesh: Mapping[str, int], model: Model,
+                    hw: Hardware) -> tuple[tuple[str, ...], Priced]:
+    """The mesh axes a collective-permute moves along, and its time as point-to-point sends:
+    one shift (`Send_{X: +k}`) when every device sends the same way, else each pair as a point
+    Send and the slowest sets the time (pairs run at once; contention between them ignored)."""
+    cs = pair_coords(pairs, mesh)
+    if cs is None:
+        return (), Priced(None, "a source or target is outside the mesh")
+    names, sizes = list(mesh), list(mesh.values())
+    moving = [(s, t) for s, t in cs if s != t]
+    axes = tuple(a for k, a in enumerate(names) if any(s[k] != t[k] for s, t in moving))
+    if not moving:
+        return axes, Priced(0.0)
+    topo = topology_of(hw, mesh)
+    size = {a: float(n) for a, n in mesh.items()}.__getitem__
+    shifts = [{(t[k] - s[k]) % n for s, t in moving} for k, n in enumerate(sizes)]
+    if len({s for s, _ in moving}) == math.prod(sizes) and all(len(d) == 1 for d in shifts):
+        moves = [SendAxis(a, shift=d if 2 * d <= n else d - n)
+                 for a, n, (d,) in zip(names, sizes, shifts, strict=True) if d]
+        return axes, _figured(send_time(v, moves, size, model, topo, hw.links), hw)
+    worst: CollectiveTime | None = None
+    seen: set[tuple[SendAxis, ...]] = set()
+    for s, t in moving:
+        point = tuple(SendAxis(a, src=s[k], dst=t[k]) for k, a in enumerate(names) if s[k] != t[k])
+        if point in seen:
+            continue
+        seen.add(point)
+        one = send_time(v, point, size, model, topo, hw.links)
+        if worst is None or float(one.time) > float(worst.time):
+            worst = one
+    assert worst is not None
+    return axes, _figured(worst, hw)

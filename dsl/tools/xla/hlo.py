@@ -1,18 +1,19 @@
-"""Read collectives and matmul FLOPs out of XLA's optimized HLO text (no JAX needed).
+"""Read collectives, what they move and matmul FLOPs out of XLA's optimized HLO text (no JAX).
 
-Replica groups come in three spellings (explicit lists, iota `[G,S]<=[dims]T(perm)`, and the
-mesh form `mesh['axis_0'=4,...], device_ids=(...) {'axis_0'}`); each becomes lists of device ids.
+Each collective's operands are traced back through the module (into fusions, through converts,
+reshapes, slices and other collectives) to the jitted function's parameters: which inputs the
+moved array comes from, and whether it is an input as declared, a function of inputs, or the
+result of a contraction. Device groups: `shardc.tools.xla.groups`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from shardc.lang.dtypes import BYTES, XLA_NAME
+from shardc.tools.xla.groups import Groups, balanced, parse_replica_groups
 
 XLA_DTYPE_BYTES: dict[str, float] = {
     # shardc's own dtypes by their HLO names (ints where whole, so bytes print as 1024, not 1024.0)
@@ -54,16 +55,40 @@ class ArrayShape:
         return f"{self.dtype}[{','.join(map(str, self.dims))}]"
 
 
+INPUT, ELEMENTWISE, CONTRACTION = "input", "elementwise", "contraction"
+_KIND_RANK = {INPUT: 0, ELEMENTWISE: 1, CONTRACTION: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a value comes from: the jitted function's parameters (by position) it depends on,
+    and the most any path did to them: `input` (moved, converted, reshaped or sliced only),
+    `elementwise` (a function of them), `contraction` (through a dot or a reduce)."""
+
+    params: frozenset[int] = frozenset()
+    kind: str = INPUT
+
+    def join(self, other: Origin) -> Origin:
+        kind = max(self.kind, other.kind, key=_KIND_RANK.__getitem__)
+        return Origin(self.params | other.params, kind)
+
+    def at_least(self, kind: str) -> Origin:
+        return Origin(self.params, max(self.kind, kind, key=_KIND_RANK.__getitem__))
+
+
 @dataclass(frozen=True, slots=True)
 class HloCollective:
-    """A collective in the optimized HLO: `shapes` are its results (several if combined)."""
+    """A collective in the optimized HLO: `shapes` are its results (several if combined),
+    `operands` its operands' shapes and `origins` where each operand comes from."""
 
     kind: str
     opcode: str
     shapes: tuple[ArrayShape, ...]
-    groups: tuple[tuple[int, ...], ...] | None
+    groups: Groups | None
     groups_text: str
     name: str
+    operands: tuple[ArrayShape, ...] = ()
+    origins: tuple[Origin, ...] = ()
 
     @property
     def group_size(self) -> int | None:
@@ -72,6 +97,10 @@ class HloCollective:
     @property
     def result_elements(self) -> int:
         return sum(s.elements for s in self.shapes)
+
+    @property
+    def operand_elements(self) -> int:
+        return sum(s.elements for s in self.operands)
 
     @property
     def v_elements(self) -> int:
@@ -84,6 +113,16 @@ class HloCollective:
     @property
     def dtype(self) -> str:
         return self.shapes[0].dtype if self.shapes else "f32"
+
+    @property
+    def origin(self) -> Origin | None:
+        """Where the moved array comes from (all operands together); None if not traced."""
+        if not self.origins:
+            return None
+        out = self.origins[0]
+        for o in self.origins[1:]:
+            out = out.join(o)
+        return out
 
     def shape_text(self) -> str:
         """`f32[8,4]`; a combined or tuple-form collective: `8 x f32[1,512,2048]`."""
@@ -111,21 +150,6 @@ def parse_shapes(text: str) -> tuple[ArrayShape, ...]:
                  for t, dims in _ARRAY.findall(text))
 
 
-def _balanced(text: str, start: int) -> int:
-    """Index just past the bracket group opening at `text[start]`."""
-    pairs = {"(": ")", "{": "}", "[": "]"}
-    stack = [pairs[text[start]]]
-    i = start + 1
-    while i < len(text) and stack:
-        c = text[i]
-        if c in pairs:
-            stack.append(pairs[c])
-        elif c == stack[-1]:
-            stack.pop()
-        i += 1
-    return i
-
-
 def _split_instruction(line: str) -> tuple[str, str, str, str] | None:
     """(name, shape text, opcode, the rest) of one instruction line, or None."""
     m = _INSTR.match(line)
@@ -133,7 +157,7 @@ def _split_instruction(line: str) -> tuple[str, str, str, str] | None:
         return None
     rest = line[m.end():]
     if rest.startswith("("):
-        end = _balanced(rest, 0)
+        end = balanced(rest, 0)
     else:
         end = rest.find(" ")
         if end < 0:
@@ -147,104 +171,199 @@ def _split_instruction(line: str) -> tuple[str, str, str, str] | None:
     return m.group(1), shape, op.group(1), tail[op.end() - 1:]
 
 
-def _iota(dims: list[int], perm: list[int] | None) -> np.ndarray:
-    ids = np.arange(math.prod(dims)).reshape(dims)
-    return ids.transpose(perm) if perm else ids
+# ---- the module: computations and instructions ----------------------------------------------
 
 
-def _ints(text: str) -> list[int]:
-    return [int(t) for t in re.findall(r"\d+", text)]
+@dataclass(frozen=True, slots=True)
+class Instr:
+    """One HLO instruction: `operands` by name, `attrs` the text after the operand list."""
+
+    name: str
+    shape: str
+    opcode: str
+    operands: tuple[str, ...]
+    attrs: str
+    index: int | None = None  # a parameter's position
 
 
-def parse_replica_groups(attrs: str, n_devices: int) -> tuple[tuple[tuple[int, ...], ...] | None,
-                                                               str]:
-    """The device groups of a collective's attributes, and their text as printed.
+@dataclass
+class Module:
+    """The computations of an HLO module: instructions by name, each computation's root."""
 
-    >>> parse_replica_groups("replica_groups={{0,1},{2,3}}, dimensions={0}", 4)[0]
-    ((0, 1), (2, 3))
-    >>> parse_replica_groups("replica_groups=[2,2]<=[2,2]T(1,0), x", 4)[0]
-    ((0, 2), (1, 3))
-    >>> parse_replica_groups("replica_groups=mesh['a'=2,'b'=2] {'a'}, x", 4)[0]
-    ((0, 2), (1, 3))
-    """
-    m = re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", attrs)
-    if m:
-        pairs = re.findall(r"\{(\d+),(\d+)\}", m.group(1))
-        return tuple((int(a), int(b)) for a, b in pairs), m.group(0)
-    m = re.search(r"replica_groups=", attrs)
-    if not m:
-        return None, ""
-    i = m.end()
-    if attrs.startswith("{", i):
-        end = _balanced(attrs, i)
-        text = attrs[i:end]
-        groups = tuple(tuple(_ints(g)) for g in re.findall(r"\{([\d,\s]*)\}", text[1:-1]))
-        if not groups:
-            groups = (tuple(range(n_devices)),)
-        return groups, text
-    m = re.match(r"\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", attrs[i:])
-    if m:
-        shape = _ints(m.group(1))
-        ids = _iota(_ints(m.group(2)), _ints(m.group(3)) if m.group(3) else None)
-        return tuple(tuple(int(x) for x in row) for row in ids.reshape(shape[0], -1)), m.group(0)
-    m = re.match(r"mesh\[([^\]]*)\](?:,\s*device_ids=\(\[([\d,]+)\](?:T\(([\d,]+)\))?\))?"
-                 r"\s*\{([^}]*)\}", attrs[i:])
-    if m:
-        axes = re.findall(r"'([^']+)'=(\d+)", m.group(1))
-        names = [a for a, _ in axes]
-        sizes = [int(s) for _, s in axes]
-        if m.group(2):
-            ids = _iota(_ints(m.group(2)), _ints(m.group(3)) if m.group(3) else None)
-            ids = ids.reshape(sizes)
-        else:
-            ids = np.arange(math.prod(sizes)).reshape(sizes)
-        chosen = re.findall(r"'([^']+)'", m.group(4))
-        if any(":" in c or c not in names for c in chosen) or ":" in m.group(4):
-            return None, m.group(0)  # sub-axis spellings: group size comes from the shapes
-        keep = [k for k, n in enumerate(names) if n not in chosen]
-        order = keep + [names.index(c) for c in chosen]
-        group = math.prod(sizes[names.index(c)] for c in chosen)
-        flat = ids.transpose(order).reshape(-1, group)
-        return tuple(tuple(int(x) for x in row) for row in flat), m.group(0)
-    return None, attrs[i:i + 40]
+    entry: str = ""
+    comps: dict[str, dict[str, Instr]] = field(default_factory=dict)
+    roots: dict[str, str] = field(default_factory=dict)
 
 
-def _dot_flops(shape: str, args: str, shapes: dict[str, ArrayShape]) -> float:
-    out = parse_shapes(shape)
-    operands = re.findall(r"%([\w.\-]+)", args.split(")", 1)[0])
-    m = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", args)
-    if not out or not operands or operands[0] not in shapes or m is None:
-        return 0.0
-    lhs = shapes[operands[0]]
-    k = math.prod(lhs.dims[int(i)] for i in _ints(m.group(1)))
-    return 2.0 * out[0].elements * k
+_COMPUTATION = re.compile(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->.*)?\{\s*$")
 
 
-def summarize(hlo_text: str, n_devices: int) -> HloSummary:
-    """The collectives of an optimized HLO module and its per-device dot FLOPs."""
-    shapes: dict[str, ArrayShape] = {}
-    instrs: list[tuple[str, str, str, str]] = []
+def parse_module(hlo_text: str) -> Module:
+    """Every computation's instructions (a module with no headers: one computation)."""
+    mod = Module()
+    comp = ""
     for line in hlo_text.splitlines():
         parts = _split_instruction(line)
         if parts is None:
+            head = _COMPUTATION.match(line)
+            if head and not line.lstrip().startswith("HloModule"):
+                comp = head.group(2)
+                if head.group(1):
+                    mod.entry = comp
             continue
-        instrs.append(parts)
-        arrays = parse_shapes(parts[1])
-        if len(arrays) == 1:
-            shapes[parts[0]] = arrays[0]
+        name, shape, opcode, tail = parts
+        end = balanced(tail, 0)
+        args = tail[1:end - 1]
+        index = int(args) if opcode == "parameter" and args.strip().isdigit() else None
+        instr = Instr(name, shape, opcode, tuple(re.findall(r"%([\w.\-]+)", args)),
+                      tail[end:], index)
+        mod.comps.setdefault(comp, {})[name] = instr
+        if line.lstrip().startswith("ROOT"):
+            mod.roots[comp] = name
+    if not mod.entry and mod.comps:
+        mod.entry = list(mod.comps)[-1]
+    return mod
+
+
+# ---- where values come from ---------------------------------------------------------------------
+
+_PASS = frozenset({
+    "convert", "bitcast", "bitcast-convert", "copy", "copy-start", "copy-done", "reshape",
+    "transpose", "broadcast", "slice", "dynamic-slice", "pad", "reverse", "concatenate",
+    "dynamic-update-slice", "select", "tuple", "optimization-barrier", "all-gather-done",
+    "all-reduce-done", "collective-permute-done", "async-start", "async-done", *COLLECTIVE_OPS})
+"""Opcodes that move, convert, reshape, slice or combine values without computing on them."""
+
+_CONTRACT = frozenset({"dot", "convolution", "reduce", "reduce-window"})
+_SOURCELESS = frozenset({"constant", "iota", "partition-id", "replica-id", "rng", "after-all",
+                         "rng-get-and-update-state"})
+
+
+class _Tracer:
+    """Origins of values, through fusions (a fused parameter is the fusion's operand)."""
+
+    def __init__(self, mod: Module) -> None:
+        self.mod = mod
+        self.memo: dict[tuple, Origin] = {}
+
+    def origin(self, comp: str, name: str, bound: tuple[Origin, ...] | None = None) -> Origin:
+        key = (comp, name, bound)
+        if key not in self.memo:
+            self.memo[key] = Origin()  # a cycle (never in HLO) ends here
+            self.memo[key] = self._origin(comp, name, bound)
+        return self.memo[key]
+
+    def _origin(self, comp: str, name: str, bound: tuple[Origin, ...] | None) -> Origin:
+        ins = self.mod.comps.get(comp, {}).get(name)
+        if ins is None:
+            return Origin(kind=ELEMENTWISE)
+        op = ins.opcode
+        if op == "parameter":
+            if comp == self.mod.entry and ins.index is not None:
+                return Origin(frozenset({ins.index}))
+            if bound is not None and ins.index is not None and ins.index < len(bound):
+                return bound[ins.index]
+            return Origin()
+        if op in _SOURCELESS:
+            return Origin()
+        if op == "get-tuple-element":
+            m = re.search(r"index=(\d+)", ins.attrs)
+            if m and ins.operands:
+                return self.element(comp, ins.operands[0], int(m.group(1)), bound)
+        args = [self.origin(comp, o, bound) for o in ins.operands]
+        if op == "fusion":
+            called = re.search(r"calls=%?([\w.\-]+)", ins.attrs)
+            if called and called.group(1) in self.mod.roots:
+                sub = called.group(1)
+                return self.origin(sub, self.mod.roots[sub], tuple(args))
+        out = Origin()
+        for a in args:
+            out = out.join(a)
+        if op in _PASS:
+            return out
+        return out.at_least(CONTRACTION if op in _CONTRACT or _tag(ins) else ELEMENTWISE)
+
+    def element(self, comp: str, name: str, i: int, bound: tuple[Origin, ...] | None) -> Origin:
+        """The origin of element `i` of a tuple-shaped value."""
+        ins = self.mod.comps.get(comp, {}).get(name)
+        if ins is None:
+            return Origin(kind=ELEMENTWISE)
+        if ins.opcode == "tuple" and i < len(ins.operands):
+            return self.origin(comp, ins.operands[i], bound)
+        if ins.opcode == "fusion":
+            called = re.search(r"calls=%?([\w.\-]+)", ins.attrs)
+            if called and called.group(1) in self.mod.roots:
+                sub = called.group(1)
+                args = tuple(self.origin(comp, o, bound) for o in ins.operands)
+                return self.element(sub, self.mod.roots[sub], i, args)
+        if (ins.opcode in COLLECTIVE_OPS and not ins.opcode.endswith("-start")
+                and i < len(ins.operands)):
+            return self.origin(comp, ins.operands[i], bound)
+        return self.origin(comp, name, bound)
+
+
+# ---- FLOPs and the summary ----------------------------------------------------------------------
+
+
+def _dot_flops(ins: Instr, shapes: dict[str, ArrayShape]) -> float:
+    out = parse_shapes(ins.shape)
+    m = re.search(r"lhs_contracting_dims=\{([\d,]*)\}", ins.attrs)
+    if not out or not ins.operands or ins.operands[0] not in shapes or m is None:
+        return 0.0
+    lhs = shapes[ins.operands[0]]
+    k = math.prod(lhs.dims[int(i)] for i in re.findall(r"\d+", m.group(1)))
+    return 2.0 * out[0].elements * k
+
+
+def _tag(ins: Instr) -> bool:
+    """A float op XLA made out of a dot (its metadata names the dot_general)."""
+    m = re.search(r'op_name="([^"]*)"', ins.attrs)
+    out = parse_shapes(ins.shape)
+    return (m is not None and m.group(1).endswith("dot_general") and len(out) == 1
+            and out[0].dtype.startswith(("f", "bf")))  # s32 ops are the slicing's indices
+
+
+def _rewritten_dot_flops(instrs: dict[str, Instr], shapes: dict[str, ArrayShape]) -> float:
+    """Dots XLA's simplifier rewrote as a multiply and a reduce (or a bare multiply, for a
+    size-1 contraction), found by the dot's metadata: 2 x the products, as a dot counts them."""
+    flops = 0.0
+    reduced: set[str] = set()
+    for ins in instrs.values():
+        if ins.opcode == "reduce" and _tag(ins) and ins.operands and ins.operands[0] in shapes:
+            flops += 2.0 * shapes[ins.operands[0]].elements
+            reduced.add(ins.operands[0])
+    for ins in instrs.values():
+        if ins.opcode == "multiply" and _tag(ins) and ins.name not in reduced:
+            flops += 2.0 * parse_shapes(ins.shape)[0].elements
+    return flops
+
+
+def summarize(hlo_text: str, n_devices: int) -> HloSummary:
+    """The collectives of an optimized HLO module, what they move, and per-device dot FLOPs."""
+    mod = parse_module(hlo_text)
+    tracer = _Tracer(mod)
     collectives: list[HloCollective] = []
     flops = 0.0
-    for name, shape, opcode, args in instrs:
-        if opcode == "dot":
-            flops += _dot_flops(shape, args, shapes)
-        kind = COLLECTIVE_OPS.get(opcode)
-        if kind is None:
-            continue
-        results = parse_shapes(shape)
-        if opcode in ("all-gather-start", "collective-permute-start"):
-            # Async starts return (operands, results[, context scalars]): keep the results.
-            results = tuple(r for r in results if r.dims)
-            results = results[len(results) // 2:]
-        groups, text = parse_replica_groups(args, n_devices)
-        collectives.append(HloCollective(kind, opcode, results, groups, text, name))
+    for comp, instrs in mod.comps.items():
+        shapes = {n: a[0] for n, ins in instrs.items() if len(a := parse_shapes(ins.shape)) == 1}
+        flops += _rewritten_dot_flops(instrs, shapes)
+        for ins in instrs.values():
+            if ins.opcode == "dot":
+                flops += _dot_flops(ins, shapes)
+            kind = COLLECTIVE_OPS.get(ins.opcode)
+            if kind is None:
+                continue
+            results = parse_shapes(ins.shape)
+            if ins.opcode in ("all-gather-start", "collective-permute-start"):
+                # Async starts return (operands, results[, context scalars]): keep the results.
+                results = tuple(r for r in results if r.dims)
+                results = results[len(results) // 2:]
+            groups, text = parse_replica_groups(ins.attrs, n_devices)
+            operands = tuple(shapes[o] for o in ins.operands if o in shapes)
+            try:
+                origins = tuple(tracer.origin(comp, o) for o in ins.operands)
+            except RecursionError:  # a chain deeper than Python's stack: left untraced
+                origins = ()
+            collectives.append(HloCollective(kind, ins.opcode, results, groups, text, ins.name,
+                                             operands, origins))
     return HloSummary(tuple(collectives), flops)

@@ -1,4 +1,4 @@
-"""Print `xla-check` results: a text table per statement, or JSON (`shardc.xla-check/1`)."""
+"""Print `xla-check` results: a text table per statement, or JSON (`shardc.xla-check/2`)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,16 @@ from typing import Any
 
 from shardc.lang.units import fmt_sig, fmt_value
 from shardc.tools.xla.check import CheckResult
-from shardc.tools.xla.compare import SKIPPED, Comm, Row
+from shardc.tools.xla.compare import SKIPPED, UNMAPPED, Comm, Row
 
-SCHEMA = "shardc.xla-check/1"
-COST_NOTE = ("costs: each side's collectives under shardc's model (the sharding chapter's V, in the program's "
-             "dtype) plus matmul FLOPs / C")
+SCHEMA = "shardc.xla-check/2"
+COST_NOTE = ("costs: each side's collectives under shardc's model, over the devices each uses "
+             "(the sharding chapter's V, in the program's dtype), plus matmul FLOPs / C")
 
 
-def _time(v: float, unit: str) -> str:
+def _time(v: float | None, unit: str) -> str:
+    if v is None:
+        return f"no cost ({UNMAPPED})"
     return fmt_value(v, "s") if unit == "s" else f"{fmt_value(v, 'B')} / W_ici"
 
 
@@ -24,7 +26,8 @@ def _comm_line(side: str, c: Comm, unit: str) -> str:
         raw = f" ({fmt_value(c.xla_bytes, 'B')} as XLA:CPU moves it)"
     shape = f"  {c.shape}" if c.shape else ""
     groups = f"  groups {c.groups}" if c.groups else ""
-    return (f"    {side:<5} {c.label():<22} V {fmt_value(c.bytes, 'B')}{raw}  "
+    moved = f"{c.label()}({c.array})" if c.array else c.label()
+    return (f"    {side:<5} {moved:<26} {c.dtype} V {fmt_value(c.bytes, 'B')}{raw}  "
             f"{_time(c.time, unit)}{shape}{groups}")
 
 
@@ -65,7 +68,8 @@ def text(result: CheckResult) -> str:
     s = result.summary()
     lines.append(f"summary: {s['statements']} statements: {s['agree']} agree, "
                  f"{s['same cost, different choice']} same cost, {s['ours cheaper']} ours "
-                 f"cheaper, {s['XLA cheaper']} XLA cheaper, {s['skipped']} skipped: "
+                 f"cheaper, {s['XLA cheaper']} XLA cheaper, {s[UNMAPPED]} {UNMAPPED}, "
+                 f"{s['skipped']} skipped: "
                  + ("ok" if s["ok"] else f"FAILED at lines {s['failed_lines']}"))
     return "\n".join(lines) + "\n"
 
@@ -79,9 +83,11 @@ def _devices(mesh: dict[str, int]) -> int:
 
 def _comm_dict(c: Comm) -> dict[str, Any]:
     d: dict[str, Any] = {"op": c.op, "axes": list(c.axes), "dim": c.dim, "bytes": c.bytes,
-                         "time": c.time}
+                         "time": c.time, "array": c.array, "dtype": c.dtype,
+                         "elements_per_device": list(c.blocks)}
     if c.shape:
-        d.update({"shape": c.shape, "replica_groups": c.groups, "xla_bytes": c.xla_bytes})
+        d.update({"shape": c.shape, "replica_groups": c.groups, "xla_bytes": c.xla_bytes,
+                  "unmapped": c.unmapped or None})
     return d
 
 
@@ -122,8 +128,8 @@ def to_json(results: list[CheckResult]) -> str:
 def _md_comms(cs: tuple[Comm, ...], xla: bool) -> str:
     if not cs:
         return "none"
-    return "<br>".join(f"{c.label()} {fmt_value(c.bytes, 'B')}" + (f" `{c.shape}`" if xla else "")
-                       for c in cs)
+    return "<br>".join(f"{c.label()}({c.array}) {fmt_value(c.bytes, 'B')}"
+                       + (f" `{c.shape}`" if xla else "") for c in cs)
 
 
 def markdown(results: list[CheckResult]) -> str:
