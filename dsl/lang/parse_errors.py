@@ -380,6 +380,15 @@ def _unexpected_token(tok: Token, line: int, col: int, line_text: str, accepts: 
                       "expected `+`, `-`, `*` or `·_J`",
                       ("contractions are written A ·_J B; elementwise products A * B",))
     if _END & accepts and name_like and accepts <= _END | {"LBRACE", "LSQB"}:
+        words = before.split()
+        if len(words) >= 2 and words[-2] == "hardware":
+            # `hardware TPU v5e 4x4`: a chip's name is one word; the slice is the mesh's.
+            guess = "-".join([words[-1], text]).lower()
+            return error("P005", f"a chip's name is one word: unexpected {_token_phrase(tok)} "
+                         f"after `hardware {words[-1]}`", span,
+                         "expected the end of the statement",
+                         (f"write `hardware {guess}` (names and aliases: `shardc hw list`); the "
+                          "slice's shape is the mesh's (`mesh X=4 @ici(x), Y=4 @ici(y)`)",))
         return error("P005", f"unexpected {_token_phrase(tok)} after a complete statement",
                       span, "expected the end of the statement",
                       ("write one statement per line, or separate statements with `;`",))
