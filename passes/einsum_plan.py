@@ -10,6 +10,7 @@ partial sums, Case 4 gathers one of the two operands.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -19,7 +20,8 @@ from typing import Literal
 
 from shardc.lang.layout import DimSharding, Layout
 from shardc.passes.cost_model import Num
-from shardc.passes.reshard import Step, plan_reshard
+from shardc.passes.layout_cost import Pricing
+from shardc.passes.reshard import Step, plan_reshard, reshard_floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,12 @@ def output_dims(lhs: tuple[str, ...], rhs: tuple[str, ...], contract: tuple[str,
         d for d in rhs if d not in contract and d not in lhs)
 
 
+Pricings = tuple[Pricing | None, Pricing | None, Pricing | None]
+"""How the reshards of the left operand, the right one and the result are priced."""
+Floors = tuple[float | None, float | None, float | None]
+"""Lower bounds on the time of the three reshards (`reshard_floor`)."""
+NO_PRICING: Pricings = (None, None, None)
+
 PLAN_SEARCH_LIMIT = 4096
 """Role assignments searched exhaustively; past it the search is local and says so."""
 
@@ -68,6 +76,7 @@ class _Space:
     choices: tuple[tuple[str | None, ...], ...]
     pass_l: frozenset[str]
     pass_r: frozenset[str]
+    pricings: Pricings
 
     @property
     def size(self) -> int:
@@ -83,8 +92,11 @@ class _Space:
         return (pos(self.requested), pos(self.lhs), pos(self.rhs),
                 order.index(a) if a in order else 99)
 
-    def plan(self, combo: tuple[str | None, ...], seen: set[tuple]) -> EinsumPlan | None:
-        """The plan for one role per involved axis; None if invalid or already in `seen`."""
+    def plan(self, combo: tuple[str | None, ...], seen: set[tuple], search: bool = True
+             ) -> EinsumPlan | None:
+        """The plan for one role per involved axis; None if invalid or already in `seen`.
+        Its reshards are the cheapest found (`plan_reshard`), or with `search=False` the fixed
+        order's (`refine` searches later)."""
         all_dims = dict.fromkeys((*self.lhs.dim_names, *self.rhs.dim_names))
         assigned: dict[str, list[str]] = {d: [] for d in all_dims}
         for a, d in zip(self.involved, combo, strict=True):
@@ -113,19 +125,38 @@ class _Space:
         if key in seen:
             return None
         seen.add(key)
-        ls = plan_reshard(self.lhs, lhs_t, self.sizes)
-        rs = plan_reshard(self.rhs, rhs_t, self.sizes)
-        os_ = plan_reshard(local_out, final, self.sizes)
+        pl, pr, po = self.pricings
+        ls = plan_reshard(self.lhs, lhs_t, self.sizes, pl, search)
+        rs = plan_reshard(self.rhs, rhs_t, self.sizes, pr, search)
+        os_ = plan_reshard(local_out, final, self.sizes, po, search)
         if ls is None or rs is None or os_ is None:
             return None
         return EinsumPlan(tuple(zip(self.involved, combo, strict=True)), lhs_t, rhs_t,
                           local_out, final, tuple(ls), tuple(rs), tuple(os_))
 
+    def refine(self, p: EinsumPlan) -> EinsumPlan:
+        """`p` with the cheapest reshards the search finds (the same roles and layouts)."""
+        pl, pr, po = self.pricings
+        steps = (plan_reshard(self.lhs, p.lhs_target, self.sizes, pl),
+                 plan_reshard(self.rhs, p.rhs_target, self.sizes, pr),
+                 plan_reshard(p.local_out, p.final, self.sizes, po))
+        assert all(s is not None for s in steps)  # the fixed order found them
+        return dataclasses.replace(p, lhs_steps=tuple(steps[0] or ()),
+                                   rhs_steps=tuple(steps[1] or ()),
+                                   out_steps=tuple(steps[2] or ()))
+
+    def floors(self, p: EinsumPlan) -> Floors:
+        """A lower bound on the time of each of `refine(p)`'s reshards (None: it keeps `p`'s)."""
+        pl, pr, po = self.pricings
+        return (reshard_floor(self.lhs, p.lhs_target, self.sizes, pl),
+                reshard_floor(self.rhs, p.rhs_target, self.sizes, pr),
+                reshard_floor(p.local_out, p.final, self.sizes, po))
+
 
 def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[str, ...],
            requested: Layout | None, mesh_order: tuple[str, ...],
            divisible: Callable[[str, tuple[str, ...]], bool], keep_partial: bool,
-           sizes: Mapping[str, float] | None) -> _Space:
+           sizes: Mapping[str, float] | None, pricings: Pricings = NO_PRICING) -> _Space:
     # Partial sums of one operand pass through the product when the other does not touch them.
     pass_l = lhs.unreduced if not (lhs.unreduced & rhs.used_axes) else frozenset()
     pass_r = rhs.unreduced if not (rhs.unreduced & lhs.used_axes) else frozenset()
@@ -150,7 +181,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
         opts.append(None)
         choices.append(tuple(opts))
     return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
-                  sizes, tuple(involved), tuple(choices), pass_l, pass_r)
+                  sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings)
 
 
 def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
@@ -158,15 +189,16 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                     mesh_order: tuple[str, ...],
                     divisible: Callable[[str, tuple[str, ...]], bool],
                     keep_partial: bool = False,
-                    sizes: Mapping[str, float] | None = None) -> list[EinsumPlan]:
+                    sizes: Mapping[str, float] | None = None, *,
+                    pricings: Pricings = NO_PRICING, search: bool = True) -> list[EinsumPlan]:
     """Every valid plan (deduplicated), in a stable order that lists keeping roles first.
 
     Exponential in the involved axes: `search_plans` calls it only below PLAN_SEARCH_LIMIT.
     """
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes)
+                   keep_partial, sizes, pricings)
     seen: set[tuple] = set()
-    plans = (space.plan(combo, seen) for combo in itertools.product(*space.choices))
+    plans = (space.plan(combo, seen, search) for combo in itertools.product(*space.choices))
     return [p for p in plans if p is not None]
 
 
@@ -194,20 +226,64 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  mesh_order: tuple[str, ...],
                  divisible: Callable[[str, tuple[str, ...]], bool],
                  keep_partial: bool, sizes: Mapping[str, float] | None,
-                 objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT
-                 ) -> PlanSearch:
+                 objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT, *,
+                 pricings: Pricings = NO_PRICING,
+                 floor: Callable[[EinsumPlan, Floors], tuple] | None = None) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
     assignments, otherwise the best found by changing one axis's role at a time (evaluating at
-    most PLAN_SEARCH_LIMIT assignments)."""
+    most PLAN_SEARCH_LIMIT assignments). `pricings` price the reshards of the left operand,
+    the right one and the result (`plan_reshard`).
+
+    With `floor` (a lower bound on the objective of a plan whose reshards cost at least the
+    given floors, or their own time where None), the reshards are searched only for the plans
+    that may rank among the first `KEPT` distinct ones (`_refine_best`); the others keep the
+    fixed order's."""
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes)
+                   keep_partial, sizes, pricings)
     total = space.size
     if total <= limit:
         plans = enumerate_plans(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                                keep_partial, sizes)
+                                keep_partial, sizes, pricings=pricings, search=floor is None)
+        if floor is not None:
+            plans = _refine_best(space, plans, objective, floor)
         return PlanSearch(rank_plans(plans, objective), total, total, False, tuple(plans))
     plans, tried = _local_search(space, objective, PLAN_SEARCH_LIMIT)
     return PlanSearch(rank_plans(plans, objective), total, tried, True, tuple(plans))
+
+
+KEPT = 3
+"""Distinct plans the decision record lists: `_refine_best` settles these exactly."""
+
+
+def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple],
+                 floor: Callable[[EinsumPlan, Floors], tuple]) -> list[EinsumPlan]:
+    """Branch and bound over the plans (with the fixed order's reshards), cheapest first:
+    refine a plan (search its reshards) unless `KEPT` distinct refined plans already rank below
+    a lower bound on its refined objective: its objective with no communication, then with each
+    reshard at its floor. A plan left unrefined cannot rank among the first `KEPT`; it keeps
+    the fixed order's reshards (a valid plan, never cheaper than refined)."""
+    out = list(plans)
+    best: dict[tuple, tuple] = {}  # signature -> the lowest objective of a refined plan
+    free: Floors = (0.0, 0.0, 0.0)
+    for i in sorted(range(len(plans)), key=lambda i: (objective(plans[i]), i)):
+        p = plans[i]
+        kept = sorted(best.values())[:KEPT]
+        if len(kept) == KEPT and (floor(p, free) > kept[-1]
+                                  or floor(p, space.floors(p)) > kept[-1]):
+            continue
+        out[i] = refined = space.refine(p)
+        sig, value = plan_signature(refined), objective(refined)
+        best[sig] = min(best.get(sig, value), value)
+    return out
+
+
+def plan_signature(p: EinsumPlan) -> tuple:
+    """What `describe_plan` shows of a plan (each step's kind, axes and dim; a slice's dim is not
+    shown): plans with the same signature read the same and are listed once."""
+    return tuple((side, s.kind, s.axes, None if s.kind == "slice" else s.dim)
+                 for side, steps in (("lhs", p.lhs_steps), ("rhs", p.rhs_steps),
+                                     ("out", p.out_steps))
+                 for s in steps)
 
 
 def _local_search(space: _Space, objective: Callable[[EinsumPlan], tuple], limit: int

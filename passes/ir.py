@@ -13,7 +13,7 @@ from shardc.lang.layout import Layout
 from shardc.lang.send import SendAxis
 from shardc.lang.source import NO_SPAN, Span
 from shardc.lang.syntax import CollectiveKind, Count, Times
-from shardc.passes.reshard import Step
+from shardc.passes.reshard_rules import Step
 
 if TYPE_CHECKING:
     import sympy as sp

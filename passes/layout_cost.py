@@ -5,11 +5,12 @@ Works over numbers (planning) or SymPy expressions (reports): `size_of` supplies
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import sympy as sp
 
-from shardc.lang.layout import Layout
+from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import DTYPES
 from shardc.passes.cost_model import (
     CollectiveTime,
@@ -22,7 +23,7 @@ from shardc.passes.cost_model import (
 )
 from shardc.passes.ir import Topology
 from shardc.passes.memo import memoized, typed
-from shardc.passes.reshard import Step
+from shardc.passes.reshard_rules import Step
 
 SizeOf = Callable[[str], Num]
 
@@ -85,3 +86,77 @@ def steps_time(steps: Sequence[Step], dtype: str, size_of: SizeOf, model: Model,
     for s in steps:
         total = total + step_time(s, dtype, size_of, model, topo, links).time
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """What the reshard planner ranks plans by, in numbers: one array's dtype and dim sizes, the
+    cost model, the topology and the link figures per level (`w`, `t`; none: W=1, t=0, bytes
+    over W). Tuples throughout: it is part of the planner's memo key. `Pricing("f32", ())`
+    ranks by bytes over W alone (every dim 1: the sizes cancel).
+
+    >>> lay, whole = Layout.of({"I": ("X",)}), Layout.of({"I": ()})
+    >>> Pricing("f32", (("I", 1024.0),)).time([Step("AllGather", ("X",), None, lay, whole)],
+    ...                                       {"X": 4.0})
+    3072.0
+    """
+
+    dtype: str
+    dims: tuple[tuple[str, float], ...]
+    """The sizes of the array's dims that are known (the planner keeps blocks whole in them)."""
+    typical_dim: float = 1.0
+    """The size a dim not in `dims` is priced at (the lowering's TYPICAL_DIM)."""
+    model: Model = "exact"
+    topology: Topology | None = None
+    w: tuple[tuple[str, float], ...] = ()
+    t: tuple[tuple[str, float], ...] = ()
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Hashed once: a memo key part, and the topology's hash walks every link.
+        object.__setattr__(self, "_hash", hash((self.dtype, self.dims, self.typical_dim,
+                                                self.model, self.topology, self.w, self.t)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:
+        # Rebuilt by the constructor: the cached hash of strings differs between processes.
+        return (Pricing, (self.dtype, self.dims, self.typical_dim, self.model, self.topology,
+                          self.w, self.t))
+
+    @staticmethod
+    def of(dtype: str, dims: Mapping[str, float], typical_dim: float, model: Model,
+           topology: Topology | None, links: Links) -> Pricing:
+        return Pricing(dtype, tuple(dims.items()), typical_dim, model, topology,
+                       tuple((lv, float(x)) for lv, x in links.w.items()),
+                       tuple((lv, float(x)) for lv, x in links.t.items()))
+
+    def links(self) -> Links:
+        return Links(dict(self.w), dict(self.t)) if self.w else Links.uniform(1.0, 0.0)
+
+    def size_of(self, axis_sizes: Mapping[str, float]) -> SizeOf:
+        dims = dict(self.dims)
+
+        def size_of(name: str) -> float:
+            if name in dims:
+                return dims[name]
+            return axis_sizes[name] if name in axis_sizes else self.typical_dim
+        return size_of
+
+    def time(self, steps: Sequence[Step], axis_sizes: Mapping[str, float],
+             links: Links | None = None) -> float:
+        """Seconds (or bytes / W) of `steps` with the mesh axes at `axis_sizes`: `steps_time`."""
+        return float(steps_time(steps, self.dtype, self.size_of(axis_sizes), self.model,
+                                self.topology, links or self.links()))
+
+    def block_bytes(self, dims: Sequence[str], shards: float) -> float:
+        """Bytes of one device's block of an array over `dims` split `shards` ways in all."""
+        whole = Layout(tuple(DimSharding(d) for d in dims))
+        return float(local_bytes(whole, self.dtype, self.size_of({}))) / shards
+
+    def collective(self, kind: str, axes: tuple[str, ...], v: float,
+                   axis_sizes: Mapping[str, float], links: Links) -> float:
+        """Seconds of one collective with V = `v` bytes over `axes`, as `step_time` prices it."""
+        return float(collective_time(kind, v, axes, self.size_of(axis_sizes), self.model,
+                                     self.topology, links).time)

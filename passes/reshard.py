@@ -1,99 +1,129 @@
 """Plan the collectives that take an array from one layout to another.
 
-Rules (the sharding chapter): AllGather removes a subscript, AllToAll moves one to another dim, ReduceScatter
-turns partial sums into a sharding, AllReduce removes partial sums, and adding a subscript to a
-replicated dim is a free local slice. Axes of a dim are major first, so only the trailing
-(minor) axes of a dim can be gathered or moved without touching other devices' blocks; a layout
-change that reorders axes gathers the trailing run and slices again.
+Rules (the sharding chapter; `passes.reshard_rules`, re-exported here): AllGather removes a
+subscript, AllToAll moves one to another dim, ReduceScatter turns partial sums into a sharding,
+AllReduce removes partial sums, adding a subscript to a replicated dim is a free local slice, and
+a CollectivePermute changes only which device holds which block. Axes of a dim are major first,
+so only the trailing (minor) axes of a dim can be gathered or moved without touching other
+devices' blocks.
+
+The book's fixed order (`plan_in_order`, below) needs no sizes: free slices, ReduceScatters,
+AllToAlls, AllReduces, then AllGathers (a layout change that reorders axes gathers the trailing
+run and slices again). With every mesh axis of the two layouts sized, `plan_reshard` returns
+instead the cheapest sequence an A* search over intermediate layouts finds
+(`passes.reshard_search`), each step priced by the cost model, unless the fixed order is one
+collective straight into the target (`_final`). Where an axis is symbolic the fixed order stays:
+the plan must hold at every size.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
 
 from shardc.lang.layout import DimSharding, Layout
+from shardc.passes.layout_cost import Pricing
 from shardc.passes.memo import memoized
+from shardc.passes.reshard_rules import Refusal, Step, transfer
+from shardc.passes.reshard_search import cheapest_plan, lower_bound
+
+__all__ = ["Refusal", "Step", "plan_in_order", "plan_reshard", "reshard_floor", "transfer"]
+
+BYTES = Pricing("f32", ())
+"""The pricing of a caller that gives sizes but no machine: bytes over W, topology-free."""
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One collective or local slice: `kind` in AllGather/AllToAll/AllReduce/ReduceScatter/slice."""
+def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None,
+                 pricing: Pricing | None = None, search: bool = True) -> list[Step] | None:
+    """Steps from `src` to `dst` (same dims, any order), or None when impossible.
 
-    kind: str
-    axes: tuple[str, ...]
-    dim: str | None
-    src: Layout
-    dst: Layout
+    Impossible means `dst` holds partial sums that `src` does not: no collective creates them.
+    When `sizes` gives every mesh axis the two layouts use, the plan is the cheapest under
+    `pricing` (default: bytes over W) that the search finds, never dearer than the fixed order
+    (ties keep it); otherwise, or with `search=False`, it is the fixed order, which needs no
+    sizes. Only the sizes of those axes and the pricing matter; each distinct question is
+    answered once per process (`passes.memo`).
 
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why a collective cannot act on a layout: the rule it breaks and the axes (and dim) at
-    fault. "not-sharded": AllGather of an axis that shards no dim; "not-innermost": axes that
-    are not the innermost run of `dim`; "no-partial-sums": a reduction over axes without
-    partial sums; "wrong-source": AllToAll of an axis that shards no dim other than `dim`."""
-
-    rule: Literal["not-sharded", "not-innermost", "no-partial-sums", "wrong-source"]
-    axes: tuple[str, ...]
-    dim: str | None = None
-
-
-def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None = None
-             ) -> Layout | Refusal:
-    """What one collective does to a layout (the sharding chapter): the one home of these rules, used by the
-    planner below and by the explicit collectives a program writes.
-
-    >>> lay = Layout.of({"I": ("X", "Y"), "J": ()}, {"Z"})
-    >>> transfer(lay, "AllGather", ("Y",)).format("A")
-    'A[I_X, J]{U_Z}'
-    >>> transfer(lay, "ReduceScatter", ("Z",), "J").format("A")
-    'A[I_XY, J_Z]'
-    >>> transfer(lay, "AllToAll", ("X",), "J")
-    Refusal(rule='not-innermost', axes=('X',), dim='I')
+    >>> s = Layout.of({"I": ("X",), "J": ()}); d = Layout.of({"I": (), "J": ("X",)})
+    >>> [(st.kind, st.axes, st.dim) for st in plan_reshard(s, d)]
+    [('AllToAll', ('X',), 'J')]
+    >>> s = Layout.of({"K": ("X",), "J": ("Y",)}); d = Layout.of({"K": (), "J": ("X", "Y")})
+    >>> [(st.kind, st.axes) for st in plan_reshard(s, d)]  # symbolic sizes: the fixed order
+    [('AllGather', ('X', 'Y')), ('slice', ('X', 'Y'))]
+    >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan_reshard(s, d, {"X": 4, "Y": 4})]
+    [('AllToAll', ('X',), 'A[K, J_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[K, J_XY]')]
     """
-    match kind:
-        case "AllGather":
-            for x in axes:
-                if layout.dim_of_axis(x) is None:
-                    return Refusal("not-sharded", (x,))
-            dims = []
-            for d in layout.dims:
-                gone = tuple(x for x in d.axes if x in axes)
-                keep = d.axes[: len(d.axes) - len(gone)]
-                if gone and d.axes[len(keep):] != gone:
-                    return Refusal("not-innermost", gone, d.dim)
-                dims.append(DimSharding(d.dim, keep))
-            return Layout(tuple(dims), layout.unreduced)
-        case "AllReduce" | "ReduceScatter":
-            missing = tuple(x for x in axes if x not in layout.unreduced)
-            if missing:
-                return Refusal("no-partial-sums", missing)
-            if kind == "AllReduce":
-                return layout.with_unreduced(layout.unreduced - set(axes))
-            assert dim is not None
-            return Layout(tuple(DimSharding(d.dim, d.axes + axes if d.dim == dim else d.axes)
-                                for d in layout.dims), layout.unreduced - set(axes))
-        case "AllToAll":
-            assert dim is not None
-            cur = {d.dim: list(d.axes) for d in layout.dims}
-            by_src: dict[str, list[str]] = {}
-            for x in axes:
-                src = layout.dim_of_axis(x)
-                if src is None or src == dim:
-                    return Refusal("wrong-source", (x,), dim)
-                by_src.setdefault(src, []).append(x)
-            for src, moved in by_src.items():
-                # The moved axes must be the innermost run of their dim, in order.
-                if cur[src][-len(moved):] != moved:
-                    return Refusal("not-innermost", tuple(moved), src)
-                del cur[src][-len(moved):]
-                cur[dim].extend(moved)
-            return Layout(tuple(DimSharding(d.dim, tuple(cur[d.dim])) for d in layout.dims),
-                          layout.unreduced)
-    raise AssertionError(f"no layout rule for {kind}")
+    axes = _axes(src, dst, sizes)
+    steps = _planned(src, dst, axes, pricing or BYTES) if search else _in_order(src, dst, axes)
+    return None if steps is None else list(steps)
+
+
+def reshard_floor(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None,
+                  pricing: Pricing | None = None) -> float | None:
+    """A lower bound on the time of `plan_reshard`'s plan under `pricing`, cheaper to find
+    than the plan (`passes.reshard_search.lower_bound`); None where that plan is the fixed
+    order's (a symbolic axis, a plan the search cannot beat) or there is none.
+
+    >>> s, d = Layout.of({"I": ("X", "Y")}), Layout.of({"I": ("Y",)})
+    >>> sizes = {"X": 2, "Y": 2}
+    >>> reshard_floor(s, d, sizes) <= Pricing("f32", ()).time(plan_reshard(s, d, sizes), sizes)
+    True
+    >>> reshard_floor(s, Layout.of({"I": ("X",)}), sizes) is None  # one AllGather: final
+    True
+    """
+    return _floor(src, dst, _axes(src, dst, sizes), pricing or BYTES)
+
+
+def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None) -> tuple | None:
+    """The memo key's part of `sizes`: the sizes of the axes the two layouts use."""
+    if not sizes:
+        return None
+    return tuple((a, sizes.get(a)) for a in sorted({*src.sharding_axes, *dst.sharding_axes,
+                                                    *src.unreduced}))
+
+
+def _known(axes: tuple | None) -> dict[str, float] | None:
+    """Every size in `axes`, or None when one is symbolic."""
+    if axes is None or any(n is None for _, n in axes):
+        return None
+    return {a: n for a, n in axes}
+
+
+@memoized("reshard.in-order", lambda src, dst, axes: (src, dst, axes))
+def _in_order(src: Layout, dst: Layout, axes: tuple | None) -> tuple[Step, ...] | None:
+    sizes = None if axes is None else {a: n for a, n in axes if n is not None}
+    steps = plan_in_order(src, dst, sizes or None)
+    return None if steps is None else tuple(steps)
+
+
+def _final(steps: tuple[Step, ...]) -> bool:
+    """A fixed-order plan kept without a search: free slices, then at most one collective that
+    lands on the target. Any other plan also needs a collective over those axes (to remove,
+    move or reduce them) and only adds steps; on the LLaMA 3 plan's 5,400 reshards the search
+    never beat one."""
+    kinds = [s.kind for s in steps]
+    while kinds and kinds[0] == "slice":
+        kinds.pop(0)
+    return len(kinds) <= 1
+
+
+@memoized("reshard.plan", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
+def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
+             ) -> tuple[Step, ...] | None:
+    steps = _in_order(src, dst, axes)
+    sizes = _known(axes)
+    if steps is None or sizes is None or _final(steps):
+        return steps
+    return tuple(cheapest_plan(src, dst, sizes, pricing, steps))
+
+
+@memoized("reshard.floor", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
+def _floor(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing) -> float | None:
+    steps = _in_order(src, dst, axes)
+    sizes = _known(axes)
+    if steps is None or sizes is None or _final(steps):
+        return None
+    return lower_bound(src, dst, sizes, pricing, steps)
 
 
 def _layout(cur: dict[str, list[str]], order: tuple[str, ...], unreduced: set[str]) -> Layout:
@@ -161,34 +191,15 @@ def _size_one_relabel(src: Layout, dst: Layout, sizes: Mapping[str, float] | Non
     return Step("slice", tuple(dict.fromkeys(moved)), None, src, dst) if moved else None
 
 
-def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None
-                 ) -> list[Step] | None:
-    """Steps from `src` to `dst` (same dims, any order), or None when impossible.
+def plan_in_order(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None
+                  ) -> list[Step] | None:
+    """The book's fixed order (the module's docstring), or None when impossible: the plan where
+    sizes are symbolic, and the bound the search must beat where they are known.
 
-    Impossible means `dst` holds partial sums that `src` does not: no collective creates them.
-    Only the sizes of the mesh axes the two layouts use matter; each distinct question is
-    answered once per process (`passes.memo`).
-
-    >>> s = Layout.of({"I": ("X",), "J": ()}); d = Layout.of({"I": (), "J": ("X",)})
-    >>> [(st.kind, st.axes, st.dim) for st in plan_reshard(s, d)]
-    [('AllToAll', ('X',), 'J')]
+    >>> s, d = Layout.of({"I": ("X", "Y")}), Layout.of({"I": ("Y",)})
+    >>> [(st.kind, st.axes) for st in plan_in_order(s, d)]
+    [('AllGather', ('X', 'Y')), ('slice', ('Y',))]
     """
-    axes = None
-    if sizes:
-        axes = tuple((a, sizes.get(a)) for a in sorted({*src.sharding_axes,
-                                                        *dst.sharding_axes}))
-    steps = _planned(src, dst, axes)
-    return None if steps is None else list(steps)
-
-
-@memoized("reshard.plan", lambda src, dst, axes: (src, dst, axes))
-def _planned(src: Layout, dst: Layout, axes: tuple | None) -> tuple[Step, ...] | None:
-    sizes = None if axes is None else {a: n for a, n in axes if n is not None}
-    steps = _plan(src, dst, sizes or None)
-    return None if steps is None else tuple(steps)
-
-
-def _plan(src: Layout, dst: Layout, sizes: Mapping[str, float] | None) -> list[Step] | None:
     order = dst.dim_names
     cur = {d.dim: list(d.axes) for d in src.dims}
     target = {d.dim: list(d.axes) for d in dst.dims}

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import shardc
 from shardc.lang.layout import Layout
-from shardc.passes.reshard import plan_reshard
+from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
+from shardc.passes.layout_cost import Pricing
+from shardc.passes.reshard import plan_in_order, plan_reshard, reshard_floor, transfer
 
 L = Layout.of
 
@@ -137,3 +143,211 @@ def test_chip_path_is_relative_to_the_program(tmp_path):
     prog = tmp_path / "p.shard"
     prog.write_text('mesh X=2\ndim I=4\nhardware "chips/mine.toml"\nA: bf16[I_X]\n')
     assert shardc.compile(prog).chip.name == "mine"
+
+
+# ---- the cheapest sequence (issue 17: passes/reshard_search.py) ---------------------------------
+# `plan_reshard` with every mesh axis sized searches intermediate layouts for the cheapest plan
+# under the cost model; `plan_in_order` is the fixed order it replaces, kept as its bound.
+
+BYTES = Pricing("f32", ())  # bytes over W, topology-free: what `plan_reshard` uses by default
+
+
+def moves(plan):
+    return [(s.kind, s.axes, s.dst.format()) for s in plan]
+
+
+@pytest.mark.parametrize("src,dst,sizes,expected", [
+    # A permute hidden behind a free slice: shrink the block, permute it, gather the extra axis.
+    (L({"L": ("Y",)}), L({"L": ("X",)}), {"X": 4, "Y": 2},
+     [("slice", ("X",), "[L_YX]"), ("CollectivePermute", ("Y", "X"), "[L_XY]"),
+      ("AllGather", ("Y",), "[L_X]")]),
+    (L({"J": ("Y",)}), L({"J": ("X",)}), {"X": 4, "Y": 4},
+     [("slice", ("X",), "[J_YX]"), ("CollectivePermute", ("Y", "X"), "[J_XY]"),
+      ("AllGather", ("Y",), "[J_X]")]),
+    (L({"I": ("Z", "X")}), L({"I": ("X", "Y")}), {"X": 4, "Y": 4, "Z": 4},
+     [("slice", ("Y",), "[I_ZXY]"), ("CollectivePermute", ("Z", "X", "Y"), "[I_XYZ]"),
+      ("AllGather", ("Z",), "[I_XY]")]),
+    # An AllToAll and a permute.
+    (L({"K": ("X",), "J": ("Y",)}), L({"K": (), "J": ("X", "Y")}), {"X": 4, "Y": 4},
+     [("AllToAll", ("X",), "[K, J_YX]"), ("CollectivePermute", ("Y", "X"), "[K, J_XY]")]),
+    # Gather more than needed, then slice: one AllGather over both axes has both axes' links.
+    (L({"I": ("Y", "X"), "J": (), "N": ()}), L({"I": (), "J": ("Y",), "N": ()}),
+     {"X": 2, "Y": 2},
+     [("AllGather", ("Y", "X"), "[I, J, N]"), ("slice", ("Y",), "[I, J_Y, N]")]),
+    # The issue's `[J_Y] -> [J_X]` on 2x2: a permute (2V/W: one direction of one link) costs
+    # more than the AllGather_Y; gathering over both axes after a slice costs less.
+    (L({"J": ("Y",)}), L({"J": ("X",)}), {"X": 2, "Y": 2},
+     [("slice", ("X",), "[J_YX]"), ("AllGather", ("Y", "X"), "[J]"), ("slice", ("X",), "[J_X]")]),
+], ids=["L_Y->L_X", "J_Y->J_X-4x4", "I_ZX->I_XY", "K_X,J_Y->J_XY", "I_YX->J_Y", "J_Y->J_X-2x2"])
+def test_the_search_finds_what_the_fixed_order_misses(src, dst, sizes, expected):
+    new, old = plan_reshard(src, dst, sizes), plan_in_order(src, dst, sizes)
+    assert moves(new) == expected
+    assert BYTES.time(new, sizes) < BYTES.time(old, sizes)
+    floor = reshard_floor(src, dst, sizes)
+    assert floor is not None and floor <= BYTES.time(new, sizes)
+
+
+def test_symbolic_axes_keep_the_fixed_order():
+    src, dst = L({"L": ("Y",)}), L({"L": ("X",)})
+    assert plan_reshard(src, dst) == plan_in_order(src, dst)
+    assert plan_reshard(src, dst, {"Y": 2}) == plan_in_order(src, dst, {"Y": 2})
+    assert reshard_floor(src, dst, {"Y": 2}) is None
+
+
+def test_ties_keep_the_fixed_order():
+    """`[I_X, J] -> [I, J_X]` is one AllToAll whatever the sizes: nothing beats it."""
+    src, dst = L({"I": ("X",), "J": ()}), L({"I": (), "J": ("X",)})
+    assert kinds(src, dst) == [("AllToAll", ("X",), "J")]
+    assert plan_reshard(src, dst, {"X": 4}) == plan_in_order(src, dst, {"X": 4})
+
+
+def compiled_reshard(text: str, search: bool = True, **kw):
+    """The collectives and slices of `text` and its T_comms, with the search or the fixed order
+    (the memo emptied around it: the fixed order must not be served from the cache)."""
+    from shardc.passes import memo, reshard
+
+    memo.clear()
+    saved = reshard.cheapest_plan
+    try:
+        if not search:
+            reshard.cheapest_plan = lambda src, dst, sizes, pricing, bound: list(bound)
+        r = shardc.compile(text, **kw)
+    finally:
+        reshard.cheapest_plan = saved
+        memo.clear()
+    ops = [(c.op, "".join(c.axes)) for c in r.ops if c.kind == "collective" or c.op == "slice"]
+    return ops, r.value("t_comms_s"), r
+
+
+def test_the_issues_gather_then_slice_on_a_chip():
+    """`A[I_YX, J, N] -> [I, J_Y, N]` on a v5p 2x2: AllGather_X + AllToAll_Y before, one
+    AllGather_XY and a slice now, cheaper (the search prices steps as the report does)."""
+    text = ("mesh X=2, Y=2\ndim I=1024, J=1024, N=256\nhardware tpu-v5p\n"
+            "A: bf16[I_YX, J, N]\nB[I, J_Y, N] = A\n")
+    new, t_new, r = compiled_reshard(text)
+    old, t_old, _ = compiled_reshard(text, search=False)
+    assert old == [("AllGather", "X"), ("AllToAll", "Y")]
+    assert new == [("AllGather", "YX"), ("slice", "")]
+    assert t_new < t_old
+    (c,) = [c for c in r.ops if c.kind == "collective"]
+    assert "AllGather_YX removes YX from A[I_YX, J, N]" in c.reason
+
+
+def test_a_permute_between_different_axes_in_a_program_simulates():
+    """`[J_Y] -> [J_X]` of 4 MB on a v5p 4x4 is one CollectivePermute over both axes (of 4 kB,
+    latency keeps the AllGather), and the simulator (block by block) agrees it computes the
+    reshard."""
+    from shardc.driver.api import run_pipeline
+    from shardc.lang.source import Source
+    from shardc.tools.simulate import check, random_inputs
+
+    text = "mesh X=4, Y=4\ndim J=1048576\nhardware tpu-v5p\nb: f32[J_Y]\nc[J_X] = b\n"
+    new, t_new, r = compiled_reshard(text)
+    _, t_old, _ = compiled_reshard(text, search=False)
+    assert new == [("CollectivePermute", "YX")] and t_new < t_old
+    (c,) = [c for c in r.ops if c.kind == "collective"]
+    assert c.reason.endswith("CollectivePermute over YX sends each block to the device that "
+                             "owns it in b[J_X]")
+    assert compiled_reshard(text.replace("1048576", "1024"))[0] == [("AllGather", "Y"),
+                                                                    ("slice", "")]
+    prog = run_pipeline(Source("<t>", text), None, "exact", {}).compiled
+    sizes = {"J": 1048576, "X": 4, "Y": 4}
+    check(prog, random_inputs(prog, sizes, np.random.default_rng(0)), sizes)
+
+
+AXES3 = ("X", "Y", "Z")
+
+
+@st.composite
+def reshard_cases(draw):
+    """A mesh of up to 3 axes (sizes 1-4, at most 16 devices), dims I, J, K sized to split any
+    way, a source layout (maybe with partial sums) and a target that keeps some of them."""
+    n = draw(st.sampled_from([1, 2, 2, 3, 3]))
+    sizes = {a: draw(st.sampled_from([1, 2, 2, 3, 4, 4])) for a in AXES3[:n]}
+    while math.prod(sizes.values()) > 16:
+        sizes = {a: min(s, 2) for a, s in sizes.items()}
+
+    def layout(allow_sums: bool, sums_from: frozenset[str] = frozenset()):
+        spec: dict[str, list[str]] = {d: [] for d in "IJK"}
+        sums = set()
+        for a in draw(st.permutations(list(sizes))):
+            where = draw(st.sampled_from([*"IJKIJK", None] + (["U"] if allow_sums else [])))
+            if where == "U" or (a in sums_from and draw(st.booleans())):
+                if allow_sums or a in sums_from:
+                    sums.add(a)
+                    continue
+            if where in spec:
+                spec[where].append(a)
+        return L({d: tuple(x) for d, x in spec.items()}, sums)
+
+    src = layout(True)
+    dst = layout(False, src.unreduced)
+    return src, dst, {a: float(s) for a, s in sizes.items()}
+
+
+def _text(src, dst, sizes) -> str:
+    devices = int(math.prod(sizes.values()))
+    mesh = ", ".join(f"{a}={int(s)}" for a, s in sizes.items())
+    return (f"mesh {mesh}\ndim I={2 * devices}, J={devices}, K={3 * devices}\n"
+            f"A: f32{src.format()}\nB{dst.format()} = A\n")
+
+
+# X on a ring, Y on a line of ICI, Z across DCN: levels, wraparound and latency in one machine.
+MACHINE = Topology((AxisLink("X", "ici", ("x",)), AxisLink("Y", "ici", ("y",)),
+                    AxisLink("Z", "dcn")),
+                   (PhysicalAxis("x", None, True, "test"), PhysicalAxis("y", None, False, "test")),
+                   "tpu")
+PRICINGS = [BYTES, Pricing("bf16", (("I", 64.0), ("J", 8.0), ("K", 96.0)), 1.0, "book",
+                           None, (("ici", 4.5e10),), (("ici", 1e-6),)),
+            Pricing("f32", (), 4096.0, "exact", None, (("ici", 9e10),), (("ici", 1e-6),)),
+            Pricing("bf16", (), 4096.0, "exact", MACHINE, (("ici", 9e10), ("dcn", 6.25e9)),
+                    (("ici", 1e-6), ("dcn", 1e-5)))]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reshard_cases(), st.sampled_from(PRICINGS))
+def test_the_searched_plan_is_valid_and_never_dearer(case, pricing):
+    """Over random layout pairs on small meshes: the plan follows the layout rules step by step
+    (each collective is `transfer` of its source), ends at the target, costs no more than the
+    fixed order under the pricing it was searched with, and no less than its floor."""
+    src, dst, sizes = case
+    old = plan_in_order(src, dst, sizes)
+    new = plan_reshard(src, dst, sizes, pricing)
+    if old is None:
+        assert new is None
+        return
+    assert new is not None
+    layout = src.reordered(dst.dim_names)
+    for s in new:
+        assert s.src == layout
+        if s.kind not in ("slice", "CollectivePermute"):
+            assert transfer(s.src, s.kind, s.axes, s.dim) == s.dst, s
+        layout = s.dst
+    assert layout == dst
+    t_new, t_old = pricing.time(new, sizes), pricing.time(old, sizes)
+    assert t_new <= t_old * (1 + 1e-9)
+    floor = reshard_floor(src, dst, sizes, pricing)
+    assert floor is None or floor <= t_new * (1 + 1e-9)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reshard_cases(), st.sampled_from([None, "tpu-v5e"]), st.integers(0, 2**16))
+def test_a_searched_reshard_computes_the_reshard(case, hw, seed):
+    """`B[dst] = A` compiled (the lowering prices the search with the program's sizes and the
+    chip) and executed block by block on simulated devices equals the unsharded array."""
+    from shardc.driver.api import run_pipeline
+    from shardc.lang.source import Source
+    from shardc.tools.simulate import check, random_inputs
+
+    src, dst, sizes = case
+    if not dst.unreduced <= src.unreduced:
+        return
+    text = _text(src, dst, sizes)
+    result = run_pipeline(Source("<prop>", text), hw, "exact", {})
+    if result.diagnostics.has_errors:  # a mesh the chip cannot hold: not this property
+        assert all(d.code.startswith("H") for d in result.diagnostics.errors()), text
+        return
+    prog = result.compiled
+    all_sizes = {n: s for n, s in (*prog.dims, *prog.mesh) if s is not None}
+    check(prog, random_inputs(prog, all_sizes, np.random.default_rng(seed)), all_sizes,
+          seed=seed)

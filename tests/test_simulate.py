@@ -166,6 +166,17 @@ def test_alltoall() -> None:
     run_check(program)
 
 
+def test_permute_between_different_axis_sets() -> None:
+    """A CollectivePermute whose layouts use different axes (the reshard planner's, issue 17):
+    `J_Y -> J_X` with |X| = |Y|, and `L_YX -> L_XY` after a slice, each over both axes."""
+    a, a1 = val("A", "J_Y"), val("A1", "J_X")
+    b, b1, b2 = val("B", "L_Y K"), val("B1", "L_YX K"), val("B2", "L_XY K")
+    program = prog({"X": 2, "Y": 2}, {"J": 8, "L": 8, "K": 3}, Input(a),
+                   Collective("CollectivePermute", a1, a, ("Y", "X")), Input(b),
+                   LocalSlice(b1, b), Collective("CollectivePermute", b2, b1, ("Y", "X")))
+    run_check(program)
+
+
 def test_local_slice_to_minor_axis() -> None:
     a, a1, a2 = val("A", "I J"), val("A1", "I_X J"), val("A2", "I_XY J")
     program = prog(XY, {"I": 8, "J": 3}, Input(a), LocalSlice(a1, a), LocalSlice(a2, a1))

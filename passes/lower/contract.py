@@ -16,14 +16,16 @@ from shardc.passes.conditions import less_than
 from shardc.passes.cost_model import LEVELS, Links
 from shardc.passes.einsum_plan import (
     EinsumPlan,
+    Floors,
     book_departures,
     case_label,
     output_dims,
+    plan_signature,
     search_plans,
 )
 from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import local_elements, steps_time
-from shardc.passes.lower.explain import beat_text, case_reason, plan_signature
+from shardc.passes.lower.explain import beat_text, case_reason
 from shardc.passes.lower.state import LoweringState
 from shardc.passes.regions import Candidate
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
@@ -48,27 +50,45 @@ class Contractions(LoweringState):
         topo = self.ctx.topology
         size_of = self.numeric_size
 
-        def rank(p: EinsumPlan) -> tuple[int, float, float, int]:
-            model = self.ctx.model
-            comm = float(steps_time(p.lhs_steps, lv.dtype, size_of, model, topo, links))
-            comm += float(steps_time(p.rhs_steps, rv.dtype, size_of, model, topo, links))
-            comm += float(steps_time(p.out_steps, dtype, size_of, model, topo, links))
-            flops = 2.0 * float(self.einsum_elements(p, size_of))
-            # With every size known, rank by time (comms + compute); otherwise by communication
-            # alone, which gives the book's defaults and matches the conditions reported.
-            total = comm + (flops / c if c and numeric else 0.0)
-            if numeric:
-                return (0, round(total, 15), flops, len(p.collectives))
-            # Symbolic sizes: the book's rule for each axis's case first, then cost at the
-            # typical sizes (the report lists the alternatives and when each would win).
-            departures = book_departures(p, lv.layout, rv.layout, e.dims)
-            return (departures, round(total, 15), flops, len(p.collectives))
-
         # One search per statement shape: within a lowering the sizes, topology and chip are
         # fixed, so the ranking depends only on the operands' layouts and dtypes and the
         # request (docs/benchmarks.md: a chain of 2,000 einsums has two shapes).
         shape = ("search", lv.layout, rv.layout, lv.dtype, rv.dtype, e.dims, out_dims,
                  requested, keep_partial)
+        measured: dict[int, tuple[tuple[float, ...], float]] = self.searches.setdefault(
+            ("measured", shape), {})
+
+        def measure(p: EinsumPlan) -> tuple[tuple[float, ...], float]:
+            """Each reshard's time and the FLOPs, by identity as `objective` keys them."""
+            hit = measured.get(id(p))
+            if hit is None:
+                model = self.ctx.model
+                hit = measured[id(p)] = (
+                    tuple(float(steps_time(steps, dt, size_of, model, topo, links))
+                          for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype),
+                                            (p.out_steps, dtype))),
+                    2.0 * float(self.einsum_elements(p, size_of)))
+            return hit
+
+        def rank(p: EinsumPlan, floors: Floors = (None, None, None)
+                 ) -> tuple[int, float, float, int]:
+            """The plan's key; with `floors`, a lower bound on the key of the plan with the
+            cheapest reshards (each reshard's floor where given, else its own time)."""
+            times, flops = measure(p)
+            comm = 0.0
+            for t, low in zip(times, floors, strict=True):
+                comm += low if low is not None else t
+            collectives = len(p.collectives) if floors == (None, None, None) else 0
+            # With every size known, rank by time (comms + compute); otherwise by communication
+            # alone, which gives the book's defaults and matches the conditions reported.
+            total = comm + (flops / c if c and numeric else 0.0)
+            if numeric:
+                return (0, round(total, 15), flops, collectives)
+            # Symbolic sizes: the book's rule for each axis's case first, then cost at the
+            # typical sizes (the report lists the alternatives and when each would win).
+            departures = book_departures(p, lv.layout, rv.layout, e.dims)
+            return (departures, round(total, 15), flops, collectives)
+
         ranks: dict[int, tuple[int, float, float, int]] = self.searches.setdefault(
             ("ranks", shape), {})
 
@@ -80,9 +100,16 @@ class Contractions(LoweringState):
             return hit
         search = self.searches.get(shape)
         if search is None:
+            pricings = (self.pricing(lv.dtype, lv.dims), self.pricing(rv.dtype, rv.dims),
+                        self.pricing(dtype, out_dims))
+            # Branch and bound needs the ranking and the reshards priced alike (every dim
+            # declared) and one plan chosen by numbers; where a chooser may pick any plan at a
+            # point (symbolic sizes), every plan's reshards are searched.
+            bounded = numeric and all(self.declared(d) for d in (*lv.dims, *rv.dims))
             search = self.searches[shape] = search_plans(
                 lv.layout, rv.layout, e.dims, out_dims, requested, tuple(self.mesh),
-                self.divisible, keep_partial, self.known_sizes(), objective)
+                self.divisible, keep_partial, self.known_sizes(), objective,
+                pricings=pricings, floor=rank if bounded else None)
         ranked = search.ranked
         if not ranked:
             self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"

@@ -142,11 +142,16 @@ class ElementwiseOps(LoweringState):
                               big.layout.unreduced)
             small_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in small.dims),
                                 small.layout.unreduced)
-            big_steps = plan_reshard(big.layout, big_want)
-            small_steps = plan_reshard(small.layout, small_want)
+            sizes = self.known_sizes()
+            big_steps = plan_reshard(big.layout, big_want, sizes,
+                                     self.pricing(big.dtype, big.dims))
+            small_steps = plan_reshard(small.layout, small_want, sizes,
+                                       self.pricing(small.dtype, small.dims))
             request_steps: list[Step] | None = []
             if request is not None and layout != request:
-                request_steps = plan_reshard(layout, request, self.known_sizes())
+                request_steps = plan_reshard(layout, request, sizes,
+                                             self.pricing(promote(big.dtype, small.dtype),
+                                                          layout.dim_names))
             if big_steps is None or small_steps is None or request_steps is None:
                 continue
             cost = (self.cost_steps(big_steps, big.dtype) + self.cost_steps(small_steps, small.dtype)

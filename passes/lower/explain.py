@@ -82,15 +82,6 @@ def step_text(s: Step, name: str) -> str:
     return f"{s.kind}_{ax}({name})"
 
 
-def plan_signature(p: EinsumPlan) -> tuple:
-    """What `describe_plan` shows of a plan (each step's kind, axes and dim; a slice's dim is not
-    shown): plans with the same signature read the same and are listed once."""
-    return tuple((side, s.kind, s.axes, None if s.kind == "slice" else s.dim)
-                 for side, steps in (("lhs", p.lhs_steps), ("rhs", p.rhs_steps),
-                                     ("out", p.out_steps))
-                 for s in steps)
-
-
 def describe_steps(lhs_steps: tuple[Step, ...], rhs_steps: tuple[Step, ...],
                    out_steps: tuple[Step, ...], lhs: str, rhs: str, target: str) -> str:
     """Steps on each operand, the local einsum, then the result's steps, in words."""

@@ -15,6 +15,7 @@ from shardc.lang.syntax import Assign, Contract, Expr
 from shardc.passes.context import Context
 from shardc.passes.cost_model import Links
 from shardc.passes.ir import Collective, Decision, LocalSlice, Op, Value
+from shardc.passes.layout_cost import Pricing
 from shardc.passes.lower.explain import describe_step
 from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.sizes import size_of
@@ -52,6 +53,8 @@ class LoweringState:
     searches: dict[tuple, Any] = field(default_factory=dict)
     """The plan search of each statement shape (`Contractions.contract`)."""
     resharded: dict[tuple, Value] = field(default_factory=dict)
+    pricings: dict[tuple, Pricing] = field(default_factory=dict)
+    """How the reshard planner prices each (dtype, dims) (`pricing`)."""
     figures: tuple | None = None
     params: set[str] = field(default_factory=set)
     array_times: dict[str, tuple] = field(default_factory=dict)
@@ -83,6 +86,24 @@ class LoweringState:
         cost model treats as known: a ring of 1 moves nothing), else its symbol."""
         v = self.known(name)
         return size_symbol(name) if v is None else int(v)
+
+    def declared(self, dim: str) -> bool:
+        """The program gives `dim` a number (a dim declared symbolic stays so under `--set`)."""
+        return self.dims.get(dim) is not None
+
+    def pricing(self, dtype: str, dims: Sequence[str]) -> Pricing:
+        """How the reshard planner prices an array's steps: the chip's link figures, and each
+        dim at its size where the program declares one, else at TYPICAL_DIM, even when a
+        binding gives it a size: a reshard's plan must be the same in a report with a size
+        left symbolic and in the compile that binds it (`Report.at`), as the plans of a
+        contraction are (`passes.regions`)."""
+        key = (dtype, tuple(dims))
+        hit = self.pricings.get(key)
+        if hit is None:  # one object per array shape: the planner's memo key compares by identity
+            known = {d: v for d in dims if self.declared(d) and (v := self.known(d)) is not None}
+            hit = self.pricings[key] = Pricing.of(dtype, known, float(TYPICAL_DIM), self.ctx.model,
+                                                  self.ctx.topology, self.hw_numbers(dtype)[0])
+        return hit
 
     def all_known(self, names) -> bool:
         return all(self.known(n) is not None for n in names)
@@ -157,7 +178,7 @@ class LoweringState:
                 name: str | None = None) -> Value | None:
         if v.layout == want:
             return v
-        steps = plan_reshard(v.layout, want, self.known_sizes())
+        steps = plan_reshard(v.layout, want, self.known_sizes(), self.pricing(v.dtype, v.dims))
         if steps is None:
             extra = want.unreduced - v.layout.unreduced
             shown = name or v.array

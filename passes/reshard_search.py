@@ -1,0 +1,428 @@
+"""The cheapest reshard: an A* search over intermediate layouts, each edge one step priced by the
+cost model, bounded by the fixed-order plan, which it returns unless it finds a strictly cheaper
+one.
+
+The moves (the sharding chapter's rules, `passes.reshard_rules`), restricted to the mesh axes the
+two layouts use and the dims either shards, and pruned where a move cannot help:
+- a free local slice of an axis the target shards, onto the dim the target gives it;
+- AllGather of the innermost axes of any dims, past the prefix a dim shares with the target
+  (gathering more than needed and slicing again is one of these);
+- AllToAll of a dim's innermost axes to a dim the target gives one of them;
+- ReduceScatter of partial sums onto the dim the target gives them; AllReduce of any of them;
+- CollectivePermute to a layout with the same number of shards in every dim (the same block
+  shape: only which device holds which block changes) that is the target, or one step from it:
+  the target with extra innermost axes (then gathered), with an innermost run moved to another
+  dim (then an AllToAll), or without an innermost run of partial sums (then a ReduceScatter).
+  A permute may follow or precede any other move, so slice-permute-gather and AllToAll-permute
+  are paths of the search.
+An AllGather, an AllReduce or a CollectivePermute does not follow one of its kind: one step over
+the union of their axes costs no more (a collective over more axes has more links). The
+estimate of what is left (`_Search.estimate`) counts the AllGathers that must still lower the
+number of shards and the reductions the partial sums still need. Intermediate layouts keep
+blocks whole in every dim whose size is known. The search expands at most `MAX_EXPANDED`
+layouts, so it always ends quickly; on large meshes it may then miss a cheaper plan, never
+return a dearer one.
+
+Inside the search a layout is a tuple of strings, one character per mesh axis (`_Search.code`),
+cheap to hash and slice; a search takes a few hundred microseconds, and `lower_bound` (the
+estimate at the start) lets a caller skip searches that cannot matter (`passes.einsum_plan`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+
+from shardc.lang.layout import DimSharding, Layout
+from shardc.passes.layout_cost import Pricing
+from shardc.passes.memo import MAX_ENTRIES, register
+from shardc.passes.reshard_rules import Step
+
+MAX_EXPANDED = 64
+"""Layouts expanded per search; past it the cheapest plan found so far (or the bound) is kept."""
+MAX_EXTRA = 3
+"""Axes a permute's target may carry beyond the final layout's (gathered right after)."""
+TIE = 1e-9
+"""Relative margin a plan must beat the bound by: ties keep the fixed order."""
+
+Dims = tuple[str, ...]
+"""The axes of each dim (one character each), in the target's dim order."""
+State = tuple[Dims, frozenset[str]]
+"""A layout: its dims' axes and its partial-sum axes."""
+Move = tuple[str, str, int | None, State, float, float]
+"""(kind, axes, dim index, the layout after, the step's time, the shards after)."""
+
+_COSTS: dict = register("reshard_search.costs")
+"""By machine (cost model, topology, link figures) and axis sizes: the links, and the step times
+by (kind, axes, V)."""
+_BYTES: dict = register("reshard_search.bytes")
+"""The whole array's bytes by (pricing, dims)."""
+
+
+def cheapest_plan(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing,
+                  bound: Sequence[Step]) -> list[Step]:
+    """The cheapest steps from `src` to `dst` the search finds under `pricing` with the mesh
+    axes at `sizes` (every axis of both layouts), or `bound` (a valid plan) when none is
+    strictly cheaper.
+
+    >>> s, d = Layout.of({"L": ("Y",)}), Layout.of({"L": ("X",)})
+    >>> gather = [Step("AllGather", ("Y",), None, s, Layout.of({"L": ()})),
+    ...           Step("slice", ("X",), None, Layout.of({"L": ()}), d)]
+    >>> plan = cheapest_plan(s, d, {"X": 4, "Y": 2}, Pricing("f32", ()), gather)
+    >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan]
+    [('slice', ('X',), 'A[L_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[L_XY]'), ('AllGather', ('Y',), 'A[L_X]')]
+    """
+    search = _Search(src, dst, sizes, pricing)
+    limit = search.time(bound) * (1 - TIE)
+    if limit <= 0:
+        return list(bound)
+    path = search.run(limit)
+    return list(bound) if path is None else path
+
+
+def lower_bound(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing,
+                bound: Sequence[Step]) -> float:
+    """A lower bound on the time of `cheapest_plan(src, dst, sizes, pricing, bound)`: the
+    search's estimate at the start, at most the bound's own time."""
+    search = _Search(src, dst, sizes, pricing)
+    start = search.start
+    return min(search.time(bound), search.estimate(search.prod("".join(start[0])), start[1]))
+
+
+class _Search:
+    """The target, the sizes, the moves from one layout (the module's docstring), and the run."""
+
+    def __init__(self, src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing):
+        self.pricing = pricing
+        self.order = dst.dim_names
+        held = {d.dim: d.axes for d in src.dims}
+        names = sorted({*dst.sharding_axes, *src.sharding_axes, *src.unreduced})
+        self.names = names
+        self.code = {a: chr(0x41 + i) for i, a in enumerate(names)}
+        self.sizes = {a: float(sizes[a]) for a in names}
+        self.size = {self.code[a]: n for a, n in self.sizes.items()}
+        self.products: dict[str, float] = {"": 1.0}
+        self.every = "".join(self.code[a] for a in names)
+        self.target: Dims = tuple(self.encode(d.axes) for d in dst.dims)
+        self.start: State = (tuple(self.encode(held[d]) for d in self.order),
+                             frozenset(self.encode(src.unreduced)))
+        self.goal: State = (self.target, frozenset(self.encode(dst.unreduced)))
+        self.kept_sums = self.goal[1]
+        self.wanted = "".join(self.target)
+        self.home = {a: i for i, axes in enumerate(self.target) for a in axes}
+        self.dims = [i for i, axes in enumerate(self.target) if axes or self.start[0][i]]
+        known = dict(pricing.dims)
+        self.extent = [known.get(d) for d in self.order]
+        self.target_shape = tuple(self.prod(t) for t in self.target)
+        self.target_shards = self.prod(self.wanted)
+        # Times depend on V, not on which array: arrays of one machine share them.
+        context = (pricing.model, pricing.topology, pricing.w, pricing.t,
+                   tuple(self.sizes.items()))
+        if len(_COSTS) >= MAX_ENTRIES:
+            _COSTS.clear()
+        if context not in _COSTS:
+            _COSTS[context] = (pricing.links(), {})
+        self.links, self.costs = _COSTS[context]
+        whole = _BYTES.get((pricing, self.order))
+        if whole is None:
+            if len(_BYTES) >= MAX_ENTRIES:
+                _BYTES.clear()
+            whole = _BYTES[pricing, self.order] = pricing.block_bytes(self.order, 1.0)
+        self.whole_bytes: float = whole
+        self._gather_bound: dict[float, float] = {}
+        self._reduce_bound: dict[frozenset[str], float] = {}
+        self._layouts: dict[State, Layout] = {}
+
+    # ---- sizes, layouts and costs ---------------------------------------------------------
+    def encode(self, axes: Sequence[str] | frozenset[str]) -> str:
+        return "".join(self.code[a] for a in (sorted(axes) if isinstance(axes, frozenset)
+                                               else axes))
+
+    def decode(self, axes: str) -> tuple[str, ...]:
+        return tuple(self.names[ord(c) - 0x41] for c in axes)
+
+    def prod(self, axes: str) -> float:
+        """The number of shards `axes` make."""
+        out = self.products.get(axes)
+        if out is None:
+            out = 1.0
+            for a in axes:
+                out *= self.size[a]
+            self.products[axes] = out
+        return out
+
+    def fits(self, i: int, shards: float) -> bool:
+        """Dim i splits into whole blocks `shards` ways (or its size is not known)."""
+        n = self.extent[i]
+        return n is None or n % shards == 0
+
+    def layout(self, state: State) -> Layout:
+        out = self._layouts.get(state)
+        if out is None:
+            dims, sums = state
+            out = self._layouts[state] = Layout(
+                tuple(DimSharding(d, self.decode(a)) for d, a in zip(self.order, dims,
+                                                                      strict=True)),
+                frozenset(self.decode("".join(sums))))
+        return out
+
+    def time(self, steps: Sequence[Step]) -> float:
+        """The time of `steps`, step by step as `cost` prices them."""
+        total = 0.0
+        for step in steps:
+            if step.kind != "slice":
+                side = step.dst if step.kind == "AllGather" else step.src
+                total += self.cost(step.kind, self.encode(step.axes),
+                                   self.prod(self.encode(side.sharding_axes)))
+        return total
+
+    def cost(self, kind: str, axes: str, shards: float) -> float:
+        """A collective's time: V is the block of the layout with `shards` shards (the result
+        of an AllGather, the source of anything else)."""
+        v = self.whole_bytes / shards
+        key = (kind, axes, v)
+        c = self.costs.get(key)
+        if c is None:
+            if len(self.costs) >= MAX_ENTRIES:
+                self.costs.clear()
+            c = self.costs[key] = self.pricing.collective(kind, self.decode(axes), v,
+                                                          self.sizes, self.links)
+        return c
+
+    def estimate(self, shards: float, sums: frozenset[str]) -> float:
+        """A lower bound on what is left from a layout with `shards` shards and partial sums
+        `sums`: only AllGathers lower the number of shards, and the ones still needed cost at
+        least one AllGather over axes that make enough shards into the target's block, the
+        cheapest such (gathering in several steps costs more than in one, into a bigger block
+        more than into a smaller one); the partial sums the target does not keep
+        need a reduction, at least a ReduceScatter of them on the smallest block they can have.
+        Admissible under the cost model's formulas as far as tests/test_reshard_and_plans.py
+        checks it; were it not somewhere, the search could miss a cheaper plan there, never
+        return a dearer one."""
+        out = 0.0
+        need = shards / self.target_shards
+        if need > 1 + TIE:
+            lb = self._gather_bound.get(need)
+            if lb is None:
+                # Shared by the searches of one machine and mesh: it depends on V and `need`.
+                key = ("gather-bound", need, self.whole_bytes / self.target_shards)
+                lb = self.costs.get(key)
+                if lb is None:
+                    lb = math.inf
+                    for r in range(1, len(self.every) + 1):
+                        for axes in itertools.combinations(self.every, r):
+                            run = "".join(axes)
+                            n = self.prod(run)
+                            if n >= need * (1 - TIE):  # its result is at least the target's block
+                                lb = min(lb, self.cost("AllGather", run, self.target_shards))
+                    self.costs[key] = lb
+                self._gather_bound[need] = lb
+            out += lb
+        free = sums - self.kept_sums
+        if free:
+            lb = self._reduce_bound.get(free)
+            if lb is None:
+                most = self.prod("".join(a for a in self.size if a not in free))
+                lb = self._reduce_bound[free] = self.cost("ReduceScatter",
+                                                          "".join(sorted(free)), most)
+            out += lb
+        return out
+
+    # ---- the search -----------------------------------------------------------------------
+    def run(self, limit: float) -> list[Step] | None:
+        """A* from the start with `estimate`, pruned at `limit`: the cheapest path to the goal
+        (fewer collectives on ties), or the cheapest one met when the expansions run out."""
+        start, goal = self.start, self.goal
+        shards0 = self.prod("".join(start[0]))
+        h0 = self.estimate(shards0, start[1])
+        if h0 >= limit:
+            return None
+        best: dict[State, tuple[float, int]] = {start: (0.0, 0)}
+        parent: dict[State, tuple[State, str, str, int | None]] = {}
+        heap: list[tuple[float, int, int, float, State, float]] = [
+            (h0, 0, 0, 0.0, start, shards0)]
+        pushed = expanded = 0
+        estimate = self.estimate
+        while heap:
+            _, n, _, g, state, shards = heapq.heappop(heap)
+            if best[state] < (g, n):
+                continue  # reached more cheaply since it was queued
+            if state == goal:
+                return self.steps(parent)
+            expanded += 1
+            if expanded > MAX_EXPANDED:
+                break
+            last = parent[state][1] if state in parent else ""
+            for kind, axes, dim, after, c, after_shards in self.moves(state, shards, last,
+                                                                      limit - g):
+                g2, n2 = g + c, n + (kind != "slice")
+                if best.get(after, (math.inf, 0)) <= (g2, n2):
+                    continue
+                f2 = g2 + estimate(after_shards, after[1])
+                if f2 >= limit:
+                    continue
+                best[after] = (g2, n2)
+                parent[after] = (state, kind, axes, dim)
+                pushed += 1
+                heapq.heappush(heap, (f2, n2, pushed, g2, after, after_shards))
+        if goal in best:  # queued, not reached: still cheaper than the bound
+            return self.steps(parent)
+        return None
+
+    def steps(self, parent: dict[State, tuple[State, str, str, int | None]]) -> list[Step]:
+        """The path to the goal as steps (consecutive slices merged). Each collective is
+        `transfer`'s rule by construction (tests/test_reshard_and_plans.py checks it)."""
+        path: list[tuple[State, str, str, int | None, State]] = []
+        state = self.goal
+        while state != self.start:
+            prev, kind, axes, dim = parent[state]
+            path.append((prev, kind, axes, dim, state))
+            state = prev
+        out: list[Step] = []
+        for prev, kind, axes, dim, after in reversed(path):
+            src, dst = self.layout(prev), self.layout(after)
+            names = self.decode(axes)
+            if kind == "slice" and out and out[-1].kind == "slice":
+                out[-1] = Step("slice", out[-1].axes + names, None, out[-1].src, dst)
+                continue
+            out.append(Step(kind, names, None if dim is None else self.order[dim], src, dst))
+        return out
+
+    # ---- moves ----------------------------------------------------------------------------
+    def moves(self, state: State, shards: float, last: str, budget: float) -> Iterator[Move]:
+        """The moves from `state` (with `shards` shards) that cost less than `budget`, each with
+        its cost and the shards after it; `last` is the kind of move that reached `state`."""
+        dims, sums = state
+        size, target, home, cost, prod, fits = (self.size, self.target, self.home, self.cost,
+                                                self.prod, self.fits)
+        shape = [prod(axes) for axes in dims]
+        used = set("".join(dims)) | sums
+        kept = [len(axes) if axes == t else _common(axes, t)
+                for axes, t in zip(dims, target, strict=True)]
+        for a in self.wanted:  # free slices
+            if a not in used:
+                i = home[a]
+                if fits(i, shape[i] * size[a]):
+                    yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
+                           shards * size[a])
+        if last != "AllGather":  # of the innermost axes of any dims past the prefix they keep
+            ranges = [range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
+                      for i in range(len(dims))]
+            for ks in itertools.islice(itertools.product(*ranges), 1, None):
+                gone = "".join(axes[len(axes) - k:] for axes, k in zip(dims, ks, strict=True))
+                after = shards / prod(gone)
+                c = cost("AllGather", gone, after)
+                if c < budget:
+                    new = tuple(axes[:len(axes) - k] for axes, k in zip(dims, ks, strict=True))
+                    yield "AllGather", gone, None, (new, sums), c, after
+        for i in self.dims:  # AllToAll of an innermost run to a dim the target gives it
+            for k in range(1, len(dims[i]) - kept[i] + 1):
+                run = dims[i][-k:]
+                for j in sorted({home[a] for a in run if a in home} - {i}):
+                    if fits(j, shape[j] * prod(run)):
+                        c = cost("AllToAll", run, shards)
+                        if c < budget:
+                            new = _put(_put(dims, i, dims[i][:-k]), j, dims[j] + run)
+                            yield "AllToAll", run, j, (new, sums), c, shards
+        free = sums - self.kept_sums
+        if free:
+            for j in self.dims:  # ReduceScatter onto the dim the target gives the axes
+                cand = [a for a in target[j] if a in free]
+                for r in range(1, len(cand) + 1):
+                    for perm in itertools.permutations(cand, r):
+                        run = "".join(perm)
+                        n = prod(run)
+                        if fits(j, shape[j] * n):
+                            c = cost("ReduceScatter", run, shards)
+                            if c < budget:
+                                yield ("ReduceScatter", run, j,
+                                       (_put(dims, j, dims[j] + run), sums - set(run)), c,
+                                       shards * n)
+            if last != "AllReduce":
+                ordered = sorted(free)
+                for r in range(1, len(ordered) + 1):
+                    for comb in itertools.combinations(ordered, r):
+                        run = "".join(comb)
+                        c = cost("AllReduce", run, shards)
+                        if c < budget:
+                            yield "AllReduce", run, None, (dims, sums - set(run)), c, shards
+        if last != "CollectivePermute":
+            for moved, new in self._permutes(dims, sums, free, shape):
+                c = cost("CollectivePermute", moved, shards)
+                if c < budget:
+                    yield "CollectivePermute", moved, None, (new, sums), c, shards
+
+    def _permutes(self, dims: Dims, sums: frozenset[str], free: frozenset[str],
+                  shape: list[float]) -> Iterator[tuple[str, Dims]]:
+        """Permutes to the target or a layout one step from it, in this layout's block shape:
+        the target itself; with an innermost run of dim j on dim i (then AllToAll it back);
+        without an innermost run of partial sums (then ReduceScatter it); with this layout's
+        extra axes appended (then AllGather them). Yields (the axes that move, the dims)."""
+        t, ts, prod = self.target, self.target_shape, self.prod
+        diff = [i for i in range(len(t)) if shape[i] != ts[i]]
+        targets: list[Dims] = []
+        clash = not sums.isdisjoint(self.wanted)
+        if not diff and not clash:
+            targets.append(t)
+        elif len(diff) == 2 and not clash:
+            for j, i in (diff, diff[::-1]):
+                p = ts[j] / shape[j]
+                if p > 1 and shape[i] == ts[i] * p:
+                    targets.extend(_put(_put(t, j, t[j][:-k]), i, t[i] + t[j][-k:])
+                                   for k in range(1, len(t[j]) + 1) if prod(t[j][-k:]) == p)
+        elif len(diff) == 1:
+            j = diff[0]
+            p = ts[j] / shape[j]
+            for k in range(1, len(t[j]) + 1):
+                run = t[j][-k:]
+                if prod(run) == p and free.issuperset(run) and sums.isdisjoint(
+                        set(self.wanted) - set(run)):
+                    targets.append(_put(t, j, t[j][:-k]))
+        extra = "".join(a for a in "".join(dims) if a not in self.home)
+        if extra and len(extra) <= MAX_EXTRA and not clash:
+            need = [s / x for s, x in zip(shape, ts, strict=True)]
+            targets.extend(self._with_extra(extra, need, shape))
+        seen = {dims}
+        for new in targets:
+            if new in seen:
+                continue
+            seen.add(new)
+            changed = [i for i in range(len(dims)) if dims[i] != new[i]]
+            moved = "".join(dict.fromkeys([*(a for i in changed for a in dims[i]),
+                                           *(a for i in changed for a in new[i])]))
+            yield moved, new
+
+    def _with_extra(self, extra: str, need: list[float], shape: list[float]) -> Iterator[Dims]:
+        """The target with `extra` appended to dims so that each dim has `need` times its
+        shards (then an AllGather of `extra` reaches the target), in `shape`."""
+        def place(k: int, left: list[float], where: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+            if k == len(extra):
+                if all(x == 1 for x in left):
+                    yield where
+                return
+            n = self.size[extra[k]]
+            for i in self.dims:
+                if left[i] % n == 0:
+                    left[i] /= n
+                    yield from place(k + 1, left, (*where, i))
+                    left[i] *= n
+        for where in place(0, list(need), ()):
+            if all(self.fits(i, shape[i]) for i in set(where)):
+                new = list(self.target)
+                for a, i in zip(extra, where, strict=True):
+                    new[i] = new[i] + a
+                yield tuple(new)
+
+
+def _common(axes: str, target: str) -> int:
+    """Length of the common prefix: the axes of a dim that stay where they are."""
+    k = 0
+    while k < min(len(axes), len(target)) and axes[k] == target[k]:
+        k += 1
+    return k
+
+
+def _put(dims: Dims, i: int, axes: str) -> Dims:
+    return (*dims[:i], axes, *dims[i + 1:])
