@@ -274,6 +274,7 @@ def mesh_layout(strategy: str, mesh: str | None):
 def _layout_flag(text: str, chip, chips: int):
     """`--layout`: ("fsdp-tp", 4) for sizes alone (the search's placement of that degree), or
     the `Layout` as written when any axis names its links."""
+    from shardc.tools.plan.evaluation import tensor_degree
     from shardc.tools.plan.strategies import choose_slice
 
     strategy, _, mesh = text.partition(":")
@@ -289,10 +290,7 @@ def _layout_flag(text: str, chip, chips: int):
     sizes = [a.size for a in layout.axes]
     if mesh and any(n is None for n in sizes):
         raise InputError(f"--layout {text!r}: give every axis a size (X=2048)")
-    tp = 1
-    for a in layout.axes:
-        if a.role == "tp" and a.size:
-            tp *= a.size
+    tp = tensor_degree(layout)
     if "@" in mesh:
         total = 1
         for n in sizes:

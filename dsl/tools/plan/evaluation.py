@@ -48,7 +48,7 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
     if only is None:
         cands = layouts(card, chip, sl, sequences, seq)
     elif isinstance(only, Layout):
-        cands = [Candidate(only.strategy, only, _tensor_degree(only))]
+        cands = [Candidate(only.strategy, only, tensor_degree(only))]
     else:
         try:
             cands = [one_layout(card, chip, sl, only[0], only[1], sequences, seq)]
@@ -111,7 +111,8 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
     return _figures(acc, chip, layout, sequences * seq), None
 
 
-def _tensor_degree(layout: Layout) -> int:
+def tensor_degree(layout: Layout) -> int:
+    """The product of a layout's tensor-parallel axes (1 without any)."""
     n = 1
     for a in layout.axes:
         if a.role == "tp" and a.size:
