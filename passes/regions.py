@@ -58,6 +58,34 @@ _FUNCTIONS: dict[tuple[sp.Expr, str], tuple[tuple[str, ...], Callable[..., Any]]
 _MAX_FUNCTIONS = 20_000
 
 
+_PRINTERS: dict[str, Any] = {}
+
+
+def _printer(modules: str) -> Any:
+    """`lambdify`'s own printer for `modules`, except that a Float prints every digit of its
+    double (`repr`), not 15: `1.33333333333333*J` at J=3 gives 15.99999999999999 where the
+    planner, computing in doubles, gets 16.0, and an exact tie between plans would break
+    differently at a point than in a compile with the point's sizes bound.
+
+    >>> J = sp.Symbol("J")
+    >>> sp.lambdify([J], 12 * J / sp.Float(9.0) + 12, printer=_printer("math"))(3.0)
+    16.0
+    """
+    if modules not in _PRINTERS:
+        from sympy.printing.numpy import NumPyPrinter
+        from sympy.printing.pycode import PythonCodePrinter
+
+        base = NumPyPrinter if modules == "numpy" else PythonCodePrinter
+
+        class Printer(base):  # type: ignore[valid-type, misc]
+            def _print_Float(self, expr: sp.Float) -> str:
+                return repr(float(expr))
+
+        _PRINTERS[modules] = Printer({"fully_qualified_modules": False, "inline": True,
+                                      "allow_unknown_functions": True, "user_functions": {}})
+    return _PRINTERS[modules]
+
+
 def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
     key = (expr, modules)
     hit = _FUNCTIONS.get(key)
@@ -65,7 +93,8 @@ def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..
         if len(_FUNCTIONS) >= _MAX_FUNCTIONS:
             _FUNCTIONS.clear()
         syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
-        hit = (tuple(s.name for s in syms), sp.lambdify(syms, expr, modules=modules))
+        hit = (tuple(s.name for s in syms),
+               sp.lambdify(syms, expr, modules=modules, printer=_printer(modules)))
         _FUNCTIONS[key] = hit
     return hit
 
