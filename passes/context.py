@@ -21,6 +21,8 @@ Model = Literal["exact", "book"]
 Optimizer = Literal["adam", "adam-8bit", "adam-no-master", "sgd", "none"]
 Remat = Literal["none", "selective", "matmuls", "block"]
 Attention = Literal["materialized", "flash"]
+PipelineSchedule = Literal["gpipe", "1f1b", "interleaved"]
+"""How `plan` runs microbatches through pipeline stages (GPipe, 1F1B, interleaved 1F1B)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,7 @@ def small_plan():
 
 def test_plan_repr_is_one_short_line(small_plan):
     text = repr(small_plan)
-    assert text == "<shardc.Plan llama2-13b on 16 tpu-v5p: 7 candidates, best fsdp (X=16) 1.169 s>"
+    assert text == "<shardc.Plan llama2-13b on 16 tpu-v5p: 8 candidates, best fsdp (X=16) 1.169 s>"
 
 
 def test_plan_html_ranks_the_candidates_and_collapses_the_explanation(small_plan):

@@ -12,9 +12,10 @@ import sys
 from typing import get_args
 
 from shardc.cli.termwrap import write_result
-from shardc.passes.context import Attention, Optimizer, Remat
+from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
 
-STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp")
+STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")
+PIPELINED = ("pp-dp", "pp-dp-tp", "pp-fsdp", "pp-fsdp-tp")
 
 
 class InputError(Exception):
@@ -74,9 +75,21 @@ def add_parser(sub) -> None:
                    help="collective costs: exact ring (default) or the book's formulas")
     p.add_argument("--layout", metavar="STRATEGY[: MESH]",
                    help="evaluate one layout instead of searching: a strategy (dp, fsdp, tp, "
-                   "fsdp-tp) and its mesh sizes, laid out on the slice as the search would "
+                   "fsdp-tp, dp-tp; pipelined pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp with PP= "
+                   "stages: 'pp-dp-tp: PP=16, Y=8') and its mesh sizes, laid out on the slice as the search would "
                    "('fsdp-tp: X=2048, Y=4'), or with each axis's links as `model program "
                    "--mesh` takes them ('fsdp-tp: X1=1024 @ici(x, y), X2=2 @ici(z), Y=4 @ici(z)')")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2), default=0,
+                   help="ZeRO stage of the layouts that replicate the weights (dp, dp-tp, "
+                   "pp-*): 1 shards the optimizer state over the data axes (Megatron-LM's "
+                   "distributed optimizer), 2 the gradients too; FSDP is stage 3")
+    p.add_argument("--pipeline-schedule", dest="schedule", choices=get_args(PipelineSchedule),
+                   default="1f1b", help="schedule of pipelined candidates (default 1f1b)")
+    p.add_argument("--virtual-stages", dest="virtual_stages", default="2", metavar="V",
+                   help="model chunks per stage under --pipeline-schedule interleaved "
+                   "(default 2)")
+    p.add_argument("--microbatch", dest="microbatch", default="1", metavar="SEQUENCES",
+                   help="sequences per data replica in one pipeline microbatch (default 1)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--progress", action="store_true",
                    help="report which candidate is being compiled on stderr even when it is not "
@@ -249,7 +262,7 @@ def mesh_layout(strategy: str, mesh: str | None):
             raise InputError("--strategy single takes no --mesh")
         return Layout("single")
     if mesh is None:
-        mesh = {"dp": "X", "fsdp": "X", "tp": "Y", "fsdp-tp": "X, Y"}[strategy]
+        mesh = {"dp": "X", "fsdp": "X", "tp": "Y", "fsdp-tp": "X, Y", "dp-tp": "X, Y"}[strategy]
     axes = []
     for item in _split_mesh(mesh):
         m = re.fullmatch(rf"([A-Za-z][A-Za-z0-9]*)\s*(?:=\s*({SIZE_PATTERN}))?\s*"
@@ -260,14 +273,14 @@ def mesh_layout(strategy: str, mesh: str | None):
         name, size, link = m.group(1), m.group(2), (m.group(3) or "").strip()
         if name.startswith("P"):
             role = "pod"
-        elif strategy == "tp" or (strategy == "fsdp-tp" and name.startswith("Y")):
+        elif strategy == "tp" or (strategy in ("fsdp-tp", "dp-tp") and name.startswith("Y")):
             role = "tp"
         else:
             role = "data"
         n = _count(size, f"--mesh {name}=", MAX_INTEGER) if size else None
         axes.append(Axis(name, n, role, link))
-    if strategy == "fsdp-tp" and not any(a.role == "tp" for a in axes):
-        raise InputError("--strategy fsdp-tp needs a tensor axis named Y... in --mesh")
+    if strategy in ("fsdp-tp", "dp-tp") and not any(a.role == "tp" for a in axes):
+        raise InputError(f"--strategy {strategy} needs a tensor axis named Y... in --mesh")
     return Layout(strategy, tuple(axes), fsdp=strategy in ("fsdp", "fsdp-tp"))
 
 
@@ -279,9 +292,12 @@ def _layout_flag(text: str, chip, chips: int):
 
     strategy, _, mesh = text.partition(":")
     strategy = strategy.strip()
+    if strategy in PIPELINED:
+        return _pipelined_layout(text, strategy, mesh.strip(), chip, chips)
     if strategy not in STRATEGIES or strategy == "single":
         raise InputError(f"--layout {text!r}: the strategy is one of dp, fsdp, tp, fsdp-tp, "
-                         "then ':' and the mesh ('fsdp-tp: X=2048, Y=4')")
+                         "dp-tp, pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp, then ':' and the mesh "
+                         "('fsdp-tp: X=2048, Y=4', 'pp-dp-tp: PP=16, X=128, Y=8')")
     mesh = mesh.strip()
     try:
         layout = mesh_layout(strategy, mesh or None)
@@ -314,6 +330,36 @@ def _layout_flag(text: str, chip, chips: int):
                          f"--layout {text!r}: {data * tp} devices, but the slice for --chips "
                          f"{chips} has {per_pod} chips per pod")
     return strategy, tp
+
+
+def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
+                      ) -> tuple[str, int, int]:
+    """`--layout 'pp-dp-tp: PP=16, X=128, Y=8'`: (strategy, tensor degree, stages). PP is
+    required; X, if given, must be what is left of the chips."""
+    from shardc.lang.numeric import MAX_INTEGER
+    from shardc.tools.plan.strategies import choose_slice
+
+    sizes: dict[str, int] = {}
+    for item in _split_mesh(mesh):
+        m = re.fullmatch(r"\s*(PP|X|Y)\s*=\s*(\S+)\s*", item)
+        if not m:
+            raise InputError(f"--layout {text!r}: a pipelined layout is written with PP=, X= "
+                             "and Y= sizes only ('pp-dp-tp: PP=16, X=128, Y=8'), got "
+                             f"{item.strip()!r}")
+        if m.group(1) in sizes:
+            raise InputError(f"--layout {text!r}: {m.group(1)} is given twice")
+        sizes[m.group(1)] = _count(m.group(2), f"--layout {m.group(1)}=", MAX_INTEGER)
+    if "PP" not in sizes:
+        raise InputError(f"--layout {text!r}: give the stages, PP=N")
+    t = sizes.get("Y", 1)
+    if t > 1 and not strategy.endswith("-tp"):
+        raise InputError(f"--layout {text!r}: {strategy} has no tensor axis; write "
+                         f"{strategy}-tp for Y={t}")
+    per_pod = choose_slice(chip, chips).chips_per_pod
+    if "X" in sizes and sizes["X"] * t * sizes["PP"] != per_pod:
+        raise InputError(f"--layout {text!r}: PP x X x Y = {sizes['PP'] * sizes['X'] * t} "
+                         f"devices, but --chips {chips} uses {per_pod}")
+    return strategy, t, sizes["PP"]
 
 
 def _split_mesh(text: str) -> list[str]:
@@ -353,7 +399,11 @@ def run_plan(args: argparse.Namespace) -> int:
     progress = for_command(args.progress)
     try:
         p = plan(card, chip, chips, tokens, seq,
-                 Options(args.optimizer, args.remat, args.cost_model, args.attention),
+                 Options(args.optimizer, args.remat, args.cost_model, args.attention,
+                         zero=args.zero, schedule=args.schedule,
+                         virtual_stages=_count(args.virtual_stages, "--virtual-stages", 1024),
+                         microbatch_sequences=_count(args.microbatch, "--microbatch",
+                                                     1 << 20)),
                  progress=progress, only=only)
     except PlanError as exc:
         raise InputError(("--layout: " if only is not None else "") + str(exc)) from None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardc.hardware import Chip
-from shardc.passes.context import Attention, Model, Optimizer, Remat
+from shardc.passes.context import Attention, Model, Optimizer, PipelineSchedule, Remat
 from shardc.tools.models import ModelCard
 from shardc.tools.models.sharding import Layout
 
@@ -37,6 +37,33 @@ class Options:
     remat: Remat = "none"
     model: Model = "exact"
     attention: Attention = "materialized"
+    zero: int = 0
+    """ZeRO stage of the layouts that replicate the weights over the data axes (dp, dp-tp and
+    their pipelined forms): 1 shards the optimizer state over the data axes, 2 the gradients
+    too (Rajbhandari et al. 2020, "ZeRO"; Megatron-LM's distributed optimizer is stage 1). The
+    traffic is the AllReduce's, as a ReduceScatter and an AllGather. FSDP is stage 3."""
+    schedule: PipelineSchedule = "1f1b"
+    """The pipeline schedule of pipelined candidates."""
+    virtual_stages: int = 2
+    """Model chunks per pipeline stage under the interleaved schedule."""
+    microbatch_sequences: int = 1
+    """Sequences per data-parallel replica in one microbatch of a pipelined candidate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """Pipeline parallelism: `stages` stages of consecutive layers, each on its own chips with
+    the candidate's layout; `microbatches` per step, run in `schedule` (`virtual` chunks per
+    stage when interleaved)."""
+
+    stages: int
+    microbatches: int
+    schedule: PipelineSchedule = "1f1b"
+    virtual: int = 1
+
+    def text(self) -> str:
+        v = f" x {self.virtual} chunks" if self.schedule == "interleaved" else ""
+        return f"{self.stages} stages{v}, {self.microbatches} microbatches, {self.schedule}"
 
 
 @dataclass
@@ -49,6 +76,8 @@ class Candidate:
     reason: str | None = None
     """Why it was not evaluated (None when it was)."""
     figures: dict[str, Any] = field(default_factory=dict)
+    pipeline: Pipeline | None = None
+    """The stages and microbatches of a pipelined candidate; `layout` is then one stage's."""
 
     @property
     def evaluated(self) -> bool:
@@ -67,14 +96,29 @@ class Candidate:
         """The FSDP (or DP) degree inside a pod: batch and sequence axes together."""
         return self.layout.degree("data", "seq") if self.layout else 0
 
+    @property
+    def chips(self) -> int:
+        """Chips the candidate runs on: one stage's times the stages."""
+        n = self.layout.degree("data", "seq", "tp", "pod") if self.layout else 1
+        return n * (self.pipeline.stages if self.pipeline else 1)
+
     def label(self) -> str:
+        pp = [f"PP={self.pipeline.stages}"] if self.pipeline else []
         if self.layout is None or not self.layout.axes:
-            return f"{self.strategy} (Y={self.tp})" if self.tp > 1 else self.strategy
+            deg = pp + ([f"Y={self.tp}"] if self.tp > 1 else [])
+            return f"{self.strategy} ({' '.join(deg)})" if deg else self.strategy
         roles = {"data": "X", "tp": "Y", "pod": "P"}
         deg = [f"{roles[r]}={self.layout.degree(*rs)}"
                for r, rs in (("pod", ("pod",)), ("data", ("data", "seq")), ("tp", ("tp",)))
                if self.layout.of(*rs)]
-        return f"{self.strategy} ({' '.join(deg)})"
+        return f"{self.strategy} ({' '.join(pp + deg)})"
+
+    def mesh_text(self) -> str:
+        """The mesh: the stage axis (PP) first, then one stage's axes."""
+        inner = self.layout.mesh_text() if self.layout else ""
+        if self.pipeline is None:
+            return inner
+        return f"PP={self.pipeline.stages}" + (f", {inner}" if inner else "")
 
 
 @dataclass(repr=False)

@@ -15,21 +15,23 @@ from shardc.tools.models import load as load_card
 from shardc.tools.models.programs import Part, parts
 from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.candidates import Candidate, Options, Plan, PlanError
-from shardc.tools.plan.strategies import choose_slice, layouts, one_layout
+from shardc.tools.plan.pipeline import INNER, evaluate_pipeline, pipeline_candidates, stage_layout
+from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts, one_layout
 
 
 def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
          seq: int | None = None, options: Options | None = None,
          progress: Callable[[str], None] | None = None,
-         only: tuple[str, int] | Layout | None = None) -> Plan:
+         only: tuple[str, int] | tuple[str, int, int] | Layout | None = None) -> Plan:
     """Enumerate, compile and rank the strategies for one training step; `progress` hears
     which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`). `card` and `chip` are
     objects or names (`"llama3-8b"`, `"tpu-v5e"`; a path to a TOML works too), loaded as the
     CLI loads them (`shardc.tools.models.load`, `shardc.hardware.load`).
 
     `only` evaluates one layout instead: a strategy and its tensor degree (`("fsdp-tp", 4)`,
-    laid out on the slice as the search lays it out), or a `Layout` as given (its axes' links
-    included; `shardc.cli.plan.mesh_layout`)."""
+    laid out on the slice as the search lays it out), a pipelined strategy, its tensor degree
+    and its stages (`("pp-dp-tp", 8, 16)`), or a `Layout` as given (its axes' links included;
+    `shardc.cli.plan.mesh_layout`)."""
     if isinstance(card, str):
         card = load_card(card)
     if isinstance(chip, str):
@@ -50,35 +52,69 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
     elif isinstance(only, Layout):
         cands = [Candidate(only.strategy, only, tensor_degree(only))]
     else:
-        try:
-            cands = [one_layout(card, chip, sl, only[0], only[1], sequences, seq)]
-        except ShardingError as exc:
-            raise PlanError(str(exc)) from None
+        cands = [_one(card, chip, sl, only, sequences, seq, options)]
+    _evaluate_all(card, chip, cands, sequences, seq, options, progress)
+    if only is None:
+        more = pipeline_candidates(card, chip, sl, sequences, seq, options, cands)
+        _evaluate_all(card, chip, more, sequences, seq, options, progress)
+        cands += more
+    return Plan(card, chip, sl, batch_tokens, seq, options, cands)
+
+
+def _evaluate_all(card: ModelCard, chip: Chip, cands: list[Candidate], sequences: int, seq: int,
+                  options: Options, progress: Callable[[str], None] | None) -> None:
+    """Compile every candidate that has a layout, in order; DP + TP only when its replicated
+    state could fit beside FSDP + TP's at the same degree."""
     todo = [c for c in cands if c.layout is not None and c.reason is None]
     for k, c in enumerate(todo, 1):
+        if c.strategy == "dp-tp":
+            twin = next((f for f in cands if f.strategy == "fsdp-tp" and f.tp == c.tp
+                         and f.evaluated), None)
+            if twin is not None:
+                c.reason = fits_replicated(twin, chip.hbm_bytes, options.zero)
+                if c.reason is not None:
+                    continue
         if progress is not None:
             progress(f"compiling {c.label()}: {k} of {len(todo)}")
-        if c.layout is not None:
-            figures, c.reason = evaluate(card, chip, c.layout, sequences, seq, options)
-            c.figures = figures or {}
-    return Plan(card, chip, sl, batch_tokens, seq, options, cands)
+        assert c.layout is not None
+        if c.pipeline is not None:
+            figures_, c.reason = evaluate_pipeline(card, chip, c.layout, c.pipeline, sequences,
+                                                   seq, options)
+        else:
+            figures_, c.reason = evaluate(card, chip, c.layout, sequences, seq, options)
+        c.figures = figures_ or {}
 
 
 def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: int,
              options: Options) -> tuple[dict[str, Any] | None, str | None]:
     """Compile a layout's programs: (figures for the whole step, None), or (None, why not)."""
+    compiled = compile_parts(card, chip, layout, sequences, seq, options)
+    if isinstance(compiled, str):
+        return None, compiled
+    acc = new_totals()
+    for p, r, durations in compiled:
+        t = schedule(r.program, durations, axis_sizes=r.mesh_sizes())
+        n = p.count
+        acc["parts"][p.name] = {"count": n, "t_step_s": t}
+        acc["t_step_s"] += t * n
+        acc["t_step_overlap_revised_s"] += _schedule_revised(r, durations, layout) * n
+        add_report(acc, r, p, layout, n)
+    zero_state(acc["memory"], layout, options)
+    return figures(acc, chip, layout, sequences * seq), None
+
+
+def compile_parts(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: int,
+                  options: Options) -> list[tuple[Part, Any, dict[int, float]]] | str:
+    """Each program of a step of `sequences` sequences, compiled for the chip, with its ops'
+    durations; or why one cannot be."""
     from shardc.driver import api
     from shardc.lang.diagnostics import CompileError
 
     try:
         ps = parts(card, layout, sequences, seq, hw=chip.name)
     except ShardingError as exc:
-        return None, f"not evaluated: {exc}"
-    acc: dict[str, Any] = {"t_step_s": 0.0, "t_step_overlap_revised_s": 0.0, "t_lower_s": 0.0,
-                           "t_math_s": 0.0, "t_hbm_s": 0.0, "t_comms_s": 0.0,
-                           "flops_per_device": 0.0, "model_flops": 0.0,
-                           "t_comms_by_level_s": {},
-                           "t_comms_by_role_s": {}, "memory": {}, "parts": {}}
+        return f"not evaluated: {exc}"
+    out = []
     for p in ps:
         try:
             r = api.compile(p.text, hw=chip, model=options.model, optimizer=options.optimizer,
@@ -86,29 +122,68 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
                             attention=options.attention)
         except CompileError as exc:
             first = exc.diagnostics[0] if exc.diagnostics else None
-            return None, ("not evaluated: the compiler rejects the generated "
-                          f"{p.name} program: " + (f"[{first.code}] {first.message}"
-                                                     if first else str(exc)))
+            return ("not evaluated: the compiler rejects the generated "
+                    f"{p.name} program: " + (f"[{first.code}] {first.message}"
+                                             if first else str(exc)))
         durations = r.step_durations()
         if durations is None:
-            return None, f"not evaluated: the {p.name} program has unbound sizes"
-        t = schedule(r.program, durations, axis_sizes=r.mesh_sizes())
-        n = p.count
-        acc["parts"][p.name] = {"count": n, "t_step_s": t}
-        acc["t_step_s"] += t * n
-        acc["t_step_overlap_revised_s"] += _schedule_revised(r, durations, layout) * n
-        acc["t_lower_s"] += (r.value("t_lower_s") or 0.0) * n
-        for key in ("t_math_s", "t_hbm_s", "t_comms_s", "flops_per_device"):
-            acc[key] += (r.value(key) or 0.0) * n
-        acc["model_flops"] += model_flops(r) * n
-        for lv in LEVELS:
-            if f"t_comms_{lv}_s" in r.totals:
-                _add(acc["t_comms_by_level_s"], lv, (r.value(f"t_comms_{lv}_s") or 0.0) * n)
-        for op in r.ops:
-            if op.kind == "collective":
-                _add(acc["t_comms_by_role_s"], _role(op.axes, layout), _op_time(r, op) * n)
-        _add_memory(acc["memory"], r, p)
-    return _figures(acc, chip, layout, sequences * seq), None
+            return f"not evaluated: the {p.name} program has unbound sizes"
+        out.append((p, r, durations))
+    return out
+
+
+def new_totals() -> dict[str, Any]:
+    return {"t_step_s": 0.0, "t_step_overlap_revised_s": 0.0, "t_lower_s": 0.0,
+            "t_math_s": 0.0, "t_hbm_s": 0.0, "t_comms_s": 0.0,
+            "flops_per_device": 0.0, "model_flops": 0.0,
+            "t_comms_by_level_s": {},
+            "t_comms_by_role_s": {}, "memory": {}, "parts": {}}
+
+
+def add_report(acc: dict[str, Any], r, p: Part, layout: Layout, n: float,
+               memory_count: float | None = None) -> None:
+    """Add `n` runs of a compiled part's per-device figures to `acc` (its memory
+    `memory_count` times, by default `p.count`)."""
+    acc["t_lower_s"] += (r.value("t_lower_s") or 0.0) * n
+    for key in ("t_math_s", "t_hbm_s", "t_comms_s", "flops_per_device"):
+        acc[key] += (r.value(key) or 0.0) * n
+    acc["model_flops"] += model_flops(r) * n
+    for lv in LEVELS:
+        if f"t_comms_{lv}_s" in r.totals:
+            _add(acc["t_comms_by_level_s"], lv, (r.value(f"t_comms_{lv}_s") or 0.0) * n)
+    for op in r.ops:
+        if op.kind == "collective":
+            _add(acc["t_comms_by_role_s"], _role(op.axes, layout), _op_time(r, op) * n)
+    _add_memory(acc["memory"], r, p, p.count if memory_count is None else memory_count)
+
+
+def zero_state(memory: dict[str, float], layout: Layout, options: Options) -> None:
+    """ZeRO stages 1 and 2 on a layout that replicates the weights over its data axes: the
+    optimizer state (and at stage 2 the gradients) divided over them (Rajbhandari et al. 2020).
+    FSDP layouts already shard all three."""
+    if layout.fsdp or options.zero < 1:
+        return
+    n = layout.degree("data", "seq")
+    memory["optimizer"] = memory.get("optimizer", 0.0) / n
+    if options.zero >= 2:
+        memory["gradients"] = memory.get("gradients", 0.0) / n
+
+
+def _one(card: ModelCard, chip: Chip, sl, only: tuple, sequences: int, seq: int,
+         options: Options) -> Candidate:
+    """The candidate `--layout` names: (strategy, tensor degree) or, pipelined,
+    (strategy, tensor degree, stages)."""
+    strategy, t = only[0], only[1]
+    try:
+        if strategy in INNER:
+            stages = only[2]
+            layout, pipe = stage_layout(card, chip, sl, strategy, t, stages,
+                                        options.microbatch_sequences, sequences, seq,
+                                        options.schedule, options.virtual_stages)
+            return Candidate(strategy, layout, t, pipeline=pipe)
+        return one_layout(card, chip, sl, strategy, t, sequences, seq)
+    except ShardingError as exc:
+        raise PlanError(str(exc)) from None
 
 
 def tensor_degree(layout: Layout) -> int:
@@ -148,12 +223,12 @@ def _role(axes: tuple[str, ...], layout: Layout) -> str:
     return "mixed"
 
 
-def _add_memory(memory: dict[str, float], r, p: Part) -> None:
+def _add_memory(memory: dict[str, float], r, p: Part, count: float) -> None:
     m = r.memory
     if m is None:
         return
     for key in ("parameters", "gradients", "optimizer", "activations"):
-        memory[key] = memory.get(key, 0.0) + (r.value(getattr(m, key)) or 0.0) * p.count
+        memory[key] = memory.get(key, 0.0) + (r.value(getattr(m, key)) or 0.0) * count
     if p.name == "head":
         # An embedding lookup has no einsum, so the compiler derives no gradient for it; the
         # gradient is as large as the table.
@@ -162,14 +237,17 @@ def _add_memory(memory: dict[str, float], r, p: Part) -> None:
                 memory["gradients"] += r.value(a.bytes_per_device) or 0.0
 
 
-def _figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int) -> dict[str, Any]:
+def figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int,
+            stages: int = 1) -> dict[str, Any]:
+    """The step's figures from the totals of `acc`: the bound, memory and whether it fits,
+    MFU and HFU; `stages` pipeline stages of the layout's chips each."""
     mem = sum(acc["memory"].values())
     t_math, t_hbm, t_comms = acc["t_math_s"], acc["t_hbm_s"], acc["t_comms_s"]
     bound = max((("compute", t_math), ("hbm", t_hbm), ("comms", t_comms)),
                 key=lambda kv: (kv[1], kv[0] == "compute"))[0]
     levels = acc["t_comms_by_level_s"]
     level = max(levels, key=lambda k: levels[k]) if levels and bound == "comms" else None
-    chips = layout.degree("data", "seq", "tp", "pod")
+    chips = layout.degree("data", "seq", "tp", "pod") * stages
     step = acc["t_step_s"]
     peak = chip.flops_for("bf16")[0]
     return {**acc,

@@ -11,12 +11,14 @@ def candidate_dict(c) -> dict:
     f = c.figures
     lay = c.layout
     out = {"strategy": c.strategy, "label": c.label(),
-           "mesh": {a.name: a.size for a in lay.axes} if lay else None,
-           "mesh_text": lay.mesh_text() if lay else None,
+           "mesh": _mesh(c) if lay else None,
+           "mesh_text": c.mesh_text() if lay else None,
            "degrees": None if lay is None else {"data": lay.degree("data", "seq"),
                                                 "sequence": lay.degree("seq"),
                                                 "tensor": lay.degree("tp"),
-                                                "pods": lay.degree("pod")},
+                                                "pods": lay.degree("pod"),
+                                                **({"pipeline": c.pipeline.stages}
+                                                   if c.pipeline else {})},
            "evaluated": c.evaluated, "reason": c.reason,
            "t_step_s": f.get("t_step_s"), "bound": f.get("bound"),
            "bound_level": f.get("bound_level"),
@@ -24,10 +26,15 @@ def candidate_dict(c) -> dict:
            "fits": f.get("fits") if c.evaluated else None}
     for key in ("t_step_overlap_revised_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
                 "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
-                "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "hfu"):
+                "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "hfu", "pipeline"):
         if key in f:
             out[key] = f[key]
     return out
+
+
+def _mesh(c) -> dict:
+    pp = {"PP": c.pipeline.stages} if c.pipeline else {}
+    return {**pp, **{a.name: a.size for a in c.layout.axes}}
 
 
 def plan_dict(p) -> dict:
@@ -43,7 +50,10 @@ def plan_dict(p) -> dict:
         "batch_tokens": p.batch_tokens, "seq_len": p.seq, "sequences": p.sequences,
         "options": {"optimizer": p.options.optimizer, "remat": p.options.remat,
                     "attention": p.options.attention,
-                    "cost_model": p.options.model},
+                    "cost_model": p.options.model, "zero": p.options.zero,
+                    "pipeline_schedule": p.options.schedule,
+                    "virtual_stages": p.options.virtual_stages,
+                    "microbatch_sequences": p.options.microbatch_sequences},
         "candidates": [candidate_dict(c) for c in _ordered(p)],
         "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
         "book": book_figures(p),
@@ -74,8 +84,8 @@ def plan_text(p) -> str:
              f"  uses {pods} chips{shape}{idle}",
              f"  optimizer {p.options.optimizer}, remat {p.options.remat}, attention "
              f"{p.options.attention}, collectives "
-             f"{p.options.model}; t_step = the layer's scheduled T_step x {p.card.n_layers} + "
-             "the embedding's", ""]
+             f"{p.options.model}{_extra_options(p)}; t_step = the layer's scheduled T_step x "
+             f"{p.card.n_layers} + the embedding's", *_pipeline_note(p), ""]
     rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU",
              "HFU")]
     rank = 0
@@ -86,7 +96,7 @@ def plan_text(p) -> str:
             continue
         rank += 1
         bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
-        rows.append((str(rank) if c.fits else "-", c.label(), c.layout.mesh_text(),
+        rows.append((str(rank) if c.fits else "-", c.label(), c.mesh_text(),
                      _t(f["t_step_s"]), bound, f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
                      "yes" if c.fits else "no", _pct_of(f["mfu"]), _pct_of(f["hfu"])))
     widths = [max(len(r[i]) for r in rows if r[3] or i < 2) for i in range(len(rows[0]))]
@@ -106,6 +116,23 @@ def plan_text(p) -> str:
         lines.append("the book's conditions for this setting (the training and LLaMA 3 chapters, and the revised training chapter):")
         lines += [f"  {line}" for line in book["lines"]]
     return "\n".join(lines) + "\n"
+
+
+def _extra_options(p) -> str:
+    return f", ZeRO-{p.options.zero} on replicated weights" if p.options.zero else ""
+
+
+def _pipeline_note(p) -> list[str]:
+    """How pipelined candidates are timed, when the plan has one."""
+    pipes = [c for c in p.candidates if c.pipeline is not None and c.evaluated]
+    if not pipes:
+        return []
+    o = p.options
+    v = f" with {o.virtual_stages} chunks per stage" if o.schedule == "interleaved" else ""
+    return [f"  pipelined (PP=): {o.schedule} schedule{v}, microbatches of "
+            f"{o.microbatch_sequences} sequence(s) per data replica; t_step = (m + (p - 1) / v) "
+            "x the busiest stage + the sends of the fill and drain + the exposed gradient "
+            "reduction"]
 
 
 def _pct_of(x: float | None) -> str:

@@ -22,17 +22,14 @@ def pod_chips(chip: Chip) -> int | None:
 
 
 def choose_slice(chip: Chip, chips: int) -> Slice:
-    """The chips a plan runs on: a power of two (one slice, or whole pods of the largest power
-    of two a pod holds), or a whole number of pods of which each uses that power of two (a v5p
+    """The chips a plan runs on: on GPUs every chip; on TPUs a power of two (one slice, or whole
+    pods of the largest power of two a pod holds), or a whole number of pods of which each uses that power of two (a v5p
     pod of 8960 chips runs 8192: the LLaMA 3 chapter rounds to "2048-way FSDP and 4-way model
     parallelism")."""
     if chips < 1:
         raise PlanError(f"--chips {chips}: must be at least 1")
     pod = pod_chips(chip)
-    if pod is None:
-        if not is_power_of_two(chips):
-            raise PlanError(f"--chips {chips} is not a power of two (the {chip.name} meshes "
-                            "here split the chips into power-of-two axes)")
+    if pod is None:  # a switched network: any count (the search tries what divides it)
         return Slice(1, chips, (), 0)
     per_pod = 1 << (pod.bit_length() - 1)  # the largest power of two a pod holds
     if chips <= pod and is_power_of_two(chips):
@@ -62,22 +59,23 @@ def _reconfigurable(chip: Chip) -> bool:
 
 def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int
             ) -> list[Candidate]:
-    """Every strategy on the slice: DP, FSDP, TP over every chip, FSDP + TP for each power-of-two
-    tensor degree, and pipelining (listed, not evaluated)."""
+    """Every unpipelined strategy on the slice: DP, FSDP, TP over every chip, FSDP + TP for each
+    power-of-two tensor degree that divides the chips, and DP + TP (replicated weights) where the
+    tensor axis stays inside a fast domain (an NVLink domain, or a TPU slice's first axis).
+    Pipelined candidates are chosen after these are evaluated (`pipeline.pipeline_candidates`)."""
     m = sl.chips_per_pod
     out = [_layout(card, chip, sl, "dp", 1, sequences, seq),
            _layout(card, chip, sl, "fsdp", 1, sequences, seq)]
+    fast = chip.nvlink_domain if chip.nvlink_domain else (sl.shape[0] if sl.shape else 1)
     t = 2
     while t < m:
-        out.append(_layout(card, chip, sl, "fsdp-tp", t, sequences, seq))
+        if m % t == 0:
+            out.append(_layout(card, chip, sl, "fsdp-tp", t, sequences, seq))
+            if t <= fast:
+                out.append(_layout(card, chip, sl, "dp-tp", t, sequences, seq))
         t *= 2
     if m > 1:
         out.append(_layout(card, chip, sl, "tp", m, sequences, seq))
-    out.append(Candidate("pipeline", None, reason=(
-        "not evaluated: the planner does not generate pipelined programs (the language "
-        "writes a GPipe step with `repeat M + P - 1` and `Send`, programs/mlp-pipeline-train."
-        "shard, but stages x layers per stage x microbatches is a search of its own; the training "
-        "chapter, 'Pipelining': less essential on TPUs, whose pods are large)")))
     return out
 
 
@@ -85,13 +83,14 @@ def one_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, se
                seq: int) -> Candidate:
     """One strategy at tensor degree `t`, laid out on the slice as `layouts` lays it out
     (`plan --layout`)."""
-    if strategy not in ("dp", "fsdp", "tp", "fsdp-tp"):
-        raise ShardingError(f"unknown strategy {strategy!r} (dp, fsdp, tp or fsdp-tp)")
+    if strategy not in ("dp", "fsdp", "tp", "fsdp-tp", "dp-tp"):
+        raise ShardingError(f"unknown strategy {strategy!r} (dp, fsdp, tp, fsdp-tp or dp-tp)")
     m = sl.chips_per_pod
     if t < 1 or m % t or (strategy == "tp" and t != m) or (strategy in ("dp", "fsdp") and t != 1) \
-            or (strategy == "fsdp-tp" and not 1 < t < m):
+            or (strategy in ("fsdp-tp", "dp-tp") and not 1 < t < m):
         want = {"dp": "no tensor axis", "fsdp": "no tensor axis", "tp": f"Y={m}",
-                "fsdp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}"}[strategy]
+                "fsdp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}",
+                "dp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}"}[strategy]
         raise ShardingError(f"{strategy} on {m} chips per pod needs {want} (got {t})")
     return _layout(card, chip, sl, strategy, t, sequences, seq)
 
@@ -99,13 +98,13 @@ def one_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, se
 def _layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int,
             seq: int) -> Candidate:
     try:
-        lay = _build_layout(card, chip, sl, strategy, t, sequences, seq)
+        lay = build_layout(card, chip, sl, strategy, t, sequences, seq)
     except ShardingError as exc:
         return Candidate(strategy, None, t, reason=f"not evaluated: {exc}")
     return Candidate(strategy, lay, t)
 
 
-def _build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
+def build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
                   sequences: int, seq: int) -> Layout:
     m = sl.chips_per_pod
     data = m // t
@@ -130,6 +129,32 @@ def _build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
     axes: list[Axis] = [Axis("P", sl.pods, "pod", "@dcn")] if sl.pods > 1 else []
     mesh = _mesh_axes(phys, physical=bool(sl.shape))
     return Layout(strategy, (*axes, *mesh), fsdp=strategy in ("fsdp", "fsdp-tp"))
+
+
+def replicated_memory(fsdp_tp: Candidate, zero: int) -> float:
+    """DP + TP's memory per chip at FSDP + TP's tensor degree, from FSDP + TP's figures: the
+    same activations (the same activation layouts), and the weights, gradients and optimizer
+    state times the data degree (replicated; ZeRO shards the optimizer state, and at stage 2
+    the gradients, again)."""
+    mem = fsdp_tp.figures.get("memory", {})
+    n = fsdp_tp.data_degree
+    params, grads, opt = (mem.get(k, 0.0) * n for k in ("parameters", "gradients", "optimizer"))
+    if zero >= 1:
+        opt /= n
+    if zero >= 2:
+        grads /= n
+    return params + grads + opt + mem.get("activations", 0.0)
+
+
+def fits_replicated(fsdp_tp: Candidate, hbm: float, zero: int) -> str | None:
+    """Why DP + TP need not be compiled (`replicated_memory` exceeds HBM), or None."""
+    total = replicated_memory(fsdp_tp, zero)
+    if total <= hbm:
+        return None
+    hint = "" if zero >= 1 else "; try --zero 1"
+    return (f"not evaluated: with the weights replicated it needs about {total / 1e9:.1f} GB "
+            f"per chip, more than {hbm / 1e9:.0f} GB (fsdp-tp's activations, its weights, "
+            f"gradients and optimizer state x {fsdp_tp.data_degree}){hint}")
 
 
 def _head_split(card: ModelCard, t: int) -> tuple[int, int]:

@@ -1,0 +1,300 @@
+"""Pipeline parallelism in a plan: the layers split into stages of consecutive layers, each
+stage on its own chips with a data x tensor layout, microbatches run through them in a
+schedule (GPipe, 1F1B or interleaved 1F1B).
+
+A stage's programs are the model's layer and embedding programs compiled at one microbatch
+(`shardc.tools.models.programs`), and the stage boundary is a program of its own: one
+microbatch's residual stream sent to the next stage and its gradient sent back (`Send`, as the
+language writes a pipeline; programs/mlp-pipeline-train.shard). Python then applies the
+schedule's closed forms, each from its paper (docs/plan.md, "Pipelines"):
+
+- step time (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+  Clusters Using Megatron-LM", section 2.2): `(m + (p - 1) / v) x t_stage + (p v - 1) x
+  (t_send_fwd + t_send_bwd)`, with v = 1 for GPipe (Huang et al. 2019) and 1F1B (Narayanan
+  et al. 2019, PipeDream); the sends of the steady state overlap compute unless they are
+  longer;
+- the gradient reduction over the data axes runs once per step, bucketed per layer and
+  overlapped with the last microbatch's backward pass (2/3 of a stage's time: the backward
+  pass is twice the forward's FLOPs, the transformer-math chapter);
+- activations kept on the first stage (Korthikanti et al. 2022, "Reducing Activation
+  Recomputation in Large Transformer Models", section 4.2.3): GPipe m microbatches, 1F1B
+  min(m, p), interleaved min(m, p) x (1 + (p - 1) / (p v)), each for the stage's layers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from shardc.hardware import Chip
+from shardc.passes.context import PipelineSchedule
+from shardc.passes.schedule import schedule
+from shardc.tools.models import ModelCard
+from shardc.tools.models.sharding import Layout, Sharding, ShardingError
+from shardc.tools.plan.candidates import Candidate, Options, Pipeline, Slice
+
+INNER = {"pp-dp": "dp", "pp-dp-tp": "dp-tp", "pp-fsdp": "fsdp", "pp-fsdp-tp": "fsdp-tp"}
+"""Pipelined strategies and the layout of each stage."""
+
+
+def in_flight(pipe: Pipeline) -> float:
+    """Microbatches whose activations the first stage keeps at once, in units of a whole
+    stage's layers (Korthikanti et al. 2022, section 4.2.3)."""
+    p, m, v = pipe.stages, pipe.microbatches, pipe.virtual
+    if pipe.schedule == "gpipe":
+        return float(m)
+    if pipe.schedule == "1f1b":
+        return float(min(m, p))
+    return min(m, p) * (1 + (p - 1) / (p * v))
+
+
+def bubble_fraction(pipe: Pipeline) -> float:
+    """The idle share of the step: ((p - 1) / v) / (m + (p - 1) / v)."""
+    fill = (pipe.stages - 1) / pipe.virtual
+    return fill / (pipe.microbatches + fill)
+
+
+def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, stages: int,
+                 microbatch_sequences: int, sequences: int, seq: int,
+                 schedule_: PipelineSchedule,
+                 virtual: int) -> tuple[Layout, Pipeline]:
+    """One stage's layout for `strategy` (pp-dp-tp, ...) at tensor degree t over `stages`
+    stages, and the pipeline: microbatches of `microbatch_sequences` per data replica."""
+    from shardc.tools.plan.strategies import build_layout
+
+    if sl.shape or sl.pods > 1:
+        raise ShardingError("pipelines are laid out on GPU clusters only (stages over the "
+                            "network between NVLink domains); on TPU pods the training chapter "
+                            "finds them less essential")
+    if stages < 2:
+        raise ShardingError(f"a pipeline needs at least 2 stages (got {stages})")
+    if sl.chips_per_pod % stages:
+        raise ShardingError(f"{stages} stages do not split {sl.chips_per_pod} chips")
+    if stages > card.n_layers:
+        raise ShardingError(f"{stages} stages for {card.n_layers} layers")
+    per_stage = sl.chips_per_pod // stages
+    if per_stage % t:
+        raise ShardingError(f"a tensor degree of {t} does not divide a stage's {per_stage} "
+                            "chips")
+    data = per_stage // t
+    micro = data * microbatch_sequences
+    if sequences % micro:
+        raise ShardingError(f"{sequences} sequences are not a whole number of microbatches "
+                            f"of {microbatch_sequences} sequence(s) on each of {data} data "
+                            "replicas")
+    inner = INNER[strategy]
+    if t > 1 and not inner.endswith("-tp"):
+        raise ShardingError(f"{strategy} has no tensor axis (got Y={t})")
+    layout = build_layout(card, chip, Slice(1, per_stage, (), 0), inner, t, micro, seq)
+    v = virtual if schedule_ == "interleaved" else 1
+    if stages * v > card.n_layers:
+        raise ShardingError(f"{stages} stages x {v} chunks for {card.n_layers} layers")
+    return layout, Pipeline(stages, sequences // micro, schedule_, v)
+
+
+def boundary_program(card: ModelCard, layout: Layout, pipe: Pipeline, micro: int, seq: int,
+                     hw: str) -> str:
+    """The stage boundary as a program: one microbatch's residual stream, as a stage emits it
+    (sharded over the tensor axes under sequence parallelism: Narayanan et al. 2021's
+    scatter/gather optimization), sent to the next stage, and its gradient sent back."""
+    s = Sharding(card, layout, micro, seq)
+    act = s.act("B", "T", "D", d_tp=True)
+    mesh = f"PP={pipe.stages}" + (f", {layout.mesh_text()}" if layout.axes else "")
+    return "\n".join([
+        f"# {card.display_name}: a pipeline stage boundary ({pipe.text()}).",
+        f"mesh {mesh}",
+        f"dim B={micro}, T={seq}, D={card.d_model}",
+        f"hardware {hw}",
+        "",
+        f"Act: bf16[{act}]   # one microbatch's residual stream leaving a stage",
+        f"dAct: bf16[{act}]  # its gradient, coming back",
+        "Next = Send_{PP: +1}(Act)",
+        "dPrev = Send_{PP: -1}(dAct)",
+        ""])
+
+
+def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipeline,
+                      sequences: int, seq: int, options: Options
+                      ) -> tuple[dict[str, Any] | None, str | None]:
+    """A pipelined candidate's figures for the whole step, or why it is not evaluated."""
+    from shardc.driver import api
+    from shardc.lang.diagnostics import CompileError
+    from shardc.tools.plan.evaluation import (
+        _role,
+        _schedule_revised,
+        add_report,
+        compile_parts,
+        figures,
+        model_flops,
+        new_totals,
+        zero_state,
+    )
+
+    micro = sequences // pipe.microbatches
+    compiled = compile_parts(card, chip, layout, micro, seq, options)
+    if isinstance(compiled, str):
+        return None, compiled
+    try:
+        edge = api.compile(boundary_program(card, layout, pipe, micro, seq, chip.name),
+                           hw=chip, model=options.model, name=f"<{card.name} boundary>")
+    except CompileError as exc:  # pragma: no cover - the program is ours
+        return None, f"not evaluated: the stage boundary does not compile: {exc}"
+    sends = edge.step_durations() or {}
+    t_send = sum(sends.values())  # one forward and one backward Send per boundary crossing
+
+    m, p, v = pipe.microbatches, pipe.stages, pipe.virtual
+    per: dict[str, tuple[float, float, float, set[int]]] = {}
+    for part, r, durations in compiled:
+        grads = {f"d{w}" for w in part.groups}
+        once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
+                and _over_data(op.axes, layout)}
+        per_micro = {i: (0.0 if i in once else d) for i, d in durations.items()}
+        per[part.name] = (schedule(r.program, per_micro, axis_sizes=r.mesh_sizes()),
+                          _schedule_revised(r, per_micro, layout),
+                          sum(durations[i] for i in once), once)
+    t_layer, t_layer_rev, g_layer, _ = per["layer"]
+    t_head, t_head_rev, g_head, _ = per["head"]
+    k, last = split_layers(card.n_layers, p, v, t_layer, t_head)
+    t_stage = max(k * t_layer, last * t_layer + t_head)
+    t_stage_rev = max(k * t_layer_rev, last * t_layer_rev + t_head_rev)
+    # The busiest stage's figures: the first stage's layers (it keeps the most activations)
+    # and the whole head (embedding and unembedding, at most one stage's extra work).
+    t_grad = k * g_layer + g_head
+    acc = new_totals()
+    for part, r, durations in compiled:
+        n = 1 if part.name == "head" else k
+        t, _, _, once = per[part.name]
+        acc["parts"][part.name] = {"count": n, "t_step_s": t}
+        add_report(acc, r, part, layout, m * n, memory_count=n)
+        # add_report counted the model FLOPs of this stage's layers; MFU counts every layer's.
+        acc["model_flops"] += model_flops(r) * m * (part.count - n)
+        _scale_activations(acc["memory"], r, n, in_flight(pipe) if part.name != "head" else 1)
+        for op in r.ops:  # add_report counted the gradient reductions m times; they run once
+            if op.index in once:
+                extra = durations[op.index] * n * (m - 1)
+                acc["t_comms_s"] -= extra
+                acc["t_comms_by_role_s"][_role(op.axes, layout)] -= extra
+    acc["t_comms_s"] += m * v * t_send
+    by_role = acc["t_comms_by_role_s"]
+    by_role["pp"] = by_role.get("pp", 0.0) + m * v * t_send
+    zero_state(acc["memory"], layout, options)
+
+    def step(t_st: float) -> float:
+        steady = max(t_st, v * t_send)
+        exposed = max(t_grad / max(1, k), t_grad - 2 / 3 * t_st)
+        return (m + (p - 1) / v) * steady + (p * v - 1) * t_send + exposed
+
+    acc["t_step_s"] = step(t_stage)
+    acc["t_step_overlap_revised_s"] = step(t_stage_rev)
+    out = figures(acc, chip, layout, sequences * seq, stages=p)
+    out["pipeline"] = {"stages": p, "microbatches": m, "schedule": pipe.schedule,
+                       "virtual_stages": v, "microbatch_sequences": micro,
+                       "layers_first_stage": k, "layers_last_stage": last,
+                       "t_stage_s": t_stage, "t_send_s": t_send,
+                       "t_grad_sync_s": t_grad,
+                       "bubble_fraction": bubble_fraction(pipe),
+                       "activations_in_flight": in_flight(pipe)}
+    return out, None
+
+
+def split_layers(n_layers: int, p: int, v: int, t_layer: float, t_head: float
+                 ) -> tuple[int, int]:
+    """Layers on the first stage and on the last (which also runs the head), for the
+    shortest stage time. One chunk per stage: the last stage takes j layers and the head, the
+    others ceil((L - j) / (p - 1)) each (the LLaMA 3 paper balances its first and last stages
+    by moving layers off them); interleaved: v chunks of at most ceil(L / (p v)) layers on
+    every stage, the head on the last as well.
+
+    >>> split_layers(126, 16, 1, 1.0, 1.5)  # 8 layers a stage, the last 7 and the head
+    (8, 6)
+    """
+    if v > 1:
+        k = math.ceil(n_layers / (p * v)) * v
+        return k, k
+    best = None
+    for j in range(0, math.ceil(n_layers / p) + 1):
+        k = math.ceil((n_layers - j) / (p - 1))
+        cost = max(k * t_layer, j * t_layer + t_head)
+        if best is None or cost < best[0]:
+            best = (cost, k, j)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _layers(card: ModelCard, pipe: Pipeline) -> int:
+    return math.ceil(card.n_layers / pipe.stages)
+
+
+def _over_data(axes: tuple[str, ...], layout: Layout) -> bool:
+    roles = {a.name: a.role for a in layout.axes}
+    return all(roles.get(a) in ("data", "seq") for a in axes)
+
+
+def _scale_activations(memory: dict[str, float], r, k: int, times: float) -> None:
+    """The activations `add_report` counted once per layer, kept for `times` microbatches."""
+    if r.memory is None:
+        return
+    one = (r.value(r.memory.activations) or 0.0) * k
+    memory["activations"] = memory.get("activations", 0.0) + one * (times - 1)
+
+
+def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int,
+                        options: Options, done: list[Candidate]) -> list[Candidate]:
+    """Pipelined candidates worth compiling: for each tensor degree inside an NVLink domain
+    (Narayanan et al. 2021: tensor parallelism inside a server, pipelines across servers),
+    the fewest stages whose weights, gradients and optimizer state fit beside the activations,
+    estimated from the evaluated unpipelined candidate at the same tensor degree."""
+    if sl.shape or sl.pods > 1:
+        return [Candidate("pp-dp-tp", None, reason=(
+            "not evaluated: pipelines are planned on GPU clusters only; on TPU pods the "
+            "training chapter ('Pipelining') finds them less essential"))]
+    domain = chip.nvlink_domain or 1
+    out = []
+    for base in done:
+        if base.strategy not in ("fsdp", "fsdp-tp") or not base.evaluated or base.tp > domain:
+            continue
+        t = base.tp
+        strategy = "pp-dp-tp" if t > 1 else "pp-dp"
+        stages = _fewest_stages(card, chip, sl, base, t, sequences, seq, options)
+        if stages is None:
+            continue
+        try:
+            layout, pipe = stage_layout(card, chip, sl, strategy, t, stages,
+                                        options.microbatch_sequences, sequences, seq,
+                                        options.schedule, options.virtual_stages)
+        except ShardingError as exc:
+            out.append(Candidate(strategy, None, t, reason=f"not evaluated: {exc}"))
+            continue
+        out.append(Candidate(strategy, layout, t, pipeline=pipe))
+    return out
+
+
+def _fewest_stages(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: int,
+                   sequences: int, seq: int, options: Options) -> int | None:
+    """The fewest power-of-two stages (at least 2) whose estimated memory per chip fits, or
+    the most stages when none does. The estimate scales the unpipelined candidate's memory at
+    the same tensor degree: its weights, gradients and optimizer state times its data degree
+    (the stage replicates them over its data axes, ZeRO aside) over the stages; its activations
+    per sequence and layer times the layers and sequences the first stage keeps."""
+    mem = base.figures["memory"]
+    data = base.data_degree
+    weights = (mem.get("parameters", 0.0) + mem.get("gradients", 0.0)) * data
+    optimizer = mem.get("optimizer", 0.0) * data
+    per_layer_seq = mem.get("activations", 0.0) * data / sequences / card.n_layers
+    best = None
+    p = 2
+    while p <= min(card.n_layers, sl.chips_per_pod // t):
+        replicas = sl.chips_per_pod // (p * t)
+        micro = replicas * options.microbatch_sequences
+        if sl.chips_per_pod % (p * t) == 0 and sequences % micro == 0:
+            v = options.virtual_stages if options.schedule == "interleaved" else 1
+            pipe = Pipeline(p, sequences // micro, options.schedule, v)
+            shard = replicas if options.zero >= 1 else 1
+            layers = math.ceil(card.n_layers / p)
+            est = (weights + optimizer / shard) * layers / card.n_layers + \
+                per_layer_seq * layers * options.microbatch_sequences * in_flight(pipe)
+            best = p
+            if est <= chip.hbm_bytes:
+                return p
+        p *= 2
+    return best

@@ -1,0 +1,169 @@
+"""Pipelines, DP + TP and ZeRO in `plan`: the schedules' closed forms, the stage split, the
+estimates that decide what is compiled, and the CLI's `--layout` for pipelined layouts."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shardc import hardware
+from shardc.tools import models
+from shardc.tools import plan as P
+from shardc.tools.plan.candidates import Options, Pipeline
+from shardc.tools.plan.pipeline import bubble_fraction, in_flight, split_layers
+from shardc.tools.plan.strategies import replicated_memory
+
+H100 = hardware.load("h100")
+CARD = models.load("llama2-13b")
+TOKENS = 64 * 4096  # 64 sequences of 4096
+
+
+def _one(layout, **options):
+    return P.plan(CARD, H100, 64, TOKENS, options=Options(**options), only=layout
+                  ).candidates[0]
+
+
+@pytest.fixture(scope="module")
+def one_f_one_b():
+    return _one(("pp-dp-tp", 8, 4))
+
+
+# ---- closed forms ------------------------------------------------------------------------------
+
+@given(st.integers(2, 200), st.integers(2, 64), st.floats(0.01, 10), st.floats(0, 50))
+def test_the_stage_split_places_every_layer_and_beats_even_splitting(n, p, t_layer, t_head):
+    p = min(p, n)
+    first, last = split_layers(n, p, 1, t_layer, t_head)
+    assert first * (p - 1) + last >= n  # every layer on some stage
+    cost = max(first * t_layer, last * t_layer + t_head)
+    even = math.ceil(n / p)
+    assert cost <= even * t_layer + t_head + 1e-9  # never worse than the head on top of L/p
+
+
+@given(st.integers(2, 64), st.integers(1, 512), st.integers(2, 8))
+def test_interleaving_keeps_less_than_gpipe_and_idles_less_than_1f1b(p, m, v):
+    gpipe, f1b = Pipeline(p, m, "gpipe"), Pipeline(p, m, "1f1b")
+    inter = Pipeline(p, m, "interleaved", v)
+    assert in_flight(f1b) <= in_flight(inter) <= max(in_flight(gpipe), 2 * in_flight(f1b))
+    assert in_flight(f1b) <= in_flight(gpipe)
+    assert bubble_fraction(inter) < bubble_fraction(f1b) == bubble_fraction(gpipe)
+    assert 0 <= bubble_fraction(Pipeline(p, m + 1, "1f1b")) < bubble_fraction(f1b)
+
+
+# ---- one pipelined layout ----------------------------------------------------------------------
+
+def test_a_pipelined_step_is_its_closed_form(one_f_one_b):
+    c = one_f_one_b
+    assert c.evaluated and c.label() == "pp-dp-tp (PP=4 X=2 Y=8)"
+    f, pp = c.figures, c.figures["pipeline"]
+    p, m = pp["stages"], pp["microbatches"]
+    assert (p, m, pp["microbatch_sequences"]) == (4, 32, 2)  # 64 sequences, 2 replicas
+    assert pp["layers_first_stage"] == 10 and pp["layers_first_stage"] * 3 + \
+        pp["layers_last_stage"] >= CARD.n_layers
+    t_stage, t_send, t_grad = pp["t_stage_s"], pp["t_send_s"], pp["t_grad_sync_s"]
+    exposed = max(t_grad / pp["layers_first_stage"], t_grad - 2 / 3 * t_stage)
+    assert f["t_step_s"] == pytest.approx((m + p - 1) * max(t_stage, t_send)
+                                          + (p - 1) * t_send + exposed, rel=1e-12)
+    assert pp["bubble_fraction"] == pytest.approx(3 / 35)
+    assert 0 < f["mfu"] <= f["hfu"] <= 1
+    assert c.chips == 64 and f["chips"] == 64
+
+
+def test_pipelining_does_not_change_the_model_flops(one_f_one_b):
+    """MFU's numerator is the model's, however it is laid out: every layer's einsums over every
+    microbatch equal the unpipelined step's."""
+    fsdp_tp = _one(("fsdp-tp", 8))
+    assert one_f_one_b.figures["model_flops"] == pytest.approx(
+        fsdp_tp.figures["model_flops"], rel=1e-9)
+
+
+def test_schedules_trade_memory_for_bubble(one_f_one_b):
+    gpipe = _one(("pp-dp-tp", 8, 4), schedule="gpipe")
+    inter = _one(("pp-dp-tp", 8, 4), schedule="interleaved", virtual_stages=2)
+    act = {k: c.figures["memory"]["activations"]
+           for k, c in (("gpipe", gpipe), ("1f1b", one_f_one_b), ("inter", inter))}
+    assert act["gpipe"] > act["inter"] > act["1f1b"]
+    assert gpipe.t_step == pytest.approx(one_f_one_b.t_step)  # the same ticks, more memory
+    assert inter.figures["pipeline"]["bubble_fraction"] < \
+        one_f_one_b.figures["pipeline"]["bubble_fraction"]
+
+
+def test_zero_1_divides_the_optimizer_state_over_the_data_replicas(one_f_one_b):
+    zero = _one(("pp-dp-tp", 8, 4), zero=1)
+    n = one_f_one_b.layout.degree("data", "seq")
+    assert zero.figures["memory"]["optimizer"] == pytest.approx(
+        one_f_one_b.figures["memory"]["optimizer"] / n)
+    assert zero.figures["memory"]["gradients"] == one_f_one_b.figures["memory"]["gradients"]
+    assert zero.t_step == one_f_one_b.t_step  # the same traffic (ReduceScatter + AllGather)
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2])
+def test_the_dp_tp_estimate_is_the_compiled_memory(zero):
+    """plan skips DP + TP when FSDP + TP's figures say it cannot fit; the estimate is the
+    memory compiling DP + TP gives."""
+    fsdp_tp = _one(("fsdp-tp", 8))
+    dp_tp = _one(("dp-tp", 8), zero=zero)
+    assert replicated_memory(fsdp_tp, zero) == pytest.approx(
+        dp_tp.figures["memory_per_device_bytes"], rel=1e-9)
+
+
+def test_the_search_pipelines_on_gpus_and_says_why_not_on_tpus():
+    gpu = P.plan(CARD, H100, 64, TOKENS)
+    pipes = [c for c in gpu.candidates if c.pipeline is not None]
+    assert pipes and all(c.evaluated for c in pipes)
+    assert {c.tp for c in pipes} <= {1, 2, 4, 8}  # tensor axes inside the NVLink domain
+    tpu = P.plan(CARD, "tpu-v5p", 64, TOKENS)
+    (pp,) = [c for c in tpu.candidates if c.strategy == "pp-dp-tp"]
+    assert not pp.evaluated and "GPU clusters only" in pp.reason
+
+
+# ---- the CLI -----------------------------------------------------------------------------------
+
+def _shardc(*args):
+    return subprocess.run([sys.executable, "-m", "shardc", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cli_evaluates_a_pipelined_layout_as_json():
+    r = _shardc("plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch",
+                "256Ki", "--layout", "pp-dp-tp: PP=4, X=2, Y=8", "--zero", "1",
+                "--pipeline-schedule", "interleaved", "--virtual-stages", "2",
+                "--format", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    (c,) = d["candidates"]
+    assert c["mesh"] == {"PP": 4, "X": 2, "Y": 8} and c["mesh_text"] == "PP=4, X=2, Y=8"
+    assert c["degrees"]["pipeline"] == 4 and c["pipeline"]["virtual_stages"] == 2
+    assert d["options"]["zero"] == 1 and d["options"]["pipeline_schedule"] == "interleaved"
+
+
+@pytest.mark.parametrize("layout, message", [
+    ("pp-dp-tp: Y=8", "give the stages, PP=N"),
+    ("pp-dp: PP=4, Y=8", "has no tensor axis"),
+    ("pp-dp-tp: PP=3, Y=8", "3 stages do not split 64 chips"),
+    ("pp-dp-tp: PP=4, X=3, Y=8", "PP x X x Y = 96 devices"),
+    ("pp-dp-tp: PP=4, Z=2", "PP=, X= and Y= sizes only"),
+    ("pp-dp-tp: PP=4, PP=2", "PP is given twice"),
+    ("pp-dp-tp: PP=0", "--layout PP=0"),
+    ("pp-dp-tp: PP=64", "64 stages for 40 layers"),
+])
+def test_cli_refuses_bad_pipelined_layouts_in_one_line(layout, message):
+    r = _shardc("plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch",
+                "256Ki", "--layout", layout)
+    assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag, value", [("--virtual-stages", "0"), ("--microbatch", "x"),
+                                         ("--microbatch", "3")])
+def test_cli_refuses_bad_pipeline_options(flag, value):
+    r = _shardc("plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch",
+                "256Ki", "--layout", "pp-dp-tp: PP=4, Y=8", flag, value)
+    assert r.returncode in (1, 2), r.stderr
+    assert flag.lstrip("-").split("-")[0] in r.stderr and "Traceback" not in r.stderr
