@@ -116,11 +116,16 @@ def boundary_program(card: ModelCard, layout: Layout, pipe: Pipeline, micro: int
 def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipeline,
                       sequences: int, seq: int, options: Options
                       ) -> tuple[dict[str, Any] | None, str | None]:
-    """A pipelined candidate's figures for the whole step, or why it is not evaluated."""
+    """A pipelined candidate's figures for the whole step, or why it is not evaluated.
+
+    A stage's programs are compiled for the whole step's sequences on the stage's layout, so
+    that the weight gradients are reduced once per step, as gradient accumulation does, and
+    the contraction planner weighs that one reduction against work repeated every microbatch.
+    Everything else in them scales with the batch: one microbatch's time and activations are
+    the program's over m (its latency terms too, a small undercount)."""
     from shardc.driver import api
     from shardc.lang.diagnostics import CompileError
     from shardc.tools.plan.evaluation import (
-        _role,
         _schedule_revised,
         add_report,
         compile_parts,
@@ -131,7 +136,7 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     )
 
     micro = sequences // pipe.microbatches
-    compiled = compile_parts(card, chip, layout, micro, seq, options)
+    compiled = compile_parts(card, chip, layout, sequences, seq, options)
     if isinstance(compiled, str):
         return None, compiled
     try:
@@ -143,17 +148,17 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     t_send = sum(sends.values())  # one forward and one backward Send per boundary crossing
 
     m, p, v = pipe.microbatches, pipe.stages, pipe.virtual
-    per: dict[str, tuple[float, float, float, set[int]]] = {}
+    per: dict[str, tuple[float, float, float]] = {}
     for part, r, durations in compiled:
         grads = {f"d{w}" for w in part.groups}
         once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
                 and _over_data(op.axes, layout)}
-        per_micro = {i: (0.0 if i in once else d) for i, d in durations.items()}
-        per[part.name] = (schedule(r.program, per_micro, axis_sizes=r.mesh_sizes()),
-                          _schedule_revised(r, per_micro, layout),
-                          sum(durations[i] for i in once), once)
-    t_layer, t_layer_rev, g_layer, _ = per["layer"]
-    t_head, t_head_rev, g_head, _ = per["head"]
+        rest = {i: (0.0 if i in once else d) for i, d in durations.items()}
+        per[part.name] = (schedule(r.program, rest, axis_sizes=r.mesh_sizes()) / m,
+                          _schedule_revised(r, rest, layout) / m,
+                          sum(durations[i] for i in once))
+    t_layer, t_layer_rev, g_layer = per["layer"]
+    t_head, t_head_rev, g_head = per["head"]
     k, last = split_layers(card.n_layers, p, v, t_layer, t_head)
     t_stage = max(k * t_layer, last * t_layer + t_head)
     t_stage_rev = max(k * t_layer_rev, last * t_layer_rev + t_head_rev)
@@ -161,19 +166,14 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     # and the whole head (embedding and unembedding, at most one stage's extra work).
     t_grad = k * g_layer + g_head
     acc = new_totals()
-    for part, r, durations in compiled:
+    for part, r, _ in compiled:
         n = 1 if part.name == "head" else k
-        t, _, _, once = per[part.name]
-        acc["parts"][part.name] = {"count": n, "t_step_s": t}
-        add_report(acc, r, part, layout, m * n, memory_count=n)
+        acc["parts"][part.name] = {"count": n, "t_step_s": per[part.name][0]}
+        add_report(acc, r, part, layout, n, memory_count=n)
         # add_report counted the model FLOPs of this stage's layers; MFU counts every layer's.
-        acc["model_flops"] += model_flops(r) * m * (part.count - n)
-        _scale_activations(acc["memory"], r, n, in_flight(pipe) if part.name != "head" else 1)
-        for op in r.ops:  # add_report counted the gradient reductions m times; they run once
-            if op.index in once:
-                extra = durations[op.index] * n * (m - 1)
-                acc["t_comms_s"] -= extra
-                acc["t_comms_by_role_s"][_role(op.axes, layout)] -= extra
+        acc["model_flops"] += model_flops(r) * (part.count - n)
+        kept = in_flight(pipe) if part.name != "head" else 1
+        _scale_activations(acc["memory"], r, n, kept / m)
     acc["t_comms_s"] += m * v * t_send
     by_role = acc["t_comms_by_role_s"]
     by_role["pp"] = by_role.get("pp", 0.0) + m * v * t_send
@@ -230,12 +230,13 @@ def _over_data(axes: tuple[str, ...], layout: Layout) -> bool:
     return all(roles.get(a) in ("data", "seq") for a in axes)
 
 
-def _scale_activations(memory: dict[str, float], r, k: int, times: float) -> None:
-    """The activations `add_report` counted once per layer, kept for `times` microbatches."""
+def _scale_activations(memory: dict[str, float], r, k: int, factor: float) -> None:
+    """Scale the activations `add_report` counted for `k` layers of the whole step's program
+    by `factor` (the microbatches kept over the microbatches in the step)."""
     if r.memory is None:
         return
-    one = (r.value(r.memory.activations) or 0.0) * k
-    memory["activations"] = memory.get("activations", 0.0) + one * (times - 1)
+    counted = (r.value(r.memory.activations) or 0.0) * k
+    memory["activations"] = memory.get("activations", 0.0) + counted * (factor - 1)
 
 
 def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int,

@@ -1,0 +1,101 @@
+"""Published training runs against `shardc plan --layout`: each run of
+benchmarks/published_runs.toml evaluated in its published configuration, with the measured and
+predicted model FLOPs utilization and their ratio (docs/validation.md, "Published training runs").
+
+    python -m benchmarks.published_runs            # the Markdown table of docs/validation.md
+    python -m benchmarks.published_runs --json     # the rows as JSON
+
+The ratio predicted / measured MFU is also the ratio of throughputs (the same chips and tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNS = Path(__file__).with_name("published_runs.toml")
+
+
+@dataclass(frozen=True)
+class Row:
+    set: str
+    label: str
+    source: str
+    command: str
+    measured_mfu: float
+    predicted_mfu: float | None
+    t_step_s: float | None
+    fits: bool | None
+    reason: str | None
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.predicted_mfu is None else self.predicted_mfu / self.measured_mfu
+
+
+def runs() -> list[dict]:
+    return tomllib.loads(RUNS.read_text())["run"]
+
+
+def evaluate(run: dict) -> Row:
+    """One run through the Python API, exactly as the `command` it reports would run it."""
+    from shardc import hardware
+    from shardc.cli.plan import _layout_flag
+    from shardc.tools import models
+    from shardc.tools.plan import Options, plan
+
+    card = models.load(run["card"])
+    chip = hardware.load(run["hw"])
+    options = Options(remat=run.get("remat", "none"), attention=run.get("attention", "materialized"),
+                      zero=run.get("zero", 0), schedule=run.get("schedule", "1f1b"),
+                      virtual_stages=run.get("virtual_stages", 2))
+    only = _layout_flag(run["layout"], chip, run["chips"])
+    p = plan(card, chip, run["chips"], run["sequences"] * card.seq_len, options=options, only=only)
+    (c,) = p.candidates
+    peak = chip.flops_for("bf16")[0]
+    if "mfu" in run:
+        measured = run["mfu"]
+    else:
+        scale = 0.75 if run.get("recompute") else 1.0
+        measured = run["tflops_per_gpu"] * 1e12 * scale / peak
+    flags = [f"--{k} {run[k]}" for k in ("remat", "attention", "zero") if k in run]
+    command = (f"shardc plan --card {run['card']} --hw {run['hw']} --chips {run['chips']} "
+               f"--batch {run['sequences'] * card.seq_len} --layout '{run['layout']}' "
+               + " ".join(flags)).strip()
+    f = c.figures
+    return Row(run["set"], run["label"], run["source"], command, measured,
+               f.get("mfu") if c.evaluated else None, f.get("t_step_s"),
+               f.get("fits") if c.evaluated else None, c.reason)
+
+
+def table(rows: list[Row]) -> str:
+    out = ["| set | run | measured MFU | shardc MFU | ratio | fits | command |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        pred = "-" if r.predicted_mfu is None else f"{r.predicted_mfu:.1%}"
+        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
+        fits = {True: "yes", False: "no", None: "-"}[r.fits]
+        out.append(f"| {r.set} | {r.label} | {r.measured_mfu:.1%} | {pred} | {ratio} | {fits} "
+                   f"| `{r.command}` |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    rows = [evaluate(r) for r in runs()]
+    if args.json:
+        json.dump([{**r.__dict__, "ratio": r.ratio} for r in rows], sys.stdout, indent=2)
+        print()
+    else:
+        sys.stdout.write(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Published training runs (benchmarks/published_runs.toml) against `plan --layout`: the table in
+docs/validation.md is the one the runs give, shardc's prediction is an upper bound on every
+evaluated row, and within a scheme's scaling series the predicted order never inverts the
+measured one."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+from benchmarks.published_runs import evaluate, runs, table
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "validation.md"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return [evaluate(r) for r in runs()]
+
+
+def test_the_docs_table_is_the_runs(rows):
+    assert table(rows) in DOC.read_text(), \
+        "docs/validation.md is stale: paste `python -m benchmarks.published_runs` into it"
+
+
+def test_every_row_is_evaluated_or_says_why(rows):
+    for r in rows:
+        assert (r.predicted_mfu is not None) != (r.reason is not None), r.label
+        if r.reason is not None:
+            assert r.reason.startswith("not evaluated: "), r.reason
+
+
+def test_shardc_is_an_upper_bound_on_every_published_run(rows):
+    """A roofline with ideal collectives cannot be slower than a real run."""
+    for r in rows:
+        if r.ratio is not None:
+            assert r.ratio >= 1.0, f"{r.label}: predicted {r.predicted_mfu:.1%} below " \
+                                   f"the measured {r.measured_mfu:.1%}"
+
+
+def _series(rows):
+    out: dict[tuple[str, str], list] = {}
+    for r in rows:
+        if r.ratio is not None:
+            scheme = r.command.split("--layout '")[1].split(":")[0]
+            out.setdefault((r.set, scheme), []).append(r)
+    return out
+
+
+def test_no_series_is_ranked_against_its_measurements(rows):
+    series = _series(rows)
+    assert len([s for s in series.values() if len(s) > 1]) >= 3
+    for key, members in series.items():
+        for a, b in combinations(members, 2):
+            if a.measured_mfu < b.measured_mfu:
+                a, b = b, a
+            assert a.predicted_mfu >= b.predicted_mfu * (1 - 1e-9), \
+                f"{key}: {a.label} measured above {b.label} but predicted below"
+
+
+def test_pipelined_series_scale_strictly_as_measured(rows):
+    """PTD-P's weak scaling: more GPUs for the same batch, fewer microbatches per pipeline,
+    a larger bubble, as measured."""
+    for (_, scheme), members in _series(rows).items():
+        if scheme.startswith("pp-") and len(members) > 1:
+            by_measured = sorted(members, key=lambda r: -r.measured_mfu)
+            predicted = [r.predicted_mfu for r in by_measured]
+            assert predicted == sorted(predicted, reverse=True)
+            assert len(set(predicted)) == len(predicted)
