@@ -167,3 +167,14 @@ def test_cli_refuses_bad_pipeline_options(flag, value):
                 "256Ki", "--layout", "pp-dp-tp: PP=4, Y=8", flag, value)
     assert r.returncode in (1, 2), r.stderr
     assert flag.lstrip("-").split("-")[0] in r.stderr and "Traceback" not in r.stderr
+
+
+def test_without_sequence_parallelism_each_block_ends_in_an_allreduce():
+    """--no-sequence-parallel: Megatron-LM's tensor parallelism (Shoeybi et al. 2019). Under
+    selective recomputation it is a trade: the layer inputs kept replicated (more memory), so
+    the backward pass need not gather them again (a shorter step)."""
+    sp = _one(("fsdp-tp", 8), remat="selective")
+    no_sp = _one(("fsdp-tp", 8), remat="selective", sequence_parallel=False)
+    assert sp.layout.sequence_parallel and not no_sp.layout.sequence_parallel
+    assert no_sp.figures["memory"]["activations"] > sp.figures["memory"]["activations"]
+    assert no_sp.t_step < sp.t_step

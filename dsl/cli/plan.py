@@ -90,6 +90,10 @@ def add_parser(sub) -> None:
                    "(default 2)")
     p.add_argument("--microbatch", dest="microbatch", default="1", metavar="SEQUENCES",
                    help="sequences per data replica in one pipeline microbatch (default 1)")
+    p.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false",
+                   help="tensor-parallel layouts keep the residual stream replicated over the "
+                   "tensor axes (an AllReduce after each block, Megatron-LM without sequence "
+                   "parallelism) instead of sharded")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--progress", action="store_true",
                    help="report which candidate is being compiled on stderr even when it is not "
@@ -403,7 +407,8 @@ def run_plan(args: argparse.Namespace) -> int:
                          zero=args.zero, schedule=args.schedule,
                          virtual_stages=_count(args.virtual_stages, "--virtual-stages", 1024),
                          microbatch_sequences=_count(args.microbatch, "--microbatch",
-                                                     1 << 20)),
+                                                     1 << 20),
+                         sequence_parallel=args.sequence_parallel),
                  progress=progress, only=only)
     except PlanError as exc:
         raise InputError(("--layout: " if only is not None else "") + str(exc)) from None

@@ -48,6 +48,10 @@ class Options:
     """Model chunks per pipeline stage under the interleaved schedule."""
     microbatch_sequences: int = 1
     """Sequences per data-parallel replica in one microbatch of a pipelined candidate."""
+    sequence_parallel: bool = True
+    """Tensor-parallel layouts keep the residual stream sharded over the tensor axes (Megatron-LM's
+    sequence parallelism, Korthikanti et al. 2022); False replicates it, each block then left
+    by an AllReduce (Shoeybi et al. 2019)."""
 
 
 @dataclass(frozen=True, slots=True)

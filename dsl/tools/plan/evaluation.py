@@ -3,6 +3,7 @@ summed over the layers (the layer's scheduled T_step x n_layers + the embedding'
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +67,9 @@ def _evaluate_all(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
     """Compile every candidate that has a layout, in order; DP + TP only when its replicated
     state could fit beside FSDP + TP's at the same degree."""
     todo = [c for c in cands if c.layout is not None and c.reason is None]
+    for c in todo:
+        if not options.sequence_parallel and c.layout is not None and c.layout.of("tp"):
+            c.layout = dataclasses.replace(c.layout, sequence_parallel=False)
     for k, c in enumerate(todo, 1):
         if c.strategy == "dp-tp":
             twin = next((f for f in cands if f.strategy == "fsdp-tp" and f.tp == c.tp

@@ -53,7 +53,8 @@ def plan_dict(p) -> dict:
                     "cost_model": p.options.model, "zero": p.options.zero,
                     "pipeline_schedule": p.options.schedule,
                     "virtual_stages": p.options.virtual_stages,
-                    "microbatch_sequences": p.options.microbatch_sequences},
+                    "microbatch_sequences": p.options.microbatch_sequences,
+                    "sequence_parallel": p.options.sequence_parallel},
         "candidates": [candidate_dict(c) for c in _ordered(p)],
         "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
         "book": book_figures(p),
@@ -119,7 +120,9 @@ def plan_text(p) -> str:
 
 
 def _extra_options(p) -> str:
-    return f", ZeRO-{p.options.zero} on replicated weights" if p.options.zero else ""
+    zero = f", ZeRO-{p.options.zero} on replicated weights" if p.options.zero else ""
+    sp = "" if p.options.sequence_parallel else ", no sequence parallelism"
+    return zero + sp
 
 
 def _pipeline_note(p) -> list[str]:
