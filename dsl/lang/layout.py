@@ -41,6 +41,22 @@ class Layout:
 
     dims: tuple[DimSharding, ...]
     unreduced: frozenset[str] = frozenset()
+    # Derived once, on first use, and kept: the planners key memos by layouts and ask a layout
+    # for its axes many times (or never: most layouts a search makes are dropped).
+    _hash: int | None = field(default=None, init=False, compare=False, repr=False)
+    _axes: tuple[str, ...] | None = field(default=None, init=False, compare=False, repr=False)
+    _names: tuple[str, ...] | None = field(default=None, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = hash((self.dims, self.unreduced))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple:
+        # Rebuilt by the constructor: the cached hash of strings differs between processes.
+        return (Layout, (self.dims, self.unreduced))
 
     @staticmethod
     def of(spec: dict[str, tuple[str, ...]] | list[tuple[str, tuple[str, ...]]],
@@ -50,7 +66,11 @@ class Layout:
 
     @property
     def dim_names(self) -> tuple[str, ...]:
-        return tuple(d.dim for d in self.dims)
+        names = self._names
+        if names is None:
+            names = tuple(d.dim for d in self.dims)
+            object.__setattr__(self, "_names", names)
+        return names
 
     def axes_of(self, dim: str) -> tuple[str, ...]:
         for d in self.dims:
@@ -66,7 +86,11 @@ class Layout:
 
     @property
     def sharding_axes(self) -> tuple[str, ...]:
-        return tuple(a for d in self.dims for a in d.axes)
+        axes = self._axes
+        if axes is None:
+            axes = tuple(a for d in self.dims for a in d.axes)
+            object.__setattr__(self, "_axes", axes)
+        return axes
 
     @property
     def used_axes(self) -> frozenset[str]:

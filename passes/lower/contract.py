@@ -58,16 +58,34 @@ class Contractions(LoweringState):
         measured: dict[int, tuple[tuple[float, ...], float]] = self.searches.setdefault(
             ("measured", shape), {})
 
+        # A reshard's time and a local product's size, by value: the plans of a search share
+        # their operands' targets and reshards (each is one of few), and the lowering's sizes,
+        # chip and topology are fixed, so one lowering prices each once.
+        seconds: dict[tuple, float] = self.searches.setdefault(("seconds",), {})
+        flops: dict[tuple, float] = self.searches.setdefault(("flops",), {})
+
+        def reshard_time(steps: tuple, dt: str) -> float:
+            t = seconds.get((steps, dt))
+            if t is None:
+                t = seconds[(steps, dt)] = float(
+                    steps_time(steps, dt, size_of, self.ctx.model, topo, links))
+            return t
+
+        def flops_of(p: EinsumPlan) -> float:
+            f = flops.get((p.lhs_target, p.rhs_target))
+            if f is None:
+                f = flops[(p.lhs_target, p.rhs_target)] = 2.0 * float(
+                    self.einsum_elements(p, size_of))
+            return f
+
         def measure(p: EinsumPlan) -> tuple[tuple[float, ...], float]:
             """Each reshard's time and the FLOPs, by identity as `objective` keys them."""
             hit = measured.get(id(p))
             if hit is None:
-                model = self.ctx.model
                 hit = measured[id(p)] = (
-                    tuple(float(steps_time(steps, dt, size_of, model, topo, links))
-                          for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype),
-                                            (p.out_steps, dtype))),
-                    2.0 * float(self.einsum_elements(p, size_of)))
+                    (reshard_time(p.lhs_steps, lv.dtype), reshard_time(p.rhs_steps, rv.dtype),
+                     reshard_time(p.out_steps, dtype)),
+                    flops_of(p))
             return hit
 
         def rank(p: EinsumPlan, floors: Floors = (None, None, None)

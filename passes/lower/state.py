@@ -66,11 +66,19 @@ class LoweringState:
     sized_choices: int = 0
     """Choice points met so far (contractions and elementwise alignments): a chooser's ordinal."""
 
+    size_cache: dict[str, float | None] = field(default_factory=dict)
+    """`known`'s answers; the walk empties it when a `mesh` or `dim` statement changes them."""
+
     # ---- sizes -------------------------------------------------------------------------------
     def known(self, name: str) -> float | None:
         """The size of a dim or mesh axis as a number (`--set` applied), None when symbolic."""
+        try:
+            return self.size_cache[name]
+        except KeyError:
+            pass
         v = size_of(name, self.dims if name in self.dims else self.mesh, self.ctx.bindings)
-        return None if v is None else float(v)
+        out = self.size_cache[name] = None if v is None else float(v)
+        return out
 
     def known_sizes(self) -> dict[str, float]:
         return {n: v for n in (*self.dims, *self.mesh) if (v := self.known(n)) is not None}

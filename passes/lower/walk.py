@@ -51,9 +51,11 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
             match stmt:
                 case MeshDecl(axes=axes):
                     self.mesh = {a.name: a.size for a in axes}
+                    self.size_cache.clear()
                 case DimDecl(dims=dims):
                     for d in dims:
                         self.dims[d.name] = d.size
+                    self.size_cache.clear()
                 case HardwareDecl(name=name):
                     self.hardware = name
                 case ArrayDecl(name=name, dtype=dtype, layout=layout, param=param):
