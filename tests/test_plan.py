@@ -171,7 +171,6 @@ BASE = ["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "-
     ({"--chips": "1000"}, "neither a power of two nor a whole number of tpu-v5p pods"),
     ({"--chips": "many"}, "--chips 'many' is not a positive whole number"),
     ({"--hw": "tpu-v9"}, "tpu-v9"),
-    ({"--card": "deepseek-v3"}, "mixture of experts"),
     ({"--seq": "0"}, "--seq '0' is not a whole number of tokens"),
     ({"--layout": "zz"}, "--layout 'zz': the strategy is one of dp, fsdp, tp, fsdp-tp"),
     ({"--layout": "fsdp-tp: X=1024, Y=4"}, "1024 x 4 devices, but the slice for --chips 8960 "

@@ -178,3 +178,33 @@ def test_without_sequence_parallelism_each_block_ends_in_an_allreduce():
     assert sp.layout.sequence_parallel and not no_sp.layout.sequence_parallel
     assert no_sp.figures["memory"]["activations"] > sp.figures["memory"]["activations"]
     assert no_sp.t_step < sp.t_step
+
+
+# ---- mixture of experts ------------------------------------------------------------------------
+
+def test_a_moe_model_is_planned_with_expert_parallelism():
+    """DeepSeek-V3 on 2048 H100: the routed experts sharded over a data axis that divides their
+    256 (GShard's expert parallelism), each token dispatched there by an AllToAll and combined
+    back by another, forward and backward."""
+    from shardc.driver import api
+    from shardc.tools.models.programs import part
+
+    p = P.plan("deepseek-v3", H100, 2048, 4 * 2**20,
+               options=Options(remat="block", attention="flash"), only=("fsdp-tp", 4))
+    (c,) = p.candidates
+    assert c.evaluated and c.fits and c.layout.expert_parallel
+    assert set(c.figures["parts"]) == {"layer", "moe-layer", "experts", "head"}
+    prog = part(p.card, c.layout, p.sequences, p.seq, "experts", "h100")
+    assert "the dispatch: an AllToAll over X2" in prog.text
+    assert "param W_e1: bf16[E_{X2}," in prog.text  # 256 experts, one a device of X2=256
+    r = api.compile(prog.text, hw="h100")
+    moves = [(op.op, op.axes) for op in r.ops if op.kind == "collective"
+             and op.array in ("Xe", "Yd", "dYe", "dXd")]
+    assert moves == [("AllToAll", ("X2",))] * 4  # dispatch, combine, and their gradients
+
+
+def test_moe_pipelines_say_why_not():
+    p = P.plan("deepseek-v3", H100, 256, 2**20, options=Options(remat="block"))
+    (pp,) = [c for c in p.candidates if c.strategy == "pp-dp-tp"]
+    assert "mixture-of-experts" in pp.reason
+    assert any(c.evaluated and c.layout.expert_parallel for c in p.candidates)

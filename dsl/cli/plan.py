@@ -53,6 +53,9 @@ def add_parser(sub) -> None:
                       help="keep the residual stream replicated over the tensor axes (an "
                       "AllReduce after each block) instead of sharded (AllGather + "
                       "ReduceScatter)")
+    prog.add_argument("--expert-parallel", action="store_true",
+                      help="MoE: shard the routed experts over the data axes that divide them, "
+                      "dispatching tokens by AllToAll (as plan lays MoE models out)")
     prog.add_argument("-o", "--output", help="write the program here instead of stdout")
     prog.set_defaults(run=run_program)
 
@@ -224,10 +227,11 @@ def run_program(args: argparse.Namespace) -> int:
         raise InputError(f"--batch {tokens} tokens is not a whole number of {seq}-token "
                          "sequences")
     layout = mesh_layout(args.strategy, args.mesh)
-    if not args.sequence_parallel:
+    if not args.sequence_parallel or args.expert_parallel:
         import dataclasses
 
-        layout = dataclasses.replace(layout, sequence_parallel=False)
+        layout = dataclasses.replace(layout, sequence_parallel=args.sequence_parallel,
+                                     expert_parallel=args.expert_parallel)
     if args.hw:
         _chip(args.hw)
     try:

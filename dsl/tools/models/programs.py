@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from shardc.tools.models import ModelCard
-from shardc.tools.models.sharding import Layout, Sharding, ShardingError, Weights
+from shardc.tools.models.sharding import Layout, Sharding, ShardingError, Weights, subscripted
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,14 +209,35 @@ def experts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | Non
     w.lines.append(w.param("W_e3", E, FE, D))
     a = s.act
     lines = [f"Xe: bf16[{a('E', 'C', 'D', d_tp=True)}]"
-             "   # the dispatched tokens: C per expert (balanced routing)",
-             f"Te1 = Xe[{a('E', 'C', 'D')}] ·_D W_e1   # E is a batch dim: each expert its own"]
+             "   # the dispatched tokens: C per expert (balanced routing)"]
+    x = "Xe"
+    if s.expert_axes:  # the dispatch: each token to the devices of its experts
+        ep = s.expert_axes
+        at = {"E": subscripted("E", ep),
+              "C": subscripted("C", tuple(n for n in s.batch_axes if n not in ep))}
+        d_tp = a("D", d_tp=True)
+
+        def moved(d: str = "D") -> str:
+            return f"{at['E']}, {at['C']}, {d}"
+        lines.append(f"Xd[{moved(d_tp)}] = Xe   # the dispatch: an AllToAll over "
+                     f"{', '.join(ep)} (expert parallelism)")
+        x = "Xd"
+    else:
+        def moved(d: str = "D") -> str:
+            return a("E", "C", d)
+    lines.append(f"Te1 = {x}[{moved()}] ·_D W_e1   # E is a batch dim: each expert its own")
     if card.mlp == "gated":
-        lines += [f"Te2 = Xe[{a('E', 'C', 'D')}] ·_D W_e2",
+        lines += [f"Te2 = {x}[{moved()}] ·_D W_e2",
                   f"Ae = {card.activation}(Te1) * Te2"]
     else:
         lines.append(f"Ae = {card.activation}(Te1)")
-    lines += [f"Ye[{a('E', 'C', 'D', d_tp=True)}] = Ae ·_FE W_e3", "backward"]
+    if s.expert_axes:
+        lines += [f"Yd[{moved(a('D', d_tp=True))}] = Ae ·_FE W_e3",
+                  f"Ye[{a('E', 'C', 'D', d_tp=True)}] = Yd   # the combine: back to the tokens' "
+                  "devices"]
+    else:
+        lines.append(f"Ye[{a('E', 'C', 'D', d_tp=True)}] = Ae ·_FE W_e3")
+    lines.append("backward")
     header = _header(card, layout, s, dims, hw,
                      f"the {moe.n_experts} routed experts of one MoE layer, each token sent to "
                      f"{moe.n_active}")

@@ -48,6 +48,10 @@ class Layout:
     so each block is entered by an AllGather and left by a ReduceScatter (Megatron-LM's
     sequence parallelism, Korthikanti et al. 2022); False keeps it replicated, and each block is
     left by an AllReduce (Megatron-LM's tensor parallelism, Shoeybi et al. 2019)."""
+    expert_parallel: bool = False
+    """MoE: the routed experts sharded over the data axes whose sizes divide their number (expert
+    parallelism, Lepikhin et al. 2020, "GShard"), each token dispatched to its experts' devices
+    by an AllToAll and combined back by another; False keeps every expert on every device."""
 
     def of(self, *roles: Role) -> tuple[Axis, ...]:
         return tuple(a for a in self.axes if a.role in roles)
@@ -104,6 +108,9 @@ class Sharding:
                         f"{batch} sequences x {seq} tokens")
                 raise ShardingError(f"{what} cannot be split further over {ax.name}={n}")
         self.batch_axes, self.seq_axes = tuple(batch_axes), tuple(seq_axes)
+        self.expert_axes: tuple[str, ...] = ()
+        if tokens and layout.expert_parallel and card.moe is not None:
+            self.expert_axes = self._expert_axes(card.moe.n_experts)
         heads_k, heads_g = [], []
         if card.mla is None:
             rest_k, rest_g = card.n_kv_heads, card.groups
@@ -127,6 +134,22 @@ class Sharding:
         self.dim_axes = {"B": self.batch_axes, "C": self.batch_axes, "T": self.seq_axes,
                          "S": self.seq_axes, "K": self.heads_k, "G": self.heads_g,
                          "N": self.tp, "F": self.tp, "FE": self.tp, "V": self.tp}
+
+    def _expert_axes(self, experts: int) -> tuple[str, ...]:
+        """The data axes (batch axes of the tokens) that shard the experts: the minor ones
+        first (the dispatch is then one AllToAll, no reordering), each while the experts still
+        divide."""
+        out: list[str] = []
+        rest_e = experts
+        for name in reversed(self.batch_axes):
+            n = self.sizes.get(name) or 0
+            if n and rest_e % n == 0:
+                out.insert(0, name)
+                rest_e //= n
+        if not out:
+            raise ShardingError(f"no data axis divides the {experts} experts (expert "
+                                "parallelism shards them over the data axes)")
+        return tuple(out)
 
     def check(self, dim: str, size: int, axes: tuple[str, ...], what: str) -> None:
         n = 1
@@ -175,11 +198,13 @@ class Weights:
         axes: dict[str, list[str]] = {d: list(s.dim_axes.get(d, ())) if d != "D" else []
                                       for d, _ in dims}
         if "E" in axes:
-            axes["E"] = []
+            axes["E"] = list(s.expert_axes)
         sizes = dict(dims)
         order = ["D"] * ("D" in sizes) + sorted((d for d in sizes if d != "D" and not axes[d]),
                                                 key=lambda d: -sizes[d])
         for ax in s.fsdp_axes:
+            if "E" in axes and ax in s.expert_axes:
+                continue  # the experts' axis shards E already
             n = s.sizes.get(ax)
             for d in order:
                 have = 1

@@ -37,10 +37,6 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
         card = load_card(card)
     if isinstance(chip, str):
         chip = load_chip(chip)
-    if card.moe is not None:
-        raise PlanError(f"{card.name} is a mixture of experts: plan does not model expert "
-                        "parallelism or the token dispatch (the revised training chapter leaves MoE out too); "
-                        "`shardc model program` still writes its programs")
     seq = seq or card.seq_len
     options = options or Options()
     if batch_tokens < seq or batch_tokens % seq:

@@ -66,6 +66,8 @@ def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, 
         raise ShardingError("pipelines are laid out on GPU clusters only (stages over the "
                             "network between NVLink domains); on TPU pods the training chapter "
                             "finds them less essential")
+    if card.moe is not None:
+        raise ShardingError("pipelines of mixture-of-experts models are not planned")
     if stages < 2:
         raise ShardingError(f"a pipeline needs at least 2 stages (got {stages})")
     if sl.chips_per_pod % stages:
@@ -245,6 +247,10 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
     (Narayanan et al. 2021: tensor parallelism inside a server, pipelines across servers),
     the fewest stages whose weights, gradients and optimizer state fit beside the activations,
     estimated from the evaluated unpipelined candidate at the same tensor degree."""
+    if card.moe is not None:
+        return [Candidate("pp-dp-tp", None, reason=(
+            "not evaluated: pipelines of mixture-of-experts models are not planned (their "
+            "stages mix dense layers, MoE layers and experts)"))]
     if sl.shape or sl.pods > 1:
         return [Candidate("pp-dp-tp", None, reason=(
             "not evaluated: pipelines are planned on GPU clusters only; on TPU pods the "

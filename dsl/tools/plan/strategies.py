@@ -120,7 +120,9 @@ def build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
     k, g = _head_split(card, t)
     tp = [("tp", n) for n in (k, g) if n > 1]
     if not sl.shape:  # GPUs: no physical axes; TP innermost, so inside an NVLink domain
-        phys = [[(r, n) for r, n in (("data", b), ("seq", s), *tp) if n > 1]]
+        e = math.gcd(b, card.moe.n_experts) if card.moe is not None else 1
+        batch = [("data", b // e), ("data", e)] if 1 < e < b else [("data", b)]
+        phys = [[(r, n) for r, n in (*batch, ("seq", s), *tp) if n > 1]]
     elif t == m:  # every chip on the model: each physical axis one tensor axis
         phys = [[("tp", n)] for n in sl.shape]
     else:
@@ -128,7 +130,8 @@ def build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
         phys = reshaped if reshaped is not None else _on_slice(sl.shape, b, s, t, tp)
     axes: list[Axis] = [Axis("P", sl.pods, "pod", "@dcn")] if sl.pods > 1 else []
     mesh = _mesh_axes(phys, physical=bool(sl.shape))
-    return Layout(strategy, (*axes, *mesh), fsdp=strategy in ("fsdp", "fsdp-tp"))
+    return Layout(strategy, (*axes, *mesh), fsdp=strategy in ("fsdp", "fsdp-tp"),
+                  expert_parallel=card.moe is not None)
 
 
 def replicated_memory(fsdp_tp: Candidate, zero: int) -> float:
