@@ -393,9 +393,17 @@ class _Deriver:
                 # d Sum_D(A) = dOut copied along D
                 whole = self.type_of(arg)[0]
                 return [(x, named_back(arg, Reduce("Broadcast", whole, g, span, span)))]
+            case Reduce(kind="Max", arg=Ref(name=x) as arg) if result is not None:
+                # dA = dOut copied along D where A is the maximum, 0 elsewhere: the mask
+                # max_mask(A - Max_D(A)) is 1 where the difference is 0. Ties each get the
+                # whole gradient (jax.grad splits it among them); the cost is the same.
+                diff = self.emit(self.fresh(f"max_grad_{x}"), Binary("-", arg, result, span),
+                                 span)
+                mask = self.emit(self.fresh(f"max_grad_{x}"), Call("max_mask", (diff,), span),
+                                 span)
+                return [(x, named_back(arg, Binary("*", mask, g, span)))]
             case Reduce(kind=kind, dims=dims):
-                self.unsupported(f"the gradient of {kind}_{{{','.join(dims)}}} (a maximum's "
-                                 "gradient needs the position of the maximum)", span)
+                self.unsupported(f"the gradient of {kind}_{{{','.join(dims)}}}", span)
                 return []
             case CollectiveCall(kind="Send", send=send, arg=arg) if is_shift(send):
                 # A shift by +k moves each block k devices on; its gradient moves the
@@ -448,6 +456,6 @@ class _Deriver:
     def unsupported(self, what: str, span: Span) -> None:
         self.ctx.diagnostics.error("K013", f"`backward` cannot derive {what}", span,
                                    notes=("supported: contractions, + - * (a broadcast operand's "
-                                          "gradient summed back), Sum_{D}, softmax_{S}, and "
+                                          "gradient summed back), Sum_{D}, Max_{D}, softmax_{S}, and "
                                           "gelu silu relu sigmoid tanh exp square neg copy",))
         self.failed = True

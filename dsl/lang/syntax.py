@@ -277,7 +277,7 @@ ELEMENTWISE_FUNCTIONS: dict[str, int] = {
     "sqrt": 1, "rsqrt": 1, "square": 1, "neg": 1, "abs": 1, "copy": 0,
     # derivatives, used by the backward pass (`passes/backward.py`)
     "gelu_grad": 10, "silu_grad": 6, "relu_grad": 1, "sigmoid_grad": 5, "tanh_grad": 5,
-    "square_grad": 1,
+    "square_grad": 1, "max_mask": 1,
 }
 """Unary elementwise functions the language knows, with the FLOPs counted per element.
 

@@ -78,6 +78,7 @@ UNARY_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "sigmoid_grad": lambda x: _sigmoid(x) * (1.0 - _sigmoid(x)),
     "tanh_grad": lambda x: 1.0 - np.tanh(x) ** 2,
     "square_grad": lambda x: 2.0 * x,
+    "max_mask": lambda x: (x == 0).astype(np.float64),
 }
 """A float64 implementation of every unary function in `shardc.lang.syntax.ELEMENTWISE_FUNCTIONS`."""
 
