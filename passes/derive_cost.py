@@ -34,6 +34,7 @@ from shardc.passes.ir import (
     Value,
 )
 from shardc.passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
+from shardc.passes.memo import memoized, typed
 from shardc.passes.memory import kept_activations
 from shardc.passes.reshard import Step
 from shardc.passes.schedule import classify
@@ -379,7 +380,8 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
                 t = collective_time(kind, moved, axes, size_symbol, ctx.model, topology,
                                     syms.links())
             bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
-            crossover = sp.cancel(lat * moved / bw) if bw != 0 and moved != 0 else None
+            crossover = (_crossover(lat, moved, bw) if bw != 0 and moved != 0 and ctx.explain
+                         else None)
             name = (format_send(op.send) if kind == "Send"
                     else f"{kind}(max)" if op.combine == "max" else kind)
             return OpCost(index, line, "collective", name, axes, src.array, src.format(mesh),
@@ -417,6 +419,15 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
                           out.format(mesh), "", flops=flops, flops_per_device=fpd,
                           hbm_bytes=hbm, time=t_hbm, t_math=t_math, t_hbm=t_hbm)
     raise AssertionError(op)
+
+
+@memoized("derive_cost.crossover",
+          lambda lat, moved, bw: (typed(lat), typed(moved), typed(bw)))
+def _crossover(lat: sp.Expr, moved: sp.Expr, bw: sp.Expr) -> sp.Expr:
+    """The bytes at which a collective's latency equals its bandwidth time. A `cancel`, the
+    slowest part of costing a collective, and the same few formulas come back in every
+    candidate a plan compiles."""
+    return sp.cancel(lat * moved / bw)
 
 
 def _shape_key(op: Op) -> tuple | None:

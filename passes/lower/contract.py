@@ -207,7 +207,10 @@ class Contractions(LoweringState):
         communication time in SymPy and, where sizes are symbolic, the relation under which it
         would move fewer bytes than the chosen one. Nothing when there is nothing to explain.
         The alternatives of a ranking met before (the same plans in the same order: a
-        repeated statement shape) are reused."""
+        repeated statement shape) are reused. None at all where the compile explains nothing
+        (`Options.explain`): pricing the alternatives in SymPy is a sixth of a plan's time."""
+        if not self.ctx.explain:
+            return
         memo_key = ("alternatives", tuple(map(id, ranked)), numeric, search is None,
                     lv.dtype, rv.dtype, dtype)
         if memo_key not in self.searches:
