@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
     show.add_argument("--kv-dtype", choices=["bf16", "fp8", "int8", "f32"], default="bf16")
     show.add_argument("--format", choices=["text", "json"], default="text")
     show.set_defaults(run=run_show)
+    ms.add_parser("schema", help="print the JSON Schema of model card TOML files (for "
+                  "editors; docs/plan.md, 'Writing a card')").set_defaults(run=run_schema)
     prog = ms.add_parser("program", help="write one generated .shard program of a model")
     prog.add_argument("name")
     prog.add_argument("--strategy", choices=STRATEGIES, default="fsdp-tp")
@@ -193,6 +195,13 @@ def run_list(args: argparse.Namespace) -> int:
             ", MLA (approximated)" if c.mla else "")
         print(f"{name:14s} {c.display_name:14s} L={c.n_layers} D={c.d_model} F={c.d_ff} "
               f"N={c.n_heads} K={c.n_kv_heads} H={c.d_head} V={c.vocab}{extra}")
+    return 0
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    from shardc.tools.models.card_schema import card_json_schema_text
+
+    sys.stdout.write(card_json_schema_text())
     return 0
 
 
