@@ -62,7 +62,7 @@ def card_json_schema() -> dict[str, Any]:
     """
     from shardc.tools.models import _ACTIVATIONS, _ARCH, _MLA, _MOE, _TRAINING
 
-    tables = {}
+    tables: dict[str, dict[str, Any]] = {}
     for name, spec, required in (("architecture", _ARCH, tuple(_ARCH)),
                                  ("moe", _MOE, tuple(_MOE)), ("mla", _MLA, tuple(_MLA)),
                                  ("training", _TRAINING, ("seq_len",))):
