@@ -31,6 +31,25 @@ def test_two_operands_sharded_on_different_dims_meet_in_their_union_for_free():
     assert r.program.arrays[-1].layout.format("C") == "C[I_X, J_Y]"
 
 
+def test_an_operand_sharded_less_on_a_dim_slices_to_the_others_axes_for_free():
+    """`A[I_YX, K] * B[I_Y, K_Z]`: B's I blocks hold A's (Y leads YX), so both operands slice
+    to `[I_YX, K_Z]` and each device computes one block; shardc gathered A over X, XLA slices
+    (a statement of the differential test)."""
+    r = shardc.compile("mesh X=2, Y=4, Z=2\ndim I=32, K=16\nA: bf16[I_YX, K]\nB: f32[I_Y, K_Z]\n"
+                       "C = A * B\n")
+    assert _collectives(r) == []
+    assert r.program.arrays[-1].layout.format("C") == "C[I_YX, K_Z]"
+    assert r.value("flops_per_device") == 32 * 16 / 16
+
+
+def test_axes_that_do_not_lead_each_other_are_not_a_union():
+    """`[I_XY]` and `[I_Y]`: device (x, y) holds block x*Y + y of I in one, y in the other; no
+    local slice turns one into the other, so the operands meet by a collective."""
+    r = shardc.compile("mesh X=2, Y=2\ndim I=32, K=16\nA: f32[I_XY, K]\nB: f32[I_Y, K]\n"
+                       "C = A + B\n")
+    assert _collectives(r)
+
+
 @st.composite
 def _statement(draw):
     mesh = draw(meshes(max_devices=8))

@@ -25,7 +25,7 @@ from shardc.tools.xla.lower import configure_devices  # noqa: E402
 
 configure_devices(MAX_DEVICES)
 
-XLA_CHEAPER_IN_100 = 2
+XLA_CHEAPER_IN_100 = 0
 """Statements where XLA's plan is cheaper, in the 100 derandomized programs (docs/xla-check.md
 gives the counts and their classes). The draws follow `one`'s source: after editing it, record
 the new count."""

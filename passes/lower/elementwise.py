@@ -34,18 +34,28 @@ class _Alignment:
 
 
 def _union(a: Layout, b: Layout, unreduced: frozenset[str]) -> Layout | None:
-    """Each of `a`'s dims sharded as whichever operand shards it (`[I_X, J]` and `[J_Y]` give
-    `[I_X, J_Y]`); None where both shard a dim differently or an axis would shard two dims.
+    """Each of `a`'s dims sharded as whichever operand shards it more finely (`[I_X, J]` and
+    `[J_Y]` give `[I_X, J_Y]`; `[I_YX]` and `[I_Y]` give `[I_YX]`): the operand that shards a
+    dim less takes the rest with a free local slice, so each device works on its block only,
+    as XLA's partitioner does. None where neither operand's axes of a dim lead the other's
+    (`[I_XY]` and `[I_Y]`: no local slice turns one into the other) or an axis would shard two
+    dims.
 
     >>> _union(Layout.of({"I": ("X",), "J": ()}), Layout.of({"J": ("Y",)}), frozenset()).format()
     '[I_X, J_Y]'
+    >>> _union(Layout.of({"I": ("Y",), "K": ()}), Layout.of({"I": ("Y", "X"), "K": ("Z",)}),
+    ...        frozenset()).format()
+    '[I_YX, K_Z]'
+    >>> _union(Layout.of({"I": ("Y",)}), Layout.of({"I": ("X", "Y")}), frozenset()) is None
+    True
     """
     dims = []
     for d in a.dims:
         theirs = b.axes_of(d.dim) if d.dim in b.dim_names else ()
-        if d.axes and theirs and d.axes != theirs:
+        finer, coarser = (theirs, d.axes) if len(theirs) > len(d.axes) else (d.axes, theirs)
+        if finer[:len(coarser)] != coarser:
             return None
-        dims.append(DimSharding(d.dim, d.axes or theirs))
+        dims.append(DimSharding(d.dim, finer))
     axes = [x for d in dims for x in d.axes]
     if len(axes) != len(set(axes)) or set(axes) & unreduced:
         return None
