@@ -38,6 +38,14 @@ def test_slices(chips, pods, per_pod, shape, idle):
     assert P.choose_slice(V5P, chips) == P.Slice(pods, per_pod, shape, idle)
 
 
+def test_counts_that_are_not_powers_of_two_make_slices_of_whole_cubes():
+    """PaLM's 6144 TPU v4 chips are two pods of 16x16x12 (Chowdhery et al. 2022); 3072 v5p
+    chips one slice of 12x16x16 (each axis a multiple of 4, within the 16x20x28 pod)."""
+    assert P.choose_slice(hardware.load("tpu-v4p"), 6144) == P.Slice(2, 3072, (12, 16, 16), 0)
+    assert P.choose_slice(V5P, 3072) == P.Slice(1, 3072, (12, 16, 16), 0)
+    assert P.choose_slice(V5P, 8960 * 2) == P.Slice(2, 8192, (16, 16, 32), 768 * 2)
+
+
 @pytest.mark.parametrize("chips", [1000, 12000, 0])
 def test_chip_counts_that_make_no_slice(chips):
     with pytest.raises(P.PlanError):
@@ -168,7 +176,7 @@ BASE = ["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "-
     ({"--card": "llama-9"}, "unknown model 'llama-9'"),
     ({"--batch": "4Q"}, "--batch '4Q' is not a token count"),
     ({"--batch": "4e6"}, "not a whole number of 4096-token sequences"),
-    ({"--chips": "1000"}, "neither a power of two nor a whole number of tpu-v5p pods"),
+    ({"--chips": "1000"}, "neither a power of two, a whole number of tpu-v5p pods"),
     ({"--chips": "many"}, "--chips 'many' is not a positive whole number"),
     ({"--hw": "tpu-v9"}, "tpu-v9"),
     ({"--seq": "0"}, "--seq '0' is not a whole number of tokens"),
@@ -255,3 +263,13 @@ def test_layout_with_other_links_gives_other_numbers(searched, capsys):
     assert main([*SMALL, "--layout", "fsdp: X1=4 @ici(x), X2=16 @ici(y, z)"]) == 0
     one = json.loads(capsys.readouterr().out)["candidates"][0]
     assert one["strategy"] == "fsdp" and one["t_step_s"] != want["t_step_s"]
+
+
+def test_the_search_finds_palms_layout():
+    """PaLM 540B on 6144 TPU v4 (Chowdhery et al. 2022): two pods over DCN, 256-way FSDP and
+    12-way tensor parallelism on the slice's axis of 12, found without --layout (12 is a
+    physical axis's length, so the search tries it)."""
+    p = P.plan("palm-540b", "tpu-v4p", 6144, 2048 * 2048, options=P.Options(remat="block"))
+    best = p.best
+    assert best is not None and best.label() == "fsdp-tp (P=2 X=256 Y=12)"
+    assert "Y=12 @ici(z)" in best.layout.mesh_text()

@@ -249,10 +249,10 @@ def experts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | Non
 def head(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None) -> Part:
     """The embedding (a lookup: parameters, no FLOPs) and the unembedding with `backward`."""
     s = Sharding(card, layout, batch, seq)
-    dims = {"B": batch, "T": seq, "D": card.d_model, "V": card.vocab}
-    s.check("V", card.vocab, s.tp, "vocab")
+    vocab = _padded_vocab(card.vocab, s)
+    dims = {"B": batch, "T": seq, "D": card.d_model, "V": vocab}
     w = Weights(s)
-    D, V = ("D", card.d_model), ("V", card.vocab)
+    D, V = ("D", card.d_model), ("V", vocab)
     groups = {"W_U": "embeddings"}
     if not card.tied_embeddings:
         w.lines.append(w.param("W_E", V, D) + "   # the embedding: a lookup, no FLOPs")
@@ -266,6 +266,19 @@ def head(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None) 
     header = _header(card, layout, s, dims, hw, "the embedding and unembedding")
     return Part("head", 1, "\n".join(header + w.lines + lines) + "\n", groups,
                 notes=tuple(s.notes))
+
+
+def _padded_vocab(vocab: int, s: Sharding) -> int:
+    """The vocabulary padded to a multiple of the tensor axes' ways, as Megatron-LM pads it
+    (`--make-vocab-size-divisible-by`), with a note; unchanged when they divide it."""
+    ways = 1
+    for name in s.tp:
+        ways *= s.sizes.get(name) or 1
+    if vocab % ways == 0:
+        return vocab
+    padded = -(-vocab // ways) * ways
+    s.notes.append(f"the vocabulary of {vocab} is padded to {padded} to split {ways} ways")
+    return padded
 
 
 def _header(card: ModelCard, layout: Layout, s: Sharding, dims: dict[str, int],

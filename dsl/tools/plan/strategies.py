@@ -38,8 +38,63 @@ def choose_slice(chip: Chip, chips: int) -> Slice:
         return Slice(chips // pod, per_pod, _shape(chip, per_pod), chips - chips // pod * per_pod)
     if is_power_of_two(chips) and chips > pod:
         return Slice(chips // per_pod, per_pod, _shape(chip, per_pod), 0)
-    raise PlanError(f"--chips {chips} is neither a power of two nor a whole number of "
-                    f"{chip.name} pods ({pod} chips, {chip.pod_shape})")
+    cubes = _cube_slice(chip, chips)
+    if cubes is not None:
+        return cubes
+    raise PlanError(f"--chips {chips} is neither a power of two, a whole number of "
+                    f"{chip.name} pods ({pod} chips, {chip.pod_shape}), nor "
+                    + ("equal slices of 4x4x4 cubes, one a pod" if _reconfigurable(chip)
+                       else "a slice this chip's pods can make"))
+
+
+def _cube_slice(chip: Chip, chips: int) -> Slice | None:
+    """Chips that are not a power of two on a pod of 4x4x4 cubes: the fewest pods whose equal
+    slices of whole cubes fit in a pod each (PaLM's 6144 TPU v4 chips: two pods of 16x16x12,
+    Chowdhery et al. 2022)."""
+    dims = chip.pod_dims
+    if not _reconfigurable(chip) or dims is None:
+        return None
+    for pods in range(1, chips + 1):
+        if chips % pods:
+            continue
+        per_pod = chips // pods
+        if per_pod > math.prod(dims):
+            continue
+        shape = even_factors(per_pod, len(dims), multiple=4, limits=tuple(sorted(dims)))
+        if shape is not None:
+            return Slice(pods, per_pod, shape, 0)
+        return None
+    return None
+
+
+def even_factors(n: int, k: int, multiple: int = 1, limits: tuple[int, ...] | None = None
+                 ) -> tuple[int, ...] | None:
+    """n as k factors in ascending order, each a multiple of `multiple` (and at most
+    `limits[i]`), the largest over the smallest as small as possible; None if there are none.
+    For a power of two it is the split of exponents `_shape` makes.
+
+    >>> even_factors(3072, 3, 4), even_factors(2048, 2), even_factors(768, 2)
+    ((12, 16, 16), (32, 64), (24, 32))
+    """
+    best: tuple[float, tuple[int, ...]] | None = None
+
+    def walk(rest: int, left: int, lo: int, got: tuple[int, ...]) -> None:
+        nonlocal best
+        if left == 1:
+            if rest >= lo and rest % multiple == 0:
+                out = (*got, rest)
+                if limits is None or all(x <= m for x, m in zip(out, limits, strict=True)):
+                    key = (out[-1] / out[0], out)
+                    if best is None or key < best:
+                        best = key
+            return
+        d = lo
+        while d ** left <= rest:
+            if rest % d == 0 and d % multiple == 0:
+                walk(rest // d, left - 1, d, (*got, d))
+            d += 1
+    walk(n, k, 1, ())
+    return None if best is None else best[1]
 
 
 def _shape(chip: Chip, n: int, axes: int | None = None) -> tuple[int, ...]:
@@ -67,16 +122,27 @@ def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int
     out = [_layout(card, chip, sl, "dp", 1, sequences, seq),
            _layout(card, chip, sl, "fsdp", 1, sequences, seq)]
     fast = chip.nvlink_domain if chip.nvlink_domain else (sl.shape[0] if sl.shape else 1)
-    t = 2
-    while t < m:
-        if m % t == 0:
-            out.append(_layout(card, chip, sl, "fsdp-tp", t, sequences, seq))
-            if t <= fast:
-                out.append(_layout(card, chip, sl, "dp-tp", t, sequences, seq))
-        t *= 2
+    for t in tensor_degrees(sl):
+        out.append(_layout(card, chip, sl, "fsdp-tp", t, sequences, seq))
+        if t <= fast:
+            out.append(_layout(card, chip, sl, "dp-tp", t, sequences, seq))
     if m > 1:
         out.append(_layout(card, chip, sl, "tp", m, sequences, seq))
     return out
+
+
+def tensor_degrees(sl: Slice) -> list[int]:
+    """The tensor degrees the search tries on a pod's chips: the powers of two that divide them,
+    and the length of each physical axis that is not one (PaLM's 12-way model parallelism
+    on a 16x16x12 slice), short of every chip.
+
+    >>> tensor_degrees(Slice(1, 3072, (12, 16, 16), 0))[:6]
+    [2, 4, 8, 12, 16, 32]
+    """
+    m = sl.chips_per_pod
+    out = {t for t in (1 << e for e in range(1, m.bit_length())) if m % t == 0}
+    out |= {n for n in sl.shape if 1 < n and m % n == 0}
+    return sorted(t for t in out if t < m)
 
 
 def one_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int,
@@ -192,8 +258,9 @@ def _reshaped(chip: Chip, b: int, s: int, t: int, tp: list[tuple[str, int]]) -> 
     free = chip.ici_axes - len(phys)
     if free < 1 or b < 4 ** free:
         return None
-    e = b.bit_length() - 1
-    sizes = [1 << (e // free + (1 if i >= free - e % free else 0)) for i in range(free)]
+    sizes = even_factors(b, free)
+    if sizes is None:
+        return None
     batch = [[("data", n)] for n in sizes]
     if s == 2:
         batch[0].append(("seq", 2))
