@@ -167,6 +167,21 @@ def test_plan_progress_names_each_candidate_on_stderr(capsys):
     assert capsys.readouterr().out == out
 
 
+@pytest.mark.parametrize("tty, requested, json_out, shown", [
+    (True, False, False, True),    # a person at a terminal: after a second
+    (True, False, True, False),    # JSON for a program: none unless asked
+    (True, True, True, True),
+    (False, False, False, False),  # a pipe: none unless asked
+    (False, True, False, True),
+])
+def test_progress_shows_on_terminals_and_stays_off_for_json(monkeypatch, tty, requested,
+                                                             json_out, shown):
+    from shardc.cli.progress import for_command
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: tty)
+    assert (for_command(requested, machine_output=json_out) is not None) is shown
+
+
 # ---- bad input -------------------------------------------------------------------------------
 
 BASE = ["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4Mi"]

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     simulated = [presets.PRESETS[n] for n in (names or presets.SIMULATED_BY_DEFAULT)]
     from shardc.cli.progress import for_command
 
-    progress = for_command(args.progress)
+    progress = for_command(args.progress, machine_output=args.format == "json")
     try:
         lim = report.compute(closed, simulated, full_curves=bool(args.plot), progress=progress)
     finally:

@@ -413,7 +413,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from shardc.cli.progress import for_command
 
     only = _layout_flag(args.layout, chip, chips) if args.layout is not None else None
-    progress = for_command(args.progress)
+    progress = for_command(args.progress, machine_output=args.format == "json")
     try:
         p = plan(card, chip, chips, tokens, seq,
                  Options(args.optimizer, args.remat, args.cost_model, args.attention,

@@ -36,10 +36,13 @@ class Progress:
             sys.stderr.flush()
 
 
-def for_command(requested: bool) -> Progress | None:
-    """A `Progress` when stderr is a terminal or `--progress` asks for one."""
+def for_command(requested: bool, machine_output: bool = False) -> Progress | None:
+    """A `Progress` when `--progress` asks for one, or when stderr is a terminal and the result
+    is for a person (`machine_output`: JSON, which a program reads, gets none unasked)."""
     tty = sys.stderr.isatty()
-    return Progress(tty, delay=1.0 if tty else 0.0) if tty or requested else None
+    if requested:
+        return Progress(tty, delay=1.0 if tty else 0.0)
+    return Progress(tty) if tty and not machine_output else None
 
 
 __all__ = ["Progress", "for_command"]
