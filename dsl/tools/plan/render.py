@@ -85,8 +85,9 @@ def plan_text(p) -> str:
              f"  uses {pods} chips{shape}{idle}",
              f"  optimizer {p.options.optimizer}, remat {p.options.remat}, attention "
              f"{p.options.attention}, collectives "
-             f"{p.options.model}{_extra_options(p)}; t_step = the layer's scheduled T_step x "
-             f"{p.card.n_layers} + the embedding's", *_pipeline_note(p), ""]
+             f"{p.options.model}{_extra_options(p)}; "
+             f"{'unpipelined: ' if _pipeline_note(p) else ''}t_step = the layer's scheduled "
+             f"T_step x {p.card.n_layers} + the embedding's", *_pipeline_note(p), ""]
     rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU",
              "HFU")]
     rank = 0
