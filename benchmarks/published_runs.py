@@ -54,7 +54,8 @@ def evaluate(run: dict) -> Row:
                       zero=run.get("zero", 0), schedule=run.get("schedule", "1f1b"),
                       virtual_stages=run.get("virtual_stages", 2))
     only = _layout_flag(run["layout"], chip, run["chips"])
-    p = plan(card, chip, run["chips"], run["sequences"] * card.seq_len, options=options, only=only)
+    seq = run.get("seq", card.seq_len)
+    p = plan(card, chip, run["chips"], run["sequences"] * seq, seq, options=options, only=only)
     (c,) = p.candidates
     peak = chip.flops_for("bf16")[0]
     if "mfu" in run:
@@ -62,9 +63,9 @@ def evaluate(run: dict) -> Row:
     else:
         scale = 0.75 if run.get("recompute") else 1.0
         measured = run["tflops_per_gpu"] * 1e12 * scale / peak
-    flags = [f"--{k} {run[k]}" for k in ("remat", "attention", "zero") if k in run]
+    flags = [f"--{k} {run[k]}" for k in ("seq", "remat", "attention", "zero") if k in run]
     command = (f"shardc plan --card {run['card']} --hw {run['hw']} --chips {run['chips']} "
-               f"--batch {run['sequences'] * card.seq_len} --layout '{run['layout']}' "
+               f"--batch {run['sequences'] * seq} --layout '{run['layout']}' "
                + " ".join(flags)).strip()
     f = c.figures
     return Row(run["set"], run["label"], run["source"], command, measured,

@@ -148,7 +148,8 @@ def test_cli_evaluates_a_pipelined_layout_as_json():
     ("pp-dp: PP=4, Y=8", "has no tensor axis"),
     ("pp-dp-tp: PP=3, Y=8", "3 stages do not split 64 chips"),
     ("pp-dp-tp: PP=4, X=3, Y=8", "PP x X x Y = 96 devices"),
-    ("pp-dp-tp: PP=4, Z=2", "PP=, X= and Y= sizes only"),
+    ("pp-dp-tp: PP=4, Z=2", "PP=, X=, Y= and CP= sizes only"),
+    ("pp-dp-tp: PP=4, Y=8, CP=3", "context-parallel degree of 3 does not divide"),
     ("pp-dp-tp: PP=4, PP=2", "PP is given twice"),
     ("pp-dp-tp: PP=0", "--layout PP=0"),
     ("pp-dp-tp: PP=64", "64 stages for 40 layers"),
@@ -208,3 +209,12 @@ def test_moe_pipelines_say_why_not():
     (pp,) = [c for c in p.candidates if c.strategy == "pp-dp-tp"]
     assert "mixture-of-experts" in pp.reason
     assert any(c.evaluated and c.layout.expert_parallel for c in p.candidates)
+
+
+def test_context_parallelism_splits_each_sequence_over_its_ranks():
+    """'pp-dp-tp: PP=4, Y=8, CP=2' on 64 H100: a stage's 2 data ranks are one replica whose
+    sequences they split (a 2-way sequence axis), so a microbatch holds one sequence."""
+    c = _one(("pp-dp-tp", 8, 4, 2))
+    assert c.evaluated and c.layout.degree("seq") == 2 and c.layout.degree("data") == 1
+    assert c.figures["pipeline"]["microbatch_sequences"] == 1
+    assert c.figures["pipeline"]["microbatches"] == 64

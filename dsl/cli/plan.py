@@ -350,18 +350,20 @@ def _layout_flag(text: str, chip, chips: int):
 
 
 def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
-                      ) -> tuple[str, int, int]:
-    """`--layout 'pp-dp-tp: PP=16, X=128, Y=8'`: (strategy, tensor degree, stages). PP is
-    required; X, if given, must be what is left of the chips."""
+                      ) -> tuple[str, int, int, int]:
+    """`--layout 'pp-dp-tp: PP=16, X=128, Y=8'`: (strategy, tensor degree, stages,
+    context-parallel degree). PP is required; X, if given, must be what is left of the chips
+    (data x context ranks); CP= splits each sequence over that many of X's ranks."""
     from shardc.lang.numeric import MAX_INTEGER
     from shardc.tools.plan.strategies import choose_slice
 
     sizes: dict[str, int] = {}
     for item in _split_mesh(mesh):
-        m = re.fullmatch(r"\s*(PP|X|Y)\s*=\s*(\S+)\s*", item)
+        m = re.fullmatch(r"\s*(PP|X|Y|CP)\s*=\s*(\S+)\s*", item)
         if not m:
-            raise InputError(f"--layout {text!r}: a pipelined layout is written with PP=, X= "
-                             "and Y= sizes only ('pp-dp-tp: PP=16, X=128, Y=8'), got "
+            raise InputError(f"--layout {text!r}: a pipelined layout is written with PP=, X=, "
+                             "Y= and CP= sizes only ('pp-dp-tp: PP=16, X=128, Y=8', CP= "
+                             "splitting each sequence over X's ranks), got "
                              f"{item.strip()!r}")
         if m.group(1) in sizes:
             raise InputError(f"--layout {text!r}: {m.group(1)} is given twice")
@@ -376,7 +378,7 @@ def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
     if "X" in sizes and sizes["X"] * t * sizes["PP"] != per_pod:
         raise InputError(f"--layout {text!r}: PP x X x Y = {sizes['PP'] * sizes['X'] * t} "
                          f"devices, but --chips {chips} uses {per_pod}")
-    return strategy, t, sizes["PP"]
+    return strategy, t, sizes["PP"], sizes.get("CP", 1)
 
 
 def _split_mesh(text: str) -> list[str]:

@@ -23,7 +23,8 @@ from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts,
 def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
          seq: int | None = None, options: Options | None = None,
          progress: Callable[[str], None] | None = None,
-         only: tuple[str, int] | tuple[str, int, int] | Layout | None = None) -> Plan:
+         only: tuple[str, int] | tuple[str, int, int] | tuple[str, int, int, int] | Layout
+         | None = None) -> Plan:
     """Enumerate, compile and rank the strategies for one training step; `progress` hears
     which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`). `card` and `chip` are
     objects or names (`"llama3-8b"`, `"tpu-v5e"`; a path to a TOML works too), loaded as the
@@ -31,7 +32,7 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
 
     `only` evaluates one layout instead: a strategy and its tensor degree (`("fsdp-tp", 4)`,
     laid out on the slice as the search lays it out), a pipelined strategy, its tensor degree
-    and its stages (`("pp-dp-tp", 8, 16)`), or a `Layout` as given (its axes' links included;
+    and its stages (`("pp-dp-tp", 8, 16)`) and optionally its context-parallel degree, or a `Layout` as given (its axes' links included;
     `shardc.cli.plan.mesh_layout`)."""
     if isinstance(card, str):
         card = load_card(card)
@@ -172,14 +173,14 @@ def zero_state(memory: dict[str, float], layout: Layout, options: Options) -> No
 def _one(card: ModelCard, chip: Chip, sl, only: tuple, sequences: int, seq: int,
          options: Options) -> Candidate:
     """The candidate `--layout` names: (strategy, tensor degree) or, pipelined,
-    (strategy, tensor degree, stages)."""
+    (strategy, tensor degree, stages[, context-parallel degree])."""
     strategy, t = only[0], only[1]
     try:
         if strategy in INNER:
-            stages = only[2]
+            stages, context = only[2], (only[3] if len(only) > 3 else 1)
             layout, pipe = stage_layout(card, chip, sl, strategy, t, stages,
                                         options.microbatch_sequences, sequences, seq,
-                                        options.schedule, options.virtual_stages)
+                                        options.schedule, options.virtual_stages, context)
             return Candidate(strategy, layout, t, pipeline=pipe)
         return one_layout(card, chip, sl, strategy, t, sequences, seq)
     except ShardingError as exc:

@@ -56,10 +56,12 @@ def bubble_fraction(pipe: Pipeline) -> float:
 
 def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, stages: int,
                  microbatch_sequences: int, sequences: int, seq: int,
-                 schedule_: PipelineSchedule,
-                 virtual: int) -> tuple[Layout, Pipeline]:
+                 schedule_: PipelineSchedule, virtual: int, context: int = 1
+                 ) -> tuple[Layout, Pipeline]:
     """One stage's layout for `strategy` (pp-dp-tp, ...) at tensor degree t over `stages`
-    stages, and the pipeline: microbatches of `microbatch_sequences` per data replica."""
+    stages, and the pipeline: microbatches of `microbatch_sequences` per data replica, a replica
+    being `context` data ranks that split its sequences (context parallelism: the LLaMA 3
+    paper's CP; the stage's data axes then shard the sequence as far as the microbatch needs)."""
     from shardc.tools.plan.strategies import build_layout
 
     if sl.shape or sl.pods > 1:
@@ -79,11 +81,17 @@ def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, 
         raise ShardingError(f"a tensor degree of {t} does not divide a stage's {per_stage} "
                             "chips")
     data = per_stage // t
-    micro = data * microbatch_sequences
+    if context < 1 or data % context:
+        raise ShardingError(f"a context-parallel degree of {context} does not divide a "
+                            f"stage's {data} data ranks")
+    replicas = data // context
+    micro = replicas * microbatch_sequences
     if sequences % micro:
         raise ShardingError(f"{sequences} sequences are not a whole number of microbatches "
-                            f"of {microbatch_sequences} sequence(s) on each of {data} data "
+                            f"of {microbatch_sequences} sequence(s) on each of {replicas} data "
                             "replicas")
+    if seq % context:
+        raise ShardingError(f"a sequence of {seq} does not split {context} ways")
     inner = INNER[strategy]
     if t > 1 and not inner.endswith("-tp"):
         raise ShardingError(f"{strategy} has no tensor axis (got Y={t})")
