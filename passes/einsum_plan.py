@@ -420,14 +420,22 @@ def book_roles(c: AxisCase) -> set[str | None] | None:
             return {d for d in (c.lhs_dim, c.rhs_dim) if d is not None}
 
 
-def book_departures(plan: EinsumPlan, lhs: Layout, rhs: Layout, contract: tuple[str, ...]
-                    ) -> int:
+def book_departures(plan: EinsumPlan, lhs: Layout, rhs: Layout, contract: tuple[str, ...],
+                    requested: Layout | None = None) -> int:
     """How many mesh axes the plan treats differently from the sharding chapter's rule for their case
     (`book_roles`). Used to pick the default when sizes are symbolic and the numbers cannot
-    decide."""
+    decide.
+
+    Where the rule gathers an axis (no role) and the requested result shards a dim with it,
+    sharding that dim is the rule too: the result is sliced over the axis either way, and
+    slicing the operands before the product (free, as XLA's partitioner does) instead of the
+    result after it leaves each device 1/n of the FLOPs; the cost at typical sizes, then the
+    FLOPs, rank the two."""
     n = 0
     for a, role in plan.roles:
         ok = book_roles(classify_axis(a, lhs, rhs, contract))
         if ok is not None:
+            if requested is not None and None in ok:
+                ok = ok | {requested.dim_of_axis(a)}
             n += role not in ok
     return n

@@ -69,6 +69,20 @@ def test_case2_gathers_by_default_symbolic():
     assert colls(text) == [("AllGather", "X", "A")]
 
 
+def test_case2_slices_before_the_product_not_after():
+    """`C[I_X, K] = A[I, J] ·_J B[J_X, K]` with symbolic sizes: the book's Case 2 gathers B,
+    and C is requested sharded over X: A slices I over X before the product (each device
+    computes its block, as XLA's partitioner does) instead of C after it (the whole product on
+    every device); the same bytes move."""
+    text = "mesh X=4\ndim I, J, K\nA: bf16[I, J]\nB: bf16[J_X, K]\nC[I_X, K] = A ·_J B\n"
+    r = shardc.compile(text)
+    assert [(c.op, c.src, c.dst) for c in r.ops] == [
+        ("slice", "A[I, J]", "A[I_X, J]"), ("AllGather", "B[J_X, K]", "B[J, K]"),
+        ("einsum", "A[I_X, J] ·_J B[J, K]", "C[I_X, K]")]
+    (e,) = [c for c in r.ops if c.kind == "einsum"]
+    assert str(e.flops_per_device) == "2*I*J*K/X"
+
+
 def test_case3_allreduce_and_reducescatter():
     text = HEAD + "A: bf16[I, J_X]\nB: bf16[J_X, K]\nC[I, K] = A ·_J B\nD[I, K_X] = A ·_J B\n"
     assert colls(text) == [("AllReduce", "X", "C"), ("ReduceScatter", "X", "D")]

@@ -104,7 +104,7 @@ class Contractions(LoweringState):
                 return (0, round(total, 15), flops, collectives)
             # Symbolic sizes: the book's rule for each axis's case first, then cost at the
             # typical sizes (the report lists the alternatives and when each would win).
-            departures = book_departures(p, lv.layout, rv.layout, e.dims)
+            departures = book_departures(p, lv.layout, rv.layout, e.dims, requested)
             return (departures, round(total, 15), flops, collectives)
 
         ranks: dict[int, tuple[int, float, float, int]] = self.searches.setdefault(
