@@ -160,7 +160,8 @@ def test_plan_progress_names_each_candidate_on_stderr(capsys):
     assert main([*args, "--progress"]) == 0
     out, err = capsys.readouterr()
     lines = err.splitlines()
-    assert lines and all(line.startswith("[") and "] compiling " in line for line in lines)
+    assert lines and all(line.startswith("[") and ("] compiling " in line or "] compiled " in line)
+                         for line in lines)  # one process: before each; several: after each
     evaluated = [line for line in out.splitlines() if " s " in line and "not evaluated" not in line]
     assert len(lines) >= len(evaluated) > 0
     assert main(args) == 0
@@ -288,3 +289,11 @@ def test_the_search_finds_palms_layout():
     best = p.best
     assert best is not None and best.label() == "fsdp-tp (P=2 X=256 Y=12)"
     assert "Y=12 @ici(z)" in best.layout.mesh_text()
+
+
+def test_compiling_in_several_processes_gives_the_same_plan():
+    from shardc.tools.plan.render import plan_dict
+
+    args = ("llama3-8b", "tpu-v5e", 16, 64 * 1024)
+    one, two = P.plan(*args, jobs=1), P.plan(*args, jobs=2)
+    assert plan_dict(one) == plan_dict(two)

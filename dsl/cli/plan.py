@@ -99,6 +99,9 @@ def add_parser(sub) -> None:
                    help="tensor-parallel layouts keep the residual stream replicated over the "
                    "tensor axes (an AllReduce after each block, Megatron-LM without sequence "
                    "parallelism) instead of sharded")
+    p.add_argument("--jobs", "-j", default=None, metavar="N",
+                   help="compile candidates in N processes (default: the CPUs, at most 4; "
+                   "1 compiles them one after another); the plan is the same")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--progress", action="store_true",
                    help="report which candidate is being compiled on stderr even when it is not "
@@ -381,6 +384,15 @@ def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
     return strategy, t, sizes["PP"], sizes.get("CP", 1)
 
 
+def _jobs(text: str | None) -> int:
+    """`--jobs`: a positive whole number, at most 64; by default the CPUs, at most 4."""
+    import os
+
+    if text is None:
+        return max(1, min(4, os.cpu_count() or 1))
+    return _count(text, "--jobs", 64)
+
+
 def _split_mesh(text: str) -> list[str]:
     out, depth, cur = [], 0, ""
     for ch in text:
@@ -424,7 +436,7 @@ def run_plan(args: argparse.Namespace) -> int:
                          microbatch_sequences=_count(args.microbatch, "--microbatch",
                                                      1 << 20),
                          sequence_parallel=args.sequence_parallel),
-                 progress=progress, only=only)
+                 progress=progress, only=only, jobs=_jobs(args.jobs))
     except PlanError as exc:
         raise InputError(("--layout: " if only is not None else "") + str(exc)) from None
     finally:

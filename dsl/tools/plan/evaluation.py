@@ -24,7 +24,7 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
          seq: int | None = None, options: Options | None = None,
          progress: Callable[[str], None] | None = None,
          only: tuple[str, int] | tuple[str, int, int] | tuple[str, int, int, int] | Layout
-         | None = None) -> Plan:
+         | None = None, jobs: int = 1) -> Plan:
     """Enumerate, compile and rank the strategies for one training step; `progress` hears
     which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`). `card` and `chip` are
     objects or names (`"llama3-8b"`, `"tpu-v5e"`; a path to a TOML works too), loaded as the
@@ -32,8 +32,11 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
 
     `only` evaluates one layout instead: a strategy and its tensor degree (`("fsdp-tp", 4)`,
     laid out on the slice as the search lays it out), a pipelined strategy, its tensor degree
-    and its stages (`("pp-dp-tp", 8, 16)`) and optionally its context-parallel degree, or a `Layout` as given (its axes' links included;
-    `shardc.cli.plan.mesh_layout`)."""
+    and its stages (`("pp-dp-tp", 8, 16)`) and optionally its context-parallel degree, or a
+    `Layout` as given (its axes' links included; `shardc.cli.plan.mesh_layout`).
+
+    `jobs` > 1 compiles the candidates in that many forked processes (where the platform can
+    fork); the plan is the same."""
     if isinstance(card, str):
         card = load_card(card)
     if isinstance(chip, str):
@@ -51,39 +54,87 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
         cands = [Candidate(only.strategy, only, tensor_degree(only))]
     else:
         cands = [_one(card, chip, sl, only, sequences, seq, options)]
-    _evaluate_all(card, chip, cands, sequences, seq, options, progress)
+    _evaluate_all(card, chip, cands, sequences, seq, options, progress, jobs)
     if only is None:
         more = pipeline_candidates(card, chip, sl, sequences, seq, options, cands)
-        _evaluate_all(card, chip, more, sequences, seq, options, progress)
+        _evaluate_all(card, chip, more, sequences, seq, options, progress, jobs)
         cands += more
     return Plan(card, chip, sl, batch_tokens, seq, options, cands)
 
 
 def _evaluate_all(card: ModelCard, chip: Chip, cands: list[Candidate], sequences: int, seq: int,
-                  options: Options, progress: Callable[[str], None] | None) -> None:
-    """Compile every candidate that has a layout, in order; DP + TP only when its replicated
-    state could fit beside FSDP + TP's at the same degree."""
+                  options: Options, progress: Callable[[str], None] | None,
+                  jobs: int = 1) -> None:
+    """Compile every candidate that has a layout; DP + TP only when its replicated state could
+    fit beside FSDP + TP's at the same degree (so after those). Candidates are independent:
+    with `jobs` > 1 they compile in that many processes, to the same figures."""
     todo = [c for c in cands if c.layout is not None and c.reason is None]
     for c in todo:
         if not options.sequence_parallel and c.layout is not None and c.layout.of("tp"):
             c.layout = dataclasses.replace(c.layout, sequence_parallel=False)
-    for k, c in enumerate(todo, 1):
+    first = [c for c in todo if c.strategy != "dp-tp"]
+    done = _compile_each(card, chip, first, sequences, seq, options, progress, jobs,
+                         0, len(todo))
+    later = []
+    for c in todo:
         if c.strategy == "dp-tp":
             twin = next((f for f in cands if f.strategy == "fsdp-tp" and f.tp == c.tp
                          and f.evaluated), None)
-            if twin is not None:
-                c.reason = fits_replicated(twin, chip.hbm_bytes, options.zero)
-                if c.reason is not None:
-                    continue
+            c.reason = None if twin is None else fits_replicated(twin, chip.hbm_bytes,
+                                                                 options.zero)
+            if c.reason is None:
+                later.append(c)
+    _compile_each(card, chip, later, sequences, seq, options, progress, jobs, done,
+                  done + len(later))
+
+
+def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences: int, seq: int,
+                  options: Options, progress: Callable[[str], None] | None, jobs: int,
+                  before: int, total: int) -> int:
+    """Evaluate each candidate (in `jobs` forked processes when there are several), setting
+    its figures or reason; the number reported so far."""
+    import multiprocessing
+
+    k = before
+    if jobs > 1 and len(cands) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        from shardc.driver import api
+
+        # Once here rather than in every process: compiling a small program imports what a
+        # compile imports lazily (SymPy, networkx, the parser and its grammar).
+        api.compile(_WARM, hw=chip, explain=False, name="<warm-up>")
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(cands)), mp_context=ctx) as pool:
+            futures = {pool.submit(_evaluate_one, card, chip, c, sequences, seq, options): c
+                       for c in cands}
+            for future in as_completed(futures):
+                c = futures[future]
+                figures_, c.reason = future.result()
+                c.figures = figures_ or {}
+                k += 1
+                if progress is not None:
+                    progress(f"compiled {c.label()}: {k} of {total}")
+        return k
+    for c in cands:
+        k += 1
         if progress is not None:
-            progress(f"compiling {c.label()}: {k} of {len(todo)}")
-        assert c.layout is not None
-        if c.pipeline is not None:
-            figures_, c.reason = evaluate_pipeline(card, chip, c.layout, c.pipeline, sequences,
-                                                   seq, options)
-        else:
-            figures_, c.reason = evaluate(card, chip, c.layout, sequences, seq, options)
+            progress(f"compiling {c.label()}: {k} of {total}")
+        figures_, c.reason = _evaluate_one(card, chip, c, sequences, seq, options)
         c.figures = figures_ or {}
+    return k
+
+
+_WARM = ("mesh X=2\ndim B=4, D=4, F=4\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
+         "Out[B_X, F] = In ·_D W\nbackward\n")
+
+
+def _evaluate_one(card: ModelCard, chip: Chip, c: Candidate, sequences: int, seq: int,
+                  options: Options) -> tuple[dict[str, Any] | None, str | None]:
+    assert c.layout is not None
+    if c.pipeline is not None:
+        return evaluate_pipeline(card, chip, c.layout, c.pipeline, sequences, seq, options)
+    return evaluate(card, chip, c.layout, sequences, seq, options)
 
 
 def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: int,
