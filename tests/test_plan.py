@@ -292,8 +292,22 @@ def test_the_search_finds_palms_layout():
 
 
 def test_compiling_in_several_processes_gives_the_same_plan():
-    from shardc.tools.plan.render import plan_dict
+    """In fresh processes (this one may have imported JAX, where plan does not fork)."""
+    import subprocess
+    import sys
 
-    args = ("llama3-8b", "tpu-v5e", 16, 64 * 1024)
-    one, two = P.plan(*args, jobs=1), P.plan(*args, jobs=2)
-    assert plan_dict(one) == plan_dict(two)
+    args = [sys.executable, "-m", "shardc", "plan", "--card", "llama3-8b", "--hw", "h100",
+            "--chips", "16", "--batch", "64Ki", "--format", "json"]
+    one, two = (subprocess.run([*args, "--jobs", j], capture_output=True, text=True,
+                               timeout=300) for j in ("1", "2"))
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert one.stdout == two.stdout and '"pp-dp-tp"' in one.stdout
+
+
+def test_no_fork_where_threads_run(monkeypatch):
+    """A process with JAX imported (or any second thread) compiles one candidate after another:
+    a fork would copy its threads' locks."""
+    from shardc.tools.plan import evaluation
+
+    monkeypatch.setitem(__import__("sys").modules, "jax", object())
+    assert not evaluation._can_fork()

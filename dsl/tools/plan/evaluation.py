@@ -93,10 +93,8 @@ def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
                   before: int, total: int) -> int:
     """Evaluate each candidate (in `jobs` forked processes when there are several), setting
     its figures or reason; the number reported so far."""
-    import multiprocessing
-
     k = before
-    if jobs > 1 and len(cands) > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if jobs > 1 and len(cands) > 1 and _can_fork():
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         from shardc.driver import api
@@ -104,6 +102,8 @@ def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
         # Once here rather than in every process: compiling a small program imports what a
         # compile imports lazily (SymPy, networkx, the parser and its grammar).
         api.compile(_WARM, hw=chip, explain=False, name="<warm-up>")
+        import multiprocessing
+
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(jobs, len(cands)), mp_context=ctx) as pool:
             futures = {pool.submit(_evaluate_one, card, chip, c, sequences, seq, options): c
@@ -123,6 +123,18 @@ def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
         figures_, c.reason = _evaluate_one(card, chip, c, sequences, seq, options)
         c.figures = figures_ or {}
     return k
+
+
+def _can_fork() -> bool:
+    """Forking is safe: the platform has it, and this process runs one thread and has not
+    imported JAX (whose threads a fork would copy mid-lock: a notebook or a test process that
+    uses xla-check compiles the candidates one after another instead)."""
+    import multiprocessing
+    import sys
+    import threading
+
+    return ("fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1 and "jax" not in sys.modules)
 
 
 _WARM = ("mesh X=2\ndim B=4, D=4, F=4\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
