@@ -77,6 +77,9 @@ class _Space:
     pass_l: frozenset[str]
     pass_r: frozenset[str]
     pricings: Pricings
+    idle: frozenset[str] = frozenset()
+    """Mesh axes neither operand nor the request uses (`_idle_axes`): they may split the
+    product, and leave an unrequested result as the other axes make it."""
 
     @property
     def size(self) -> int:
@@ -117,10 +120,10 @@ class _Space:
         local_out = layout_for(self.out_dims, local_u)
         if self.requested is not None:
             final = self.requested
-        elif self.keep_partial:
-            final = local_out
         else:
-            final = local_out.with_unreduced(frozenset())
+            final = Layout(tuple(DimSharding(d.dim, tuple(a for a in d.axes if a not in self.idle))
+                                 for d in local_out.dims),
+                           local_out.unreduced - self.idle if self.keep_partial else frozenset())
         key = (lhs_t, rhs_t, local_out, final)
         if key in seen:
             return None
@@ -180,8 +183,37 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
             opts.extend(k for k in contract if k not in opts)
         opts.append(None)
         choices.append(tuple(opts))
+    model = next((p.model for p in pricings if p is not None), "exact")
+    idle = _idle_axes(mesh_order, {*involved, *passthrough}, sizes) if model == "exact" else []
+    if idle:
+        # No role first: the plans without them keep their order (and ties their winner).
+        every = tuple(d for d in dict.fromkeys((*lhs.dim_names, *rhs.dim_names))
+                      if d not in contract)
+        involved += idle
+        choices += [(None, *every)] * len(idle)
+        order = sorted(range(len(involved)), key=lambda i: mesh_order.index(involved[i]))
+        involved, choices = [involved[i] for i in order], [choices[i] for i in order]
     return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
-                  sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings)
+                  sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings,
+                  frozenset(idle))
+
+
+def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, float] | None
+               ) -> list[str]:
+    """The mesh axes of known size above 1 that the contraction does not use. Under the exact
+    cost model (the book's model leaves them idle, as its answers do) each may shard a dim of
+    the product, as XLA's partitioner does: an operand that holds the dim whole slices
+    its block for free before the product, so each device computes 1/n of it, and the result
+    is gathered (or its partial sums reduced) after, where that costs less than the FLOPs it
+    saves (or, XLA's way to `C[K, I] = A[I, J_Y] ·_J B[J, K_Y]` on a 4x4 mesh, moves fewer
+    bytes).
+
+    >>> _idle_axes(("X", "Y", "Z"), {"X"}, {"X": 2, "Y": 4, "Z": 1}), _idle_axes(("X",), set(), None)
+    (['Y'], [])
+    """
+    if not sizes:
+        return []
+    return [a for a in mesh_order if a not in used and (sizes.get(a) or 1) > 1]
 
 
 def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],

@@ -84,8 +84,43 @@ def test_case2_slices_before_the_product_not_after():
 
 
 def test_case3_allreduce_and_reducescatter():
-    text = HEAD + "A: bf16[I, J_X]\nB: bf16[J_X, K]\nC[I, K] = A ·_J B\nD[I, K_X] = A ·_J B\n"
+    text = ("mesh X=4\ndim I=64, J=64, K=64\n"
+            "A: bf16[I, J_X]\nB: bf16[J_X, K]\nC[I, K] = A ·_J B\nD[I, K_X] = A ·_J B\n")
     assert colls(text) == [("AllReduce", "X", "C"), ("ReduceScatter", "X", "D")]
+
+
+def test_an_idle_axis_slices_an_operand_before_the_product():
+    """With Y idle, `D[I, K_X]` slices A over Y first: half the FLOPs and half the bytes in the
+    ReduceScatter, and a gather over Y's own links after; cheaper than Case 3's ReduceScatter
+    alone (no chip: bytes over W_ici)."""
+    text = HEAD + "A: bf16[I, J_X]\nB: bf16[J_X, K]\nD[I, K_X] = A ·_J B\n"
+    r = shardc.compile(text)
+    assert [(c.op, "".join(c.axes), c.array) for c in r.ops] == [
+        ("slice", "", "A"), ("einsum", "", "D"), ("ReduceScatter", "X", "D"),
+        ("AllGather", "Y", "D")]
+    assert r.value("flops_per_device") == 2 * 64**3 / 8
+    book = shardc.compile(HEAD + "A: bf16[I, J_X]\nB: bf16[J_X, K]\nP[I, K]{U_X} = A ·_J B\n"
+                          "D[I, K_X] = ReduceScatter_{X,K}(P)\n")
+    bytes_over_w = {"W_ici": 1.0, "t_hop": 0.0}
+    assert r.value("t_comms_s", **bytes_over_w) == 5120 < book.value("t_comms_s", **bytes_over_w)
+
+
+def test_an_idle_axis_splits_the_product_where_xla_did():
+    """`C[K, I] = A[I, J_Y] ·_J B[J, K_Y]` on 4x4 (the differential test): XLA splits the
+    product over the idle X (a quarter of the FLOPs) and moves 1.66 kB / W_ici; shardc computed
+    it replicated over X (1.79 kB). It now slices A over X before the product (864 B)."""
+    r = shardc.compile("mesh X=4, Y=4\ndim I=32, J=32, K=16\nA: bf16[I, J_Y]\nB: bf16[J, K_Y]\n"
+                       "C[K, I] = A ·_J B\n")
+    ops = [(c.op, "".join(c.axes), c.src) for c in r.ops]
+    assert ops[0] == ("slice", "", "A[I, J_Y]")
+    assert r.value("flops_per_device") == 2 * 32 * 32 * 16 / 16
+    assert r.value("t_comms_s", W_ici=1.0, t_hop=0.0) == 864
+
+
+def test_an_idle_axis_leaves_an_unrequested_result_as_it_was():
+    r = shardc.compile(HEAD + "A: bf16[I, J]\nB: bf16[J, K_X]\nC = A ·_J B\n")
+    assert next(a for a in r.cost.arrays if a.name == "C").layout == "C[I, K_X]"
+    assert colls(HEAD + "A: bf16[I, J]\nB: bf16[J, K_X]\nC = A ·_J B\n") == []
 
 
 def test_case3_kept_unreduced():
