@@ -159,7 +159,8 @@ class _Space:
 def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[str, ...],
            requested: Layout | None, mesh_order: tuple[str, ...],
            divisible: Callable[[str, tuple[str, ...]], bool], keep_partial: bool,
-           sizes: Mapping[str, float] | None, pricings: Pricings = NO_PRICING) -> _Space:
+           sizes: Mapping[str, float] | None, pricings: Pricings = NO_PRICING,
+           idle: bool = True) -> _Space:
     # Partial sums of one operand pass through the product when the other does not touch them.
     pass_l = lhs.unreduced if not (lhs.unreduced & rhs.used_axes) else frozenset()
     pass_r = rhs.unreduced if not (rhs.unreduced & lhs.used_axes) else frozenset()
@@ -184,18 +185,19 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
         opts.append(None)
         choices.append(tuple(opts))
     model = next((p.model for p in pricings if p is not None), "exact")
-    idle = _idle_axes(mesh_order, {*involved, *passthrough}, sizes) if model == "exact" else []
-    if idle:
+    unused = (_idle_axes(mesh_order, {*involved, *passthrough}, sizes)
+              if idle and model == "exact" else [])
+    if unused:
         # No role first: the plans without them keep their order (and ties their winner).
         every = tuple(d for d in dict.fromkeys((*lhs.dim_names, *rhs.dim_names))
                       if d not in contract)
-        involved += idle
-        choices += [(None, *every)] * len(idle)
+        involved += unused
+        choices += [(None, *every)] * len(unused)
         order = sorted(range(len(involved)), key=lambda i: mesh_order.index(involved[i]))
         involved, choices = [involved[i] for i in order], [choices[i] for i in order]
     return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
                   sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings,
-                  frozenset(idle))
+                  frozenset(unused))
 
 
 def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, float] | None
@@ -222,13 +224,14 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                     divisible: Callable[[str, tuple[str, ...]], bool],
                     keep_partial: bool = False,
                     sizes: Mapping[str, float] | None = None, *,
-                    pricings: Pricings = NO_PRICING, search: bool = True) -> list[EinsumPlan]:
+                    pricings: Pricings = NO_PRICING, search: bool = True,
+                    idle: bool = True) -> list[EinsumPlan]:
     """Every valid plan (deduplicated), in a stable order that lists keeping roles first.
 
     Exponential in the involved axes: `search_plans` calls it only below PLAN_SEARCH_LIMIT.
     """
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings)
+                   keep_partial, sizes, pricings, idle)
     seen: set[tuple] = set()
     plans = (space.plan(combo, seen, search) for combo in itertools.product(*space.choices))
     return [p for p in plans if p is not None]
@@ -260,7 +263,8 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  keep_partial: bool, sizes: Mapping[str, float] | None,
                  objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT, *,
                  pricings: Pricings = NO_PRICING,
-                 floor: Callable[[EinsumPlan, Floors], tuple] | None = None) -> PlanSearch:
+                 floor: Callable[[EinsumPlan, Floors], tuple] | None = None,
+                 idle: bool = True) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
     assignments, otherwise the best found by changing one axis's role at a time (evaluating at
     most PLAN_SEARCH_LIMIT assignments). `pricings` price the reshards of the left operand,
@@ -271,11 +275,12 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
     that may rank among the first `KEPT` distinct ones (`_refine_best`); the others keep the
     fixed order's."""
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings)
+                   keep_partial, sizes, pricings, idle)
     total = space.size
     if total <= limit:
         plans = enumerate_plans(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                                keep_partial, sizes, pricings=pricings, search=floor is None)
+                                keep_partial, sizes, pricings=pricings, search=floor is None,
+                                idle=idle)
         if floor is not None:
             plans = _refine_best(space, plans, objective, floor)
         return PlanSearch(rank_plans(plans, objective), total, total, False, tuple(plans))

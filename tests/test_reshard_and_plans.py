@@ -400,3 +400,12 @@ def test_a_searched_reshard_computes_the_reshard(case, hw, seed):
     all_sizes = {n: s for n, s in (*prog.dims, *prog.mesh) if s is not None}
     check(prog, random_inputs(prog, all_sizes, np.random.default_rng(seed)), all_sizes,
           seed=seed)
+
+
+def test_idle_axes_can_be_left_idle():
+    """`compile(idle_axes=False)` (the planner's choice) keeps the product off the idle X."""
+    text = ("mesh X=4, Y=4\ndim I=32, J=32, K=16\nA: bf16[I, J_Y]\nB: bf16[J, K_Y]\n"
+            "C[K, I] = A ·_J B\n")
+    r = shardc.compile(text, idle_axes=False)
+    assert "slice" not in [c.op for c in r.ops]
+    assert r.value("flops_per_device") == 2 * 32 * 32 * 16 / 4

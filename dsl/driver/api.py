@@ -61,7 +61,7 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  stop_after: PassName | None = None,
                  optimizer: Optimizer = "adam", remat: Remat = "none",
                  free: Iterable[str] = (), attention: Attention = "materialized",
-                 explain: bool = True) -> Compilation:
+                 explain: bool = True, idle_axes: bool = True) -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
     diagnostics; `stop_after` names the last pass to run."""
     from shardc.passes.context import Attention, Context, Model, Optimizer, Options, Remat
@@ -75,7 +75,8 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
             raise ValueError(f"{option}={value!r}: expected one of "
                              f"{', '.join(map(repr, allowed))}")
     ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {}),
-                                          frozenset(free), attention, explain=explain))
+                                          frozenset(free), attention, explain=explain,
+                                          idle_axes=idle_axes))
     unit = run_passes(ctx, stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
@@ -87,7 +88,7 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                              "attention": ctx.attention},
                     _relower=_relowering(unit, ctx),
                     _recompile=_recompiling(source, hw, model, optimizer, remat, free,
-                                            attention, explain))
+                                            attention, explain, idle_axes))
     if _overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)
@@ -110,11 +111,13 @@ def _relowering(unit, ctx):
     return run
 
 
-def _recompiling(source: Source, hw, model, optimizer, remat, free, attention, explain):
+def _recompiling(source: Source, hw, model, optimizer, remat, free, attention, explain,
+                 idle_axes):
     """For `Report.at` with a mesh axis: the program compiled with more sizes bound."""
     def run(bindings: Mapping[str, float]) -> Report:
         result = run_pipeline(source, hw, model, bindings, optimizer=optimizer, remat=remat,
-                              free=free, attention=attention, explain=explain)
+                              free=free, attention=attention, explain=explain,
+                              idle_axes=idle_axes)
         if result.report is None:
             raise CompileError(result.diagnostics.errors(), source)
         return result.report
@@ -214,14 +217,16 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             model: Literal["exact", "book"] = "exact", set: Mapping[str, float] | None = None,
             name: str | None = None, optimizer: Optimizer = "adam",
             remat: Remat = "none", free: Iterable[str] = (),
-            attention: Attention = "materialized", explain: bool = True) -> Report:
+            attention: Attention = "materialized", explain: bool = True,
+            idle_axes: bool = True) -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
     the program's `hardware` line. `set` binds sizes or hardware symbols (`{"B": 4096}`);
     `free` names declared sizes to leave symbolic (as `shardc sweep` compiles what it varies).
     `explain=False` leaves out what only a printed report shows (decision records, crossover
-    sizes; `passes.context.Options.explain`): every number is the same.
+    sizes; `passes.context.Options.explain`): every number is the same. `idle_axes=False`
+    keeps a contraction off mesh axes it does not use (`passes.context.Options.idle_axes`).
 
     >>> r = compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
     ...             "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
@@ -230,7 +235,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     """
     source = as_source(source_or_path, name)
     result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free,
-                          attention=attention, explain=explain)
+                          attention=attention, explain=explain, idle_axes=idle_axes)
     if result.report is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.report

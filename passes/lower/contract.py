@@ -127,7 +127,7 @@ class Contractions(LoweringState):
             search = self.searches[shape] = search_plans(
                 lv.layout, rv.layout, e.dims, out_dims, requested, tuple(self.mesh),
                 self.divisible, keep_partial, self.known_sizes(), objective,
-                pricings=pricings, floor=rank if bounded else None)
+                pricings=pricings, floor=rank if bounded else None, idle=self.ctx.idle_axes)
         ranked = search.ranked
         if not ranked:
             self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"

@@ -152,7 +152,7 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     try:
         edge = api.compile(boundary_program(card, layout, pipe, micro, seq, chip.name),
                            hw=chip, model=options.model, name=f"<{card.name} boundary>",
-                           explain=False)
+                           explain=False, idle_axes=False)
     except CompileError as exc:  # pragma: no cover - the program is ours
         return None, f"not evaluated: the stage boundary does not compile: {exc}"
     sends = edge.step_durations() or {}
