@@ -99,9 +99,11 @@ def ring_level(op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model,
         hops = sum(r.stride * (sfloor(r.n / 2) if r.ring else r.n - 1) for r in rings)
     lat = t * hops
     if op == "CollectivePermute":
-        # Every device sends its block to one other device along the shortest path: one
-        # direction of a link (W/2), contention ignored; latency: the longest path.
-        return smax(*[v * 2 * r.stride / w for r in rings]), lat
+        # Every device sends its block to one other device along the shortest path, split
+        # over one port per physical axis the block moves along, each one direction of a link
+        # (W/2), as a point-to-point Send is priced (passes/send_cost.py); contention ignored;
+        # latency: the longest path.
+        return v / sum(w / (2 * r.stride) for r in rings), lat
     if op == "AllToAll":
         # The sharding chapter prices an AllToAll of the whole array (bytes_total = N v) at bytes_total / (4 W);
         # v here is one device's block, so the N cancels: v * n / (4 w) on each axis.
