@@ -136,6 +136,7 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     from shardc.driver import api
     from shardc.lang.diagnostics import CompileError
     from shardc.tools.plan.evaluation import (
+        _role,
         _schedule_revised,
         add_report,
         compile_parts,
@@ -163,7 +164,7 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     for part, r, durations in compiled:
         grads = {f"d{w}" for w in part.groups}
         once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
-                and _over_data(op.axes, layout)}
+                and _role(op.axes, layout) in ("dp", "fsdp")}
         rest = {i: (0.0 if i in once else d) for i, d in durations.items()}
         per[part.name] = (schedule(r.program, rest, axis_sizes=r.mesh_sizes()) / m,
                           _schedule_revised(r, rest, layout) / m,
@@ -216,7 +217,7 @@ def split_layers(n_layers: int, p: int, v: int, t_layer: float, t_head: float
     by moving layers off them); interleaved: v chunks of at most ceil(L / (p v)) layers on
     every stage, the head on the last as well.
 
-    >>> split_layers(126, 16, 1, 1.0, 1.5)  # 8 layers a stage, the last 7 and the head
+    >>> split_layers(126, 16, 1, 1.0, 1.5)  # 8 layers a stage, the last 6 and the head
     (8, 6)
     """
     if v > 1:
@@ -230,15 +231,6 @@ def split_layers(n_layers: int, p: int, v: int, t_layer: float, t_head: float
             best = (cost, k, j)
     assert best is not None
     return best[1], best[2]
-
-
-def _layers(card: ModelCard, pipe: Pipeline) -> int:
-    return math.ceil(card.n_layers / pipe.stages)
-
-
-def _over_data(axes: tuple[str, ...], layout: Layout) -> bool:
-    roles = {a.name: a.role for a in layout.axes}
-    return all(roles.get(a) in ("data", "seq") for a in axes)
 
 
 def _scale_activations(memory: dict[str, float], r, k: int, factor: float) -> None:

@@ -80,14 +80,15 @@ def plan_text(p) -> str:
     idle = f", {sl.idle} idle (the plan splits each pod's chips into powers of two)" \
         if sl.idle else ""
     shape = f", {'x'.join(map(str, sl.shape))} per pod" if sl.shape else ""
+    pipelined = _pipeline_note(p)
     lines = [f"shardc plan: {p.card.display_name} on {sl.chips + sl.idle} {p.chip.name} chips, "
              f"batch {p.batch_tokens:,} tokens ({p.sequences} sequences x {p.seq})",
              f"  uses {pods} chips{shape}{idle}",
              f"  optimizer {p.options.optimizer}, remat {p.options.remat}, attention "
              f"{p.options.attention}, collectives "
              f"{p.options.model}{_extra_options(p)}; "
-             f"{'unpipelined: ' if _pipeline_note(p) else ''}t_step = the layer's scheduled "
-             f"T_step x {p.card.n_layers} + the embedding's", *_pipeline_note(p), ""]
+             f"{'unpipelined: ' if pipelined else ''}t_step = the layer's scheduled "
+             f"T_step x {p.card.n_layers} + the embedding's", *pipelined, ""]
     rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU",
              "HFU")]
     rank = 0
