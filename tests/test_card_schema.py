@@ -17,6 +17,7 @@ import pytest
 from shardc.cli.app import main
 from shardc.tools import models
 from shardc.tools.models.card_schema import SHIPPED, card_json_schema, card_json_schema_text
+from tests.toml_text import to_toml
 
 SCHEMA = card_json_schema()
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -84,25 +85,6 @@ EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], bool]] = {
     "a reference": (_set("reference", {"params": {"value": 7e10, "source": "x"}}), True),
     "no display name": (_drop("display_name"), True),
 }
-
-
-def to_toml(doc: dict[str, Any]) -> str:
-    """A card document back as TOML: top-level values, then one table each, inline tables
-    within them (a reference)."""
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return "{" + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + "}"
-        return repr(v)
-    top = [f"{k} = {value(v)}" for k, v in doc.items() if not isinstance(v, dict)]
-    tables = [f"[{k}]\n" + "".join(f"{json.dumps(i)} = {value(x)}\n" for i, x in v.items())
-              for k, v in doc.items() if isinstance(v, dict)]
-    return "\n".join(top) + "\n\n" + "\n".join(tables)
 
 
 @pytest.mark.parametrize("what", list(EDITS))

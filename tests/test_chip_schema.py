@@ -5,7 +5,6 @@ shipped chip, and in agreement with the loader on what a chip file may not be.""
 from __future__ import annotations
 
 import copy
-import json
 import tomllib
 from collections.abc import Callable
 from importlib.resources import files
@@ -18,6 +17,7 @@ from shardc import hardware
 from shardc.cli.app import main
 from shardc.hardware.json_schema import SHIPPED, chip_json_schema, chip_json_schema_text
 from shardc.hardware.schema import HardwareError, read_chip_toml
+from tests.toml_text import to_toml
 
 SCHEMA = chip_json_schema()
 VALIDATORS = (jsonschema.Draft202012Validator(SCHEMA), jsonschema.Draft7Validator(SCHEMA))
@@ -78,23 +78,6 @@ def test_every_shipped_chip_follows_the_schema(name: str) -> None:
 
 
 # ---- the schema and the loader agree ------------------------------------------------------------
-
-def to_toml(doc: dict[str, Any]) -> str:
-    """A chip document back as TOML (top-level values, then one table each): enough for the
-    flat chip format, so the loader can read each mutation below."""
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return repr(v)
-    top = [f"{k} = {value(v)}" for k, v in doc.items() if not isinstance(v, dict)]
-    tables = [f"[{k}]\n" + "".join(f"{json.dumps(i)} = {value(x)}\n" for i, x in v.items())
-              for k, v in doc.items() if isinstance(v, dict)]
-    return "\n".join(top) + "\n\n" + "\n".join(tables)
-
 
 def _set(table: str, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def change(doc: dict[str, Any]) -> None:

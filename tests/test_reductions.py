@@ -22,6 +22,32 @@ U[B_X, T, K]{U_Y} = Sum_{S}(Sc)
 SIZES = {"X": 2, "Y": 2, "B": 4, "T": 4, "S": 8, "K": 2}
 
 
+def _run(name: str, text: str, sizes: dict[str, int], seed: int, simulate: bool = True):
+    """Compile `text`, draw normal inputs, run the sharded program on the mesh simulator when
+    `simulate`, and return (the inputs, the reference values by array name)."""
+    from shardc.tools.simulate import reference
+
+    result = run_pipeline(Source(name, text))
+    assert not result.diagnostics.has_errors, result.rendered()
+    prog = result.compiled
+    rng = np.random.default_rng(seed)
+    inputs = {k: rng.normal(size=v.shape) for k, v in random_inputs(prog, sizes, rng).items()}
+    if simulate:
+        check(prog, inputs, sizes)
+    values = reference(prog, inputs, sizes)
+    return inputs, {op.out.array: values[op.out.id] for op in prog.ops}
+
+
+def _numeric_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """The gradient of `loss` at `x` by central differences, element by element."""
+    numeric = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        numeric[i] = (loss(x + d) - loss(x - d)) / (2 * eps)
+    return numeric
+
+
 def _ops(line: int, prog) -> list[str]:
     return [getattr(op, "op", type(op).__name__) + (
         "(max)" if getattr(op, "combine", "sum") == "max" else "")
@@ -80,8 +106,6 @@ def test_softmax_backward_simulates_and_keeps_the_probabilities():
 
 def test_softmax_gradient_is_the_derivative():
     """The derived dSc against a finite difference of sum(dPr * softmax(Sc)) in numpy."""
-    from shardc.tools.simulate import reference
-
     text = """mesh X=2
 dim T=4, S=5, R=5
 Sc: f32[T_X, R]
@@ -90,27 +114,14 @@ A = Sc ·_R W
 Pr[T_X, S] = softmax_{S}(A)
 backward
 """
-    result = run_pipeline(Source("sm", text))
-    assert not result.diagnostics.has_errors, result.rendered()
-    prog = result.compiled
-    sizes = {"X": 2, "T": 4, "S": 5, "R": 5}
-    rng = np.random.default_rng(0)
-    inputs = {k: rng.normal(size=v.shape) for k, v in
-              random_inputs(prog, sizes, rng).items()}
-    values = reference(prog, inputs, sizes)
-    ids = {op.out.array: op.out.id for op in prog.ops}
-    a, g = values[ids["A"]], inputs["dPr"]
+    inputs, values = _run("sm", text, {"X": 2, "T": 4, "S": 5, "R": 5}, 0, simulate=False)
+    a, g = values["A"], inputs["dPr"]
 
     def loss(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return float(np.sum(g * e / e.sum(axis=1, keepdims=True)))
 
-    eps, numeric = 1e-6, np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        d = np.zeros_like(a)
-        d[i] = eps
-        numeric[i] = (loss(a + d) - loss(a - d)) / (2 * eps)
-    assert np.allclose(values[ids["dA"]], numeric, atol=1e-6)
+    assert np.allclose(values["dA"], _numeric_gradient(loss, a), atol=1e-6)
 
 
 @pytest.mark.parametrize("attention", ["materialized", "flash"])
@@ -128,8 +139,6 @@ def test_gradients_of_a_sum_and_of_broadcast_operands():
     a sum) and sums the broadcast operand's contributions over the dims it lacks; the derived
     dg and dH against finite differences of sum(dOut * Out), and the sharded run on the mesh
     simulator."""
-    from shardc.tools.simulate import reference
-
     text = """mesh X=2, Y=2
 dim B=4, D=4, F=8
 In: f32[B_X, D]
@@ -141,29 +150,15 @@ N[B_X] = Sum_{F}(G)
 Out[B_X, F_Y] = G - N
 backward
 """
-    result = run_pipeline(Source("bc", text))
-    assert not result.diagnostics.has_errors, result.rendered()
-    prog = result.compiled
-    sizes = {"X": 2, "Y": 2, "B": 4, "D": 4, "F": 8}
-    rng = np.random.default_rng(1)
-    inputs = {k: rng.normal(size=v.shape) for k, v in random_inputs(prog, sizes, rng).items()}
-    check(prog, inputs, sizes)
-    values = reference(prog, inputs, sizes)
-    ids = {op.out.array: op.out.id for op in prog.ops}
-    h, gain, seed = values[ids["H"]], inputs["g"], inputs["dOut"]
+    inputs, values = _run("bc", text, {"X": 2, "Y": 2, "B": 4, "D": 4, "F": 8}, 1)
+    h, gain, seed = values["H"], inputs["g"], inputs["dOut"]
 
     def loss(h, gain):
         gg = h * gain
         return float(np.sum(seed * (gg - gg.sum(axis=1, keepdims=True))))
 
-    eps = 1e-6
     for name, x, at in (("dg", gain, lambda v: loss(h, v)), ("dH", h, lambda v: loss(v, gain))):
-        numeric = np.zeros_like(x)
-        for i in np.ndindex(x.shape):
-            d = np.zeros_like(x)
-            d[i] = eps
-            numeric[i] = (at(x + d) - at(x - d)) / (2 * eps)
-        assert np.allclose(values[ids[name]], numeric, atol=1e-6), name
+        assert np.allclose(values[name], _numeric_gradient(at, x), atol=1e-6), name
 
 
 MAX_BACKWARD = """mesh X=2, Y=2
@@ -180,27 +175,12 @@ def test_max_gradient_is_the_derivative():
     """dA of Max_S(A): dM copied onto the position of each row's maximum, 0 elsewhere, against a
     finite difference in numpy (random values: no ties); S is sharded, so the maximum and its
     mask cross devices, and the simulator runs the sharded program."""
-    from shardc.tools.simulate import reference
-
-    result = run_pipeline(Source("max", MAX_BACKWARD))
-    assert not result.diagnostics.has_errors, result.rendered()
-    prog = result.compiled
-    sizes = {"X": 2, "Y": 2, "T": 4, "S": 6, "R": 5}
-    rng = np.random.default_rng(1)
-    inputs = {k: rng.normal(size=v.shape) for k, v in random_inputs(prog, sizes, rng).items()}
-    check(prog, inputs, sizes)
-    values = reference(prog, inputs, sizes)
-    ids = {op.out.array: op.out.id for op in prog.ops}
-    a, g = values[ids["A"]], inputs["dM"]
+    inputs, values = _run("max", MAX_BACKWARD, {"X": 2, "Y": 2, "T": 4, "S": 6, "R": 5}, 1)
+    a, g = values["A"], inputs["dM"]
 
     def loss(x):
         return float(np.sum(g * x.max(axis=1)))
 
-    eps, numeric = 1e-6, np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        d = np.zeros_like(a)
-        d[i] = eps
-        numeric[i] = (loss(a + d) - loss(a - d)) / (2 * eps)
-    assert np.allclose(values[ids["dA"]], numeric, atol=1e-6)
+    assert np.allclose(values["dA"], _numeric_gradient(loss, a), atol=1e-6)
     r = shardc.compile(MAX_BACKWARD)
     assert "M" in r.memory.saved  # the mask reads the maximum, kept from the forward pass
