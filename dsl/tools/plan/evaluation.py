@@ -95,14 +95,10 @@ def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
     its figures or reason; the number reported so far."""
     k = before
     if jobs > 1 and len(cands) > 1 and _can_fork():
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        from shardc.driver import api
-
-        # Once here rather than in every process: compiling a small program imports what a
-        # compile imports lazily (SymPy, networkx, the parser and its grammar).
-        api.compile(_WARM, hw=chip, explain=False, name="<warm-up>")
-        import multiprocessing
+        _warm_up(chip)
 
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(jobs, len(cands)), mp_context=ctx) as pool:
@@ -139,6 +135,18 @@ def _can_fork() -> bool:
 
 _WARM = ("mesh X=2\ndim B=4, D=4, F=4\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
          "Out[B_X, F] = In ·_D W\nbackward\n")
+_warmed: list[bool] = []
+
+
+def _warm_up(chip: Chip) -> None:
+    """Once a process, before it first forks: compiling a small program imports what a compile
+    imports lazily (SymPy, networkx, the parser and its grammar), so the forked processes
+    share them instead of each importing them again."""
+    if not _warmed:
+        from shardc.driver import api
+
+        api.compile(_WARM, hw=chip, explain=False, name="<warm-up>")
+        _warmed.append(True)
 
 
 def _evaluate_one(card: ModelCard, chip: Chip, c: Candidate, sequences: int, seq: int,
