@@ -271,9 +271,7 @@ def head(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None) 
 def _padded_vocab(vocab: int, s: Sharding) -> int:
     """The vocabulary padded to a multiple of the tensor axes' ways, as Megatron-LM pads it
     (`--make-vocab-size-divisible-by`), with a note; unchanged when they divide it."""
-    ways = 1
-    for name in s.tp:
-        ways *= s.sizes.get(name) or 1
+    ways = s.ways(s.tp)
     if vocab % ways == 0:
         return vocab
     padded = -(-vocab // ways) * ways

@@ -151,10 +151,15 @@ class Sharding:
                                 "parallelism shards them over the data axes)")
         return tuple(out)
 
-    def check(self, dim: str, size: int, axes: tuple[str, ...], what: str) -> None:
+    def ways(self, axes: tuple[str, ...]) -> int:
+        """How many shards the mesh axes `axes` make together (a symbolic axis counts 1)."""
         n = 1
         for name in axes:
             n *= self.sizes.get(name) or 1
+        return n
+
+    def check(self, dim: str, size: int, axes: tuple[str, ...], what: str) -> None:
+        n = self.ways(axes)
         if size % n:
             raise ShardingError(f"{what} = {size} is not divisible by the {n} ways of "
                                 f"{', '.join(axes)} ({dim} would be sharded {subscripted(dim, axes)})")

@@ -51,14 +51,14 @@ def _cube_slice(chip: Chip, chips: int) -> Slice | None:
     """Chips that are not a power of two on a pod of 4x4x4 cubes: the fewest pods whose equal
     slices of whole cubes fit in a pod each (PaLM's 6144 TPU v4 chips: two pods of 16x16x12,
     Chowdhery et al. 2022)."""
-    dims = chip.pod_dims
-    if not _reconfigurable(chip) or dims is None:
+    dims, pod = chip.pod_dims, pod_chips(chip)
+    if not _reconfigurable(chip) or dims is None or pod is None:
         return None
     for pods in range(1, chips + 1):
         if chips % pods:
             continue
         per_pod = chips // pods
-        if per_pod > math.prod(dims):
+        if per_pod > pod:
             continue
         shape = even_factors(per_pod, len(dims), multiple=4, limits=tuple(sorted(dims)))
         if shape is not None:
@@ -71,7 +71,7 @@ def even_factors(n: int, k: int, multiple: int = 1, limits: tuple[int, ...] | No
                  ) -> tuple[int, ...] | None:
     """n as k factors in ascending order, each a multiple of `multiple` (and at most
     `limits[i]`), the largest over the smallest as small as possible; None if there are none.
-    For a power of two it is the split of exponents `_shape` makes.
+    For a power of two, its exponent split as evenly as it goes, the larger ones last.
 
     >>> even_factors(3072, 3, 4), even_factors(2048, 2), even_factors(768, 2)
     ((12, 16, 16), (32, 64), (24, 32))
@@ -100,10 +100,9 @@ def even_factors(n: int, k: int, multiple: int = 1, limits: tuple[int, ...] | No
 def _shape(chip: Chip, n: int, axes: int | None = None) -> tuple[int, ...]:
     """A power-of-two slice of n chips over the chip's ICI axes, as even as possible
     (8192 on a v5p: 16x16x32)."""
-    axes = axes or max(1, chip.ici_axes)
-    k = n.bit_length() - 1
-    exps = [k // axes + (1 if i >= axes - k % axes else 0) for i in range(axes)]
-    return tuple(1 << e for e in exps)
+    shape = even_factors(n, axes or max(1, chip.ici_axes))
+    assert shape is not None  # n is a power of two: its exponents always split
+    return shape
 
 
 def _reconfigurable(chip: Chip) -> bool:
