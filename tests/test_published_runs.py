@@ -1,7 +1,7 @@
 """Published training runs (benchmarks/published_runs.toml) against `plan --layout`: the table in
 docs/validation.md is the one the runs give, shardc's prediction is an upper bound on every
-evaluated row, and within a scheme's scaling series the predicted order never inverts the
-measured one."""
+evaluated row, and within a published comparison (a scheme's scaling series, and the schemes of
+one table side by side) the predicted order never inverts the measured one."""
 
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ def test_the_docs_table_is_the_runs(rows):
         "docs/validation.md is stale: paste `python -m benchmarks.published_runs` into it"
 
 
-def test_every_row_is_evaluated_or_says_why(rows):
+def test_every_row_is_evaluated(rows):
+    """Pipelines, DP + TP, TP 12, counts that are not powers of two: each published layout
+    compiles (a row that cannot would carry its `not evaluated: ...` reason here)."""
     for r in rows:
-        assert (r.predicted_mfu is not None) != (r.reason is not None), r.label
-        if r.reason is not None:
-            assert r.reason.startswith("not evaluated: "), r.reason
+        assert r.reason is None and r.predicted_mfu is not None, (r.label, r.reason)
 
 
 def test_shardc_is_an_upper_bound_on_every_published_run(rows):
@@ -40,24 +40,35 @@ def test_shardc_is_an_upper_bound_on_every_published_run(rows):
                                    f"the measured {r.measured_mfu:.1%}"
 
 
+def _scheme(r) -> str:
+    return r.command.split("--layout '")[1].split(":")[0]
+
+
 def _series(rows):
     out: dict[tuple[str, str], list] = {}
     for r in rows:
         if r.ratio is not None:
-            scheme = r.command.split("--layout '")[1].split(":")[0]
-            out.setdefault((r.set, scheme), []).append(r)
+            out.setdefault((r.set, _scheme(r)), []).append(r)
     return out
 
 
-def test_no_series_is_ranked_against_its_measurements(rows):
-    series = _series(rows)
-    assert len([s for s in series.values() if len(s) > 1]) >= 3
-    for key, members in series.items():
+def test_schemes_are_ranked_as_measured_within_each_published_comparison(rows):
+    """Within one set (one model, one sequence length, one paper's table), every pair of rows
+    is predicted in the order measured, across schemes too: GPT-3 175B's PTD-P and ZeRO-3 rows
+    interleave (ZeRO-3 on 384 GPUs between PTD-P on 768 and on 1,536)."""
+    sets: dict[str, list] = {}
+    for r in rows:
+        if r.ratio is not None:
+            sets.setdefault(r.set, []).append(r)
+    assert {k for k, v in sets.items() if len({_scheme(x) for x in v}) > 1} >= {
+        "narayanan2021-table2-175b", "narayanan2021-table2-530b"}
+    assert len([s for s in _series(rows).values() if len(s) > 1]) >= 5
+    for key, members in sets.items():
         for a, b in combinations(members, 2):
             if a.measured_mfu < b.measured_mfu:
                 a, b = b, a
-            assert a.predicted_mfu >= b.predicted_mfu * (1 - 1e-9), \
-                f"{key}: {a.label} measured above {b.label} but predicted below"
+            assert a.predicted_mfu > b.predicted_mfu, \
+                f"{key}: {a.label} measured above {b.label} but predicted at or below"
 
 
 def test_pipelined_series_scale_strictly_as_measured(rows):
