@@ -16,6 +16,15 @@ def _s(x: float) -> str:
     return f"{x:.3f} s" if x >= 0.1 else f"{x * 1e3:.1f} ms"
 
 
+def _memory_hint(p: Plan) -> str:
+    """What lowers the memory per chip that the plan's options have not used yet."""
+    if p.options.remat != "block":
+        return "--remat block"
+    if p.options.attention != "flash":
+        return "--attention flash"
+    return "more chips"
+
+
 def explain(p: Plan) -> list[str]:
     """Why the best candidate wins: against the runner-up, component by component, and where
     pure FSDP and the book's overlap models stand."""
@@ -25,9 +34,9 @@ def explain(p: Plan) -> list[str]:
         least = min((c.figures["memory_per_device_bytes"] for c in fitting), default=None)
         if least is None:
             return ["no candidate could be evaluated (see the reasons above)"]
-        return [f"no candidate fits in the {p.chip.hbm_bytes / 1e9:.0f} GB of HBM of a "
+        return [f"no candidate fits in the {p.chip.hbm_bytes / 1e9:.0f} GB of HBM of each "
                 f"{p.chip.name}" + (f" (the least needs {least / 1e9:.1f} GB per chip; try "
-                                    "--remat block)" if least else "")]
+                                    f"{_memory_hint(p)})" if least else "")]
     f = best.figures
     out = [f"best: {best.label()}, {_s(f['t_step_s'])} per step "
            f"(MFU {f['mfu'] * 100:.0f}%, HFU {f['hfu'] * 100:.0f}%), "
