@@ -123,6 +123,36 @@ def test_the_search_pipelines_on_gpus_and_says_why_not_on_tpus():
     assert not pp.evaluated and "GPU clusters only" in pp.reason
 
 
+def test_the_search_pipelines_where_fsdp_cannot_shard_and_stages_need_not_be_powers_of_two():
+    """MT-NLG 530B on 1,120 A100 (Narayanan et al. 2021, Table 2): 1,120 is a multiple of 7, so
+    no weight dimension splits over the data axis and no FSDP layout compiles; the stages are
+    estimated from DP + TP and may be any divisor (the paper ran 35). Every stage is whole
+    NVLink domains or a part of one."""
+    p = P.plan("mt-nlg-530b", "a100", 1120, 2240 * 2048, options=Options(remat="block"))
+    assert all(not c.evaluated for c in p.candidates if c.strategy in ("fsdp", "fsdp-tp"))
+    best = p.best
+    assert best is not None and best.pipeline is not None and best.figures["fits"]
+    assert best.pipeline.stages == 35
+    for c in p.candidates:
+        if c.pipeline is not None and c.layout is not None:
+            stage = c.chips // c.pipeline.stages
+            assert stage % 8 == 0 or 8 % stage == 0, c.label()
+
+
+@pytest.mark.parametrize(("options", "hint"), [
+    (Options(), "try --remat block"),
+    (Options(remat="block"), "try --attention flash"),
+    (Options(remat="block", attention="flash"), "try more chips"),
+])
+def test_when_nothing_fits_the_hint_is_an_option_not_yet_used(options, hint):
+    from shardc.tools.plan.explanation import explain
+
+    p = P.plan("mt-nlg-530b", "a100", 8, 8 * 2048, options=options)
+    assert p.best is None
+    (line,) = explain(p)
+    assert hint in line, line
+
+
 # ---- the CLI -----------------------------------------------------------------------------------
 
 def _shardc(*args):

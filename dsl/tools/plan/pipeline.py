@@ -258,9 +258,7 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
             "training chapter ('Pipelining') finds them less essential"))]
     domain = chip.nvlink_domain or 1
     out = []
-    for base in done:
-        if base.strategy not in ("fsdp", "fsdp-tp") or not base.evaluated or base.tp > domain:
-            continue
+    for base in _bases(done, domain):
         t = base.tp
         strategy = "pp-dp-tp" if t > 1 else "pp-dp"
         stages = _fewest_stages(card, chip, sl, base, t, sequences, seq, options)
@@ -277,24 +275,46 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
     return out
 
 
+def _bases(done: list[Candidate], domain: int) -> list[Candidate]:
+    """For each tensor degree inside an NVLink domain, the evaluated unpipelined candidate
+    whose memory the stages are estimated from: FSDP (+ TP), or DP + TP where FSDP could not
+    shard the weights (530B on 1,120 GPUs: no weight dimension splits 140 ways)."""
+    by_t: dict[int, Candidate] = {}
+    for c in done:
+        if c.evaluated and c.tp <= domain and (
+                c.strategy in ("fsdp", "fsdp-tp") or (c.strategy == "dp-tp" and c.tp not in by_t)):
+            by_t[c.tp] = c
+    return [by_t[t] for t in sorted(by_t)]
+
+
 def _fewest_stages(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: int,
                    sequences: int, seq: int, options: Options) -> int | None:
-    """The fewest power-of-two stages (at least 2) whose estimated memory per chip fits, or
-    the most stages when none does. The estimate scales the unpipelined candidate's memory at
-    the same tensor degree: its weights, gradients and optimizer state times its data degree
-    (the stage replicates them over its data axes, ZeRO aside) over the stages; its activations
-    per sequence and layer times the layers and sequences the first stage keeps."""
+    """The fewest stages (at least 2, dividing the chips over the tensor degree, each stage whole
+    NVLink domains or a part of one) whose estimated memory per chip fits, or the most stages when none does. The estimate scales the
+    unpipelined candidate's memory at the same tensor degree: its weights, gradients and
+    optimizer state per tensor shard (times its data degree where it shards them over the
+    data axes), which the stage replicates over its data axes (ZeRO aside), over the stages;
+    its activations per sequence and layer times the layers and sequences the first stage
+    keeps."""
     mem = base.figures["memory"]
     data = base.data_degree
-    weights = (mem.get("parameters", 0.0) + mem.get("gradients", 0.0)) * data
-    optimizer = mem.get("optimizer", 0.0) * data
+    sharded = base.layout is not None and base.layout.fsdp
+
+    def whole(key: str, zero_stage: int) -> float:
+        return mem.get(key, 0.0) * (data if sharded or options.zero >= zero_stage else 1)
+
+    weights = whole("parameters", 3) + whole("gradients", 2)  # ZeRO-3 is FSDP
+    optimizer = whole("optimizer", 1)
     per_layer_seq = mem.get("activations", 0.0) * data / sequences / card.n_layers
     best = None
-    p = 2
-    while p <= min(card.n_layers, sl.chips_per_pod // t):
-        replicas = sl.chips_per_pod // (p * t)
+    per_stage = sl.chips_per_pod // t
+    domain = chip.nvlink_domain or 1
+    for p in range(2, min(card.n_layers, per_stage) + 1):
+        replicas = per_stage // p
         micro = replicas * options.microbatch_sequences
-        if sl.chips_per_pod % (p * t) == 0 and sequences % micro == 0:
+        stage = replicas * t  # a stage's GPUs fill NVLink domains, or share one (H016)
+        if per_stage % p == 0 and sequences % micro == 0 and (
+                stage % domain == 0 or domain % stage == 0):
             v = options.virtual_stages if options.schedule == "interleaved" else 1
             pipe = Pipeline(p, sequences // micro, options.schedule, v)
             shard = replicas if options.zero >= 1 else 1
@@ -304,5 +324,4 @@ def _fewest_stages(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: i
             best = p
             if est <= chip.hbm_bytes:
                 return p
-        p *= 2
     return best
