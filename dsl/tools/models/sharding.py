@@ -190,6 +190,19 @@ class Sharding:
         return "; ".join(parts) or "one device"
 
 
+def _hybrid_hint(ax: str, n: int | None, free: list[int]) -> str:
+    """How to shard over part of `ax` and replicate over the rest (hybrid sharding), where a
+    divisor of n larger than one splits one of the `free` dim sizes; ZeRO-3 would pad instead,
+    which shardc does not model."""
+    if n is None:
+        return ""
+    shard = max((math.gcd(n, f) for f in free), default=1)
+    if shard <= 1:
+        return ""
+    return (f" (ZeRO-3 pads it, which shardc does not model; shard it {shard} ways and replicate "
+            f"it {n // shard} ways instead: a batch-only axis P={n // shard} beside {ax}={shard})")
+
+
 class Weights:
     """Parameter declarations: tensor axes on their dim, FSDP axes on d_model where it divides
     (else the largest other dim that does), one axis at a time."""
@@ -220,5 +233,7 @@ class Weights:
                     break
             else:
                 raise ShardingError(f"{name}[{', '.join(d for d, _ in dims)}] has no dim that "
-                                    f"FSDP can split over {ax}={n} as well")
+                                    f"FSDP can split over {ax}={n} as well"
+                                    + _hybrid_hint(ax, n, [sizes[d] // math.prod(
+                                        s.sizes.get(o) or 1 for o in axes[d]) for d in order]))
         return (f"param {name}: bf16[{', '.join(subscripted(d, tuple(axes[d])) for d, _ in dims)}]")

@@ -284,10 +284,14 @@ def _op_time(r, op) -> float:
 
 
 def _role(axes: tuple[str, ...], layout: Layout) -> str:
+    """A collective's role by its axes: "dcn" (across pods), "tp", "fsdp" or "dp" (the data
+    axes, or the batch-only replicas of hybrid sharding on GPUs), or "mixed"."""
     roles = {a.name: a.role for a in layout.axes}
     kinds = {roles.get(a, "?") for a in axes}
     if "pod" in kinds:
-        return "dcn"
+        dcn = any(a.role == "pod" and a.link.startswith("@dcn") and a.name in axes
+                  for a in layout.axes)
+        return "dcn" if dcn else "dp"
     if kinds == {"tp"}:
         return "tp"
     if kinds <= {"data", "seq"}:

@@ -305,7 +305,8 @@ def _fewest_stages(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: i
 
     weights = whole("parameters", 3) + whole("gradients", 2)  # ZeRO-3 is FSDP
     optimizer = whole("optimizer", 1)
-    per_layer_seq = mem.get("activations", 0.0) * data / sequences / card.n_layers
+    ways = base.layout.degree("pod", "data", "seq") if base.layout is not None else data
+    per_layer_seq = mem.get("activations", 0.0) * ways / sequences / card.n_layers
     best = None
     per_stage = sl.chips_per_pod // t
     domain = chip.nvlink_domain or 1

@@ -3,6 +3,7 @@ the slice's physical ICI axes (the training chapter's table; the TPU chapter for
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from shardc.hardware import Chip
@@ -164,9 +165,43 @@ def _layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, seque
             seq: int) -> Candidate:
     try:
         lay = build_layout(card, chip, sl, strategy, t, sequences, seq)
+        if lay.fsdp and not sl.shape:
+            lay = _hybrid(card, chip, lay, sequences, seq)
     except ShardingError as exc:
         return Candidate(strategy, None, t, reason=f"not evaluated: {exc}")
     return Candidate(strategy, lay, t)
+
+
+def _hybrid(card: ModelCard, chip: Chip, lay: Layout, sequences: int, seq: int) -> Layout:
+    """On GPUs, an FSDP layout whose data axis no weight dimension divides (MT-NLG 530B on 1,120
+    GPUs: 1,120 is a multiple of 7) as hybrid sharding: the weights sharded over the largest
+    part of the data axis they divide, replicated over the rest, which becomes a batch-only
+    axis P across nodes (hybrid sharding: Zhao et al. 2023, "PyTorch FSDP").
+    ZeRO-3 pads the weights instead, which shardc does not model. The layout unchanged when
+    it shards as it is, or when no split helps (the first error is then the reason)."""
+    from shardc.tools.models.programs import parts
+
+    try:
+        parts(card, lay, sequences, seq, hw=chip.name)
+        return lay
+    except ShardingError as exc:
+        first = exc
+    data = [a for a in lay.axes if a.role == "data"]
+    if len(data) != 1 or not data[0].size or "FSDP can split" not in str(first):
+        raise first
+    x, n = data[0], data[0].size
+    for r in range(2, n):
+        if n % r:
+            continue
+        split = tuple(a for b in lay.axes for a in (
+            (Axis("P", r, "pod"), dataclasses.replace(b, size=n // r)) if b is x else (b,)))
+        hybrid = dataclasses.replace(lay, axes=split)
+        try:
+            parts(card, hybrid, sequences, seq, hw=chip.name)
+        except ShardingError:
+            continue
+        return hybrid
+    raise first
 
 
 def build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
