@@ -195,6 +195,7 @@ def test_cli_evaluates_a_pipelined_layout_as_json():
     ("pp-dp-tp: PP=4, PP=2", "PP is given twice"),
     ("pp-dp-tp: PP=0", "--layout PP=0"),
     ("pp-dp-tp: PP=64", "64 stages for 40 layers"),
+    ("fsdp: P=8 @ib, X=8 @ib, P=1", "P is given twice"),
 ])
 def test_cli_refuses_bad_pipelined_layouts_in_one_line(layout, message):
     r = _shardc("plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch",

@@ -298,6 +298,8 @@ def mesh_layout(strategy: str, mesh: str | None):
         else:
             role = "data"
         n = _count(size, f"--mesh {name}=", MAX_INTEGER) if size else None
+        if any(a.name == name for a in axes):
+            raise InputError(f"--mesh: {name} is given twice")
         axes.append(Axis(name, n, role, link))
     if strategy in ("fsdp-tp", "dp-tp") and not any(a.role == "tp" for a in axes):
         raise InputError(f"--strategy {strategy} needs a tensor axis named Y... in --mesh")
