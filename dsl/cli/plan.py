@@ -283,7 +283,7 @@ def mesh_layout(strategy: str, mesh: str | None):
         return Layout("single")
     if mesh is None:
         mesh = {"dp": "X", "fsdp": "X", "tp": "Y", "fsdp-tp": "X, Y", "dp-tp": "X, Y"}[strategy]
-    axes = []
+    axes: list[Axis] = []
     for item in _split_mesh(mesh):
         m = re.fullmatch(rf"([A-Za-z][A-Za-z0-9]*)\s*(?:=\s*({SIZE_PATTERN}))?\s*"
                          r"((?:@|wrap|nowrap).*)?", item.strip())
