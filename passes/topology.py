@@ -52,6 +52,9 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
     # ICI: physical axes, their lengths, strides of mesh axes sharing one.
     ici = [ax for ax in axes if levels[ax.name] == "ici"]
     placement = {ax.name: ax.physical or (ax.name,) for ax in ici}
+    laid = _device_mesh(ici, sizes, chip)
+    if laid is not None:
+        placement = {name: tuple(p for p, _ in spans) for name, spans in laid.items()}
     on_phys: dict[str, list[MeshAxis]] = {}
     for ax in ici:
         for p in placement[ax.name]:
@@ -59,6 +62,10 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
     lengths: dict[str, int | None] = {}
     strides: dict[str, int] = {}
     for p, users in on_phys.items():
+        if laid is not None:  # every physical axis has one user and its own length
+            lengths[p] = dict(laid[users[0].name])[p]
+            strides[users[0].name] = 1
+            continue
         if len(users) == 1 and len(placement[users[0].name]) > 1:
             n = sizes[users[0].name]
             k = len(placement[users[0].name])
@@ -73,7 +80,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
     for ax in ici:
         k = len(placement[ax.name])
         n = sizes[ax.name]
-        if k > 1 and n is not None and round(n ** (1 / k)) ** k != n:
+        if laid is None and k > 1 and n is not None and round(n ** (1 / k)) ** k != n:
             # Checked again here: --set may bind a size validate could not see.
             ctx.diagnostics.error(
                 "H014", f"mesh axis {ax.name!r} of size {n} cannot span {k} physical axes "
@@ -86,7 +93,10 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
             f"{chip.ici_axes}D torus", axes[0].span,
             notes=("name shared physical axes, e.g. `mesh A=2 @ici(x), B=2 @ici(x), ...`; "
                    "wraparound is decided on the axes as declared",))
-    _check_pod(on_phys, lengths, placement, chip, ctx)
+    if laid is not None:
+        _say_laid_out(ici, laid, chip, ctx)
+    else:
+        _check_pod(on_phys, lengths, placement, chip, ctx)
     for p, users in on_phys.items():
         said = [u for u in users if u.wrap is not None]
         if len({u.wrap for u in said}) > 1:
@@ -126,6 +136,62 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
                  inner.get(ax.name), sizes[ax.name])
         for ax in axes)
     return Topology(links, physical, family)
+
+
+def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
+                 ) -> dict[str, tuple[tuple[str, int], ...]] | None:
+    """Where JAX would put mesh axes that make no slice the chip has, as declared (`mesh X=256`
+    on a v5p, each axis its own physical axis): the same chips as the most even slice the chip
+    has (4x8x8), each mesh axis over a set of its physical axes whose lengths multiply to its
+    size, the minor mesh axes placed first and each on as many physical axes as it can take, as
+    `jax.experimental.mesh_utils.create_device_mesh` places them on a TPU torus. None when the
+    mesh fits as declared, names its physical axes itself, has an unknown size, or cannot be
+    placed so (H019 then warns, and it is costed as declared)."""
+    import itertools
+
+    dims = chip.pod_dims if chip is not None else None
+    if not dims or not ici or any(ax.physical for ax in ici):
+        return None
+    shape = [sizes[ax.name] for ax in ici]
+    if any(n is None for n in shape):
+        return None
+    known = [n for n in shape if n is not None]
+    if _slice_problem(tuple(known), chip.wraparound, dims) is None:
+        return None
+    fix = _valid_slice(math.prod(known), chip.wraparound, dims)
+    if fix is None:
+        return None
+    free = {"xyz"[i] if len(fix) <= 3 else f"a{i}": m for i, m in enumerate(fix) if m > 1}
+    out: dict[str, tuple[tuple[str, int], ...]] = {}
+    for ax, n in reversed(list(zip(ici, known, strict=True))):
+        if n == 1:
+            return None  # a unit axis has no physical axis to take
+        found = None
+        for k in range(len(free), 0, -1):
+            found = next((c for c in itertools.combinations(free, k)
+                          if math.prod(free[p] for p in c) == n), None)
+            if found is not None:
+                break
+        if found is None:
+            return None
+        out[ax.name] = tuple((p, free.pop(p)) for p in found)
+    return None if free else {ax.name: out[ax.name] for ax in ici}
+
+
+def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ...]], chip,
+                  ctx: Context) -> None:
+    """H019 for a mesh laid out as JAX would lay it out (`_device_mesh`)."""
+    declared = "x".join(str(math.prod(n for _, n in laid[ax.name])) for ax in ici)
+    slice_ = "x".join(str(n) for _, n in sorted(p for spans in laid.values() for p in spans))
+    where = ", ".join(f"{ax.name} over {' x '.join(f'{p} ({n})' for p, n in laid[ax.name])}"
+                      for ax in ici)
+    ax = max(ici, key=lambda a: math.prod(n for _, n in laid[a.name]))
+    ctx.diagnostics.warning(
+        "H019", f"the mesh's ICI axes make a {declared} slice, which a {chip.name} cannot have: "
+        f"it is laid out and costed as a {slice_} slice ({where})",
+        ax.attr_span if ax.attr_span.line else ax.span,
+        notes=("as jax.experimental.mesh_utils.create_device_mesh places mesh axes on a TPU "
+               "torus; name the physical axes with @ici(...) to place them otherwise",))
 
 
 def _check_pod(on_phys: dict[str, list[MeshAxis]], lengths: dict[str, int | None],
@@ -190,7 +256,8 @@ def _slice_problem(shape: tuple[int, ...], rule: str, dims: tuple[int, ...]) -> 
 
 
 def _valid_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The most even slice of n chips the chip can have (sides in ascending order), or None.
+    """The slice of n chips the chip can have with the shortest longest side, then the most
+    even (sides in ascending order; 8192 on a v5p: 16x16x32), or None.
 
     >>> _valid_slice(256, "cube-multiple-4", (16, 20, 28)), _valid_slice(256, "full-axis-16", (16, 16))
     ((4, 8, 8), (16, 16))
@@ -209,9 +276,14 @@ def _valid_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | 
                     yield (f, *rest)
 
     for shape in splits(n, k, 1):
-        if _slice_problem(shape, rule, dims) is None and (best is None or max(shape) < max(best)):
+        if _slice_problem(shape, rule, dims) is None and (best is None or _evenness(shape)
+                                                            < _evenness(best)):
             best = shape
     return best
+
+
+def _evenness(shape: tuple[int, ...]) -> tuple[int, float]:
+    return max(shape), max(shape) / min(shape)
 
 
 def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip) -> PhysicalAxis:

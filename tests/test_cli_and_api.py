@@ -160,30 +160,70 @@ def test_more_physical_axes_than_the_torus_warns(capsys, tmp_path):
     assert code == 0 and "warning[H017]" in err and "2D torus" in err
 
 
-@pytest.mark.parametrize("chip, note", [
-    ("tpu-v5p", "as a 4x8x8 slice: X1=4 @ici(x), X2=8 @ici(y), X3=8 @ici(z)"),
-    ("tpu-v5e", "as a 16x16 slice: X1=16 @ici(x), X2=16 @ici(y)"),
+_GATHER = "dim B=65536, D=8192\nhardware {chip}\nA: bf16[B, D_{axes}]\nC = AllGather_{axes}(A)\n"
+
+
+def _spelled(where: str) -> tuple[str, str]:
+    """The mesh and axes that spell out H019's placement `X over x (4) x y (8) x z (8)`."""
+    mesh, names = [], []
+    for i, part in enumerate(where.split(" x ")):
+        p, n = part.strip().rstrip(")").split(" (")
+        mesh.append(f"X{i + 1}={n} @ici({p})")
+        names.append(f"X{i + 1}")
+    return ", ".join(mesh), "{" + ",".join(names) + "}"
+
+
+@pytest.mark.parametrize("chip, placed", [
+    ("tpu-v5p", "a 4x8x8 slice (X over x (4) x y (8) x z (8))"),
+    ("tpu-v5e", "a 16x16 slice (X over x (16) x y (16))"),
 ])
-def test_a_mesh_axis_longer_than_the_pod_warns_and_names_a_slice_that_fits(capsys, tmp_path,
-                                                                          chip, note):
-    """`mesh X=256` is no slice a v5p (16x20x28) or v5e (16x16) has: H019, costed as declared,
-    with the same chips as a slice the chip has; that slice costs less (rings of 4-16 chips, not
-    a line of 256)."""
-    body = "dim B=65536, D=8192\nhardware {chip}\nA: bf16[B, D_X]\nC = AllGather_X(A)\n"
+def test_a_mesh_axis_longer_than_the_pod_is_laid_out_as_jax_would(capsys, tmp_path, chip,
+                                                                   placed):
+    """`mesh X=256` is no slice a v5p (16x20x28) or v5e (16x16) has: it is laid out as JAX's
+    `create_device_mesh` lays it out, over several physical axes, with H019 saying so, and costs
+    exactly what the placement spelled out with `@ici(...)` costs (rings of 4-16 chips, not a
+    line of 256)."""
     line = tmp_path / "line.shard"
-    line.write_text("mesh X=256\n" + body.format(chip=chip))
+    line.write_text("mesh X=256\n" + _GATHER.format(chip=chip, axes="X"))
     code, _, err = run(capsys, "check", str(line))
-    assert code == 0 and "warning[H019]" in err and note in err, err
-    spread = note.split(": ", 1)[1]
-    fixed = tmp_path / "fixed.shard"
-    axes = ",".join(a.split("=")[0] for a in spread.split(", "))
-    fixed.write_text(f"mesh {spread}\n" + body.format(chip=chip)
-                     .replace("D_X", f"D_{{{axes}}}").replace("AllGather_X", f"AllGather_{{{axes}}}"))
-    code, _, err = run(capsys, "check", str(fixed))
+    assert code == 0 and "warning[H019]" in err and f"laid out and costed as {placed}" in err, err
+    mesh, axes = _spelled(placed.split("(X over ")[1])
+    spelled = tmp_path / "spelled.shard"
+    spelled.write_text(f"mesh {mesh}\n" + _GATHER.format(chip=chip, axes=axes))
+    code, _, err = run(capsys, "check", str(spelled))
     assert code == 0 and "H019" not in err, err
-    t_line = shardc.compile(line).value("t_comms_s")
-    t_fixed = shardc.compile(fixed).value("t_comms_s")
-    assert t_fixed < t_line
+    assert shardc.compile(line).value("t_comms_s") == pytest.approx(
+        shardc.compile(spelled).value("t_comms_s"), rel=1e-12)
+
+
+def test_every_laid_out_mesh_costs_what_its_spelled_placement_costs():
+    """Every one-axis mesh of 2^5 to 2^13 chips on each TPU that H019 lays out costs what its
+    placement costs when written with @ici(...) (exhaustive over that range)."""
+    laid_out = 0
+    for chip in ("tpu-v4p", "tpu-v5p", "tpu-v5e", "tpu-v6e"):
+        for k in range(5, 14):
+            text = f"mesh X={1 << k}\n" + _GATHER.format(chip=chip, axes="X")
+            r = shardc.compile(text)
+            laid = [w for w in r.warnings if "laid out and costed" in w]
+            if not laid:
+                continue
+            laid_out += 1
+            mesh, axes = _spelled(laid[0].split("(X over ")[1].rstrip(")"))
+            spelled = shardc.compile(f"mesh {mesh}\n" + _GATHER.format(chip=chip, axes=axes))
+            assert not [w for w in spelled.warnings if "slice" in w], (chip, k)
+            assert r.value("t_comms_s") == pytest.approx(spelled.value("t_comms_s"),
+                                                         rel=1e-12), (chip, k)
+    assert laid_out >= 20
+
+
+def test_a_mesh_jax_cannot_place_warns_and_names_a_slice_that_fits(capsys, tmp_path):
+    """`mesh X=64, Y=64` on a v5p: no set of a 16x16x16 slice's axes makes 64, so it is costed
+    as declared, and the note names the same chips as a slice the chip has."""
+    prog = tmp_path / "square.shard"
+    prog.write_text("mesh X=64, Y=64\n" + _GATHER.format(chip="tpu-v5p", axes="X"))
+    code, _, err = run(capsys, "check", str(prog))
+    assert code == 0 and "warning[H019]" in err and "costed as declared" in err
+    assert "as a 16x16x16 slice: X1=16 @ici(x), X2=16 @ici(y), X3=16 @ici(z)" in err
 
 
 def test_the_books_small_meshes_do_not_warn(capsys, tmp_path):
