@@ -172,7 +172,11 @@ class _Search:
         """The time of `steps`, step by step as `cost` prices them."""
         total = 0.0
         for step in steps:
-            if step.kind != "slice":
+            if step.kind == "CollectivePermute":
+                total += self.pricing.collective(
+                    step.kind, step.axes, self.whole_bytes / self.prod(self.encode(
+                        step.src.sharding_axes)), self.sizes, self.links, step.src, step.dst)
+            elif step.kind != "slice":
                 side = step.dst if step.kind == "AllGather" else step.src
                 total += self.cost(step.kind, self.encode(step.axes),
                                    self.prod(self.encode(side.sharding_axes)))
@@ -189,6 +193,20 @@ class _Search:
                 self.costs.clear()
             c = self.costs[key] = self.pricing.collective(kind, self.decode(axes), v,
                                                           self.sizes, self.links)
+        return c
+
+    def permute_cost(self, state: State, new: Dims, moved: str, shards: float) -> float:
+        """A CollectivePermute's time from `state` to `new` (its partial sums kept): it
+        depends on which device sends to which, not only on the axes (`passes.permute_cost`)."""
+        v = self.whole_bytes / shards
+        key = ("CollectivePermute", state, new, v)
+        c = self.costs.get(key)
+        if c is None:
+            if len(self.costs) >= MAX_ENTRIES:
+                self.costs.clear()
+            c = self.costs[key] = self.pricing.collective(
+                "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
+                self.layout(state), self.layout((new, state[1])))
         return c
 
     def estimate(self, shards: float, sums: frozenset[str]) -> float:
@@ -350,7 +368,7 @@ class _Search:
                             yield "AllReduce", run, None, (dims, sums - set(run)), c, shards
         if last != "CollectivePermute":
             for moved, new in self._permutes(dims, sums, free, shape):
-                c = cost("CollectivePermute", moved, shards)
+                c = self.permute_cost(state, new, moved, shards)
                 if c < budget:
                     yield "CollectivePermute", moved, None, (new, sums), c, shards
 
