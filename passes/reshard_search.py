@@ -4,7 +4,9 @@ one.
 
 The moves (the sharding chapter's rules, `passes.reshard_rules`), restricted to the mesh axes the
 two layouts use and the dims either shards, and pruned where a move cannot help:
-- a free local slice of an axis the target shards, onto the dim the target gives it;
+- a free local slice of an axis the target shards, onto the dim the target gives it, or onto
+  another dim that stays no finer than the target shards it (then a permute gives the axis its
+  place: `[I_X, K] -> [I_X, K_YZ] -> [I_Z, K_YX]`, as XLA's partitioner reshards);
 - AllGather of the innermost axes of any dims, past the prefix a dim shares with the target
   (gathering more than needed and slicing again is one of these);
 - AllToAll of a dim's innermost axes to a dim the target gives one of them;
@@ -319,12 +321,16 @@ class _Search:
         used = set("".join(dims)) | sums
         kept = [len(axes) if axes == t else _common(axes, t)
                 for axes, t in zip(dims, target, strict=True)]
+        ts = self.target_shape
         for a in self.wanted:  # free slices
             if a not in used:
-                i = home[a]
-                if fits(i, shape[i] * size[a]):
-                    yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
-                           shards * size[a])
+                for i in self.dims:
+                    # onto the dim the target gives `a`, or onto another that stays no finer
+                    # than the target shards it (the block shape a permute to it needs)
+                    finer = shape[i] * size[a]
+                    if (i == home[a] or ts[i] % finer == 0) and fits(i, finer):
+                        yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
+                               shards * size[a])
         if last != "AllGather":  # of the innermost axes of any dims past the prefix they keep
             ranges = [range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
                       for i in range(len(dims))]
