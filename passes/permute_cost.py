@@ -121,9 +121,14 @@ def pairs_time(v: Num, axes: Sequence[str], pairs: Pairs, size_of: Callable[[str
 def _slower(a: CollectiveTime, b: CollectiveTime) -> bool:
     """`a` takes at least `b`'s bandwidth and latency time for every positive size (and is not
     the same)."""
-    return a.time != b.time and all(
-        sp.sympify(x - y).is_nonnegative is True for x, y in ((a.bandwidth, b.bandwidth),
-                                                     (a.latency, b.latency)))
+    return a.time != b.time and all(_at_least(x, y) for x, y in ((a.bandwidth, b.bandwidth),
+                                                                   (a.latency, b.latency)))
+
+
+def _at_least(x: Num, y: Num) -> bool:
+    """x >= y for every positive value of the symbols (False where that is not known)."""
+    d = x - y
+    return d >= 0 if is_number(d) else isinstance(d, sp.Expr) and d.is_nonnegative is True
 
 
 def _permute_key(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num],
