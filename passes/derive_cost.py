@@ -20,7 +20,6 @@ from shardc.lang.send import format_send
 from shardc.lang.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
 from shardc.passes.conditions import separate
 from shardc.passes.context import Context
-from shardc.passes.cost_model import collective_time
 from shardc.passes.graph import ops_in_order
 from shardc.passes.ir import (
     Collective,
@@ -33,7 +32,13 @@ from shardc.passes.ir import (
     Reduction,
     Value,
 )
-from shardc.passes.layout_cost import global_elements, local_bytes, local_elements, step_bytes
+from shardc.passes.layout_cost import (
+    global_elements,
+    local_bytes,
+    local_elements,
+    step_bytes,
+    transfer_time,
+)
 from shardc.passes.memo import memoized, typed
 from shardc.passes.memory import kept_activations
 from shardc.passes.reshard import Step
@@ -377,8 +382,9 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
                 t = send_time(moved, op.send, size_symbol, ctx.model, topology, syms.links(),
                               _known_size(program_mesh, ctx))
             else:
-                t = collective_time(kind, moved, axes, size_symbol, ctx.model, topology,
-                                    syms.links())
+                t = transfer_time(kind, moved, axes, src.layout, out.layout, size_symbol,
+                                  ctx.model, topology, syms.links(),
+                                  _known_size(program_mesh, ctx))
             bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
             crossover = (_crossover(lat, moved, bw) if bw != 0 and moved != 0 and ctx.explain
                          else None)

@@ -23,6 +23,7 @@ from shardc.passes.cost_model import (
 )
 from shardc.passes.ir import Topology
 from shardc.passes.memo import memoized, typed
+from shardc.passes.permute_cost import permute_time
 from shardc.passes.reshard_rules import Step
 
 SizeOf = Callable[[str], Num]
@@ -72,12 +73,35 @@ def step_bytes(step: Step, dtype: str, size_of: SizeOf) -> Num:
     return local_bytes(step.src, dtype, size_of)
 
 
+def numbers_of(size_of: SizeOf) -> Callable[[str], int | None]:
+    """The sizes `size_of` gives as numbers, None where it gives a symbol."""
+    def known(name: str) -> int | None:
+        n = size_of(name)
+        return int(n) if is_number(n) else None
+    return known
+
+
 def step_time(step: Step, dtype: str, size_of: SizeOf, model: Model, topo: Topology | None,
-              links: Links) -> CollectiveTime:
+              links: Links, known: Callable[[str], int | None] | None = None) -> CollectiveTime:
+    """A step's time; a CollectivePermute over its pairs of devices where the mesh axes' sizes
+    are `known` (by default, where `size_of` gives numbers): `passes.permute_cost`."""
     if step.kind == "slice":
         return CollectiveTime(0, 0, 0)
-    v = step_bytes(step, dtype, size_of)
-    return collective_time(step.kind, v, step.axes, size_of, model, topo, links)
+    return transfer_time(step.kind, step_bytes(step, dtype, size_of), step.axes, step.src,
+                         step.dst, size_of, model, topo, links, known)
+
+
+def transfer_time(kind: str, v: Num, axes: Sequence[str], src: Layout, dst: Layout,
+                  size_of: SizeOf, model: Model, topo: Topology | None, links: Links,
+                  known: Callable[[str], int | None] | None = None) -> CollectiveTime:
+    """A collective of V = `v` bytes from `src` to `dst` over `axes`: `collective_time`, but a
+    CollectivePermute over its pairs of devices (`passes.permute_cost`) where the mesh axes'
+    sizes are `known` (by default, where `size_of` gives numbers) and few enough to list."""
+    if kind == "CollectivePermute":
+        t = permute_time(v, src, dst, size_of, known or numbers_of(size_of), model, topo, links)
+        if t is not None:
+            return t
+    return collective_time(kind, v, axes, size_of, model, topo, links)
 
 
 def steps_time(steps: Sequence[Step], dtype: str, size_of: SizeOf, model: Model,
@@ -156,7 +180,14 @@ class Pricing:
         return float(local_bytes(whole, self.dtype, self.size_of({}))) / shards
 
     def collective(self, kind: str, axes: tuple[str, ...], v: float,
-                   axis_sizes: Mapping[str, float], links: Links) -> float:
-        """Seconds of one collective with V = `v` bytes over `axes`, as `step_time` prices it."""
-        return float(collective_time(kind, v, axes, self.size_of(axis_sizes), self.model,
-                                     self.topology, links).time)
+                   axis_sizes: Mapping[str, float], links: Links, src: Layout | None = None,
+                   dst: Layout | None = None) -> float:
+        """Seconds of one collective with V = `v` bytes over `axes`, as `step_time` prices it
+        (a CollectivePermute needs its layouts, `src` and `dst`)."""
+        size_of = self.size_of(axis_sizes)
+        if src is not None and dst is not None:
+            return float(transfer_time(kind, v, axes, src, dst, size_of, self.model,
+                                       self.topology, links).time)
+        assert kind != "CollectivePermute", "a permute is priced over its layouts"
+        return float(collective_time(kind, v, axes, size_of, self.model, self.topology,
+                                     links).time)

@@ -4,7 +4,9 @@ one.
 
 The moves (the sharding chapter's rules, `passes.reshard_rules`), restricted to the mesh axes the
 two layouts use and the dims either shards, and pruned where a move cannot help:
-- a free local slice of an axis the target shards, onto the dim the target gives it;
+- a free local slice of an axis the target shards, onto the dim the target gives it, or onto
+  another dim that stays no finer than the target shards it (then a permute gives the axis its
+  place: `[I_X, K] -> [I_X, K_YZ] -> [I_Z, K_YX]`, as XLA's partitioner reshards);
 - AllGather of the innermost axes of any dims, past the prefix a dim shares with the target
   (gathering more than needed and slicing again is one of these);
 - AllToAll of a dim's innermost axes to a dim the target gives one of them;
@@ -172,7 +174,11 @@ class _Search:
         """The time of `steps`, step by step as `cost` prices them."""
         total = 0.0
         for step in steps:
-            if step.kind != "slice":
+            if step.kind == "CollectivePermute":
+                total += self.pricing.collective(
+                    step.kind, step.axes, self.whole_bytes / self.prod(self.encode(
+                        step.src.sharding_axes)), self.sizes, self.links, step.src, step.dst)
+            elif step.kind != "slice":
                 side = step.dst if step.kind == "AllGather" else step.src
                 total += self.cost(step.kind, self.encode(step.axes),
                                    self.prod(self.encode(side.sharding_axes)))
@@ -189,6 +195,20 @@ class _Search:
                 self.costs.clear()
             c = self.costs[key] = self.pricing.collective(kind, self.decode(axes), v,
                                                           self.sizes, self.links)
+        return c
+
+    def permute_cost(self, state: State, new: Dims, moved: str, shards: float) -> float:
+        """A CollectivePermute's time from `state` to `new` (its partial sums kept): it
+        depends on which device sends to which, not only on the axes (`passes.permute_cost`)."""
+        v = self.whole_bytes / shards
+        key = ("CollectivePermute", state, new, v)
+        c = self.costs.get(key)
+        if c is None:
+            if len(self.costs) >= MAX_ENTRIES:
+                self.costs.clear()
+            c = self.costs[key] = self.pricing.collective(
+                "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
+                self.layout(state), self.layout((new, state[1])))
         return c
 
     def estimate(self, shards: float, sums: frozenset[str]) -> float:
@@ -301,12 +321,16 @@ class _Search:
         used = set("".join(dims)) | sums
         kept = [len(axes) if axes == t else _common(axes, t)
                 for axes, t in zip(dims, target, strict=True)]
+        ts = self.target_shape
         for a in self.wanted:  # free slices
             if a not in used:
-                i = home[a]
-                if fits(i, shape[i] * size[a]):
-                    yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
-                           shards * size[a])
+                for i in self.dims:
+                    # onto the dim the target gives `a`, or onto another that stays no finer
+                    # than the target shards it (the block shape a permute to it needs)
+                    finer = shape[i] * size[a]
+                    if (i == home[a] or ts[i] % finer == 0) and fits(i, finer):
+                        yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
+                               shards * size[a])
         if last != "AllGather":  # of the innermost axes of any dims past the prefix they keep
             ranges = [range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
                       for i in range(len(dims))]
@@ -350,7 +374,7 @@ class _Search:
                             yield "AllReduce", run, None, (dims, sums - set(run)), c, shards
         if last != "CollectivePermute":
             for moved, new in self._permutes(dims, sums, free, shape):
-                c = cost("CollectivePermute", moved, shards)
+                c = self.permute_cost(state, new, moved, shards)
                 if c < budget:
                     yield "CollectivePermute", moved, None, (new, sums), c, shards
 

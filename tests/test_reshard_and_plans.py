@@ -223,11 +223,19 @@ def moves(plan):
     (L({"I": ("Y", "X"), "J": (), "N": ()}), L({"I": (), "J": ("Y",), "N": ()}),
      {"X": 2, "Y": 2},
      [("AllGather", ("Y", "X"), "[I, J, N]"), ("slice", ("Y",), "[I, J_Y, N]")]),
-    # The issue's `[J_Y] -> [J_X]` on 2x2: a permute over both axes (V/W: half the block along
-    # each, one direction of a link each) costs more than a slice and an AllGather over both.
+    # The issue's `[J_Y] -> [J_X]` on 2x2: the permute swaps the two off-diagonal devices'
+    # blocks, each sent along both axes; topology-free, each axis is a ring of two, both ways
+    # round as short (passes/permute_cost.py): V/(2W), below a slice and an AllGather over
+    # both (3V/(4W)). On lines of two (below) it is V/W, still below the gather's 3V/(2W).
     (L({"J": ("Y",)}), L({"J": ("X",)}), {"X": 2, "Y": 2},
-     [("slice", ("X",), "[J_YX]"), ("AllGather", ("Y", "X"), "[J]"), ("slice", ("X",), "[J_X]")]),
-], ids=["L_Y->L_X", "J_Y->J_X-4x4", "I_ZX->I_XY", "K_X,J_Y->J_XY", "I_YX->J_Y", "J_Y->J_X-2x2"])
+     [("CollectivePermute", ("Y", "X"), "[J_X]")]),
+    # Slice onto a dim the target gives other axes (no finer than the target shards it), then
+    # one permute puts every axis in place: XLA's reshard of `C[I_X, K] -> [I_Z, K_YX]`, where
+    # the fixed order does an AllToAll of the whole block.
+    (L({"I": ("X",), "K": ()}), L({"I": ("Z",), "K": ("Y", "X")}), {"X": 2, "Y": 2, "Z": 2},
+     [("slice", ("Z", "Y"), "[I_X, K_ZY]"), ("CollectivePermute", ("X", "Z", "Y"), "[I_Z, K_YX]")]),
+], ids=["L_Y->L_X", "J_Y->J_X-4x4", "I_ZX->I_XY", "K_X,J_Y->J_XY", "I_YX->J_Y", "J_Y->J_X-2x2",
+        "I_X->I_Z,K_YX"])
 def test_the_search_finds_what_the_fixed_order_misses(src, dst, sizes, expected):
     new, old = plan_reshard(src, dst, sizes), plan_in_order(src, dst, sizes)
     assert moves(new) == expected

@@ -113,7 +113,8 @@ def ours_comms(st: Statement, size: Callable[[str], float], model: Model,
         if isinstance(op, Collective):
             step = Step(op.op, op.axes, op.dim, op.src.layout, op.out.layout)
             v = float(step_bytes(step, op.src.dtype, size))
-            t = collective_seconds(op.op, v, op.axes, size, model, hw)
+            t = collective_seconds(op.op, v, op.axes, size, model, hw, op.src.layout,
+                                   op.out.layout)
             blocks = (float(local_elements(op.src.layout, size)),
                       float(local_elements(op.out.layout, size)))
             out.append(Comm(op.op, op.axes, op.dim, v, t, dtype=op.src.dtype,

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardc.hardware.levels import LEVEL_NAMES, LEVELS
-from shardc.lang.send import SendAxis
+from shardc.lang.layout import Layout
 from shardc.passes.cost_model import CollectiveTime, Links, Model, collective_time
 from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
-from shardc.passes.send_cost import send_time
+from shardc.passes.layout_cost import transfer_time
+from shardc.passes.permute_cost import pairs_time
 from shardc.passes.symbols import HardwareSymbols, planning_figures
 from shardc.tools.xla.groups import Groups, SubAxis, pair_coords
 
@@ -65,8 +66,14 @@ def hardware(chip: Any, bindings: Mapping[str, float], names: frozenset[str],
 
 
 def collective_seconds(op: str, v: float, axes: tuple[str, ...], size: Callable[[str], float],
-                       model: Model, hw: Hardware) -> float:
-    """Time of `op` moving V = `v` bytes over mesh `axes` (the sharding chapter's formulas, as the planner)."""
+                       model: Model, hw: Hardware, src: Layout | None = None,
+                       dst: Layout | None = None) -> float:
+    """Time of `op` moving V = `v` bytes over mesh `axes`, as the planner prices it: from `src`
+    to `dst` where given (a CollectivePermute over its pairs, `passes.layout_cost.transfer_time`),
+    else the sharding chapter's formulas."""
+    if src is not None and dst is not None:
+        return float(transfer_time(op, v, axes, src, dst, size, model, hw.topology,
+                                   hw.links).time)
     return float(collective_time(op, v, axes, size, model, hw.topology, hw.links).time)
 
 
@@ -156,33 +163,15 @@ def group_seconds(op: str, v: float, subs: tuple[SubAxis, ...], mesh: Mapping[st
 
 def permute_seconds(v: float, pairs: Groups, mesh: Mapping[str, int], model: Model,
                     hw: Hardware) -> tuple[tuple[str, ...], Priced]:
-    """The mesh axes a collective-permute moves along, and its time as point-to-point sends:
-    one shift (`Send_{X: +k}`) when every device sends the same way, else each pair as a point
-    Send and the slowest sets the time (pairs run at once; contention between them ignored)."""
+    """The mesh axes a collective-permute moves along, and its time as point-to-point sends,
+    priced as the planner prices its own permutes (`passes.permute_cost.pairs_time`)."""
     cs = pair_coords(pairs, mesh)
     if cs is None:
         return (), Priced(None, "a source or target is outside the mesh")
-    names, sizes = list(mesh), list(mesh.values())
-    moving = [(s, t) for s, t in cs if s != t]
-    axes = tuple(a for k, a in enumerate(names) if any(s[k] != t[k] for s, t in moving))
-    if not moving:
+    names = tuple(mesh)
+    axes = tuple(a for k, a in enumerate(names) if any(s[k] != t[k] for s, t in cs))
+    if not axes:
         return axes, Priced(0.0)
-    topo = topology_of(hw, mesh)
     size = {a: float(n) for a, n in mesh.items()}.__getitem__
-    shifts = [{(t[k] - s[k]) % n for s, t in moving} for k, n in enumerate(sizes)]
-    if len({s for s, _ in moving}) == math.prod(sizes) and all(len(d) == 1 for d in shifts):
-        moves = [SendAxis(a, shift=d if 2 * d <= n else d - n)
-                 for a, n, (d,) in zip(names, sizes, shifts, strict=True) if d]
-        return axes, _figured(send_time(v, moves, size, model, topo, hw.links), hw)
-    worst: CollectiveTime | None = None
-    seen: set[tuple[SendAxis, ...]] = set()
-    for s, t in moving:
-        point = tuple(SendAxis(a, src=s[k], dst=t[k]) for k, a in enumerate(names) if s[k] != t[k])
-        if point in seen:
-            continue
-        seen.add(point)
-        one = send_time(v, point, size, model, topo, hw.links)
-        if worst is None or float(one.time) > float(worst.time):
-            worst = one
-    assert worst is not None
-    return axes, _figured(worst, hw)
+    return axes, _figured(pairs_time(v, names, cs, size, dict(mesh).get, model,
+                                     topology_of(hw, mesh), hw.links), hw)

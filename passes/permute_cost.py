@@ -1,0 +1,156 @@
+"""A CollectivePermute's time as the point-to-point sends it is made of, over the real pairs of
+devices: one home for the planner, the report and xla-check's pricing of XLA's permutes.
+
+A permute between two layouts with the same block shape sends each device's block to the device
+that holds it in the new layout (`permute_pairs`); `pairs_time` prices any set of (source,
+target) pairs: one shift (`Send_{X: +k}`, the busiest link of each physical axis) when every
+device sends the same way, else each pair as a point `Send` and the slowest sets the time (pairs
+run at once; contention between them ignored). Rule and source: docs/cost-model.md,
+"CollectivePermute over its pairs".
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import sympy as sp
+
+from shardc.lang.layout import Layout
+from shardc.lang.send import SendAxis
+from shardc.passes.cost_model import CollectiveTime, Links, Model, Num, is_number, smax
+from shardc.passes.ir import Topology
+from shardc.passes.memo import memoized, typed
+from shardc.passes.send_cost import send_time
+
+Coords = tuple[int, ...]
+Pairs = list[tuple[Coords, Coords]]
+
+MAX_DEVICES = 4096
+"""Devices a permute's pairs are listed for; past it (and with symbolic axes) the permute keeps
+the per-axis rule of `passes.cost_model.ring_level`."""
+
+
+@memoized("permute_cost.pairs", lambda src, dst, sizes: (src, dst, tuple(sorted(sizes.items()))))
+def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
+                  ) -> tuple[tuple[str, ...], Pairs] | None:
+    """The axes whose coordinates may change and the (source, target) coordinates on them of a
+    CollectivePermute from `src` to `dst`: each device's block goes to the device holding it in
+    `dst`. Where a block has replicas, the replica index (the axes `src` leaves free, sorted,
+    the first major) is laid out again over the axes `dst` leaves free, so every device sends
+    one block and receives one. None when the layouts' blocks differ in shape or partial sums,
+    or the devices are too many to list.
+
+    >>> src, dst = Layout.of({"I": ("X",), "K": ("Y",)}), Layout.of({"I": ("X",), "K": ("Z",)})
+    >>> axes, pairs = permute_pairs(src, dst, {"X": 2, "Y": 2, "Z": 2})
+    >>> axes, [(s, t) for s, t in pairs if s != t]  # Y and Z swap, as XLA's pairs do
+    (('X', 'Y', 'Z'), [((0, 0, 1), (0, 1, 0)), ((0, 1, 0), (0, 0, 1)), ((1, 0, 1), (1, 1, 0)), ((1, 1, 0), (1, 0, 1))])
+    """
+    if src.unreduced != dst.unreduced or set(src.dim_names) != set(dst.dim_names):
+        return None
+    axes = tuple(sorted({*src.sharding_axes, *dst.sharding_axes}))
+    if any(a not in sizes for a in axes):
+        return None
+    n = {a: int(sizes[a]) for a in axes}
+    if math.prod(n.values()) > MAX_DEVICES:
+        return None
+    dims = dst.dim_names
+    if any(math.prod(n[a] for a in src.axes_of(d)) != math.prod(n[a] for a in dst.axes_of(d))
+           for d in dims):
+        return None
+    src_free = [a for a in axes if a not in src.sharding_axes]
+    dst_free = [a for a in axes if a not in dst.sharding_axes]
+    pairs: Pairs = []
+    for coords in itertools.product(*(range(n[a]) for a in axes)):
+        c = dict(zip(axes, coords, strict=True))
+        out: dict[str, int] = {}
+        for d in dims:
+            _spread(_index(c, src.axes_of(d), n), dst.axes_of(d), n, out)
+        _spread(_index(c, src_free, n), dst_free, n, out)
+        pairs.append((coords, tuple(out[a] for a in axes)))
+    return axes, pairs
+
+
+def _index(c: Mapping[str, int], axes: Sequence[str], n: Mapping[str, int]) -> int:
+    """The block (or replica) index the coordinates on `axes` make, the first axis major."""
+    i = 0
+    for a in axes:
+        i = i * n[a] + c[a]
+    return i
+
+
+def _spread(i: int, axes: Sequence[str], n: Mapping[str, int], out: dict[str, int]) -> None:
+    """The coordinates on `axes` of index `i`, the first axis major (`_index` undone)."""
+    for a in reversed(axes):
+        out[a] = i % n[a]
+        i //= n[a]
+
+
+def pairs_time(v: Num, axes: Sequence[str], pairs: Pairs, size_of: Callable[[str], Num],
+               known: Callable[[str], int | None], model: Model, topo: Topology | None,
+               links: Links) -> CollectiveTime:
+    """Time of sending `v` bytes from each source to its target (coordinates on `axes`, of
+    sizes `known`): one shift when every device sends the same way on every axis, else the
+    slowest point Send (the ones no other is at least as slow as in bandwidth and latency;
+    several left over symbolically: their Max)."""
+    moving = [(s, t) for s, t in pairs if s != t]
+    if not moving:
+        return CollectiveTime(0, 0, 0, ())
+    lengths = [known(a) or 1 for a in axes]
+    shifts = [{(t[k] - s[k]) % m for s, t in moving} for k, m in enumerate(lengths)]
+    if len(moving) == math.prod(lengths) and all(len(d) == 1 for d in shifts):
+        moves = [SendAxis(a, shift=d if 2 * d <= m else d - m)
+                 for a, m, (d,) in zip(axes, lengths, shifts, strict=True) if d]
+        return send_time(v, moves, size_of, model, topo, links, known)
+    times: list[CollectiveTime] = []
+    for point in dict.fromkeys(tuple(SendAxis(a, src=s[k], dst=t[k])
+                                     for k, a in enumerate(axes) if s[k] != t[k])
+                               for s, t in moving):
+        times.append(send_time(v, point, size_of, model, topo, links, known))
+    if all(is_number(x.time) for x in times):
+        return max(times, key=lambda x: float(x.time))
+    slowest = [x for x in times if not any(y is not x and _slower(y, x) for y in times)]
+    slowest = list({x.time: x for x in slowest}.values())
+    if len(slowest) == 1:
+        return slowest[0]
+    return CollectiveTime(smax(*[x.time for x in slowest]), smax(*[x.bandwidth for x in slowest]),
+                          smax(*[x.latency for x in slowest]))
+
+
+def _slower(a: CollectiveTime, b: CollectiveTime) -> bool:
+    """`a` takes at least `b`'s bandwidth and latency time for every positive size (and is not
+    the same)."""
+    return a.time != b.time and all(_at_least(x, y) for x, y in ((a.bandwidth, b.bandwidth),
+                                                                   (a.latency, b.latency)))
+
+
+def _at_least(x: Num, y: Num) -> bool:
+    """x >= y for every positive value of the symbols (False where that is not known)."""
+    d = x - y
+    return d >= 0 if is_number(d) else isinstance(d, sp.Expr) and d.is_nonnegative is True
+
+
+def _permute_key(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num],
+                 known: Callable[[str], int | None], model: Model, topo: Topology | None,
+                 links: Links) -> tuple:
+    axes = sorted({*src.sharding_axes, *dst.sharding_axes})
+    return (typed(v), src, dst, tuple((a, typed(size_of(a)), known(a)) for a in axes), model,
+            topo, tuple((lv, typed(x)) for lv, x in links.w.items()),
+            tuple((lv, typed(x)) for lv, x in links.t.items()))
+
+
+@memoized("permute_cost.permute_time", _permute_key)
+def permute_time(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num],
+                 known: Callable[[str], int | None], model: Model, topo: Topology | None,
+                 links: Links) -> CollectiveTime | None:
+    """A CollectivePermute from `src` to `dst` priced over its pairs (`permute_pairs`,
+    `pairs_time`), or None where they cannot be listed (an axis of unknown size, too many
+    devices)."""
+    axes = {*src.sharding_axes, *dst.sharding_axes}
+    sizes = {a: int(k) for a in axes if (k := known(a)) is not None}
+    found = permute_pairs(src, dst, sizes)
+    if found is None:
+        return None
+    names, pairs = found
+    return pairs_time(v, names, pairs, size_of, sizes.get, model, topo, links)
