@@ -57,9 +57,21 @@ def test_symbolic_costs_evaluate_to_the_numeric_compile(prog):
     sized = "dim " + ", ".join(p if "=" in p else f"{p}={sizes[p]}" for p in parts)
     sized_text = text.replace(dim_line, sized, 1)
     num = shardc.compile(sized_text, set=W)
+    if _plan(sym) != _plan(num):
+        # An undeclared size is planned at its typical size; where the sized program's best
+        # plan differs (a permute that wins on bandwidth loses on latency at 8 elements), the
+        # sized compile, planned at its own sizes, is no slower.
+        assert num.value(num.totals["t_comms_s"]) <= sym.value(sym.totals["t_comms_s"]) * (
+            1 + 1e-9) + 1e-18, (_plan(sym), _plan(num))
+        return
     for key in ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_comms_s"):
         assert sym.value(sym.totals[key]) == pytest.approx(num.value(num.totals[key]),
                                                            rel=1e-9, abs=1e-18), key
+
+
+def _plan(r) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The ops a compile chose: kind, op and axes, in program order."""
+    return [(o.kind, o.op, tuple(o.axes)) for o in r.ops]
 
 
 sizes_st = st.lists(st.integers(1, 16), min_size=1, max_size=3)
