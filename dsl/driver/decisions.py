@@ -76,6 +76,13 @@ def decided_by(d: Decision) -> str:
         text += (f"; search capped: {tried:,} of {space:,} role assignments tried "
                  f"(local search from the current layouts and from gathering everything; "
                  f"exhaustive up to {PLAN_SEARCH_LIMIT:,})")
+    if d.chain is not None:
+        joint, alone = d.chain
+        unit = "s" if d.has_chip else "B"
+        tail = "" if d.has_chip else " / W_ici"
+        text += (f"; chosen with the contractions that consume its result: the chain costs "
+                 f"{fmt_value(joint, unit)}{tail} planned together, {fmt_value(alone, unit)}{tail} "
+                 f"one product at a time")
     return text
 
 
