@@ -16,6 +16,7 @@ from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
 from shardc.passes.einsum_plan import PLAN_SEARCH_LIMIT
 from shardc.passes.ir import Alternative, Decision
+from shardc.passes.lower.chain import chain_note
 from shardc.passes.lower.explain import describe_steps
 from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM
 from shardc.passes.regions import Region, RegionFinder
@@ -77,12 +78,7 @@ def decided_by(d: Decision) -> str:
                  f"(local search from the current layouts and from gathering everything; "
                  f"exhaustive up to {PLAN_SEARCH_LIMIT:,})")
     if d.chain is not None:
-        joint, alone = d.chain
-        unit = "s" if d.has_chip else "B"
-        tail = "" if d.has_chip else " / W_ici"
-        text += (f"; chosen with the contractions that consume its result: the chain costs "
-                 f"{fmt_value(joint, unit)}{tail} planned together, {fmt_value(alone, unit)}{tail} "
-                 f"one product at a time")
+        text += "; " + chain_note(*d.chain, d.has_chip)
     return text
 
 

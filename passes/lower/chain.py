@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shardc.lang.layout import DimSharding, Layout
+from shardc.lang.units import fmt_value
 
 CHAIN_STATES = 8
 """Intermediate layouts kept per step of the chain (the cheapest, and always the one planning
@@ -33,10 +34,20 @@ class JointPick:
 
     def reason(self, seconds: bool) -> str:
         """The words inserted collectives carry (`beat_text`'s place)."""
-        unit = "s" if seconds else "B / W_ici"
-        return (f"chosen with the contractions that consume its result: the chain costs "
-                f"{self.joint:.4g} {unit} planned together, {self.alone:.4g} {unit} one "
-                f"product at a time")
+        return chain_note(self.joint, self.alone, seconds)
+
+
+def chain_note(joint: float, alone: float, seconds: bool) -> str:
+    """Why a product's plan is not the cheapest for it alone, as its collectives and its
+    decision record say it.
+
+    >>> chain_note(384.0, 448.0, False)
+    'chosen with the contractions that consume its result: the chain costs 384 B / W_ici planned together, 448 B / W_ici one product at a time'
+    """
+    unit, tail = ("s", "") if seconds else ("B", " / W_ici")
+    return (f"chosen with the contractions that consume its result: the chain costs "
+            f"{fmt_value(joint, unit)}{tail} planned together, {fmt_value(alone, unit)}{tail} "
+            f"one product at a time")
 
 
 def consumer_hint(out_dims: Sequence[str], consumer: Layout) -> Layout:

@@ -82,7 +82,7 @@ class Contractions(LoweringState):
         self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
                              (search.tried, search.space) if search.capped else None,
                              candidates, ordinal, joint)
-        beat = (joint.reason(numeric and self.ctx.chip is not None) if joint is not None
+        beat = (joint.reason(self.ctx.chip is not None) if joint is not None
                 else beat_text(ranked, objective, lv.array, rv.array, target))
         mesh = tuple(self.mesh)
         why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
