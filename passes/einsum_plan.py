@@ -80,19 +80,23 @@ class _Space:
     idle: frozenset[str] = frozenset()
     """Mesh axes neither operand nor the request uses (`_idle_axes`): they may split the
     product, and leave an unrequested result as the other axes make it."""
+    hint: Layout | None = None
+    """The layout the contraction consuming an unrequested result would like it in (its
+    other operand's axes on the dims they share): each axis it uses may also shard that dim,
+    and the result keeps it (`passes.lower.chain`)."""
 
     @property
     def size(self) -> int:
         return math.prod(len(c) for c in self.choices)
 
-    def order_key(self, d: str, a: str) -> tuple[int, int, int, int]:
+    def order_key(self, d: str, a: str) -> tuple[int, int, int, int, int]:
         def pos(lay: Layout | None) -> int:
             if lay is None or d not in lay.dim_names:
                 return 99
             axes = lay.axes_of(d)
             return axes.index(a) if a in axes else 99
         order = self.mesh_order
-        return (pos(self.requested), pos(self.lhs), pos(self.rhs),
+        return (pos(self.requested), pos(self.hint), pos(self.lhs), pos(self.rhs),
                 order.index(a) if a in order else 99)
 
     def plan(self, combo: tuple[str | None, ...], seen: set[tuple], search: bool = True
@@ -160,7 +164,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
            requested: Layout | None, mesh_order: tuple[str, ...],
            divisible: Callable[[str, tuple[str, ...]], bool], keep_partial: bool,
            sizes: Mapping[str, float] | None, pricings: Pricings = NO_PRICING,
-           idle: bool = True) -> _Space:
+           idle: bool = True, hint: Layout | None = None) -> _Space:
     # Partial sums of one operand pass through the product when the other does not touch them.
     pass_l = lhs.unreduced if not (lhs.unreduced & rhs.used_axes) else frozenset()
     pass_r = rhs.unreduced if not (rhs.unreduced & lhs.used_axes) else frozenset()
@@ -168,14 +172,15 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
     involved: list[str] = []
     for a in (*lhs.sharding_axes, *rhs.sharding_axes, *lhs.unreduced, *rhs.unreduced,
               *(requested.sharding_axes if requested else ()),
-              *(sorted(requested.unreduced) if requested else ())):
+              *(sorted(requested.unreduced) if requested else ()),
+              *(hint.sharding_axes if hint else ())):
         if a not in involved and a not in passthrough:
             involved.append(a)
     involved.sort(key=lambda a: mesh_order.index(a) if a in mesh_order else len(mesh_order))
     choices: list[tuple[str | None, ...]] = []
     for a in involved:
         opts: list[str | None] = []
-        for lay in (lhs, rhs, requested):
+        for lay in (lhs, rhs, requested, hint):
             if lay is not None and (d := lay.dim_of_axis(a)) is not None and d not in opts:
                 opts.append(d)
         wants_sum = requested is not None and a in requested.unreduced
@@ -197,7 +202,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
         involved, choices = [involved[i] for i in order], [choices[i] for i in order]
     return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
                   sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings,
-                  frozenset(unused))
+                  frozenset(unused), hint)
 
 
 def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, float] | None
@@ -225,13 +230,13 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                     keep_partial: bool = False,
                     sizes: Mapping[str, float] | None = None, *,
                     pricings: Pricings = NO_PRICING, search: bool = True,
-                    idle: bool = True) -> list[EinsumPlan]:
+                    idle: bool = True, hint: Layout | None = None) -> list[EinsumPlan]:
     """Every valid plan (deduplicated), in a stable order that lists keeping roles first.
 
     Exponential in the involved axes: `search_plans` calls it only below PLAN_SEARCH_LIMIT.
     """
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings, idle)
+                   keep_partial, sizes, pricings, idle, hint)
     seen: set[tuple] = set()
     plans = (space.plan(combo, seen, search) for combo in itertools.product(*space.choices))
     return [p for p in plans if p is not None]
@@ -264,7 +269,7 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT, *,
                  pricings: Pricings = NO_PRICING,
                  floor: Callable[[EinsumPlan, Floors], tuple] | None = None,
-                 idle: bool = True) -> PlanSearch:
+                 idle: bool = True, hint: Layout | None = None) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
     assignments, otherwise the best found by changing one axis's role at a time (evaluating at
     most PLAN_SEARCH_LIMIT assignments). `pricings` price the reshards of the left operand,
@@ -273,14 +278,15 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
     With `floor` (a lower bound on the objective of a plan whose reshards cost at least the
     given floors, or their own time where None), the reshards are searched only for the plans
     that may rank among the first `KEPT` distinct ones (`_refine_best`); the others keep the
-    fixed order's."""
+    fixed order's. `hint` (only where nothing is requested) widens the roles toward the layout
+    the result's consumer wants (`_Space.hint`)."""
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings, idle)
+                   keep_partial, sizes, pricings, idle, hint)
     total = space.size
     if total <= limit:
         plans = enumerate_plans(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
                                 keep_partial, sizes, pricings=pricings, search=floor is None,
-                                idle=idle)
+                                idle=idle, hint=hint)
         if floor is not None:
             plans = _refine_best(space, plans, objective, floor)
         return PlanSearch(rank_plans(plans, objective), total, total, False, tuple(plans))

@@ -201,6 +201,9 @@ class Decision:
     planner keys plans with every size known (`passes.regions`); empty otherwise."""
     ordinal: int = -1
     """Which contraction of the program this is (0 for the first), as `Chooser`s count them."""
+    chain: tuple[float, float] | None = None
+    """Where the plan was chosen with the contractions that consume its result (a chain in one
+    statement, `passes.lower.chain`): the chain's time planned so and one product at a time."""
 
     @property
     def chosen(self) -> Alternative:

@@ -16,6 +16,7 @@ from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
 from shardc.passes.einsum_plan import PLAN_SEARCH_LIMIT
 from shardc.passes.ir import Alternative, Decision
+from shardc.passes.lower.chain import chain_note
 from shardc.passes.lower.explain import describe_steps
 from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM
 from shardc.passes.regions import Region, RegionFinder
@@ -76,6 +77,8 @@ def decided_by(d: Decision) -> str:
         text += (f"; search capped: {tried:,} of {space:,} role assignments tried "
                  f"(local search from the current layouts and from gathering everything; "
                  f"exhaustive up to {PLAN_SEARCH_LIMIT:,})")
+    if d.chain is not None:
+        text += "; " + chain_note(*d.chain, d.has_chip)
     return text
 
 

@@ -5,18 +5,19 @@ alternatives in SymPy for the decision record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sympy as sp
 
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.syntax import Assign, Contract
+from shardc.lang.syntax import Assign, Contract, Expr, Ref
 from shardc.passes.conditions import less_than
 from shardc.passes.cost_model import LEVELS, Links
 from shardc.passes.einsum_plan import (
     EinsumPlan,
     Floors,
+    PlanSearch,
     book_departures,
     case_label,
     output_dims,
@@ -25,6 +26,7 @@ from shardc.passes.einsum_plan import (
 )
 from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import local_elements, steps_time
+from shardc.passes.lower.chain import JointPick, Option, consumer_hint, plan_chain
 from shardc.passes.lower.explain import beat_text, case_reason
 from shardc.passes.lower.state import LoweringState
 from shardc.passes.regions import Candidate
@@ -36,6 +38,9 @@ class Contractions(LoweringState):
 
     def contract(self, e: Contract, requested: Layout | None, target: str,
                  stmt: Assign | None, keep_partial: bool = False) -> Value | None:
+        if isinstance(e.lhs, Contract) and id(e) not in self.chain_picks:
+            self.plan_chain(e, requested, keep_partial)
+        joint = self.chain_picks.pop(id(e), None)
         lv = self.expr(e.lhs, target)
         rv = self.expr(e.rhs, target)
         if lv is None or rv is None:
@@ -43,18 +48,139 @@ class Contractions(LoweringState):
         dtype = promote(lv.dtype, rv.dtype)
         out_dims = requested.dim_names if requested is not None else output_dims(
             lv.dims, rv.dims, e.dims)
-        names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims),
-                 *self.mesh}
+        numeric = self.all_known({*(d.dim for d in lv.layout.dims),
+                                  *(d.dim for d in rv.layout.dims), *self.mesh})
+        links, c = self.hw_numbers(dtype)
+        search, objective = self.plan_search(lv, rv, e.dims, out_dims, requested, keep_partial,
+                                             joint.hint if joint is not None else None)
+        ranked = search.ranked
+        if not ranked:
+            self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"
+                       f" from {self.fmt(lv.layout, lv.array)} and {self.fmt(rv.layout, rv.array)}",
+                       e.span, ("every way of giving the mesh axes to dims either leaves a shard "
+                                "that does not divide its dim or needs partial sums {U_X} that "
+                                "only a contracted dim sharded over X produces",))
+            return None
+        if joint is not None:
+            # Chosen with the contraction that consumes the result (`plan_chain`): the cheapest
+            # plan that leaves the layout the chain's plan gives it (the operands are read in
+            # the layouts it foresaw, so one does).
+            chosen = next(p for p in ranked if p.final == joint.final)
+            ranked = [chosen, *(p for p in ranked if p is not chosen)]
+        ordinal = self.choices
+        self.choices += 1
+        candidates: tuple[Candidate, ...] = ()
+        if not numeric and not search.capped and self.keep_candidates:
+            candidates = self.candidates(search.plans, lv.dtype, rv.dtype, dtype, links, c)
+            self.sized_choices += 1
+            pick = self.chooser.choose(ordinal, candidates) if self.chooser else None
+            if pick is not None:
+                chosen = search.plans[pick]
+                ranked = [chosen, *(p for p in ranked if p is not chosen)]
+        best = ranked[0]
+        line = (stmt.span if stmt is not None else e.span).line
+        self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
+                             (search.tried, search.space) if search.capped else None,
+                             candidates, ordinal, joint)
+        beat = (joint.reason(self.ctx.chip is not None) if joint is not None
+                else beat_text(ranked, objective, lv.array, rv.array, target))
+        mesh = tuple(self.mesh)
+        why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
+        why_r = case_reason(lv, rv, e.dims, "rhs", target, mesh)
+        lv2 = self.apply_steps(lv, best.lhs_steps, e.span, why_l, beat)
+        rv2 = self.apply_steps(rv, best.rhs_steps, e.span, why_r, beat)
+        case = case_label(lv.layout, rv.layout, e.dims)
+        name = target if stmt is not None else f"{lv.array}·{rv.array}"
+        out = Value(self.fresh(name), name, dtype, best.local_out)
+        v = self.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
+        why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
+        if (stmt is not None and stmt.partial and best.out_steps
+                and all(s.kind in ("AllReduce", "ReduceScatter") for s in best.out_steps)):
+            # One term of a sum the compiler made (a gradient with several contributions):
+            # its partial sums stay unreduced and the sum is reduced once. The plan is ranked
+            # as if it reduced alone, so the choice is the one a lone statement makes.
+            return v
+        return self.apply_steps(v, best.out_steps, e.span, why_o, beat)
+
+    def plan_chain(self, top: Contract, requested: Layout | None, keep_partial: bool) -> None:
+        """Choose the layouts of a chain's intermediate results together (`passes.lower.chain`),
+        where every operand is an array whose layout is known before lowering and every size
+        is known; the picks wait in `chain_picks` for the contractions to be lowered. Under the
+        book's model each product is planned alone, as the book's answers are."""
+        stages: list[Contract] = []
+        x: Expr = top
+        while isinstance(x, Contract):
+            stages.append(x)
+            x = x.lhs
+        stages.reverse()
+        for s in stages[:-1]:
+            self.chain_picks[id(s)] = None  # planned with the chain: alone unless picked below
+        if self.ctx.model != "exact":
+            return
+        leaves = [self.peek(x), *(self.peek(s.rhs) for s in stages)]
+        if any(v is None for v in leaves):
+            return
+        operands = [v for v in leaves if v is not None]
+        names = {*self.mesh, *(d for v in operands for d in v.dims),
+                 *(requested.dim_names if requested is not None else ())}
+        if not self.all_known(names):
+            return
+        dtypes = [operands[0].dtype]
+        for v in operands[1:]:
+            dtypes.append(promote(dtypes[-1], v.dtype))
+        last = len(stages) - 1
+
+        def options(i: int, lay: Layout) -> list[Option]:
+            s, rv = stages[i], operands[i + 1]
+            lv = Value("", "", dtypes[i], lay)
+            req, kp = (requested, keep_partial) if i == last else (None, False)
+            out_dims = req.dim_names if req is not None else output_dims(
+                lay.dim_names, rv.dims, s.dims)
+            hints: list[Layout | None] = [None]
+            if i < last:
+                hints.append(consumer_hint(out_dims, operands[i + 2].layout))
+            out: list[Option] = []
+            seen: set[tuple[Layout, Layout | None]] = set()
+            for hint in hints:
+                search, objective = self.plan_search(lv, rv, s.dims, out_dims, req, kp, hint)
+                for p in search.ranked:  # the cheapest plan leaving each layout
+                    if (p.final, hint) not in seen:
+                        seen.add((p.final, hint))
+                        out.append((p.final, float(objective(p)[1]), hint))
+            return out
+
+        picks = plan_chain(operands[0].layout, len(stages), options)
+        if picks is not None:
+            for s, pick in zip(stages[:-1], picks, strict=True):
+                self.chain_picks[id(s)] = pick
+
+    def peek(self, e: Expr) -> Value | None:
+        """An operand's dtype and the layout it is read in, without lowering it: a plain use
+        of an array (no renamed dims); None otherwise."""
+        if not isinstance(e, Ref) or e.renames:
+            return None
+        want = e.layout.stripped() if e.layout is not None else None
+        v = self.values.get(e.name)
+        if v is None:
+            return Value(e.name, e.name, "bf16", want) if want is not None else None
+        return v if want is None else Value(v.id, v.array, v.dtype, want)
+
+    def plan_search(self, lv: Value, rv: Value, contract: tuple[str, ...],
+                    out_dims: tuple[str, ...], requested: Layout | None, keep_partial: bool,
+                    hint: Layout | None = None
+                    ) -> tuple[PlanSearch, Callable[[EinsumPlan], tuple]]:
+        """The ranked plans of `lv ·_contract rv` and the objective that ranks them, searched
+        once per statement shape: within a lowering the sizes, topology and chip are fixed, so
+        the ranking depends only on the operands' layouts and dtypes, the request and the hint
+        (docs/benchmarks.md: a chain of 2,000 einsums has two shapes)."""
+        dtype = promote(lv.dtype, rv.dtype)
+        names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *self.mesh}
         numeric = self.all_known(names)
         links, c = self.hw_numbers(dtype)
         topo = self.ctx.topology
         size_of = self.numeric_size
-
-        # One search per statement shape: within a lowering the sizes, topology and chip are
-        # fixed, so the ranking depends only on the operands' layouts and dtypes and the
-        # request (docs/benchmarks.md: a chain of 2,000 einsums has two shapes).
-        shape = ("search", lv.layout, rv.layout, lv.dtype, rv.dtype, e.dims, out_dims,
-                 requested, keep_partial)
+        shape = ("search", lv.layout, rv.layout, lv.dtype, rv.dtype, contract, out_dims,
+                 requested, keep_partial, hint)
         measured: dict[int, tuple[tuple[float, ...], float]] = self.searches.setdefault(
             ("measured", shape), {})
 
@@ -104,7 +230,7 @@ class Contractions(LoweringState):
                 return (0, round(total, 15), flops, collectives)
             # Symbolic sizes: the book's rule for each axis's case first, then cost at the
             # typical sizes (the report lists the alternatives and when each would win).
-            departures = book_departures(p, lv.layout, rv.layout, e.dims, requested)
+            departures = book_departures(p, lv.layout, rv.layout, contract, requested)
             return (departures, round(total, 15), flops, collectives)
 
         ranks: dict[int, tuple[int, float, float, int]] = self.searches.setdefault(
@@ -125,50 +251,11 @@ class Contractions(LoweringState):
             # point (symbolic sizes), every plan's reshards are searched.
             bounded = numeric and all(self.declared(d) for d in (*lv.dims, *rv.dims))
             search = self.searches[shape] = search_plans(
-                lv.layout, rv.layout, e.dims, out_dims, requested, tuple(self.mesh),
+                lv.layout, rv.layout, contract, out_dims, requested, tuple(self.mesh),
                 self.divisible, keep_partial, self.known_sizes(), objective,
-                pricings=pricings, floor=rank if bounded else None, idle=self.ctx.idle_axes)
-        ranked = search.ranked
-        if not ranked:
-            self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"
-                       f" from {self.fmt(lv.layout, lv.array)} and {self.fmt(rv.layout, rv.array)}",
-                       e.span, ("every way of giving the mesh axes to dims either leaves a shard "
-                                "that does not divide its dim or needs partial sums {U_X} that "
-                                "only a contracted dim sharded over X produces",))
-            return None
-        ordinal = self.choices
-        self.choices += 1
-        candidates: tuple[Candidate, ...] = ()
-        if not numeric and not search.capped and self.keep_candidates:
-            candidates = self.candidates(search.plans, lv.dtype, rv.dtype, dtype, links, c)
-            self.sized_choices += 1
-            pick = self.chooser.choose(ordinal, candidates) if self.chooser else None
-            if pick is not None:
-                chosen = search.plans[pick]
-                ranked = [chosen, *(p for p in ranked if p is not chosen)]
-        best = ranked[0]
-        line = (stmt.span if stmt is not None else e.span).line
-        self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
-                             (search.tried, search.space) if search.capped else None,
-                             candidates, ordinal)
-        beat = beat_text(ranked, objective, lv.array, rv.array, target)
-        mesh = tuple(self.mesh)
-        why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
-        why_r = case_reason(lv, rv, e.dims, "rhs", target, mesh)
-        lv2 = self.apply_steps(lv, best.lhs_steps, e.span, why_l, beat)
-        rv2 = self.apply_steps(rv, best.rhs_steps, e.span, why_r, beat)
-        case = case_label(lv.layout, rv.layout, e.dims)
-        name = target if stmt is not None else f"{lv.array}·{rv.array}"
-        out = Value(self.fresh(name), name, dtype, best.local_out)
-        v = self.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
-        why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
-        if (stmt is not None and stmt.partial and best.out_steps
-                and all(s.kind in ("AllReduce", "ReduceScatter") for s in best.out_steps)):
-            # One term of a sum the compiler made (a gradient with several contributions):
-            # its partial sums stay unreduced and the sum is reduced once. The plan is ranked
-            # as if it reduced alone, so the choice is the one a lone statement makes.
-            return v
-        return self.apply_steps(v, best.out_steps, e.span, why_o, beat)
+                pricings=pricings, floor=rank if bounded else None, idle=self.ctx.idle_axes,
+                hint=hint)
+        return search, objective
 
     def candidates(self, plans: Sequence[EinsumPlan], ldt: str, rdt: str, dt: str, links: Links,
                    c: float | None) -> tuple[Candidate, ...]:
@@ -202,7 +289,8 @@ class Contractions(LoweringState):
     def record_decision(self, ranked: list[EinsumPlan], objective, numeric: bool, line: int,
                         e: Contract, lv: Value, rv: Value, dtype: str, target: str,
                         search: tuple[int, int] | None = None,
-                        candidates: tuple[Candidate, ...] = (), ordinal: int = -1) -> None:
+                        candidates: tuple[Candidate, ...] = (), ordinal: int = -1,
+                        joint: JointPick | None = None) -> None:
         """The decision record: the distinct plans (at most three, best first), each with its
         communication time in SymPy and, where sizes are symbolic, the relation under which it
         would move fewer bytes than the chosen one. Nothing when there is nothing to explain.
@@ -222,7 +310,8 @@ class Contractions(LoweringState):
         alts, moves_nothing = made
         self.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, alts,
                                        numeric, self.ctx.chip is not None, search,
-                                       moves_nothing, candidates, ordinal))
+                                       moves_nothing, candidates, ordinal,
+                                       (joint.joint, joint.alone) if joint else None))
 
     def _alternatives(self, ranked: list[EinsumPlan], objective, numeric: bool, lv: Value,
                       rv: Value, dtype: str, uncapped: bool

@@ -50,6 +50,9 @@ class LoweringState:
     # Per-compilation memo of decision formulas: programs repeat statement shapes, and building
     # and printing SymPy costs dominated planning before (docs/benchmarks.md).
     memo: dict[tuple, tuple[sp.Expr, sp.Basic | None]] = field(default_factory=dict)
+    chain_picks: dict[int, Any] = field(default_factory=dict)
+    """By the id of each inner contraction of a chain planned together: its `JointPick`, or
+    None where it is planned alone (`Contractions.plan_chain`)."""
     searches: dict[tuple, Any] = field(default_factory=dict)
     """The plan search of each statement shape (`Contractions.contract`)."""
     resharded: dict[tuple, Value] = field(default_factory=dict)
