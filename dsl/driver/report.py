@@ -262,6 +262,13 @@ class Report:
             self._evaluate_all([expr])
         return self._cache[expr]
 
+    def any_unfinite(self) -> bool:
+        """Whether a formula evaluated so far has a number for every symbol but no finite
+        value (an overflow); the cheap first check of K003, before naming the formula."""
+        env = self.environment().keys()
+        return any(v is None and e.free_symbols and e.free_symbols <= env
+                   for e, v in self._cache.items())
+
     def at(self, **bindings: float) -> Report:
         """This report with `bindings` added to its own (`r.at(B=8192, X=16)`), every number
         evaluated. The formulas are the same objects; names are checked as `value` checks."""
