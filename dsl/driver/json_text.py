@@ -64,7 +64,7 @@ def dumps(obj: Any, indent: int = 2) -> str:
     shared: dict[tuple[int, int], tuple[dict, str]] = {}
     pad = [" " * (indent * k) for k in range(64)]
 
-    scalar = _scalar
+    scalar, esc = _scalar, encode_basestring_ascii
 
     def leaf_key(d: dict) -> tuple | None:
         """A dict of scalars only, as a hashable key (None otherwise)."""
@@ -76,10 +76,17 @@ def dumps(obj: Any, indent: int = 2) -> str:
         return tuple(items)
 
     def enc(x: Any, depth: int) -> None:
-        s = scalar(x)
-        if s is not None:
-            out.append(s)
+        # Exact types first (a report is made of them); subclasses and the other scalars go
+        # through `scalar`, as json.dumps treats them.
+        t = type(x)
+        if t is str:
+            out.append(esc(x))
             return
+        if t is not dict and t is not list and t is not tuple:
+            s = scalar(x)
+            if s is not None:
+                out.append(s)
+                return
         if depth + 1 >= len(pad):
             pad.append(" " * (indent * len(pad)))
         inner, here = pad[depth + 1], pad[depth]
@@ -101,23 +108,31 @@ def dumps(obj: Any, indent: int = 2) -> str:
                 shared[(id(x), depth)] = (x, hit)
                 out.append(hit)
                 return
-            out.append("{")
-            first = True
+            sep = "{\n" + inner
             for k, v in x.items():
-                out.append(("\n" if first else ",\n") + inner + _key(k) + ": ")
-                first = False
-                enc(v, depth + 1)
+                out.append(sep + (esc(k) if type(k) is str else _key(k)) + ": ")
+                sep = ",\n" + inner
+                # The commonest values without a call: strings, nulls, dicts met before.
+                t = type(v)
+                if t is str:
+                    out.append(esc(v))
+                elif v is None:
+                    out.append("null")
+                elif t is dict and (same := shared.get((id(v), depth + 1))) is not None \
+                        and same[0] is v:
+                    out.append(same[1])
+                else:
+                    enc(v, depth + 1)
             out.append("\n" + here + "}")
             return
         if isinstance(x, (list, tuple)):
             if not x:
                 out.append("[]")
                 return
-            out.append("[")
-            first = True
+            sep = "[\n" + inner
             for v in x:
-                out.append(("\n" if first else ",\n") + inner)
-                first = False
+                out.append(sep)
+                sep = ",\n" + inner
                 enc(v, depth + 1)
             out.append("\n" + here + "]")
             return
