@@ -68,48 +68,27 @@ def _kept() -> frozenset[str]:
 
 
 _PARENS = frozenset({"atom", "count_atom"})
-"""`( expr )` and `( count )`: with every token kept they are nodes of their own; they are
-spliced out before the transform, their parentheses kept as the inner node's container."""
-
-
-def _splice_parens(tree: Tree, containers: dict[int, tuple[Token, Token]]) -> None:
-    """Replace each parenthesized node by the node inside, recording the outermost parentheses
-    as its container. An explicit stack: 5,000 nested parentheses are a program too."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        kids = node.children
-        for i, c in enumerate(kids):
-            if isinstance(c, Tree) and c.data in _PARENS and len(c.children) == 3:
-                opening, closing = c.children[0], c.children[2]
-                assert isinstance(opening, Token) and isinstance(closing, Token)
-                inner = c
-                while isinstance(inner, Tree) and inner.data in _PARENS and \
-                        len(inner.children) == 3:
-                    inner = inner.children[1]
-                kids[i] = inner
-                if isinstance(inner, Tree):
-                    containers[id(inner)] = (opening, closing)
-                c = inner
-            if isinstance(c, Tree):
-                stack.append(c)
+"""`( expr )` and `( count )`: with every token kept they are nodes of their own; the transform
+looks through them, keeping the outermost parentheses as the inner node's container."""
 
 
 def _edge(node: Tree | Token, first: bool, containers: dict[int, tuple[Token, Token]]
           ) -> Token | None:
-    """The first (or last) token a node spans, its container's parenthesis where it has one."""
+    """The first (or last) token a node spans, its container's parenthesis where it has one
+    (a parenthesized node's own first and last tokens are those parentheses too)."""
+    i = 0 if first else -1
     while isinstance(node, Tree):
         box = containers.get(id(node))
         if box is not None:
-            return box[0] if first else box[1]
-        kids = node.children if first else node.children[::-1]
+            return box[i]
+        kids = node.children
         if not kids:
             return None
-        if len(kids) > 1 and isinstance(kids[0], Tree) and not kids[0].children:
+        if len(kids) > 1 and isinstance(kids[i], Tree) and not kids[i].children:
             kids = [k for k in kids if not (isinstance(k, Tree) and not k.children)]
             if not kids:
                 return None
-        node = kids[0]
+        node = kids[i]
     return node
 
 
@@ -201,8 +180,9 @@ class _ToSyntax:
     transformed subtrees). A walk of our own, not Lark's `Transformer`: a call per node instead
     of a wrapper, a generator and a `meta` object (a third of the parse of a large program)."""
 
-    def __init__(self, containers: dict[int, tuple[Token, Token]]) -> None:
-        self._containers = containers
+    def __init__(self) -> None:
+        self._containers: dict[int, tuple[Token, Token]] = {}
+        """Per parenthesized node (by id): its outermost parentheses, the ends of its span."""
         self._kept = _kept()
         self._renames: dict[int, tuple[tuple[str, str, Span], ...]] = {}
         """Per layout object (by id): the renames it was written with (`T->S`), with spans."""
@@ -213,11 +193,25 @@ class _ToSyntax:
         `nesting_problem` checked first (a level of the tree is one call here)."""
         kept, rules, items = self._kept, self._rules, []
         for c in node.children:
+            if isinstance(c, Tree) and c.data in _PARENS and len(c.children) == 3:
+                c = self._inside(c)
             if isinstance(c, Tree):
                 items.append(self.transform(c))
             elif c.type in kept:
                 items.append(c)
         return rules[node.data](node, items)
+
+    def _inside(self, parens: Tree) -> Tree | Token:
+        """The node inside `( ... )`, however many pairs deep (a loop: 5,000 nested
+        parentheses are a program too), with the outermost pair recorded as its container."""
+        inner = parens
+        while isinstance(inner, Tree) and inner.data in _PARENS and len(inner.children) == 3:
+            inner = inner.children[1]
+        if isinstance(inner, Tree):
+            opening, closing = parens.children[0], parens.children[2]
+            assert isinstance(opening, Token) and isinstance(closing, Token)
+            self._containers[id(inner)] = (opening, closing)
+        return inner
 
     def _span(self, node: Tree) -> Span:
         return _tree_span(node, self._containers)
@@ -416,7 +410,7 @@ _RULES = ("start", "count_name", "count_int", "count_binary", "count", "repeat_b
           "link", "wrap_flag", "mesh_axis", "mesh_decl", "dim_decl", "hardware_decl", "layout",
           "unreduced", "array_decl", "param_decl", "backward", "assign", "ref", "contract",
           "binary", "call", "collective", "reduce")
-"""The grammar's rules as the parser leaves them (`atom` and `count_atom` spliced out): one
+"""The grammar's rules as the parser leaves them (`atom` and `count_atom` looked through): one
 `_ToSyntax` method each."""
 
 
@@ -507,10 +501,8 @@ def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
     if found is not None:
         diagnostics.items.append(found)
         return None
-    containers: dict[int, tuple[Token, Token]] = {}
-    _splice_parens(tree, containers)
     try:
-        return _ToSyntax(containers).transform(tree)
+        return _ToSyntax().transform(tree)
     except _SyntaxProblem as exc:
         diagnostics.items.append(exc.diagnostic)
         return None
