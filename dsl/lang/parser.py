@@ -100,7 +100,9 @@ def _tree_span(node: Tree, containers: dict[int, tuple[Token, Token]]) -> Span:
     last = _edge(node, False, containers)
     if first is None or last is None:
         return Span(0, 0, 0, 0)
-    return Span(first.line, first.column, last.end_line, last.end_column)
+    line, col, end_line, end_col = first.line, first.column, last.end_line, last.end_column
+    assert line is not None and col is not None and end_line is not None and end_col is not None
+    return Span(line, col, end_line, end_col)  # the lexer sets every token's position
 
 
 def split_subscript(text: str) -> tuple[str, tuple[str, ...], int]:
