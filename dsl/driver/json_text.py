@@ -63,6 +63,7 @@ def dumps(obj: Any, indent: int = 2) -> str:
     leaves: dict[tuple, str] = {}
     shared: dict[tuple[int, int], tuple[dict, str]] = {}
     pad = [" " * (indent * k) for k in range(64)]
+    key_text: list[dict[str, tuple[str, str]]] = [{} for _ in range(64)]
 
     scalar, esc = _scalar, encode_basestring_ascii
 
@@ -108,10 +109,18 @@ def dumps(obj: Any, indent: int = 2) -> str:
                 shared[(id(x), depth)] = (x, hit)
                 out.append(hit)
                 return
-            sep = "{\n" + inner
+            written = key_text[depth] if depth < len(key_text) else {}
+            first = True
             for k, v in x.items():
-                out.append(sep + (esc(k) if type(k) is str else _key(k)) + ": ")
-                sep = ",\n" + inner
+                # A key's text as the first member and after a comma, made once per depth.
+                pair = written.get(k) if type(k) is str else None
+                if pair is None:
+                    name = inner + (esc(k) if type(k) is str else _key(k)) + ": "
+                    pair = ("{\n" + name, ",\n" + name)
+                    if type(k) is str:
+                        written[k] = pair
+                out.append(pair[0] if first else pair[1])
+                first = False
                 # The commonest values without a call: strings, nulls, dicts met before.
                 t = type(v)
                 if t is str:
