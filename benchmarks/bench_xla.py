@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.gen import program  # noqa: E402
 
 BOOK_EXAMPLE = ROOT / "programs" / "q4-matmul-strategies.shard"
-SHARDC = ("import resource, sys; from shardc.cli import main; code = main(['compile', sys.argv[1]]); "
+SHARDC = ("import resource, sys; from shardc.cli.app import main; code = main(['compile', sys.argv[1]]); "
           "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
           "sys.exit(code)")
 JAX_SCRIPT = '''\

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from importlib.resources import files
+import pkgutil
 
 
 def grammar_text() -> str:
     """Return the text of shard.lark."""
-    return files(__package__).joinpath("shard.lark").read_text(encoding="utf-8")
+    # Through the package's loader, which reads a zipped package too; `importlib.resources`
+    # does the same but imports `zipfile` and its readers on every start of the compiler.
+    data = pkgutil.get_data(__package__, "shard.lark")
+    assert data is not None  # a package with a file-reading loader, as every installer makes
+    return data.decode("utf-8")

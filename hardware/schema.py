@@ -5,10 +5,8 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -138,6 +136,8 @@ def read_chip_toml(text: str, path: str, stem: str | None) -> dict[str, Any]:
     >>> read_chip_toml(text, "tpu-v5e.toml", "tpu-v5e")["axis_bw"]
     90000000000.0
     """
+    import tomllib  # here, not at the top: a compile that loads no chip file skips it
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -321,5 +321,7 @@ def _describe(value: Any) -> str:
 
 
 def _did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str:
+    import difflib
+
     close = difflib.get_close_matches(word, list(candidates), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

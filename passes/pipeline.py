@@ -78,10 +78,14 @@ class DeriveBackward:
     name: ClassVar[str] = "derive-backward"
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.lang.syntax import Backward
+
+        assert unit.program is not None
+        if not any(isinstance(s, Backward) for s in unit.program.statements):
+            return unit  # nothing to derive: the pass's module is not even imported
         from shardc.passes.backward import backward_line, derive_backward
         from shardc.passes.validate import validate
 
-        assert unit.program is not None
         derived = derive_backward(unit.program, ctx)
         if derived is unit.program or ctx.diagnostics.has_errors:
             return unit

@@ -141,3 +141,20 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
         lines += [f"A: bf16{a}", f"B: f32{b}", f"bias: bf16{bias}",
                   f"C = silu(A {op} B) + bias"]
     return "\n".join(lines) + "\n", {d: sizes[d] for d in sym}
+
+
+def json_values() -> st.SearchStrategy:
+    """What a report's JSON holds, and the corners json.dumps treats specially: non-ASCII and
+    control characters, NaN and infinities, non-string keys, tuples, and one dict object
+    shared by several parents (as `Report.q` shares them)."""
+    scalars = (st.none() | st.booleans() | st.integers() | st.floats()
+               | st.text(max_size=8))
+    keys = st.text(max_size=6) | st.integers(-3, 3) | st.booleans() | st.none() | st.floats()
+
+    def nest(inner: st.SearchStrategy) -> st.SearchStrategy:
+        shared = st.dictionaries(keys, scalars, max_size=3).flatmap(
+            lambda d: st.lists(st.just(d), min_size=2, max_size=3))
+        return (st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                | st.dictionaries(keys, inner, max_size=4) | shared)
+
+    return st.recursive(scalars, nest, max_leaves=30)

@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 diagnostics (errors in the program), 2 usage, 3 internal err
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import sys
@@ -260,6 +261,12 @@ def _cmd_hw(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A compile allocates millions of short-lived objects that reference counting frees; with
+    # Python's default thresholds the cycle collector still ran ~550 times on a 2,000-einsum
+    # compile, four of them full collections over SymPy's and the IR's objects: 10-15% of the
+    # run. Fewer, larger young-generation collections (mypy's setting) keep what is collected
+    # the same; the peak memory of a 5,000-einsum compile did not change.
+    gc.set_threshold(200_000, 30, 30)
     args = build_parser().parse_args(argv)
     try:
         match args.command:

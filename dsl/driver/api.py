@@ -137,6 +137,8 @@ def _overflows(report: Report, diags: Diagnostics) -> bool:
         diags.error("K003", f"a quantity of the report overflows a float ({exc})",
                     notes=(_OVERFLOW_NOTE,))
         return True
+    if not report.any_unfinite():  # every formula below was evaluated above: none overflows
+        return False
     env = report.environment().keys()
     # Each distinct formula once (a program repeats few), named where it first appears.
     named: dict = {}

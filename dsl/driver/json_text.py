@@ -63,8 +63,9 @@ def dumps(obj: Any, indent: int = 2) -> str:
     leaves: dict[tuple, str] = {}
     shared: dict[tuple[int, int], tuple[dict, str]] = {}
     pad = [" " * (indent * k) for k in range(64)]
+    key_text: list[dict[str, tuple[str, str]]] = [{} for _ in range(64)]
 
-    scalar = _scalar
+    scalar, esc = _scalar, encode_basestring_ascii
 
     def leaf_key(d: dict) -> tuple | None:
         """A dict of scalars only, as a hashable key (None otherwise)."""
@@ -76,10 +77,17 @@ def dumps(obj: Any, indent: int = 2) -> str:
         return tuple(items)
 
     def enc(x: Any, depth: int) -> None:
-        s = scalar(x)
-        if s is not None:
-            out.append(s)
+        # Exact types first (a report is made of them); subclasses and the other scalars go
+        # through `scalar`, as json.dumps treats them.
+        t = type(x)
+        if t is str:
+            out.append(esc(x))
             return
+        if t is not dict and t is not list and t is not tuple:
+            s = scalar(x)
+            if s is not None:
+                out.append(s)
+                return
         if depth + 1 >= len(pad):
             pad.append(" " * (indent * len(pad)))
         inner, here = pad[depth + 1], pad[depth]
@@ -101,23 +109,39 @@ def dumps(obj: Any, indent: int = 2) -> str:
                 shared[(id(x), depth)] = (x, hit)
                 out.append(hit)
                 return
-            out.append("{")
+            written = key_text[depth] if depth < len(key_text) else {}
             first = True
             for k, v in x.items():
-                out.append(("\n" if first else ",\n") + inner + _key(k) + ": ")
+                # A key's text as the first member and after a comma, made once per depth.
+                pair = written.get(k) if type(k) is str else None
+                if pair is None:
+                    name = inner + (esc(k) if type(k) is str else _key(k)) + ": "
+                    pair = ("{\n" + name, ",\n" + name)
+                    if type(k) is str:
+                        written[k] = pair
+                out.append(pair[0] if first else pair[1])
                 first = False
-                enc(v, depth + 1)
+                # The commonest values without a call: strings, nulls, dicts met before.
+                t = type(v)
+                if t is str:
+                    out.append(esc(v))
+                elif v is None:
+                    out.append("null")
+                elif t is dict and (same := shared.get((id(v), depth + 1))) is not None \
+                        and same[0] is v:
+                    out.append(same[1])
+                else:
+                    enc(v, depth + 1)
             out.append("\n" + here + "}")
             return
         if isinstance(x, (list, tuple)):
             if not x:
                 out.append("[]")
                 return
-            out.append("[")
-            first = True
+            sep = "[\n" + inner
             for v in x:
-                out.append(("\n" if first else ",\n") + inner)
-                first = False
+                out.append(sep)
+                sep = ",\n" + inner
                 enc(v, depth + 1)
             out.append("\n" + here + "]")
             return

@@ -11,6 +11,7 @@ from shardc.lang.units import fmt_value
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
+    from shardc.passes.derive_cost import OpCost
 
 SUMMARY = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"), ("T_comms", "t_comms_s", "s"),
            ("T_lower", "t_lower_s", "s"), ("T_upper", "t_upper_s", "s"),
@@ -152,10 +153,13 @@ def render_text(r: Report) -> str:
     if reasons:
         out.append("")
         out.append("why each collective")
+        # The op of each index found once: a scan of the ops per collective was quadratic.
+        by_index: dict[int, OpCost] = {}
+        for c in r.ops:
+            by_index.setdefault(c.index, c)
         for i, why in reasons:
-            c = next(c for c in r.ops if c.index == i)
             tag = {"prefetch": " [off the critical path: prefetched]",
-                   "async": " [off the critical path: asynchronous]"}.get(c.overlap, "")
+                   "async": " [off the critical path: asynchronous]"}.get(by_index[i].overlap, "")
             out.append(f"  #{i}: {why}{tag}")
     for w in r.warnings:
         out.append(f"warning: {w}")

@@ -67,6 +67,9 @@ class Report:
     a mesh axis, whose size decides the topology (wraparound, axes of one chip)."""
     _regions: Any = field(default=False, repr=False)
     _q: dict[Any, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _q_by_id: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False)
+    """`_q` by object (kept with it, so a reused id never matches): a report asks for the
+    same few objects tens of thousands of times, and a SymPy hash is a Python call."""
 
     # ---- accessors ---------------------------------------------------------------------------
     @property
@@ -130,7 +133,9 @@ class Report:
         env = self.environment()
         ready: list[sp.Expr] = []
         keys: list[tuple] = []
-        for e in dict.fromkeys(exprs):
+        # Distinct objects first (by id, no SymPy hash), then distinct formulas: a report
+        # lists the same few objects tens of thousands of times.
+        for e in dict.fromkeys({id(e): e for e in exprs}.values()):
             if e in self._cache:
                 continue
             free = e.free_symbols
@@ -262,6 +267,13 @@ class Report:
             self._evaluate_all([expr])
         return self._cache[expr]
 
+    def any_unfinite(self) -> bool:
+        """Whether a formula evaluated so far has a number for every symbol but no finite
+        value (an overflow); the cheap first check of K003, before naming the formula."""
+        env = self.environment().keys()
+        return any(v is None and e.free_symbols and e.free_symbols <= env
+                   for e, v in self._cache.items())
+
     def at(self, **bindings: float) -> Report:
         """This report with `bindings` added to its own (`r.at(B=8192, X=16)`), every number
         evaluated. The formulas are the same objects; names are checked as `value` checks."""
@@ -292,7 +304,8 @@ class Report:
             return Report(cost, self.chip, merged, list(self.warnings), memory,
                           dict(self.options), _relower=self._relower).evaluate()
         return dataclasses.replace(self, bindings=merged, warnings=list(self.warnings),
-                                   _cache={}, _q={}, _env=None, _names=self._names,
+                                   _cache={}, _q={}, _q_by_id={}, _env=None,
+                                   _names=self._names,
                                    _functions=self._functions).evaluate()
 
     def parse(self, text: str) -> sp.Expr:
@@ -414,10 +427,14 @@ class Report:
     def q(self, expr) -> dict[str, Any]:
         """A formula as JSON: `{"expr", "latex", "value"}`; one (shared) dict per distinct
         formula of this report."""
+        seen = self._q_by_id.get(id(expr))
+        if seen is not None and seen[0] is expr:
+            return seen[1]
         hit = self._q.get(expr)
         if hit is None:
             e = as_expr(expr)
             hit = self._q[expr] = {"expr": text(e), "latex": latex(e), "value": self.value(e)}
+        self._q_by_id[id(expr)] = (expr, hit)
         return hit
 
     def to_dict(self) -> dict[str, Any]:

@@ -37,7 +37,9 @@ def nesting_problem(tree: Tree) -> Diagnostic | None:
             depth += 1
         if depth > MAX_NESTING or blocks > MAX_NESTING:
             return _nesting_diagnostic(node, kind)
-        stack.extend((c, depth, blocks) for c in node.children if isinstance(c, Tree))
+        for c in node.children:  # a loop, not a generator: this walk sees every node
+            if isinstance(c, Tree):
+                stack.append((c, depth, blocks))
     return None
 
 

@@ -12,15 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from lark import (
-    Lark,
-    Token,
-    Transformer,
-    Tree,
-    UnexpectedInput,
-    v_args,
-)
-from lark.exceptions import GrammarError, VisitError
+from lark import Lark, Token, Tree, UnexpectedInput
 
 from shardc import grammar
 from shardc.lang.diagnostics import Diagnostic, Diagnostics
@@ -76,95 +68,41 @@ def _kept() -> frozenset[str]:
 
 
 _PARENS = frozenset({"atom", "count_atom"})
-"""`( expr )` and `( count )`: with every token kept they are nodes of their own; they are
-spliced out before the transform, their parentheses kept as the inner node's container."""
-
-
-class _Meta:
-    """A node's span, as Lark's propagated positions gave it: from the start of its first token
-    (an opening parenthesis around its first child included) to the end of its last. Found on
-    first use: most nodes (layouts, declarations) never ask."""
-
-    __slots__ = ("_tree", "_containers", "_span")
-
-    def __init__(self, tree: Tree, containers: dict[int, tuple[Token, Token]]) -> None:
-        self._tree, self._containers = tree, containers
-        self._span: tuple | None = None
-
-    def _edges(self) -> tuple:
-        if self._span is None:
-            first = _edge(self._tree, True, self._containers)
-            last = _edge(self._tree, False, self._containers)
-            self._span = ((True,) if first is None or last is None else
-                          (False, first.line, first.column, last.end_line, last.end_column))
-        return self._span
-
-    @property
-    def empty(self) -> bool:
-        return self._edges()[0]
-
-    @property
-    def line(self) -> int:
-        return self._edges()[1]
-
-    @property
-    def column(self) -> int:
-        return self._edges()[2]
-
-    @property
-    def end_line(self) -> int:
-        return self._edges()[3]
-
-    @property
-    def end_column(self) -> int:
-        return self._edges()[4]
-
-
-def _splice_parens(tree: Tree, containers: dict[int, tuple[Token, Token]]) -> None:
-    """Replace each parenthesized node by the node inside, recording the outermost parentheses
-    as its container. An explicit stack: 5,000 nested parentheses are a program too."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        kids = node.children
-        for i, c in enumerate(kids):
-            if isinstance(c, Tree) and c.data in _PARENS and len(c.children) == 3:
-                opening, closing = c.children[0], c.children[2]
-                assert isinstance(opening, Token) and isinstance(closing, Token)
-                inner = c
-                while isinstance(inner, Tree) and inner.data in _PARENS and \
-                        len(inner.children) == 3:
-                    inner = inner.children[1]
-                kids[i] = inner
-                if isinstance(inner, Tree):
-                    containers[id(inner)] = (opening, closing)
-                c = inner
-            if isinstance(c, Tree):
-                stack.append(c)
+"""`( expr )` and `( count )`: with every token kept they are nodes of their own; the transform
+looks through them, keeping the outermost parentheses as the inner node's container."""
 
 
 def _edge(node: Tree | Token, first: bool, containers: dict[int, tuple[Token, Token]]
           ) -> Token | None:
-    """The first (or last) token a node spans, its container's parenthesis where it has one."""
+    """The first (or last) token a node spans, its container's parenthesis where it has one
+    (a parenthesized node's own first and last tokens are those parentheses too)."""
+    i = 0 if first else -1
     while isinstance(node, Tree):
         box = containers.get(id(node))
         if box is not None:
-            return box[0] if first else box[1]
-        kids = node.children if first else node.children[::-1]
+            return box[i]
+        kids = node.children
         if not kids:
             return None
-        if len(kids) > 1 and isinstance(kids[0], Tree) and not kids[0].children:
+        if len(kids) > 1 and isinstance(kids[i], Tree) and not kids[i].children:
             kids = [k for k in kids if not (isinstance(k, Tree) and not k.children)]
             if not kids:
                 return None
-        node = kids[0]
+        node = kids[i]
     return node
 
 
-def _tree_span(meta) -> Span:
-    if getattr(meta, "empty", True):
+def _tree_span(node: Tree, containers: dict[int, tuple[Token, Token]]) -> Span:
+    """A node's span as Lark's propagated positions gave it: from the start of its first token
+    (an opening parenthesis around it included) to the end of its last; zero when it has no
+    token."""
+    first = _edge(node, True, containers)
+    last = _edge(node, False, containers)
+    if first is None or last is None:
         return Span(0, 0, 0, 0)
-    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+    line, col, end_line, end_col = first.line, first.column, last.end_line, last.end_column
+    assert line is not None and col is not None and end_line is not None and end_col is not None
+    return Span(line, col, end_line, end_col)  # the lexer sets every token's position
 
 
 def split_subscript(text: str) -> tuple[str, tuple[str, ...], int]:
@@ -238,47 +176,62 @@ def _flatten(items) -> tuple[list, list[Count]]:
     return statements, repeats
 
 
-@v_args(meta=True)
-class _ToSyntax(Transformer):
-    """Lark tree to syntax objects: each method gets its node's span (`_Meta`) and the children
-    a default Lark tree would have (named tokens and transformed subtrees)."""
+class _ToSyntax:
+    """Lark tree to syntax objects, children first, left to right: each method gets its node
+    (for its span, `_span`) and the children a default Lark tree would have (named tokens and
+    transformed subtrees). A walk of our own, not Lark's `Transformer`: a call per node instead
+    of a wrapper, a generator and a `meta` object (a third of the parse of a large program)."""
 
-    def __init__(self, containers: dict[int, tuple[Token, Token]]) -> None:
-        super().__init__(visit_tokens=False)  # no method is named after a token
-        self._containers = containers
+    def __init__(self) -> None:
+        self._containers: dict[int, tuple[Token, Token]] = {}
+        """Per parenthesized node (by id): its outermost parentheses, the ends of its span."""
         self._kept = _kept()
         self._renames: dict[int, tuple[tuple[str, str, Span], ...]] = {}
         """Per layout object (by id): the renames it was written with (`T->S`), with spans."""
+        self._rules = {name: getattr(self, name) for name in _RULES}
 
-    def _call_userfunc(self, tree, new_children=None):
-        children = new_children if new_children is not None else tree.children
-        kept = self._kept
-        items = [c for c in children if not isinstance(c, Token) or c.type in kept]
-        f = getattr(self, tree.data, None)
-        if f is None:
-            return self.__default__(tree.data, items, None)
-        meta = _Meta(tree, self._containers)
-        try:
-            return f.visit_wrapper(f, tree.data, items, meta)  # v_args(meta=True): f(meta, items)
-        except GrammarError:
-            raise
-        except Exception as e:
-            raise VisitError(tree.data, tree, e) from e
+    def transform(self, node: Tree):
+        """The syntax object for `node`; recursion is bounded by the nesting limit, which
+        `nesting_problem` checked first (a level of the tree is one call here)."""
+        kept, rules, items = self._kept, self._rules, []
+        for c in node.children:
+            if isinstance(c, Tree) and c.data in _PARENS and len(c.children) == 3:
+                c = self._inside(c)
+            if isinstance(c, Tree):
+                items.append(self.transform(c))
+            elif c.type in kept:
+                items.append(c)
+        return rules[node.data](node, items)
 
-    def start(self, meta, items):
+    def _inside(self, parens: Tree) -> Tree | Token:
+        """The node inside `( ... )`, however many pairs deep (a loop: 5,000 nested
+        parentheses are a program too), with the outermost pair recorded as its container."""
+        inner = parens
+        while isinstance(inner, Tree) and inner.data in _PARENS and len(inner.children) == 3:
+            inner = inner.children[1]
+        if isinstance(inner, Tree):
+            opening, closing = parens.children[0], parens.children[2]
+            assert isinstance(opening, Token) and isinstance(closing, Token)
+            self._containers[id(inner)] = (opening, closing)
+        return inner
+
+    def _span(self, node: Tree) -> Span:
+        return _tree_span(node, self._containers)
+
+    def start(self, node, items):
         statements, repeats = _flatten(items)
         return Program(tuple(statements), tuple(repeats))
 
     # `repeat COUNT { ... }`: a count is built as (text, precedence, names, tree); precedence
     # 0 sum, 1 product, 2 atom, so `(M + P) * 2` keeps its parentheses and `M + P - 1` needs none.
-    def count_name(self, meta, items):
+    def count_name(self, node, items):
         return (str(items[0]), 2, (str(items[0]),), str(items[0]))
 
-    def count_int(self, meta, items):
+    def count_int(self, node, items):
         n = _size(items[0], "repeat count")
         return (str(n), 2, (), n)
 
-    def count_binary(self, meta, items):
+    def count_binary(self, node, items):
         (lt, lp, ln, ltree), op, (rt, rp, rn, rtree) = items
         prec = 0 if str(op) in "+-" else 1
         if lp < prec:
@@ -287,28 +240,29 @@ class _ToSyntax(Transformer):
             rt = f"({rt})"
         return (f"{lt} {op} {rt}", prec, ln + rn, (str(op), ltree, rtree))
 
-    def count(self, meta, items):
+    def count(self, node, items):
         text, _, names, tree = items[0]
-        return Count(text, tuple(dict.fromkeys(names)), meta.line, tree, _tree_span(meta))
+        span = self._span(node)
+        return Count(text, tuple(dict.fromkeys(names)), span.line, tree, span)
 
-    def repeat_block(self, meta, items):
+    def repeat_block(self, node, items):
         count, body = items[0], items[1:]
         statements, repeats = _flatten(body)
         statements = [dataclasses.replace(s, times=(count, *s.times)) for s in statements]
         return _Repeat(count, tuple(statements), (count, *repeats))
 
-    def dim_size(self, meta, items):
+    def dim_size(self, node, items):
         name = items[0]
         size = _size(items[1], f"size of dimension {str(name)!r}") if len(items) > 1 else None
         return Sized(str(name), size, token_span(name))
 
-    def link(self, meta, items):
-        return ("link", str(items[0]), tuple(str(t) for t in items[1:]), _tree_span(meta))
+    def link(self, node, items):
+        return ("link", str(items[0]), tuple(str(t) for t in items[1:]), self._span(node))
 
-    def wrap_flag(self, meta, items):
+    def wrap_flag(self, node, items):
         return ("flag", str(items[0]), token_span(items[0]))
 
-    def mesh_axis(self, meta, items):
+    def mesh_axis(self, node, items):
         name = items[0]
         size = None
         link, physical, flag = None, (), None
@@ -325,25 +279,25 @@ class _ToSyntax(Transformer):
         wrap = {"wrap": True, "nowrap": False}.get(flag) if flag else None
         return MeshAxis(str(name), size, link, physical, wrap, token_span(name), attr_span, flag)
 
-    def mesh_decl(self, meta, items):
+    def mesh_decl(self, node, items):
         if len(items) > MAX_MESH_AXES:
             raise _SyntaxProblem(error(
                 "S011", f"the mesh has {len(items)} axes, more than the limit of {MAX_MESH_AXES}",
                 items[MAX_MESH_AXES].span, f"axis {MAX_MESH_AXES + 1}",
                 (f"a mesh has at most {MAX_MESH_AXES} axes; merge axes that always shard "
                  "together",)))
-        return MeshDecl(tuple(items), _tree_span(meta))
+        return MeshDecl(tuple(items), self._span(node))
 
-    def dim_decl(self, meta, items):
-        return DimDecl(tuple(items), _tree_span(meta))
+    def dim_decl(self, node, items):
+        return DimDecl(tuple(items), self._span(node))
 
-    def hardware_decl(self, meta, items):
+    def hardware_decl(self, node, items):
         text = str(items[0])
         if text.startswith('"'):
             text = text[1:-1]
-        return HardwareDecl(text, _tree_span(meta))
+        return HardwareDecl(text, self._span(node))
 
-    def layout(self, meta, items):
+    def layout(self, node, items):
         dims = []
         renames = []
         for tok in items:
@@ -375,27 +329,27 @@ class _ToSyntax(Transformer):
                 "a rename here", (f"rename where the array is read: `{old}->{new}` in "
                                   "`In[B, T->S, D]` on the right of `=`",)))
 
-    def unreduced(self, meta, items):
+    def unreduced(self, node, items):
         tok = items[0]
         _, parts, _ = _checked_subscript(tok, "unreduced")
         return ("unreduced", parts, token_span(tok))
 
-    def array_decl(self, meta, items):
+    def array_decl(self, node, items):
         name, dtype, layout = items[0], items[1], items[2]
         self._no_renames(layout, "a declaration")
         if len(items) > 3:
             layout = Layout(layout.dims, _unreduced_set(items[3]))
         return ArrayDecl(str(name), str(dtype), layout, token_span(name), token_span(dtype))
 
-    def param_decl(self, meta, items):
+    def param_decl(self, node, items):
         name, dtype, layout = items[0], items[1], items[2]
         self._no_renames(layout, "a declaration")
         return ArrayDecl(str(name), str(dtype), layout, token_span(name), token_span(dtype), param=True)
 
-    def backward(self, meta, items):
-        return Backward(_tree_span(meta))
+    def backward(self, node, items):
+        return Backward(self._span(node))
 
-    def assign(self, meta, items):
+    def assign(self, node, items):
         name = items[0]
         layout = None
         rest = items[1:]
@@ -406,9 +360,9 @@ class _ToSyntax(Transformer):
             if rest and isinstance(rest[0], tuple):
                 layout = Layout(layout.dims, _unreduced_set(rest[0]))
                 rest = rest[1:]
-        return Assign(str(name), layout, rest[0], _tree_span(meta), token_span(name))
+        return Assign(str(name), layout, rest[0], self._span(node), token_span(name))
 
-    def ref(self, meta, items):
+    def ref(self, node, items):
         name = items[0]
         layout = None
         renames: tuple[tuple[str, str], ...] = ()
@@ -417,41 +371,49 @@ class _ToSyntax(Transformer):
             renames = tuple((a, b) for a, b, _ in self._renames.get(id(layout), ()))
             if len(items) > 2:
                 layout = Layout(layout.dims, _unreduced_set(items[2]))
-        return Ref(str(name), layout, _tree_span(meta), renames)
+        return Ref(str(name), layout, self._span(node), renames)
 
-    def contract(self, meta, items):
+    def contract(self, node, items):
         lhs, tok, rhs = items
         _, parts, offset = _checked_subscript(tok, "contraction")
         sp = token_span(tok)
         dims_span = Span(sp.line, sp.col + offset, sp.end_line, sp.end_col)
-        return Contract(lhs, rhs, parts, _tree_span(meta), dims_span)
+        return Contract(lhs, rhs, parts, self._span(node), dims_span)
 
-    def binary(self, meta, items):
+    def binary(self, node, items):
         lhs, op, rhs = items
-        return Binary(str(op), lhs, rhs, _tree_span(meta))
+        return Binary(str(op), lhs, rhs, self._span(node))
 
-    def call(self, meta, items):
-        return Call(str(items[0]), tuple(items[1:]), _tree_span(meta))
+    def call(self, node, items):
+        return Call(str(items[0]), tuple(items[1:]), self._span(node))
 
-    def collective(self, meta, items):
+    def collective(self, node, items):
         tok, arg = items
         kind, parts, offset = _checked_subscript(tok, "collective")
         sp = token_span(tok)
         sub_span = Span(sp.line, sp.col + offset, sp.end_line, sp.end_col)
         if kind == "Send":
-            return _send_call(tok, arg, _tree_span(meta), sub_span)
+            return _send_call(tok, arg, self._span(node), sub_span)
         if kind in ("ReduceScatter", "AllToAll") and len(parts) >= 2:
             axes, dim = parts[:-1], parts[-1]
         else:
             axes, dim = parts, None
-        return CollectiveCall(kind, tuple(axes), dim, arg, _tree_span(meta), sub_span)
+        return CollectiveCall(kind, tuple(axes), dim, arg, self._span(node), sub_span)
 
-    def reduce(self, meta, items):
+    def reduce(self, node, items):
         tok, arg = items
         kind, parts, offset = _checked_subscript(tok, "reduction")
         sp = token_span(tok)
-        return Reduce(kind, tuple(parts), arg, _tree_span(meta),
+        return Reduce(kind, tuple(parts), arg, self._span(node),
                       Span(sp.line, sp.col + offset, sp.end_line, sp.end_col))
+
+
+_RULES = ("start", "count_name", "count_int", "count_binary", "count", "repeat_block", "dim_size",
+          "link", "wrap_flag", "mesh_axis", "mesh_decl", "dim_decl", "hardware_decl", "layout",
+          "unreduced", "array_decl", "param_decl", "backward", "assign", "ref", "contract",
+          "binary", "call", "collective", "reduce")
+"""The grammar's rules as the parser leaves them (`atom` and `count_atom` looked through): one
+`_ToSyntax` method each."""
 
 
 def _send_call(tok: Token, arg, span: Span, sub_span: Span) -> CollectiveCall:
@@ -541,15 +503,11 @@ def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
     if found is not None:
         diagnostics.items.append(found)
         return None
-    containers: dict[int, tuple[Token, Token]] = {}
-    _splice_parens(tree, containers)
     try:
-        return _ToSyntax(containers).transform(tree)
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, _SyntaxProblem):
-            diagnostics.items.append(exc.orig_exc.diagnostic)
-            return None
-        raise
+        return _ToSyntax().transform(tree)
+    except _SyntaxProblem as exc:
+        diagnostics.items.append(exc.diagnostic)
+        return None
 
 
 _NEWLINES = re.compile(r"\r\n?")
