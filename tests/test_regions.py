@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import shardc
@@ -76,7 +76,13 @@ def check_point(prog, hw, model, scales):
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(**STRATEGY)
+@example(prog=("mesh X=1, Y=2\ndim I=2, J, K, L=2\n"
+               "Out = In[I_XY, J] ·_J W1[J_XY, K] *_K W2[K_XY, L]\n", {"K": 2, "J": 2}),
+         hw=None, model="exact", scales=[[1, 1, 1, 1], [1, 3, 1, 1]])
 def test_symbolic_at_a_point_equals_compiling_at_it(prog, hw, model, scales):
+    """The example: a chain in one statement with sizes the program leaves symbolic is planned
+    one product at a time, also where `set` binds them (a joint plan there differed from
+    `at`'s)."""
     check_point(prog, hw, model, scales)
 
 

@@ -104,9 +104,10 @@ class Contractions(LoweringState):
 
     def plan_chain(self, top: Contract, requested: Layout | None, keep_partial: bool) -> None:
         """Choose the layouts of a chain's intermediate results together (`passes.lower.chain`),
-        where every operand is an array whose layout is known before lowering and every size
-        is known; the picks wait in `chain_picks` for the contractions to be lowered. Under the
-        book's model each product is planned alone, as the book's answers are."""
+        where every operand is an array whose layout is known before lowering and the program
+        declares every size; the picks wait in `chain_picks` for the contractions to be
+        lowered. Under the book's model each product is planned alone, as the book's answers
+        are."""
         stages: list[Contract] = []
         x: Expr = top
         while isinstance(x, Contract):
@@ -123,7 +124,10 @@ class Contractions(LoweringState):
         operands = [v for v in leaves if v is not None]
         names = {*self.mesh, *(d for v in operands for d in v.dims),
                  *(requested.dim_names if requested is not None else ())}
-        if not self.all_known(names):
+        if not self.all_declared(names):
+            # Sizes the program leaves symbolic are planned one product at a time even where a
+            # binding gives them a number, so a report's `at(...)` and a compile with those
+            # bindings choose the same plans (as reshards are priced: `pricing`).
             return
         dtypes = [operands[0].dtype]
         for v in operands[1:]:

@@ -119,6 +119,11 @@ class LoweringState:
     def all_known(self, names) -> bool:
         return all(self.known(n) is not None for n in names)
 
+    def all_declared(self, names) -> bool:
+        """Every name is a dim or mesh axis the program gives a number (`--set` aside)."""
+        return all((self.dims if n in self.dims else self.mesh).get(n) is not None
+                   for n in names)
+
     def divisible(self, dim: str, axes: tuple[str, ...]) -> bool:
         size = self.known(dim)
         if size is None:
