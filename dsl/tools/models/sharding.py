@@ -17,6 +17,11 @@ class ShardingError(Exception):
     """A layout that cannot shard a model: a size not divisible by the axes put on it."""
 
 
+class WeightSplitError(ShardingError):
+    """FSDP's data axes divide no dimension of a weight (hybrid sharding may still work:
+    `shardc.tools.plan.strategies`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Axis:
     """A mesh axis: `role` says what it shards; `link` is written after its size (`@ici(x)`).
@@ -232,8 +237,8 @@ class Weights:
                     axes[d].append(ax)
                     break
             else:
-                raise ShardingError(f"{name}[{', '.join(d for d, _ in dims)}] has no dim that "
-                                    f"FSDP can split over {ax}={n} as well"
-                                    + _hybrid_hint(ax, n, [sizes[d] // math.prod(
-                                        s.sizes.get(o) or 1 for o in axes[d]) for d in order]))
+                raise WeightSplitError(f"{name}[{', '.join(d for d, _ in dims)}] has no dim "
+                                       f"that FSDP can split over {ax}={n} as well"
+                                       + _hybrid_hint(ax, n, [sizes[d] // math.prod(
+                                           s.sizes.get(o) or 1 for o in axes[d]) for d in order]))
         return (f"param {name}: bf16[{', '.join(subscripted(d, tuple(axes[d])) for d, _ in dims)}]")

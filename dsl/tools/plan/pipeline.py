@@ -290,12 +290,12 @@ def _bases(done: list[Candidate], domain: int) -> list[Candidate]:
 def _fewest_stages(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: int,
                    sequences: int, seq: int, options: Options) -> int | None:
     """The fewest stages (at least 2, dividing the chips over the tensor degree, each stage whole
-    NVLink domains or a part of one) whose estimated memory per chip fits, or the most stages when none does. The estimate scales the
-    unpipelined candidate's memory at the same tensor degree: its weights, gradients and
-    optimizer state per tensor shard (times its data degree where it shards them over the
-    data axes), which the stage replicates over its data axes (ZeRO aside), over the stages;
-    its activations per sequence and layer times the layers and sequences the first stage
-    keeps."""
+    NVLink domains or a part of one) whose estimated memory per chip fits, or the most stages
+    when none does. The estimate scales the unpipelined candidate's memory at the same tensor
+    degree: its weights, gradients and optimizer state per tensor shard (times its data degree
+    where it shards them over the data axes), which the stage replicates over its data axes
+    (ZeRO aside), over the stages; its activations per sequence and layer times the layers and
+    sequences the first stage keeps."""
     mem = base.figures["memory"]
     data = base.data_degree
     sharded = base.layout is not None and base.layout.fsdp

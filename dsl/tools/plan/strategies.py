@@ -8,7 +8,7 @@ import math
 
 from shardc.hardware import Chip
 from shardc.tools.models import ModelCard
-from shardc.tools.models.sharding import Axis, Layout, ShardingError
+from shardc.tools.models.sharding import Axis, Layout, ShardingError, WeightSplitError
 from shardc.tools.plan.candidates import Candidate, PlanError, Slice
 
 
@@ -184,10 +184,10 @@ def _hybrid(card: ModelCard, chip: Chip, lay: Layout, sequences: int, seq: int) 
     try:
         parts(card, lay, sequences, seq, hw=chip.name)
         return lay
-    except ShardingError as exc:
+    except WeightSplitError as exc:
         first = exc
     data = [a for a in lay.axes if a.role == "data"]
-    if len(data) != 1 or not data[0].size or "FSDP can split" not in str(first):
+    if len(data) != 1 or not data[0].size:
         raise first
     x, n = data[0], data[0].size
     for r in range(2, n):
