@@ -1,7 +1,10 @@
 """The program graph: a networkx DiGraph with value and op nodes, edges value -> op -> value.
 
-networkx is imported by the functions that build the graph, not with this module: a compile
-that needs no graph (a forward program priced symbolically) does not pay for the import.
+networkx is imported by the functions that build the graph, not with this module. The passes
+that only walk edges (the schedule, the memory walk) read them from `producers` and
+`op_inputs`, which give the graph's predecessors in the graph's order without building it: a
+compile does not pay for importing networkx (0.1 s, once per process) to look up an op's
+inputs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,21 @@ if TYPE_CHECKING:
 def op_inputs(op: Op) -> tuple[str, ...]:
     """The ids of the values an op reads, in operand order."""
     return tuple(v.id for v in operands(op))
+
+
+def producers(program: CompiledProgram) -> dict[str, int]:
+    """value id -> the index of the op that makes it: the value node's first predecessor in
+    `build_graph`'s graph (edges are added in program order)."""
+    out: dict[str, int] = {}
+    for i, op in enumerate(program.ops):
+        out.setdefault(op.out.id, i)
+    return out
+
+
+def distinct_inputs(op: Op) -> tuple[str, ...]:
+    """The ids of the values an op reads, each once, in operand order: the op node's
+    predecessors in `build_graph`'s graph."""
+    return tuple(dict.fromkeys(op_inputs(op)))
 
 
 def build_graph(program: CompiledProgram) -> nx.DiGraph:

@@ -17,7 +17,7 @@ import sympy as sp
 from shardc.lang.dtypes import nbytes
 from shardc.lang.layout import Layout
 from shardc.passes.context import Attention, Optimizer, Remat
-from shardc.passes.graph import build_graph
+from shardc.passes.graph import distinct_inputs, producers
 from shardc.passes.ir import (
     Collective,
     CompiledProgram,
@@ -112,11 +112,11 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     line = program.backward_line
     if line is None:
         return {}, ()
-    g = build_graph(program)
+    made_by = producers(program)
 
     def producer(value_node) -> tuple[int, Op] | None:
-        op_node = next(iter(g.predecessors(value_node)), None)
-        return None if op_node is None else (op_node[1], g.nodes[op_node]["op"])
+        i = made_by.get(value_node[1])
+        return None if i is None else (i, program.ops[i])
 
     def chain(value_node) -> list[tuple[object, int, Op]]:
         """The value, then back through the collectives that made it, to the first op that
@@ -126,7 +126,7 @@ def kept_activations(program: CompiledProgram, remat: Remat,
             out.append((value_node, *made))
             if not isinstance(made[1], Collective):
                 break
-            value_node = next(iter(g.predecessors(("op", made[0]))))
+            value_node = ("value", distinct_inputs(made[1])[0])
         return out
 
     def spread(v: Value) -> tuple[bool, int]:
@@ -166,13 +166,13 @@ def kept_activations(program: CompiledProgram, remat: Remat,
         redo.update(j for _, j, _ in links[:-1])   # the collectives on the way, and
         if isinstance(origin, (Einsum, Elementwise)):
             redo.add(i)                              # the op itself
-        for src in g.predecessors(("op", i)):
-            need(src)
+        for vid in distinct_inputs(origin):
+            need(("value", vid))
 
-    for i, op in enumerate(program.ops):
+    for op in program.ops:
         if op.span.line == line:
-            for value_node in g.predecessors(("op", i)):
-                need(value_node)
+            for vid in distinct_inputs(op):
+                need(("value", vid))
     return saved, tuple(sorted(redo))
 
 

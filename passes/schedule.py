@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from shardc.passes.graph import build_graph, ops_in_order
+from shardc.passes.graph import build_graph, distinct_inputs, ops_in_order
 from shardc.passes.ir import Collective, CompiledProgram, Einsum, Input, LocalSlice, gradient_name
 
 
@@ -83,7 +83,6 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
     network resource by default). With `axis_sizes` (the mesh axes' sizes), gathers into and
     ReduceScatters out of an einsum overlap it chunk by chunk (collective matmuls); without,
     a collective and its matmul run one after the other."""
-    g = build_graph(program)
     feeds, drains = collective_matmuls(program, axis_sizes) if axis_sizes else ({}, {})
     ready: dict[tuple[str, str], float] = {}
     started: dict[int, float] = {}
@@ -95,8 +94,8 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
             ready[made] = 0.0
             continue
         fed = feeds.get(i, {})
-        start_after = max((started[fed[v[1]][0]] if v[1] in fed else ready.get(v, 0.0)
-                           for v in g.predecessors(("op", i))), default=0.0)
+        start_after = max((started[fed[v][0]] if v in fed else ready.get(("value", v), 0.0)
+                           for v in distinct_inputs(op)), default=0.0)
         if i in drains:  # a ReduceScatter starts on its matmul's first block
             e, n = drains[i]
             start_after = started[e] + durations.get(e, 0.0) / n

@@ -16,7 +16,7 @@ import shardc
 from shardc.driver.api import run_pipeline
 from shardc.lang.source import Source
 from shardc.passes.context import Context, Options
-from shardc.passes.graph import op_inputs, ops_in_order
+from shardc.passes.graph import build_graph, distinct_inputs, op_inputs, ops_in_order, producers
 from shardc.passes.ir import gradient_name
 from shardc.passes.pipeline import PIPELINE, PassName, Unit, run_passes
 from shardc.passes.schedule import critical_path, schedule
@@ -86,6 +86,22 @@ def test_schedule_is_never_shorter_than_the_critical_path():
     total = sum(durations.values())
     path = critical_path(r.program, durations)
     assert 0 < path <= schedule(r.program, durations) <= total + 1e-12
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "programs").glob("*.shard")), ids=lambda p: p.stem)
+def test_the_edge_walk_is_the_program_graph(path):
+    """The schedule and the memory walk read an op's inputs and a value's producer from
+    `distinct_inputs` and `producers` instead of building the graph: the same predecessors,
+    in the same order, as networkx's."""
+    compiled = shardc.compile(path).program
+    g = build_graph(compiled)
+    made_by = producers(compiled)
+    for i, op in enumerate(compiled.ops):
+        assert [("value", v) for v in distinct_inputs(op)] == list(g.predecessors(("op", i)))
+        assert ("op", made_by[op.out.id]) == next(iter(g.predecessors(("value", op.out.id))))
+    for node in g.nodes:
+        if node[0] == "value" and node[1] not in made_by:
+            assert not list(g.predecessors(node))
 
 
 def test_ops_in_order_sorts_a_program_out_of_order():
