@@ -103,7 +103,7 @@ def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(jobs, len(cands)), mp_context=ctx) as pool:
             futures = {pool.submit(_evaluate_one, card, chip, c, sequences, seq, options): c
-                       for c in cands}
+                       for c in sorted(cands, key=_work, reverse=True)}
             for future in as_completed(futures):
                 c = futures[future]
                 figures_, c.reason = future.result()
@@ -119,6 +119,13 @@ def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
         figures_, c.reason = _evaluate_one(card, chip, c, sequences, seq, options)
         c.figures = figures_ or {}
     return k
+
+
+def _work(c: Candidate) -> int:
+    """How long a candidate's compile takes, as a rank: its mesh axes (the plan search tries
+    a role for each axis of each contraction; a 4-axis mesh takes 3-10x a 2-axis one). The
+    processes take the longest first, so the last to finish is a short one (LPT)."""
+    return len(c.layout.axes) if c.layout is not None else 0
 
 
 def _can_fork() -> bool:
