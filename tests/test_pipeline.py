@@ -114,9 +114,15 @@ def test_ops_in_order_sorts_a_program_out_of_order():
         seen.add(op.out.id)
 
 
-def test_a_forward_compile_does_not_import_networkx():
-    code = ("import sys, shardc; shardc.compile('mesh X=2\\ndim B, D, F\\nA: bf16[B_X, D]\\n"
-            "W: bf16[D, F]\\nC[B_X, F] = A ·_D W\\n'); print('networkx' in sys.modules)")
+@pytest.mark.parametrize("program, then", [
+    ("mesh X=2\\ndim B, D, F\\nA: bf16[B_X, D]\\nW: bf16[D, F]\\nC[B_X, F] = A ·_D W\\n", "pass"),
+    # the memory walk (remat) and the schedule
+    (TRAIN.replace("\n", "\\n") + "hardware tpu-v5e\\n", "schedule(r.program, r.step_durations())"),
+], ids=["forward", "training step on a chip"])
+def test_a_compile_does_not_import_networkx(program, then):
+    code = ("import sys, shardc; from shardc.passes.schedule import schedule; "
+            f"r = shardc.compile('{program}', remat='block'); {then}; "
+            "print('networkx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"

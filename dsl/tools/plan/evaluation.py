@@ -147,7 +147,7 @@ _warmed: list[bool] = []
 
 def _warm_up(chip: Chip) -> None:
     """Once a process, before it first forks: compiling a small program imports what a compile
-    imports lazily (SymPy, networkx, the parser and its grammar), so the forked processes
+    imports lazily (SymPy, the parser and its grammar), so the forked processes
     share them instead of each importing them again."""
     if not _warmed:
         from shardc.driver import api
