@@ -70,6 +70,17 @@ class Links:
 
     w: Mapping[str, Num]
     t: Mapping[str, Num]
+    _key: tuple | None = field(default=None, init=False, compare=False, repr=False)
+
+    def memo_key(self) -> tuple:
+        """The figures as a memo key part (`typed`), made once: the mappings are not changed
+        after construction."""
+        key = self._key
+        if key is None:
+            key = (tuple((lv, typed(x)) for lv, x in self.w.items()),
+                   tuple((lv, typed(x)) for lv, x in self.t.items()))
+            object.__setattr__(self, "_key", key)
+        return key
 
     @staticmethod
     def uniform(w: Num, t: Num) -> Links:
@@ -140,8 +151,7 @@ def combine(model: Model, bw: Num, lat: Num) -> Num:
 def _collective_key(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
                     model: Model, topo: Topology | None, links: Links) -> tuple:
     return (op, typed(v), tuple(axes), tuple(typed(size_of(a)) for a in axes), model, topo,
-            tuple((lv, typed(x)) for lv, x in links.w.items()),
-            tuple((lv, typed(x)) for lv, x in links.t.items()))
+            links.memo_key())
 
 
 @memoized("cost_model.collective_time", _collective_key)

@@ -99,18 +99,21 @@ class _Space:
         return (pos(self.requested), pos(self.hint), pos(self.lhs), pos(self.rhs),
                 order.index(a) if a in order else 99)
 
-    def plan(self, combo: tuple[str | None, ...], seen: set[tuple], search: bool = True
-             ) -> EinsumPlan | None:
+    def plan(self, combo: tuple[str | None, ...], seen: set[tuple], search: bool = True,
+             reshards: dict[tuple, list[Step] | None] | None = None) -> EinsumPlan | None:
         """The plan for one role per involved axis; None if invalid or already in `seen`.
         Its reshards are the cheapest found (`plan_reshard`), or with `search=False` the fixed
-        order's (`refine` searches later)."""
+        order's (`refine` searches later). `reshards` keeps them by target for the plans of
+        one enumeration (with one `search`): many role assignments give an operand the same
+        target."""
         all_dims = dict.fromkeys((*self.lhs.dim_names, *self.rhs.dim_names))
         assigned: dict[str, list[str]] = {d: [] for d in all_dims}
         for a, d in zip(self.involved, combo, strict=True):
             if d is not None:
                 assigned[d].append(a)
         for d, axes in assigned.items():
-            axes.sort(key=functools.partial(self.order_key, d))
+            if len(axes) > 1:
+                axes.sort(key=functools.partial(self.order_key, d))
             if axes and not self.divisible(d, tuple(axes)):
                 return None
 
@@ -133,9 +136,17 @@ class _Space:
             return None
         seen.add(key)
         pl, pr, po = self.pricings
-        ls = plan_reshard(self.lhs, lhs_t, self.sizes, pl, search)
-        rs = plan_reshard(self.rhs, rhs_t, self.sizes, pr, search)
-        os_ = plan_reshard(local_out, final, self.sizes, po, search)
+        known = {} if reshards is None else reshards
+
+        def reshard(key: tuple, src: Layout, dst: Layout, pricing: Pricing | None
+                    ) -> list[Step] | None:
+            if key not in known:
+                known[key] = plan_reshard(src, dst, self.sizes, pricing, search)
+            return known[key]
+
+        ls = reshard(("lhs", lhs_t), self.lhs, lhs_t, pl)
+        rs = reshard(("rhs", rhs_t), self.rhs, rhs_t, pr)
+        os_ = reshard(("out", local_out, final), local_out, final, po)
         if ls is None or rs is None or os_ is None:
             return None
         return EinsumPlan(tuple(zip(self.involved, combo, strict=True)), lhs_t, rhs_t,
@@ -238,7 +249,9 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
                    keep_partial, sizes, pricings, idle, hint)
     seen: set[tuple] = set()
-    plans = (space.plan(combo, seen, search) for combo in itertools.product(*space.choices))
+    reshards: dict[tuple, list[Step] | None] = {}
+    plans = (space.plan(combo, seen, search, reshards)
+             for combo in itertools.product(*space.choices))
     return [p for p in plans if p is not None]
 
 

@@ -139,8 +139,7 @@ def _permute_key(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num]
                  links: Links) -> tuple:
     axes = sorted({*src.sharding_axes, *dst.sharding_axes})
     return (typed(v), src, dst, tuple((a, typed(size_of(a)), known(a)) for a in axes), model,
-            topo, tuple((lv, typed(x)) for lv, x in links.w.items()),
-            tuple((lv, typed(x)) for lv, x in links.t.items()))
+            topo, links.memo_key())
 
 
 @memoized("permute_cost.permute_time", _permute_key)
