@@ -2,8 +2,8 @@
 
 networkx is imported by the functions that build the graph, not with this module. The passes
 that only walk edges (the schedule, the memory walk) read them from `producers` and
-`op_inputs`, which give the graph's predecessors in the graph's order without building it: a
-compile does not pay for importing networkx (0.1 s, once per process) to look up an op's
+`distinct_inputs`, which give the graph's predecessors in the graph's order without building
+it: a compile does not pay for importing networkx (0.1 s, once per process) to look up an op's
 inputs.
 """
 
@@ -71,7 +71,7 @@ def _sorted_on_graph(program: CompiledProgram) -> list[tuple[int, Op]]:
     import networkx as nx
 
     g = build_graph(program)
-    producer = {op.out.id: i for i, op in enumerate(program.ops)}
+    producer = producers(program)
 
     def key(node) -> float:
         return float(node[1]) if node[0] == "op" else producer.get(node[1], -1) + 0.5

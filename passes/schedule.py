@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from shardc.passes.graph import build_graph, distinct_inputs, ops_in_order
+from shardc.passes.graph import build_graph, distinct_inputs, ops_in_order, producers
 from shardc.passes.ir import Collective, CompiledProgram, Einsum, Input, LocalSlice, gradient_name
 
 
@@ -47,7 +47,7 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
     """The collective matmuls of a program: for each einsum, the AllGathers that feed it (by the
     operand's value id: the gather's op index and its group size n), and for each ReduceScatter
     of an einsum's result, that einsum and n. Groups of unknown or unit size are left out."""
-    producer = {op.out.id: i for i, op in enumerate(program.ops)}
+    producer = producers(program)
     feeds: dict[int, dict[str, tuple[int, float]]] = {}
     drains: dict[int, tuple[int, float]] = {}
 
