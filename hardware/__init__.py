@@ -13,31 +13,36 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from shardc.hardware.chip import (
         FALLBACKS,
+        PRECISIONS,
         Chip,
         FlopsTable,
         HardwareError,
+        Rate,
         available,
         describe,
         load,
         summary_line,
     )
-    from shardc.hardware.schema import DTYPES
+    from shardc.hardware.schema import DTYPES, RATES
 
 __all__ = [
     "DTYPES",
     "FALLBACKS",
+    "PRECISIONS",
+    "RATES",
     "Chip",
     "FlopsTable",
     "HardwareError",
+    "Rate",
     "available",
     "describe",
     "load",
     "summary_line",
 ]
 
-_HOME = {"DTYPES": "schema", **dict.fromkeys(
-    ("FALLBACKS", "Chip", "FlopsTable", "HardwareError", "available", "describe", "load",
-     "summary_line"), "chip")}
+_HOME = {"DTYPES": "schema", "RATES": "schema", **dict.fromkeys(
+    ("FALLBACKS", "PRECISIONS", "Rate", "Chip", "FlopsTable", "HardwareError", "available",
+     "describe", "load", "summary_line"), "chip")}
 
 
 def __getattr__(name: str) -> Any:

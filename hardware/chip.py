@@ -18,13 +18,15 @@ from pathlib import Path
 from shardc.hardware.files import read_chip_file
 from shardc.hardware.levels import PER_HOP
 from shardc.hardware.report import describe, summary_line
-from shardc.hardware.schema import DTYPES, HardwareError, read_chip_toml
+from shardc.hardware.schema import DTYPES, RATES, HardwareError, read_chip_toml
 
 __all__ = [
     "FALLBACKS",
+    "PRECISIONS",
     "Chip",
     "FlopsTable",
     "HardwareError",
+    "Rate",
     "available",
     "describe",
     "load",
@@ -34,12 +36,33 @@ __all__ = [
 FALLBACKS: dict[str, tuple[str, ...]] = {
     "bf16": (),
     "f32": ("bf16",),
+    "tf32": ("bf16",),
     "f16": ("bf16",),
     "fp8": ("bf16",),
     "int8": ("fp8", "bf16"),
     "int4": ("int8", "fp8", "bf16"),
 }
 """Where `Chip.flops_for` looks, in order, when a chip file has no rate for a dtype."""
+
+PRECISIONS = ("default", "high", "highest")
+"""`--matmul-precision`: JAX's `jax.lax.Precision` for products of f32 operands
+(https://docs.jax.dev/en/latest/_autosummary/jax.lax.Precision.html)."""
+
+TPU_PASSES = {"default": 1, "high": 3, "highest": 6}
+"""bf16 passes of the MXU per f32 product on a TPU at each precision: DEFAULT one bf16 pass,
+HIGH `bfloat16_3x`, HIGHEST `bfloat16_6x` (jax.lax.Precision's documentation above)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """The peak rate a product of one dtype runs at on a chip, and where it comes from.
+
+    `basis` names the `[flops]` entry used (`tf32`, `bf16 / 3`); `assumption` is set when the
+    chip file has no figure of its own for what the product needs, and says what was used."""
+
+    value: float
+    basis: str
+    assumption: str | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -56,7 +79,7 @@ class FlopsTable(Mapping[str, float]):
     @staticmethod
     def of(rates: Mapping[str, float]) -> FlopsTable:
         """A table from any mapping, keys in the order of `hardware.schema.DTYPES`."""
-        order = {d: i for i, d in enumerate(DTYPES)}
+        order = {d: i for i, d in enumerate(RATES)}
         return FlopsTable(
             tuple(
                 sorted(
@@ -150,22 +173,60 @@ class Chip:
 
         A chip file lists only the rates its sources give. A missing dtype falls back along
         int4 -> int8 -> fp8 -> bf16, int8 -> fp8 -> bf16, fp8 -> bf16, f16 -> bf16 and
-        f32 -> bf16 (`FALLBACKS`); every chip has bf16. The fallback can be optimistic (f32
-        matmuls are slower than bf16 on every chip here), which is why the second item is
-        returned: a report should say which rate it used.
+        f32 -> bf16 (`FALLBACKS`); every chip has bf16. The fallback can be optimistic, which
+        is why the second item is returned: a report says which rate it used (H030). A
+        product's rate, f32 at a precision included, is `matmul_rate`.
 
         >>> chip = load("tpu-v5e")
         >>> chip.flops_for("int4")
         (394000000000000.0, 'int8')
-        >>> chip.flops_for("f32")
+        >>> chip.flops_for("fp8")
         (197000000000000.0, 'bf16')
         """
         if dtype not in FALLBACKS:
-            raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+            raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(RATES)}")
         for candidate in (dtype, *FALLBACKS[dtype]):
             if candidate in self.flops:
                 return self.flops[candidate], candidate
         raise AssertionError(f"{self.path}: no bf16 rate")  # the loader requires bf16
+
+    def matmul_rate(self, dtype: str, precision: str = "default") -> Rate:
+        """The peak rate of a product whose operands are `dtype`, at JAX's `precision`.
+
+        f32 products follow `jax.lax.Precision`: on an NVIDIA GPU DEFAULT and HIGH run on the
+        tensor cores in TF32 and HIGHEST in full f32 on the CUDA cores; on a TPU DEFAULT is one
+        bf16 pass of the MXU, HIGH three (`bfloat16_3x`) and HIGHEST six (`bfloat16_6x`).
+        Other dtypes run at their own rate. A figure the chip file lacks falls back along
+        `FALLBACKS`, and the result says so (`assumption`): never silently.
+
+        >>> load("h200").matmul_rate("f32").basis, load("h200").matmul_rate("f32", "highest").value
+        ('tf32', 67000000000000.0)
+        >>> r = load("tpu-v5e").matmul_rate("f32", "high")
+        >>> r.value == 1.97e14 / 3, r.basis
+        (True, 'bf16 / 3')
+        >>> load("tpu-v5e").matmul_rate("int4").assumption
+        'tpu-v5e has no int4 rate; using its int8 rate'
+        """
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; expected one of "
+                             f"{', '.join(PRECISIONS)}")
+        if dtype == "f32" and self.family == "tpu":
+            passes = TPU_PASSES[precision]
+            bf16 = self.flops["bf16"]
+            return Rate(bf16 / passes, "bf16" if passes == 1 else f"bf16 / {passes}")
+        want = ("f32" if precision == "highest" else "tf32") if dtype == "f32" else dtype
+        value, used = self.flops_for(want)
+        if used == want:
+            return Rate(value, used)
+        return Rate(value, used, f"{self.name} has no {want} rate; using its {used} rate")
+
+    @property
+    def vector_rate(self) -> Rate:
+        """Peak f32 rate of the vector units (CUDA cores, a TPU's VPU): where elementwise
+        arithmetic runs. Falls back like `matmul_rate`, saying so."""
+        value, used = self.flops_for("f32")
+        return Rate(value, used, None if used == "f32" else
+                    f"{self.name} has no f32 vector rate; using its {used} rate")
 
     def hbm_intensity(self, dtype: str = "bf16") -> float:
         """Critical intensity C / W_hbm (FLOP/byte) above which a kernel is compute-bound.

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from shardc.hardware.schema import (
-    DTYPES,
+    RATES,
     FAMILY_NEEDS,
     FIELDS,
     FREE_TABLES,
@@ -47,7 +47,7 @@ def chip_json_schema() -> dict[str, Any]:
     top: dict[str, Any] = {}
     tables: dict[str, dict[str, Any]] = {
         "flops": {**_table("flops"), "required": ["bf16"],
-                  "properties": {d: _positive("number") for d in DTYPES}}}
+                  "properties": {d: _positive("number") for d in RATES}}}
     for spec in FIELDS:
         if spec.table:
             table = tables.setdefault(spec.table, _table(spec.table))

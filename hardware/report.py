@@ -10,6 +10,12 @@ from typing import TYPE_CHECKING
 
 from shardc.hardware.schema import DTYPES
 
+_UNITS = {"f32": "vector units", "tf32": "tensor cores", "bf16": "matrix units",
+          "f16": "matrix units", "fp8": "matrix units", "int8": "matrix units",
+          "int4": "matrix units"}
+"""Where each `[flops]` rate runs: f32 on the vector units (CUDA cores, a TPU's VPU), the
+others on the tensor cores (GPU) or MXUs (TPU)."""
+
 if TYPE_CHECKING:
     from shardc.hardware.chip import Chip
 
@@ -33,8 +39,10 @@ def describe(chip: Chip) -> str:
     lines.append("compute (dense peak per chip)")
     for dtype, rate in chip.flops.items():
         unit = "OP/s" if dtype.startswith("int") else "FLOP/s"
-        lines.append(f"  {dtype:<11} {_e(rate)} {unit} ({_si(rate, unit)})")
+        lines.append(f"  {dtype:<11} {_e(rate)} {unit} ({_si(rate, unit)}) on the "
+                     f"{_units(chip, dtype)}")
     lines.extend(f"  {line}" for line in _fallback_lines(chip))
+    lines.append(_f32_products(chip))
     lines += [
         "memory",
         f"  HBM         {_e(chip.hbm_bytes)} B ({_si(chip.hbm_bytes, 'B')}) at "
@@ -75,6 +83,24 @@ def _fallback_lines(chip: Chip) -> list[str]:
         return []
     parts = [f"{', '.join(missing)} at the {source} rate" for source, missing in used.items()]
     return [f"fallback    {'; '.join(parts)} (no figure of their own)"]
+
+
+def _units(chip: Chip, dtype: str) -> str:
+    units = _UNITS[dtype]
+    if units == "matrix units":
+        return "tensor cores" if chip.family == "gpu" else "MXUs"
+    return units
+
+
+def _f32_products(chip: Chip) -> str:
+    """What an f32 product runs at under each `--matmul-precision` (jax.lax.Precision)."""
+    from shardc.hardware.chip import PRECISIONS
+
+    parts = []
+    for p in PRECISIONS:
+        r = chip.matmul_rate("f32", p)
+        parts.append(f"{p} {_e(r.value)} ({r.basis})")
+    return f"  f32 matmul  {', '.join(parts)} (jax.lax.Precision)"
 
 
 def _topology(chip: Chip) -> str:
@@ -128,9 +154,13 @@ def _intensity_lines(chip: Chip) -> list[str]:
     rows = [("W_hbm", chip.hbm_bw), (_fast(chip), chip.axis_bw)]
     if chip.scaleout_bw is not None:
         rows.append(("W_dcn" if chip.dcn_bw_per_chip is not None else "W_ib", chip.scaleout_bw))
+    # Each other dtype's products turn compute-bound at its own rate over W_hbm.
+    others = [f"{d} {chip.matmul_rate(d).value / chip.hbm_bw:.0f}" for d in DTYPES
+              if d != "bf16"]
     return [
         "critical intensities (bf16, FLOP/byte)",
         *(f"  C / {label:<7} {_e(c)} / {_e(bw)} = {c / bw:.0f}" for label, bw in rows),
+        f"  C_dtype / W_hbm for other products: {', '.join(others)} (f32 at default precision)",
     ]
 
 

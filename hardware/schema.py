@@ -13,7 +13,12 @@ from typing import Any, Literal
 from shardc.hardware.levels import FAST_LINKS
 
 DTYPES = ("f32", "bf16", "f16", "fp8", "int8", "int4")
-"""Dtypes a `[flops]` table may rate; the same names the .shard language uses."""
+"""The dtypes of the .shard language; a `[flops]` table rates each of them."""
+
+RATES = ("f32", "tf32", "bf16", "f16", "fp8", "int8", "int4")
+"""Keys a `[flops]` table may hold: the dtypes, and `tf32`, the rate of an f32 product on an
+NVIDIA GPU's tensor cores (TensorFloat-32), which is not a storage dtype. `f32` is the rate of
+f32 arithmetic on the vector units (CUDA cores on a GPU, the VPU on a TPU)."""
 
 FAMILIES = ("tpu", "gpu")
 LINK_KINDS = FAST_LINKS
@@ -218,12 +223,12 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
 
 def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
     for dtype in table:
-        if dtype not in DTYPES:
-            hint = _did_you_mean(dtype, DTYPES)
+        if dtype not in RATES:
+            hint = _did_you_mean(dtype, RATES)
             raise _fail(
                 path,
                 f"[flops].{dtype}",
-                f"unknown dtype [flops].{dtype}{hint}; expected some of {', '.join(DTYPES)}",
+                f"unknown dtype [flops].{dtype}{hint}; expected some of {', '.join(RATES)}",
             )
     if "bf16" not in table:
         raise _fail(
@@ -231,9 +236,9 @@ def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
             "[flops].bf16",
             "missing field [flops].bf16 (other dtypes fall back to the bf16 rate)",
         )
-    # Kept in DTYPES order so two files that list the same rates compare equal.
+    # Kept in RATES order so two files that list the same rates compare equal.
     return tuple(
-        (d, _typed(table[d], "number", f"[flops].{d}", path)) for d in DTYPES if d in table
+        (d, _typed(table[d], "number", f"[flops].{d}", path)) for d in RATES if d in table
     )
 
 

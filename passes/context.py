@@ -21,6 +21,8 @@ Model = Literal["exact", "book"]
 Optimizer = Literal["adam", "adam-8bit", "adam-no-master", "sgd", "none"]
 Remat = Literal["none", "selective", "matmuls", "block"]
 Attention = Literal["materialized", "flash"]
+MatmulPrecision = Literal["default", "high", "highest"]
+"""`--matmul-precision`: JAX's `jax.lax.Precision` for f32 products (`Chip.matmul_rate`)."""
 PipelineSchedule = Literal["gpipe", "1f1b", "interleaved"]
 """How `plan` runs microbatches through pipeline stages (GPipe, 1F1B, interleaved 1F1B)."""
 
@@ -53,6 +55,12 @@ class Options:
     operand nor its request uses (`passes.einsum_plan._idle_axes`). False leaves such axes idle:
     the planner, whose generated programs give every axis a role, where the wider search cost
     15% of its time and changed no ranking."""
+
+    matmul_precision: MatmulPrecision = "default"
+    """The precision of products of f32 operands, with JAX's meaning on the chip's backend:
+    on an NVIDIA GPU DEFAULT and HIGH run TF32 on the tensor cores and HIGHEST full f32 on the
+    CUDA cores; on a TPU DEFAULT is one bf16 pass, HIGH three, HIGHEST six
+    (https://docs.jax.dev/en/latest/_autosummary/jax.lax.Precision.html)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bindings", MappingProxyType(dict(self.bindings)))

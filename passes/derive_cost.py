@@ -135,6 +135,8 @@ class ProgramCost:
     blocks: tuple[BlockCost, ...] = ()
     recomputed: tuple[int, ...] = ()
     """Ops the backward pass runs again under --remat (charged twice in the totals)."""
+    matmul_precision: str = "default"
+    """`--matmul-precision`: which rate `C_f32` takes (`Chip.matmul_rate`)."""
     _conditions: list[tuple[ConditionCost, ...]] = field(default_factory=list, repr=False,
                                                           compare=False)
 
@@ -169,6 +171,7 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
     program's totals."""
     syms = HardwareSymbols(frozenset(n for n, _ in program.dims) | frozenset(program.mesh_axes))
+    _rate_assumptions(program, ctx)
     mesh = program.mesh_axes
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
@@ -255,7 +258,28 @@ def derive_cost(program: CompiledProgram, ctx: Context) -> ProgramCost:
     def conditions() -> tuple[ConditionCost, ...]:
         return _conditions(program, costs, t_math, t_hbm, bw_by_level, syms)
     return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, conditions, syms,
-                       _blocks(program, charged), redo)
+                       _blocks(program, charged), redo, ctx.options.matmul_precision)
+
+
+def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
+    """H030: a product whose dtype the chip file gives no rate for runs at another dtype's
+    rate (`Chip.matmul_rate`); warn once per dtype, at its first product, naming the rate."""
+    if ctx.chip is None:
+        return
+    said: set[str] = set()
+    for op in program.ops:
+        if isinstance(op, Einsum):
+            dtype = promote(op.lhs.dtype, op.rhs.dtype)
+            if dtype in said:
+                continue
+            said.add(dtype)
+            rate = ctx.chip.matmul_rate(dtype, ctx.options.matmul_precision)
+            if rate.assumption is not None:
+                ctx.diagnostics.warning(
+                    "H030", rate.assumption, op.span,
+                    notes=(f"{ctx.chip.name}'s chip file lists rates for "
+                           f"{', '.join(ctx.chip.flops)}; {dtype} products are timed at "
+                           f"{rate.value:.4g} FLOP/s",))
 
 
 def _conditions(program: CompiledProgram, costs: list[OpCost], t_math: sp.Expr,

@@ -114,13 +114,14 @@ def chip_links(chip) -> tuple[dict[str, float | None], dict[str, float | None]]:
     return ({lv: chip.bandwidth(lv) for lv in LEVELS}, {lv: chip.latency(lv) for lv in LEVELS})
 
 
-def planning_figures(chip, bindings, taken: frozenset[str] = frozenset()):
+def planning_figures(chip, bindings, taken: frozenset[str] = frozenset(),
+                     precision: str = "default"):
     """Numbers for planning: (Links by level, {symbol name: value}) from the chip, then
     `--set` bindings. A level without a figure counts bandwidth only (W=1, t=0)."""
     from shardc.passes.cost_model import Links
 
     syms = HardwareSymbols(taken)
-    values = ({s.name: v for s, v in hardware_values(chip, syms).items()}
+    values = ({s.name: v for s, v in hardware_values(chip, syms, precision).items()}
               if chip is not None else {})
     values.update({k: float(v) for k, v in bindings.items()})
     links = Links({lv: float(values.get(syms.w(lv).name, 1.0)) for lv in LEVELS},
@@ -128,11 +129,14 @@ def planning_figures(chip, bindings, taken: frozenset[str] = frozenset()):
     return links, values
 
 
-def hardware_values(chip, syms: HardwareSymbols) -> dict[sp.Symbol, float]:
-    """Numbers for every hardware symbol the chip has a figure for."""
+def hardware_values(chip, syms: HardwareSymbols,
+                    precision: str = "default") -> dict[sp.Symbol, float]:
+    """Numbers for every hardware symbol the chip has a figure for. `C_<dtype>` is the peak
+    rate of a product of that dtype (`Chip.matmul_rate`): an f32 product's follows the
+    `--matmul-precision` (TF32 on an NVIDIA GPU by default, bf16 passes on a TPU)."""
     out: dict[sp.Symbol, float] = {}
     for d in DTYPE_NAMES:
-        out[syms.flops(d)] = float(chip.flops_for(d)[0])
+        out[syms.flops(d)] = float(chip.matmul_rate(d, precision).value)
     out[syms.w_hbm] = float(chip.hbm_bw)
     w, t = chip_links(chip)
     for level, value in w.items():

@@ -394,10 +394,10 @@ def test_gpu_needs_an_nvlink_domain(tmp_path: Path) -> None:
         ("tpu-v5e", "int4", (3.94e14, "int8")),
         ("tpu-v5e", "fp8", (1.97e14, "bf16")),
         ("tpu-v5e", "f16", (1.97e14, "bf16")),
-        ("tpu-v5e", "f32", (1.97e14, "bf16")),
+        ("tpu-v5e", "f32", (6.144e12, "f32")),
         ("tpu-v5p", "fp8", (4.59e14, "fp8")),
-        ("h200", "int8", (1.979e15, "fp8")),
-        ("h200", "int4", (1.979e15, "fp8")),
+        ("h200", "int8", (1.979e15, "int8")),
+        ("h200", "int4", (1.979e15, "int8")),
         ("h100", "int4", (1.979e15, "int8")),
     ],
 )
@@ -411,7 +411,7 @@ def test_flops_for_unknown_dtype() -> None:
 
 
 def test_fallbacks_cover_every_dtype_and_end_at_bf16() -> None:
-    assert set(hardware.FALLBACKS) == set(hardware.DTYPES)
+    assert set(hardware.FALLBACKS) == set(hardware.RATES)
     assert all(chain[-1] == "bf16" for d, chain in hardware.FALLBACKS.items() if d != "bf16")
 
 

@@ -21,7 +21,7 @@ from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
 from shardc.passes.context import Attention, Optimizer, Remat
 
-__all__ = ["add_cost_model_flag", "build_parser", "main", "parse_binding", "parse_number"]
+__all__ = ["add_cost_model_flag", "add_precision_flag", "build_parser", "main", "parse_binding", "parse_number"]
 
 COST_MODELS = ("exact", "book")
 
@@ -34,7 +34,17 @@ def add_cost_model_flag(p: argparse.ArgumentParser, *, default: str = "exact",
                    metavar="{exact,book}",
                    help=help or f"collective cost model: exact ring or the book's formulas "
                    f"(default {default}; --model is the same flag)")
+    add_precision_flag(p)
 
+
+def add_precision_flag(p: argparse.ArgumentParser) -> None:
+    """`--matmul-precision`: how products of f32 operands run, as JAX's `jax.lax.Precision`
+    (`passes.context.Options.matmul_precision`); beside every `--cost-model`."""
+    p.add_argument("--matmul-precision", dest="matmul_precision",
+                   choices=("default", "high", "highest"), default="default",
+                   help="f32 products as jax.lax.Precision runs them: on NVIDIA GPUs default "
+                   "and high use TF32 tensor cores and highest full f32; on TPUs default is "
+                   "one bf16 pass, high three, highest six (default: default)")
 
 
 def parse_binding(text: str) -> tuple[str, Decimal]:
@@ -115,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--hw")
     k.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
+    add_precision_flag(k)
 
     sub.add_parser("lsp", help="a language server over stdio: diagnostics as you type and "
                    "costs on hover, for editors")
@@ -197,7 +208,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         except CliIOError as exc:
             return _usage(str(exc))
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
-                          optimizer=args.optimizer, remat=args.remat, attention=args.attention)
+                          optimizer=args.optimizer, remat=args.remat, attention=args.attention,
+                          matmul_precision=args.matmul_precision)
     if result.diagnostics.items:
         print(result.rendered(), file=sys.stderr)
     if result.report is None:
@@ -226,7 +238,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     source = _read(args.program)
     result = run_pipeline(source, args.hw, "exact", dict(args.bindings),
-                          stop_after="insert-collectives")
+                          stop_after="insert-collectives",
+                          matmul_precision=args.matmul_precision)
     if result.diagnostics.items:
         print(result.rendered(), file=sys.stderr)
     if result.diagnostics.has_errors or result.compiled is None:

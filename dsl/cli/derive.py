@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from shardc.tools.derive import derive
 
     source = _read(args.program)
-    result = run_pipeline(source, args.hw, args.model, dict(args.bindings))
+    result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
+                          matmul_precision=args.matmul_precision)
     if result.diagnostics.items:
         print(result.rendered(), file=sys.stderr)
     if result.report is None:
@@ -101,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
 
         bound = dict(args.bindings)
         checked = None if {args.optimize, args.partner} & bound.keys() else scan(
-            lambda split: run_pipeline(source, args.hw, args.model, {**bound, **split}),
+            lambda split: run_pipeline(source, args.hw, args.model, {**bound, **split},
+                                       matmul_precision=args.matmul_precision),
             args.optimize, args.partner, devices)
         if checked is not None:
             out["splits"] = checked.to_dict()

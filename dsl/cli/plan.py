@@ -23,7 +23,7 @@ class InputError(Exception):
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.app import COST_MODELS
+    from shardc.cli.app import COST_MODELS, add_precision_flag
 
     m = sub.add_parser("model", help="model cards: list, show derived numbers, write programs")
     ms = m.add_subparsers(dest="model_command", required=True, metavar="ACTION")
@@ -78,6 +78,7 @@ def add_parser(sub) -> None:
                    help="flash: attention scores stay on chip (FlashAttention)")
     p.add_argument("--cost-model", dest="cost_model", choices=COST_MODELS, default="exact",
                    help="collective costs: exact ring (default) or the book's formulas")
+    add_precision_flag(p)
     p.add_argument("--layout", metavar="STRATEGY[: MESH]",
                    help="evaluate one layout instead of searching: a strategy (dp, fsdp, tp, "
                    "fsdp-tp, dp-tp; pipelined pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp with PP= "
@@ -437,7 +438,8 @@ def run_plan(args: argparse.Namespace) -> int:
                          virtual_stages=_count(args.virtual_stages, "--virtual-stages", 1024),
                          microbatch_sequences=_count(args.microbatch, "--microbatch",
                                                      1 << 20),
-                         sequence_parallel=args.sequence_parallel),
+                         sequence_parallel=args.sequence_parallel,
+                         matmul_precision=args.matmul_precision),
                  progress=progress, only=only, jobs=_jobs(args.jobs))
     except PlanError as exc:
         raise InputError(("--layout: " if only is not None else "") + str(exc)) from None

@@ -98,9 +98,11 @@ def _run(args: argparse.Namespace) -> int:
         # The swept sizes are compiled symbolic, so each point gets the plan a compile with its
         # sizes bound chooses; where the program needs them known, at the program's values.
         swept = [g.name for g in grids if g.name in sw.known_names(parsed.program)]
-        result = run_pipeline(source, args.hw, args.model, fixed, free=swept)
+        result = run_pipeline(source, args.hw, args.model, fixed, free=swept,
+                              matmul_precision=args.matmul_precision)
         if swept and result.report is None:
-            result = run_pipeline(source, args.hw, args.model, fixed)
+            result = run_pipeline(source, args.hw, args.model, fixed,
+                                  matmul_precision=args.matmul_precision)
         if result.diagnostics.items:
             print(result.rendered(), file=sys.stderr)
         if result.report is None:

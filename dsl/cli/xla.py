@@ -59,7 +59,8 @@ def _prepare(path: str, args: argparse.Namespace):
 
     source = _read(path)
     try:
-        prepared = prepare(source, args.hw, args.model, dict(args.bindings))
+        prepared = prepare(source, args.hw, args.model, dict(args.bindings),
+                           getattr(args, "matmul_precision", "default"))
     except UsageError as exc:
         print(f"shardc: error: {source.name}: {exc}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from shardc.lang.syntax import Program
 if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.hardware import Chip
-    from shardc.passes.context import Attention, Optimizer, Remat
+    from shardc.passes.context import Attention, MatmulPrecision, Optimizer, Remat
     from shardc.passes.ir import CompiledProgram
     from shardc.passes.pipeline import PassName
 
@@ -61,22 +61,34 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  stop_after: PassName | None = None,
                  optimizer: Optimizer = "adam", remat: Remat = "none",
                  free: Iterable[str] = (), attention: Attention = "materialized",
-                 explain: bool = True, idle_axes: bool = True) -> Compilation:
+                 explain: bool = True, idle_axes: bool = True,
+                 matmul_precision: MatmulPrecision = "default") -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
     diagnostics; `stop_after` names the last pass to run."""
-    from shardc.passes.context import Attention, Context, Model, Optimizer, Options, Remat
+    from shardc.passes.context import (
+        Attention,
+        Context,
+        MatmulPrecision,
+        Model,
+        Optimizer,
+        Options,
+        Remat,
+    )
     from shardc.passes.pipeline import run_passes
 
     for option, value, allowed in (("model", model, get_args(Model)),
                                    ("optimizer", optimizer, get_args(Optimizer)),
                                    ("remat", remat, get_args(Remat)),
-                                   ("attention", attention, get_args(Attention))):
+                                   ("attention", attention, get_args(Attention)),
+                                   ("matmul_precision", matmul_precision,
+                                    get_args(MatmulPrecision))):
         if value not in allowed:
             raise ValueError(f"{option}={value!r}: expected one of "
                              f"{', '.join(map(repr, allowed))}")
     ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {}),
                                           frozenset(free), attention, explain=explain,
-                                          idle_axes=idle_axes))
+                                          idle_axes=idle_axes,
+                                          matmul_precision=matmul_precision))
     unit = run_passes(ctx, stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
@@ -88,7 +100,7 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                              "attention": ctx.attention},
                     _relower=_relowering(unit, ctx),
                     _recompile=_recompiling(source, hw, model, optimizer, remat, free,
-                                            attention, explain, idle_axes))
+                                            attention, explain, idle_axes, matmul_precision))
     if _overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)
@@ -112,12 +124,12 @@ def _relowering(unit, ctx):
 
 
 def _recompiling(source: Source, hw, model, optimizer, remat, free, attention, explain,
-                 idle_axes):
+                 idle_axes, matmul_precision="default"):
     """For `Report.at` with a mesh axis: the program compiled with more sizes bound."""
     def run(bindings: Mapping[str, float]) -> Report:
         result = run_pipeline(source, hw, model, bindings, optimizer=optimizer, remat=remat,
                               free=free, attention=attention, explain=explain,
-                              idle_axes=idle_axes)
+                              idle_axes=idle_axes, matmul_precision=matmul_precision)
         if result.report is None:
             raise CompileError(result.diagnostics.errors(), source)
         return result.report
@@ -220,7 +232,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             name: str | None = None, optimizer: Optimizer = "adam",
             remat: Remat = "none", free: Iterable[str] = (),
             attention: Attention = "materialized", explain: bool = True,
-            idle_axes: bool = True) -> Report:
+            idle_axes: bool = True, matmul_precision: MatmulPrecision = "default") -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
@@ -229,6 +241,8 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     `explain=False` leaves out what only a printed report shows (decision records, crossover
     sizes; `passes.context.Options.explain`): every number is the same. `idle_axes=False`
     keeps a contraction off mesh axes it does not use (`passes.context.Options.idle_axes`).
+    `matmul_precision` ("default", "high", "highest") prices products of f32 operands as JAX's
+    `jax.lax.Precision` runs them on the chip (`passes.context.Options.matmul_precision`).
 
     >>> r = compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
     ...             "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
@@ -237,7 +251,8 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     """
     source = as_source(source_or_path, name)
     result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free,
-                          attention=attention, explain=explain, idle_axes=idle_axes)
+                          attention=attention, explain=explain, idle_axes=idle_axes,
+                          matmul_precision=matmul_precision)
     if result.report is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.report

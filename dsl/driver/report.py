@@ -120,7 +120,7 @@ class Report:
         syms = self.cost.symbols
         dtypes = set(DTYPE_NAMES)
         if self.chip is not None:
-            env.update(hardware_values(self.chip, syms))
+            env.update(hardware_values(self.chip, syms, self.cost.matmul_precision))
         hw_by_name = {s.name: s for s in syms.all_for(dtypes)}
         for name, value in self.bindings.items():
             if name in hw_by_name or name not in sizes:

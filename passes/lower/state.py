@@ -140,7 +140,8 @@ class LoweringState:
         """Link figures and C for planning (passes.symbols.planning_figures), once per run."""
         if self.figures is None:
             self.figures = planning_figures(self.ctx.chip, self.ctx.bindings,
-                                            frozenset(self.dims))
+                                            frozenset(self.dims),
+                                            self.ctx.options.matmul_precision)
         links, values = self.figures
         c = values.get(HardwareSymbols(frozenset(self.dims)).flops(dtype).name)
         return links, (None if c is None else float(c))

@@ -52,6 +52,8 @@ class Options:
     """Tensor-parallel layouts keep the residual stream sharded over the tensor axes (Megatron-LM's
     sequence parallelism, Korthikanti et al. 2022); False replicates it, each block then left
     by an AllReduce (Shoeybi et al. 2019)."""
+    matmul_precision: str = "default"
+    """`--matmul-precision` of the compiled parts (`passes.context.Options.matmul_precision`)."""
 
 
 @dataclass(frozen=True, slots=True)

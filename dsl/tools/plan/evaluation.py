@@ -198,7 +198,8 @@ def compile_parts(card: ModelCard, chip: Chip, layout: Layout, sequences: int, s
         try:
             r = api.compile(p.text, hw=chip, model=options.model, optimizer=options.optimizer,
                             remat=options.remat, name=f"<{card.name} {p.name}>",
-                            attention=options.attention, explain=False, idle_axes=False)
+                            attention=options.attention, explain=False, idle_axes=False,
+                            matmul_precision=options.matmul_precision)
         except CompileError as exc:
             first = exc.diagnostics[0] if exc.diagnostics else None
             return ("not evaluated: the compiler rejects the generated "

@@ -83,10 +83,12 @@ def _symbolic(compilation: Compilation) -> tuple[list[str], list[str]]:
 
 
 def prepare(source: Source, hw: str | None = None, model: Model = "exact",
-            bindings: Mapping[str, float] | None = None) -> Prepared | Compilation:
+            bindings: Mapping[str, float] | None = None,
+            matmul_precision: str = "default") -> Prepared | Compilation:
     """Run shardc on the program; a Compilation (with its diagnostics) when it has errors."""
     bindings = dict(bindings or {})
-    first = run_pipeline(source, hw, model, bindings, stop_after="insert-collectives")
+    first = run_pipeline(source, hw, model, bindings, stop_after="insert-collectives",
+                         matmul_precision=matmul_precision)
     if first.diagnostics.has_errors or first.compiled is None:
         return first
     axes, dims = _symbolic(first)
@@ -104,7 +106,7 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
         notes.append(f"{', '.join(free)} symbolic: checked at {size} (the planner's typical "
                      "size, a multiple of the device count); bind with --set")
         bindings.update({d: size for d in free})
-    result = run_pipeline(source, hw, model, bindings)
+    result = run_pipeline(source, hw, model, bindings, matmul_precision=matmul_precision)
     if result.diagnostics.has_errors or result.compiled is None or result.program is None:
         return result
     prog = result.compiled
@@ -114,7 +116,7 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
     chip = result.report.chip if result.report is not None else None
     return Prepared(result, statements(result.program, prog, source), mesh, sizes,
                     hardware(chip, bindings, frozenset(sizes) | frozenset(mesh),
-                             getattr(prog, "topology", None)), getattr(chip, "name", None),
+                             getattr(prog, "topology", None), matmul_precision), getattr(chip, "name", None),
                     model, notes)
 
 

@@ -51,10 +51,10 @@ class Hardware:
 
 
 def hardware(chip: Any, bindings: Mapping[str, float], names: frozenset[str],
-             topology: Any = None) -> Hardware:
+             topology: Any = None, precision: str = "default") -> Hardware:
     """The planner's figures for a chip (or none) and the `--set` bindings."""
     syms = HardwareSymbols(names)
-    links, values = planning_figures(chip, bindings, names)
+    links, values = planning_figures(chip, bindings, names, precision)
     unit = "s" if chip is not None or "W_ici" in bindings else "B"
     figured = (frozenset(lv for lv in LEVELS if syms.w(lv).name in values) if unit == "s"
                else frozenset(LEVELS))
