@@ -9,11 +9,11 @@ import json
 from typing import Any
 
 from shardc.hardware.schema import (
-    RATES,
     FAMILY_NEEDS,
     FIELDS,
     FREE_TABLES,
     POD_SHAPE,
+    RATES,
     REQUIRED_TABLES,
     TOP_LEVEL_EXTRAS,
     FieldSpec,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from shardc.hardware import Chip
     from shardc.lang.syntax import Program
     from shardc.passes.derive_cost import ProgramCost
+    from shardc.passes.fusion import Fusion
     from shardc.passes.ir import CompiledProgram, Topology
     from shardc.passes.memory import Memory
     from shardc.passes.regions import Chooser
@@ -36,6 +37,8 @@ class Unit:
     topology: Topology | None = None
     compiled: CompiledProgram | None = None
     """The per-device program; it carries the backward line and the params."""
+    fusion: Fusion | None = None
+    """Which ops run as one kernel (`fuse-elementwise`); None: each op alone."""
     cost: ProgramCost | None = None
     memory: Memory | None = None
 
@@ -165,6 +168,25 @@ class InsertCollectives:
 
 
 @dataclass(frozen=True, slots=True)
+class FuseElementwise:
+    """Groups ops the way XLA fuses them on the chip's backend (`passes.fusion`): a group's
+    HBM bytes are counted once, at its root."""
+
+    name: ClassVar[str] = "fuse-elementwise"
+    enabled: bool = True
+    """False: every op its own kernel (the unfused count, for comparison)."""
+
+    def run(self, unit: Unit, ctx: Context) -> Unit:
+        from shardc.passes.fusion import fuse_elementwise
+
+        assert unit.compiled is not None
+        if not self.enabled:
+            return dataclasses.replace(unit, fusion=None)
+        backend = unit.chip.family if unit.chip is not None else "none"
+        return dataclasses.replace(unit, fusion=fuse_elementwise(unit.compiled, backend))
+
+
+@dataclass(frozen=True, slots=True)
 class DeriveCost:
     name: ClassVar[str] = "derive-cost"
 
@@ -173,7 +195,8 @@ class DeriveCost:
 
         assert unit.compiled is not None
         return dataclasses.replace(unit, cost=derive_cost(unit.compiled,
-                                                          _with_hardware(unit, ctx)))
+                                                          _with_hardware(unit, ctx),
+                                                          unit.fusion))
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +212,13 @@ class TrainingMemory:
 
 
 PIPELINE: tuple[Pass, ...] = (Parse(), Validate(), DeriveBackward(), ResolveHardware(),
-                              ResolveTopology(), InsertCollectives(), DeriveCost(),
-                              TrainingMemory())
+                              ResolveTopology(), InsertCollectives(), FuseElementwise(),
+                              DeriveCost(), TrainingMemory())
 """Every pass, in the order they run."""
 
 PassName = Literal["parse", "validate", "derive-backward", "resolve-hardware",
-                   "resolve-topology", "insert-collectives", "derive-cost", "training-memory"]
+                   "resolve-topology", "insert-collectives", "fuse-elementwise", "derive-cost",
+                   "training-memory"]
 """A pass's name, for `stop_after` (tests check it lists `PIPELINE`'s names in order)."""
 
 PASS_NAMES: tuple[PassName, ...] = get_args(PassName)
@@ -235,6 +259,6 @@ def relower(unit: Unit, ctx: Context, chooser: Chooser) -> Unit:
     """`unit` lowered again, with the plan of every contraction whose ranking depends on
     symbolic sizes picked by `chooser`, then costed: the symbolic program at one choice of
     plans (`Report.at` picks them as a compile at its point would)."""
-    for p in (InsertCollectives(chooser), DeriveCost(), TrainingMemory()):
+    for p in (InsertCollectives(chooser), FuseElementwise(), DeriveCost(), TrainingMemory()):
         unit = p.run(unit, ctx)
     return unit

@@ -40,6 +40,7 @@ def report_dict(r: Report) -> dict[str, Any]:
                  "bound": r.op_bound(c) if c.kind != "collective" else None,
                  "critical_path": (not c.overlap) if c.kind == "collective" else None,
                  "overlap": c.overlap or None,
+                 "fused_into": c.fused_into, "fusion": c.fusion or None,
                  "runs": r.q(c.count), "repeat_lines": list(c.times)}
                 for c in r.ops],
         "repeats": [{"line": b.line, "count": b.text, "runs": r.q(b.count),

@@ -413,6 +413,8 @@ class Report:
                 "hfu": per_device / (peak * step)}
 
     def op_bound(self, c) -> str | None:
+        if c.fused_into is not None:  # its bytes and time are its fused group's root's
+            return f"fused into #{c.fused_into}"
         if c.kind == "collective":
             bw, lat = self.value(c.t_bandwidth), self.value(c.t_latency)
             if bw is None or lat is None:

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardc.hardware import Chip
-from shardc.passes.context import Attention, Model, Optimizer, PipelineSchedule, Remat
+from shardc.passes.context import (
+    Attention,
+    MatmulPrecision,
+    Model,
+    Optimizer,
+    PipelineSchedule,
+    Remat,
+)
 from shardc.tools.models import ModelCard
 from shardc.tools.models.sharding import Layout
 
@@ -52,7 +59,7 @@ class Options:
     """Tensor-parallel layouts keep the residual stream sharded over the tensor axes (Megatron-LM's
     sequence parallelism, Korthikanti et al. 2022); False replicates it, each block then left
     by an AllReduce (Shoeybi et al. 2019)."""
-    matmul_precision: str = "default"
+    matmul_precision: MatmulPrecision = "default"
     """`--matmul-precision` of the compiled parts (`passes.context.Options.matmul_precision`)."""
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from shardc.driver.api import Compilation, run_pipeline
 from shardc.lang.source import Source
+from shardc.passes.context import MatmulPrecision
 from shardc.passes.cost_model import Model
 from shardc.passes.sizes import size_of
 from shardc.tools.xla.compare import (
@@ -84,7 +85,7 @@ def _symbolic(compilation: Compilation) -> tuple[list[str], list[str]]:
 
 def prepare(source: Source, hw: str | None = None, model: Model = "exact",
             bindings: Mapping[str, float] | None = None,
-            matmul_precision: str = "default") -> Prepared | Compilation:
+            matmul_precision: MatmulPrecision = "default") -> Prepared | Compilation:
     """Run shardc on the program; a Compilation (with its diagnostics) when it has errors."""
     bindings = dict(bindings or {})
     first = run_pipeline(source, hw, model, bindings, stop_after="insert-collectives",
