@@ -23,6 +23,7 @@ def report_dict(r: Report) -> dict[str, Any]:
         "program": r.name,
         "hardware": r.hardware_name,
         "model": r.model,
+        "matmul_precision": r.cost.matmul_precision,
         "mesh": {n: (s if s is not None else n) for n, s in r.program.mesh},
         "dims": {n: (s if s is not None else n) for n, s in r.program.dims},
         "bindings": dict(sorted(r.bindings.items())),

@@ -35,9 +35,11 @@ def _header(r: Report) -> list[str]:
     mesh = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.mesh)
     dims = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.dims)
     binds = " ".join(f"{k}={v:g}" for k, v in sorted(r.bindings.items()))
+    precision = r.cost.matmul_precision
     lines = [f"shardc report: {r.name}",
              f"  chip: {r.hardware_name or 'none (hardware symbols stay symbolic)'}   "
-             f"model: {r.model}",
+             f"model: {r.model}"
+             + (f"   matmul precision: {precision}" if precision != "default" else ""),
              f"  mesh: {mesh or '(none)'}   dims: {dims or '(none)'}"]
     if binds:
         lines.append(f"  --set: {binds}")
