@@ -229,12 +229,13 @@ class Chip:
                     f"{self.name} has no f32 vector rate; using its {used} rate")
 
     def hbm_intensity(self, dtype: str = "bf16") -> float:
-        """Critical intensity C / W_hbm (FLOP/byte) above which a kernel is compute-bound.
+        """Critical intensity C / W_hbm (FLOP/byte) above which a product of `dtype` is
+        compute-bound; C is the product's rate (`matmul_rate`, default precision).
 
         >>> round(load("tpu-v5e").hbm_intensity())
         243
         """
-        return self.flops_for(dtype)[0] / self.hbm_bw
+        return self.matmul_rate(dtype).value / self.hbm_bw
 
     def ici_intensity(self, dtype: str = "bf16") -> float:
         """Critical intensity C / W_ici (FLOP/byte) for a collective over one mesh axis.
@@ -242,7 +243,7 @@ class Chip:
         >>> round(load("tpu-v5p").ici_intensity())
         2550
         """
-        return self.flops_for(dtype)[0] / self.axis_bw
+        return self.matmul_rate(dtype).value / self.axis_bw
 
     def dcn_intensity(self, dtype: str = "bf16") -> float | None:
         """Critical intensity C / W_dcn (FLOP/byte) over the scale-out network; None if unknown.
@@ -251,7 +252,7 @@ class Chip:
         63040
         """
         bw = self.scaleout_bw
-        return None if bw is None else self.flops_for(dtype)[0] / bw
+        return None if bw is None else self.matmul_rate(dtype).value / bw
 
     @property
     def pod_dims(self) -> tuple[int, ...] | None:

@@ -166,3 +166,9 @@ def test_the_cli_takes_the_precision(command: list[str]) -> None:
                           "--matmul-precision", "fastest"], input=text, capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--matmul-precision" in bad.stderr
+
+
+def test_critical_intensities_use_the_products_rate() -> None:
+    assert load("h200").hbm_intensity("f32") == pytest.approx(4.945e14 / 4.8e12)
+    assert load("tpu-v5e").hbm_intensity("f32") == pytest.approx(1.97e14 / 8.1e11)
+    assert load("h200").hbm_intensity("int8") == pytest.approx(1.979e15 / 4.8e12)
