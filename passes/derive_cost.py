@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
@@ -20,7 +20,6 @@ from shardc.lang.send import format_send
 from shardc.lang.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
 from shardc.passes.conditions import separate
 from shardc.passes.context import Context
-from shardc.passes.fusion import Fusion
 from shardc.passes.graph import ops_in_order
 from shardc.passes.ir import (
     Collective,
@@ -32,7 +31,6 @@ from shardc.passes.ir import (
     Op,
     Reduction,
     Value,
-    operands,
 )
 from shardc.passes.layout_cost import (
     global_elements,
@@ -48,6 +46,9 @@ from shardc.passes.schedule import classify
 from shardc.passes.send_cost import send_time
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
+
+if TYPE_CHECKING:
+    from shardc.passes.fusion import Fusion
 
 ZERO = sp.Integer(0)
 
@@ -223,7 +224,9 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     if ctx.attention == "flash" and program.backward_line is not None:
         costs = _flash(costs, program, syms)
     if fusion is not None and fusion.groups:
-        costs = _fused(costs, program, fusion, syms, ctx.attention == "flash")
+        from shardc.passes.fusion_cost import fused_costs
+
+        costs = fused_costs(costs, program, fusion, syms, ctx.attention == "flash")
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
     redo = kept_activations(program, ctx.remat, ctx.attention)[1]
     again = [c for c in costs if c.index in set(redo)]
@@ -381,52 +384,6 @@ def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols
         t_hbm = hbm / syms.w_hbm
         time = sp.Max(c.t_math, t_hbm, evaluate=False) if c.kind == "einsum" else t_hbm
         out.append(dataclasses.replace(c, hbm_bytes=hbm, t_hbm=t_hbm, time=time))
-    return out
-
-
-def _fused(costs: list[OpCost], program: CompiledProgram, fusion: Fusion,
-           syms: HardwareSymbols, flash: bool) -> list[OpCost]:
-    """Each fused group as one kernel: it reads each value from outside the group once and
-    writes each value an op outside the group reads (or that no op reads: a result); what
-    passes between its ops stays on chip. The root carries those bytes and the group's time
-    (its matmul's T_math against the group's T_hbm); the other members carry none. FLOPs are
-    unchanged."""
-    core: frozenset[str] = frozenset()
-    if flash and program.backward_line is not None:
-        from shardc.passes.memory import attention_core
-
-        core = frozenset(attention_core(program, program.backward_line, backward=True))
-    read_by: dict[str, set[int]] = {}
-    for j, op in enumerate(program.ops):
-        for v in operands(op):
-            read_by.setdefault(v.id, set()).add(j)
-    group_of = fusion.by_op()
-    by_index = {c.index: c for c in costs}
-    out = []
-    for c in costs:
-        g = group_of.get(c.index)
-        if g is None:
-            out.append(c)
-        elif c.index != g.root:
-            out.append(dataclasses.replace(c, hbm_bytes=ZERO, t_hbm=ZERO, t_math=ZERO,
-                                           time=ZERO, fused_into=g.root))
-        else:
-            inside = set(g.members)
-            made = {program.ops[i].out.id: program.ops[i].out for i in inside}
-            reads: dict[str, Value] = {}
-            for i in g.members:
-                for v in operands(program.ops[i]):
-                    if v.id not in made:
-                        reads.setdefault(v.id, v)
-            writes = [v for vid, v in made.items() if not read_by.get(vid, set()) <= inside
-                      or vid not in read_by]
-            hbm = sum((local_bytes(v.layout, v.dtype, size_symbol)
-                       for v in (*reads.values(), *writes) if v.id not in core), ZERO)
-            t_math = sp.Add(*[by_index[i].t_math for i in g.members if i in by_index])
-            t_hbm = hbm / syms.w_hbm
-            time = sp.Max(t_math, t_hbm, evaluate=False) if t_math != 0 else t_hbm
-            out.append(dataclasses.replace(c, hbm_bytes=hbm, t_hbm=t_hbm, t_math=t_math,
-                                           time=time, fusion=g.kind))
     return out
 
 
