@@ -163,3 +163,13 @@ def test_fusion_never_adds_bytes_or_changes_flops(prog) -> None:
         for g in fusion.groups:
             assert sum(unit.compiled.ops[i].__class__.__name__ == "Einsum"
                        for i in g.members) <= 1
+
+
+def test_the_reports_say_what_fused_into_what() -> None:
+    import json
+
+    r = _report("A: bf16[I, J]\nB: bf16[I, J]\nC = silu(A) * B\n")
+    ops = json.loads(r.to_json())["ops"]
+    assert [(o["op"], o["fused_into"], o["fusion"], o["bound"]) for o in ops] == [
+        ("silu", 3, None, "fused into #3"), ("*", None, "loop", "hbm")]
+    assert "fused into #3" in r.to_text() and "fused into #3" in r.to_markdown()
