@@ -253,8 +253,27 @@ class _Deriver:
         inner = e.expr
         if isinstance(inner, Ref) and not inner.renames:
             return Ref(inner.name, None, span, e.back)
-        tmp = self.emit(self.fresh(gradient_name(name)), inner, span, partial=partial)
+        tmp = self.emit(self.fresh(gradient_name(name)), inner, span,
+                        self.term_layout(name, inner, e.back) if partial else None,
+                        partial=partial)
         return Ref(tmp.name, None, span, e.back)
+
+    def term_layout(self, name: str, e: Expr, back: tuple[tuple[str, str], ...] = ()
+                    ) -> Layout | None:
+        """The layout one product of a sum of contributions to d<name> is planned for: the
+        gradient's own (in the use's dims, for a renamed use), so that the term's product is
+        ranked as the sum is reduced, by a ReduceScatter to a sharded gradient rather than an
+        AllReduce, and a term whose alternative is to gather its operands (GQA's keys and
+        values, a few KV heads a rank) keeps its partial sums as Megatron-LM's backward pass
+        does. None where the gradient has no layout or the product is not a contraction."""
+        lay = self.grad_layout(name)
+        if lay is None or not isinstance(e, Contract):
+            return None
+        if back:
+            lay = lay.renamed({old: new for new, old in back})
+        if set(self.type_of(e)[0]) != set(lay.dim_names):
+            return None
+        return lay
 
     def derive(self, assigns: list[Assign], span: Span) -> None:
         last = assigns[-1]
@@ -299,7 +318,7 @@ class _Deriver:
                     e = self.unrename(e, name, span, partial=True)
                     refs.append(e if isinstance(e, Ref)
                                 else self.emit(self.fresh(gradient_name(name)), e, span,
-                                               partial=True))
+                                               self.term_layout(name, e), partial=True))
                 expr: Expr = refs[0]
                 for r in refs[1:]:
                     expr = Binary("+", expr, r, span)

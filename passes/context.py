@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 
 Model = Literal["exact", "book"]
 Optimizer = Literal["adam", "adam-8bit", "adam-no-master", "sgd", "none"]
-Remat = Literal["none", "selective", "matmuls", "block"]
+Remat = Literal["none", "gathered", "selective", "matmuls", "block"]
+"""What the backward pass keeps (`passes.memory.kept_activations`): `none` keeps every value it
+reads, a sequence-parallel input sharded (Megatron-LM's storage); `gathered` keeps the gathered
+copies instead; `selective`, `matmuls`, `block` recompute more."""
 Attention = Literal["materialized", "flash"]
 MatmulPrecision = Literal["default", "high", "highest"]
 """`--matmul-precision`: JAX's `jax.lax.Precision` for f32 products (`Chip.matmul_rate`)."""

@@ -2,9 +2,10 @@
 
 Parameters and their gradients at their layouts; optimizer state (`adam`: two fp32 moments, the
 book's 8 bytes per parameter beside bf16 weights, 10 in all); activations kept for the backward
-pass under a rematerialization policy: `none` keeps every forward value the backward pass reads,
-`matmuls` only the inputs and matmul results (elementwise results are recomputed), `block` only
-the block's inputs (the whole forward pass is recomputed).
+pass under a rematerialization policy: `none` keeps every forward value the backward pass reads
+(sequence-parallel inputs sharded, gathered again: Megatron-LM's storage), `gathered` keeps them
+as read (the gathered copies), `matmuls` only the inputs and matmul results (elementwise
+results are recomputed), `block` only the block's inputs (the whole forward pass is recomputed).
 """
 
 from __future__ import annotations
@@ -91,8 +92,11 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     """The forward values the backward pass reads that the policy keeps (by value id), and the
     indices of the ops the backward pass runs again to rebuild the rest.
 
-    - `none` keeps every value the backward pass reads, as it reads it (a gathered copy where
-      it reads the gathered copy): nothing runs again.
+    - `none` keeps every value the backward pass reads; one that reaches it through
+      collectives is kept at its most sharded layout and gathered again (below), as
+      Megatron-LM's sequence parallelism stores its inputs: no compute op runs again.
+    - `gathered` keeps every value as the backward pass reads it (the gathered copy where it
+      reads the gathered copy): nothing runs again, at the gathered copies' memory.
     - `selective` keeps them too, except the attention core (`attention_core`), which runs
       again from the queries and keys (Korthikanti et al. 2022, section 5).
     - `matmuls` keeps inputs and matmul results; the elementwise ops making the others run
@@ -100,8 +104,8 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     - `block` keeps only the block's inputs; every forward compute op they depend on runs again
       (the book's "Gradient checkpointing": 8ND rather than 6ND).
 
-    Every policy but `none` keeps a value that reaches the backward pass through collectives
-    once, at its most sharded reduced layout (the layer input as it arrives, a matmul's result
+    Every policy but `gathered` keeps a value that reaches the backward pass through
+    collectives once, at its most sharded reduced layout (the layer input as it arrives, a matmul's result
     after its ReduceScatter), and the collectives from there to the copy the backward pass
     reads run again, as Megatron-LM's sequence parallelism stores the sharded input and gathers
     it again (Korthikanti et al. 2022, section 4.2.2); so do the collectives on the way to an op
@@ -150,8 +154,8 @@ def kept_activations(program: CompiledProgram, remat: Remat,
         _, i, origin = links[-1]
         if origin.span.line == line or origin.out.array in params:
             return
-        keeps_all = remat in ("none", "selective") and origin.out.id not in core
-        if keeps_all and remat == "none":   # as read: nothing runs again
+        keeps_all = remat in ("none", "gathered", "selective") and origin.out.id not in core
+        if keeps_all and remat == "gathered":   # as read: nothing runs again
             op = links[0][2]
             saved[op.out.id] = op.out
             return

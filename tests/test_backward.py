@@ -206,18 +206,43 @@ def test_matmul_remat_keeps_matmul_results_at_their_reduced_layout():
     assert sizes["A"] == sizes["In"] == 1 * 4096 * 5120 / 8 * 2
 
 
-def test_no_remat_keeps_what_the_backward_pass_reads_as_it_reads_it():
-    """Without remat nothing runs again: the backward pass reads the gathered layer input and
-    the gathered A (as Megatron-LM keeps the replicated inputs of the column-parallel matmuls
-    without sequence parallelism), the probabilities, and gelu's input and output."""
+def test_gathered_keeps_what_the_backward_pass_reads_as_it_reads_it():
+    """`--remat gathered`: nothing runs again; the backward pass reads the gathered layer input
+    and the gathered A (Korthikanti et al. 2022, Table 2's "tensor parallel" baseline keeps
+    the replicated inputs of the column-parallel matmuls), the probabilities, and gelu's input
+    and output."""
     from shardc.passes.memory import kept_activations
 
-    sizes, total = _kept("none")
+    sizes, total = _kept("gathered")
     assert set(sizes) == {"In", "Kin", "Q", "Kc", "Pr", "Att", "A", "Tmp", "gelu_Tmp"}
     assert sizes["In"] == sizes["A"] == 1 * 4096 * 5120 * 2
     assert sizes["Pr"] == 4096 * 4096 * 40 / 8 * 2
-    assert kept_activations(shardc.compile(TP_LAYER).program, "none")[1] == ()
+    assert kept_activations(shardc.compile(TP_LAYER).program, "gathered")[1] == ()
     assert _kept("matmuls")[1] < total and _kept("block")[1] < _kept("matmuls")[1]
+
+
+def test_no_remat_keeps_sequence_parallel_inputs_sharded_and_gathers_them_again():
+    """The default (`none`) keeps the same values, but the layer input and A as they arrive,
+    sharded over Y, and gathers them again in the backward pass (Megatron-LM's storage,
+    Korthikanti et al. 2022, section 4.2.2): (t - 1) / t of each gathered copy saved, for one
+    more AllGather each, charged; no compute op runs again."""
+    from shardc.passes.ir import Collective
+    from shardc.passes.memory import kept_activations
+
+    sizes, total = _kept("none")
+    wide, wide_total = _kept("gathered")
+    assert set(sizes) == set(wide)
+    assert sizes["In"] == sizes["A"] == sizes["Kin"] == 1 * 4096 * 5120 / 8 * 2
+    assert {k: v for k, v in sizes.items() if k not in ("In", "A", "Kin")} == {
+        k: v for k, v in wide.items() if k not in ("In", "A", "Kin")}
+    assert wide_total - total == 3 * 4096 * 5120 * 2 * 7 / 8
+    r = shardc.compile(TP_LAYER)
+    again = [r.program.ops[i] for i in kept_activations(r.program, "none")[1]]
+    assert again and all(isinstance(op, Collective) and op.op == "AllGather"
+                         and op.axes == ("Y",) for op in again)
+    assert {op.out.array for op in again} == {"In", "A", "Kin"}
+    gathered = shardc.compile(TP_LAYER, remat="gathered")
+    assert r.value("t_comms_s") > gathered.value("t_comms_s")
 
 
 @pytest.mark.parametrize(("optimizer", "per_bf16", "per_f32"), [

@@ -369,13 +369,18 @@ class Report:
 
     def step_durations(self) -> dict[int, float] | None:
         """Each op's time over the step (all its runs; twice for an op the backward pass
-        recomputes under --remat), by op index; None unless every op has a number."""
+        recomputes under --remat), by op index; None unless every op has a number. Under
+        `--remat none` the only ops run again are the AllGathers of sequence-parallel inputs
+        kept sharded, which Megatron-LM overlaps with the input-gradient matmul of the
+        backward pass (Korthikanti et al. 2022, section 4.2.2): they are charged in T_comms
+        but not on the schedule's critical path."""
         durations: dict[int, float] = {}
+        again = 1 if self.options.get("remat") == "none" else 2
         for c in self.ops:
             v = self.value(c.time * c.count)
             if v is None:
                 return None
-            durations[c.index] = v * (2 if c.index in self.cost.recomputed else 1)
+            durations[c.index] = v * (again if c.index in self.cost.recomputed else 1)
         return durations
 
     def mesh_sizes(self) -> dict[str, float]:

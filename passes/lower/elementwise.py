@@ -33,6 +33,25 @@ class _Alignment:
     request_steps: list[Step]
 
 
+def _scatter_target(v: Value, other: Value, drop: frozenset[str]) -> Layout | None:
+    """Where `v`'s partial sums over `drop` are reduced to when the other operand of a sum
+    shards the same dims as `v` does plus some of those axes (`dIn_9[D]{U_Y} + dIn_7[D_Y]`):
+    straight into the other's layout by a ReduceScatter, rather than an AllReduce and a slice
+    (Megatron-LM's backward pass reduces the sum of a layer input's gradients so). None
+    otherwise: the sums are reduced in place."""
+    if other.layout.unreduced or {d.dim for d in v.layout.dims} != set(other.dims):
+        return None
+    theirs = {d.dim: d.axes for d in other.layout.dims}
+    dims = []
+    for d in v.layout.dims:
+        axes = theirs[d.dim]
+        if axes[:len(d.axes)] != d.axes or not set(axes[len(d.axes):]) <= drop:
+            return None
+        dims.append(DimSharding(d.dim, axes))
+    out = Layout(tuple(dims), v.layout.unreduced - drop)
+    return out if out.dims != v.layout.dims else None
+
+
 def _union(a: Layout, b: Layout, unreduced: frozenset[str]) -> Layout | None:
     """Each of `a`'s dims sharded as whichever operand shards it more finely (`[I_X, J]` and
     `[J_Y]` give `[I_X, J_Y]`; `[I_YX]` and `[I_Y]` give `[I_YX]`): the operand that shards a
@@ -90,9 +109,11 @@ class ElementwiseOps(LoweringState):
                 keep = u
         why = f"`{op}` cannot combine these partial sums: they are reduced first"
         if lu - keep:
-            lv = self.reshard(lv, lv.layout.with_unreduced(keep & lu), span, why)
+            lv = self.reshard(lv, _scatter_target(lv, rv, lu - keep)
+                              or lv.layout.with_unreduced(keep & lu), span, why)
         if ru - keep:
-            rv = self.reshard(rv, rv.layout.with_unreduced(keep & ru), span, why)
+            rv = self.reshard(rv, _scatter_target(rv, lv, ru - keep)
+                              or rv.layout.with_unreduced(keep & ru), span, why)
         if lv is None or rv is None:
             return None
         big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
