@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardc import hardware
@@ -149,6 +149,82 @@ def test_pipeline_stages_need_not_be_powers_of_two(mt_nlg_on_1120):
     for c in pipes:
         stage = c.chips // c.pipeline.stages
         assert stage % 8 == 0 or 8 % stage == 0, c.label()
+
+
+@pytest.fixture(scope="module")
+def nemotron_on_6144():
+    """Nemotron-4 340B on 6,144 H100, batch 2,304 x 4,096 (NVIDIA 2024, "Nemotron-4 340B
+    Technical Report", Table 2), with Megatron-LM's flash attention and distributed optimizer."""
+    return P.plan("nemotron4-340b", "h100", 6144, 2304 * 4096,
+                  options=Options(attention="flash", zero=1))
+
+
+def test_every_stage_count_that_fits_is_tried(nemotron_on_6144):
+    """The published PP 12 (TP 8, DP 64) is among the candidates and fits; so do others, more
+    stages as well as fewer: the search no longer stops at the fewest stages its estimate
+    fits (which was PP 3, 85 GB compiled: no pipelined candidate fitted)."""
+    from shardc.tools.plan.pipeline import _bases, _stage_estimates
+
+    p = nemotron_on_6144
+    assert p.best is not None and p.best.fits
+    pipes = [c for c in p.candidates if c.pipeline is not None and c.evaluated]
+    (pp12,) = [c for c in pipes if c.pipeline.stages == 12 and c.tp == 8
+               and c.pipeline.schedule == "1f1b" and c.pipeline.micro_sequences == 1]
+    assert pp12.fits and pp12.layout.degree("data") == 64
+    base = next(b for b in _bases(p.candidates, 8) if b.tp == 8)
+    est = _stage_estimates(p.card, p.chip, p.slice, base, 8, p.sequences, p.options,
+                           "1f1b", 1, 1)
+    tried = {c.pipeline.stages for c in pipes if c.tp == 8 and c.pipeline.schedule == "1f1b"
+             and c.pipeline.micro_sequences == 1}
+    assert tried == {n for n, e in est if e <= p.chip.hbm_bytes}
+    assert len([c for c in pipes if c.tp == 8 and c.fits]) >= 5
+
+
+def test_the_fastest_pipeline_is_tried_interleaved_and_with_larger_microbatches(
+        nemotron_on_6144):
+    """Around the fastest pipelined candidate that fits: interleaved 1F1B and microbatches of 2
+    and 4 sequences a replica, each where its estimated memory fits."""
+    p = nemotron_on_6144
+    variants = [c for c in p.candidates if c.pipeline is not None
+                and (c.pipeline.schedule == "interleaved" or c.pipeline.micro_sequences > 1)]
+    assert variants and all(c.evaluated for c in variants)
+    assert any(c.pipeline.schedule == "interleaved" for c in variants)
+    inter = next(c for c in variants if c.pipeline.schedule == "interleaved")
+    assert "v=2" in inter.label()
+    assert inter.figures["pipeline"]["bubble_fraction"] < next(
+        c for c in p.candidates if c.pipeline is not None and c.tp == inter.tp
+        and c.pipeline.stages == inter.pipeline.stages and c.pipeline.schedule == "1f1b"
+        and c.pipeline.micro_sequences == 1).figures["pipeline"]["bubble_fraction"]
+
+
+@given(st.sampled_from([16, 32, 64]), st.sampled_from([32, 64, 128]),
+       st.sampled_from(["none", "selective", "block"]), st.sampled_from([0, 1]))
+@settings(max_examples=6, deadline=None)
+def test_what_the_search_reports_as_fitting_fits_and_what_it_prunes_does_not(
+        chips, sequences, remat, zero):
+    """Every candidate the search reports as fitting fits in HBM by the model's own count (its
+    memory summed), and every stage count the memory estimate pruned, compiled, does not fit:
+    the estimate is a bound from below."""
+    from shardc.tools.plan.pipeline import _bases, _stage_estimates
+
+    options = Options(remat=remat, zero=zero)
+    p = P.plan(CARD, H100, chips, sequences * 4096, options=options)
+    for c in p.candidates:
+        if c.evaluated:
+            total = sum(c.figures["memory"].values())
+            assert c.fits == (total <= H100.hbm_bytes), c.label()
+            assert c.figures["memory_per_device_bytes"] == pytest.approx(total)
+    pruned = []
+    for base in _bases(p.candidates, 8):
+        est = _stage_estimates(CARD, H100, p.slice, base, base.tp, sequences, options,
+                               "1f1b", 1, 1)
+        if any(e <= H100.hbm_bytes for _, e in est):
+            pruned += [(base.tp, n) for n, e in est if e > H100.hbm_bytes]
+    for t, n in pruned[-2:]:
+        strategy = "pp-dp-tp" if t > 1 else "pp-dp"
+        c = P.plan(CARD, H100, chips, sequences * 4096, options=options,
+                   only=(strategy, t, n)).candidates[0]
+        assert c.evaluated and not c.fits, c.label()
 
 
 @pytest.mark.parametrize(("options", "hint"), [

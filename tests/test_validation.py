@@ -33,11 +33,13 @@ MLP_IN = 2 * 4096 * 1728 * 2 / MB         # gate and up projections: 28.31
 MLP_MID = 2 * 4096 * 1728 * 2 / MB        # silu(gate) and the product: 28.31
 LSE = 4096 * 5 * 4 / MB                   # flash: fp32 log-sum-exp rows: 0.08
 HAND = {  # MB per layer
-    ("none", "materialized"): 2 * IN_FULL + QKV + PROBS + ATT + MLP_IN + MLP_MID,
+    ("gathered", "materialized"): 2 * IN_FULL + QKV + PROBS + ATT + MLP_IN + MLP_MID,
+    ("none", "materialized"): 2 * IN_SHARD + QKV + PROBS + ATT + MLP_IN + MLP_MID,
     ("selective", "materialized"): 2 * IN_SHARD + QKV + ATT + MLP_IN + MLP_MID,
     ("matmuls", "materialized"): 2 * IN_SHARD + QKV + PROBS + ATT + MLP_IN,
     ("block", "materialized"): IN_SHARD,
-    ("none", "flash"): 2 * IN_FULL + QKV + LSE + ATT + MLP_IN + MLP_MID,
+    ("gathered", "flash"): 2 * IN_FULL + QKV + LSE + ATT + MLP_IN + MLP_MID,
+    ("none", "flash"): 2 * IN_SHARD + QKV + LSE + ATT + MLP_IN + MLP_MID,
     ("selective", "flash"): 2 * IN_SHARD + QKV + LSE + ATT + MLP_IN + MLP_MID,
     ("matmuls", "flash"): 2 * IN_SHARD + QKV + LSE + ATT + MLP_IN,
     ("block", "flash"): IN_SHARD,
@@ -90,8 +92,10 @@ def _tp_collectives(remat: str, layout=LAYOUT) -> Counter:
 def test_tensor_parallel_collectives_per_layer_are_megatrons():
     """Megatron-LM with sequence parallelism (Korthikanti et al. 2022, section 4.2.2): an
     AllGather before and a ReduceScatter after attention and the MLP, forward and backward,
-    4 + 4; storing the inputs sharded adds the two AllGathers the backward pass repeats."""
-    assert _tp_collectives("none") == Counter({"AllGather": 4, "ReduceScatter": 4})
+    4 + 4; storing the inputs sharded (the default, as Megatron-LM does) adds the two
+    AllGathers the backward pass repeats; `gathered` keeps the gathered copies instead."""
+    assert _tp_collectives("gathered") == Counter({"AllGather": 4, "ReduceScatter": 4})
+    assert _tp_collectives("none") == Counter({"AllGather": 6, "ReduceScatter": 4})
     assert _tp_collectives("selective") == Counter({"AllGather": 6, "ReduceScatter": 4})
 
 
@@ -101,4 +105,4 @@ def test_tensor_parallel_without_sequence_parallelism_allreduces():
     import dataclasses
 
     plain = dataclasses.replace(LAYOUT, sequence_parallel=False)
-    assert _tp_collectives("none", plain) == Counter({"AllReduce": 4})
+    assert _tp_collectives("gathered", plain) == Counter({"AllReduce": 4})

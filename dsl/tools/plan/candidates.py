@@ -73,10 +73,18 @@ class Pipeline:
     microbatches: int
     schedule: PipelineSchedule = "1f1b"
     virtual: int = 1
+    micro_sequences: int = 1
+    """Sequences per data replica in one microbatch."""
 
     def text(self) -> str:
         v = f" x {self.virtual} chunks" if self.schedule == "interleaved" else ""
         return f"{self.stages} stages{v}, {self.microbatches} microbatches, {self.schedule}"
+
+    def tags(self) -> list[str]:
+        """What sets the pipeline apart beyond its stages, for a label: `v=2` (interleaved
+        chunks), `mb=2` (sequences per replica in a microbatch)."""
+        return ([f"v={self.virtual}"] if self.schedule == "interleaved" else []) + (
+            [f"mb={self.micro_sequences}"] if self.micro_sequences > 1 else [])
 
 
 @dataclass
@@ -116,7 +124,7 @@ class Candidate:
         return n * (self.pipeline.stages if self.pipeline else 1)
 
     def label(self) -> str:
-        pp = [f"PP={self.pipeline.stages}"] if self.pipeline else []
+        pp = [f"PP={self.pipeline.stages}", *self.pipeline.tags()] if self.pipeline else []
         if self.layout is None or not self.layout.axes:
             deg = pp + ([f"Y={self.tp}"] if self.tp > 1 else [])
             return f"{self.strategy} ({' '.join(deg)})" if deg else self.strategy

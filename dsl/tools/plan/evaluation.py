@@ -16,7 +16,13 @@ from shardc.tools.models import load as load_card
 from shardc.tools.models.programs import Part, parts
 from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.candidates import Candidate, Options, Plan, PlanError
-from shardc.tools.plan.pipeline import INNER, evaluate_pipeline, pipeline_candidates, stage_layout
+from shardc.tools.plan.pipeline import (
+    INNER,
+    evaluate_pipeline,
+    pipeline_candidates,
+    pipeline_variants,
+    stage_layout,
+)
 from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts, one_layout
 
 
@@ -59,6 +65,9 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
         more = pipeline_candidates(card, chip, sl, sequences, seq, options, cands)
         _evaluate_all(card, chip, more, sequences, seq, options, progress, jobs)
         cands += more
+        variants = pipeline_variants(card, chip, sl, sequences, seq, options, cands)
+        _evaluate_all(card, chip, variants, sequences, seq, options, progress, jobs)
+        cands += variants
     return Plan(card, chip, sl, batch_tokens, seq, options, cands)
 
 

@@ -99,7 +99,7 @@ def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, 
     v = virtual if schedule_ == "interleaved" else 1
     if stages * v > card.n_layers:
         raise ShardingError(f"{stages} stages x {v} chunks for {card.n_layers} layers")
-    return layout, Pipeline(stages, sequences // micro, schedule_, v)
+    return layout, Pipeline(stages, sequences // micro, schedule_, v, microbatch_sequences)
 
 
 def boundary_program(card: ModelCard, layout: Layout, pipe: Pipeline, micro: int, seq: int,
@@ -186,6 +186,11 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         acc["model_flops"] += model_flops(r) * (part.count - n)
         kept = in_flight(pipe) if part.name != "head" else 1
         _scale_activations(acc["memory"], r, n, kept / m)
+    # HFU's FLOPs are the busiest stage's: the first stage's layers, or the last stage's
+    # layers and the head, not both (add_report added both).
+    fl = {part.name: compiled_r.value("flops_per_device") or 0.0
+          for part, compiled_r, _ in compiled}
+    acc["flops_per_device"] = max(k * fl["layer"], last * fl["layer"] + fl["head"])
     acc["t_comms_s"] += m * v * t_send
     by_role = acc["t_comms_by_role_s"]
     by_role["pp"] = by_role.get("pp", 0.0) + m * v * t_send
@@ -246,8 +251,11 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
                         options: Options, done: list[Candidate]) -> list[Candidate]:
     """Pipelined candidates worth compiling: for each tensor degree inside an NVLink domain
     (Narayanan et al. 2021: tensor parallelism inside a server, pipelines across servers),
-    the fewest stages whose weights, gradients and optimizer state fit beside the activations,
-    estimated from the evaluated unpipelined candidate at the same tensor degree."""
+    every stage count whose estimated memory per chip fits (`_stage_estimates`, from the
+    evaluated unpipelined candidate at the same tensor degree), or the most stages when none
+    does. More stages are not slower by rule: with the batch fixed, fewer data replicas a
+    stage means more microbatches, so the bubble's share stays near (p - 1) / (m + p - 1)
+    while each stage's gradient reduction shrinks; the compiled step decides."""
     if card.moe is not None:
         return [Candidate("pp-dp-tp", None, reason=(
             "not evaluated: pipelines of mixture-of-experts models are not planned (their "
@@ -261,18 +269,58 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
     for base in _bases(done, domain):
         t = base.tp
         strategy = "pp-dp-tp" if t > 1 else "pp-dp"
-        stages = _fewest_stages(card, chip, sl, base, t, sequences, seq, options)
-        if stages is None:
-            continue
-        try:
-            layout, pipe = stage_layout(card, chip, sl, strategy, t, stages,
-                                        options.microbatch_sequences, sequences, seq,
-                                        options.schedule, options.virtual_stages)
-        except ShardingError as exc:
-            out.append(Candidate(strategy, None, t, reason=f"not evaluated: {exc}"))
-            continue
-        out.append(Candidate(strategy, layout, t, pipeline=pipe))
+        estimates = _stage_estimates(card, chip, sl, base, t, sequences, options,
+                                     options.schedule, options.virtual_stages,
+                                     options.microbatch_sequences)
+        fitting = [p for p, est in estimates if est <= chip.hbm_bytes]
+        for stages in fitting or [p for p, _ in estimates[-1:]]:
+            out.append(_pipelined(card, chip, sl, strategy, t, stages, sequences, seq,
+                                  options.schedule, options.virtual_stages,
+                                  options.microbatch_sequences))
     return out
+
+
+def pipeline_variants(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int,
+                      options: Options, done: list[Candidate]) -> list[Candidate]:
+    """Around the fastest pipelined candidate that fits: the interleaved schedule (Narayanan
+    et al. 2021, section 2.2.2: v chunks a stage divide the bubble by v, for v times the
+    sends) where the options ask for 1F1B, and microbatches of 2 and 4 sequences a replica
+    where they ask for 1 (larger matmuls, fewer microbatches: a larger bubble), each where its
+    estimated memory fits. Variants the options already fix are not tried."""
+    best = min((c for c in done if c.pipeline is not None and c.fits), key=lambda c: c.t_step,
+               default=None)
+    if best is None or best.pipeline is None:
+        return []
+    pipe = best.pipeline
+    base = next((c for c in _bases(done, chip.nvlink_domain or 1) if c.tp == best.tp), None)
+    if base is None:
+        return []
+    tries: list[tuple[str, int, int]] = []
+    if options.schedule == "1f1b":
+        tries.append(("interleaved", options.virtual_stages, options.microbatch_sequences))
+    if options.microbatch_sequences == 1:
+        tries += [(options.schedule, options.virtual_stages, n) for n in (2, 4)]
+    out = []
+    for schedule_, v, micro in tries:
+        est = dict(_stage_estimates(card, chip, sl, base, best.tp, sequences, options,
+                                    schedule_, v, micro))
+        if est.get(pipe.stages, math.inf) <= chip.hbm_bytes:
+            c = _pipelined(card, chip, sl, best.strategy, best.tp, pipe.stages, sequences,
+                           seq, schedule_, v, micro)
+            if c.layout is not None:
+                out.append(c)
+    return out
+
+
+def _pipelined(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, stages: int,
+               sequences: int, seq: int, schedule_: PipelineSchedule, virtual: int,
+               micro: int) -> Candidate:
+    try:
+        layout, pipe = stage_layout(card, chip, sl, strategy, t, stages, micro, sequences, seq,
+                                    schedule_, virtual)
+    except ShardingError as exc:
+        return Candidate(strategy, None, t, reason=f"not evaluated: {exc}")
+    return Candidate(strategy, layout, t, pipeline=pipe)
 
 
 def _bases(done: list[Candidate], domain: int) -> list[Candidate]:
@@ -287,15 +335,18 @@ def _bases(done: list[Candidate], domain: int) -> list[Candidate]:
     return [by_t[t] for t in sorted(by_t)]
 
 
-def _fewest_stages(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: int,
-                   sequences: int, seq: int, options: Options) -> int | None:
-    """The fewest stages (at least 2, dividing the chips over the tensor degree, each stage whole
-    NVLink domains or a part of one) whose estimated memory per chip fits, or the most stages
-    when none does. The estimate scales the unpipelined candidate's memory at the same tensor
-    degree: its weights, gradients and optimizer state per tensor shard (times its data degree
-    where it shards them over the data axes), which the stage replicates over its data axes
-    (ZeRO aside), over the stages; its activations per sequence and layer times the layers and
-    sequences the first stage keeps."""
+def _stage_estimates(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: int,
+                     sequences: int, options: Options, schedule_: PipelineSchedule,
+                     virtual: int, micro_sequences: int) -> list[tuple[int, float]]:
+    """Each stage count (at least 2, dividing the chips over the tensor degree, each stage
+    whole NVLink domains or a part of one, a whole number of microbatches) with its estimated
+    memory per chip, fewest stages first. The estimate scales the unpipelined candidate's
+    memory at the same tensor degree: its weights, gradients and optimizer state per tensor
+    shard (times its data degree where it shards them over the data axes), which the stage
+    replicates over its data axes (ZeRO aside), over the stages; its activations per
+    sequence and layer times the layers and sequences the first stage keeps. It leaves out
+    the head's share on the first stage, so it is a bound from below: a count it puts over
+    HBM would not fit compiled either, and is not compiled."""
     mem = base.figures["memory"]
     data = base.data_degree
     sharded = base.layout is not None and base.layout.fsdp
@@ -307,22 +358,20 @@ def _fewest_stages(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: i
     optimizer = whole("optimizer", 1)
     ways = base.layout.degree("pod", "data", "seq") if base.layout is not None else data
     per_layer_seq = mem.get("activations", 0.0) * ways / sequences / card.n_layers
-    best = None
+    out = []
     per_stage = sl.chips_per_pod // t
     domain = chip.nvlink_domain or 1
+    v = virtual if schedule_ == "interleaved" else 1
     for p in range(2, min(card.n_layers, per_stage) + 1):
         replicas = per_stage // p
-        micro = replicas * options.microbatch_sequences
+        micro = replicas * micro_sequences
         stage = replicas * t  # a stage's GPUs fill NVLink domains, or share one (H016)
-        if per_stage % p == 0 and sequences % micro == 0 and (
+        if per_stage % p == 0 and sequences % micro == 0 and p * v <= card.n_layers and (
                 stage % domain == 0 or domain % stage == 0):
-            v = options.virtual_stages if options.schedule == "interleaved" else 1
-            pipe = Pipeline(p, sequences // micro, options.schedule, v)
+            pipe = Pipeline(p, sequences // micro, schedule_, v)
             shard = replicas if options.zero >= 1 else 1
             layers = math.ceil(card.n_layers / p)
             est = (weights + optimizer / shard) * layers / card.n_layers + \
-                per_layer_seq * layers * options.microbatch_sequences * in_flight(pipe)
-            best = p
-            if est <= chip.hbm_bytes:
-                return p
-    return best
+                per_layer_seq * layers * micro_sequences * in_flight(pipe)
+            out.append((p, est))
+    return out
