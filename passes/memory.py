@@ -97,6 +97,9 @@ def kept_activations(program: CompiledProgram, remat: Remat,
       Megatron-LM's sequence parallelism stores its inputs: no compute op runs again.
     - `gathered` keeps every value as the backward pass reads it (the gathered copy where it
       reads the gathered copy): nothing runs again, at the gathered copies' memory.
+    - Under `none`, `gathered` and `selective` an elementwise result that only elementwise gradients read (not a
+      matmul), made from values the backward pass reads anyway, runs again from them:
+      silu(gate) of a SwiGLU MLP, which Megatron-LM's fused kernel does not keep.
     - `selective` keeps them too, except the attention core (`attention_core`), which runs
       again from the queries and keys (Korthikanti et al. 2022, section 5).
     - `matmuls` keeps inputs and matmul results; the elementwise ops making the others run
@@ -142,6 +145,22 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     seen: set[object] = set()
     core = (attention_core(program, line) if remat == "selective" or attention == "flash"
             else frozenset())
+    # What the backward pass reads, and whether a matmul reads it: an elementwise result that
+    # only elementwise gradients read, made from values the backward pass keeps anyway, is made
+    # again from them (Megatron-LM's fused activation kernels keep silu's input, not silu(x):
+    # their backward pass computes it again).
+    read: set[str] = set()
+    by_matmul: set[str] = set()
+    for op in program.ops:
+        if op.span.line == line:
+            ins = distinct_inputs(op)
+            read.update(ins)
+            if isinstance(op, Einsum):
+                by_matmul.update(ins)
+
+    def fused(origin: Op, value_id: str) -> bool:
+        return (isinstance(origin, Elementwise) and value_id not in by_matmul
+                and all(v in read or v in params for v in distinct_inputs(origin)))
 
     def need(value_node) -> None:
         """The backward pass (or an op it runs again) reads this value: keep it or rebuild it."""
@@ -155,6 +174,11 @@ def kept_activations(program: CompiledProgram, remat: Remat,
         if origin.span.line == line or origin.out.array in params:
             return
         keeps_all = remat in ("none", "gathered", "selective") and origin.out.id not in core
+        if keeps_all and len(links) == 1 and fused(origin, origin.out.id):
+            redo.add(i)
+            for vid in distinct_inputs(origin):
+                need(("value", vid))
+            return
         if keeps_all and remat == "gathered":   # as read: nothing runs again
             op = links[0][2]
             saved[op.out.id] = op.out

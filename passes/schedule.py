@@ -76,13 +76,16 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
 
 def schedule(program: CompiledProgram, durations: dict[int, float],
              network: Callable[[Collective], str] | None = None,
-             axis_sizes: Mapping[str, float] | None = None) -> float:
+             axis_sizes: Mapping[str, float] | None = None,
+             busy_after: Mapping[int, float] | None = None) -> float:
     """Makespan of a list schedule on the program graph: ops in program order (a topological
     order of the graph), each on its resource (compute or network) as soon as its inputs are
     ready and the resource is free. `network` names the resource of each collective (one
     network resource by default). With `axis_sizes` (the mesh axes' sizes), gathers into and
     ReduceScatters out of an einsum overlap it chunk by chunk (collective matmuls); without,
-    a collective and its matmul run one after the other."""
+    a collective and its matmul run one after the other. `busy_after` keeps an op's resource
+    busy that long after its result is ready (a collective the backward pass runs again, off
+    the critical path: the network carries it, nothing waits for it)."""
     feeds, drains = collective_matmuls(program, axis_sizes) if axis_sizes else ({}, {})
     ready: dict[tuple[str, str], float] = {}
     started: dict[int, float] = {}
@@ -115,9 +118,9 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
             e, n = drains[i]
             finish = max(finish, ready[("value", program.ops[e].out.id)] + took / n)
         started[i] = start
-        free[resource] = finish
+        free[resource] = finish + (busy_after.get(i, 0.0) if busy_after else 0.0)
         ready[made] = finish
-        end = max(end, finish)
+        end = max(end, free[resource])
     return end
 
 

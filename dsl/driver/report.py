@@ -370,18 +370,31 @@ class Report:
     def step_durations(self) -> dict[int, float] | None:
         """Each op's time over the step (all its runs; twice for an op the backward pass
         recomputes under --remat), by op index; None unless every op has a number. Under
-        `--remat none` the only ops run again are the AllGathers of sequence-parallel inputs
-        kept sharded, which Megatron-LM overlaps with the input-gradient matmul of the
-        backward pass (Korthikanti et al. 2022, section 4.2.2): they are charged in T_comms
-        but not on the schedule's critical path."""
+        `--remat none` the collectives run again (the AllGathers of sequence-parallel inputs
+        kept sharded) are left to `busy_after`."""
         durations: dict[int, float] = {}
-        again = 1 if self.options.get("remat") == "none" else 2
+        hidden = self.busy_after()
         for c in self.ops:
             v = self.value(c.time * c.count)
             if v is None:
                 return None
-            durations[c.index] = v * (again if c.index in self.cost.recomputed else 1)
+            again = c.index in self.cost.recomputed and c.index not in hidden
+            durations[c.index] = v * (2 if again else 1)
         return durations
+
+    def busy_after(self) -> dict[int, float]:
+        """Under `--remat none`, each collective the backward pass runs again (an AllGather of
+        a sequence-parallel input kept sharded) and its time: the network carries it again but
+        compute does not wait for it, as Megatron-LM overlaps it with the input-gradient
+        matmul (Korthikanti et al. 2022, section 4.2.2). `passes.schedule.schedule` keeps the
+        network busy that long after the op."""
+        if self.options.get("remat") != "none":
+            return {}
+        out = {}
+        for c in self.ops:
+            if c.index in self.cost.recomputed and c.kind == "collective":
+                out[c.index] = self.value(c.time * c.count) or 0.0
+        return out
 
     def mesh_sizes(self) -> dict[str, float]:
         """The mesh axes whose size is a number (`--set` applied)."""
@@ -394,7 +407,8 @@ class Report:
 
         durations = self.step_durations()
         return None if durations is None else schedule(self.program, durations,
-                                                       axis_sizes=self.mesh_sizes())
+                                                       axis_sizes=self.mesh_sizes(),
+                                                       busy_after=self.busy_after())
 
     def utilization(self) -> dict[str, float] | None:
         """MFU and HFU of the scheduled step on the report's chip, with the model FLOPs; None

@@ -181,7 +181,8 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         return None, compiled
     acc = new_totals()
     for p, r, durations in compiled:
-        t = schedule(r.program, durations, axis_sizes=r.mesh_sizes())
+        t = schedule(r.program, durations, axis_sizes=r.mesh_sizes(),
+                     busy_after=r.busy_after())
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
@@ -362,4 +363,4 @@ def _schedule_revised(r, durations: dict[int, float], layout: Layout) -> float:
     T_comms = max(T_FSDP, T_TP)): the list schedule of passes/schedule.py with one network
     resource per kind of axis instead of one."""
     return schedule(r.program, durations, lambda op: "network-" + _role(op.axes, layout),
-                    axis_sizes=r.mesh_sizes())
+                    axis_sizes=r.mesh_sizes(), busy_after=r.busy_after())

@@ -166,7 +166,8 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
                 and _role(op.axes, layout) in ("dp", "fsdp")}
         rest = {i: (0.0 if i in once else d) for i, d in durations.items()}
-        per[part.name] = (schedule(r.program, rest, axis_sizes=r.mesh_sizes()) / m,
+        per[part.name] = (schedule(r.program, rest, axis_sizes=r.mesh_sizes(),
+                                   busy_after=r.busy_after()) / m,
                           _schedule_revised(r, rest, layout) / m,
                           sum(durations[i] for i in once))
     t_layer, t_layer_rev, g_layer = per["layer"]
