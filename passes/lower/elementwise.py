@@ -111,6 +111,8 @@ class ElementwiseOps(LoweringState):
         if lu - keep:
             lv = self.reshard(lv, _scatter_target(lv, rv, lu - keep)
                               or lv.layout.with_unreduced(keep & lu), span, why)
+            if lv is None:
+                return None
         if ru - keep:
             rv = self.reshard(rv, _scatter_target(rv, lv, ru - keep)
                               or rv.layout.with_unreduced(keep & ru), span, why)

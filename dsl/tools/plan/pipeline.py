@@ -296,7 +296,7 @@ def pipeline_variants(card: ModelCard, chip: Chip, sl: Slice, sequences: int, se
     base = next((c for c in _bases(done, chip.nvlink_domain or 1) if c.tp == best.tp), None)
     if base is None:
         return []
-    tries: list[tuple[str, int, int]] = []
+    tries: list[tuple[PipelineSchedule, int, int]] = []
     if options.schedule == "1f1b":
         tries.append(("interleaved", options.virtual_stages, options.microbatch_sequences))
     if options.microbatch_sequences == 1:
