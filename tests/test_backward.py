@@ -329,3 +329,18 @@ def test_selective_remat_and_flash_attention_drop_the_attention_core():
     assert sel.value("t_recompute_s") > 0 and flash.value("t_recompute_s") > 0
     with pytest.raises(ValueError):
         shardc.compile(TP_LAYER, attention="paged")
+
+
+def test_cli_keeps_the_gathered_copies_on_request(capsys):
+    """`--remat gathered` is the CLI's name for the other storage: the same values kept, the
+    layer input gathered (2BD rather than 2BD/Y), and no collective run again."""
+    from shardc.cli.app import main
+
+    program = str(ROOT / "programs" / "mlp-tp-train.shard")
+    out = {}
+    for remat in ("none", "gathered"):
+        assert main(["compile", program, "--only", "memory,summary", "--remat", remat]) == 0
+        out[remat] = capsys.readouterr().out
+    assert "activations            302 MB   = 2*B*D/Y + 4*B*F/Y" in out["none"]
+    assert "activations            537 MB   = 2*B*D + 4*B*F/Y" in out["gathered"]
+    assert "T_recompute" in out["none"] and "T_recompute" not in out["gathered"]

@@ -69,7 +69,7 @@ def test_decisions_html_escapes_names():
 
 @pytest.fixture(scope="module")
 def small_plan():
-    """LLaMA 2 13B on 16 TPU v5p (about a second): three strategies evaluated, one fits."""
+    """LLaMA 2 13B on 16 TPU v5p (about a second): three strategies evaluated, two fit."""
     from shardc.tools.plan import plan
 
     return plan("llama2-13b", "tpu-v5p", chips=16, batch_tokens=64 * 1024)

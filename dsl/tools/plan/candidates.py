@@ -99,6 +99,10 @@ class Candidate:
     figures: dict[str, Any] = field(default_factory=dict)
     pipeline: Pipeline | None = None
     """The stages and microbatches of a pipelined candidate; `layout` is then one stage's."""
+    zero: int | None = None
+    """The ZeRO stage the search chose for this candidate where it differs from the options'
+    (`pipeline.pipeline_candidates`: a stage count that fits only with the optimizer state
+    sharded); None: the options'."""
 
     @property
     def evaluated(self) -> bool:
@@ -125,6 +129,7 @@ class Candidate:
 
     def label(self) -> str:
         pp = [f"PP={self.pipeline.stages}", *self.pipeline.tags()] if self.pipeline else []
+        pp += [f"ZeRO-{self.zero}"] if self.zero is not None else []
         if self.layout is None or not self.layout.axes:
             deg = pp + ([f"Y={self.tp}"] if self.tp > 1 else [])
             return f"{self.strategy} ({' '.join(deg)})" if deg else self.strategy

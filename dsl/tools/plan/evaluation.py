@@ -22,6 +22,7 @@ from shardc.tools.plan.pipeline import (
     pipeline_candidates,
     pipeline_variants,
     stage_layout,
+    zero_twins,
 )
 from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts, one_layout
 
@@ -65,6 +66,7 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
         more = pipeline_candidates(card, chip, sl, sequences, seq, options, cands)
         _evaluate_all(card, chip, more, sequences, seq, options, progress, jobs)
         cands += more
+        cands += zero_twins(chip, options, more)
         variants = pipeline_variants(card, chip, sl, sequences, seq, options, cands)
         _evaluate_all(card, chip, variants, sequences, seq, options, progress, jobs)
         cands += variants
@@ -168,6 +170,8 @@ def _warm_up(chip: Chip) -> None:
 def _evaluate_one(card: ModelCard, chip: Chip, c: Candidate, sequences: int, seq: int,
                   options: Options) -> tuple[dict[str, Any] | None, str | None]:
     assert c.layout is not None
+    if c.zero is not None:
+        options = dataclasses.replace(options, zero=c.zero)
     if c.pipeline is not None:
         return evaluate_pipeline(card, chip, c.layout, c.pipeline, sequences, seq, options)
     return evaluate(card, chip, c.layout, sequences, seq, options)

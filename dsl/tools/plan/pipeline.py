@@ -23,6 +23,7 @@ schedule's closed forms, each from its paper (docs/plan.md, "Pipelines"):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -267,17 +268,49 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
             "training chapter ('Pipelining') finds them less essential"))]
     domain = chip.nvlink_domain or 1
     out = []
+    sharded = dataclasses.replace(options, zero=1)
     for base in _bases(done, domain):
         t = base.tp
         strategy = "pp-dp-tp" if t > 1 else "pp-dp"
-        estimates = _stage_estimates(card, chip, sl, base, t, sequences, options,
-                                     options.schedule, options.virtual_stages,
-                                     options.microbatch_sequences)
-        fitting = [p for p, est in estimates if est <= chip.hbm_bytes]
-        for stages in fitting or [p for p, _ in estimates[-1:]]:
-            out.append(_pipelined(card, chip, sl, strategy, t, stages, sequences, seq,
-                                  options.schedule, options.virtual_stages,
-                                  options.microbatch_sequences))
+        shape = (options.schedule, options.virtual_stages, options.microbatch_sequences)
+        estimates = _stage_estimates(card, chip, sl, base, t, sequences, options, *shape)
+        # Where the options keep the optimizer state replicated, a count that fits only with
+        # it sharded over the stage's data replicas (ZeRO-1, Megatron-LM's distributed
+        # optimizer: the same traffic) is tried at ZeRO-1.
+        zero1 = dict(_stage_estimates(card, chip, sl, base, t, sequences, sharded, *shape)
+                     if options.zero == 0 else ())
+        tries = [(p, None) if est <= chip.hbm_bytes else (p, 1)
+                 for p, est in estimates
+                 if est <= chip.hbm_bytes or zero1.get(p, math.inf) <= chip.hbm_bytes]
+        for stages, zero in tries or [(p, None) for p, _ in estimates[-1:]]:
+            c = _pipelined(card, chip, sl, strategy, t, stages, sequences, seq, *shape)
+            c.zero = zero
+            out.append(c)
+    return out
+
+
+def zero_twins(chip: Chip, options: Options, done: list[Candidate]) -> list[Candidate]:
+    """For each pipelined candidate compiled at ZeRO stage 0 that does not fit, its twin at
+    ZeRO-1 where that fits: the optimizer state divided over the stage's data replicas
+    (`evaluation.zero_state`), the step the same (the gradient AllReduce becomes a
+    ReduceScatter and an AllGather of the same bytes). No compile: the twin's figures are
+    the candidate's with the state divided."""
+    if options.zero != 0:
+        return []
+    out = []
+    for c in done:
+        if c.pipeline is None or not c.evaluated or c.fits or c.zero is not None \
+                or c.layout is None:
+            continue
+        memory = dict(c.figures["memory"])
+        memory["optimizer"] = memory.get("optimizer", 0.0) / c.layout.degree("data", "seq")
+        total = sum(memory.values())
+        if total > chip.hbm_bytes:
+            continue
+        twin = Candidate(c.strategy, c.layout, c.tp, pipeline=c.pipeline, zero=1)
+        twin.figures = {**c.figures, "memory": memory, "memory_per_device_bytes": total,
+                        "fits": True}
+        out.append(twin)
     return out
 
 
@@ -296,6 +329,8 @@ def pipeline_variants(card: ModelCard, chip: Chip, sl: Slice, sequences: int, se
     base = next((c for c in _bases(done, chip.nvlink_domain or 1) if c.tp == best.tp), None)
     if base is None:
         return []
+    if best.zero is not None:
+        options = dataclasses.replace(options, zero=best.zero)
     tries: list[tuple[PipelineSchedule, int, int]] = []
     if options.schedule == "1f1b":
         tries.append(("interleaved", options.virtual_stages, options.microbatch_sequences))
@@ -308,6 +343,7 @@ def pipeline_variants(card: ModelCard, chip: Chip, sl: Slice, sequences: int, se
         if est.get(pipe.stages, math.inf) <= chip.hbm_bytes:
             c = _pipelined(card, chip, sl, best.strategy, best.tp, pipe.stages, sequences,
                            seq, schedule_, v, micro)
+            c.zero = best.zero
             if c.layout is not None:
                 out.append(c)
     return out
@@ -345,9 +381,12 @@ def _stage_estimates(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t:
     memory at the same tensor degree: its weights, gradients and optimizer state per tensor
     shard (times its data degree where it shards them over the data axes), which the stage
     replicates over its data axes (ZeRO aside), over the stages; its activations per
-    sequence and layer times the layers and sequences the first stage keeps. It leaves out
-    the head's share on the first stage, so it is a bound from below: a count it puts over
-    HBM would not fit compiled either, and is not compiled."""
+    sequence and layer times the layers and sequences the first stage keeps; the state of
+    the whole head (the embedding tables: vocab x d_model each, over the tensor degree) on
+    that stage, as `evaluate_pipeline` counts it. The compiled stage holds at least as many
+    layers (the split balances time) and the head's activations too, so the estimate is a
+    bound from below: a count it puts over HBM would not fit compiled either, and is not
+    compiled."""
     mem = base.figures["memory"]
     data = base.data_degree
     sharded = base.layout is not None and base.layout.fsdp
@@ -357,6 +396,8 @@ def _stage_estimates(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t:
 
     weights = whole("parameters", 3) + whole("gradients", 2)  # ZeRO-3 is FSDP
     optimizer = whole("optimizer", 1)
+    params = max(1.0, whole("parameters", 3) / 2)  # per tensor shard, bf16
+    head = min(params, card.vocab * card.d_model * (1 if card.tied_embeddings else 2) / t)
     ways = base.layout.degree("pod", "data", "seq") if base.layout is not None else data
     per_layer_seq = mem.get("activations", 0.0) * ways / sequences / card.n_layers
     out = []
@@ -372,7 +413,8 @@ def _stage_estimates(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t:
             pipe = Pipeline(p, sequences // micro, schedule_, v)
             shard = replicas if options.zero >= 1 else 1
             layers = math.ceil(card.n_layers / p)
-            est = (weights + optimizer / shard) * layers / card.n_layers + \
+            per_param = (weights + optimizer / shard) / params
+            est = per_param * ((params - head) * layers / card.n_layers + head) + \
                 per_layer_seq * layers * micro_sequences * in_flight(pipe)
             out.append((p, est))
     return out
