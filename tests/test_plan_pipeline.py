@@ -164,7 +164,7 @@ def _fits_by_estimate(p, t):
     """The stage counts at tensor degree t whose estimate fits, at ZeRO 0 or 1."""
     import dataclasses
 
-    from shardc.tools.plan.pipeline import _bases, _stage_estimates
+    from shardc.tools.plan.stages import _bases, _stage_estimates
 
     base = next(b for b in _bases(p.candidates, 8) if b.tp == t)
     out = set()
@@ -238,7 +238,7 @@ def test_what_the_search_reports_as_fitting_fits_and_what_it_prunes_does_not(
             assert c.fits == (total <= H100.hbm_bytes), c.label()
             assert c.figures["memory_per_device_bytes"] == pytest.approx(total)
     pruned = []
-    from shardc.tools.plan.pipeline import _bases, _stage_estimates
+    from shardc.tools.plan.stages import _bases, _stage_estimates
 
     for base in _bases(p.candidates, 8):
         sharded = Options(remat=remat, zero=1)

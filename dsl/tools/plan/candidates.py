@@ -101,7 +101,7 @@ class Candidate:
     """The stages and microbatches of a pipelined candidate; `layout` is then one stage's."""
     zero: int | None = None
     """The ZeRO stage the search chose for this candidate where it differs from the options'
-    (`pipeline.pipeline_candidates`: a stage count that fits only with the optimizer state
+    (`stages.pipeline_candidates`: a stage count that fits only with the optimizer state
     sharded); None: the options'."""
 
     @property

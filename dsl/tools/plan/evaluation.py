@@ -16,14 +16,8 @@ from shardc.tools.models import load as load_card
 from shardc.tools.models.programs import Part, parts
 from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.candidates import Candidate, Options, Plan, PlanError
-from shardc.tools.plan.pipeline import (
-    INNER,
-    evaluate_pipeline,
-    pipeline_candidates,
-    pipeline_variants,
-    stage_layout,
-    zero_twins,
-)
+from shardc.tools.plan.pipeline import INNER, evaluate_pipeline, stage_layout
+from shardc.tools.plan.stages import pipeline_candidates, pipeline_variants, zero_twins
 from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts, one_layout
 
 

@@ -117,7 +117,7 @@ def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int
     """Every unpipelined strategy on the slice: DP, FSDP, TP over every chip, FSDP + TP for each
     power-of-two tensor degree that divides the chips, and DP + TP (replicated weights) where the
     tensor axis stays inside a fast domain (an NVLink domain, or a TPU slice's first axis).
-    Pipelined candidates are chosen after these are evaluated (`pipeline.pipeline_candidates`)."""
+    Pipelined candidates are chosen after these are evaluated (`stages.pipeline_candidates`)."""
     m = sl.chips_per_pod
     out = [_layout(card, chip, sl, "dp", 1, sequences, seq),
            _layout(card, chip, sl, "fsdp", 1, sequences, seq)]
