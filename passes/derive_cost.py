@@ -270,7 +270,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         totals["recompute_flops_per_device"] = summed([(c.flops_per_device, c.count)
                                                        for c in again])
     def conditions() -> tuple[ConditionCost, ...]:
-        return _conditions(program, costs, t_math, t_hbm, bw_by_level, syms)
+        # `charged`: the collectives run again count here as in T_comms and T_math
+        return _conditions(program, charged, t_math, t_hbm, bw_by_level, syms)
     return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, conditions, syms,
                        _blocks(program, charged), redo, ctx.options.matmul_precision)
 
