@@ -77,7 +77,7 @@ def small_plan():
 
 def test_plan_repr_is_one_short_line(small_plan):
     text = repr(small_plan)
-    assert text == "<shardc.Plan llama2-13b on 16 tpu-v5p: 8 candidates, best fsdp (X=16) 0.927 s>"
+    assert text == "<shardc.Plan llama2-13b on 16 tpu-v5p: 8 candidates, best fsdp (X=16) 0.930 s>"
 
 
 def test_plan_html_ranks_the_candidates_and_collapses_the_explanation(small_plan):
@@ -85,11 +85,11 @@ def test_plan_html_ranks_the_candidates_and_collapses_the_explanation(small_plan
     assert ("<tr><th>rank</th><th>strategy</th><th>mesh</th><th>step time</th><th>bound</th>"
             "<th>memory/device</th><th>fits</th><th>MFU</th><th>HFU</th></tr>") in h
     assert ("<tr><td>1</td><td>fsdp (X=16)</td><td><code>X1=2 @ici(x), X2=2 @ici(y), "
-            "X3=4 @ici(z)</code></td><td>0.927 s</td><td>compute</td><td>94.9 GB</td>"
+            "X3=4 @ici(z)</code></td><td>0.930 s</td><td>compute</td><td>90.4 GB</td>"
             "<td>yes</td><td>84%</td><td>84%</td></tr>") in h
-    assert "<td>-</td><td>dp (X=16)</td>" in h and "<td>290.2 GB</td><td>no</td>" in h
+    assert "<td>-</td><td>dp (X=16)</td>" in h and "<td>285.6 GB</td><td>no</td>" in h
     assert "<td>tp (Y=16)</td><td>not evaluated: the 40 heads" in h
-    assert "<details><summary>best: fsdp (X=16), 0.927 s per step" in h
+    assert "<details><summary>best: fsdp (X=16), 0.930 s per step" in h
     assert "the book&#x27;s conditions for this setting:" in h and "</pre></details></div>" in h
 
 
