@@ -23,7 +23,7 @@ class InputError(Exception):
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.app import COST_MODELS, add_precision_flag
+    from shardc.cli.inputs import COST_MODELS, add_precision_flag
 
     m = sub.add_parser("model", help="model cards: list, show derived numbers, write programs")
     ms = m.add_subparsers(dest="model_command", required=True, metavar="ACTION")

@@ -18,7 +18,7 @@ NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'shardc[plot]'"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from shardc.cli.app import add_cost_model_flag
+    from shardc.cli.inputs import add_cost_model_flag
 
     p = subparsers.add_parser("sweep", help="evaluate quantities over a grid of sizes; "
                               "table, csv, json or a plot", description=DESCRIPTION)
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from shardc.cli.app import _read
+    from shardc.cli.inputs import read_program
     from shardc.driver.api import run_pipeline
     from shardc.tools import sweep as sw
     from shardc.tools import sweep_plot, sweep_render
@@ -89,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
     extra = ("intensity", "flops_per_s") if args.plot and args.kind == "roofline" else ()
     sweeps = []
     for path in args.programs:
-        source = _read(path)
+        source = read_program(path)
         parsed = run_pipeline(source, args.hw, args.model, stop_after="validate")
         if parsed.diagnostics.has_errors or parsed.program is None:
             print(parsed.rendered(), file=sys.stderr)
