@@ -180,7 +180,7 @@ def test_enums_are_the_codes_own_values() -> None:
         ("derive", "$defs/optimum/properties/overlap/enum", OVERLAPS),
         ("sweep", "$defs/sweep/properties/model/enum", get_args(Model)),
         ("model-show", "properties/architecture/properties/activation/enum",
-         models._ACTIVATIONS),
+         models.ACTIVATIONS),
         ("xla-check", "$defs/verdict/enum", VERDICTS),
         ("xla-check", "$defs/program/properties/model/enum", get_args(Model)),
     ]
