@@ -30,12 +30,15 @@ from shardc.lang.send import SEND_NOTE, SendSyntaxError, parse_send
 from shardc.lang.size_limits import size_problem
 from shardc.lang.source import Source, Span
 from shardc.lang.syntax import (
+    COLLECTIVE_KINDS,
     ArrayDecl,
     Assign,
     Backward,
     Binary,
+    BinaryOp,
     Call,
     CollectiveCall,
+    CollectiveKind,
     Contract,
     Count,
     DimDecl,
@@ -44,6 +47,7 @@ from shardc.lang.syntax import (
     MeshDecl,
     Program,
     Reduce,
+    ReduceKind,
     Ref,
     Sized,
 )
@@ -66,6 +70,12 @@ def _kept() -> frozenset[str]:
     names = re.findall(r"^([A-Z][A-Z0-9_]*)(?:\.\d+)?\s*:", grammar.grammar_text(), re.M)
     return frozenset(names)
 
+
+# What the grammar's operator and head tokens (ADDOP, MULOP, COLLECTIVE, REDUCE) may spell, as the
+# syntax tree's types: a token outside them means the grammar and the tree disagree, a bug.
+_BINARY_OPS: dict[str, BinaryOp] = {"+": "+", "-": "-", "*": "*"}
+_COLLECTIVES: dict[str, CollectiveKind] = {k: k for k in COLLECTIVE_KINDS}
+_REDUCTIONS: dict[str, ReduceKind] = {"Sum": "Sum", "Max": "Max", "softmax": "softmax"}
 
 _PARENS = frozenset({"atom", "count_atom"})
 """`( expr )` and `( count )`: with every token kept they are nodes of their own; the transform
@@ -382,7 +392,7 @@ class _ToSyntax:
 
     def binary(self, node, items):
         lhs, op, rhs = items
-        return Binary(str(op), lhs, rhs, self._span(node))
+        return Binary(_BINARY_OPS[str(op)], lhs, rhs, self._span(node))
 
     def call(self, node, items):
         return Call(str(items[0]), tuple(items[1:]), self._span(node))
@@ -398,13 +408,14 @@ class _ToSyntax:
             axes, dim = parts[:-1], parts[-1]
         else:
             axes, dim = parts, None
-        return CollectiveCall(kind, tuple(axes), dim, arg, self._span(node), sub_span)
+        return CollectiveCall(_COLLECTIVES[kind], tuple(axes), dim, arg, self._span(node),
+                              sub_span)
 
     def reduce(self, node, items):
         tok, arg = items
         kind, parts, offset = _checked_subscript(tok, "reduction")
         sp = token_span(tok)
-        return Reduce(kind, tuple(parts), arg, self._span(node),
+        return Reduce(_REDUCTIONS[kind], tuple(parts), arg, self._span(node),
                       Span(sp.line, sp.col + offset, sp.end_line, sp.end_col))
 
 

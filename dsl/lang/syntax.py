@@ -24,6 +24,10 @@ CollectiveKind = Literal["AllGather", "ReduceScatter", "AllReduce", "AllToAll", 
 devices, e.g. I_XY -> I_YX); programs cannot write it."""
 COLLECTIVE_KINDS: tuple[CollectiveKind, ...] = (
     "AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send")
+BinaryOp = Literal["+", "-", "*", "/"]
+"""`/` only in what the compiler writes (softmax's normalisation), not in the language."""
+ReduceKind = Literal["Sum", "Max", "softmax", "Broadcast"]
+"""`Broadcast` only in what the compiler writes (the gradient of a sum)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +178,7 @@ class Contract:
 class Binary:
     """Elementwise `+`, `-` or `*` with broadcasting by dimension name."""
 
-    op: Literal["+", "-", "*", "/"]
+    op: BinaryOp
     """`/` only in what the compiler writes (softmax's normalisation), not in the language."""
     lhs: Expr
     rhs: Expr
@@ -210,7 +214,7 @@ class Reduce:
     """`Sum_{D}(A)`, `Max_{D}(A)`: A reduced over `dims` (the result lacks them);
     `softmax_{S}(A)`: exp(A - Max_S(A)) / Sum_S(exp(A - Max_S(A))), the dims of A."""
 
-    kind: Literal["Sum", "Max", "softmax", "Broadcast"]
+    kind: ReduceKind
     """`Broadcast` only in what the compiler writes (the gradient of a sum): `arg` copied along
     the dims of `dims` (the result's, in order) it lacks."""
     dims: tuple[str, ...]
