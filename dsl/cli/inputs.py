@@ -10,7 +10,7 @@ import sys
 from decimal import Decimal
 
 from shardc.driver.files import CliIOError, read_text
-from shardc.lang.limits import MAX_SOURCE_BYTES
+from shardc.lang.input_limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
 

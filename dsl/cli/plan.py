@@ -413,7 +413,7 @@ def _split_mesh(text: str) -> list[str]:
 
 @_guard
 def run_plan(args: argparse.Namespace) -> int:
-    from shardc.lang.limits import MAX_PLAN_CHIPS
+    from shardc.lang.input_limits import MAX_PLAN_CHIPS
     from shardc.tools.plan import Options, PlanError, plan
     from shardc.tools.plan.render import plan_dict, plan_text
 

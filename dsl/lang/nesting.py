@@ -8,7 +8,7 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from shardc.lang.diagnostics import Diagnostic
-from shardc.lang.limits import MAX_NESTING
+from shardc.lang.input_limits import MAX_NESTING
 from shardc.lang.parse_errors import error, token_span
 from shardc.lang.source import Span
 

@@ -16,8 +16,8 @@ from lark import Lark, Token, Tree, UnexpectedInput
 
 from shardc import grammar
 from shardc.lang.diagnostics import Diagnostic, Diagnostics
+from shardc.lang.input_limits import MAX_AXES_PER_DIM, MAX_MESH_AXES
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.limits import MAX_AXES_PER_DIM, MAX_MESH_AXES
 from shardc.lang.nesting import nesting_problem
 from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_decimal
 from shardc.lang.parse_errors import (
@@ -27,8 +27,8 @@ from shardc.lang.parse_errors import (
     token_span,
 )
 from shardc.lang.send import SEND_NOTE, SendSyntaxError, parse_send
-from shardc.lang.size_limits import size_problem
 from shardc.lang.source import Source, Span
+from shardc.lang.source_size import size_problem
 from shardc.lang.syntax import (
     COLLECTIVE_KINDS,
     ArrayDecl,

@@ -18,7 +18,7 @@ import sympy as sp
 
 from shardc.driver.printers import SUMMARY
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
-from shardc.lang.limits import MAX_SWEEP_POINTS
+from shardc.lang.input_limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
 from shardc.lang.syntax import DimDecl, MeshDecl, Program
 from shardc.lang.units import fmt_grid
@@ -352,7 +352,7 @@ def _plan_notes(report: Report, grids: Sequence[Grid], found: tuple | None,
                 plans: Sequence[Any]) -> tuple[str, ...]:
     """How the sweep chose the plans: per point (several plans), or fixed where it could not."""
     from shardc.driver.regions import free_sizes
-    from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
+    from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 
     if plans:
         return (f"{len(plans)} plans across the grid: each point is evaluated with the plan a "

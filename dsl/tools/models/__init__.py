@@ -125,7 +125,7 @@ def load(name_or_path: str) -> ModelCard:
     shipped = _shipped()
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         from shardc.driver.files import CliIOError, read_text
-        from shardc.lang.limits import MAX_CONFIG_BYTES
+        from shardc.lang.input_limits import MAX_CONFIG_BYTES
 
         try:
             text = read_text(name_or_path, what="model card", limit=MAX_CONFIG_BYTES)
