@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from shardc.lang.dtypes import BYTES
 from shardc.lang.layout import Layout
@@ -76,7 +76,8 @@ class HardwareDecl:
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
 
 
-CountTree = int | str | tuple  # (op, CountTree, CountTree)
+CountTree: TypeAlias = "int | str | tuple[str, CountTree, CountTree]"
+"""A count as a tree: a whole number, a name, or (op, left, right)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +96,7 @@ class Count:
 
     def fold(self, number: Callable[[int], Any], name: Callable[[str], Any]) -> Any:
         """The count computed with `number` and `name` giving its leaves (+ - * on the rest)."""
-        def walk(t: CountTree):
+        def walk(t: CountTree) -> Any:
             if isinstance(t, int):
                 return number(t)
             if isinstance(t, str):
@@ -107,7 +108,7 @@ class Count:
 
     def evaluate(self, sizes: dict[str, int]) -> int:
         """The count with every name given a size."""
-        return self.fold(int, sizes.__getitem__)
+        return int(self.fold(int, sizes.__getitem__))
 
 
 Times = tuple[Count, ...]
