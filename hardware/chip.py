@@ -17,8 +17,8 @@ from pathlib import Path
 
 from shardc.hardware.files import read_chip_file
 from shardc.hardware.levels import PER_HOP
-from shardc.hardware.report import describe, summary_line
 from shardc.hardware.schema import RATES, HardwareError, read_chip_toml
+from shardc.hardware.text import describe, summary_line
 
 __all__ = [
     "FALLBACKS",
