@@ -1,9 +1,9 @@
 """The layer contract: imports go one way only, lowest first: hardware -> the language -> passes
 -> the driver -> tools -> the CLI. A module may import its own layer and those below it, never
 one above, not even inside a function. The language has no SymPy; hardware/ is stdlib only.
-Within a layer, no two modules import each other, directly or around a loop (function-local
-imports count; imports under `if TYPE_CHECKING:` do not), and no module imports another's
-`_private` name.
+No two modules import each other, directly or around a loop (function-local imports count;
+imports under `if TYPE_CHECKING:` do not), and no module imports another's `_private` name (not
+even for a type checker).
 
 The layers are the import names under `shardc` (see pyproject.toml's package-dir).
 """
@@ -88,16 +88,16 @@ def _type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _runtime_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """The import statements that run when the module runs or its functions are called: all of
-    them, at any depth, except those in the body of an `if TYPE_CHECKING:`."""
+def _import_nodes(tree: ast.AST, type_checking: bool) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements at any depth: those that run when the module runs or its functions
+    are called, and with `type_checking` those in the body of an `if TYPE_CHECKING:` too."""
     out: list[ast.Import | ast.ImportFrom] = []
     todo = [tree]
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out.append(node)
-        elif isinstance(node, ast.If) and _type_checking(node.test):
+        elif not type_checking and isinstance(node, ast.If) and _type_checking(node.test):
             todo.extend(node.orelse)
             continue
         todo.extend(ast.iter_child_nodes(node))
@@ -113,8 +113,10 @@ def _known(target: str) -> str | None:
     return None
 
 
-def runtime_imports(path: Path, module: str) -> list[tuple[int, str, tuple[str, ...]]]:
-    """(line, package module, names imported from it) for each import that runs, resolved as
+def runtime_imports(path: Path, module: str, type_checking: bool = False
+                    ) -> list[tuple[int, str, tuple[str, ...]]]:
+    """(line, package module, names imported from it) for each import that runs (with
+    `type_checking`, also those only a type checker reads), resolved as
     Python does: `from shardc.tools.plan import render` imports the module `render`, while
     `from shardc.tools.plan import plan` imports a name of the package's `__init__`. A module
     that calls `importlib.import_module` imports every package module whose full name it
@@ -127,7 +129,7 @@ def runtime_imports(path: Path, module: str) -> list[tuple[int, str, tuple[str, 
         out.extend((node.lineno, node.value, ()) for node in ast.walk(tree)
                    if isinstance(node, ast.Constant) and node.value in NAMES
                    and "." in node.value)
-    for node in _runtime_nodes(tree):
+    for node in _import_nodes(tree, type_checking):
         if isinstance(node, ast.Import):
             out.extend((node.lineno, t, ()) for a in node.names if (t := _known(a.name)))
             continue
@@ -189,6 +191,8 @@ def test_runtime_imports_counts_local_imports_not_type_checking(tmp_path: Path) 
     assert runtime_imports(path, "shardc.tools.m") == [
         (2, "shardc.tools.plan.render", ()), (2, "shardc.tools.plan", ("plan",)),
         (6, "shardc.tools.sweep", ("_sizes",))]
+    assert (4, "shardc.driver.report", ("Report",)) in runtime_imports(
+        path, "shardc.tools.m", type_checking=True)
 
 
 def test_no_import_cycles() -> None:
@@ -215,7 +219,7 @@ def test_known_cycles_still_exist() -> None:
 def test_no_private_names_imported() -> None:
     found = []
     for name, path in MODULES:
-        for line, target, names in runtime_imports(path, name):
+        for line, target, names in runtime_imports(path, name, type_checking=True):
             for n in names:
                 if n.startswith("_") and not n.startswith("__") \
                         and (name, target, n) not in KNOWN_PRIVATE:
