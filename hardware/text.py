@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
-from shardc.hardware.schema import DTYPES
+from shardc.hardware.schema import DTYPES, PRECISIONS
 
 _UNITS = {"f32": "vector units", "tf32": "tensor cores", "bf16": "matrix units",
           "f16": "matrix units", "fp8": "matrix units", "int8": "matrix units",
@@ -94,8 +94,6 @@ def _units(chip: Chip, dtype: str) -> str:
 
 def _f32_products(chip: Chip) -> str:
     """What an f32 product runs at under each `--matmul-precision` (jax.lax.Precision)."""
-    from shardc.hardware.chip import PRECISIONS
-
     parts = []
     for p in PRECISIONS:
         r = chip.matmul_rate("f32", p)
