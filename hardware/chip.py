@@ -17,8 +17,8 @@ from pathlib import Path
 
 from shardc.hardware.files import read_chip_file
 from shardc.hardware.levels import PER_HOP
-from shardc.hardware.report import describe, summary_line
-from shardc.hardware.schema import RATES, HardwareError, read_chip_toml
+from shardc.hardware.schema import PRECISIONS, RATES, HardwareError, read_chip_toml
+from shardc.hardware.text import describe, summary_line
 
 __all__ = [
     "FALLBACKS",
@@ -44,9 +44,6 @@ FALLBACKS: dict[str, tuple[str, ...]] = {
 }
 """Where `Chip.flops_for` looks, in order, when a chip file has no rate for a dtype."""
 
-PRECISIONS = ("default", "high", "highest")
-"""`--matmul-precision`: JAX's `jax.lax.Precision` for products of f32 operands
-(https://docs.jax.dev/en/latest/_autosummary/jax.lax.Precision.html)."""
 
 TPU_PASSES = {"default": 1, "high": 3, "highest": 6}
 """bf16 passes of the MXU per f32 product on a TPU at each precision: DEFAULT one bf16 pass,

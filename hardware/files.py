@@ -12,7 +12,7 @@ import stat
 from shardc.hardware.schema import HardwareError
 
 MAX_CHIP_BYTES = 1 * 2**20
-"""A chip TOML is read up to this many bytes; equals `shardc.lang.limits.MAX_CONFIG_BYTES`."""
+"""A chip TOML is read up to this many bytes; equals `shardc.lang.input_limits.MAX_CONFIG_BYTES`."""
 
 
 def read_chip_file(path: str) -> str:

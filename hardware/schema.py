@@ -20,6 +20,10 @@ RATES = ("f32", "tf32", "bf16", "f16", "fp8", "int8", "int4")
 NVIDIA GPU's tensor cores (TensorFloat-32), which is not a storage dtype. `f32` is the rate of
 f32 arithmetic on the vector units (CUDA cores on a GPU, the VPU on a TPU)."""
 
+PRECISIONS = ("default", "high", "highest")
+"""`--matmul-precision`: JAX's `jax.lax.Precision` for products of f32 operands
+(https://docs.jax.dev/en/latest/_autosummary/jax.lax.Precision.html)."""
+
 FAMILIES = ("tpu", "gpu")
 LINK_KINDS = FAST_LINKS
 WRAPAROUND_RULES = ("full-axis-16", "cube-multiple-4", "switched")

@@ -4,14 +4,18 @@ its HBM bytes counted once and charged to its root (docs/cost-model.md, "Fusion"
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from shardc.passes.derive_cost import ZERO, OpCost
 from shardc.passes.fusion import Fusion
 from shardc.passes.ir import CompiledProgram, Value, operands
 from shardc.passes.layout_cost import local_bytes
 from shardc.passes.symbols import HardwareSymbols, size_symbol
+
+if TYPE_CHECKING:
+    # derive_cost calls fused_costs; at run time this module needs no name of it.
+    from shardc.passes.derive_cost import OpCost
 
 
 def fused_costs(costs: list[OpCost], program: CompiledProgram, fusion: Fusion,
@@ -38,8 +42,8 @@ def fused_costs(costs: list[OpCost], program: CompiledProgram, fusion: Fusion,
         if g is None:
             out.append(c)
         elif c.index != g.root:
-            out.append(dataclasses.replace(c, hbm_bytes=ZERO, t_hbm=ZERO, t_math=ZERO,
-                                           time=ZERO, fused_into=g.root))
+            out.append(dataclasses.replace(c, hbm_bytes=sp.S.Zero, t_hbm=sp.S.Zero, t_math=sp.S.Zero,
+                                           time=sp.S.Zero, fused_into=g.root))
         else:
             inside = set(g.members)
             made = {program.ops[i].out.id: program.ops[i].out for i in inside}
@@ -51,7 +55,7 @@ def fused_costs(costs: list[OpCost], program: CompiledProgram, fusion: Fusion,
             writes = [v for vid, v in made.items() if not read_by.get(vid, set()) <= inside
                       or vid not in read_by]
             hbm = sum((local_bytes(v.layout, v.dtype, size_symbol)
-                       for v in (*reads.values(), *writes) if v.id not in core), ZERO)
+                       for v in (*reads.values(), *writes) if v.id not in core), sp.S.Zero)
             t_math = sp.Add(*[by_index[i].t_math for i in g.members if i in by_index])
             t_hbm = hbm / syms.w_hbm
             time = sp.Max(t_math, t_hbm, evaluate=False) if t_math != 0 else t_hbm

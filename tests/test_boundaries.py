@@ -13,7 +13,7 @@ import shardc
 from shardc import hardware
 from shardc.cli.app import main
 from shardc.driver.files import CliIOError
-from shardc.lang.limits import MAX_CONFIG_BYTES, MAX_SOURCE_BYTES
+from shardc.lang.input_limits import MAX_CONFIG_BYTES, MAX_SOURCE_BYTES
 
 SYMBOLIC = """\
 mesh X

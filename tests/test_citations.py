@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("README.md", "docs", "dsl", "passes", "hardware", "grammar", "programs", "tests",
-           "benchmarks")
+SCANNED = ("README.md", "CHANGELOG.md", "CONTRIBUTING.md", "docs", "dsl", "passes", "hardware",
+           "grammar", "programs", "tests", "benchmarks")
 SUFFIXES = {".md", ".py", ".shard", ".toml", ".json", ".lark", ".txt", ".ipynb", ".yaml"}
 INTERNAL_ID = re.compile(
     r"\bseeds?[ /_-]?0\d\d\b"                                # seed 003, seeds/002
@@ -47,3 +47,29 @@ def test_no_internal_source_numbers(path):
             if INTERNAL_ID.search(line)]
     assert not hits, "cite the book's chapters and the papers by name (docs/sources.md):\n" + \
         "\n".join(hits)
+
+
+COMMIT = re.compile(r"(?<![0-9A-Za-z_.])(?=[0-9a-f]*[0-9])(?=(?:[0-9]*[a-f]){2})[0-9a-f]{7,40}"
+                    r"(?![0-9A-Za-z_])")
+"""A commit hash: 7 to 40 hex digits with a digit and at least two letters (`2.41071e9` is a
+number, `defaced` a word)."""
+HISTORY = re.compile(r"\b(?:this|that|the|a later|each) stop\b|\bstop \d+\b|\bthe last row\b"
+                     r"|\bstarting commit\b|\bthis session\b|\bthe session's\b", re.I)
+USER_DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+
+
+def test_the_history_scan_finds_history():
+    for text in ("against 34ff0ca", "(`2b3e021`,", "the stop's start", "stop 24", "the last row"):
+        assert COMMIT.search(text) or HISTORY.search(text), text
+    for text in ("2.41071e9", "defaced", "0x1f", "1e-12", "the bus stops", "a row"):
+        assert not COMMIT.search(text) and not HISTORY.search(text), text
+
+
+@pytest.mark.parametrize("path", USER_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_user_docs_hold_no_history(path):
+    """The user docs say what is true now and how to reproduce it; commit hashes and the story
+    of how a figure got there belong in CHANGELOG.md."""
+    hits = [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:120]}"
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if COMMIT.search(line) or HISTORY.search(line)]
+    assert not hits, "move the history to CHANGELOG.md:\n" + "\n".join(hits)

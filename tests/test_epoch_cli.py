@@ -42,7 +42,7 @@ def test_json_schema(capsys):
 
 
 def test_infinite_values_are_null_in_json():
-    from shardc.tools.epoch import report
+    from shardc.tools.epoch import results as report
     from shardc.tools.epoch.presets import get
 
     doc = json.loads(report.to_json(report.compute([get("h100-inf-ll")], [])))

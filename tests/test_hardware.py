@@ -17,8 +17,8 @@ import pytest
 from shardc import hardware
 from shardc.hardware import Chip, HardwareError, available, describe, load, summary_line
 from shardc.hardware import chip as chip_module
-from shardc.hardware import report as report_module
 from shardc.hardware import schema as schema_module
+from shardc.hardware import text as text_module
 
 SHIPPED = ["a100", "b200", "gb200-nvl72", "h100", "h200", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
 TPUS = [name for name in SHIPPED if name.startswith("tpu-")]
@@ -551,11 +551,11 @@ def test_every_number_in_a_shipped_file_says_where_it_comes_from(name: str) -> N
             assert i > 0 and lines[i - 1].startswith("#"), f"{name}.toml:{i + 1}: {line}"
 
 
-@pytest.mark.parametrize("module", [chip_module, report_module, schema_module])
+@pytest.mark.parametrize("module", [chip_module, text_module, schema_module])
 def test_doctests(module: object) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
     assert result.failed == 0 and result.attempted > 0
 
 
 def test_chip_type_is_exported() -> None:
-    assert Chip is chip_module.Chip and hardware.describe is report_module.describe
+    assert Chip is chip_module.Chip and hardware.describe is text_module.describe

@@ -141,7 +141,7 @@ def test_each_output_constant_is_its_schemas_title() -> None:
     """One constant per output, in the module that builds its JSON, names the shipped file."""
     from shardc.driver import report
     from shardc.tools import derive, sweep_render
-    from shardc.tools.epoch import report as limits
+    from shardc.tools.epoch import results as limits
     from shardc.tools.models import render as model_show
     from shardc.tools.plan import render as plan
     from shardc.tools.xla import render as xla
@@ -180,7 +180,7 @@ def test_enums_are_the_codes_own_values() -> None:
         ("derive", "$defs/optimum/properties/overlap/enum", OVERLAPS),
         ("sweep", "$defs/sweep/properties/model/enum", get_args(Model)),
         ("model-show", "properties/architecture/properties/activation/enum",
-         models._ACTIVATIONS),
+         models.ACTIVATIONS),
         ("xla-check", "$defs/verdict/enum", VERDICTS),
         ("xla-check", "$defs/program/properties/model/enum", get_args(Model)),
     ]

@@ -310,7 +310,7 @@ def test_a_y_formula_that_divides_by_zero_on_the_grid_names_y(cli):
 
 
 def test_a_grid_past_the_point_limit_is_refused_before_evaluating(cli):
-    from shardc.lang.limits import MAX_SWEEP_POINTS
+    from shardc.lang.input_limits import MAX_SWEEP_POINTS
 
     code, _, err = cli(DP, "--set", f"B=1:1e8:lin{MAX_SWEEP_POINTS + 1}")
     assert code == 2 and "--set B" in err

@@ -8,61 +8,25 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import re
 import sys
 import traceback
-from decimal import Decimal
 from typing import get_args
 
+from shardc.cli.inputs import (
+    COST_MODELS,
+    add_cost_model_flag,
+    add_precision_flag,
+    parse_binding,
+    parse_number,
+    read_program,
+    usage_error,
+)
 from shardc.cli.termwrap import write_result
-from shardc.driver.files import CliIOError, check_writable, read_text, write_text
-from shardc.lang.limits import MAX_SOURCE_BYTES
-from shardc.lang.numeric import NumberError, parse_decimal, parse_number
-from shardc.lang.source import Source
+from shardc.driver.files import CliIOError, check_writable, write_text
 from shardc.passes.context import Attention, Optimizer, Remat
 
-__all__ = ["add_cost_model_flag", "add_precision_flag", "build_parser", "main", "parse_binding", "parse_number"]
-
-COST_MODELS = ("exact", "book")
-
-
-def add_cost_model_flag(p: argparse.ArgumentParser, *, default: str = "exact",
-                        help: str | None = None) -> None:
-    """The collective cost model: `--cost-model`, the spelling every subcommand takes, and
-    `--model`, its short spelling everywhere but `plan` (where `--model` was the model card)."""
-    p.add_argument("--cost-model", "--model", dest="model", choices=COST_MODELS, default=default,
-                   metavar="{exact,book}",
-                   help=help or f"collective cost model: exact ring or the book's formulas "
-                   f"(default {default}; --model is the same flag)")
-    add_precision_flag(p)
-
-
-def add_precision_flag(p: argparse.ArgumentParser) -> None:
-    """`--matmul-precision`: how products of f32 operands run, as JAX's `jax.lax.Precision`
-    (`passes.context.Options.matmul_precision`); beside every `--cost-model`."""
-    p.add_argument("--matmul-precision", dest="matmul_precision",
-                   choices=("default", "high", "highest"), default="default",
-                   help="f32 products as jax.lax.Precision runs them: on NVIDIA GPUs default "
-                   "and high use TF32 tensor cores and highest full f32; on TPUs default is "
-                   "one bf16 pass, high three, highest six (default: default)")
-
-
-def parse_binding(text: str) -> tuple[str, Decimal]:
-    """`NAME=VALUE` for `--set`: the value exact (a Decimal), finite and within a float's range.
-    Whether it suits the name (a whole size, a positive figure) is checked once the program says
-    what the name is (N016 in passes/validate.py).
-
-    >>> parse_binding("B=4M")
-    ('B', Decimal('4000000'))
-    """
-    m = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(\S+)\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    try:
-        parse_number(m.group(2))  # refuses what no float can hold: 1e400, 1e-400
-        return m.group(1), parse_decimal(m.group(2))
-    except NumberError as exc:
-        raise argparse.ArgumentTypeError(f"{m.group(1)}={m.group(2)}: {exc}") from None
+__all__ = ["COST_MODELS", "add_cost_model_flag", "add_precision_flag", "build_parser", "main",
+           "parse_binding", "parse_number"]
 
 
 def _installed_version() -> str:
@@ -161,21 +125,6 @@ def _extensions():
     return out
 
 
-def _read(path: str) -> Source:
-    """The program at `path` ('-': standard input), read through the bounded reader; a file that
-    cannot be read is a usage error (exit 2)."""
-    try:
-        text = read_text(path, what="program", limit=MAX_SOURCE_BYTES)
-    except CliIOError as exc:
-        raise SystemExit(_usage(str(exc))) from None
-    return Source("<stdin>" if path == "-" else path, text)
-
-
-def _usage(message: str) -> int:
-    print(f"shardc: error: {message}", file=sys.stderr)
-    return 2
-
-
 def _sections(args: argparse.Namespace) -> frozenset[str] | None | int:
     """`--only` / `--summary` as section names; an exit code (2) after a usage error."""
     from shardc.driver.printers import SECTIONS
@@ -183,14 +132,14 @@ def _sections(args: argparse.Namespace) -> frozenset[str] | None | int:
     if args.only is None and not args.summary:
         return None
     if args.format != "text":
-        return _usage(f"{'--only' if args.only is not None else '--summary'} applies to "
+        return usage_error(f"{'--only' if args.only is not None else '--summary'} applies to "
                       f"--format text, not {args.format}")
     names = {"summary", "repeats", "memory", "conditions"} if args.summary else set()
     if args.only is not None:
         names |= {n.strip() for n in args.only.split(",") if n.strip()}
         unknown = sorted(names - SECTIONS.keys())
         if unknown or not names:
-            return _usage(f"--only: unknown section {', '.join(unknown) or '(none given)'}; "
+            return usage_error(f"--only: unknown section {', '.join(unknown) or '(none given)'}; "
                           f"choose from {', '.join(SECTIONS)}")
     return frozenset(names)
 
@@ -201,12 +150,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     only = _sections(args)
     if isinstance(only, int):
         return only
-    source = _read(args.program)
+    source = read_program(args.program)
     if args.output:
         try:  # before compiling: a bad -o should not cost a compile
             check_writable(args.output, flag="-o", inputs=(args.program,))
         except CliIOError as exc:
-            return _usage(str(exc))
+            return usage_error(str(exc))
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
                           optimizer=args.optimizer, remat=args.remat, attention=args.attention,
                           matmul_precision=args.matmul_precision)
@@ -224,7 +173,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         try:
             write_text(args.output, text, flag="-o", inputs=(args.program,))
         except CliIOError as exc:
-            return _usage(str(exc))
+            return usage_error(str(exc))
     elif args.format == "text":
         write_result(text)
     else:
@@ -236,7 +185,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from shardc.driver.api import run_pipeline
     from shardc.passes.ir import Collective
 
-    source = _read(args.program)
+    source = read_program(args.program)
     result = run_pipeline(source, args.hw, "exact", dict(args.bindings),
                           stop_after="insert-collectives",
                           matmul_precision=args.matmul_precision)

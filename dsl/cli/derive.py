@@ -11,7 +11,7 @@ from shardc.lang.units import fmt_sig
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.app import add_cost_model_flag, parse_binding
+    from shardc.cli.inputs import add_cost_model_flag, parse_binding
 
     p = sub.add_parser("derive", help="solve compute-bound conditions; optimal mesh sizes")
     p.add_argument("program")
@@ -40,12 +40,12 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from shardc.cli.app import _read
+    from shardc.cli.inputs import read_program
     from shardc.cli.termwrap import write_result
     from shardc.driver.api import run_pipeline
     from shardc.tools.derive import derive
 
-    source = _read(args.program)
+    source = read_program(args.program)
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
                           matmul_precision=args.matmul_precision)
     if result.diagnostics.items:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.inputs import usage_error
 from shardc.cli.termwrap import write_result
 
 DESCRIPTION = """\
@@ -33,31 +34,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _usage(message: str) -> int:
-    print(f"shardc: error: {message}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace) -> int:
     from shardc.tools.epoch import presets
 
     unknown = [n for n in args.preset if n not in presets.PRESETS]
     if unknown:
-        return _usage(f"unknown preset {unknown[0]!r}; known: " + ", ".join(presets.PRESETS))
+        return usage_error(f"unknown preset {unknown[0]!r}; known: "
+                           + ", ".join(presets.PRESETS))
     if args.plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            return _usage("--plot needs matplotlib, which is not installed; "
-                          "install it with: pip install 'shardc[plot]'")
+            return usage_error("--plot needs matplotlib, which is not installed; "
+                               "install it with: pip install 'shardc[plot]'")
         from shardc.driver.files import CliIOError, check_writable
 
         try:  # before the long computation: a bad path should not cost it
             check_writable(args.plot, flag="--plot")
         except CliIOError as exc:
-            return _usage(str(exc))
+            return usage_error(str(exc))
 
-    from shardc.tools.epoch import report
+    from shardc.tools.epoch import results as report
 
     names = list(dict.fromkeys(args.preset))
     closed = [presets.PRESETS[n] for n in (names or presets.PRESETS)]
@@ -80,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             out = plot_utilization(lim, args.plot)
         except OSError as exc:
-            return _usage(f"--plot {args.plot!r}: cannot write: {exc.strerror or exc}")
+            return usage_error(f"--plot {args.plot!r}: cannot write: "
+                               f"{exc.strerror or exc}")
         except ValueError as exc:  # matplotlib: an extension it has no writer for
-            return _usage(f"--plot {args.plot!r}: {exc}")
+            return usage_error(f"--plot {args.plot!r}: {exc}")
         print(f"shardc: wrote {out}", file=sys.stderr)
     return 0

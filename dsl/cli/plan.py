@@ -23,7 +23,7 @@ class InputError(Exception):
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.app import COST_MODELS, add_precision_flag
+    from shardc.cli.inputs import COST_MODELS, add_precision_flag
 
     m = sub.add_parser("model", help="model cards: list, show derived numbers, write programs")
     ms = m.add_subparsers(dest="model_command", required=True, metavar="ACTION")
@@ -413,7 +413,7 @@ def _split_mesh(text: str) -> list[str]:
 
 @_guard
 def run_plan(args: argparse.Namespace) -> int:
-    from shardc.lang.limits import MAX_PLAN_CHIPS
+    from shardc.lang.input_limits import MAX_PLAN_CHIPS
     from shardc.tools.plan import Options, PlanError, plan
     from shardc.tools.plan.render import plan_dict, plan_text
 

@@ -18,7 +18,7 @@ NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'shardc[plot]'"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from shardc.cli.app import add_cost_model_flag
+    from shardc.cli.inputs import add_cost_model_flag
 
     p = subparsers.add_parser("sweep", help="evaluate quantities over a grid of sizes; "
                               "table, csv, json or a plot", description=DESCRIPTION)
@@ -43,12 +43,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _usage(message: str) -> int:
-    print(f"shardc: error: {message}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace) -> int:
+    from shardc.cli.inputs import usage_error
     from shardc.tools import sweep as sw
     from shardc.tools.sweep import SweepError
 
@@ -59,20 +55,20 @@ def run(args: argparse.Namespace) -> int:
             raise SweepError("--plot draws one grid axis; bind "
                              + ", ".join(g.name for g in grids[1:]) + " to a number")
     except SweepError as exc:
-        return _usage(str(exc))
+        return usage_error(str(exc))
     if args.plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            return _usage(NEEDS_MATPLOTLIB)
+            return usage_error(NEEDS_MATPLOTLIB)
     try:
         return _run(args)
     except SweepError as exc:
-        return _usage(str(exc))
+        return usage_error(str(exc))
 
 
 def _run(args: argparse.Namespace) -> int:
-    from shardc.cli.app import _read
+    from shardc.cli.inputs import read_program, usage_error
     from shardc.driver.api import run_pipeline
     from shardc.tools import sweep as sw
     from shardc.tools import sweep_plot, sweep_render
@@ -89,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
     extra = ("intensity", "flops_per_s") if args.plot and args.kind == "roofline" else ()
     sweeps = []
     for path in args.programs:
-        source = _read(path)
+        source = read_program(path)
         parsed = run_pipeline(source, args.hw, args.model, stop_after="validate")
         if parsed.diagnostics.has_errors or parsed.program is None:
             print(parsed.rendered(), file=sys.stderr)
@@ -120,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 out = sweep_plot.plot_lines(sweeps, args.plot, plotted, labels, args.title)
         except OSError as exc:
-            return _usage(f"cannot write {args.plot!r}: {exc.strerror or exc}")
+            return usage_error(f"cannot write {args.plot!r}: {exc.strerror or exc}")
         print(f"shardc: wrote {out}", file=sys.stderr)
     return 0
 

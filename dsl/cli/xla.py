@@ -16,7 +16,7 @@ MAX_DEVICES = 256
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from shardc.cli.app import add_cost_model_flag, parse_binding
+    from shardc.cli.inputs import add_cost_model_flag, parse_binding
 
     x = sub.add_parser("xla-check", help="compare shardc's collectives with XLA's SPMD "
                        "partitioner on fake CPU devices (needs JAX)")
@@ -54,10 +54,10 @@ def _positive_devices(text: str) -> int:
 
 def _prepare(path: str, args: argparse.Namespace):
     """shardc's side of one program: `Prepared`, or an exit code after printing diagnostics."""
-    from shardc.cli.app import _read
+    from shardc.cli.inputs import read_program
     from shardc.tools.xla.check import Prepared, UsageError, prepare
 
-    source = _read(path)
+    source = read_program(path)
     try:
         prepared = prepare(source, args.hw, args.model, dict(args.bindings),
                            getattr(args, "matmul_precision", "default"))

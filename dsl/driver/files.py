@@ -9,7 +9,7 @@ import stat
 import sys
 from pathlib import Path
 
-from shardc.lang.limits import MAX_SOURCE_BYTES
+from shardc.lang.input_limits import MAX_SOURCE_BYTES
 
 
 class CliIOError(Exception):

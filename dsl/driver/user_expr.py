@@ -22,7 +22,7 @@ import sympy as sp
 from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from shardc.lang.limits import MAX_NESTING
+from shardc.lang.input_limits import MAX_NESTING
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 
 MAX_LENGTH = 1_000

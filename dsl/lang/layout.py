@@ -54,7 +54,7 @@ class Layout:
             object.__setattr__(self, "_hash", h)
         return h
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[Layout], tuple[tuple[DimSharding, ...], frozenset[str]]]:
         # Rebuilt by the constructor: the cached hash of strings differs between processes.
         return (Layout, (self.dims, self.unreduced))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from lark import Token, Tree
 
 from shardc.lang.diagnostics import Diagnostic
-from shardc.lang.limits import MAX_NESTING
+from shardc.lang.input_limits import MAX_NESTING
 from shardc.lang.parse_errors import error, token_span
 from shardc.lang.source import Span
 
@@ -22,7 +22,7 @@ _NESTING_NOTE = (f"an expression or a repeat count nests at most {MAX_NESTING} d
 _REPEAT_NOTE = f"`repeat` blocks nest at most {MAX_NESTING} deep"
 
 
-def nesting_problem(tree: Tree) -> Diagnostic | None:
+def nesting_problem(tree: Tree[Token]) -> Diagnostic | None:
     """P012 where an expression or a `repeat` block first nests deeper than MAX_NESTING.
 
     An explicit stack, not recursion: the walk must survive what the transformer would not.
@@ -43,7 +43,7 @@ def nesting_problem(tree: Tree) -> Diagnostic | None:
     return None
 
 
-def _nesting_diagnostic(node: Tree, kind: str) -> Diagnostic:
+def _nesting_diagnostic(node: Tree[Token], kind: str) -> Diagnostic:
     at = _NESTING[kind]
     tok = node.children[at] if at is not None else None
     if at is None and node.children and isinstance(node.children[0], Token):

@@ -135,7 +135,7 @@ def figure(value: Decimal | float | int, what: str) -> float:
     return out
 
 
-def _plain(value) -> str:
+def _plain(value: Decimal | float | int) -> str:
     if isinstance(value, Decimal):
         if value == value.to_integral_value() and abs(value) < 10**21:
             return str(int(value))

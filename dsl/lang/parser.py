@@ -11,13 +11,14 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Literal
 
 from lark import Lark, Token, Tree, UnexpectedInput
 
 from shardc import grammar
 from shardc.lang.diagnostics import Diagnostic, Diagnostics
+from shardc.lang.input_limits import MAX_AXES_PER_DIM, MAX_MESH_AXES
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.limits import MAX_AXES_PER_DIM, MAX_MESH_AXES
 from shardc.lang.nesting import nesting_problem
 from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_decimal
 from shardc.lang.parse_errors import (
@@ -27,23 +28,29 @@ from shardc.lang.parse_errors import (
     token_span,
 )
 from shardc.lang.send import SEND_NOTE, SendSyntaxError, parse_send
-from shardc.lang.size_limits import size_problem
 from shardc.lang.source import Source, Span
+from shardc.lang.source_size import size_problem
 from shardc.lang.syntax import (
+    COLLECTIVE_KINDS,
     ArrayDecl,
     Assign,
     Backward,
     Binary,
+    BinaryOp,
     Call,
     CollectiveCall,
+    CollectiveKind,
     Contract,
     Count,
+    CountTree,
     DimDecl,
+    Expr,
     HardwareDecl,
     MeshAxis,
     MeshDecl,
     Program,
     Reduce,
+    ReduceKind,
     Ref,
     Sized,
 )
@@ -67,12 +74,18 @@ def _kept() -> frozenset[str]:
     return frozenset(names)
 
 
+# What the grammar's operator and head tokens (ADDOP, MULOP, COLLECTIVE, REDUCE) may spell, as the
+# syntax tree's types: a token outside them means the grammar and the tree disagree, a bug.
+_BINARY_OPS: dict[str, BinaryOp] = {"+": "+", "-": "-", "*": "*"}
+_COLLECTIVES: dict[str, CollectiveKind] = {k: k for k in COLLECTIVE_KINDS}
+_REDUCTIONS: dict[str, ReduceKind] = {"Sum": "Sum", "Max": "Max", "softmax": "softmax"}
+
 _PARENS = frozenset({"atom", "count_atom"})
 """`( expr )` and `( count )`: with every token kept they are nodes of their own; the transform
 looks through them, keeping the outermost parentheses as the inner node's container."""
 
 
-def _edge(node: Tree | Token, first: bool, containers: dict[int, tuple[Token, Token]]
+def _edge(node: Tree[Token] | Token, first: bool, containers: dict[int, tuple[Token, Token]]
           ) -> Token | None:
     """The first (or last) token a node spans, its container's parenthesis where it has one
     (a parenthesized node's own first and last tokens are those parentheses too)."""
@@ -84,7 +97,8 @@ def _edge(node: Tree | Token, first: bool, containers: dict[int, tuple[Token, To
         kids = node.children
         if not kids:
             return None
-        if len(kids) > 1 and isinstance(kids[i], Tree) and not kids[i].children:
+        edge = kids[i]
+        if len(kids) > 1 and isinstance(edge, Tree) and not edge.children:
             kids = [k for k in kids if not (isinstance(k, Tree) and not k.children)]
             if not kids:
                 return None
@@ -92,7 +106,7 @@ def _edge(node: Tree | Token, first: bool, containers: dict[int, tuple[Token, To
     return node
 
 
-def _tree_span(node: Tree, containers: dict[int, tuple[Token, Token]]) -> Span:
+def _tree_span(node: Tree[Token], containers: dict[int, tuple[Token, Token]]) -> Span:
     """A node's span as Lark's propagated positions gave it: from the start of its first token
     (an opening parenthesis around it included) to the end of its last; zero when it has no
     token."""
@@ -155,17 +169,28 @@ def _shown(text: str) -> str:
     return digits if len(digits) <= 30 else f"{digits[:6]}... ({len(digits)} digits)"
 
 
+_CountParts = tuple[str, int, tuple[str, ...], CountTree]
+"""A `repeat` count while it is built: (text, precedence, names, tree); precedence 0 sum,
+1 product, 2 atom."""
+_Link = tuple[Literal["link"], str, tuple[str, ...], Span]
+"""`@ici(x, y)` on a mesh axis: the link, its physical axes, where it is written."""
+_Flag = tuple[Literal["flag"], str, Span]
+"""`wrap` / `nowrap` on a mesh axis."""
+_Unreduced = tuple[Literal["unreduced"], tuple[str, ...], Span]
+"""`{U_X}`: the mesh axes holding partial sums."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Repeat:
     """A parsed `repeat` block, flattened into its parent by `_ToSyntax`."""
 
     count: Count
-    body: tuple
+    body: tuple[Any, ...]
     repeats: tuple[Count, ...]
 
 
-def _flatten(items) -> tuple[list, list[Count]]:
-    statements: list = []
+def _flatten(items: list[Any]) -> tuple[list[Any], list[Count]]:
+    statements: list[Any] = []
     repeats: list[Count] = []
     for item in items:
         if isinstance(item, _Repeat):
@@ -190,10 +215,11 @@ class _ToSyntax:
         """Per layout object (by id): the renames it was written with (`T->S`), with spans."""
         self._rules = {name: getattr(self, name) for name in _RULES}
 
-    def transform(self, node: Tree):
+    def transform(self, node: Tree[Token]) -> Any:
         """The syntax object for `node`; recursion is bounded by the nesting limit, which
         `nesting_problem` checked first (a level of the tree is one call here)."""
-        kept, rules, items = self._kept, self._rules, []
+        kept, rules = self._kept, self._rules
+        items: list[Any] = []
         for c in node.children:
             if isinstance(c, Tree) and c.data in _PARENS and len(c.children) == 3:
                 c = self._inside(c)
@@ -203,10 +229,10 @@ class _ToSyntax:
                 items.append(c)
         return rules[node.data](node, items)
 
-    def _inside(self, parens: Tree) -> Tree | Token:
+    def _inside(self, parens: Tree[Token]) -> Tree[Token] | Token:
         """The node inside `( ... )`, however many pairs deep (a loop: 5,000 nested
         parentheses are a program too), with the outermost pair recorded as its container."""
-        inner = parens
+        inner: Tree[Token] | Token = parens
         while isinstance(inner, Tree) and inner.data in _PARENS and len(inner.children) == 3:
             inner = inner.children[1]
         if isinstance(inner, Tree):
@@ -215,23 +241,23 @@ class _ToSyntax:
             self._containers[id(inner)] = (opening, closing)
         return inner
 
-    def _span(self, node: Tree) -> Span:
+    def _span(self, node: Tree[Token]) -> Span:
         return _tree_span(node, self._containers)
 
-    def start(self, node, items):
+    def start(self, node: Tree[Token], items: list[Any]) -> Program:
         statements, repeats = _flatten(items)
         return Program(tuple(statements), tuple(repeats))
 
     # `repeat COUNT { ... }`: a count is built as (text, precedence, names, tree); precedence
     # 0 sum, 1 product, 2 atom, so `(M + P) * 2` keeps its parentheses and `M + P - 1` needs none.
-    def count_name(self, node, items):
+    def count_name(self, node: Tree[Token], items: list[Any]) -> _CountParts:
         return (str(items[0]), 2, (str(items[0]),), str(items[0]))
 
-    def count_int(self, node, items):
+    def count_int(self, node: Tree[Token], items: list[Any]) -> _CountParts:
         n = _size(items[0], "repeat count")
         return (str(n), 2, (), n)
 
-    def count_binary(self, node, items):
+    def count_binary(self, node: Tree[Token], items: list[Any]) -> _CountParts:
         (lt, lp, ln, ltree), op, (rt, rp, rn, rtree) = items
         prec = 0 if str(op) in "+-" else 1
         if lp < prec:
@@ -240,29 +266,29 @@ class _ToSyntax:
             rt = f"({rt})"
         return (f"{lt} {op} {rt}", prec, ln + rn, (str(op), ltree, rtree))
 
-    def count(self, node, items):
+    def count(self, node: Tree[Token], items: list[Any]) -> Count:
         text, _, names, tree = items[0]
         span = self._span(node)
         return Count(text, tuple(dict.fromkeys(names)), span.line, tree, span)
 
-    def repeat_block(self, node, items):
+    def repeat_block(self, node: Tree[Token], items: list[Any]) -> _Repeat:
         count, body = items[0], items[1:]
         statements, repeats = _flatten(body)
         statements = [dataclasses.replace(s, times=(count, *s.times)) for s in statements]
         return _Repeat(count, tuple(statements), (count, *repeats))
 
-    def dim_size(self, node, items):
+    def dim_size(self, node: Tree[Token], items: list[Any]) -> Sized:
         name = items[0]
         size = _size(items[1], f"size of dimension {str(name)!r}") if len(items) > 1 else None
         return Sized(str(name), size, token_span(name))
 
-    def link(self, node, items):
+    def link(self, node: Tree[Token], items: list[Any]) -> _Link:
         return ("link", str(items[0]), tuple(str(t) for t in items[1:]), self._span(node))
 
-    def wrap_flag(self, node, items):
+    def wrap_flag(self, node: Tree[Token], items: list[Any]) -> _Flag:
         return ("flag", str(items[0]), token_span(items[0]))
 
-    def mesh_axis(self, node, items):
+    def mesh_axis(self, node: Tree[Token], items: list[Any]) -> MeshAxis:
         name = items[0]
         size = None
         link, physical, flag = None, (), None
@@ -279,7 +305,7 @@ class _ToSyntax:
         wrap = {"wrap": True, "nowrap": False}.get(flag) if flag else None
         return MeshAxis(str(name), size, link, physical, wrap, token_span(name), attr_span, flag)
 
-    def mesh_decl(self, node, items):
+    def mesh_decl(self, node: Tree[Token], items: list[Any]) -> MeshDecl:
         if len(items) > MAX_MESH_AXES:
             raise _SyntaxProblem(error(
                 "S011", f"the mesh has {len(items)} axes, more than the limit of {MAX_MESH_AXES}",
@@ -288,16 +314,16 @@ class _ToSyntax:
                  "together",)))
         return MeshDecl(tuple(items), self._span(node))
 
-    def dim_decl(self, node, items):
+    def dim_decl(self, node: Tree[Token], items: list[Any]) -> DimDecl:
         return DimDecl(tuple(items), self._span(node))
 
-    def hardware_decl(self, node, items):
+    def hardware_decl(self, node: Tree[Token], items: list[Any]) -> HardwareDecl:
         text = str(items[0])
         if text.startswith('"'):
             text = text[1:-1]
         return HardwareDecl(text, self._span(node))
 
-    def layout(self, node, items):
+    def layout(self, node: Tree[Token], items: list[Any]) -> Layout:
         dims = []
         renames = []
         for tok in items:
@@ -329,27 +355,27 @@ class _ToSyntax:
                 "a rename here", (f"rename where the array is read: `{old}->{new}` in "
                                   "`In[B, T->S, D]` on the right of `=`",)))
 
-    def unreduced(self, node, items):
+    def unreduced(self, node: Tree[Token], items: list[Any]) -> _Unreduced:
         tok = items[0]
         _, parts, _ = _checked_subscript(tok, "unreduced")
         return ("unreduced", parts, token_span(tok))
 
-    def array_decl(self, node, items):
+    def array_decl(self, node: Tree[Token], items: list[Any]) -> ArrayDecl:
         name, dtype, layout = items[0], items[1], items[2]
         self._no_renames(layout, "a declaration")
         if len(items) > 3:
             layout = Layout(layout.dims, _unreduced_set(items[3]))
         return ArrayDecl(str(name), str(dtype), layout, token_span(name), token_span(dtype))
 
-    def param_decl(self, node, items):
+    def param_decl(self, node: Tree[Token], items: list[Any]) -> ArrayDecl:
         name, dtype, layout = items[0], items[1], items[2]
         self._no_renames(layout, "a declaration")
         return ArrayDecl(str(name), str(dtype), layout, token_span(name), token_span(dtype), param=True)
 
-    def backward(self, node, items):
+    def backward(self, node: Tree[Token], items: list[Any]) -> Backward:
         return Backward(self._span(node))
 
-    def assign(self, node, items):
+    def assign(self, node: Tree[Token], items: list[Any]) -> Assign:
         name = items[0]
         layout = None
         rest = items[1:]
@@ -362,7 +388,7 @@ class _ToSyntax:
                 rest = rest[1:]
         return Assign(str(name), layout, rest[0], self._span(node), token_span(name))
 
-    def ref(self, node, items):
+    def ref(self, node: Tree[Token], items: list[Any]) -> Ref:
         name = items[0]
         layout = None
         renames: tuple[tuple[str, str], ...] = ()
@@ -373,21 +399,21 @@ class _ToSyntax:
                 layout = Layout(layout.dims, _unreduced_set(items[2]))
         return Ref(str(name), layout, self._span(node), renames)
 
-    def contract(self, node, items):
+    def contract(self, node: Tree[Token], items: list[Any]) -> Contract:
         lhs, tok, rhs = items
         _, parts, offset = _checked_subscript(tok, "contraction")
         sp = token_span(tok)
         dims_span = Span(sp.line, sp.col + offset, sp.end_line, sp.end_col)
         return Contract(lhs, rhs, parts, self._span(node), dims_span)
 
-    def binary(self, node, items):
+    def binary(self, node: Tree[Token], items: list[Any]) -> Binary:
         lhs, op, rhs = items
-        return Binary(str(op), lhs, rhs, self._span(node))
+        return Binary(_BINARY_OPS[str(op)], lhs, rhs, self._span(node))
 
-    def call(self, node, items):
+    def call(self, node: Tree[Token], items: list[Any]) -> Call:
         return Call(str(items[0]), tuple(items[1:]), self._span(node))
 
-    def collective(self, node, items):
+    def collective(self, node: Tree[Token], items: list[Any]) -> CollectiveCall:
         tok, arg = items
         kind, parts, offset = _checked_subscript(tok, "collective")
         sp = token_span(tok)
@@ -398,13 +424,14 @@ class _ToSyntax:
             axes, dim = parts[:-1], parts[-1]
         else:
             axes, dim = parts, None
-        return CollectiveCall(kind, tuple(axes), dim, arg, self._span(node), sub_span)
+        return CollectiveCall(_COLLECTIVES[kind], tuple(axes), dim, arg, self._span(node),
+                              sub_span)
 
-    def reduce(self, node, items):
+    def reduce(self, node: Tree[Token], items: list[Any]) -> Reduce:
         tok, arg = items
         kind, parts, offset = _checked_subscript(tok, "reduction")
         sp = token_span(tok)
-        return Reduce(kind, tuple(parts), arg, self._span(node),
+        return Reduce(_REDUCTIONS[kind], tuple(parts), arg, self._span(node),
                       Span(sp.line, sp.col + offset, sp.end_line, sp.end_col))
 
 
@@ -416,7 +443,7 @@ _RULES = ("start", "count_name", "count_int", "count_binary", "count", "repeat_b
 `_ToSyntax` method each."""
 
 
-def _send_call(tok: Token, arg, span: Span, sub_span: Span) -> CollectiveCall:
+def _send_call(tok: Token, arg: Expr, span: Span, sub_span: Span) -> CollectiveCall:
     """`Send_{X: 0->3}(A)` / `Send_{P: +1}(A)`; C011 for an entry that is neither form."""
     sp = token_span(tok)
     moves = parse_send(str(tok))
@@ -430,7 +457,7 @@ def _send_call(tok: Token, arg, span: Span, sub_span: Span) -> CollectiveCall:
                           moves)
 
 
-def _unreduced_set(item) -> frozenset[str]:
+def _unreduced_set(item: _Unreduced) -> frozenset[str]:
     return frozenset(item[1])
 
 
@@ -504,10 +531,12 @@ def parse(source: Source, diagnostics: Diagnostics) -> Program | None:
         diagnostics.items.append(found)
         return None
     try:
-        return _ToSyntax().transform(tree)
+        program = _ToSyntax().transform(tree)
     except _SyntaxProblem as exc:
         diagnostics.items.append(exc.diagnostic)
         return None
+    assert isinstance(program, Program)  # the grammar's start rule
+    return program
 
 
 _NEWLINES = re.compile(r"\r\n?")

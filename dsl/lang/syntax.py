@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from shardc.lang.dtypes import BYTES
 from shardc.lang.layout import Layout
@@ -24,6 +24,10 @@ CollectiveKind = Literal["AllGather", "ReduceScatter", "AllReduce", "AllToAll", 
 devices, e.g. I_XY -> I_YX); programs cannot write it."""
 COLLECTIVE_KINDS: tuple[CollectiveKind, ...] = (
     "AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send")
+BinaryOp = Literal["+", "-", "*", "/"]
+"""`/` only in what the compiler writes (softmax's normalisation), not in the language."""
+ReduceKind = Literal["Sum", "Max", "softmax", "Broadcast"]
+"""`Broadcast` only in what the compiler writes (the gradient of a sum)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,8 @@ class HardwareDecl:
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
 
 
-CountTree = int | str | tuple  # (op, CountTree, CountTree)
+CountTree: TypeAlias = "int | str | tuple[str, CountTree, CountTree]"
+"""A count as a tree: a whole number, a name, or (op, left, right)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +96,7 @@ class Count:
 
     def fold(self, number: Callable[[int], Any], name: Callable[[str], Any]) -> Any:
         """The count computed with `number` and `name` giving its leaves (+ - * on the rest)."""
-        def walk(t: CountTree):
+        def walk(t: CountTree) -> Any:
             if isinstance(t, int):
                 return number(t)
             if isinstance(t, str):
@@ -103,7 +108,7 @@ class Count:
 
     def evaluate(self, sizes: dict[str, int]) -> int:
         """The count with every name given a size."""
-        return self.fold(int, sizes.__getitem__)
+        return int(self.fold(int, sizes.__getitem__))
 
 
 Times = tuple[Count, ...]
@@ -174,7 +179,7 @@ class Contract:
 class Binary:
     """Elementwise `+`, `-` or `*` with broadcasting by dimension name."""
 
-    op: Literal["+", "-", "*", "/"]
+    op: BinaryOp
     """`/` only in what the compiler writes (softmax's normalisation), not in the language."""
     lhs: Expr
     rhs: Expr
@@ -210,7 +215,7 @@ class Reduce:
     """`Sum_{D}(A)`, `Max_{D}(A)`: A reduced over `dims` (the result lacks them);
     `softmax_{S}(A)`: exp(A - Max_S(A)) / Sum_S(exp(A - Max_S(A))), the dims of A."""
 
-    kind: Literal["Sum", "Max", "softmax", "Broadcast"]
+    kind: ReduceKind
     """`Broadcast` only in what the compiler writes (the gradient of a sum): `arg` copied along
     the dims of `dims` (the result's, in order) it lacks."""
     dims: tuple[str, ...]

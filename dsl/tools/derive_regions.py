@@ -167,7 +167,7 @@ def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
     import time
 
     from shardc.driver.regions import condition_text
-    from shardc.lang.limits import REGIONS_SECONDS
+    from shardc.lang.input_limits import REGIONS_SECONDS
     from shardc.passes.regions import Variant
 
     regions = report.regions()

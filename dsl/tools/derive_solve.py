@@ -1,5 +1,6 @@
 """Solving derived conditions for one size (`--solve-for`): SymPy `solve` under a CPU budget
-(`shardc.lang.limits.SOLVE_SECONDS`), roots cleared, the answer as `var > expr` or `var < expr`."""
+(`shardc.lang.input_limits.SOLVE_SECONDS`), roots cleared, the answer as `var > expr` or
+`var < expr`."""
 
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from shardc.lang.limits import SOLVE_SECONDS
+from shardc.lang.input_limits import SOLVE_SECONDS
 from shardc.passes.symbols import as_expr, size_symbol
 
 if TYPE_CHECKING:

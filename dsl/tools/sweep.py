@@ -11,19 +11,20 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy as sp
 
 from shardc.driver.printers import SUMMARY
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
-from shardc.lang.limits import MAX_SWEEP_POINTS
+from shardc.lang.input_limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
 from shardc.lang.syntax import DimDecl, MeshDecl, Program
 from shardc.lang.units import fmt_grid
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HARDWARE_NAMES, as_expr, size_symbol
+from shardc.tools.sweep_grid import Grid, refine
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
@@ -53,27 +54,6 @@ class SweepError(ValueError):
 
 
 # ---- grids ---------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Grid:
-    """`START:STOP:linN` or `START:STOP:logN` for one name."""
-
-    name: str
-    start: float
-    stop: float
-    n: int
-    scale: Literal["lin", "log"]
-
-    @property
-    def values(self) -> np.ndarray:
-        if self.scale == "log":
-            return np.geomspace(self.start, self.stop, self.n)
-        return np.linspace(self.start, self.stop, self.n)
-
-    def describe(self) -> str:
-        ends = f"{fmt_grid(self.start)} .. {fmt_grid(self.stop)}"
-        return f"{self.name} = {ends} ({self.scale}, {self.n} points)"
-
-
 SPEC = re.compile(r"(?P<start>[^:]+):(?P<stop>[^:]+):(?P<scale>lin|log)(?P<n>\d+)")
 
 
@@ -372,7 +352,7 @@ def _plan_notes(report: Report, grids: Sequence[Grid], found: tuple | None,
                 plans: Sequence[Any]) -> tuple[str, ...]:
     """How the sweep chose the plans: per point (several plans), or fixed where it could not."""
     from shardc.driver.regions import free_sizes
-    from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
+    from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 
     if plans:
         return (f"{len(plans)} plans across the grid: each point is evaluated with the plan a "
@@ -416,25 +396,6 @@ def _sizes(report: Report) -> dict[str, float]:
     sizes = known_sizes((*report.program.dims, *report.program.mesh), report.bindings)
     return ({n: float(v) for n, v in sizes.items()}
             | {n: float(v) for n, v in report.bindings.items() if n not in sizes})
-
-
-def refine(grids: Sequence[Grid], i: np.ndarray, rest: Sequence[np.ndarray],
-           on_low_side: Callable[[list[np.ndarray]], np.ndarray]
-           ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """Bisection along the first grid axis between points `i` and `i + 1` (the other axes at
-    indices `rest`), in log space on a log grid: `on_low_side(coords)` says which midpoints
-    are on point `i`'s side. The bracket (lo, hi) after 60 halvings, and the other axes'
-    values."""
-    g0 = grids[0]
-    x = g0.values
-    warp, unwarp = (np.log, np.exp) if g0.scale == "log" else (lambda v: v, lambda v: v)
-    lo, hi = warp(x[i]), warp(x[i + 1])
-    others = [grids[k + 1].values[j] for k, j in enumerate(rest)]
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        low = on_low_side([unwarp(mid), *others])
-        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
-    return unwarp(lo), unwarp(hi), others
 
 
 def _crossovers(evaluate: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]],

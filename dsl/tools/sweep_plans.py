@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from shardc.lang.units import fmt_grid
+from shardc.tools.sweep_grid import Grid, refine
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.passes.regions import Variant
-    from shardc.tools.sweep import Grid
 
 LETTERS = string.ascii_uppercase
 
@@ -126,8 +126,6 @@ def changes(piecewise: Piecewise, grids: Sequence[Grid], which: np.ndarray,
             letters: Sequence[str]) -> tuple[PlanChange, ...]:
     """Where the plan changes along the first grid axis, refined by bisection (in log space on
     a log grid) with the exact classification."""
-    from shardc.tools.sweep import refine
-
     i, *rest = np.nonzero(which[:-1] != which[1:])
     if not len(i):
         return ()

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from shardc.tools.epoch.curves import THRESHOLD_FRACTION  # noqa: E402
-from shardc.tools.epoch.report import Limits, SimulatedRow  # noqa: E402
+from shardc.tools.epoch.results import Limits, SimulatedRow  # noqa: E402
 
 PANELS = (
     ("Figure 6 analogue: DGX nodes, InfiniBand above the node",

@@ -93,15 +93,18 @@ class ModelCard:
         return next((r for r in self.reference if r.quantity == quantity), None)
 
 
-_ARCH = {"n_layers": int, "d_model": int, "d_ff": int, "n_heads": int, "n_kv_heads": int,
-         "d_head": int, "vocab": int, "mlp": str, "activation": str, "tied_embeddings": bool}
-_MOE = {"n_experts": int, "n_active": int, "n_shared": int, "d_ff_expert": int,
-        "first_dense_layers": int}
-_MLA = {"q_lora_rank": int, "kv_lora_rank": int, "qk_nope_head_dim": int,
-        "qk_rope_head_dim": int, "v_head_dim": int}
-_TRAINING = {"seq_len": int, "batch_tokens": int, "tokens": float}
+# The tables a card holds, each key with its type (card_schema builds the cards' JSON Schema
+# from these).
+ARCHITECTURE_FIELDS = {"n_layers": int, "d_model": int, "d_ff": int, "n_heads": int,
+                       "n_kv_heads": int, "d_head": int, "vocab": int, "mlp": str,
+                       "activation": str, "tied_embeddings": bool}
+MOE_FIELDS = {"n_experts": int, "n_active": int, "n_shared": int, "d_ff_expert": int,
+              "first_dense_layers": int}
+MLA_FIELDS = {"q_lora_rank": int, "kv_lora_rank": int, "qk_nope_head_dim": int,
+              "qk_rope_head_dim": int, "v_head_dim": int}
+TRAINING_FIELDS = {"seq_len": int, "batch_tokens": int, "tokens": float}
 _TOP = {"name", "display_name", "aliases", "architecture", "moe", "mla", "training", "reference"}
-_ACTIVATIONS = ("silu", "gelu", "relu")
+ACTIVATIONS = ("silu", "gelu", "relu")
 
 
 def available() -> list[str]:
@@ -122,7 +125,7 @@ def load(name_or_path: str) -> ModelCard:
     shipped = _shipped()
     if name_or_path.endswith(".toml") or "/" in name_or_path:
         from shardc.driver.files import CliIOError, read_text
-        from shardc.lang.limits import MAX_CONFIG_BYTES
+        from shardc.lang.input_limits import MAX_CONFIG_BYTES
 
         try:
             text = read_text(name_or_path, what="model card", limit=MAX_CONFIG_BYTES)
@@ -170,10 +173,13 @@ def _build(text: str, path: str) -> ModelCard:
     for key in ("name", "architecture", "training"):
         if key not in doc:
             raise ModelError(f"{path}: missing {key!r}")
-    arch = _table(doc, "architecture", _ARCH, path, required=tuple(_ARCH))
-    training = _table(doc, "training", _TRAINING, path, required=("seq_len",))
-    moe = MoE(**_table(doc, "moe", _MOE, path, required=tuple(_MOE))) if "moe" in doc else None
-    mla = MLA(**_table(doc, "mla", _MLA, path, required=tuple(_MLA))) if "mla" in doc else None
+    arch = _table(doc, "architecture", ARCHITECTURE_FIELDS, path,
+                  required=tuple(ARCHITECTURE_FIELDS))
+    training = _table(doc, "training", TRAINING_FIELDS, path, required=("seq_len",))
+    moe = (MoE(**_table(doc, "moe", MOE_FIELDS, path, required=tuple(MOE_FIELDS)))
+           if "moe" in doc else None)
+    mla = (MLA(**_table(doc, "mla", MLA_FIELDS, path, required=tuple(MLA_FIELDS)))
+           if "mla" in doc else None)
     card = ModelCard(
         name=str(doc["name"]), display_name=str(doc.get("display_name", doc["name"])),
         **arch, seq_len=training["seq_len"], batch_tokens=training.get("batch_tokens"),
@@ -254,9 +260,9 @@ def _check(card: ModelCard, path: str) -> None:
     if card.mlp not in ("gated", "plain"):
         raise ModelError(f"{path}: [architecture] mlp = {card.mlp!r}: expected 'gated' "
                          "(three matrices) or 'plain' (two)")
-    if card.activation not in _ACTIVATIONS:
+    if card.activation not in ACTIVATIONS:
         raise ModelError(f"{path}: [architecture] activation = {card.activation!r}: expected "
-                         f"one of {', '.join(_ACTIVATIONS)}")
+                         f"one of {', '.join(ACTIVATIONS)}")
     if card.n_heads % card.n_kv_heads:
         raise ModelError(f"{path}: n_heads = {card.n_heads} is not a multiple of n_kv_heads = "
                          f"{card.n_kv_heads} (grouped-query attention shares each KV head "

@@ -1,6 +1,6 @@
 """The model card TOML format as a JSON Schema, generated from the loader's field tables
-(`shardc.tools.models._ARCH`, `_MOE`, `_MLA`, `_TRAINING`), so that editors which read JSON
-Schemas (taplo, Even Better TOML) check a card as it is typed. `card.schema.json` beside the
+(`shardc.tools.models.ARCHITECTURE_FIELDS`, `MOE_FIELDS`, `MLA_FIELDS`, `TRAINING_FIELDS`), so
+that editors which read JSON Schemas (taplo, Even Better TOML) check a card as it is typed. `card.schema.json` beside the
 cards is this module's output; `shardc model schema` prints it. docs/plan.md, "Writing a card",
 explains each field.
 """
@@ -60,19 +60,26 @@ def card_json_schema() -> dict[str, Any]:
     >>> s["required"], s["properties"]["architecture"]["properties"]["mlp"]["enum"]
     (['name', 'architecture', 'training'], ['gated', 'plain'])
     """
-    from shardc.tools.models import _ACTIVATIONS, _ARCH, _MLA, _MOE, _TRAINING
+    from shardc.tools.models import (
+        ACTIVATIONS,
+        ARCHITECTURE_FIELDS,
+        MLA_FIELDS,
+        MOE_FIELDS,
+        TRAINING_FIELDS,
+    )
 
     tables: dict[str, dict[str, Any]] = {}
-    for name, spec, required in (("architecture", _ARCH, tuple(_ARCH)),
-                                 ("moe", _MOE, tuple(_MOE)), ("mla", _MLA, tuple(_MLA)),
-                                 ("training", _TRAINING, ("seq_len",))):
+    for name, spec, required in (
+            ("architecture", ARCHITECTURE_FIELDS, tuple(ARCHITECTURE_FIELDS)),
+            ("moe", MOE_FIELDS, tuple(MOE_FIELDS)), ("mla", MLA_FIELDS, tuple(MLA_FIELDS)),
+            ("training", TRAINING_FIELDS, ("seq_len",))):
         props = {key: _field(name, key, kind) for key, kind in spec.items()}
         tables[name] = {"type": "object", "description": DOCS[name],
                         "required": list(required), "additionalProperties": False,
                         "properties": props}
     arch = tables["architecture"]["properties"]
     arch["mlp"]["enum"] = ["gated", "plain"]
-    arch["activation"]["enum"] = list(_ACTIVATIONS)
+    arch["activation"]["enum"] = list(ACTIVATIONS)
     reference = {"type": "object", "description": DOCS["reference"],
                  "additionalProperties": {
                      "type": "object", "required": ["value"], "additionalProperties": False,

@@ -10,10 +10,10 @@ a candidate fits when its memory per device (parameters, gradients, optimizer st
 activations, per layer times n_layers) fits in HBM.
 
 Modules: `candidates` (what a plan holds), `strategies` (the chips, the strategies, the mesh
-axes each gets), `evaluation` (compiling and summing a candidate's programs), `pipeline` (stages,
-microbatches and schedules), `stages` (which stage counts, schedules and ZeRO stages the search
-compiles), `explanation` (why
-the best wins, and the book's closed-form conditions).
+axes each gets), `evaluation` (every candidate evaluated, in parallel processes, and ranked),
+`accounting` (compiling and summing a candidate's programs), `pipeline` (stages, microbatches
+and schedules), `stages` (which stage counts, schedules and ZeRO stages the search compiles),
+`explanation` (why the best wins, and the book's closed-form conditions).
 """
 
 from __future__ import annotations

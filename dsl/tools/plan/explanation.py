@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shardc.tools.plan.candidates import Plan
+if TYPE_CHECKING:
+    from shardc.tools.plan.candidates import Plan
 
 
 def _pct(a: float, b: float) -> str:

@@ -9,7 +9,7 @@ import html
 from typing import TYPE_CHECKING
 
 from shardc.driver.notebook import table_html
-from shardc.tools.plan.render import _ordered, _pct_of, _t
+from shardc.tools.plan.render import ordered, pct_of, time_text
 
 if TYPE_CHECKING:
     from shardc.tools.plan.candidates import Plan
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def short_repr(p: Plan) -> str:
     """`<shardc.Plan llama3-8b on 16 tpu-v5e: 7 candidates, best fsdp (X=16) 1.23 s>`."""
     best = p.best
-    win = f"best {best.label()} {_t(best.t_step)}" if best is not None else "none fits"
+    win = f"best {best.label()} {time_text(best.t_step)}" if best is not None else "none fits"
     return (f"<shardc.Plan {p.card.name} on {p.slice.chips + p.slice.idle} {p.chip.name}: "
             f"{len(p.candidates)} candidates, {win}>")
 
@@ -26,7 +26,7 @@ def short_repr(p: Plan) -> str:
 def render_html(p: Plan) -> str:
     """The setting, the ranking (strategy, mesh, step time, bound, memory, fits, MFU, HFU; the
     candidates not evaluated with their reason), and why the best wins, collapsed."""
-    from shardc.tools.plan import book_figures, explain
+    from shardc.tools.plan.explanation import book_figures, explain
 
     e = html.escape
     sl = p.slice
@@ -39,7 +39,7 @@ def render_html(p: Plan) -> str:
            f"{e(p.options.attention)}, collectives {e(p.options.model)}"]
     rank = {id(c): k for k, c in enumerate((c for c in p.ranked() if c.fits), 1)}
     rows = []
-    for c in _ordered(p):
+    for c in ordered(p):
         if not c.evaluated:
             rows.append(("-", e(c.label()), e(c.reason or ""), "", "", "", "", "", ""))
             continue
@@ -47,9 +47,9 @@ def render_html(p: Plan) -> str:
         bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
         rows.append((str(rank.get(id(c), "-")), e(c.label()),
                      f"<code>{e(c.layout.mesh_text())}</code>" if c.layout else "",
-                     e(_t(f["t_step_s"])), e(bound),
+                     e(time_text(f["t_step_s"])), e(bound),
                      f"{f['memory_per_device_bytes'] / 1e9:.1f} GB", "yes" if c.fits else "no",
-                     _pct_of(f["mfu"]), _pct_of(f["hfu"])))
+                     pct_of(f["mfu"]), pct_of(f["hfu"])))
     out.append(table_html(("rank", "strategy", "mesh", "step time", "bound", "memory/device",
                            "fits", "MFU", "HFU"), rows))
     why = explain(p) or ["why"]

@@ -135,14 +135,14 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     the program's over m (its latency terms too, a small undercount)."""
     from shardc.driver import api
     from shardc.lang.diagnostics import CompileError
-    from shardc.tools.plan.evaluation import (
-        _role,
-        _schedule_revised,
+    from shardc.tools.plan.accounting import (
         add_report,
+        collective_role,
         compile_parts,
         figures,
         model_flops,
         new_totals,
+        schedule_revised,
         zero_state,
     )
 
@@ -164,11 +164,11 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     for part, r, durations in compiled:
         grads = {f"d{w}" for w in part.groups}
         once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
-                and _role(op.axes, layout) in ("dp", "fsdp")}
+                and collective_role(op.axes, layout) in ("dp", "fsdp")}
         rest = {i: (0.0 if i in once else d) for i, d in durations.items()}
         per[part.name] = (schedule(r.program, rest, axis_sizes=r.mesh_sizes(),
                                    busy_after=r.busy_after()) / m,
-                          _schedule_revised(r, rest, layout) / m,
+                          schedule_revised(r, rest, layout) / m,
                           sum(durations[i] for i in once))
     t_layer, t_layer_rev, g_layer = per["layer"]
     t_head, t_head_rev, g_head = per["head"]

@@ -38,7 +38,7 @@ def _mesh(c) -> dict:
 
 
 def plan_dict(p) -> dict:
-    from shardc.tools.plan import book_figures, explain
+    from shardc.tools.plan.explanation import book_figures, explain
 
     best = p.best
     return {
@@ -55,25 +55,27 @@ def plan_dict(p) -> dict:
                     "virtual_stages": p.options.virtual_stages,
                     "microbatch_sequences": p.options.microbatch_sequences,
                     "sequence_parallel": p.options.sequence_parallel},
-        "candidates": [candidate_dict(c) for c in _ordered(p)],
+        "candidates": [candidate_dict(c) for c in ordered(p)],
         "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
         "book": book_figures(p),
     }
 
 
-def _ordered(p) -> list:
+def ordered(p) -> list:
+    """The candidates as the tables list them: the ranked ones first, then the rest."""
     ranked = p.ranked()
     return ranked + [c for c in p.candidates if c not in ranked]
 
 
-def _t(x: float | None) -> str:
+def time_text(x: float | None) -> str:
+    """A step time as the tables print it: seconds from 0.1 s, milliseconds below, `-` for none."""
     if x is None:
         return "-"
     return f"{x:.3f} s" if x >= 0.1 else f"{x * 1e3:.1f} ms"
 
 
 def plan_text(p) -> str:
-    from shardc.tools.plan import book_figures, explain
+    from shardc.tools.plan.explanation import book_figures, explain
 
     sl = p.slice
     pods = f"{sl.pods} pods of {sl.chips_per_pod}" if sl.pods > 1 else f"{sl.chips_per_pod}"
@@ -92,7 +94,7 @@ def plan_text(p) -> str:
     rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU",
              "HFU")]
     rank = 0
-    for c in _ordered(p):
+    for c in ordered(p):
         f = c.figures
         if not c.evaluated:
             rows.append(("-", c.label(), c.reason or "", "", "", "", "", "", ""))
@@ -100,8 +102,9 @@ def plan_text(p) -> str:
         rank += 1
         bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
         rows.append((str(rank) if c.fits else "-", c.label(), c.mesh_text(),
-                     _t(f["t_step_s"]), bound, f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
-                     "yes" if c.fits else "no", _pct_of(f["mfu"]), _pct_of(f["hfu"])))
+                     time_text(f["t_step_s"]), bound,
+                     f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
+                     "yes" if c.fits else "no", pct_of(f["mfu"]), pct_of(f["hfu"])))
     widths = [max(len(r[i]) for r in rows if r[3] or i < 2) for i in range(len(rows[0]))]
     for r in rows:
         if not r[3] and r[0] == "-" and r[2].startswith("not evaluated"):
@@ -140,5 +143,6 @@ def _pipeline_note(p) -> list[str]:
             "reduction"]
 
 
-def _pct_of(x: float | None) -> str:
+def pct_of(x: float | None) -> str:
+    """A fraction as a whole percentage, `-` for none or zero."""
     return f"{x * 100:.0f}%" if x else "-"

@@ -1,5 +1,5 @@
-"""The documented limits (dsl/lang/limits.py): a program at each limit compiles, one past it gets a
-positioned diagnostic; the capped plan search agrees with the exhaustive one; line accounting.
+"""The documented limits on input (dsl/lang/input_limits.py): a program at each limit compiles,
+one past it gets a positioned diagnostic; the capped plan search agrees with the exhaustive one; line accounting.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from shardc.driver.api import run_pipeline
 from shardc.lang.diagnostics import Diagnostics
+from shardc.lang.input_limits import MAX_AXES_PER_DIM, MAX_MESH_AXES, MAX_NESTING, MAX_STATEMENTS
 from shardc.lang.layout import Layout
-from shardc.lang.limits import MAX_AXES_PER_DIM, MAX_MESH_AXES, MAX_NESTING, MAX_STATEMENTS
 from shardc.lang.numeric import MAX_INTEGER
 from shardc.lang.parser import parse
 from shardc.lang.source import Source

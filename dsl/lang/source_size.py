@@ -1,5 +1,6 @@
-"""The program-size limits (dsl/lang/limits.py) checked on the raw text before Lark sees it: a source
-over MAX_SOURCE_BYTES or with more than MAX_STATEMENTS statements gets P013 in one linear scan.
+"""The program-size limits (dsl/lang/input_limits.py) checked on the raw text before Lark sees
+it: a source over MAX_SOURCE_BYTES or with more than MAX_STATEMENTS statements gets P013 in one
+linear scan.
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import re
 
 from shardc.lang.diagnostics import Diagnostic
-from shardc.lang.limits import MAX_SOURCE_BYTES, MAX_STATEMENTS
+from shardc.lang.input_limits import MAX_SOURCE_BYTES, MAX_STATEMENTS
 from shardc.lang.source import Span
 
 _SIZE_NOTE = (f"a program holds at most {MAX_SOURCE_BYTES // 2**20} MiB of text and "
