@@ -1,5 +1,5 @@
 """The hostile-input corpus (tests/hostile/cases.py) in CI: each case in its own process under a
-wall-clock and a memory limit (tests/hostile/harness.py). Cases run two at a time; a failure
+CPU-time and a memory limit (tests/hostile/harness.py). Cases run two at a time; a failure
 shows what shardc printed.
 """
 
