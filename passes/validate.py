@@ -73,7 +73,11 @@ def check_bindings(program: Program, ctx: Context) -> None:
         elif is_hardware_name(name):
             what, check = f"hardware figure {name!r}", figure
         else:
-            continue  # N010, below
+            # N010, below: the name is unknown; the value is only kept as a float (exact
+            # Decimals from the command line are finite and in a float's range).
+            if isinstance(value, Decimal):
+                ctx.bindings[name] = float(value)
+            continue
         try:
             checked = check(value, what)
         except NumberError as exc:
@@ -90,10 +94,12 @@ def check_bindings(program: Program, ctx: Context) -> None:
 
 def _shown(value) -> str:
     """A bound value as the user typed it, near enough: `4096`, `0.5`, `1e-320`, `inf`."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**21:
+        value = Decimal(value)  # a Python int of hundreds of digits: shown as 1.000000e+400
     if isinstance(value, Decimal):
         if value == value.to_integral_value() and abs(value) < 10**21:
             return str(int(value))
-        return f"{value:g}"
+        return f"{value:g}" if abs(value.adjusted()) < 30 else f"{value:.6e}"
     return str(value)
 
 

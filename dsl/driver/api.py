@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -28,6 +30,11 @@ def as_source(source_or_path: str | Path | Source, name: str | None = None) -> S
     """
     from shardc.driver.files import read_text
 
+    if not isinstance(source_or_path, str | Path | Source):
+        raise TypeError("the program must be its text, a path (str or pathlib.Path) or a "
+                        f"Source, got {_described(source_or_path)}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {_described(name)}")
     if isinstance(source_or_path, Source):
         return source_or_path
     if isinstance(source_or_path, Path):
@@ -76,6 +83,12 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     )
     from shardc.passes.pipeline import run_passes
 
+    hw = checked_hw(hw)
+    bindings = checked_bindings(bindings)
+    free = checked_names(free, "free")
+    for flag, flag_value in (("explain", explain), ("idle_axes", idle_axes)):
+        if not isinstance(flag_value, bool):
+            raise TypeError(f"{flag} must be True or False, got {_described(flag_value)}")
     for option, value, allowed in (("model", model, get_args(Model)),
                                    ("optimizer", optimizer, get_args(Optimizer)),
                                    ("remat", remat, get_args(Remat)),
@@ -108,6 +121,77 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
     result.report = report
     return result
+
+
+def _described(value) -> str:
+    from shardc.lang.quoting import quoted
+
+    return f"{type(value).__name__} {quoted(value)}"
+
+
+def checked_hw(hw):
+    """`hw` as `compile` takes it: None, a chip name or TOML path (str or Path), or a `Chip`;
+    `TypeError` naming the parameter otherwise."""
+    from shardc.hardware.chip import Chip
+
+    if hw is None or isinstance(hw, str | Chip):
+        return hw
+    if isinstance(hw, Path):
+        return str(hw)
+    raise TypeError(f"hw must be a chip name ('tpu-v5e'), a path to a chip TOML or a "
+                    f"shardc.hardware.Chip, got {_described(hw)}")
+
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def checked_bindings(bindings) -> dict[str, float | Decimal]:
+    """`set` as `compile` takes it: a mapping of names to numbers (`{"B": 4096}`, `{"B": "4M"}`,
+    numpy numbers too). A key that is not a name, or a value that is not a number, raises
+    `TypeError` or `ValueError` naming it; whether a number suits its name (a whole size, a
+    positive figure) is the compiler's check (N016), as for `--set`.
+
+    >>> checked_bindings({"B": "4Ki", "C": 1.97e14})
+    {'B': Decimal('4096'), 'C': 1.97e+14}
+    >>> checked_bindings({"B": "x"})
+    Traceback (most recent call last):
+    ...
+    shardc.lang.numeric.NumberError: set['B']: 'x' is not a number (try 4096, 4_096, 1e6, 4M = 4*10^6 or 4Mi = 4*2^20)
+    """
+    from shardc.lang.numeric import real
+    from shardc.lang.quoting import quoted
+
+    if bindings is None:
+        return {}
+    if not isinstance(bindings, Mapping):
+        raise TypeError("set must be a mapping of names to numbers ({'B': 4096}), got "
+                        f"{_described(bindings)}")
+    out: dict[str, float | Decimal] = {}
+    for key, value in bindings.items():
+        if not isinstance(key, str):
+            raise TypeError(f"set: a key must be a name such as 'B', got {_described(key)}")
+        if not _NAME.fullmatch(key):
+            raise ValueError(f"set: {quoted(key)} is not a name (a letter, then letters, "
+                             "digits or '_')")
+        exact = real(value, f"set[{key!r}]")  # TypeError, or NumberError (a ValueError)
+        out[key] = exact if isinstance(value, str) else value
+    return out
+
+
+def checked_names(names, what: str) -> frozenset[str]:
+    """A collection of names (`free=["B"]`); a bare string is refused, since `free="BD"` would
+    read as the names B and D."""
+    from shardc.lang.quoting import quoted
+
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise TypeError(f"{what} must be a list of names (['B']), got {_described(names)}")
+    out = []
+    for n in names:
+        if not isinstance(n, str) or not _NAME.fullmatch(n):
+            raise (TypeError if not isinstance(n, str) else ValueError)(
+                f"{what}: {quoted(n)} is not a name")
+        out.append(n)
+    return frozenset(out)
 
 
 def _relowering(unit, ctx):

@@ -228,12 +228,7 @@ class Report:
             if k not in known:
                 raise KeyError(f"unknown name {k!r} to bind; names are "
                                f"{', '.join(sorted(known))}")
-            x = float(v)
-            size = k in self.program.dims_and_mesh
-            if not math.isfinite(x) or x < 0 or (size and x == 0):
-                raise ValueError(f"{k}={v!r}: a binding must be a finite number, positive for "
-                                 "a size (zero allowed for a hardware figure)")
-            env[known[k]] = x
+            env[known[k]] = _binding(k, v)
         return env
 
     def function(self, expr: sp.Expr) -> tuple[tuple[sp.Symbol, ...], Callable[..., Any]]:
@@ -277,15 +272,18 @@ class Report:
     def at(self, **bindings: float) -> Report:
         """This report with `bindings` added to its own (`r.at(B=8192, X=16)`), every number
         evaluated. The formulas are the same objects; names are checked as `value` checks."""
-        self._override_env(bindings)
-        sizes = {n for n, _ in (*self.program.dims, *self.program.mesh)}
-        from shardc.lang.numeric import MAX_INTEGER
+        from shardc.lang.numeric import NumberError, whole
 
+        sizes = {n for n, _ in (*self.program.dims, *self.program.mesh)}
         for k, v in bindings.items():
-            if k in sizes and not (float(v).is_integer() and 1 <= v <= MAX_INTEGER):
-                raise ValueError(f"{k}={v!r}: a size must be a whole number from 1 to "
-                                 "2**63 - 1")
-        merged = {**self.bindings, **{k: float(v) for k, v in bindings.items()}}
+            if k in sizes:
+                try:
+                    whole(v, k)
+                except NumberError as exc:
+                    raise ValueError(f"{exc} (a size must be a whole number from 1 to "
+                                     "2**63 - 1)") from None
+        self._override_env(bindings)
+        merged = {**self.bindings, **{k: _binding(k, v) for k, v in bindings.items()}}
         symbolic = {n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings}
         if self._recompile is not None and symbolic & set(self.program.mesh_axes) & bindings.keys():
@@ -546,6 +544,22 @@ class Report:
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+def _binding(name: str, value: Any) -> float:
+    """A keyword of `value`/`at` as a float, through the checked conversions every number of a
+    report goes through (`shardc.lang.numeric`): a hardware figure positive, finite and normal
+    (`C=0` would divide by zero), anything else a size's point, from above 0 to 2**63 - 1.
+    `TypeError` or `ValueError` naming the keyword."""
+    from shardc.lang.numeric import NumberError, figure, positive
+    from shardc.passes.validate import is_hardware_name
+
+    try:
+        if is_hardware_name(name):
+            return figure(value, f"hardware figure {name!r}")
+        return positive(value, name)
+    except NumberError as exc:  # a ValueError already: raised as one, without the chain
+        raise ValueError(str(exc)) from None
 
 
 def _divided(e: sp.Expr, args: list[sp.Symbol], env: dict[sp.Symbol, float]) -> float | None:
