@@ -38,11 +38,10 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from shardc.cli.app import _read
     from shardc.cli.termwrap import write_result
     from shardc.driver.api import run_pipeline
+    from shardc.driver.json_text import strict_dumps
     from shardc.tools.derive import derive
 
     source = _read(args.program)
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if checked is not None:
             out["splits"] = checked.to_dict()
     if args.format == "json":
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        sys.stdout.write(strict_dumps(out, indent=2) + "\n")
     elif args.format == "latex":
         sys.stdout.write(to_latex(out) + "\n")
     else:

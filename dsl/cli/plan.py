@@ -6,12 +6,12 @@ line on stderr and exit code 1."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from typing import get_args
 
 from shardc.cli.termwrap import write_result
+from shardc.driver.json_text import strict_dumps
 from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")
@@ -211,6 +211,7 @@ def run_schema(args: argparse.Namespace) -> int:
 
 @_guard
 def run_show(args: argparse.Namespace) -> int:
+    from shardc.lang.numeric import NumberError
     from shardc.tools.models.counts import count
     from shardc.tools.models.render import show_dict, show_text
 
@@ -218,9 +219,12 @@ def run_show(args: argparse.Namespace) -> int:
     seq = parse_tokens(args.seq, "--seq") if args.seq else None
     tokens = float(parse_tokens(args.tokens, "--tokens")) if args.tokens else card.tokens
     c = count(card, seq, args.kv_dtype)
-    out = show_dict(c, tokens)
+    try:
+        out = show_dict(c, tokens)
+    except NumberError as exc:
+        raise InputError(f"{card.path}: {exc}") from None
     if args.format == "json":
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        sys.stdout.write(strict_dumps(out, indent=2) + "\n")
     else:
         write_result(show_text(c, out))
     return 0
@@ -447,7 +451,7 @@ def run_plan(args: argparse.Namespace) -> int:
         if progress:
             progress.done()
     if args.format == "json":
-        sys.stdout.write(json.dumps(plan_dict(p), indent=2) + "\n")
+        sys.stdout.write(strict_dumps(plan_dict(p), indent=2) + "\n")
     else:
         write_result(plan_text(p))
     return 0

@@ -8,7 +8,6 @@ Printers live in `shardc.driver.printers`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import sympy as sp
 
 from shardc.driver.evaluate import UNSUPPORTED, evaluate
 from shardc.driver.formulas import code_printer, latex, text
+from shardc.driver.json_text import strict_dumps
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
 from shardc.passes.memo import MAX_ENTRIES, register
@@ -458,7 +458,7 @@ class Report:
             from shardc.driver.json_text import dumps
 
             return dumps(d)  # the same text as json.dumps(d, indent=2), faster
-        return json.dumps(d, indent=indent)
+        return strict_dumps(d, indent=indent)
 
     def to_text(self, regions: bool = False, only: Iterable[str] | None = None) -> str:
         """The text report; `regions`: also the totals in each region (`regions()`); `only`:
