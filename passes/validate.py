@@ -99,7 +99,7 @@ def _shown(value) -> str:
     if isinstance(value, Decimal):
         if value == value.to_integral_value() and abs(value) < 10**21:
             return str(int(value))
-        return f"{value:g}" if abs(value.adjusted()) < 30 else f"{value:.6e}"
+        return f"{value:g}" if value.adjusted() < 30 else f"{value:.6e}"
     return str(value)
 
 

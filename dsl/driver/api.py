@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -173,8 +174,12 @@ def checked_bindings(bindings) -> dict[str, float | Decimal]:
         if not _NAME.fullmatch(key):
             raise ValueError(f"set: {quoted(key)} is not a name (a letter, then letters, "
                              "digits or '_')")
-        exact = real(value, f"set[{key!r}]")  # TypeError, or NumberError (a ValueError)
-        out[key] = exact if isinstance(value, str) else value
+        if isinstance(value, str):  # read as --set reads it: "4M", "1e6"
+            out[key] = real(value, f"set[{key!r}]")  # NumberError (a ValueError) for "x"
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
+            raise TypeError(f"set[{key!r}] must be a number, got {_described(value)}")
+        else:
+            out[key] = value  # its domain (finite, whole for a size) is N016's check
     return out
 
 

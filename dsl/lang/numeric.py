@@ -31,6 +31,7 @@ import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from shardc.hardware.schema import FIGURE_RANGE
 from shardc.lang.quoting import clipped, quoted
 
 DECIMAL_SUFFIX = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
@@ -43,8 +44,11 @@ SUFFIX = {**BINARY_SUFFIX, **DECIMAL_SUFFIX}
 MAX_INTEGER = 2**63 - 1
 """The largest size, mesh axis or repeat count accepted: costs multiply several of them, and a
 product must still be a finite float."""
-MIN_FIGURE = sys.float_info.min
-"""The smallest positive hardware figure accepted: a subnormal bandwidth makes times infinite."""
+MIN_FIGURE, MAX_FIGURE = FIGURE_RANGE
+"""The range of a hardware figure, from a chip file or `--set` alike (`shardc.hardware.schema`,
+where chip files are read): a subnormal bandwidth made times infinite."""
+MIN_POINT = sys.float_info.min
+"""The smallest size point `positive` takes: a float's smallest normal number."""
 
 SIZE_PATTERN = r"[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?(?:Ki|Mi|Gi|Ti|[kKMGT])?"
 """An unsigned number as a program writes a size (`4096`, `8_192`, `4Ki`, `1.5k`, `1e6`); the
@@ -158,8 +162,8 @@ def positive(value: Any, what: str) -> float:
     if d > MAX_INTEGER:
         raise NumberError(f"{what} = {_plain(d)} is larger than the limit 2**63 - 1")
     out = float(d)
-    if out < MIN_FIGURE:
-        raise NumberError(f"{what} = {_plain(d)} is too small (below {MIN_FIGURE:.3g})")
+    if out < MIN_POINT:
+        raise NumberError(f"{what} = {_plain(d)} is too small (below {MIN_POINT:.3g})")
     return out
 
 
@@ -229,11 +233,17 @@ def figure(value: Decimal | float | int, what: str) -> float:
     """
     if not isinstance(value, float | int) or isinstance(value, bool):
         value = real(value, what)
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:  # an int past a float's range
+        out = math.inf
     if not math.isfinite(out):
         raise NumberError(f"{what} must be a finite number, got {_plain(value)}")
     if out <= 0:
         raise NumberError(f"{what} must be positive, got {_plain(value)}")
+    if out > MAX_FIGURE:
+        raise NumberError(f"{what} = {_plain(value)} is too large (above {MAX_FIGURE:.3g}, "
+                          "ratios of two figures would overflow)")
     if out < MIN_FIGURE:
         raise NumberError(f"{what} = {_plain(value)} is too small (below {MIN_FIGURE:.3g}, "
                           "times would overflow)")
