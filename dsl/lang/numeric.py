@@ -28,7 +28,7 @@ import math
 import numbers
 import re
 import sys
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from shardc.hardware.schema import FIGURE_RANGE
