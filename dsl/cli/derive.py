@@ -149,6 +149,11 @@ def check_options(args: argparse.Namespace, report) -> int | str | None:
         raise UsageError(exc.render("--devices", text).removeprefix("shardc: error: ")) from None
     if not isinstance(node, Name):
         raise UsageError(f"--devices {text[:80]!r} must be a positive whole number or a name")
+    from shardc.tools.derive import NOT_NUMBERS
+
+    if node.name.lower() in NOT_NUMBERS:
+        raise UsageError(f"--devices {node.name!r} is not a number of devices: give a positive "
+                         "whole number (8960) or a name for the count (N)")
     taken = [n for n, _ in (*report.program.dims, *report.program.mesh)]
     if node.name in taken:
         raise UsageError(f"--devices {node.name!r} is already a dimension or mesh axis of "
