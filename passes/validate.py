@@ -241,6 +241,65 @@ def _check_count(count: Count, env: Env, ctx: Context) -> None:
             ctx.diagnostics.error(
                 "R002", f"`repeat {count.text}` runs {value} times", count.span,
                 notes=("a repeat block runs at least once",))
+        return
+    # Some names symbolic: the count as a polynomial in them. `L - L` is 0 whatever L is (its
+    # per-iteration costs were 0/0 = nan), and `1 - L` or `-L`, with no positive term, is at
+    # most 0 for every size of at least 1.
+    poly = count.fold(_Poly.number, lambda n: _Poly.number(sizes[n]) if n in sizes
+                      else _Poly.name(n))
+    most = poly.most_when_nonpositive()
+    if most is not None and most < 1:
+        free = ", ".join(sorted(set(count.names) - sizes.keys()))
+        runs = f"{most} times" if poly.is_constant() else f"at most {most} times"
+        ctx.diagnostics.error(
+            "R002", f"`repeat {count.text}` runs {runs} for every value of {free}", count.span,
+            notes=("a repeat block runs at least once",))
+
+
+class _Poly:
+    """A repeat count over its symbolic names: integer coefficients by monomial (a sorted tuple
+    of names, repeated for powers); + - * as the count's tree combines them."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict[tuple[str, ...], int]) -> None:
+        self.terms = {m: c for m, c in terms.items() if c}
+
+    @classmethod
+    def number(cls, n: int) -> _Poly:
+        return cls({(): n})
+
+    @classmethod
+    def name(cls, name: str) -> _Poly:
+        return cls({(name,): 1})
+
+    def __add__(self, other: _Poly) -> _Poly:
+        out = dict(self.terms)
+        for m, c in other.terms.items():
+            out[m] = out.get(m, 0) + c
+        return _Poly(out)
+
+    def __sub__(self, other: _Poly) -> _Poly:
+        return self + _Poly({m: -c for m, c in other.terms.items()})
+
+    def __mul__(self, other: _Poly) -> _Poly:
+        out: dict[tuple[str, ...], int] = {}
+        for m1, c1 in self.terms.items():
+            for m2, c2 in other.terms.items():
+                m = tuple(sorted(m1 + m2))
+                out[m] = out.get(m, 0) + c1 * c2
+        return _Poly(out)
+
+    def is_constant(self) -> bool:
+        return all(not m for m in self.terms)
+
+    def most_when_nonpositive(self) -> int | None:
+        """The largest value the count takes with every name at least 1, when no term can make
+        it larger (no positive coefficient on a name): the value at all names = 1. None when
+        some term grows with a name."""
+        if any(m and c > 0 for m, c in self.terms.items()):
+            return None
+        return sum(self.terms.values())
 
 
 LINKS = LEVELS

@@ -284,6 +284,14 @@ class Report:
                                      "2**63 - 1)") from None
         self._override_env(bindings)
         merged = {**self.bindings, **{k: _binding(k, v) for k, v in bindings.items()}}
+        known = known_sizes((*self.program.dims, *self.program.mesh), merged)
+        for count in self.program.repeats:  # R002's rule, at this point: at least once
+            if count.names and set(count.names) <= known.keys() and set(count.names) & bindings.keys():
+                runs = count.evaluate({n: known[n] for n in count.names})
+                if runs < 1:
+                    raise ValueError(f"{', '.join(f'{n}={known[n]}' for n in count.names)}: "
+                                     f"`repeat {count.text}` (line {count.line}) would run "
+                                     f"{runs} times; a repeat block runs at least once")
         symbolic = {n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings}
         if self._recompile is not None and symbolic & set(self.program.mesh_axes) & bindings.keys():
