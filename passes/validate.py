@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from shardc.hardware.levels import LEVELS
 from shardc.lang.numeric import NumberError, figure, whole
+from shardc.lang.quoting import quoted
 from shardc.lang.source import Span
 from shardc.lang.syntax import (
     COLLECTIVE_KINDS,
@@ -49,7 +50,7 @@ def validate(program: Program, ctx: Context) -> Program:
     for name in ctx.bindings:
         if name not in env.dims and name not in env.mesh and not is_hardware_name(name):
             ctx.diagnostics.error(
-                "N010", f"--set names {name!r}, which is not a dimension, mesh axis or "
+                "N010", f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
                 "hardware quantity of this program",
                 notes=("known: " + ", ".join([*env.dims, *env.mesh]) if env.dims or env.mesh
                        else "the program declares no dims or mesh axes",))

@@ -153,7 +153,7 @@ def checked_bindings(bindings) -> dict[str, float | Decimal]:
     positive figure) is the compiler's check (N016), as for `--set`.
 
     >>> checked_bindings({"B": "4Ki", "C": 1.97e14})
-    {'B': Decimal('4096'), 'C': 1.97e+14}
+    {'B': Decimal('4096'), 'C': 197000000000000.0}
     >>> checked_bindings({"B": "x"})
     Traceback (most recent call last):
     ...

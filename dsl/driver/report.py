@@ -556,14 +556,17 @@ class Report:
 
 def _binding(name: str, value: Any) -> float:
     """A keyword of `value`/`at` as a float, through the checked conversions every number of a
-    report goes through (`shardc.lang.numeric`): a hardware figure positive, finite and normal
-    (`C=0` would divide by zero), anything else a size's point, from above 0 to 2**63 - 1.
+    report goes through (`shardc.lang.numeric`): a hardware figure in a chip figure's range
+    (`C=0` would divide by zero), except that a latency (`t_hop`, `t_dcn`, ...) may be 0, which
+    only drops the latency terms; anything else a size's point, above 0 to 2**63 - 1.
     `TypeError` or `ValueError` naming the keyword."""
-    from shardc.lang.numeric import NumberError, figure, positive
+    from shardc.lang.numeric import NumberError, figure, positive, real
     from shardc.passes.validate import is_hardware_name
 
     try:
         if is_hardware_name(name):
+            if name.startswith("t_") and real(value, name) == 0:
+                return 0.0
             return figure(value, f"hardware figure {name!r}")
         return positive(value, name)
     except NumberError as exc:  # a ValueError already: raised as one, without the chain

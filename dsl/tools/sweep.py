@@ -20,6 +20,7 @@ from shardc.driver.printers import SUMMARY
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.lang.limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
+from shardc.lang.quoting import quoted
 from shardc.lang.syntax import DimDecl, MeshDecl, Program
 from shardc.lang.units import fmt_grid
 from shardc.passes.sizes import known_sizes
@@ -87,24 +88,24 @@ def parse_setting(text: str) -> tuple[str, float | Grid]:
     """
     m = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(\S+)\s*", text)
     if not m:
-        raise SweepError(f"--set expects NAME=VALUE or NAME=START:STOP:logN, got {text!r}")
+        raise SweepError(f"--set expects NAME=VALUE or NAME=START:STOP:logN, got {quoted(text)}")
     name, spec = m.groups()
     if ":" not in spec:
         return name, _number(spec, text, name)
     g = SPEC.fullmatch(spec)
     if not g:
-        raise SweepError(f"bad grid {spec!r} for {name}: expected START:STOP:linN or "
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: expected START:STOP:linN or "
                          "START:STOP:logN, e.g. 1e3:1e7:log40")
     if len(g["n"]) > len(str(MAX_SWEEP_POINTS)) or int(g["n"]) > MAX_SWEEP_POINTS:
         raise SweepError(f"--set {name}: a grid of {g['n'][:20]} points is more than the "
                          f"{MAX_SWEEP_POINTS:,} a sweep evaluates")
     start, stop, n = _number(g["start"], text, name), _number(g["stop"], text, name), int(g["n"])
     if n < 2:
-        raise SweepError(f"bad grid {spec!r} for {name}: a grid needs at least 2 points")
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: a grid needs at least 2 points")
     if start == stop:
-        raise SweepError(f"bad grid {spec!r} for {name}: START and STOP are equal")
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: START and STOP are equal")
     if g["scale"] == "log" and (start <= 0 or stop <= 0):
-        raise SweepError(f"bad grid {spec!r} for {name}: a log grid needs positive ends")
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: a log grid needs positive ends")
     return name, Grid(name, start, stop, n, g["scale"])  # type: ignore[arg-type]
 
 
@@ -116,7 +117,7 @@ def parse_settings(texts: Sequence[str]) -> tuple[dict[str, float], tuple[Grid, 
     for text in texts:
         name, value = parse_setting(text)
         if name in seen:
-            raise SweepError(f"--set names {name!r} twice")
+            raise SweepError(f"--set names {quoted(name)} twice")
         seen.add(name)
         if isinstance(value, Grid):
             grids.append(value)
@@ -141,12 +142,11 @@ def _number(text: str, where: str, name: str) -> float:
     else a size's point from above 0 to 2**63 - 1, so no grid reaches a negative, zero or
     overflowing size (`B=-1:1:lin5` gave negative times)."""
     from shardc.lang.numeric import NumberError, figure, positive
-    from shardc.lang.quoting import quoted
 
     try:
         parse_number(text)
     except NumberError:
-        raise SweepError(f"{quoted(text)} in {quoted(where)} is not a number (try 4096, "
+        raise SweepError(f"--set: {quoted(text)} in {quoted(where)} is not a number (try 4096, "
                          "4_096, 1e6 or 4M)") from None
     hardware = is_hardware(name)
     try:
@@ -182,7 +182,7 @@ def check_names(names: Sequence[str], program: Program, program_name: str) -> No
     known = known_names(program)
     for name in names:
         if name not in known and not is_hardware(name):
-            raise SweepError(f"--set names {name!r}, which is not a dimension, mesh axis or "
+            raise SweepError(f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
                              f"hardware quantity of {program_name} (known: "
                              + ", ".join(known) + ")")
 

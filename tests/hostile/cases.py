@@ -316,3 +316,7 @@ SILENTLY_WRONG = [
 ]
 
 CASES = [*CODE_EXECUTION, *TRACEBACKS, *HANGS, *SILENTLY_WRONG]
+
+from tests.hostile.cases_numbers import CASES as _NUMBERS  # noqa: E402, I001
+
+CASES += _NUMBERS

@@ -65,6 +65,10 @@ class Case:
     stdout_expect: tuple[str, ...] = ()
     stdout_forbid: tuple[str, ...] = ()
     """Strings that must not appear on stdout (a collective that should not be there)."""
+    stderr_forbid: tuple[str, ...] = ()
+    """Strings that must not appear on stderr (`RuntimeWarning`: numpy's, leaked)."""
+    stderr_limit: int | None = None
+    """The most characters stderr may hold: a huge input must not be echoed in full."""
     stdin: bytes | None = None
     must_not_exist: tuple[str, ...] = ("pwned",)
     """Files (relative to the case folder) that a successful payload would have created."""
@@ -190,6 +194,12 @@ def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
     for want in case.expect:
         if want not in o.stderr:
             problems.append(f"stderr lacks {want!r}: {o.stderr[-400:]!r}")
+    for unwanted in case.stderr_forbid:
+        if unwanted in o.stderr:
+            problems.append(f"stderr has {unwanted!r}: {o.stderr[-400:]!r}")
+    if case.stderr_limit is not None and len(o.stderr) > case.stderr_limit:
+        problems.append(f"stderr holds {len(o.stderr):,} characters, more than "
+                        f"{case.stderr_limit:,}: {o.stderr[:300]!r}...")
     for want in case.stdout_expect:
         if want not in o.stdout:
             problems.append(f"stdout lacks {want!r}")
