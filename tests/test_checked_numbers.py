@@ -257,3 +257,11 @@ def test_the_cli_gives_n010_for_an_unknown_set_name(capsys) -> None:
     assert main(["compile", str(ROOT / "programs" / "case4.shard"), "--set", "Q=3"]) == 1
     err = capsys.readouterr().err
     assert "error[N010]" in err and "internal error" not in err
+
+
+def test_at_refuses_sizes_whose_costs_overflow_as_compile_does() -> None:
+    dims = ", ".join(f"D{i}" for i in range(20))
+    r = shardc.compile(f"mesh X=2\ndim {dims}\nhardware tpu-v5e\nA: f32[{dims}]\nB = gelu(A)\n")
+    with pytest.raises(ValueError, match="overflows a float: flops"):
+        r.at(**{f"D{i}": 4 * 10**18 for i in range(20)})
+    assert r.at(**{f"D{i}": 2 for i in range(20)}).value("flops") == 8 * 2**20

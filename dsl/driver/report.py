@@ -292,14 +292,26 @@ class Report:
                     raise ValueError(f"{', '.join(f'{n}={known[n]}' for n in count.names)}: "
                                      f"`repeat {count.text}` (line {count.line}) would run "
                                      f"{runs} times; a repeat block runs at least once")
+        out = self._moved(merged, bindings.keys())
+        from shardc.driver.api import _overflows
+        from shardc.lang.diagnostics import Diagnostics
+
+        diags = Diagnostics()
+        if _overflows(out, diags):  # K003 of a compile at these sizes: no inf or nan shown
+            raise ValueError(f"at {', '.join(f'{k}={v}' for k, v in bindings.items())}: "
+                             f"{diags.items[0].message}")
+        return out
+
+    def _moved(self, merged: dict[str, float], bound) -> Report:
+        """The report at `merged` (`bound`: the names `at` was given), evaluated."""
         symbolic = {n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings}
-        if self._recompile is not None and symbolic & set(self.program.mesh_axes) & bindings.keys():
+        if self._recompile is not None and symbolic & set(self.program.mesh_axes) & bound:
             # The formulas of a symbolic mesh axis assume a full ring; with its size known the
             # topology is the slice's own, so the program is compiled again at this point.
             return self._recompile(merged).evaluate()
         if self._relower is not None and self.program.sized_choices and (
-                symbolic & bindings.keys()):
+                symbolic & bound):
             # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
             # compile with these sizes bound does (passes/regions.py), and cost that program.
             from shardc.passes.regions import AtPoint
