@@ -221,6 +221,12 @@ CARDS = [
     Case("card-reference-source-number", ("model", "show", "{tmp}/card.toml"),
          files={"card.toml": CARD + "\n[reference.extra]\nvalue = 3\nsource = 4\n"},
          expect=("source",)),
+    Case("card-reference-value-tiny", ("model", "show", "{tmp}/card.toml"),
+         files={"card.toml": CARD.replace("[reference]", "[reference]\nparams = "
+                                          "{ value = 1e-300, source = 'tiny' }", 1)
+                if "[reference]" in CARD else
+                CARD + "\n[reference.params]\nvalue = 1e-300\nsource = 'tiny'\n"},
+         exits=(0,)),
     Case("card-reference-value-inf", ("model", "show", "{tmp}/card.toml"),
          files={"card.toml": CARD + "\n[reference.extra]\nvalue = inf\n"},
          expect=("reference",)),

@@ -8,8 +8,9 @@ the payload would have created, prints no NaN, infinite or negative quantity, an
 
 Time is the child's own CPU time (user + system, from `os.wait4`), not the wall clock: on a
 shared machine under load a case waits for a core without doing more work, and a wall-clock
-limit failed cases that were fine. `WALL_LIMIT_S`, far above any case, only catches a case that
-blocks without computing (a FIFO, a lock); the kernel stops a runaway at `CPU_KILL_S`.
+limit failed cases that were fine. `WALL_LIMIT_S` only catches a case that blocks without
+computing (a FIFO, a lock: no CPU used for `IDLE_S`); the kernel stops a runaway at
+`CPU_KILL_S` of CPU.
 """
 
 from __future__ import annotations
@@ -27,10 +28,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CPU_LIMIT_S = 10.0
 """The CPU seconds (user + system, every thread of the child) a case may use."""
-CPU_KILL_S = 30
+CPU_KILL_S = 20
 """RLIMIT_CPU in the child: past it the kernel ends the process (SIGXCPU, then SIGKILL)."""
 WALL_LIMIT_S = 120.0
-"""Only to catch a hang: a case still running after this many seconds of wall clock is killed."""
+"""Only to catch a hang: a case still running after this many seconds of wall clock, and idle
+(no CPU used for `IDLE_S`: blocked, not waiting for a core), is killed."""
+IDLE_S = 20.0
+WALL_HARD_LIMIT_S = 900.0
+"""A case is killed after this long whatever it does (a machine at load 15 on 2 cores ran
+cases 20 times slower than their CPU time)."""
 MEMORY_LIMIT_BYTES = 1 << 30
 ADDRESS_SPACE_BYTES = 6 << 30
 """The hard limit: a runaway allocation fails inside the child instead of swapping the machine.
@@ -127,13 +133,19 @@ def _wait(proc: subprocess.Popen, stdin: bytes | None
             proc.stdin.close()
         except BrokenPipeError:
             pass
-    deadline = time.monotonic() + WALL_LIMIT_S
+    start = time.monotonic()
+    seen, seen_at = 0.0, start  # the child's CPU seconds when last seen to grow, and when
     timed_out = False
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        cpu = _cpu_seconds(proc.pid)
+        if cpu is not None and cpu > seen + 0.01:
+            seen, seen_at = cpu, now
+        if now - start > WALL_HARD_LIMIT_S or (now - start > WALL_LIMIT_S
+                                                and now - seen_at > IDLE_S):
             timed_out = True
             proc.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
@@ -145,6 +157,16 @@ def _wait(proc: subprocess.Popen, stdin: bytes | None
     cpu = usage.ru_utime + usage.ru_stime
     return (proc.returncode, usage.ru_maxrss * 1024, cpu, timed_out, b"".join(chunks["out"]),
             b"".join(chunks["err"]))
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The running child's user + system seconds so far (Linux's /proc), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)": state is fields[0]
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _substitute(args: tuple[str, ...], tmp: Path) -> list[str]:
@@ -168,7 +190,8 @@ def run(case: Case) -> Outcome:
         seconds = time.monotonic() - start
         for cmd in case.after:
             subprocess.run(_substitute((cmd,), tmp)[0], shell=True, cwd=tmp, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=WALL_LIMIT_S)
         outcome = Outcome(None if timed_out else code,
                           out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
                           seconds, peak, [], cpu)
@@ -179,7 +202,8 @@ def run(case: Case) -> Outcome:
 def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
     problems = []
     if timed_out:
-        problems.append(f"still running after {WALL_LIMIT_S:.0f} s of wall clock (killed)")
+        problems.append(f"still running after {o.seconds:.0f} s of wall clock, "
+                        f"{o.cpu_seconds:.1f} s of CPU: blocked (killed)")
     elif o.cpu_seconds > CPU_LIMIT_S:
         problems.append(f"used {o.cpu_seconds:.1f} s of CPU, more than {CPU_LIMIT_S:.0f} s"
                         + (" (stopped by RLIMIT_CPU)" if o.cpu_seconds >= CPU_KILL_S else ""))
