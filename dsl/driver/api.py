@@ -333,6 +333,10 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     `matmul_precision` ("default", "high", "highest") prices products of f32 operands as JAX's
     `jax.lax.Precision` runs them on the chip (`passes.context.Options.matmul_precision`).
 
+    An argument of the wrong type raises `TypeError` naming it (`hw=3`, `set={"B": None}`), a
+    value that is not a number `ValueError` (`set={"B": "x"}`); a number outside its name's
+    domain is a diagnostic, `CompileError` with N016, as for `--set`.
+
     >>> r = compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
     ...             "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
     >>> [c.op for c in r.ops]
