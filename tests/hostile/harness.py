@@ -76,6 +76,9 @@ class Case:
     stderr_limit: int | None = None
     """The most characters stderr may hold: a huge input must not be echoed in full."""
     stdin: bytes | None = None
+    needs: tuple[str, ...] = ()
+    """Optional packages the case needs (`jax` for xla-check past its flags): without them the
+    case is skipped, as the README's `pip install '.[test]'` installs no jax."""
     must_not_exist: tuple[str, ...] = ("pwned",)
     """Files (relative to the case folder) that a successful payload would have created."""
     setup: str = ""
