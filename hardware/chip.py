@@ -17,7 +17,7 @@ from pathlib import Path
 
 from shardc.hardware.files import read_chip_file
 from shardc.hardware.levels import PER_HOP
-from shardc.hardware.schema import PRECISIONS, RATES, HardwareError, read_chip_toml
+from shardc.hardware.schema import PRECISIONS, RATES, HardwareError, quoted, read_chip_toml
 from shardc.hardware.text import describe, summary_line
 
 __all__ = [
@@ -433,9 +433,10 @@ def _resolve(name: str, shipped: dict[str, Traversable]) -> str:
     if wanted in by_alias:
         return by_alias[wanted]
     # A high cutoff: "tpu-v6" should suggest tpu-v6e, but "tpu-v9" nothing (not tpu-v4).
-    close = difflib.get_close_matches(wanted, [*shipped, *by_alias], n=1, cutoff=0.85)
+    close = (difflib.get_close_matches(wanted, [*shipped, *by_alias], n=1, cutoff=0.85)
+             if len(wanted) < 200 else [])
     hint = f" (did you mean {by_alias.get(close[0], close[0])!r}?)" if close else ""
     known = ", ".join(sorted(shipped))
     raise HardwareError(
-        f"unknown chip {name!r}{hint}; known: {known}; or give a path to a .toml file"
+        f"unknown chip {quoted(name)}{hint}; known: {known}; or give a path to a .toml file"
     )

@@ -86,7 +86,7 @@ def chip_json_schema() -> dict[str, Any]:
 
 def chip_json_schema_text() -> str:
     """`chip_json_schema()` as the shipped file holds it."""
-    return json.dumps(chip_json_schema(), indent=2) + "\n"
+    return json.dumps(chip_json_schema(), indent=2, allow_nan=False) + "\n"
 
 
 def _table(name: str) -> dict[str, Any]:

@@ -31,6 +31,18 @@ WRAPAROUND_RULES = ("full-axis-16", "cube-multiple-4", "switched")
 
 Kind = Literal["str", "number", "int"]
 
+FIGURE_RANGE = (1e-150, 1e150)
+"""The range of a chip figure (FLOP/s, bytes, bytes/s, seconds) and of a `--set` hardware
+figure: two figures multiply or divide to a finite, normal float (`C / W_hbm`, `W_uni * t_hop`),
+and no chip is within a hundred orders of magnitude of either end. A subnormal bandwidth made
+`hw show` print `inf`. `shardc.lang.numeric.figure` checks `--set` figures against it too."""
+MAX_WHOLE = 2**63 - 1
+"""The largest count a chip file holds (links, chips per host, axes): the size limit."""
+QUOTE_WIDTH = 120
+"""The most characters of a value a message quotes; equals
+`shardc.lang.diagnostics.QUOTE_WIDTH` (hardware/ imports nothing above it, so the few lines of
+`quoted` are repeated here; tests/test_boundaries.py checks they agree)."""
+
 POD_SHAPE = re.compile(r"[1-9][0-9]{0,4}(x[1-9][0-9]{0,4}){0,7}")
 """A TPU pod's shape: at most eight axes of at most 99999 chips (v5p: 16x20x28)."""
 
@@ -163,6 +175,26 @@ def read_chip_toml(text: str, path: str, stem: str | None) -> dict[str, Any]:
     return values
 
 
+def quoted(value: Any) -> str:
+    """`repr(value)` cut to `QUOTE_WIDTH` characters, as `shardc.lang.quoting.quoted` cuts it.
+
+    >>> quoted("x" * 1_000_000).endswith("xx... (1,000,000 characters in all)")
+    True
+    """
+    if isinstance(value, str) and len(value) > QUOTE_WIDTH:
+        return (repr(value[:QUOTE_WIDTH]).rstrip("'\"")
+                + f"... ({len(value):,} characters in all)")
+    text = repr(value)
+    if len(text) <= QUOTE_WIDTH:
+        return text
+    return text[:QUOTE_WIDTH] + f"... ({len(text):,} characters in all)"
+
+
+def _clip(name: str) -> str:
+    """A key of the file as a message names it, bare (`hbm_bw`), cut as `quoted` cuts."""
+    return name if len(name) <= QUOTE_WIDTH else quoted(name)
+
+
 def _fail(path: str, where: str, message: str) -> HardwareError:
     return HardwareError(f"{path}: {message}", path=path, field=where)
 
@@ -178,9 +210,9 @@ def _check_layout(doc: dict[str, Any], path: str) -> None:
         if key not in tables:
             if isinstance(value, dict):
                 hint = _did_you_mean(key, tables)
-                raise _fail(path, f"[{key}]", f"unknown table [{key}]{hint}")
+                raise _fail(path, f"[{_clip(key)}]", f"unknown table [{_clip(key)}]{hint}")
             hint = _did_you_mean(key, [*allowed[""], *(s.key for s in FIELDS if not s.table)])
-            raise _fail(path, key, f"unknown field {key!r}{hint}")
+            raise _fail(path, _clip(key), f"unknown field {quoted(key)}{hint}")
         if not isinstance(value, dict):
             raise _fail(path, f"[{key}]", f"[{key}] must be a table, got {_describe(value)}")
         if key in FREE_TABLES:
@@ -188,7 +220,8 @@ def _check_layout(doc: dict[str, Any], path: str) -> None:
         for inner in value:
             if inner not in allowed[key]:
                 hint = _did_you_mean(inner, allowed[key])
-                raise _fail(path, f"[{key}].{inner}", f"unknown field [{key}].{inner}{hint}")
+                where = f"[{key}].{_clip(inner)}"
+                raise _fail(path, where, f"unknown field {where}{hint}")
     for table in REQUIRED_TABLES:
         if table not in doc:
             raise _fail(path, f"[{table}]", f"missing table [{table}]")
@@ -211,7 +244,8 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
             )
         if choices and value not in choices:
             raise _fail(
-                path, where, f"field {where} is {value!r}; expected one of {', '.join(choices)}"
+                path, where, f"field {where} is {quoted(value)}; expected one of "
+                f"{', '.join(choices)}"
             )
         return value
     # bool is an int subclass in Python; `links_per_axis = true` is a typo, not the number 1.
@@ -219,10 +253,25 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
         noun = "an integer" if kind == "int" else "a number"
         raise _fail(path, where, f"field {where} must be {noun}, got {_describe(value)}")
     if kind == "int" and not isinstance(value, int):
-        raise _fail(path, where, f"field {where} must be an integer, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise _fail(path, where, f"field {where} must be positive, got {value!r}")
-    return value if kind == "int" else float(value)
+        raise _fail(path, where, f"field {where} must be an integer, got {quoted(value)}")
+    if kind == "int":
+        if value <= 0 or value > MAX_WHOLE:
+            raise _fail(path, where, f"field {where} must be a whole number from 1 to "
+                        f"2**63 - 1, got {quoted(value)}")
+        return value
+    try:
+        out = float(value)
+    except OverflowError:  # a TOML integer past a float's range
+        out = math.inf
+    if not math.isfinite(out) or out <= 0:
+        raise _fail(path, where, f"field {where} must be positive and finite, got "
+                    f"{quoted(value)}")
+    low, high = FIGURE_RANGE
+    if not low <= out <= high:
+        raise _fail(path, where, f"field {where} = {out:g} is outside a chip figure's range, "
+                    f"{low:g} to {high:g} (SI units; past it, ratios of two figures such as "
+                    "C / W_hbm overflow or underflow a float)")
+    return out
 
 
 def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
@@ -231,8 +280,9 @@ def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
             hint = _did_you_mean(dtype, RATES)
             raise _fail(
                 path,
-                f"[flops].{dtype}",
-                f"unknown dtype [flops].{dtype}{hint}; expected some of {', '.join(RATES)}",
+                f"[flops].{_clip(dtype)}",
+                f"unknown dtype [flops].{_clip(dtype)}{hint}; expected some of "
+                f"{', '.join(RATES)}",
             )
     if "bf16" not in table:
         raise _fail(
@@ -259,8 +309,8 @@ def _sources(table: dict[str, Any], path: str) -> tuple[tuple[str, str], ...]:
         if not isinstance(value, str):
             raise _fail(
                 path,
-                f"[sources].{key}",
-                f"field [sources].{key} must be a string, got {_describe(value)}",
+                f"[sources].{_clip(key)}",
+                f"field [sources].{_clip(key)} must be a string, got {_describe(value)}",
             )
     return tuple(table.items())
 
@@ -270,7 +320,7 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
         raise _fail(
             path,
             "name",
-            f"field name is {values['name']!r} but the file is "
+            f"field name is {quoted(values['name'])} but the file is "
             f"{stem}.toml; the name must equal the file name",
         )
     uni, bidi = values["link_bw_uni"], values["link_bw_bidi"]
@@ -295,7 +345,8 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
             raise _fail(
                 path,
                 where,
-                f"field {where} is {values[attr]!r}; a {values['family']} chip needs {want!r}",
+                f"field {where} is {quoted(values[attr])}; a {values['family']} chip needs "
+                f"{want!r}",
             )
     if switched and values["ici_axes"] != 1:
         raise _fail(
@@ -308,7 +359,7 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
         raise _fail(
             path,
             "[pod].shape",
-            f"field [pod].shape is {shape!r}; a TPU pod is chips per ICI axis joined by 'x', "
+            f"field [pod].shape is {quoted(shape)}; a TPU pod is chips per ICI axis joined by 'x', "
             "each a whole number from 1 to 99999 (\"16x20x28\")",
         )
     if values["family"] == "gpu" and values["nvlink_domain"] is None:
@@ -326,11 +377,13 @@ def _describe(value: Any) -> str:
         list: "array",
         dict: "table",
     }
-    return f"{names.get(type(value), type(value).__name__)} {value!r}"
+    return f"{names.get(type(value), type(value).__name__)} {quoted(value)}"
 
 
 def _did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str:
     import difflib
 
+    if len(word) > 2 * QUOTE_WIDTH:  # no field name is this long; and difflib is quadratic
+        return ""
     close = difflib.get_close_matches(word, list(candidates), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -220,6 +220,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     arrays = tuple(ArrayCost(v.array, v.dtype, v.format(mesh), *sizes(v),
                              times_count(made.get(v.array, ())))
                    for v in program.arrays)
+    aliases = dict(program.aliases)
 
     if ctx.attention == "flash" and program.backward_line is not None:
         costs = _flash(costs, program, syms)
@@ -242,8 +243,9 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         "hbm_bytes": total("hbm_bytes"), "comm_bytes": total("comm_bytes"),
         "t_math_s": t_math, "t_hbm_s": t_hbm, "t_comms_s": t_comms,
         "t_lower_s": sp.Max(t_math, t_hbm, t_comms, evaluate=False), "t_upper_s": t_math + t_hbm + t_comms,
-        "memory_per_device_bytes": summed([(a.bytes_per_device, a.count) for a in arrays])
-        if arrays else ZERO,
+        # An alias (`B = A`) names blocks already counted under A: storage is counted once.
+        "memory_per_device_bytes": summed([(a.bytes_per_device, a.count) for a in arrays
+                                           if a.name not in aliases]) if arrays else ZERO,
     }
     level_terms: dict[str, list[tuple[sp.Expr, sp.Expr]]] = {}
     bw_terms: dict[str, list[tuple[sp.Expr, sp.Expr]]] = {}

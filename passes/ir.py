@@ -235,6 +235,9 @@ class CompiledProgram:
     sized_choices: int = 0
     """How many plan choices depend on symbolic sizes (`passes.regions`): 0 means binding them
     changes no op, only the numbers."""
+    aliases: tuple[tuple[str, str], ...] = ()
+    """`B = A` (no layout, nothing to do): (B, A), B another name for A's blocks. Memory counts
+    the blocks once, under A."""
 
     @property
     def mesh_axes(self) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ Works over numbers (planning) or SymPy expressions (reports): `size_of` supplies
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -62,8 +63,23 @@ def dtype_bytes(dtype: str, symbolic: bool) -> Num:
 
 
 def local_bytes(layout: Layout, dtype: str, size_of: SizeOf) -> Num:
+    """Bytes of one device's block: whole bytes, since storage is. A dtype narrower than a
+    byte (int4, two elements a byte, packed) takes `ceil(n / 2)` bytes for a block of `n`
+    elements: 3 int4 elements occupy 2 bytes, not 1.5 (`ceiling` in a formula).
+
+    >>> sizes = {"I": 3, "J": 8}.__getitem__
+    >>> one = lambda d: Layout((DimSharding(d),))
+    >>> local_bytes(one("I"), "int4", sizes), local_bytes(one("J"), "int4", sizes)
+    (2, 4)
+    """
     n = local_elements(layout, size_of)
-    return dtype_bytes(dtype, isinstance(n, sp.Basic)) * n
+    symbolic = isinstance(n, sp.Basic)
+    b = dtype_bytes(dtype, symbolic)
+    if float(b).is_integer():
+        return b * n
+    if symbolic:
+        return sp.ceiling(b * n)
+    return math.ceil(b * n)
 
 
 def step_bytes(step: Step, dtype: str, size_of: SizeOf) -> Num:

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from shardc.hardware.levels import LEVELS
 from shardc.lang.numeric import NumberError, figure, whole
+from shardc.lang.quoting import quoted
 from shardc.lang.source import Span
 from shardc.lang.syntax import (
     COLLECTIVE_KINDS,
@@ -49,7 +50,7 @@ def validate(program: Program, ctx: Context) -> Program:
     for name in ctx.bindings:
         if name not in env.dims and name not in env.mesh and not is_hardware_name(name):
             ctx.diagnostics.error(
-                "N010", f"--set names {name!r}, which is not a dimension, mesh axis or "
+                "N010", f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
                 "hardware quantity of this program",
                 notes=("known: " + ", ".join([*env.dims, *env.mesh]) if env.dims or env.mesh
                        else "the program declares no dims or mesh axes",))
@@ -73,7 +74,11 @@ def check_bindings(program: Program, ctx: Context) -> None:
         elif is_hardware_name(name):
             what, check = f"hardware figure {name!r}", figure
         else:
-            continue  # N010, below
+            # N010, below: the name is unknown; the value is only kept as a float (exact
+            # Decimals from the command line are finite and in a float's range).
+            if isinstance(value, Decimal):
+                ctx.bindings[name] = float(value)
+            continue
         try:
             checked = check(value, what)
         except NumberError as exc:
@@ -90,10 +95,12 @@ def check_bindings(program: Program, ctx: Context) -> None:
 
 def _shown(value) -> str:
     """A bound value as the user typed it, near enough: `4096`, `0.5`, `1e-320`, `inf`."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**21:
+        value = Decimal(value)  # a Python int of hundreds of digits: shown as 1.000000e+400
     if isinstance(value, Decimal):
         if value == value.to_integral_value() and abs(value) < 10**21:
             return str(int(value))
-        return f"{value:g}"
+        return f"{value:g}" if value.adjusted() < 30 else f"{value:.6e}"
     return str(value)
 
 
@@ -235,6 +242,65 @@ def _check_count(count: Count, env: Env, ctx: Context) -> None:
             ctx.diagnostics.error(
                 "R002", f"`repeat {count.text}` runs {value} times", count.span,
                 notes=("a repeat block runs at least once",))
+        return
+    # Some names symbolic: the count as a polynomial in them. `L - L` is 0 whatever L is (its
+    # per-iteration costs were 0/0 = nan), and `1 - L` or `-L`, with no positive term, is at
+    # most 0 for every size of at least 1.
+    poly = count.fold(_Poly.number, lambda n: _Poly.number(sizes[n]) if n in sizes
+                      else _Poly.name(n))
+    most = poly.most_when_nonpositive()
+    if most is not None and most < 1:
+        free = ", ".join(sorted(set(count.names) - sizes.keys()))
+        runs = f"{most} times" if poly.is_constant() else f"at most {most} times"
+        ctx.diagnostics.error(
+            "R002", f"`repeat {count.text}` runs {runs} for every value of {free}", count.span,
+            notes=("a repeat block runs at least once",))
+
+
+class _Poly:
+    """A repeat count over its symbolic names: integer coefficients by monomial (a sorted tuple
+    of names, repeated for powers); + - * as the count's tree combines them."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict[tuple[str, ...], int]) -> None:
+        self.terms = {m: c for m, c in terms.items() if c}
+
+    @classmethod
+    def number(cls, n: int) -> _Poly:
+        return cls({(): n})
+
+    @classmethod
+    def name(cls, name: str) -> _Poly:
+        return cls({(name,): 1})
+
+    def __add__(self, other: _Poly) -> _Poly:
+        out = dict(self.terms)
+        for m, c in other.terms.items():
+            out[m] = out.get(m, 0) + c
+        return _Poly(out)
+
+    def __sub__(self, other: _Poly) -> _Poly:
+        return self + _Poly({m: -c for m, c in other.terms.items()})
+
+    def __mul__(self, other: _Poly) -> _Poly:
+        out: dict[tuple[str, ...], int] = {}
+        for m1, c1 in self.terms.items():
+            for m2, c2 in other.terms.items():
+                m = tuple(sorted(m1 + m2))
+                out[m] = out.get(m, 0) + c1 * c2
+        return _Poly(out)
+
+    def is_constant(self) -> bool:
+        return all(not m for m in self.terms)
+
+    def most_when_nonpositive(self) -> int | None:
+        """The largest value the count takes with every name at least 1, when no term can make
+        it larger (no positive coefficient on a name): the value at all names = 1. None when
+        some term grows with a name."""
+        if any(m and c > 0 for m, c in self.terms.items()):
+            return None
+        return sum(self.terms.values())
 
 
 LINKS = LEVELS

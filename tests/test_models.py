@@ -119,7 +119,7 @@ def test_a_card_writes_token_counts_as_the_command_line_does(tmp_path: Path):
     (BOOK_MODEL.format(L=2, D=64, F=256, N=4, K=4, H=16, V=100, S=32).replace(
         "vocab", "vocabulary"), "did you mean 'vocab'"),
     (BOOK_MODEL.format(L=2, D=64, F=256, N=4, K=4, H=16, V=100, S=32).replace(
-        "d_ff = 256", "d_ff = 'big'"), "is not a int"),
+        "d_ff = 256", "d_ff = 'big'"), "is not a whole number"),
     ("name = 'x'\nlayers = 3\n[architecture]\n[training]\n", "unknown key 'layers'"),
     ("name = \n", "invalid TOML"),
 ])

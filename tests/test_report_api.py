@@ -59,7 +59,7 @@ def test_an_unknown_binding_is_an_error_naming_it(report):
 
 @pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf])
 def test_a_binding_must_be_positive_and_finite(report, bad):
-    with pytest.raises(ValueError, match="B="):
+    with pytest.raises(ValueError, match="^B (must|=)"):
         report.value("t_math_s", B=bad)
 
 

@@ -71,7 +71,10 @@ def test_grid_values():
     ("B=1e3:1e7", "START:STOP:linN"),
     ("B=1e3:1e7:geo40", "START:STOP:linN"),
     ("B=1e3:1e7:log1", "at least 2 points"),
-    ("B=0:1e7:log40", "positive ends"),
+    ("B=0:1e7:log40", "must be positive"),
+    ("B=-1:1:lin5", "must be positive, got -1"),
+    ("B=1:1e300:log5", "larger than the limit"),
+    ("W_hbm=1e-300:1:log5", "too small"),
     ("B=5:5:lin3", "equal"),
     ("B=1e3:inf:lin3", "not a number"),
 ])
@@ -149,7 +152,7 @@ def test_crossover_at_the_solved_compute_bound_threshold(dp):
 
 @pytest.mark.parametrize("path", STRATEGIES[:2] + STRATEGIES[3:])
 def test_crossover_without_latency_is_the_condition(path, in_repo_root):
-    r = shardc.compile(path, set={"t_hop": 1e-300})  # no latency (zero is not a chip figure)
+    r = shardc.compile(path, set={"t_hop": 1e-100})  # no latency (zero is not a chip figure)
     s = sw.sweep(r, [Grid("B", 1e3, 1e7, 40, "log")])
     found = [c.at for c in s.crossovers if (c.a, c.b) == ("t_math_s", "t_comms_s")]
     assert found == [pytest.approx(_threshold(r, "compute-vs-comms", "B"), rel=1e-9)]

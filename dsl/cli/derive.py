@@ -38,11 +38,10 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from shardc.cli.inputs import read_program
     from shardc.cli.termwrap import write_result
     from shardc.driver.api import run_pipeline
+    from shardc.driver.json_text import strict_dumps
     from shardc.tools.derive import derive
 
     source = read_program(args.program)
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if checked is not None:
             out["splits"] = checked.to_dict()
     if args.format == "json":
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        sys.stdout.write(strict_dumps(out, indent=2) + "\n")
     elif args.format == "latex":
         sys.stdout.write(to_latex(out) + "\n")
     else:
@@ -150,6 +149,11 @@ def check_options(args: argparse.Namespace, report) -> int | str | None:
         raise UsageError(exc.render("--devices", text).removeprefix("shardc: error: ")) from None
     if not isinstance(node, Name):
         raise UsageError(f"--devices {text[:80]!r} must be a positive whole number or a name")
+    from shardc.tools.derive import NOT_NUMBERS
+
+    if node.name.lower() in NOT_NUMBERS:
+        raise UsageError(f"--devices {node.name!r} is not a number of devices: give a positive "
+                         "whole number (8960) or a name for the count (N)")
     taken = [n for n, _ in (*report.program.dims, *report.program.mesh)]
     if node.name in taken:
         raise UsageError(f"--devices {node.name!r} is already a dimension or mesh axis of "

@@ -12,6 +12,7 @@ from decimal import Decimal
 from shardc.driver.files import CliIOError, read_text
 from shardc.lang.input_limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
+from shardc.lang.quoting import clipped, quoted
 from shardc.lang.source import Source
 
 __all__ = ["COST_MODELS", "add_cost_model_flag", "add_precision_flag", "parse_binding",
@@ -51,12 +52,13 @@ def parse_binding(text: str) -> tuple[str, Decimal]:
     """
     m = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(\S+)\s*", text)
     if not m:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {quoted(text)}")
     try:
         parse_number(m.group(2))  # refuses what no float can hold: 1e400, 1e-400
         return m.group(1), parse_decimal(m.group(2))
     except NumberError as exc:
-        raise argparse.ArgumentTypeError(f"{m.group(1)}={m.group(2)}: {exc}") from None
+        raise argparse.ArgumentTypeError(f"{clipped(m.group(1))}={clipped(m.group(2))}: "
+                                         f"{exc}") from None
 
 
 def read_program(path: str) -> Source:

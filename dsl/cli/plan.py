@@ -6,12 +6,13 @@ line on stderr and exit code 1."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from typing import get_args
 
 from shardc.cli.termwrap import write_result
+from shardc.driver.json_text import strict_dumps
+from shardc.lang.quoting import quoted
 from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")
@@ -134,12 +135,12 @@ def parse_tokens(text: str, what: str) -> int:
     try:
         value = parse_decimal(text)
     except NumberError:
-        raise InputError(f"{what} {text!r} is not a token count (try 4194304, 4Mi = 4*2^20, "
+        raise InputError(f"{what} {quoted(text)} is not a token count (try 4194304, 4Mi = 4*2^20, "
                          "4M = 4*10^6, or 15e12)") from None
     try:
         return whole(value, what)
     except NumberError:
-        raise InputError(f"{what} {text!r} is not a whole number of tokens (from 1 to "
+        raise InputError(f"{what} {quoted(text)} is not a whole number of tokens (from 1 to "
                          "2**63 - 1)") from None
 
 
@@ -211,6 +212,7 @@ def run_schema(args: argparse.Namespace) -> int:
 
 @_guard
 def run_show(args: argparse.Namespace) -> int:
+    from shardc.lang.numeric import NumberError
     from shardc.tools.models.counts import count
     from shardc.tools.models.render import show_dict, show_text
 
@@ -218,9 +220,12 @@ def run_show(args: argparse.Namespace) -> int:
     seq = parse_tokens(args.seq, "--seq") if args.seq else None
     tokens = float(parse_tokens(args.tokens, "--tokens")) if args.tokens else card.tokens
     c = count(card, seq, args.kv_dtype)
-    out = show_dict(c, tokens)
+    try:
+        out = show_dict(c, tokens)
+    except NumberError as exc:
+        raise InputError(f"{card.path}: {exc}") from None
     if args.format == "json":
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        sys.stdout.write(strict_dumps(out, indent=2) + "\n")
     else:
         write_result(show_text(c, out))
     return 0
@@ -318,7 +323,7 @@ def _layout_flag(text: str, chip, chips: int):
     if strategy in PIPELINED:
         return _pipelined_layout(text, strategy, mesh.strip(), chip, chips)
     if strategy not in STRATEGIES or strategy == "single":
-        raise InputError(f"--layout {text!r}: the strategy is one of dp, fsdp, tp, fsdp-tp, "
+        raise InputError(f"--layout {quoted(text)}: the strategy is one of dp, fsdp, tp, fsdp-tp, "
                          "dp-tp, pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp, then ':' and the mesh "
                          "('fsdp-tp: X=2048, Y=4', 'pp-dp-tp: PP=16, X=128, Y=8')")
     mesh = mesh.strip()
@@ -328,14 +333,14 @@ def _layout_flag(text: str, chip, chips: int):
         raise InputError(f"--layout: {exc}") from None
     sizes = [a.size for a in layout.axes]
     if mesh and any(n is None for n in sizes):
-        raise InputError(f"--layout {text!r}: give every axis a size (X=2048)")
+        raise InputError(f"--layout {quoted(text)}: give every axis a size (X=2048)")
     tp = tensor_degree(layout)
     if "@" in mesh:
         total = 1
         for n in sizes:
             total *= n or 1
         if total != chips:
-            raise InputError(f"--layout {text!r}: the mesh has {total} devices, --chips is {chips}")
+            raise InputError(f"--layout {quoted(text)}: the mesh has {total} devices, --chips is {chips}")
         return layout
     per_pod = choose_slice(chip, chips).chips_per_pod
     if strategy == "tp" and not mesh:
@@ -346,11 +351,11 @@ def _layout_flag(text: str, chip, chips: int):
             data *= a.size
             data_axes = True
     if data_axes and data * tp != per_pod:
-        raise InputError(f"--layout {text!r}: {data} x {tp} devices, but the slice for "
+        raise InputError(f"--layout {quoted(text)}: {data} x {tp} devices, but the slice for "
                          f"--chips {chips} has {per_pod} chips per pod (give sizes that multiply "
                          f"to {per_pod}, or only the tensor axis: 'fsdp-tp: Y={tp}')"
                          if strategy == "fsdp-tp" else
-                         f"--layout {text!r}: {data * tp} devices, but the slice for --chips "
+                         f"--layout {quoted(text)}: {data * tp} devices, but the slice for --chips "
                          f"{chips} has {per_pod} chips per pod")
     return strategy, tp
 
@@ -367,22 +372,22 @@ def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
     for item in _split_mesh(mesh):
         m = re.fullmatch(r"\s*(PP|X|Y|CP)\s*=\s*(\S+)\s*", item)
         if not m:
-            raise InputError(f"--layout {text!r}: a pipelined layout is written with PP=, X=, "
+            raise InputError(f"--layout {quoted(text)}: a pipelined layout is written with PP=, X=, "
                              "Y= and CP= sizes only ('pp-dp-tp: PP=16, X=128, Y=8', CP= "
                              "splitting each sequence over X's ranks), got "
                              f"{item.strip()!r}")
         if m.group(1) in sizes:
-            raise InputError(f"--layout {text!r}: {m.group(1)} is given twice")
+            raise InputError(f"--layout {quoted(text)}: {m.group(1)} is given twice")
         sizes[m.group(1)] = _count(m.group(2), f"--layout {m.group(1)}=", MAX_INTEGER)
     if "PP" not in sizes:
-        raise InputError(f"--layout {text!r}: give the stages, PP=N")
+        raise InputError(f"--layout {quoted(text)}: give the stages, PP=N")
     t = sizes.get("Y", 1)
     if t > 1 and not strategy.endswith("-tp"):
-        raise InputError(f"--layout {text!r}: {strategy} has no tensor axis; write "
+        raise InputError(f"--layout {quoted(text)}: {strategy} has no tensor axis; write "
                          f"{strategy}-tp for Y={t}")
     per_pod = choose_slice(chip, chips).chips_per_pod
     if "X" in sizes and sizes["X"] * t * sizes["PP"] != per_pod:
-        raise InputError(f"--layout {text!r}: PP x X x Y = {sizes['PP'] * sizes['X'] * t} "
+        raise InputError(f"--layout {quoted(text)}: PP x X x Y = {sizes['PP'] * sizes['X'] * t} "
                          f"devices, but --chips {chips} uses {per_pod}")
     return strategy, t, sizes["PP"], sizes.get("CP", 1)
 
@@ -447,7 +452,7 @@ def run_plan(args: argparse.Namespace) -> int:
         if progress:
             progress.done()
     if args.format == "json":
-        sys.stdout.write(json.dumps(plan_dict(p), indent=2) + "\n")
+        sys.stdout.write(strict_dumps(plan_dict(p), indent=2) + "\n")
     else:
         write_result(plan_text(p))
     return 0

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numbers
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -28,6 +31,11 @@ def as_source(source_or_path: str | Path | Source, name: str | None = None) -> S
     """
     from shardc.driver.files import read_text
 
+    if not isinstance(source_or_path, str | Path | Source):
+        raise TypeError("the program must be its text, a path (str or pathlib.Path) or a "
+                        f"Source, got {_described(source_or_path)}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {_described(name)}")
     if isinstance(source_or_path, Source):
         return source_or_path
     if isinstance(source_or_path, Path):
@@ -57,7 +65,7 @@ class Compilation:
 
 def run_pipeline(source: Source, hw: str | Chip | None = None,
                  model: Literal["exact", "book"] = "exact",
-                 bindings: Mapping[str, float] | None = None, *,
+                 bindings: Mapping[str, float | Decimal] | None = None, *,
                  stop_after: PassName | None = None,
                  optimizer: Optimizer = "adam", remat: Remat = "none",
                  free: Iterable[str] = (), attention: Attention = "materialized",
@@ -76,6 +84,12 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     )
     from shardc.passes.pipeline import run_passes
 
+    hw = checked_hw(hw)
+    bindings = checked_bindings(bindings)
+    free = checked_names(free, "free")
+    for flag, flag_value in (("explain", explain), ("idle_axes", idle_axes)):
+        if not isinstance(flag_value, bool):
+            raise TypeError(f"{flag} must be True or False, got {_described(flag_value)}")
     for option, value, allowed in (("model", model, get_args(Model)),
                                    ("optimizer", optimizer, get_args(Optimizer)),
                                    ("remat", remat, get_args(Remat)),
@@ -101,13 +115,92 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                     _relower=_relowering(unit, ctx),
                     _recompile=_recompiling(source, hw, model, optimizer, remat, free,
                                             attention, explain, idle_axes, matmul_precision))
-    if _overflows(report, ctx.diagnostics):
+    from shardc.driver.report import overflows
+
+    if overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)
     _unused_bindings(report, ctx.diagnostics)
     report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
     result.report = report
     return result
+
+
+def _described(value) -> str:
+    from shardc.lang.quoting import quoted
+
+    return f"{type(value).__name__} {quoted(value)}"
+
+
+def checked_hw(hw):
+    """`hw` as `compile` takes it: None, a chip name or TOML path (str or Path), or a `Chip`;
+    `TypeError` naming the parameter otherwise."""
+    from shardc.hardware.chip import Chip
+
+    if hw is None or isinstance(hw, str | Chip):
+        return hw
+    if isinstance(hw, Path):
+        return str(hw)
+    raise TypeError(f"hw must be a chip name ('tpu-v5e'), a path to a chip TOML or a "
+                    f"shardc.hardware.Chip, got {_described(hw)}")
+
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def checked_bindings(bindings) -> dict[str, float | Decimal]:
+    """`set` as `compile` takes it: a mapping of names to numbers (`{"B": 4096}`, `{"B": "4M"}`,
+    numpy numbers too). A key that is not a name, or a value that is not a number, raises
+    `TypeError` or `ValueError` naming it; whether a number suits its name (a whole size, a
+    positive figure) is the compiler's check (N016), as for `--set`.
+
+    >>> checked_bindings({"B": "4Ki", "C": 1.97e14})
+    {'B': Decimal('4096'), 'C': 197000000000000.0}
+    >>> checked_bindings({"B": "x"})
+    Traceback (most recent call last):
+    ...
+    shardc.lang.numeric.NumberError: set['B']: 'x' is not a number (try 4096, 4_096, 1e6, 4M = 4*10^6 or 4Mi = 4*2^20)
+    """
+    from shardc.lang.numeric import real
+    from shardc.lang.quoting import quoted
+
+    if bindings is None:
+        return {}
+    if not isinstance(bindings, Mapping):
+        raise TypeError("set must be a mapping of names to numbers ({'B': 4096}), got "
+                        f"{_described(bindings)}")
+    out: dict[str, float | Decimal] = {}
+    for key, value in bindings.items():
+        if not isinstance(key, str):
+            raise TypeError(f"set: a key must be a name such as 'B', got {_described(key)}")
+        if not _NAME.fullmatch(key):
+            raise ValueError(f"set: {quoted(key)} is not a name (a letter, then letters, "
+                             "digits or '_')")
+        if isinstance(value, str):  # read as --set reads it: "4M", "1e6"
+            out[key] = real(value, f"set[{key!r}]")  # NumberError (a ValueError) for "x"
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
+            raise TypeError(f"set[{key!r}] must be a number, got {_described(value)}")
+        else:
+            # exact for whole numbers (a huge int is N016's to refuse, not an OverflowError)
+            out[key] = (value if isinstance(value, Decimal) else Decimal(int(value))
+                        if isinstance(value, numbers.Integral) else float(value))
+    return out
+
+
+def checked_names(names, what: str) -> frozenset[str]:
+    """A collection of names (`free=["B"]`); a bare string is refused, since `free="BD"` would
+    read as the names B and D."""
+    from shardc.lang.quoting import quoted
+
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise TypeError(f"{what} must be a list of names (['B']), got {_described(names)}")
+    out = []
+    for n in names:
+        if not isinstance(n, str) or not _NAME.fullmatch(n):
+            raise (TypeError if not isinstance(n, str) else ValueError)(
+                f"{what}: {quoted(n)} is not a name")
+        out.append(n)
+    return frozenset(out)
 
 
 def _relowering(unit, ctx):
@@ -134,46 +227,6 @@ def _recompiling(source: Source, hw, model, optimizer, remat, free, attention, e
             raise CompileError(result.diagnostics.errors(), source)
         return result.report
     return run
-
-
-def _overflows(report: Report, diags: Diagnostics) -> bool:
-    """K003: a quantity whose every symbol has a number but whose value is not a finite float
-    (a size product past 1.8e308, say). Such a report is not printed: it would show inf or nan.
-    Evaluating here costs nothing extra, since the printers reuse the report's cache."""
-    from shardc.driver.report import OP_FIELDS
-    from shardc.passes.symbols import as_expr
-
-    try:
-        report.evaluate(conditions=False)  # printers evaluate the conditions they print
-    except (ArithmeticError, ValueError) as exc:  # math.pow and friends raise instead of inf
-        diags.error("K003", f"a quantity of the report overflows a float ({exc})",
-                    notes=(_OVERFLOW_NOTE,))
-        return True
-    if not report.any_unfinite():  # every formula below was evaluated above: none overflows
-        return False
-    env = report.environment().keys()
-    # Each distinct formula once (a program repeats few), named where it first appears.
-    named: dict = {}
-    for key, x in report.totals.items():
-        named.setdefault(as_expr(x), key)
-    for c in report.ops:
-        for label, attr in OP_FIELDS:
-            named.setdefault(as_expr(getattr(c, attr)), (c, label))
-    for x in report.all_expressions(conditions=False):
-        named.setdefault(as_expr(x), "an intermediate quantity")
-    for expr, where in named.items():
-        name = where if isinstance(where, str) else f"op {where[0].index} ({where[0].op}) {where[1]}"
-        free = expr.free_symbols
-        if free and free <= env and report.value(expr) is None:
-            text = str(expr)
-            shown = f"{name} = {text}" if len(text) <= 80 else name
-            diags.error("K003", f"a quantity overflows a float: {shown}", notes=(_OVERFLOW_NOTE,))
-            return True
-    return False
-
-
-_OVERFLOW_NOTE = ("sizes and hardware figures this large give costs past a float's range "
-                  "(about 1.8e308); check the sizes bound with --set or declared with `dim`")
 
 
 def _unused_bindings(report: Report, diags: Diagnostics) -> None:
@@ -243,6 +296,10 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     keeps a contraction off mesh axes it does not use (`passes.context.Options.idle_axes`).
     `matmul_precision` ("default", "high", "highest") prices products of f32 operands as JAX's
     `jax.lax.Precision` runs them on the chip (`passes.context.Options.matmul_precision`).
+
+    An argument of the wrong type raises `TypeError` naming it (`hw=3`, `set={"B": None}`), a
+    value that is not a number `ValueError` (`set={"B": "x"}`); a number outside its name's
+    domain is a diagnostic, `CompileError` with N016, as for `--set`.
 
     >>> r = compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
     ...             "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")

@@ -9,18 +9,65 @@ per depth.
 
 from __future__ import annotations
 
+import json
+import math
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
 
+class NonFiniteError(ValueError):
+    """A NaN or an infinity reached a JSON writer. JSON has neither (RFC 8259, section 6), and
+    every number shardc prints went through `shardc.lang.numeric` first, so this is a bug in
+    shardc: the CLI reports it as an internal error, never as a file a parser would refuse."""
+
+
 def _float(x: float) -> str:
-    if x != x:
-        return "NaN"
-    if x == float("inf"):
-        return "Infinity"
-    if x == -float("inf"):
-        return "-Infinity"
+    if x != x or x in (math.inf, -math.inf):
+        raise NonFiniteError(f"{x!r} is not a JSON number")
     return float.__repr__(x)
+
+
+def _where_unfinite(obj: Any, path: str = "$") -> str | None:
+    """The JSON path of the first NaN or infinity in `obj` (`$.training.six_n`), or None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(k, float) and not math.isfinite(k):
+                return f"{path} (a key)"
+            if (hit := _where_unfinite(v, f"{path}.{k}")) is not None:
+                return hit
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            if (hit := _where_unfinite(v, f"{path}[{i}]")) is not None:
+                return hit
+    return None
+
+
+def _refused(obj: Any) -> NonFiniteError:
+    where = _where_unfinite(obj) or "$"
+    return NonFiniteError(f"a NaN or infinite number at {where} cannot be written as JSON "
+                          "(JSON has neither; this value should have been refused with a "
+                          "diagnostic before it was computed)")
+
+
+def strict_dumps(obj: Any, indent: int | None = None, **kw: Any) -> str:
+    """`json.dumps(obj, indent=indent, allow_nan=False)`, the one call every JSON writer of
+    shardc makes: a NaN or an infinity is a `NonFiniteError` naming where it is.
+
+    >>> strict_dumps({"a": [1.5]})
+    '{"a": [1.5]}'
+    >>> strict_dumps({"a": [float("inf")]})
+    Traceback (most recent call last):
+    ...
+    shardc.driver.json_text.NonFiniteError: a NaN or infinite number at $.a[0] cannot be written as JSON (JSON has neither; this value should have been refused with a diagnostic before it was computed)
+    """
+    try:
+        return json.dumps(obj, indent=indent, allow_nan=False, **kw)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        raise _refused(obj) from None
 
 
 def _scalar(x: Any) -> str | None:
@@ -51,14 +98,20 @@ def _key(k: Any) -> str:
 
 
 def dumps(obj: Any, indent: int = 2) -> str:
-    """The text `json.dumps(obj, indent=indent)` gives (default separators, ASCII, NaN
-    allowed, keys in insertion order).
+    """The text `json.dumps(obj, indent=indent, allow_nan=False)` gives (default separators,
+    ASCII, keys in insertion order); a NaN or an infinity is a `NonFiniteError`.
 
-    >>> import json
-    >>> x = {"a": [1, 2.5, None, True, {"b": "é", "c": []}], "d": {}, 3: float("inf")}
+    >>> x = {"a": [1, 2.5, None, True, {"b": "é", "c": []}], "d": {}, 3: 1e308}
     >>> dumps(x) == json.dumps(x, indent=2)
     True
     """
+    try:
+        return _dumps(obj, indent)
+    except NonFiniteError:
+        raise _refused(obj) from None
+
+
+def _dumps(obj: Any, indent: int) -> str:
     out: list[str] = []
     leaves: dict[tuple, str] = {}
     shared: dict[tuple[int, int], tuple[dict, str]] = {}
@@ -151,4 +204,4 @@ def dumps(obj: Any, indent: int = 2) -> str:
     return "".join(out)
 
 
-__all__ = ["dumps"]
+__all__ = ["NonFiniteError", "dumps", "strict_dumps"]

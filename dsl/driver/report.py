@@ -8,7 +8,6 @@ Printers live in `shardc.driver.printers`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import sympy as sp
 
 from shardc.driver.evaluate import UNSUPPORTED, evaluate
 from shardc.driver.formulas import code_printer, latex, text
+from shardc.driver.json_text import strict_dumps
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
 from shardc.passes.memo import MAX_ENTRIES, register
@@ -26,6 +26,7 @@ from shardc.passes.symbols import as_expr, hardware_values, size_symbol
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
+    from shardc.lang.diagnostics import Diagnostics
     from shardc.passes.memory import Memory
 
 SCHEMA = "shardc.report/1"
@@ -228,12 +229,7 @@ class Report:
             if k not in known:
                 raise KeyError(f"unknown name {k!r} to bind; names are "
                                f"{', '.join(sorted(known))}")
-            x = float(v)
-            size = k in self.program.dims_and_mesh
-            if not math.isfinite(x) or x < 0 or (size and x == 0):
-                raise ValueError(f"{k}={v!r}: a binding must be a finite number, positive for "
-                                 "a size (zero allowed for a hardware figure)")
-            env[known[k]] = x
+            env[known[k]] = _binding(k, v)
         return env
 
     def function(self, expr: sp.Expr) -> tuple[tuple[sp.Symbol, ...], Callable[..., Any]]:
@@ -277,23 +273,45 @@ class Report:
     def at(self, **bindings: float) -> Report:
         """This report with `bindings` added to its own (`r.at(B=8192, X=16)`), every number
         evaluated. The formulas are the same objects; names are checked as `value` checks."""
-        self._override_env(bindings)
-        sizes = {n for n, _ in (*self.program.dims, *self.program.mesh)}
-        from shardc.lang.numeric import MAX_INTEGER
+        from shardc.lang.numeric import NumberError, whole
 
+        sizes = {n for n, _ in (*self.program.dims, *self.program.mesh)}
         for k, v in bindings.items():
-            if k in sizes and not (float(v).is_integer() and 1 <= v <= MAX_INTEGER):
-                raise ValueError(f"{k}={v!r}: a size must be a whole number from 1 to "
-                                 "2**63 - 1")
-        merged = {**self.bindings, **{k: float(v) for k, v in bindings.items()}}
+            if k in sizes:
+                try:
+                    whole(v, k)
+                except NumberError as exc:
+                    raise ValueError(f"{exc} (a size must be a whole number from 1 to "
+                                     "2**63 - 1)") from None
+        self._override_env(bindings)
+        merged = {**self.bindings, **{k: _binding(k, v) for k, v in bindings.items()}}
+        known = known_sizes((*self.program.dims, *self.program.mesh), merged)
+        for count in self.program.repeats:  # R002's rule, at this point: at least once
+            if count.names and set(count.names) <= known.keys() and set(count.names) & bindings.keys():
+                runs = count.evaluate({n: known[n] for n in count.names})
+                if runs < 1:
+                    raise ValueError(f"{', '.join(f'{n}={known[n]}' for n in count.names)}: "
+                                     f"`repeat {count.text}` (line {count.line}) would run "
+                                     f"{runs} times; a repeat block runs at least once")
+        out = self._moved(merged, bindings.keys())
+        from shardc.lang.diagnostics import Diagnostics
+
+        diags = Diagnostics()
+        if overflows(out, diags):  # K003 of a compile at these sizes: no inf or nan shown
+            raise ValueError(f"at {', '.join(f'{k}={v}' for k, v in bindings.items())}: "
+                             f"{diags.items[0].message}")
+        return out
+
+    def _moved(self, merged: dict[str, float], bound) -> Report:
+        """The report at `merged` (`bound`: the names `at` was given), evaluated."""
         symbolic = {n for n, v in self.program.dims_and_mesh.items()
                     if v is None and n not in self.bindings}
-        if self._recompile is not None and symbolic & set(self.program.mesh_axes) & bindings.keys():
+        if self._recompile is not None and symbolic & set(self.program.mesh_axes) & bound:
             # The formulas of a symbolic mesh axis assume a full ring; with its size known the
             # topology is the slice's own, so the program is compiled again at this point.
             return self._recompile(merged).evaluate()
         if self._relower is not None and self.program.sized_choices and (
-                symbolic & bindings.keys()):
+                symbolic & bound):
             # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
             # compile with these sizes bound does (passes/regions.py), and cost that program.
             from shardc.passes.regions import AtPoint
@@ -479,7 +497,7 @@ class Report:
             from shardc.driver.json_text import dumps
 
             return dumps(d)  # the same text as json.dumps(d, indent=2), faster
-        return json.dumps(d, indent=indent)
+        return strict_dumps(d, indent=indent)
 
     def to_text(self, regions: bool = False, only: Iterable[str] | None = None) -> str:
         """The text report; `regions`: also the totals in each region (`regions()`); `only`:
@@ -567,6 +585,25 @@ class Report:
         return self.to_text()
 
 
+def _binding(name: str, value: Any) -> float:
+    """A keyword of `value`/`at` as a float, through the checked conversions every number of a
+    report goes through (`shardc.lang.numeric`): a hardware figure in a chip figure's range
+    (`C=0` would divide by zero), except that a latency (`t_hop`, `t_dcn`, ...) may be 0, which
+    only drops the latency terms; anything else a size's point, above 0 to 2**63 - 1.
+    `TypeError` or `ValueError` naming the keyword."""
+    from shardc.lang.numeric import NumberError, figure, positive, real
+    from shardc.passes.validate import is_hardware_name
+
+    try:
+        if is_hardware_name(name):
+            if name.startswith("t_") and real(value, name) == 0:
+                return 0.0
+            return figure(value, f"hardware figure {name!r}")
+        return positive(value, name)
+    except NumberError as exc:  # a ValueError already: raised as one, without the chain
+        raise ValueError(str(exc)) from None
+
+
 def _divided(e: sp.Expr, args: list[sp.Symbol], env: dict[sp.Symbol, float]) -> float | None:
     """One formula's value, None where it divides by zero."""
     try:
@@ -582,3 +619,42 @@ def _finite(v: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+def overflows(report: Report, diags: Diagnostics) -> bool:
+    """K003: a quantity whose every symbol has a number but whose value is not a finite float
+    (a size product past 1.8e308, say). Such a report is not printed: it would show inf or nan.
+    Evaluating here costs nothing extra, since the printers reuse the report's cache."""
+    from shardc.passes.symbols import as_expr
+
+    try:
+        report.evaluate(conditions=False)  # printers evaluate the conditions they print
+    except (ArithmeticError, ValueError) as exc:  # math.pow and friends raise instead of inf
+        diags.error("K003", f"a quantity of the report overflows a float ({exc})",
+                    notes=(OVERFLOW_NOTE,))
+        return True
+    if not report.any_unfinite():  # every formula below was evaluated above: none overflows
+        return False
+    env = report.environment().keys()
+    # Each distinct formula once (a program repeats few), named where it first appears.
+    named: dict = {}
+    for key, x in report.totals.items():
+        named.setdefault(as_expr(x), key)
+    for c in report.ops:
+        for label, attr in OP_FIELDS:
+            named.setdefault(as_expr(getattr(c, attr)), (c, label))
+    for x in report.all_expressions(conditions=False):
+        named.setdefault(as_expr(x), "an intermediate quantity")
+    for expr, where in named.items():
+        name = where if isinstance(where, str) else f"op {where[0].index} ({where[0].op}) {where[1]}"
+        free = expr.free_symbols
+        if free and free <= env and report.value(expr) is None:
+            text = str(expr)
+            shown = f"{name} = {text}" if len(text) <= 80 else name
+            diags.error("K003", f"a quantity overflows a float: {shown}", notes=(OVERFLOW_NOTE,))
+            return True
+    return False
+
+
+OVERFLOW_NOTE = ("sizes and hardware figures this large give costs past a float's range "
+                 "(about 1.8e308); check the sizes bound with --set or declared with `dim`")

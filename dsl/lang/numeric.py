@@ -13,14 +13,26 @@ most one suffix:
 Parsing goes through `decimal.Decimal`, never `float()` on the raw text alone, so a size of
 twenty digits stays exact, `1.5Ki` is exactly 1536, and `1e400` is refused instead of silently
 becoming infinity.
+
+The checked conversions below are the one way a number reaches a report, whoever typed it (a
+program, `--set`, a sweep grid, a chip file, a model card, a Python argument): `real` (any
+number or its text, exactly; a TypeError for anything else), then `whole` (a size, a mesh axis,
+a repeat count), `figure` (a hardware figure), `positive` (a point of a size's continuous
+range, as sweeps and `Report.value` take it) or `finite` (a computed quantity about to be
+shown). Each says which value failed, and where it came from, in its `what`.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import sys
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
+from typing import Any
+
+from shardc.hardware.schema import FIGURE_RANGE
+from shardc.lang.quoting import clipped, quoted
 
 DECIMAL_SUFFIX = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 """`--set B=4M` is 4,000,000: SI prefixes, as the book writes sizes."""
@@ -32,8 +44,11 @@ SUFFIX = {**BINARY_SUFFIX, **DECIMAL_SUFFIX}
 MAX_INTEGER = 2**63 - 1
 """The largest size, mesh axis or repeat count accepted: costs multiply several of them, and a
 product must still be a finite float."""
-MIN_FIGURE = sys.float_info.min
-"""The smallest positive hardware figure accepted: a subnormal bandwidth makes times infinite."""
+MIN_FIGURE, MAX_FIGURE = FIGURE_RANGE
+"""The range of a hardware figure, from a chip file or `--set` alike (`shardc.hardware.schema`,
+where chip files are read): a subnormal bandwidth made times infinite."""
+MIN_POINT = sys.float_info.min
+"""The smallest size point `positive` takes: a float's smallest normal number."""
 
 SIZE_PATTERN = r"[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?(?:Ki|Mi|Gi|Ti|[kKMGT])?"
 """An unsigned number as a program writes a size (`4096`, `8_192`, `4Ki`, `1.5k`, `1e6`); the
@@ -41,6 +56,9 @@ grammar's SIZE terminal is this pattern (tests/test_numbers.py checks they agree
 _NUMBER = re.compile(r"[+-]?(\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)([eE][+-]?\d+)?"
                      r"(Ki|Mi|Gi|Ti|[kKMGT])?")
 _HINT = "try 4096, 4_096, 1e6, 4M = 4*10^6 or 4Mi = 4*2^20"
+MAX_NUMBER_CHARS = 400
+"""The longest number text read: no size or figure needs more digits, and a million-digit
+literal would otherwise overflow the decimal context."""
 
 
 class NumberError(ValueError):
@@ -54,9 +72,13 @@ def parse_decimal(text: str) -> Decimal:
     (Decimal('4000000'), Decimal('4194304'), Decimal('8192'), Decimal('1500.0'))
     """
     t = text.strip()
+    if len(t) > MAX_NUMBER_CHARS:
+        kind = "number" if _NUMBER.fullmatch(t[:MAX_NUMBER_CHARS].rstrip("eE+-_.")) else "text"
+        raise NumberError(f"{quoted(text)} is not a number: {len(t):,} characters of {kind}, "
+                          f"more than the {MAX_NUMBER_CHARS} any size or figure needs")
     m = _NUMBER.fullmatch(t)
     if not m or "__" in t or t.endswith("_"):
-        raise NumberError(f"{text!r} is not a number ({_HINT})")
+        raise NumberError(f"{quoted(text)} is not a number ({_HINT})")
     t = t.replace("_", "")
     scale = 1
     if suffix := m.group(4):
@@ -64,11 +86,14 @@ def parse_decimal(text: str) -> Decimal:
         t = t[: -len(suffix)]
     mantissa, _, exponent = t.lower().partition("e")
     if exponent and abs(int(exponent)) > 400:
-        raise NumberError(f"{text!r} is too large or too small for a float")
+        raise NumberError(f"{quoted(text)} is too large or too small for a float")
     try:
-        return Decimal(t) * scale
-    except InvalidOperation:
-        raise NumberError(f"{text!r} is not a number ({_HINT})") from None
+        value = Decimal(t) * scale
+    except ArithmeticError:  # InvalidOperation; Overflow past the context's exponent range
+        raise NumberError(f"{quoted(text)} is not a number ({_HINT})") from None
+    if value and abs(value.adjusted()) > 400:
+        raise NumberError(f"{quoted(text)} is too large or too small for a float")
+    return value
 
 
 def parse_number(text: str) -> float:
@@ -80,13 +105,93 @@ def parse_number(text: str) -> float:
     value = parse_decimal(text)
     out = float(value)
     if not math.isfinite(out):
-        raise NumberError(f"{text!r} is too large for a float")
+        raise NumberError(f"{quoted(text)} is too large for a float")
     if out == 0 and value != 0:
-        raise NumberError(f"{text!r} is too small for a float")
+        raise NumberError(f"{quoted(text)} is too small for a float")
     return out
 
 
-def whole(value: Decimal | float | int, what: str) -> int:
+def real(value: Any, what: str) -> Decimal:
+    """`value` exactly, as a Decimal: an int, a float, a Decimal, a numpy number, or text as
+    `parse_decimal` reads it (`"4M"`). `TypeError` naming `what` for any other type (a bool,
+    None, a list); `NumberError` for text that is not a number, NaN or an infinity.
+
+    >>> real("4Ki", "B"), real(2.5, "C")
+    (Decimal('4096'), Decimal('2.5'))
+    >>> real(True, "B")
+    Traceback (most recent call last):
+    ...
+    TypeError: B must be a number, got bool True
+    """
+    if isinstance(value, str):
+        try:
+            return parse_decimal(value)
+        except NumberError as exc:
+            raise NumberError(f"{what}: {exc}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
+        raise TypeError(f"{what} must be a number, got {type(value).__name__} {quoted(value)}")
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise NumberError(f"{what} must be a finite number, got {value}")
+        return value
+    if isinstance(value, numbers.Integral):
+        return Decimal(int(value))
+    try:
+        f = float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise NumberError(f"{what} must be a finite number, got {quoted(value)}") from None
+    if not math.isfinite(f):
+        raise NumberError(f"{what} must be a finite number, got {f}")
+    return Decimal(repr(f))
+
+
+def positive(value: Any, what: str) -> float:
+    """`value` as a finite float from above 0 to `MAX_INTEGER`: a point of a size's range where
+    a fraction is fine (a sweep grid's points, `Report.value(B=...)`), never zero or negative.
+
+    >>> positive("1.5k", "B"), positive(0.5, "B")
+    (1500.0, 0.5)
+    >>> positive(-1, "B")
+    Traceback (most recent call last):
+    ...
+    shardc.lang.numeric.NumberError: B must be positive, got -1
+    """
+    d = real(value, what)
+    if d <= 0:
+        raise NumberError(f"{what} must be positive, got {_plain(d)}")
+    if d > MAX_INTEGER:
+        raise NumberError(f"{what} = {_plain(d)} is larger than the limit 2**63 - 1")
+    out = float(d)
+    if out < MIN_POINT:
+        raise NumberError(f"{what} = {_plain(d)} is too small (below {MIN_POINT:.3g})")
+    return out
+
+
+def finite(value: Any, what: str) -> float:
+    """A computed quantity about to reach a report, as a float: finite, and not negative (no
+    time, size, byte or FLOP count is). `NumberError` says which quantity overflowed.
+
+    >>> finite(6 * 70e9 * 15e12, "training FLOPs")
+    6.3e+24
+    >>> finite(6 * 70e9 * 1e308, "training FLOPs")
+    Traceback (most recent call last):
+    ...
+    shardc.lang.numeric.NumberError: training FLOPs overflows a float (inf; a float holds up to 1.8e308)
+    """
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if math.isnan(out):
+        raise NumberError(f"{what} has no value (nan)")
+    if not math.isfinite(out):
+        raise NumberError(f"{what} overflows a float ({out}; a float holds up to 1.8e308)")
+    if out < 0:
+        raise NumberError(f"{what} is negative ({out:g})")
+    return out
+
+
+def whole(value: Any, what: str) -> int:
     """`value` as a positive whole number for `what` (a size, a mesh axis, a repeat count).
 
     >>> whole(Decimal("4096"), "B")
@@ -98,7 +203,9 @@ def whole(value: Decimal | float | int, what: str) -> int:
     """
     if isinstance(value, float) and not math.isfinite(value):
         raise NumberError(f"{what} must be a positive whole number, got {value}")
-    d = value if isinstance(value, Decimal) else Decimal(value)
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise NumberError(f"{what} must be a positive whole number, got {value}")
+    d = value if isinstance(value, Decimal) else real(value, what)
     if d <= 0 or d != d.to_integral_value():
         raise NumberError(f"{what} must be a positive whole number, got {_plain(d)}")
     n = int(d)
@@ -118,17 +225,25 @@ def parse_whole(text: str, what: str) -> int:
     return whole(parse_decimal(text), what)
 
 
-def figure(value: Decimal | float | int, what: str) -> float:
+def figure(value: Any, what: str) -> float:
     """`value` as a positive, finite, normal float for a hardware figure `what`.
 
     >>> figure(Decimal("4.5e10"), "W_ici")
     45000000000.0
     """
-    out = float(value)
+    if not isinstance(value, float | int) or isinstance(value, bool):
+        value = real(value, what)
+    try:
+        out = float(value)
+    except OverflowError:  # an int past a float's range
+        out = math.inf
     if not math.isfinite(out):
         raise NumberError(f"{what} must be a finite number, got {_plain(value)}")
     if out <= 0:
         raise NumberError(f"{what} must be positive, got {_plain(value)}")
+    if out > MAX_FIGURE:
+        raise NumberError(f"{what} = {_plain(value)} is too large (above {MAX_FIGURE:.3g}, "
+                          "ratios of two figures would overflow)")
     if out < MIN_FIGURE:
         raise NumberError(f"{what} = {_plain(value)} is too small (below {MIN_FIGURE:.3g}, "
                           "times would overflow)")
@@ -137,10 +252,12 @@ def figure(value: Decimal | float | int, what: str) -> float:
 
 def _plain(value: Decimal | float | int) -> str:
     if isinstance(value, Decimal):
+        if not value.is_finite():
+            return str(value)
         if value == value.to_integral_value() and abs(value) < 10**21:
             return str(int(value))
         return _short_decimal(value)
-    return str(value)
+    return clipped(str(value))
 
 
 def _short_decimal(d: Decimal) -> str:

@@ -11,6 +11,7 @@ from lark import Token, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, Un
 
 from shardc.lang.diagnostics import Diagnostic
 from shardc.lang.numeric import SIZE_PATTERN
+from shardc.lang.quoting import quoted
 from shardc.lang.source import Source, Span
 
 
@@ -22,7 +23,7 @@ def token_span(tok: Token) -> Span:
 
 def not_whole(what: str, value: str, span: Span) -> Diagnostic:
     """P006: a size, mesh axis or repeat count that is not a positive whole number."""
-    return error("P006", f"the {what} is not a positive whole number: {value!r}", span,
+    return error("P006", f"the {what} is not a positive whole number: {quoted(value)}", span,
                   "expected a whole number", (SIZE_NOTE,))
 
 

@@ -20,7 +20,7 @@ from shardc.lang.diagnostics import Diagnostic, Diagnostics
 from shardc.lang.input_limits import MAX_AXES_PER_DIM, MAX_MESH_AXES
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.nesting import nesting_problem
-from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_decimal
+from shardc.lang.numeric import MAX_INTEGER, MAX_NUMBER_CHARS, NumberError, parse_decimal
 from shardc.lang.parse_errors import (
     error,
     not_whole,
@@ -146,7 +146,9 @@ def _size(tok: Token, what: str) -> int:
     try:
         value = parse_decimal(text)
     except NumberError:
-        if not re.search(r"[eE]\+?[0-9]", text):  # `1__0`, `1_`: `_` only between digits
+        if len(text) > MAX_NUMBER_CHARS and re.fullmatch(r"[0-9_]+", text):
+            value = None  # hundreds of digits: larger than any size (P011 below)
+        elif not re.search(r"[eE]\+?[0-9]", text):  # `1__0`, `1_`: `_` only between digits
             raise _SyntaxProblem(not_whole(what, text, token_span(tok))) from None
         value = None  # an exponent past 400: larger than any size
     if value is None or value > MAX_INTEGER:

@@ -304,15 +304,20 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
         if partner is None:
             raise ValueError("--optimize needs the axis it trades devices with")
         taken = [n for n, _ in (*report.program.dims, *report.program.mesh)]
+        if isinstance(devices, str) and devices.strip().lower() in NOT_NUMBERS:
+            raise ValueError(f"devices={devices.strip()!r} is not a number of devices: give a "
+                             "positive whole number or a name for the count")
         if isinstance(devices, str) and not _is_number(devices):
             n_sym = size_symbol(devices)
         else:
             n_sym = devices_symbol(taken)
             dev_value = None
             if devices is not None:
-                from shardc.lang.numeric import parse_number
+                from shardc.lang.numeric import real, whole
 
-                dev_value = parse_number(devices) if isinstance(devices, str) else float(devices)
+                # The one conversion every count takes: a positive whole number (NumberError,
+                # a ValueError, for nan, inf, 0 or 3.5), never a NaN in the optimum.
+                dev_value = float(whole(real(devices, "devices"), "devices"))
         for overlap in overlaps:
             if overlap == "sum":
                 opt = optimize_axis(p.t_comms, optimize, partner, n_sym)
@@ -328,6 +333,11 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
                              f"{optimize} * {partner} = "
                              f"{n_sym}) in the communication time")
     return Derivation(report, p, tuple(conds), tuple(optima), tuple(notes), dev_value)
+
+
+NOT_NUMBERS = ("nan", "inf", "infinity")
+"""Names a reader takes for a float's NaN or infinity (`--devices nan`): refused as the
+device count's name, so no derivation prints `X * Y = nan`."""
 
 
 def _is_number(text: str) -> bool:

@@ -20,6 +20,7 @@ from shardc.driver.printers import SUMMARY
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.lang.input_limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
+from shardc.lang.quoting import quoted
 from shardc.lang.syntax import DimDecl, MeshDecl, Program
 from shardc.lang.units import fmt_grid
 from shardc.passes.sizes import known_sizes
@@ -67,24 +68,24 @@ def parse_setting(text: str) -> tuple[str, float | Grid]:
     """
     m = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(\S+)\s*", text)
     if not m:
-        raise SweepError(f"--set expects NAME=VALUE or NAME=START:STOP:logN, got {text!r}")
+        raise SweepError(f"--set expects NAME=VALUE or NAME=START:STOP:logN, got {quoted(text)}")
     name, spec = m.groups()
     if ":" not in spec:
-        return name, _number(spec, text)
+        return name, _number(spec, text, name)
     g = SPEC.fullmatch(spec)
     if not g:
-        raise SweepError(f"bad grid {spec!r} for {name}: expected START:STOP:linN or "
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: expected START:STOP:linN or "
                          "START:STOP:logN, e.g. 1e3:1e7:log40")
     if len(g["n"]) > len(str(MAX_SWEEP_POINTS)) or int(g["n"]) > MAX_SWEEP_POINTS:
         raise SweepError(f"--set {name}: a grid of {g['n'][:20]} points is more than the "
                          f"{MAX_SWEEP_POINTS:,} a sweep evaluates")
-    start, stop, n = _number(g["start"], text), _number(g["stop"], text), int(g["n"])
+    start, stop, n = _number(g["start"], text, name), _number(g["stop"], text, name), int(g["n"])
     if n < 2:
-        raise SweepError(f"bad grid {spec!r} for {name}: a grid needs at least 2 points")
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: a grid needs at least 2 points")
     if start == stop:
-        raise SweepError(f"bad grid {spec!r} for {name}: START and STOP are equal")
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: START and STOP are equal")
     if g["scale"] == "log" and (start <= 0 or stop <= 0):
-        raise SweepError(f"bad grid {spec!r} for {name}: a log grid needs positive ends")
+        raise SweepError(f"bad grid {quoted(spec)} for {name}: a log grid needs positive ends")
     return name, Grid(name, start, stop, n, g["scale"])  # type: ignore[arg-type]
 
 
@@ -96,7 +97,7 @@ def parse_settings(texts: Sequence[str]) -> tuple[dict[str, float], tuple[Grid, 
     for text in texts:
         name, value = parse_setting(text)
         if name in seen:
-            raise SweepError(f"--set names {name!r} twice")
+            raise SweepError(f"--set names {quoted(name)} twice")
         seen.add(name)
         if isinstance(value, Grid):
             grids.append(value)
@@ -115,15 +116,34 @@ def parse_settings(texts: Sequence[str]) -> tuple[dict[str, float], tuple[Grid, 
     return fixed, tuple(grids)
 
 
-def _number(text: str, where: str) -> float:
+def _number(text: str, where: str, name: str) -> float:
+    """A value or grid end for `name`, through the checked conversions every number of a
+    report takes (`shardc.lang.numeric`): a hardware figure in a chip figure's range, anything
+    else a size's point from above 0 to 2**63 - 1, so no grid reaches a negative, zero or
+    overflowing size (`B=-1:1:lin5` gave negative times)."""
+    from shardc.lang.numeric import NumberError, figure, positive
+
     try:
-        v = parse_number(text)
-    except ValueError:
-        raise SweepError(f"{text!r} in {where!r} is not a number (try 4096, 4_096, 1e6 or "
-                         "4M)") from None
-    if not math.isfinite(v):
-        raise SweepError(f"{text!r} in {where!r} is not a finite number")
-    return v
+        parse_number(text)
+    except NumberError:
+        raise SweepError(f"--set: {quoted(text)} in {quoted(where)} is not a number (try 4096, "
+                         "4_096, 1e6 or 4M)") from None
+    hardware = is_hardware(name)
+    try:
+        if hardware:
+            return figure(text, f"hardware figure {name!r}")
+        return positive(text, f"size {name!r}")
+    except NumberError as exc:
+        rule = ("a hardware figure is positive, from 1e-150 to 1e150" if hardware else
+                "a size's values are positive, at most 2**63 - 1")
+        raise SweepError(f"--set {quoted(where)}: {exc} ({rule})") from None
+
+
+def is_hardware(name: str) -> bool:
+    """Whether `--set` names a hardware figure (`C`, `C_int8`, `W_hbm`, ...) rather than a
+    size."""
+    return name in HARDWARE_NAMES or name == "C" or (
+        name.startswith("C_") and name[2:] in DTYPES)
 
 
 def known_names(program: Program) -> list[str]:
@@ -141,10 +161,8 @@ def check_names(names: Sequence[str], program: Program, program_name: str) -> No
     """Raise `SweepError` for a `--set` name that is not a dim, mesh axis or hardware symbol."""
     known = known_names(program)
     for name in names:
-        hardware = name in HARDWARE_NAMES or name == "C" or (
-            name.startswith("C_") and name[2:] in DTYPES)
-        if name not in known and not hardware:
-            raise SweepError(f"--set names {name!r}, which is not a dimension, mesh axis or "
+        if name not in known and not is_hardware(name):
+            raise SweepError(f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
                              f"hardware quantity of {program_name} (known: "
                              + ", ".join(known) + ")")
 
@@ -272,7 +290,17 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
     >>> s = sweep(r, [Grid("B", 1e3, 1e7, 5, "log")], ["t_math_s"])
     >>> s.values["t_math_s"].shape, s.points, s.crossovers[0].axis
     ((5,), 5, 'B')
+
+    numpy's floating-point warnings are off for the whole evaluation (the plans' classification,
+    the crossovers' bisection included): an overflow is not a RuntimeWarning on stderr but a
+    value each shown quantity is checked for, a `SweepError` naming the point.
     """
+    with np.errstate(all="ignore"):
+        return _sweep(report, grids, quantities, extra)
+
+
+def _sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str],
+           extra: Sequence[str]) -> Sweep:
     from shardc.tools import sweep_plans
 
     start = time.perf_counter()
@@ -376,7 +404,8 @@ def _check_finite(q: str, v: np.ndarray, grids: Sequence[Grid]) -> None:
     where = [int(i) for i in np.unravel_index(int(np.argmax(bad)), v.shape)]
     at = ", ".join(f"{g.name} = {fmt_grid(float(g.values[i]))}" for g, i in zip(
         grids, [*where, *[0] * (len(grids) - len(where))], strict=False))
-    raise SweepError(f"--y {q!r} is not a finite number at {at} (a division by zero?)")
+    raise SweepError(f"--y {q!r} is not a finite number at {at} (it overflows a float, "
+                     "past about 1.8e308, or divides by zero)")
 
 
 def _bound_expr(report: Report, q: str, env: dict[sp.Symbol, float],

@@ -4,7 +4,6 @@ The renderers of `shardc sweep --format`."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from shardc.lang.units import fmt_value
 
 if TYPE_CHECKING:
     pass
+from shardc.driver.json_text import strict_dumps
 from shardc.lang.units import fmt_grid
 from shardc.tools.sweep import MAX_COLUMNS, MAX_ROWS, UNITS, Sweep, label_of
 
@@ -185,4 +185,4 @@ def _json_list(v: np.ndarray) -> list[Any]:
 def to_json(sweeps: Sequence[Sweep]) -> str:
     """One object for one program, an array of them for several."""
     body = to_dict(sweeps[0]) if len(sweeps) == 1 else [to_dict(s) for s in sweeps]
-    return json.dumps(body) + "\n"
+    return strict_dumps(body) + "\n"

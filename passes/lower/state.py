@@ -61,6 +61,8 @@ class LoweringState:
     figures: tuple | None = None
     params: set[str] = field(default_factory=set)
     array_times: dict[str, tuple] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    """`B = A` with nothing to do: B names A's blocks (alias -> the array it names)."""
     chooser: Chooser | None = None
     """Picks the plan where the ranking depends on symbolic sizes (None: the book's default)."""
     keep_candidates: bool = True

@@ -79,7 +79,8 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
             self.name, tuple(self.mesh.items()), tuple(self.dims.items()), self.hardware,
             tuple(self.ops), tuple(self.arrays.values()), tuple(self.decisions),
             self.ctx.topology, tuple(sorted(self.params)), program.repeats,
-            tuple(self.array_times.items()), sized_choices=self.sized_choices)
+            tuple(self.array_times.items()), sized_choices=self.sized_choices,
+            aliases=tuple(self.aliases.items()))
 
     def assign(self, stmt: Assign) -> None:
         target = stmt.target
@@ -110,11 +111,15 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         if len(self.ops) > start and self.ops[-1].out.id == v.id and v.id not in self.arrays:
             # Name the statement's last result after its target.
             named = Value(tid, target, v.dtype, v.layout)
+            self.aliases.pop(target, None)
             self.name_last(named)
             self.values[target] = named
             self.arrays[target] = named
         else:
-            # `B = A` with nothing to do: B is another name for A's blocks.
+            # `B = A` with nothing to do: B is another name for A's blocks, stored once.
+            owner = next((a.array for a in self.arrays.values() if a.id == v.id), None)
+            if owner is not None and owner != target:
+                self.aliases[target] = self.aliases.get(owner, owner)
             self.values[target] = v
             self.arrays[target] = Value(tid, target, v.dtype, v.layout)
 

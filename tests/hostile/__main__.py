@@ -21,7 +21,7 @@ def main() -> int:
         for case, o in zip(cases, pool.map(harness.run, cases), strict=True):
             status = "ok" if not o.problems else "FAIL"
             failed += bool(o.problems)
-            print(f"{status:4} {case.name:34} exit={o.code} {o.seconds:5.1f}s "
+            print(f"{status:4} {case.name:34} exit={o.code} {o.seconds:5.1f}s {o.cpu_seconds:5.1f}s CPU "
                   f"{o.peak_bytes / 2**20:5.0f}MiB")
             for p in o.problems:
                 print("       - " + p.replace("\n", "\n         ")[:800])

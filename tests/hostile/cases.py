@@ -264,7 +264,7 @@ HANGS = [
                                 "--chips", "1048576"), exits=(0, 1, 2)),
     Case("xla-check-huge-dims", ("xla-check", "{tmp}/p.shard"),
          files={"p.shard": "mesh X=2\ndim I=4194304, J=4194304\nA: f32[I_X, J]\nB: f32[J, I]\n"
-                "C = A ·_J B\n"}, exits=(0, 1)),
+                "C = A ·_J B\n"}, exits=(0, 1), needs=("jax",)),
 ]
 
 SILENTLY_WRONG = [
@@ -316,3 +316,7 @@ SILENTLY_WRONG = [
 ]
 
 CASES = [*CODE_EXECUTION, *TRACEBACKS, *HANGS, *SILENTLY_WRONG]
+
+from tests.hostile.cases_numbers import CASES as _NUMBERS  # noqa: E402, I001
+
+CASES += _NUMBERS

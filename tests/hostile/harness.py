@@ -1,10 +1,16 @@
-"""Run one hostile case in its own process, under a wall-clock and an address-space limit, and
-say what is wrong with the outcome (nothing, when the case passes).
+"""Run one hostile case in its own process, under a CPU-time and an address-space limit, and say
+what is wrong with the outcome (nothing, when the case passes).
 
 A case passes when shardc exits with one of the allowed codes (0, 1 or 2; never 3, the internal
 error), prints no traceback, names the diagnostic code or flag the case expects, leaves no file
 the payload would have created, prints no NaN, infinite or negative quantity, and stays within
-`TIME_LIMIT_S` seconds and `MEMORY_LIMIT_BYTES` of resident memory.
+`CPU_LIMIT_S` seconds of CPU and `MEMORY_LIMIT_BYTES` of resident memory.
+
+Time is the child's own CPU time (user + system, from `os.wait4`), not the wall clock: on a
+shared machine under load a case waits for a core without doing more work, and a wall-clock
+limit failed cases that were fine. `WALL_LIMIT_S` only catches a case that blocks without
+computing (a FIFO, a lock: no CPU used for `IDLE_S`); the kernel stops a runaway at
+`CPU_KILL_S` of CPU.
 """
 
 from __future__ import annotations
@@ -20,7 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TIME_LIMIT_S = 10.0
+CPU_LIMIT_S = 10.0
+"""The CPU seconds (user + system, every thread of the child) a case may use."""
+CPU_KILL_S = 20
+"""RLIMIT_CPU in the child: past it the kernel ends the process (SIGXCPU, then SIGKILL)."""
+WALL_LIMIT_S = 120.0
+"""Only to catch a hang: a case still running after this many seconds of wall clock, and idle
+(no CPU used for `IDLE_S`: blocked, not waiting for a core), is killed."""
+IDLE_S = 20.0
+WALL_HARD_LIMIT_S = 900.0
+"""A case is killed after this long whatever it does (a machine at load 15 on 2 cores ran
+cases 20 times slower than their CPU time)."""
 MEMORY_LIMIT_BYTES = 1 << 30
 ADDRESS_SPACE_BYTES = 6 << 30
 """The hard limit: a runaway allocation fails inside the child instead of swapping the machine.
@@ -30,10 +46,11 @@ the bound itself is checked on the child's peak resident set."""
 CLI = [sys.executable, "-c",
        "import resource, sys; "
        f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_BYTES}, {ADDRESS_SPACE_BYTES})); "
+       f"resource.setrlimit(resource.RLIMIT_CPU, ({CPU_KILL_S}, {CPU_KILL_S + 5})); "
        "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
        "from shardc.cli import main; sys.exit(main())"]
-"""How a case runs shardc: the package's entry point, with the address-space limit set by the
-child itself (a `preexec_fn` would fork a process that may hold JAX's threads)."""
+"""How a case runs shardc: the package's entry point, with the address-space and CPU limits set
+by the child itself (a `preexec_fn` would fork a process that may hold JAX's threads)."""
 
 BAD_NUMBER = re.compile(r"(?<![A-Za-z_])(nan|NaN|-?inf(inity)?|zoo|-\d[\d.]*\s*(s|us|ms|ns|B|kB|MB|GB))\b")
 """A printed quantity that must never appear: NaN, infinity, SymPy's complex infinity, or a
@@ -54,7 +71,14 @@ class Case:
     stdout_expect: tuple[str, ...] = ()
     stdout_forbid: tuple[str, ...] = ()
     """Strings that must not appear on stdout (a collective that should not be there)."""
+    stderr_forbid: tuple[str, ...] = ()
+    """Strings that must not appear on stderr (`RuntimeWarning`: numpy's, leaked)."""
+    stderr_limit: int | None = None
+    """The most characters stderr may hold: a huge input must not be echoed in full."""
     stdin: bytes | None = None
+    needs: tuple[str, ...] = ()
+    """Optional packages the case needs (`jax` for xla-check past its flags): without them the
+    case is skipped, as the README's `pip install '.[test]'` installs no jax."""
     must_not_exist: tuple[str, ...] = ("pwned",)
     """Files (relative to the case folder) that a successful payload would have created."""
     setup: str = ""
@@ -71,8 +95,11 @@ class Outcome:
     stdout: str
     stderr: str
     seconds: float
+    """Wall clock, for the table only; the limit is on `cpu_seconds`."""
     peak_bytes: int
     problems: list[str]
+    cpu_seconds: float = 0.0
+    """The child's user + system time."""
 
 
 def _materialise(case: Case, tmp: Path) -> None:
@@ -90,8 +117,9 @@ def _materialise(case: Case, tmp: Path) -> None:
 
 
 def _wait(proc: subprocess.Popen, stdin: bytes | None
-          ) -> tuple[int, int, bool, bytes, bytes]:
-    """(exit code, the child's own peak resident bytes, timed out?, stdout, stderr)."""
+          ) -> tuple[int, int, float, bool, bytes, bytes]:
+    """(exit code, the child's own peak resident bytes, its CPU seconds, hung?, stdout,
+    stderr)."""
     chunks: dict[str, list[bytes]] = {"out": [], "err": []}
 
     def drain(stream, key: str) -> None:
@@ -108,13 +136,19 @@ def _wait(proc: subprocess.Popen, stdin: bytes | None
             proc.stdin.close()
         except BrokenPipeError:
             pass
-    deadline = time.monotonic() + TIME_LIMIT_S
+    start = time.monotonic()
+    seen, seen_at = 0.0, start  # the child's CPU seconds when last seen to grow, and when
     timed_out = False
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        cpu = _cpu_seconds(proc.pid)
+        if cpu is not None and cpu > seen + 0.01:
+            seen, seen_at = cpu, now
+        if now - start > WALL_HARD_LIMIT_S or (now - start > WALL_LIMIT_S
+                                                and now - seen_at > IDLE_S):
             timed_out = True
             proc.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
@@ -123,8 +157,19 @@ def _wait(proc: subprocess.Popen, stdin: bytes | None
     proc.returncode = os.waitstatus_to_exitcode(status)
     for t in readers:
         t.join(5)
-    return (proc.returncode, usage.ru_maxrss * 1024, timed_out, b"".join(chunks["out"]),
+    cpu = usage.ru_utime + usage.ru_stime
+    return (proc.returncode, usage.ru_maxrss * 1024, cpu, timed_out, b"".join(chunks["out"]),
             b"".join(chunks["err"]))
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The running child's user + system seconds so far (Linux's /proc), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)": state is fields[0]
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _substitute(args: tuple[str, ...], tmp: Path) -> list[str]:
@@ -144,14 +189,15 @@ def run(case: Case) -> Outcome:
                                 stdin=subprocess.PIPE if case.stdin is not None
                                 else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        code, peak, timed_out, out, err = _wait(proc, case.stdin)
+        code, peak, cpu, timed_out, out, err = _wait(proc, case.stdin)
         seconds = time.monotonic() - start
         for cmd in case.after:
             subprocess.run(_substitute((cmd,), tmp)[0], shell=True, cwd=tmp, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=WALL_LIMIT_S)
         outcome = Outcome(None if timed_out else code,
                           out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                          seconds, peak, [])
+                          seconds, peak, [], cpu)
         outcome.problems = judge(case, outcome, tmp, timed_out)
         return outcome
 
@@ -159,7 +205,11 @@ def run(case: Case) -> Outcome:
 def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
     problems = []
     if timed_out:
-        problems.append(f"still running after {TIME_LIMIT_S:.0f} s (killed)")
+        problems.append(f"still running after {o.seconds:.0f} s of wall clock, "
+                        f"{o.cpu_seconds:.1f} s of CPU: blocked (killed)")
+    elif o.cpu_seconds > CPU_LIMIT_S:
+        problems.append(f"used {o.cpu_seconds:.1f} s of CPU, more than {CPU_LIMIT_S:.0f} s"
+                        + (" (stopped by RLIMIT_CPU)" if o.cpu_seconds >= CPU_KILL_S else ""))
     elif o.code not in case.exits:
         problems.append(f"exit code {o.code}, expected one of {case.exits}")
     if o.peak_bytes > MEMORY_LIMIT_BYTES:
@@ -171,6 +221,12 @@ def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
     for want in case.expect:
         if want not in o.stderr:
             problems.append(f"stderr lacks {want!r}: {o.stderr[-400:]!r}")
+    for unwanted in case.stderr_forbid:
+        if unwanted in o.stderr:
+            problems.append(f"stderr has {unwanted!r}: {o.stderr[-400:]!r}")
+    if case.stderr_limit is not None and len(o.stderr) > case.stderr_limit:
+        problems.append(f"stderr holds {len(o.stderr):,} characters, more than "
+                        f"{case.stderr_limit:,}: {o.stderr[:300]!r}...")
     for want in case.stdout_expect:
         if want not in o.stdout:
             problems.append(f"stdout lacks {want!r}")

@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shardc.driver.json_text import strict_dumps
 from shardc.lang.units import fmt_sci
 from shardc.tools.epoch import closed_form as cf
 from shardc.tools.epoch import curves
@@ -156,4 +156,4 @@ def to_dict(lim: Limits) -> dict:
 
 
 def to_json(lim: Limits) -> str:
-    return json.dumps(to_dict(lim), indent=2) + "\n"
+    return strict_dumps(to_dict(lim), indent=2) + "\n"

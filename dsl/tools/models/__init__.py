@@ -17,7 +17,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_number, parse_whole
+from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_decimal, whole
+from shardc.lang.quoting import quoted
 
 __all__ = ["MLA", "ModelCard", "ModelError", "MoE", "Reference", "available", "load"]
 
@@ -154,9 +155,10 @@ def _shipped() -> dict[str, Any]:
 
 def _aliases(text: str) -> list[str]:
     try:
-        return [str(a) for a in tomllib.loads(text).get("aliases", [])]
+        aliases = tomllib.loads(text).get("aliases", [])
     except tomllib.TOMLDecodeError:
         return []
+    return [a for a in aliases if isinstance(a, str)] if isinstance(aliases, list) else []
 
 
 def _build(text: str, path: str) -> ModelCard:
@@ -168,11 +170,12 @@ def _build(text: str, path: str) -> ModelCard:
         raise ModelError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
     unknown = set(doc) - _TOP
     if unknown:
-        raise ModelError(f"{path}: unknown key {sorted(unknown)[0]!r} (expected "
+        raise ModelError(f"{path}: unknown key {quoted(sorted(unknown)[0])} (expected "
                          f"{', '.join(sorted(_TOP))})")
     for key in ("name", "architecture", "training"):
         if key not in doc:
             raise ModelError(f"{path}: missing {key!r}")
+    _check_top(doc, path)
     arch = _table(doc, "architecture", ARCHITECTURE_FIELDS, path,
                   required=tuple(ARCHITECTURE_FIELDS))
     training = _table(doc, "training", TRAINING_FIELDS, path, required=("seq_len",))
@@ -181,22 +184,50 @@ def _build(text: str, path: str) -> ModelCard:
     mla = (MLA(**_table(doc, "mla", MLA_FIELDS, path, required=tuple(MLA_FIELDS)))
            if "mla" in doc else None)
     card = ModelCard(
-        name=str(doc["name"]), display_name=str(doc.get("display_name", doc["name"])),
+        name=doc["name"], display_name=doc.get("display_name", doc["name"]),
         **arch, seq_len=training["seq_len"], batch_tokens=training.get("batch_tokens"),
         tokens=training.get("tokens"), moe=moe, mla=mla, path=path,
-        aliases=tuple(str(a) for a in doc.get("aliases", [])),
+        aliases=tuple(doc.get("aliases", [])),
         reference=_references(doc.get("reference", {}), path))
     _check(card, path)
     return card
 
 
+def _check_top(doc: dict[str, Any], path: str) -> None:
+    """The card's top-level fields by type, as card.schema.json states them: `name` a non-empty
+    string, `display_name` a string, `aliases` a list of non-empty strings."""
+    name = doc["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise ModelError(f"{path}: name must be a non-empty string, got {_described(name)}")
+    if "display_name" in doc and not isinstance(doc["display_name"], str):
+        raise ModelError(f"{path}: display_name must be a string, got "
+                         f"{_described(doc['display_name'])}")
+    aliases = doc.get("aliases", [])
+    if not isinstance(aliases, list):
+        raise ModelError(f"{path}: aliases must be a list of names ([\"llama-3-70b\"]), got "
+                         f"{_described(aliases)}")
+    for a in aliases:
+        if not isinstance(a, str) or not a.strip():
+            raise ModelError(f"{path}: aliases: each alias must be a non-empty string, got "
+                             f"{_described(a)}")
+
+
+def _described(value: Any) -> str:
+    """A TOML value's type and (at most 120 characters of) its text, for a message."""
+    names = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
+             dict: "table"}
+    return f"{names.get(type(value), type(value).__name__)} {quoted(value)}"
+
+
 def _number_text(text: str, kind: type, where: str) -> int | float:
     """A number a card writes as text (`batch_tokens = "4Mi"`, `tokens = "15T"`), read as the
-    command line reads `--batch` and `--tokens` (`shardc.lang.numeric`)."""
+    command line reads `--batch` and `--tokens` (`shardc.lang.numeric`): a whole number of
+    tokens from 1 to 2**63 - 1."""
     try:
-        return parse_whole(text, where) if kind is int else parse_number(text)
+        n = whole(parse_decimal(text), where)
     except NumberError as exc:
-        raise ModelError(f"{where} = {text!r}: {exc}") from None
+        raise ModelError(f"{where} = {quoted(text)}: {exc}") from None
+    return n if kind is int else float(n)
 
 
 def _table(doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str,
@@ -209,21 +240,27 @@ def _table(doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str,
         if key not in spec:
             close = difflib.get_close_matches(key, list(spec), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ModelError(f"{path}: [{name}] has an unknown key {key!r}{hint}")
+            raise ModelError(f"{path}: [{name}] has an unknown key {quoted(key)}{hint}")
         kind = spec[key]
         if name == "training" and isinstance(value, str):
             value = _number_text(value, kind, f"{path}: [{name}] {key}")
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
             if not _finite(value):
                 raise ModelError(f"{path}: [{name}] {key} must be a finite number")
+            if name == "training":  # a token count: whole, at most 2**63 - 1, as --tokens
+                try:
+                    value = float(whole(value, f"[{name}] {key}"))
+                except NumberError as exc:
+                    raise ModelError(f"{path}: {exc}") from None
             value = float(value)
         elif kind is int and isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ModelError(f"{path}: [{name}] {key} = {value!r} is not a {kind.__name__}")
+            raise ModelError(f"{path}: [{name}] {key} = {quoted(value)} is not a "
+                             f"{_TYPE_NAMES[kind]}")
         if kind is int and isinstance(value, int) and value > MAX_INTEGER:
-            raise ModelError(f"{path}: [{name}] {key} = {value!r} is larger than the limit "
-                             "2**63 - 1")
+            raise ModelError(f"{path}: [{name}] {key} = {quoted(value)} is larger than the "
+                             "limit 2**63 - 1")
         if (isinstance(value, int | float) and not isinstance(value, bool) and value <= 0
                 and key != "first_dense_layers"):
             raise ModelError(f"{path}: [{name}] {key} = {value!r} must be positive")
@@ -232,6 +269,9 @@ def _table(doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str,
         if key not in out:
             raise ModelError(f"{path}: [{name}] is missing {key!r}")
     return out
+
+
+_TYPE_NAMES = {int: "whole number", float: "number", str: "string", bool: "boolean"}
 
 
 def _finite(value: float) -> bool:
@@ -250,9 +290,17 @@ def _references(table: Any, path: str) -> tuple[Reference, ...]:
         value = entry.get("value") if isinstance(entry, dict) else None
         if (not isinstance(value, int | float) or isinstance(value, bool)
                 or not _finite(value) or value <= 0):
-            raise ModelError(f"{path}: [reference] {quantity} needs a positive, finite "
+            raise ModelError(f"{path}: [reference] {quoted(quantity)} needs a positive, finite "
                              "numeric 'value'")
-        out.append(Reference(quantity, float(entry["value"]), str(entry.get("source", ""))))
+        extra = sorted(set(entry) - {"value", "source"})
+        if extra:
+            raise ModelError(f"{path}: [reference] {quoted(quantity)} has an unknown key "
+                             f"{quoted(extra[0])} (expected value, source)")
+        source = entry.get("source", "")
+        if not isinstance(source, str):
+            raise ModelError(f"{path}: [reference] {quoted(quantity)} source must be a string, "
+                             f"got {_described(source)}")
+        out.append(Reference(quantity, float(value), source))
     return tuple(out)
 
 

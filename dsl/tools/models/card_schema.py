@@ -7,8 +7,9 @@ explains each field.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from shardc.driver.json_text import strict_dumps
 
 SHIPPED = "card.schema.json"
 """The generated schema's file name in the `shardc.tools.models` package."""
@@ -108,7 +109,7 @@ def card_json_schema() -> dict[str, Any]:
 
 def card_json_schema_text() -> str:
     """`card_json_schema()` as the shipped file holds it."""
-    return json.dumps(card_json_schema(), indent=2) + "\n"
+    return strict_dumps(card_json_schema(), indent=2) + "\n"
 
 
 def _field(table: str, key: str, kind: type) -> dict[str, Any]:

@@ -78,7 +78,12 @@ class Counts:
         return 6 * self.active_params
 
     def training_flops(self, tokens: float) -> dict[str, float]:
-        return {"six_n": self.six_n * tokens, "compiled": self.train_flops_per_token * tokens}
+        """The whole run's FLOPs over `tokens`; `NumberError` if a product overflows a float."""
+        from shardc.lang.numeric import finite
+
+        what = f"training FLOPs over {tokens:.4g} tokens"
+        return {"six_n": finite(self.six_n * tokens, f"{what} (6N)"),
+                "compiled": finite(self.train_flops_per_token * tokens, f"{what} (compiled)")}
 
     @property
     def kv_bytes_per_token(self) -> float:

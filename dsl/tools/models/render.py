@@ -58,7 +58,13 @@ def show_text(c, d: dict) -> str:
         r = ref.get(q)
         if r is None:
             return ""
-        return f"   book {_e(r.value)} ({(value / r.value - 1) * 100:+.1f}%): {r.source}"
+        from shardc.lang.numeric import NumberError, finite
+
+        try:  # through the check every shown number takes: 1e-300 in a card overflows it
+            off = f"{(finite(value / r.value, 'the ratio') - 1) * 100:+.1f}%"
+        except NumberError:
+            off = "more than 1e308 times off"
+        return f"   book {_e(r.value)} ({off}): {r.source}"
 
     a = d["architecture"]
     lines = [f"{card.display_name} ({card.name})   card: {card.path}",

@@ -43,7 +43,11 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
     `Layout` as given (its axes' links included; `shardc.cli.plan.mesh_layout`).
 
     `jobs` > 1 compiles the candidates in that many forked processes (where the platform can
-    fork); the plan is the same."""
+    fork); the plan is the same.
+
+    A wrong type or an out-of-range count raises `TypeError` or `ValueError` naming the
+    parameter (`chips=0`, `batch_tokens="4M"`)."""
+    _check_arguments(card, chip, chips, batch_tokens, seq, options, progress, jobs)
     if isinstance(card, str):
         card = load_card(card)
     if isinstance(chip, str):
@@ -71,6 +75,36 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
         _evaluate_all(card, chip, variants, sequences, seq, options, progress, jobs)
         cands += variants
     return Plan(card, chip, sl, batch_tokens, seq, options, cands)
+
+
+def _check_arguments(card, chip, chips, batch_tokens, seq, options, progress, jobs) -> None:
+    """`plan`'s arguments by type and range, each error naming its parameter."""
+    import numbers
+
+    from shardc.lang.numeric import whole
+    from shardc.lang.quoting import quoted
+
+    def described(value) -> str:
+        return f"{type(value).__name__} {quoted(value)}"
+
+    if not isinstance(card, ModelCard | str):
+        raise TypeError(f"card must be a model card or its name ('llama3-8b'), got "
+                        f"{described(card)}")
+    if not isinstance(chip, Chip | str):
+        raise TypeError(f"chip must be a shardc.hardware.Chip or its name ('tpu-v5e'), got "
+                        f"{described(chip)}")
+    for name, value in (("chips", chips), ("batch_tokens", batch_tokens), ("seq", seq),
+                        ("jobs", jobs)):
+        if value is None and name == "seq":
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be a whole number, got {described(value)}")
+        whole(value, name)  # NumberError, a ValueError: 0, negative, past 2**63 - 1
+    if options is not None and not isinstance(options, Options):
+        raise TypeError(f"options must be a shardc.tools.plan.candidates.Options, got "
+                        f"{described(options)}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function of one string, got {described(progress)}")
 
 
 def _evaluate_all(card: ModelCard, chip: Chip, cands: list[Candidate], sequences: int, seq: int,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from shardc.driver.json_text import strict_dumps
 from shardc.lang.units import fmt_sig, fmt_value
 from shardc.tools.xla.check import CheckResult
 from shardc.tools.xla.compare import SKIPPED, UNMAPPED, Comm, Row
@@ -120,8 +120,8 @@ def to_dict(result: CheckResult) -> dict[str, Any]:
 
 def to_json(results: list[CheckResult]) -> str:
     if len(results) == 1:
-        return json.dumps(to_dict(results[0]), indent=2) + "\n"
-    return json.dumps({"schema": SCHEMA, "programs": [to_dict(r) for r in results],
+        return strict_dumps(to_dict(results[0]), indent=2) + "\n"
+    return strict_dumps({"schema": SCHEMA, "programs": [to_dict(r) for r in results],
                        "ok": all(r.ok for r in results)}, indent=2) + "\n"
 
 
