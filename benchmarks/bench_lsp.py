@@ -2,7 +2,10 @@
 answer to `initialize`, and from a `didOpen` (then from each `didChange`) to the
 `publishDiagnostics` it causes; medians.
 
-Usage: python benchmarks/bench_lsp.py [--repeat 5] [--statements 200]
+Usage: python benchmarks/bench_lsp.py [--repeat 5] [--statements 200] [--server CMD]
+
+`--server` runs another server command instead of `python -m shardc lsp` (an older version,
+say), for a comparison on the same machine at the same time.
 
 Documents: programs/mlp-fsdp-train.shard (a book example) and `gen.program(n)` (n generated
 statements, every one planning collectives). A change appends a comment, so each change
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -27,10 +31,12 @@ from benchmarks.gen import program  # noqa: E402
 URI = "file:///bench.shard"
 
 
+SERVER = [sys.executable, "-m", "shardc", "lsp"]
+
+
 class Client:
     def __init__(self) -> None:
-        self.p = subprocess.Popen([sys.executable, "-m", "shardc", "lsp"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE)
+        self.p = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def send(self, **message: object) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode()
@@ -60,7 +66,7 @@ class Client:
 def one_session(text: str, changes: int) -> tuple[float, float, list[float]]:
     t0 = time.perf_counter()
     c = Client()
-    c.send(id=1, method="initialize", params={"capabilities": {}})
+    c.send(id=1, method="initialize", params={"processId": None, "capabilities": {}})
     while c.recv().get("id") != 1:
         pass
     startup = time.perf_counter() - t0
@@ -86,7 +92,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--statements", type=int, default=200)
+    ap.add_argument("--server", help="the server's command line (default: python -m shardc lsp)")
     args = ap.parse_args()
+    if args.server:
+        SERVER[:] = shlex.split(args.server)
     docs = {"mlp-fsdp-train.shard": (ROOT / "programs/mlp-fsdp-train.shard").read_text(),
             f"generated, {args.statements} statements": program(args.statements)}
     for name, text in docs.items():

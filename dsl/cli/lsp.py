@@ -16,7 +16,8 @@ def _budget(text: str) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and 0 < value <= 3600):
-        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected seconds above 0 and at most 3600, got {text!r}")
     return value
 
 

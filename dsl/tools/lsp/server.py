@@ -144,9 +144,11 @@ class ShardcProtocol(LanguageServerProtocol):
             if is_request:
                 self.error(ident, INVALID_PARAMS, f"invalid params for {method[:120]}")
             return None
+        if is_request != hasattr(message, "id"):  # `didOpen` with an id, `hover` without one
+            if is_request:
+                self.error(ident, INVALID_REQUEST, f"{method[:120]} is a notification")
+            return None
         if method == types.INITIALIZE:
-            if not is_request:
-                return None
             self.initialized = True
         self.handle_message(message)
         return None
@@ -163,6 +165,23 @@ class ShardcServer(LanguageServer):
         self.time_budget = time_budget
         self.docs: dict[str, _Document] = {}
         self.compiler: Compiler | None = None
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A handler's error, in the client's log (pygls' default shows it to the user, which a
+        hostile message should not be able to do)."""
+        try:
+            self.window_log_message(types.LogMessageParams(
+                types.MessageType.Error, f"shardc lsp: {type(error).__name__}: "
+                f"{str(error)[:200]}"))
+        except Exception:
+            pass
+
+    def stop_compiles(self) -> None:
+        for doc in self.docs.values():
+            if doc.task is not None:
+                doc.task.cancel()
+        if self.compiler is not None:
+            self.compiler.stop()
 
     # -- the message loop ------------------------------------------------------------------
 
@@ -200,10 +219,7 @@ class ShardcServer(LanguageServer):
         except (BrokenPipeError, ConnectionError):
             return 1
         finally:
-            for doc in self.docs.values():
-                if doc.task is not None:
-                    doc.task.cancel()
-            self.compiler.stop()
+            self.stop_compiles()
 
     # -- compiling -------------------------------------------------------------------------
 
@@ -230,29 +246,35 @@ class ShardcServer(LanguageServer):
 
     async def _validate(self, uri: str, doc: _Document, generation: int, delay: float) -> None:
         try:
-            if delay:
-                await asyncio.sleep(delay)
-            text = self.workspace.get_text_document(uri).source
-            if len(text) > MAX_SOURCE_BYTES or \
-                    len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
-                answer = {"diagnostics": [{
-                    "severity": "error", "code": "", "label": "", "notes": [],
-                    "span": [0, 0, 0, 0], "message": f"the program is larger than the limit "
-                    f"of {MAX_SOURCE_BYTES // 2**20} MiB"}], "hover": {}}
-            else:
-                assert self.compiler is not None
-                doc.started = asyncio.get_running_loop().time()
-                progress = self._progress(uri)
-                try:
-                    answer = await self.compiler.compile(uri, text)
-                finally:
-                    progress()
-            if generation == doc.generation and self.docs.get(uri) is doc:
-                self._publish(uri, doc, text, answer)
+            await self._compile_and_publish(uri, doc, generation, delay)
+        except Exception as exc:  # a bug here must not end the server; the client's log says it
+            self.report_server_error(exc, None)
         finally:
             if generation == doc.generation:
                 doc.started = None
                 doc.done.set()
+
+    async def _compile_and_publish(self, uri: str, doc: _Document, generation: int,
+                                   delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        text = self.workspace.get_text_document(uri).source
+        if len(text) > MAX_SOURCE_BYTES or \
+                len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+            answer = {"diagnostics": [{
+                "severity": "error", "code": "", "label": "", "notes": [],
+                "span": [0, 0, 0, 0], "message": f"the program is larger than the limit "
+                f"of {MAX_SOURCE_BYTES // 2**20} MiB"}], "hover": {}}
+        else:
+            assert self.compiler is not None
+            doc.started = asyncio.get_running_loop().time()
+            progress = self._progress(uri)
+            try:
+                answer = await self.compiler.compile(uri, text)
+            finally:
+                progress()
+        if generation == doc.generation and self.docs.get(uri) is doc:
+            self._publish(uri, doc, text, answer)
 
     def _publish(self, uri: str, doc: _Document, text: str, answer: dict[str, Any]) -> None:
         source = Source(uri, text)
@@ -332,6 +354,10 @@ def build_server(version: str = "unknown", time_budget: float = DEFAULT_TIME_BUD
                  ) -> ShardcServer:
     """The server with its features: diagnostics on open and change, hover, quick fixes."""
     server = ShardcServer(version, time_budget)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: ShardcServer, params: Any) -> None:
+        ls.stop_compiles()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ShardcServer, params: types.DidOpenTextDocumentParams) -> None:
