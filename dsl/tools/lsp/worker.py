@@ -87,7 +87,8 @@ def _limit_cpu(seconds: float) -> None:
 
 
 def main() -> int:
-    """The worker's loop: `{"uri", "text", "budget"}` in, `compile_document`'s answer out."""
+    """The worker's loop: a line `{"ready": true}` once imported, then `{"uri", "text",
+    "budget"}` in, `compile_document`'s answer out."""
     # Answers go to the original standard output; anything else the compiler might print goes
     # to standard error, so it cannot break a line of the protocol.
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -102,6 +103,8 @@ def main() -> int:
         pass  # not a Unix: the server's wall-clock cap is the only limit
     import shardc.driver.api  # noqa: F401  (the imports, once, before the first budget starts)
 
+    answers.write('{"ready": true}\n')  # the server's wall-clock cap starts after the imports
+    answers.flush()
     for line in sys.stdin:
         try:
             request = json.loads(line)
