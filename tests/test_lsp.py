@@ -334,6 +334,26 @@ def test_a_mesh_layout_that_hangs_or_not_gets_diagnostics() -> None:
         c.kill()
 
 
+def test_a_compile_past_the_memory_cap_is_stopped() -> None:
+    """`softmax_{S}` nested 200 deep took 5.6 GB to compile when this server was written; in
+    the server it meets the worker's 2 GiB cap, or (once the compiler needs less) compiles:
+    either way the document gets diagnostics and the next document compiles."""
+    c = Client("--time-budget", "60")
+    try:
+        c.initialize()
+        c.open("mesh X=2\ndim B=8, S=16\nA: f32[B, S_X]\nC = " + "softmax_{S}(" * 200 + "A"
+               + ")" * 200 + "\n", "file:///work/deep.shard")
+        published = c.wait_for("textDocument/publishDiagnostics")["params"]
+        assert published["uri"] == "file:///work/deep.shard"
+        assert all("internal error" not in d["message"] for d in published["diagnostics"])
+        c.open(BROKEN)
+        (d,) = c.wait_for("textDocument/publishDiagnostics")["params"]["diagnostics"]
+        assert d["code"] == "N012"
+        assert c.finish() == 0
+    finally:
+        c.kill()
+
+
 def test_a_program_over_the_size_limit_is_not_compiled(client: Client) -> None:
     from shardc.lang.input_limits import MAX_SOURCE_BYTES
 

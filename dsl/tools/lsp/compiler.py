@@ -97,6 +97,8 @@ class Compiler:
             try:
                 answer = json.loads(line)
                 if isinstance(answer, dict):
+                    if answer.get("restart"):
+                        self.stop()
                     return answer
             except ValueError:
                 pass

@@ -19,13 +19,15 @@ import os
 import sys
 from typing import Any
 
+from shardc.lang.input_limits import LSP_COMPILE_BYTES
 from shardc.lang.source import Source
 
 
 def compile_document(uri: str, text: str) -> dict[str, Any]:
     """The compile of one document as plain data: each diagnostic's code, severity, message,
     label, notes and span (1-based line, column, end line, end column, in code points), and
-    for each source line that compiled to ops the Markdown of its hover.
+    for each source line that compiled to ops the Markdown of its hover; `restart` when the
+    worker should not compile again (it ran out of memory).
 
     >>> out = compile_document("file:///t.shard", "mesh X=2\\ndim I=8\\nA: f32[I_X]\\nB = gelo(A)\\n")
     >>> [(d["code"], d["span"]) for d in out["diagnostics"]]
@@ -35,6 +37,11 @@ def compile_document(uri: str, text: str) -> dict[str, Any]:
 
     try:
         result = run_pipeline(Source(uri, text))
+    except MemoryError:  # the worker's address space (`LSP_COMPILE_BYTES`): start a fresh one
+        return {"diagnostics": [{
+            "severity": "error", "code": "", "span": [0, 0, 0, 0], "label": "", "notes": [],
+            "message": f"the compile needed more than {LSP_COMPILE_BYTES // 2**30} GiB of "
+                       "memory and was stopped"}], "hover": {}, "restart": True}
     except Exception as exc:  # a compiler bug: said in the editor, as the CLI says it
         return {"diagnostics": [{
             "severity": "error", "code": "", "span": [0, 0, 0, 0], "label": "", "notes": [],
@@ -99,9 +106,12 @@ def main() -> int:
 
         signal.signal(signal.SIGXCPU, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_AS, (LSP_COMPILE_BYTES, LSP_COMPILE_BYTES))
     except (ImportError, AttributeError, ValueError, OSError):
         pass  # not a Unix: the server's wall-clock cap is the only limit
-    import shardc.driver.api  # noqa: F401  (the imports, once, before the first budget starts)
+    # The imports and the compiler's first-use work, once, before any budget starts.
+    compile_document("warm-up", "mesh X=2\ndim I=8\nhardware tpu-v5e\nA: bf16[I_X]\n"
+                     "B[I] = gelu(A)\n")
 
     answers.write('{"ready": true}\n')  # the server's wall-clock cap starts after the imports
     answers.flush()
