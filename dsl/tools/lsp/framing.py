@@ -11,6 +11,7 @@ server); `shardc lsp` reads frames here and hands pygls parsed messages.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -86,6 +87,36 @@ def read_frame(stream: BinaryIO) -> bytes | Oversize | None:
     return body
 
 
+class FdReader:
+    """`readline(limit)` and `read(n)` straight from a file descriptor, so that the reader
+    thread holds no lock of `sys.stdin` when the interpreter ends."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buf = fd, bytearray()
+
+    def _fill(self, want: int) -> bool:
+        chunk = os.read(self.fd, max(want, 1 << 16))
+        self.buf += chunk
+        return bool(chunk)
+
+    def readline(self, limit: int) -> bytes:
+        while self.buf.find(b"\n", 0, limit) < 0 and len(self.buf) < limit and \
+                self._fill(0):
+            pass
+        end = self.buf.find(b"\n", 0, limit)
+        n = min(limit, len(self.buf)) if end < 0 else end + 1
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def read(self, n: int) -> bytes:
+        while len(self.buf) < n and self._fill(n - len(self.buf)):
+            pass
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
 def _int(text: str) -> int | LongNumber:
     if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
         return LongNumber(text[:24])
@@ -123,5 +154,5 @@ def encode(message: dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-__all__ = ["MAX_MESSAGE_BYTES", "LongNumber", "Oversize", "ParseError", "decode", "encode",
+__all__ = ["MAX_MESSAGE_BYTES", "FdReader", "LongNumber", "Oversize", "ParseError", "decode", "encode",
            "read_frame"]

@@ -30,6 +30,7 @@ from shardc.lang.input_limits import LSP_COMPILE_SECONDS, MAX_SOURCE_BYTES
 from shardc.lang.source import Source
 from shardc.tools.lsp.compiler import Compiler
 from shardc.tools.lsp.framing import (
+    FdReader,
     LongNumber,
     Oversize,
     ParseError,
@@ -414,36 +415,6 @@ def build_server(version: str = "unknown", time_budget: float = DEFAULT_TIME_BUD
     return server
 
 
-class _FdReader:
-    """`readline(limit)` and `read(n)` straight from a file descriptor, so that the reader
-    thread holds no lock of `sys.stdin` when the interpreter ends."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd, self.buf = fd, bytearray()
-
-    def _fill(self, want: int) -> bool:
-        chunk = os.read(self.fd, max(want, 1 << 16))
-        self.buf += chunk
-        return bool(chunk)
-
-    def readline(self, limit: int) -> bytes:
-        while self.buf.find(b"\n", 0, limit) < 0 and len(self.buf) < limit and \
-                self._fill(0):
-            pass
-        end = self.buf.find(b"\n", 0, limit)
-        n = min(limit, len(self.buf)) if end < 0 else end + 1
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
-    def read(self, n: int) -> bytes:
-        while len(self.buf) < n and self._fill(n - len(self.buf)):
-            pass
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
-
 def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *,
           version: str = "unknown", time_budget: float = DEFAULT_TIME_BUDGET_S) -> int:
     """Serve until `exit` or the end of input; exit status 0 after `shutdown`, else 1 (as the
@@ -452,7 +423,7 @@ def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *,
         logging.getLogger("pygls").setLevel(logging.CRITICAL)
         logging.getLogger(__name__).setLevel(logging.CRITICAL)
     server = build_server(version, time_budget)
-    src: Any = stdin if stdin is not None else _FdReader(sys.stdin.fileno())
+    src: Any = stdin if stdin is not None else FdReader(sys.stdin.fileno())
     return asyncio.run(server.run(src, stdout if stdout is not None else sys.stdout.buffer))
 
 
