@@ -166,17 +166,11 @@ KNOWN_CYCLES: tuple[frozenset[str], ...] = (
     # as a value" and "One document model") removes this; the set may shrink, never grow.
     frozenset({"shardc.driver.report", "shardc.driver.printers", "shardc.driver.json_report",
                "shardc.driver.regions", "shardc.driver.decisions", "shardc.driver.notebook"}),
-    # Temporary: `shardc lsp` is dispatched from the app and imports the app's version helper;
-    # the language server's rewrite on pygls removes it.
-    frozenset({"shardc.cli.app", "shardc.cli.lsp"}),
 )
 """Import cycles that exist today and are scheduled to go. A cycle passes only when all its
 modules lie inside one of these sets."""
 
-KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
-    # Temporary, with the `cli/app <-> cli/lsp` cycle above.
-    ("shardc.cli.lsp", "shardc.cli.app", "_installed_version"),
-})
+KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset()
 """(importer, imported module, name) of `_private` imports scheduled to go."""
 
 

@@ -91,8 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="NAME=VALUE")
     add_precision_flag(k)
 
-    sub.add_parser("lsp", help="a language server over stdio: diagnostics as you type and "
-                   "costs on hover, for editors")
+    from shardc.cli import lsp
+
+    lsp.add_arguments(sub.add_parser(
+        "lsp", help="a language server over stdio: diagnostics as you type and costs on hover, "
+        "for editors"))
 
     h = sub.add_parser("hw", help="list or show chip specs")
     hs = h.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
@@ -239,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
             case "hw":
                 return _cmd_hw(args)
             case "lsp":
-                from shardc.cli.lsp import serve
+                from shardc.cli import lsp
 
-                return serve()
+                return lsp.run(args, _installed_version())
             case _ if hasattr(args, "run"):
                 return int(args.run(args))
     except SystemExit:

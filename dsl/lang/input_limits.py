@@ -32,3 +32,9 @@ default plans and says so."""
 REGIONS_SECONDS = 3.0
 """CPU budget for finding a program's regions (one lowering per region); past it, as past
 MAX_REGIONS."""
+LSP_COMPILE_SECONDS = 10.0
+"""CPU budget for one compile of a document in the language server (`shardc lsp
+--time-budget`); past it the compile is stopped and the document gets a diagnostic."""
+LSP_COMPILE_BYTES = 2 * 2**30
+"""Address space of the language server's compile worker: ten times the peak of a 5,000-einsum
+compile (about 200 MB); past it the compile is stopped and the document gets a diagnostic."""
