@@ -43,13 +43,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _positive_devices(text: str) -> int:
-    """--max-devices: a positive whole number (argparse names the flag on error)."""
+    """--max-devices: a positive whole number up to MAX_XLA_DEVICES (argparse names the flag on
+    error)."""
+    from shardc.lang.limits import MAX_XLA_DEVICES
     from shardc.lang.numeric import NumberError, parse_decimal, whole
 
     try:
-        return whole(parse_decimal(text), "the number of devices")
+        n = whole(parse_decimal(text), "the number of devices")
     except NumberError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if n > MAX_XLA_DEVICES:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_XLA_DEVICES:,} fake CPU devices (XLA:CPU starts a thread per device "
+            f"and compiles for every one), got {n:,}")
+    return n
 
 
 def _prepare(path: str, args: argparse.Namespace):
@@ -96,12 +103,18 @@ def run_check(args: argparse.Namespace) -> int:
         return status
     configure_devices(max(devices_needed(p) for p in prepared))
     try:
-        import jax  # noqa: F401
+        import jax
     except ImportError:
         print(NEEDS_JAX.format(cmd="xla-check"), file=sys.stderr)
         return 2
     from shardc.tools.xla.render import markdown, text, to_json
 
+    have = len(jax.devices())
+    for p in [p for p in prepared if devices_needed(p) > have]:
+        # XLA_FLAGS already set a device count before shardc could (`configure_devices`).
+        print(f"shardc: note: {p.compilation.source.name}: not checked: its mesh has "
+              f"{devices_needed(p)} devices, and XLA_FLAGS gives JAX {have}", file=sys.stderr)
+        prepared.remove(p)
     results = [check(p) for p in prepared]
     if args.format == "json":
         sys.stdout.write(to_json(results))

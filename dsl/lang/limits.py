@@ -16,6 +16,13 @@ MAX_NESTING = 100
 `repeat` blocks."""
 MAX_MESH_AXES = 32
 """Mesh axes in one program."""
+MAX_MESH_DEVICES = 2**24
+"""Devices in one mesh (the product of its axes' sizes, with `--set` applied): 16,777,216, far
+above any machine built (the largest published training runs used 16,384 H100s and 6,144 TPU v4
+chips). On a TPU the axes on ICI are held further, to the chip's largest slice (its pod)."""
+MAX_SLICE_STEPS = 100_000
+"""Candidate shapes the slice search (`passes/topology.py`) looks at for one device count; a
+count a pod can hold has far fewer (8,960 chips on a v5p: 165 three-sided shapes)."""
 MAX_AXES_PER_DIM = 8
 """Mesh axes sharding one dimension (and so taking part in one contraction's plan search)."""
 MAX_SWEEP_POINTS = 1_000_000
@@ -24,6 +31,9 @@ MAX_PLAN_CHIPS = 2**18
 """Chips in one `shardc plan`: 262,144, above the largest published training runs (LLaMA 3 405B
 trained on 16,384 H100s). Plan compiles every candidate layout, and a candidate at this size
 already has six mesh axes; `shardc limits` covers larger hypothetical runs."""
+MAX_XLA_DEVICES = 1024
+"""Fake CPU devices `xla-check --max-devices` may ask XLA for: XLA:CPU starts a thread per
+device and its compiles slow down with each (a 32x32 mesh checks in about 3 s)."""
 SOLVE_SECONDS = 2.0
 """Wall-clock budget for one SymPy `solve` in `shardc derive`; past it: "no closed form"."""
 MAX_REGIONS = 16
