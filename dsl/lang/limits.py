@@ -14,6 +14,9 @@ MAX_STATEMENTS = 20_000
 MAX_NESTING = 100
 """Depth of an expression (operators, parentheses and calls stacked inside one another) and of
 `repeat` blocks."""
+MAX_DERIVED_NAME = 240
+"""Characters of the name an intermediate value is shown by (`exp(A-max_S(A))`); a longer one is
+elided in the middle with `…` (not an error: names of nested expressions grow with each level)."""
 MAX_MESH_AXES = 32
 """Mesh axes in one program."""
 MAX_MESH_DEVICES = 2**24
