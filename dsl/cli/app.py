@@ -19,6 +19,7 @@ from shardc.driver.files import CliIOError, check_writable, read_text, write_tex
 from shardc.lang.limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
+from shardc.lang.visible import visible
 from shardc.passes.context import Attention, Optimizer, Remat
 
 __all__ = ["add_cost_model_flag", "add_precision_flag", "build_parser", "main", "parse_binding", "parse_number"]
@@ -172,7 +173,7 @@ def _read(path: str) -> Source:
 
 
 def _usage(message: str) -> int:
-    print(f"shardc: error: {message}", file=sys.stderr)
+    print(f"shardc: error: {visible(message)}", file=sys.stderr)
     return 2
 
 
@@ -204,7 +205,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     source = _read(args.program)
     if args.output:
         try:  # before compiling: a bad -o should not cost a compile
-            check_writable(args.output, flag="-o", inputs=(args.program,))
+            check_writable(args.output, flag="-o", inputs=(args.program, args.hw))
         except CliIOError as exc:
             return _usage(str(exc))
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
@@ -222,7 +223,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             "latex": lambda: r.to_latex(regions=reg)}[args.format]()
     if args.output:
         try:
-            write_text(args.output, text, flag="-o", inputs=(args.program,))
+            chip = r.chip.path if r.chip is not None else None
+            write_text(args.output, text, flag="-o", inputs=(args.program, args.hw, chip))
         except CliIOError as exc:
             return _usage(str(exc))
     elif args.format == "text":
@@ -266,7 +268,7 @@ def _cmd_hw(args: argparse.Namespace) -> int:
     try:
         chip = hardware.load(args.name)
     except hardware.HardwareError as exc:
-        print(f"shardc: error[H001]: {exc}", file=sys.stderr)
+        print(f"shardc: error[H001]: {visible(str(exc))}", file=sys.stderr)
         print("note: known chips: " + ", ".join(hardware.available()), file=sys.stderr)
         return 1
     write_result(hardware.describe(chip) + "\n")

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from shardc.cli.termwrap import write_result
+from shardc.lang.visible import visible
 
 DESCRIPTION = """\
 Closed-form limits (Table 2 analogue: d', b', T_critical; the latency-bound limit, Eq. 15; the
@@ -34,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _usage(message: str) -> int:
-    print(f"shardc: error: {message}", file=sys.stderr)
+    print(f"shardc: error: {visible(message)}", file=sys.stderr)
     return 2
 
 
@@ -75,12 +76,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_result(report.to_text(lim))
     if args.plot:
+        from shardc.driver.files import CliIOError
         from shardc.tools.epoch.plot import plot_utilization
 
         try:
             out = plot_utilization(lim, args.plot)
         except OSError as exc:
             return _usage(f"--plot {args.plot!r}: cannot write: {exc.strerror or exc}")
+        except CliIOError as exc:
+            return _usage(str(exc))
         except ValueError as exc:  # matplotlib: an extension it has no writer for
             return _usage(f"--plot {args.plot!r}: {exc}")
         print(f"shardc: wrote {out}", file=sys.stderr)

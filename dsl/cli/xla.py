@@ -134,7 +134,7 @@ def run_export(args: argparse.Namespace) -> int:
     from shardc.tools.xla.export import script
 
     try:  # before compiling: a bad -o is a usage error whatever the program holds
-        check_writable(args.output, flag="-o", inputs=(args.program,))
+        check_writable(args.output, flag="-o", inputs=(args.program, args.hw))
     except CliIOError as exc:
         print(f"shardc: error: {exc}", file=sys.stderr)
         return 2
@@ -143,7 +143,10 @@ def run_export(args: argparse.Namespace) -> int:
         return p
     out = Path(args.output)
     try:
-        write_text(args.output, script(p, out.name), flag="-o", inputs=(args.program,))
+        report = p.compilation.report
+        chip = report.chip.path if report is not None and report.chip is not None else None
+        write_text(args.output, script(p, out.name), flag="-o",
+                   inputs=(args.program, args.hw, chip))
     except CliIOError as exc:
         print(f"shardc: error: {exc}", file=sys.stderr)
         return 1
