@@ -21,7 +21,10 @@ def visible(text: str, keep: str = "") -> str:
     >>> visible("I·J ≤ 2, \\u202eevil")
     'I·J ≤ 2, \\\\u202eevil'
     """
-    if text.isprintable():
+    plain = text
+    for k in keep:
+        plain = plain.replace(k, "")
+    if plain.isprintable():  # the usual case, at C speed (a report is megabytes at most)
         return text
     return "".join(c if c.isprintable() or c in keep else _escape(c) for c in text)
 

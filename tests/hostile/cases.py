@@ -316,3 +316,7 @@ SILENTLY_WRONG = [
 ]
 
 CASES = [*CODE_EXECUTION, *TRACEBACKS, *HANGS, *SILENTLY_WRONG]
+
+from tests.hostile.cases_safety import CASES as _SAFETY  # noqa: E402
+
+CASES += _SAFETY
