@@ -9,6 +9,7 @@ fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own physical 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from shardc.hardware.levels import FAST_LINKS, LEVELS
 from shardc.lang.limits import MAX_MESH_DEVICES, MAX_SLICE_STEPS
@@ -144,40 +145,53 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
 
 def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
                levels: dict[str, str], chip, ctx: Context) -> bool:
-    """S015 for a mesh of more than MAX_MESH_DEVICES devices; H020 for ICI axes no slice of a
-    TPU can hold (more chips than its pod, the largest slice). The same check for every caller
+    """S015 or H020 (`mesh_limit`) on the mesh's largest axis. The same check for every caller
     (compile, check, `Report.at`, regions, plan, the language server, xla-check), since all of
     them run this pass; it comes before the slice search, which it keeps to a pod's counts."""
-    known = [ax for ax in axes if sizes[ax.name] is not None]
-    if not known:
+    known = {ax.name: n for ax in axes if (n := sizes[ax.name]) is not None}
+    problem = mesh_limit(known, levels, chip)
+    if problem is None:
         return False
-    total = math.prod(sizes[ax.name] or 1 for ax in known)
-    biggest = max(known, key=lambda a: sizes[a.name] or 1)
-    shown = ", ".join(f"{ax.name}={_count_text(sizes[ax.name] or 1)}" for ax in known)
+    code, message, note, name = problem
+    ctx.diagnostics.error(code, message, next(ax.span for ax in axes if ax.name == name),
+                          notes=(note,))
+    return True
+
+
+def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
+               ) -> tuple[str, str, str, str] | None:
+    """(code, message, note, the axis to point at) for mesh sizes no machine holds, or None:
+    H020 for ICI axes needing more chips than a TPU's largest slice (its pod), S015 for more than
+    MAX_MESH_DEVICES devices in all. `Report.at` and `Report.value` check their bindings here too.
+
+    >>> mesh_limit({"X": 4096}, {"X": "ici"}, None) is None
+    True
+    >>> mesh_limit({"X": 2**40}, {"X": "ici"}, None)[:2]
+    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit of 16,777,216')
+    """
+    if not sizes:
+        return None
+    biggest = max(sizes, key=lambda a: sizes[a])
     dims = chip.pod_dims if chip is not None else None
-    ici = [ax for ax in known if levels[ax.name] == "ici"]
-    pod = math.prod(dims) if dims else 0
-    n = math.prod(sizes[ax.name] or 1 for ax in ici)
-    if dims and ici and n > pod:
-        on = max(ici, key=lambda a: sizes[a.name] or 1)
-        dcn = "put the axes beyond one pod on DCN (`mesh P=2 @dcn, ...`: pods joined by the " \
-              "data-centre network)" if chip.has_level("dcn") else "use fewer chips"
-        ctx.diagnostics.error(
-            "H020", f"the mesh's ICI axes hold {_count_text(n)} chips "
-            f"({', '.join(f'{ax.name}={_count_text(sizes[ax.name] or 1)}' for ax in ici)}), more "
-            f"than the largest slice of a {chip.name}: its pod, {'x'.join(map(str, dims))} "
-            f"({pod:,} chips)", on.span,
-            notes=(f"a slice is at most one pod (the TPU chapter: \"the maximum pod size\"); "
-                   f"{dcn}",))
-        return True
+    ici = [a for a in sizes if levels.get(a, "ici") == "ici"]
+    n = math.prod(sizes[a] for a in ici)
+    if dims and ici and n > math.prod(dims):
+        dcn = ("put the axes beyond one pod on DCN (`mesh P=2 @dcn, ...`: pods joined by the "
+               "data-centre network)" if chip.has_level("dcn") else "use fewer chips")
+        return ("H020", f"the mesh's ICI axes hold {_count_text(n)} chips "
+                f"({', '.join(f'{a}={_count_text(sizes[a])}' for a in ici)}), more than the "
+                f"largest slice of a {chip.name}: its pod, {'x'.join(map(str, dims))} "
+                f"({math.prod(dims):,} chips)",
+                f"a slice is at most one pod (the TPU chapter: \"the maximum pod size\"); {dcn}",
+                max(ici, key=lambda a: sizes[a]))
+    total = math.prod(sizes.values())
     if total > MAX_MESH_DEVICES:
-        ctx.diagnostics.error(
-            "S015", f"the mesh has {_count_text(total)} devices ({shown}), more than the limit of "
-            f"{MAX_MESH_DEVICES:,}", biggest.span,
-            notes=(f"a mesh holds at most {MAX_MESH_DEVICES:,} devices (docs/language.md, "
-                   "\"Limits\"), far above any machine built",))
-        return True
-    return False
+        shown = ", ".join(f"{a}={_count_text(v)}" for a, v in sizes.items())
+        return ("S015", f"the mesh has {_count_text(total)} devices ({shown}), more than the "
+                f"limit of {MAX_MESH_DEVICES:,}",
+                f"a mesh holds at most {MAX_MESH_DEVICES:,} devices (docs/language.md, "
+                "\"Limits\"), far above any machine built", biggest)
+    return None
 
 
 def _count_text(n: int) -> str:

@@ -107,12 +107,19 @@ def test_meshes_no_slice_holds_are_refused(mesh, chip, code, words):
     assert f"error[{code}]" in str(exc.value) and words in str(exc.value)
 
 
-def test_report_at_applies_the_same_limit():
-    """A symbolic mesh axis bound by `Report.at` is compiled again, and refused the same way."""
+def test_report_at_and_value_apply_the_same_limit():
+    """A mesh axis bound by `Report.at` or `Report.value`, symbolic or declared, is held to the
+    limits a compile applies (a ValueError naming the binding and the code)."""
     r = shardc.compile("mesh X\ndim I\nhardware tpu-v5e\nA: f32[I_X]\nB = A ·_I A\n")
     assert r.at(X=16, I=4096).value("t_comms_s") > 0
-    with pytest.raises(CompileError, match=r"H020"):
+    with pytest.raises(ValueError, match=r"X=1000000007: error\[H020\]"):
         r.at(X=1000000007)
+    declared = shardc.compile("mesh X=4\ndim I=64\nhardware h100\nA: f32[I_X]\nB = A ·_I A\n")
+    assert declared.value("t_comms_s", X=8) > 0
+    with pytest.raises(ValueError, match=r"error\[S015\].*16,777,216"):
+        declared.value("t_comms_s", X=2**40)
+    with pytest.raises(ValueError, match=r"S015"):
+        declared.at(X=2**25)
     assert MAX_MESH_DEVICES == 2**24
 
 

@@ -234,6 +234,9 @@ class Report:
                 raise ValueError(f"{k}={v!r}: a binding must be a finite number, positive for "
                                  "a size (zero allowed for a hardware figure)")
             env[known[k]] = x
+        from shardc.driver.mesh_limits import check_mesh_bindings
+
+        check_mesh_bindings(self, overrides)
         return env
 
     def function(self, expr: sp.Expr) -> tuple[tuple[sp.Symbol, ...], Callable[..., Any]]:
