@@ -19,7 +19,7 @@ from shardc.driver.files import CliIOError, check_writable, read_text, write_tex
 from shardc.lang.limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
-from shardc.lang.visible import visible
+from shardc.lang.visible import visible, visible_lines
 from shardc.passes.context import Attention, Optimizer, Remat
 
 __all__ = ["add_cost_model_flag", "add_precision_flag", "build_parser", "main", "parse_binding", "parse_number"]
@@ -173,7 +173,7 @@ def _read(path: str) -> Source:
 
 
 def _usage(message: str) -> int:
-    print(f"shardc: error: {visible(message)}", file=sys.stderr)
+    print(f"shardc: error: {visible_lines(message)}", file=sys.stderr)
     return 2
 
 
@@ -248,7 +248,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 1
     n_coll = sum(isinstance(op, Collective) for op in result.compiled.ops)
     n_stmt = len(result.program.statements) if result.program else 0
-    print(f"{source.name}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "
+    print(f"{visible(source.name)}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "
           f"{n_coll} collectives)")
     return 0
 
@@ -268,7 +268,7 @@ def _cmd_hw(args: argparse.Namespace) -> int:
     try:
         chip = hardware.load(args.name)
     except hardware.HardwareError as exc:
-        print(f"shardc: error[H001]: {visible(str(exc))}", file=sys.stderr)
+        print(f"shardc: error[H001]: {visible_lines(str(exc))}", file=sys.stderr)
         print("note: known chips: " + ", ".join(hardware.available()), file=sys.stderr)
         return 1
     write_result(hardware.describe(chip) + "\n")
@@ -304,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a compiler bug, never a user error
         if os.environ.get("SHARDC_DEBUG"):
             traceback.print_exc()
-        print(f"shardc: internal error (this is a bug in shardc): {type(exc).__name__}: {exc}\n"
+        print(f"shardc: internal error (this is a bug in shardc): {type(exc).__name__}: "
+              f"{visible_lines(str(exc))}\n"
               "note: rerun with SHARDC_DEBUG=1 to see the traceback", file=sys.stderr)
         return 3
     return 2

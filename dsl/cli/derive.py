@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from shardc.lang.units import fmt_sig
+from shardc.lang.visible import visible_lines
 
 
 def add_parser(sub) -> None:
@@ -59,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         devices = check_options(args, result.report)
     except UsageError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
     try:
         d = derive(result.report, result.report.program.backward_line, overlaps=overlaps,
                    optimize=args.optimize, partner=args.partner, devices=devices)
     except ValueError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     target = None
     if args.var is not None:

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from shardc.cli.termwrap import write_result
-from shardc.lang.visible import visible
+from shardc.lang.visible import visible, visible_lines
 
 DESCRIPTION = """\
 Closed-form limits (Table 2 analogue: d', b', T_critical; the latency-bound limit, Eq. 15; the
@@ -35,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _usage(message: str) -> int:
-    print(f"shardc: error: {visible(message)}", file=sys.stderr)
+    print(f"shardc: error: {visible_lines(message)}", file=sys.stderr)
     return 2
 
 
@@ -87,5 +87,5 @@ def run(args: argparse.Namespace) -> int:
             return _usage(str(exc))
         except ValueError as exc:  # matplotlib: an extension it has no writer for
             return _usage(f"--plot {args.plot!r}: {exc}")
-        print(f"shardc: wrote {out}", file=sys.stderr)
+        print(f"shardc: wrote {visible(str(out))}", file=sys.stderr)
     return 0

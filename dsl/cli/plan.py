@@ -12,7 +12,7 @@ import sys
 from typing import get_args
 
 from shardc.cli.termwrap import write_result
-from shardc.lang.visible import quoted, visible
+from shardc.lang.visible import quoted, visible, visible_lines
 from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")
@@ -183,7 +183,7 @@ def _guard(fn):
         try:
             return fn(args)
         except InputError as exc:
-            print(f"shardc {args.command}: error: {visible(str(exc))}", file=sys.stderr)
+            print(f"shardc {args.command}: error: {visible_lines(str(exc))}", file=sys.stderr)
             return 1
     return run
 
@@ -267,7 +267,7 @@ def run_program(args: argparse.Namespace) -> int:
             chip = _chip(args.hw).path if args.hw else None
             write_text(args.output, prog.text, flag="-o", inputs=(card.path, args.hw, chip))
         except CliIOError as exc:
-            print(f"shardc: error: {exc}", file=sys.stderr)
+            print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
             return 2
     else:
         sys.stdout.write(prog.text)

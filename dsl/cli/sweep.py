@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from shardc.lang.visible import visible
+from shardc.lang.visible import visible, visible_lines
 
 DESCRIPTION = """\
 Evaluate any reported quantity (t_math_s, t_comms_s, ..., intensity, flops_per_s, bound, or a
@@ -46,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _usage(message: str) -> int:
-    print(f"shardc: error: {visible(message)}", file=sys.stderr)
+    print(f"shardc: error: {visible_lines(message)}", file=sys.stderr)
     return 2
 
 
@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
             return _usage(f"cannot write {args.plot!r}: {exc.strerror or exc}")
         except CliIOError as exc:
             return _usage(str(exc))
-        print(f"shardc: wrote {out}", file=sys.stderr)
+        print(f"shardc: wrote {visible(str(out))}", file=sys.stderr)
     return 0
 
 

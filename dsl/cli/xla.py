@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from shardc.cli.termwrap import write_result
+from shardc.lang.visible import visible, visible_lines
 
 NEEDS_JAX = "shardc: error: {cmd} needs JAX: pip install 'shardc[jax]'"
 MAX_DEVICES = 256
@@ -69,7 +70,7 @@ def _prepare(path: str, args: argparse.Namespace):
         prepared = prepare(source, args.hw, args.model, dict(args.bindings),
                            getattr(args, "matmul_precision", "default"))
     except UsageError as exc:
-        print(f"shardc: error: {source.name}: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible(source.name)}: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     if not isinstance(prepared, Prepared):  # a Compilation with errors
         print(prepared.rendered(), file=sys.stderr)
@@ -94,8 +95,8 @@ def run_check(args: argparse.Namespace) -> int:
             continue
         n = devices_needed(p)
         if n > args.max_devices:
-            print(f"shardc: note: {p.compilation.source.name}: not checked: its mesh has {n} "
-                  f"devices, more than --max-devices {args.max_devices} fake CPU devices",
+            print(f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh "
+                  f"has {n} devices, more than --max-devices {args.max_devices} fake CPU devices",
                   file=sys.stderr)
             continue
         prepared.append(p)
@@ -112,7 +113,7 @@ def run_check(args: argparse.Namespace) -> int:
     have = len(jax.devices())
     for p in [p for p in prepared if devices_needed(p) > have]:
         # XLA_FLAGS already set a device count before shardc could (`configure_devices`).
-        print(f"shardc: note: {p.compilation.source.name}: not checked: its mesh has "
+        print(f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh has "
               f"{devices_needed(p)} devices, and XLA_FLAGS gives JAX {have}", file=sys.stderr)
         prepared.remove(p)
     results = [check(p) for p in prepared]
@@ -136,7 +137,7 @@ def run_export(args: argparse.Namespace) -> int:
     try:  # before compiling: a bad -o is a usage error whatever the program holds
         check_writable(args.output, flag="-o", inputs=(args.program, args.hw))
     except CliIOError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     p = _prepare(args.program, args)
     if isinstance(p, int):
@@ -148,12 +149,12 @@ def run_export(args: argparse.Namespace) -> int:
         write_text(args.output, script(p, out.name), flag="-o",
                    inputs=(args.program, args.hw, chip))
     except CliIOError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 1
     skipped = [st for st in p.statements if st.skip]
     for st in skipped:
         print(f"shardc: note: line {st.line} not exported: {st.skip}", file=sys.stderr)
-    print(f"{out}: {len(p.statements) - len(skipped)} statements on "
+    print(f"{visible(str(out))}: {len(p.statements) - len(skipped)} statements on "
           f"{devices_needed(p)} devices")
     return 0
 

@@ -68,3 +68,13 @@ def visible_columns(text: str, col: int, width: int, keep: str = "\t"
     before = visible(text[:col - 1], keep)
     under = visible(text[col - 1:col - 1 + width], keep)
     return shown, len(before) + 1, max(1, len(under))
+
+
+def visible_lines(text: str) -> str:
+    """`visible` for a message of several lines (an error with a caret under a formula): its
+    own line breaks kept, every other control character shown.
+
+    >>> visible_lines("--y 'a +':\\n  a +\\x1b")
+    "--y 'a +':\\n  a +\\\\x1b"
+    """
+    return visible(text, keep="\n")
