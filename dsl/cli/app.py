@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import get_args
 
 from shardc.cli.termwrap import write_result
-from shardc.driver.files import CliIOError, check_writable, read_text, write_text
+from shardc.driver.files import CliIOError, check_writable, chip_path, read_text, write_text
 from shardc.lang.limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.source import Source
@@ -205,7 +205,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     source = _read(args.program)
     if args.output:
         try:  # before compiling: a bad -o should not cost a compile
-            check_writable(args.output, flag="-o", inputs=(args.program, args.hw))
+            check_writable(args.output, flag="-o",
+                           inputs=(args.program, chip_path(args.hw)))
         except CliIOError as exc:
             return _usage(str(exc))
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
@@ -224,7 +225,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if args.output:
         try:
             chip = r.chip.path if r.chip is not None else None
-            write_text(args.output, text, flag="-o", inputs=(args.program, args.hw, chip))
+            write_text(args.output, text, flag="-o", inputs=(args.program, chip_path(args.hw), chip))
         except CliIOError as exc:
             return _usage(str(exc))
     elif args.format == "text":

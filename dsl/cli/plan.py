@@ -265,7 +265,7 @@ def run_program(args: argparse.Namespace) -> int:
 
         try:
             chip = _chip(args.hw).path if args.hw else None
-            write_text(args.output, prog.text, flag="-o", inputs=(card.path, args.hw, chip))
+            write_text(args.output, prog.text, flag="-o", inputs=(card.path, chip))
         except CliIOError as exc:
             print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
             return 2

@@ -67,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             return _usage(NEEDS_MATPLOTLIB)
-        from shardc.driver.files import CliIOError, check_writable
+        from shardc.driver.files import CliIOError, check_writable, chip_path
 
         try:  # before the sweep: a bad path should not cost it
-            check_writable(args.plot, flag="--plot", inputs=(*args.programs, args.hw))
+            check_writable(args.plot, flag="--plot",
+                           inputs=(*args.programs, chip_path(args.hw)))
         except CliIOError as exc:
             return _usage(str(exc))
     try:

@@ -131,11 +131,11 @@ def run_check(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from shardc.driver.files import CliIOError, check_writable, write_text
+    from shardc.driver.files import CliIOError, check_writable, chip_path, write_text
     from shardc.tools.xla.export import script
 
     try:  # before compiling: a bad -o is a usage error whatever the program holds
-        check_writable(args.output, flag="-o", inputs=(args.program, args.hw))
+        check_writable(args.output, flag="-o", inputs=(args.program, chip_path(args.hw)))
     except CliIOError as exc:
         print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
@@ -147,7 +147,7 @@ def run_export(args: argparse.Namespace) -> int:
         report = p.compilation.report
         chip = report.chip.path if report is not None and report.chip is not None else None
         write_text(args.output, script(p, out.name), flag="-o",
-                   inputs=(args.program, args.hw, chip))
+                   inputs=(args.program, chip_path(args.hw), chip))
     except CliIOError as exc:
         print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 1

@@ -96,6 +96,18 @@ def check_writable(path: str, *, flag: str, inputs: tuple[str | None, ...] = ())
     return target
 
 
+def chip_path(hw: str | None) -> str | None:
+    """`--hw` when it names a chip file (a path, as `shardc.hardware.load` reads it), else None:
+    the input a write must not overwrite (`tpu-v5e` names a shipped chip, not ./tpu-v5e).
+
+    >>> chip_path("tpu-v5e"), chip_path("chips/mine.toml")
+    (None, 'chips/mine.toml')
+    """
+    if hw and (hw.endswith(".toml") or "/" in hw or os.sep in hw):
+        return hw
+    return None
+
+
 def _same_file(target: Path, name: str) -> bool:
     """Whether writing `target` (already resolved) would overwrite the input `name`: the same
     path once symlinks are resolved, or the same file (a hard link)."""
