@@ -316,12 +316,15 @@ def _region_lines(by: dict | None) -> list[str]:
 
 
 def to_latex(out: dict) -> str:
+    from shardc.driver.escape import latex_text
+
     lines = ["\\begin{align*}"]
     for c in out["conditions"]:
         s = c["solved"]
-        lines.append(f"  \\text{{{c['name']}}}:\\ & {c['latex']}"
+        lines.append(f"  \\text{{{latex_text(c['name'])}}}:\\ & {c['latex']}"
                      + (f" \\iff {s['var']} {s['rel']} {s['latex']}" if s else "") + " \\\\")
     for o in out["optima"]:
-        lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} && \\text{{({o['overlap']})}} \\\\")
+        lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} && "
+                     f"\\text{{({latex_text(o['overlap'])})}} \\\\")
     lines.append("\\end{align*}")
     return "\n".join(lines)
