@@ -167,7 +167,7 @@ def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
     >>> mesh_limit({"X": 4096}, {"X": "ici"}, None) is None
     True
     >>> mesh_limit({"X": 2**40}, {"X": "ici"}, None)[:2]
-    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit of 16,777,216')
+    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit of 4,294,967,296')
     """
     if not sizes:
         return None

@@ -33,18 +33,19 @@ def md_text(text: str) -> str:
     return special.sub(lambda m: _MD_TEXT.get(m.group(0), "]\\"), shown)
 
 
-def md_code(text: str, table: bool = False) -> str:
+def md_code(text: str, table: bool = False, markup_as_text: bool = False) -> str:
     """`text` as a Markdown code span (backticks included): nothing inside a code span is HTML
     or Markdown, so only the span's end needs care: a fence longer than any run of backticks
     in the text, and `\\|` for `|` inside a table row (GitHub splits cells before code spans).
-    Text with `<` or `&` is written as `md_text` instead, so no output holds a raw tag at all.
+    With `markup_as_text`, text holding `<`, `&` or `](` (a file name, never a program's name
+    or a condition such as `B < 2*F`) is written as `md_text` instead: no raw tag at all.
 
     >>> md_code("A[I_X]"), md_code("a`b"), md_code("x|y", table=True)
     ('`A[I_X]`', '`` a`b ``', '`x\\\\|y`')
     """
     shown = visible(text)
-    if "<" in shown or "&" in shown or "](" in shown:  # no program name has them: md_text
-        return md_text(shown)
+    if markup_as_text and ("<" in shown or "&" in shown or "](" in shown):
+        return md_text(shown)  # a file name: no raw tag in the output at all
     if table:
         shown = shown.replace("|", "\\|")
     if "`" not in shown:

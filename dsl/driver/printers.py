@@ -235,7 +235,7 @@ def _block_lines(r: Report) -> list[str]:
 
 def render_markdown(r: Report) -> str:
     r.evaluate()
-    out = [f"### shardc report: {md_code(r.name)}", ""]
+    out = [f"### shardc report: {md_code(r.name, markup_as_text=True)}", ""]
     out.append(f"chip **{md_text(r.hardware_name or 'none')}**, model **{r.model}**, mesh "
                + ", ".join(md_code(f"{n}={s if s is not None else n}")
                            for n, s in r.program.mesh))

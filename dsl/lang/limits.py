@@ -19,10 +19,11 @@ MAX_DERIVED_NAME = 240
 elided in the middle with `…` (not an error: names of nested expressions grow with each level)."""
 MAX_MESH_AXES = 32
 """Mesh axes in one program."""
-MAX_MESH_DEVICES = 2**24
-"""Devices in one mesh (the product of its axes' sizes, with `--set` applied): 16,777,216, far
-above any machine built (the largest published training runs used 16,384 H100s and 6,144 TPU v4
-chips). On a TPU the axes on ICI are held further, to the chip's largest slice (its pod)."""
+MAX_MESH_DEVICES = 2**32
+"""Devices in one mesh (the product of its axes' sizes, with `--set` applied): 4,294,967,296, as
+many as 32 axes of 2 (MAX_MESH_AXES), far above any machine built (the largest published
+training runs used 16,384 H100s and 6,144 TPU v4 chips). On a TPU the axes on ICI are held
+further, to the chip's largest slice (its pod)."""
 MAX_SLICE_STEPS = 100_000
 """Candidate shapes the slice search (`passes/topology.py`) looks at for one device count; a
 count a pod can hold has far fewer (8,960 chips on a v5p: 165 three-sided shapes)."""

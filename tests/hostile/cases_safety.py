@@ -54,11 +54,14 @@ HANGS = [
       for chip in _TPUS for what, axes in _HUGE.items()
       if not (what == "just-over-pod" and chip != "tpu-v5p")),
     *(Case(f"mesh-{what}-{chip or 'no-chip'}", ("compile", "{tmp}/p.shard"),
-           files={"p.shard": _mesh(axes, chip)}, expect=("error[S015]", "16,777,216"))
+           files={"p.shard": _mesh(axes.replace("1000000007", "4294967311"), chip)},
+           expect=("error[S015]", "4,294,967,296"))
       for chip in ("h100", "b200", "gb200-nvl72", None)
       for what, axes in _HUGE.items() if what != "just-over-pod"),
+    Case("mesh-prime-h100-within-limit", ("compile", "{tmp}/p.shard"),
+         files={"p.shard": _mesh("X=1000000007", "h100")}, exits=(0, 1)),
     Case("mesh-dcn-pods-beyond-limit", ("compile", "{tmp}/p.shard"),
-         files={"p.shard": _mesh("P=1000000007 @dcn, X=4", "tpu-v5p")}, expect=("error[S015]",)),
+         files={"p.shard": _mesh("P=2000000011 @dcn, X=4", "tpu-v5p")}, expect=("error[S015]",)),
     Case("mesh-largest-prime-a-pod-holds", ("compile", "{tmp}/p.shard"),
          files={"p.shard": _mesh("X=8951", "tpu-v5p")}, exits=(0, 1)),
     Case("mesh-whole-pod", ("compile", "{tmp}/p.shard"),
