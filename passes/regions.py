@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import sympy as sp
 
-from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,10 @@ fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own physical 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from shardc.hardware.levels import FAST_LINKS, LEVELS
+from shardc.lang.input_limits import MAX_MESH_DEVICES, MAX_SLICE_STEPS
 from shardc.lang.syntax import MeshAxis, MeshDecl, Program
 from shardc.passes.context import Context
 from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
@@ -48,6 +50,9 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
                        "every other one",))
         levels[ax.name] = level
     sizes = {ax.name: size_of(ax.name, {ax.name: ax.size}, ctx.bindings) for ax in axes}
+    if _too_large(axes, sizes, levels, chip, ctx):  # before any search over the device count
+        return Topology(tuple(AxisLink(ax.name, levels[ax.name], (), 1, None, sizes[ax.name])
+                              for ax in axes), (), family)
 
     # ICI: physical axes, their lengths, strides of mesh axes sharing one.
     ici = [ax for ax in axes if levels[ax.name] == "ici"]
@@ -136,6 +141,67 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
                  inner.get(ax.name), sizes[ax.name])
         for ax in axes)
     return Topology(links, physical, family)
+
+
+def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
+               levels: dict[str, str], chip, ctx: Context) -> bool:
+    """S015 or H020 (`mesh_limit`) on the mesh's largest axis. The same check for every caller
+    (compile, check, `Report.at`, regions, plan, the language server, xla-check), since all of
+    them run this pass; it comes before the slice search, which it keeps to a pod's counts."""
+    known = {ax.name: n for ax in axes if (n := sizes[ax.name]) is not None}
+    problem = mesh_limit(known, levels, chip)
+    if problem is None:
+        return False
+    code, message, note, name = problem
+    ctx.diagnostics.error(code, message, next(ax.span for ax in axes if ax.name == name),
+                          notes=(note,))
+    return True
+
+
+def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
+               ) -> tuple[str, str, str, str] | None:
+    """(code, message, note, the axis to point at) for mesh sizes no machine holds, or None:
+    H020 for ICI axes needing more chips than a TPU's largest slice (its pod), S015 for more than
+    MAX_MESH_DEVICES devices in all. `Report.at` and `Report.value` check their bindings here too.
+
+    >>> mesh_limit({"X": 4096}, {"X": "ici"}, None) is None
+    True
+    >>> mesh_limit({"X": 2**40}, {"X": "ici"}, None)[:2]
+    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit of 4,294,967,296')
+    """
+    if not sizes:
+        return None
+    biggest = max(sizes, key=lambda a: sizes[a])
+    dims = chip.pod_dims if chip is not None else None
+    ici = [a for a in sizes if levels.get(a, "ici") == "ici"]
+    n = math.prod(sizes[a] for a in ici)
+    if dims and ici and n > math.prod(dims):
+        dcn = ("put the axes beyond one pod on DCN (`mesh P=2 @dcn, ...`: pods joined by the "
+               "data-centre network)" if chip.has_level("dcn") else "use fewer chips")
+        return ("H020", f"the mesh's ICI axes hold {_count_text(n)} chips "
+                f"({', '.join(f'{a}={_count_text(sizes[a])}' for a in ici)}), more than the "
+                f"largest slice of a {chip.name}: its pod, {'x'.join(map(str, dims))} "
+                f"({math.prod(dims):,} chips)",
+                f"a slice is at most one pod (the TPU chapter: \"the maximum pod size\"); {dcn}",
+                max(ici, key=lambda a: sizes[a]))
+    total = math.prod(sizes.values())
+    if total > MAX_MESH_DEVICES:
+        shown = ", ".join(f"{a}={_count_text(v)}" for a, v in sizes.items())
+        return ("S015", f"the mesh has {_count_text(total)} devices ({shown}), more than the "
+                f"limit of {MAX_MESH_DEVICES:,}",
+                f"a mesh holds at most {MAX_MESH_DEVICES:,} devices (docs/language.md, "
+                "\"Limits\"), far above any machine built", biggest)
+    return None
+
+
+def _count_text(n: int) -> str:
+    """A device count for a message: digits with commas, or its order of magnitude when longer
+    than 20 digits (a product of 32 axes of 2**63 has 600 digits).
+
+    >>> _count_text(8960), _count_text(10**40 + 7)
+    ('8,960', 'about 10^40')
+    """
+    return f"{n:,}" if n < 10**20 else f"about 10^{math.floor(math.log10(n))}"
 
 
 def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
@@ -261,25 +327,62 @@ def _valid_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | 
 
     >>> _valid_slice(256, "cube-multiple-4", (16, 20, 28)), _valid_slice(256, "full-axis-16", (16, 16))
     ((4, 8, 8), (16, 16))
+    >>> _valid_slice(1000000007, "cube-multiple-4", (16, 20, 28)) is None  # more than a pod
+    True
     """
+    return _slice_search(n, rule, dims)[0]
+
+
+def _slice_search(n: int, rule: str, dims: tuple[int, ...]
+                  ) -> tuple[tuple[int, ...] | None, int]:
+    """`_valid_slice` and the candidate shapes it looked at: none for more chips than the pod
+    holds; otherwise the k-sided shapes (ascending sides) made from n's divisors, found from its
+    prime factors once, at most MAX_SLICE_STEPS of them."""
     k = len(dims)
+    if n < 1 or k == 0 or n > math.prod(dims):
+        return None, 0
+    divisors = _divisors(n)
     best: tuple[int, ...] | None = None
+    steps = 0
+    stack: list[tuple[int, int, tuple[int, ...]]] = [(n, 0, ())]  # (left, lowest index, sides)
+    while stack and steps < MAX_SLICE_STEPS:
+        left, low, sides = stack.pop()
+        if len(sides) == k - 1:
+            if left < (sides[-1] if sides else 1):
+                continue
+            steps += 1
+            shape = (*sides, left)
+            if _slice_problem(shape, rule, dims) is None and (
+                    best is None or _evenness(shape) < _evenness(best)):
+                best = shape
+            continue
+        for i in range(len(divisors) - 1, low - 1, -1):  # pushed largest first: smallest first out
+            f = divisors[i]
+            if left % f == 0 and f ** (k - len(sides)) <= left:
+                stack.append((left // f, i, (*sides, f)))
+    return best, steps
 
-    def splits(left: int, parts: int, low: int):
-        if parts == 1:
-            if left >= low:
-                yield (left,)
-            return
-        for f in range(low, left + 1):
-            if left % f == 0:
-                for rest in splits(left // f, parts - 1, f):
-                    yield (f, *rest)
 
-    for shape in splits(n, k, 1):
-        if _slice_problem(shape, rule, dims) is None and (best is None or _evenness(shape)
-                                                            < _evenness(best)):
-            best = shape
-    return best
+def _divisors(n: int) -> list[int]:
+    """The divisors of n in ascending order, from its prime factors (trial division, which is
+    quick for the counts that reach it: at most a pod's chips).
+
+    >>> _divisors(12), _divisors(8951)
+    ([1, 2, 3, 4, 6, 12], [1, 8951])
+    """
+    out = [1]
+    p, left = 2, n
+    while p * p <= left:
+        e = 0
+        while left % p == 0:
+            left //= p
+            e += 1
+        if e:
+            out = [d * p**j for d in out for j in range(e + 1)]
+        p += 1 if p == 2 else 2
+    if left > 1:
+        out += [d * left for d in out]
+    return sorted(out)
 
 
 def _evenness(shape: tuple[int, ...]) -> tuple[int, float]:

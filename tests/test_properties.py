@@ -7,7 +7,7 @@ import re
 
 import pytest
 import sympy as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import shardc
@@ -135,6 +135,8 @@ def _topology(mesh_line: str, chip: str):
 
     r = run_pipeline(Source("t", mesh_line + "\n"), hardware.load(chip),
                      stop_after="insert-collectives")
+    # ICI axes of more chips than the pod (16^3 on a v5e) are H020: no slice holds them.
+    assume(not any(d.code == "H020" for d in r.diagnostics.items))
     assert not r.diagnostics.has_errors, r.rendered()
     return r.compiled.topology, dict(r.compiled.mesh)
 

@@ -22,7 +22,8 @@ from shardc.cli.inputs import (
     usage_error,
 )
 from shardc.cli.termwrap import write_result
-from shardc.driver.files import CliIOError, check_writable, write_text
+from shardc.driver.files import CliIOError, check_writable, chip_path, write_text
+from shardc.lang.visible import visible, visible_lines
 from shardc.passes.context import Attention, Optimizer, Remat
 
 __all__ = ["COST_MODELS", "add_cost_model_flag", "add_precision_flag", "build_parser", "main",
@@ -156,7 +157,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     source = read_program(args.program)
     if args.output:
         try:  # before compiling: a bad -o should not cost a compile
-            check_writable(args.output, flag="-o", inputs=(args.program,))
+            check_writable(args.output, flag="-o",
+                           inputs=(args.program, chip_path(args.hw)))
         except CliIOError as exc:
             return usage_error(str(exc))
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
@@ -174,7 +176,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             "latex": lambda: r.to_latex(regions=reg)}[args.format]()
     if args.output:
         try:
-            write_text(args.output, text, flag="-o", inputs=(args.program,))
+            chip = r.chip.path if r.chip is not None else None
+            write_text(args.output, text, flag="-o", inputs=(args.program, chip_path(args.hw), chip))
         except CliIOError as exc:
             return usage_error(str(exc))
     elif args.format == "text":
@@ -198,7 +201,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 1
     n_coll = sum(isinstance(op, Collective) for op in result.compiled.ops)
     n_stmt = len(result.program.statements) if result.program else 0
-    print(f"{source.name}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "
+    print(f"{visible(source.name)}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "
           f"{n_coll} collectives)")
     return 0
 
@@ -218,7 +221,7 @@ def _cmd_hw(args: argparse.Namespace) -> int:
     try:
         chip = hardware.load(args.name)
     except hardware.HardwareError as exc:
-        print(f"shardc: error[H001]: {exc}", file=sys.stderr)
+        print(f"shardc: error[H001]: {visible_lines(str(exc))}", file=sys.stderr)
         print("note: known chips: " + ", ".join(hardware.available()), file=sys.stderr)
         return 1
     write_result(hardware.describe(chip) + "\n")
@@ -254,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a compiler bug, never a user error
         if os.environ.get("SHARDC_DEBUG"):
             traceback.print_exc()
-        print(f"shardc: internal error (this is a bug in shardc): {type(exc).__name__}: {exc}\n"
+        print(f"shardc: internal error (this is a bug in shardc): {type(exc).__name__}: "
+              f"{visible_lines(str(exc))}\n"
               "note: rerun with SHARDC_DEBUG=1 to see the traceback", file=sys.stderr)
         return 3
     return 2

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from shardc.lang.units import fmt_sig
+from shardc.lang.visible import visible_lines
 
 
 def add_parser(sub) -> None:
@@ -58,14 +59,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         devices = check_options(args, result.report)
     except UsageError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
     try:
         d = derive(result.report, result.report.program.backward_line, overlaps=overlaps,
                    optimize=args.optimize, partner=args.partner, devices=devices)
     except ValueError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     target = None
     if args.var is not None:
@@ -319,12 +320,15 @@ def _region_lines(by: dict | None) -> list[str]:
 
 
 def to_latex(out: dict) -> str:
+    from shardc.driver.escape import latex_text
+
     lines = ["\\begin{align*}"]
     for c in out["conditions"]:
         s = c["solved"]
-        lines.append(f"  \\text{{{c['name']}}}:\\ & {c['latex']}"
+        lines.append(f"  \\text{{{latex_text(c['name'])}}}:\\ & {c['latex']}"
                      + (f" \\iff {s['var']} {s['rel']} {s['latex']}" if s else "") + " \\\\")
     for o in out["optima"]:
-        lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} && \\text{{({o['overlap']})}} \\\\")
+        lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} && "
+                     f"\\text{{({latex_text(o['overlap'])})}} \\\\")
     lines.append("\\end{align*}")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from shardc.lang.input_limits import MAX_SOURCE_BYTES
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.quoting import clipped, quoted
 from shardc.lang.source import Source
+from shardc.lang.visible import visible_lines
 
 __all__ = ["COST_MODELS", "add_cost_model_flag", "add_precision_flag", "parse_binding",
            "parse_number", "read_program", "usage_error"]
@@ -73,5 +74,5 @@ def read_program(path: str) -> Source:
 
 def usage_error(message: str) -> int:
     """Print `shardc: error: MESSAGE` to stderr; the usage exit code, 2."""
-    print(f"shardc: error: {message}", file=sys.stderr)
+    print(f"shardc: error: {visible_lines(message)}", file=sys.stderr)
     return 2

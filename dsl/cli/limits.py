@@ -11,6 +11,7 @@ import sys
 
 from shardc.cli.inputs import usage_error
 from shardc.cli.termwrap import write_result
+from shardc.lang.visible import visible
 
 DESCRIPTION = """\
 Closed-form limits (Table 2 analogue: d', b', T_critical; the latency-bound limit, Eq. 15; the
@@ -72,14 +73,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_result(report.to_text(lim))
     if args.plot:
+        from shardc.driver.files import CliIOError
         from shardc.tools.epoch.plot import plot_utilization
 
         try:
             out = plot_utilization(lim, args.plot)
         except OSError as exc:
-            return usage_error(f"--plot {args.plot!r}: cannot write: "
-                               f"{exc.strerror or exc}")
+            return usage_error(f"--plot {args.plot!r}: cannot write: {exc.strerror or exc}")
+        except CliIOError as exc:
+            return usage_error(str(exc))
         except ValueError as exc:  # matplotlib: an extension it has no writer for
             return usage_error(f"--plot {args.plot!r}: {exc}")
-        print(f"shardc: wrote {out}", file=sys.stderr)
+        print(f"shardc: wrote {visible(str(out))}", file=sys.stderr)
     return 0

@@ -12,7 +12,7 @@ from typing import get_args
 
 from shardc.cli.termwrap import write_result
 from shardc.driver.json_text import strict_dumps
-from shardc.lang.quoting import quoted
+from shardc.lang.visible import quoted, visible, visible_lines
 from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")
@@ -183,7 +183,7 @@ def _guard(fn):
         try:
             return fn(args)
         except InputError as exc:
-            print(f"shardc {args.command}: error: {exc}", file=sys.stderr)
+            print(f"shardc {args.command}: error: {visible_lines(str(exc))}", file=sys.stderr)
             return 1
     return run
 
@@ -263,14 +263,15 @@ def run_program(args: argparse.Namespace) -> int:
         print(result.rendered(), file=sys.stderr)
         return 1
     for note in prog.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {visible(note)}", file=sys.stderr)
     if args.output:
         from shardc.driver.files import CliIOError, write_text
 
         try:
-            write_text(args.output, prog.text, flag="-o")
+            chip = _chip(args.hw).path if args.hw else None
+            write_text(args.output, prog.text, flag="-o", inputs=(card.path, chip))
         except CliIOError as exc:
-            print(f"shardc: error: {exc}", file=sys.stderr)
+            print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
             return 2
     else:
         sys.stdout.write(prog.text)
@@ -291,12 +292,14 @@ def mesh_layout(strategy: str, mesh: str | None):
         mesh = {"dp": "X", "fsdp": "X", "tp": "Y", "fsdp-tp": "X, Y", "dp-tp": "X, Y"}[strategy]
     axes: list[Axis] = []
     for item in _split_mesh(mesh):
-        m = re.fullmatch(rf"([A-Za-z][A-Za-z0-9]*)\s*(?:=\s*({SIZE_PATTERN}))?\s*"
-                         r"((?:@|wrap|nowrap).*)?", item.strip())
+        # Parsed into values (a name, a whole number, a link level, physical axis names, a
+        # wrap flag) and written back from them, so no text of the flag reaches the program.
+        m = re.fullmatch(rf"\s*({_IDENT})\s*(?:=\s*({SIZE_PATTERN}))?\s*{_LINK}\s*", item)
         if not m:
-            raise InputError(f"--mesh item {item.strip()!r} is not NAME=SIZE (e.g. X=2048, "
-                             "Y=4 @ici(x))")
-        name, size, link = m.group(1), m.group(2), (m.group(3) or "").strip()
+            raise InputError(f"--mesh item {quoted(item.strip())} is not NAME=SIZE with an "
+                             "optional link (e.g. X=2048, Y=4 @ici(x), P=2 @dcn, Z=4 nowrap)")
+        name, size = m.group(1), m.group(2)
+        link = _link_text(m.group(3), m.group(4), m.group(5))
         if name.startswith("P"):
             role = "pod"
         elif strategy == "tp" or (strategy in ("fsdp-tp", "dp-tp") and name.startswith("Y")):
@@ -310,6 +313,27 @@ def mesh_layout(strategy: str, mesh: str | None):
     if strategy in ("fsdp-tp", "dp-tp") and not any(a.role == "tp" for a in axes):
         raise InputError(f"--strategy {strategy} needs a tensor axis named Y... in --mesh")
     return Layout(strategy, tuple(axes), fsdp=strategy in ("fsdp", "fsdp-tp"))
+
+
+_IDENT = r"[A-Za-z][A-Za-z0-9]*"
+_LINK = (rf"(?:@\s*({_IDENT})\s*(?:\(\s*({_IDENT}(?:\s*,\s*{_IDENT})*)\s*\))?)?\s*"
+         r"(?:\b(wrap|nowrap))?")
+"""A mesh axis's link as `--mesh` takes it: `@level`, `@level(x, y)`, then `wrap` or `nowrap`."""
+
+
+def _link_text(level: str | None, physical: str | None, flag: str | None) -> str:
+    """A link written from its parsed parts (`@ici(x, y) nowrap`).
+
+    >>> _link_text("ici", " x ,y", "nowrap"), _link_text(None, None, None)
+    ('@ici(x, y) nowrap', '')
+    """
+    parts = []
+    if level:
+        axes = [a.strip() for a in physical.split(",")] if physical else []
+        parts.append(f"@{level}" + (f"({', '.join(axes)})" if axes else ""))
+    if flag:
+        parts.append(flag)
+    return " ".join(parts)
 
 
 def _layout_flag(text: str, chip, chips: int):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.lang.visible import visible
+
 DESCRIPTION = """\
 Evaluate any reported quantity (t_math_s, t_comms_s, ..., intensity, flops_per_s, bound, or a
 formula such as t_math_s/t_comms_s) over one or two grid axes: --set B=1e3:1e7:log40 (N points,
@@ -61,6 +63,13 @@ def run(args: argparse.Namespace) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             return usage_error(NEEDS_MATPLOTLIB)
+        from shardc.driver.files import CliIOError, check_writable, chip_path
+
+        try:  # before the sweep: a bad path should not cost it
+            check_writable(args.plot, flag="--plot",
+                           inputs=(*args.programs, chip_path(args.hw)))
+        except CliIOError as exc:
+            return usage_error(str(exc))
     try:
         return _run(args)
     except SweepError as exc:
@@ -109,6 +118,8 @@ def _run(args: argparse.Namespace) -> int:
               "json": sweep_render.to_json}[args.format]
     sys.stdout.write(render(sweeps))
     if args.plot:
+        from shardc.driver.files import CliIOError
+
         labels = args.labels or sweep_plot.short_labels([s.program for s in sweeps])
         try:
             if args.kind == "roofline":
@@ -117,7 +128,9 @@ def _run(args: argparse.Namespace) -> int:
                 out = sweep_plot.plot_lines(sweeps, args.plot, plotted, labels, args.title)
         except OSError as exc:
             return usage_error(f"cannot write {args.plot!r}: {exc.strerror or exc}")
-        print(f"shardc: wrote {out}", file=sys.stderr)
+        except CliIOError as exc:
+            return usage_error(str(exc))
+        print(f"shardc: wrote {visible(str(out))}", file=sys.stderr)
     return 0
 
 

@@ -8,6 +8,8 @@ import re
 import shutil
 import sys
 
+from shardc.lang.visible import visible
+
 MIN_WIDTH = 40
 """Narrower terminals (or a `COLUMNS` of 5) still get lines of 40 characters at least."""
 
@@ -135,7 +137,9 @@ def _blocks(lines: list[str]) -> list[list[str]]:
 
 def write_result(text: str) -> None:
     """A text result on stdout, wrapped to the terminal's width when stdout is one (the width
-    from `COLUMNS` or the terminal, as `shutil.get_terminal_size` reads it)."""
+    from `COLUMNS` or the terminal, as `shutil.get_terminal_size` reads it); control characters
+    from user text (a chip file's note, a file name) shown as escapes (`shardc.lang.visible`)."""
+    text = visible(text, keep="\n\t")
     if sys.stdout.isatty():
         text = wrap(text, shutil.get_terminal_size().columns)
     sys.stdout.write(text)

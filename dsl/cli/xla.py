@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from shardc.cli.termwrap import write_result
+from shardc.lang.visible import visible, visible_lines
 
 NEEDS_JAX = "shardc: error: {cmd} needs JAX: pip install 'shardc[jax]'"
 MAX_DEVICES = 256
@@ -43,13 +44,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _positive_devices(text: str) -> int:
-    """--max-devices: a positive whole number (argparse names the flag on error)."""
+    """--max-devices: a positive whole number up to MAX_XLA_DEVICES (argparse names the flag on
+    error)."""
+    from shardc.lang.input_limits import MAX_XLA_DEVICES
     from shardc.lang.numeric import NumberError, parse_decimal, whole
 
     try:
-        return whole(parse_decimal(text), "the number of devices")
+        n = whole(parse_decimal(text), "the number of devices")
     except NumberError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if n > MAX_XLA_DEVICES:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_XLA_DEVICES:,} fake CPU devices (XLA:CPU starts a thread per device "
+            f"and compiles for every one), got {n:,}")
+    return n
 
 
 def _prepare(path: str, args: argparse.Namespace):
@@ -62,7 +70,7 @@ def _prepare(path: str, args: argparse.Namespace):
         prepared = prepare(source, args.hw, args.model, dict(args.bindings),
                            getattr(args, "matmul_precision", "default"))
     except UsageError as exc:
-        print(f"shardc: error: {source.name}: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible(source.name)}: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     if not isinstance(prepared, Prepared):  # a Compilation with errors
         print(prepared.rendered(), file=sys.stderr)
@@ -87,8 +95,8 @@ def run_check(args: argparse.Namespace) -> int:
             continue
         n = devices_needed(p)
         if n > args.max_devices:
-            print(f"shardc: note: {p.compilation.source.name}: not checked: its mesh has {n} "
-                  f"devices, more than --max-devices {args.max_devices} fake CPU devices",
+            print(f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh "
+                  f"has {n} devices, more than --max-devices {args.max_devices} fake CPU devices",
                   file=sys.stderr)
             continue
         prepared.append(p)
@@ -96,12 +104,18 @@ def run_check(args: argparse.Namespace) -> int:
         return status
     configure_devices(max(devices_needed(p) for p in prepared))
     try:
-        import jax  # noqa: F401
+        import jax
     except ImportError:
         print(NEEDS_JAX.format(cmd="xla-check"), file=sys.stderr)
         return 2
     from shardc.tools.xla.render import markdown, text, to_json
 
+    have = len(jax.devices())
+    for p in [p for p in prepared if devices_needed(p) > have]:
+        # XLA_FLAGS already set a device count before shardc could (`configure_devices`).
+        print(f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh has "
+              f"{devices_needed(p)} devices, and XLA_FLAGS gives JAX {have}", file=sys.stderr)
+        prepared.remove(p)
     results = [check(p) for p in prepared]
     if args.format == "json":
         sys.stdout.write(to_json(results))
@@ -117,27 +131,30 @@ def run_check(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from shardc.driver.files import CliIOError, check_writable, write_text
+    from shardc.driver.files import CliIOError, check_writable, chip_path, write_text
     from shardc.tools.xla.export import script
 
     try:  # before compiling: a bad -o is a usage error whatever the program holds
-        check_writable(args.output, flag="-o", inputs=(args.program,))
+        check_writable(args.output, flag="-o", inputs=(args.program, chip_path(args.hw)))
     except CliIOError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     p = _prepare(args.program, args)
     if isinstance(p, int):
         return p
     out = Path(args.output)
     try:
-        write_text(args.output, script(p, out.name), flag="-o", inputs=(args.program,))
+        report = p.compilation.report
+        chip = report.chip.path if report is not None and report.chip is not None else None
+        write_text(args.output, script(p, out.name), flag="-o",
+                   inputs=(args.program, chip_path(args.hw), chip))
     except CliIOError as exc:
-        print(f"shardc: error: {exc}", file=sys.stderr)
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
         return 1
     skipped = [st for st in p.statements if st.skip]
     for st in skipped:
         print(f"shardc: note: line {st.line} not exported: {st.skip}", file=sys.stderr)
-    print(f"{out}: {len(p.statements) - len(skipped)} statements on "
+    print(f"{visible(str(out))}: {len(p.statements) - len(skipped)} statements on "
           f"{devices_needed(p)} devices")
     return 0
 

@@ -6,11 +6,11 @@ optional). `math_html` and `table_html` are the HTML helpers every notebook view
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from shardc.driver import decisions as words
+from shardc.driver.escape import html_text
 from shardc.driver.formulas import latex
 from shardc.lang.units import fmt_value
 
@@ -29,7 +29,7 @@ def short_repr(r: Report) -> str:
 
 def math_html(expr: Any) -> str:
     """A formula as inline LaTeX for MathJax: `\\(\\frac{B}{X}\\)`."""
-    return "\\(" + html.escape(latex(expr)) + "\\)"
+    return "\\(" + html_text(latex(expr)) + "\\)"
 
 
 def table_html(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -44,7 +44,7 @@ def render_html(r: Report) -> str:
     from shardc.driver.printers import SUMMARY
 
     r.evaluate()
-    e = html.escape
+    e = html_text
     out = [f"<div class='shardc-report'><b>shardc report</b> <code>{e(r.name)}</code> &mdash; "
            f"chip <b>{e(r.hardware_name or 'none')}</b>, model <b>{e(r.model)}</b>, mesh "
            + ", ".join(f"<code>{e(n)}={e(str(s if s is not None else n))}</code>"
@@ -80,7 +80,7 @@ def decisions_html(ds: Decisions) -> str:
     """The decisions as a table: each contraction's case, the plan chosen and the runner-up,
     each with what ranked it and its communication time as a formula, and when the runner-up
     would win (or by how much it lost)."""
-    e = html.escape
+    e = html_text
     if not ds:
         return ("<div class='shardc-decisions'><b>decisions</b>: none (each contraction had "
                 "one plan, or one that moves no data)</div>")
@@ -102,7 +102,7 @@ def decisions_html(ds: Decisions) -> str:
 
 def _plan_cell(d: Decision, a: Alternative) -> str:
     """A plan's steps, what ranked it, and its communication time as a formula."""
-    return (f"{html.escape(words.plan_text(d, a))}<br>[{html.escape(words.ranking_note(d, a))}]"
+    return (f"{html_text(words.plan_text(d, a))}<br>[{html_text(words.ranking_note(d, a))}]"
             f"<br>comms {math_html(a.cost)}")
 
 
@@ -115,7 +115,7 @@ def _wins_cell(d: Decision, a: Alternative) -> str:
                 if best else "never at these sizes")
     when = words.condition(d, a)
     if a.wins is None or when in ("always", "never") or when.startswith("never:"):
-        return html.escape(when)
+        return html_text(when)
     return math_html(a.wins)
 
 

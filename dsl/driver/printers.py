@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shardc.driver import decisions
+from shardc.driver.escape import latex_comment, latex_text, md_code, md_text
 from shardc.driver.formulas import latex, text
 from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
+from shardc.lang.visible import visible
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
@@ -20,24 +22,13 @@ SUMMARY = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"), ("T_comms", "
            ("memory/device", "memory_per_device_bytes", "B"))
 
 
-def latex_text(text: str) -> str:
-    r"""Text for LaTeX's text mode: an op such as `Send_{X: 0->3}` or `gelu_grad`.
-
-    >>> print(latex_text("Send_{X: 0->3}"))
-    Send\_\{X: 0$\to$3\}
-    """
-    for old, new in (("_", "\\_"), ("{", "\\{"), ("}", "\\}"), ("->", "$\\to$")):
-        text = text.replace(old, new)
-    return text
-
-
 def _header(r: Report) -> list[str]:
     mesh = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.mesh)
     dims = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.dims)
     binds = " ".join(f"{k}={v:g}" for k, v in sorted(r.bindings.items()))
     precision = r.cost.matmul_precision
-    lines = [f"shardc report: {r.name}",
-             f"  chip: {r.hardware_name or 'none (hardware symbols stay symbolic)'}   "
+    lines = [f"shardc report: {visible(r.name)}",
+             f"  chip: {visible(r.hardware_name or 'none (hardware symbols stay symbolic)')}   "
              f"model: {r.model}"
              + (f"   matmul precision: {precision}" if precision != "default" else ""),
              f"  mesh: {mesh or '(none)'}   dims: {dims or '(none)'}"]
@@ -164,7 +155,7 @@ def render_text(r: Report) -> str:
                    "async": " [off the critical path: asynchronous]"}.get(by_index[i].overlap, "")
             out.append(f"  #{i}: {why}{tag}")
     for w in r.warnings:
-        out.append(f"warning: {w}")
+        out.append(f"warning: {visible(w)}")
     return "\n".join(out) + "\n"
 
 
@@ -242,15 +233,12 @@ def _block_lines(r: Report) -> list[str]:
     return out
 
 
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|")
-
-
 def render_markdown(r: Report) -> str:
     r.evaluate()
-    out = [f"### shardc report: `{r.name}`", ""]
-    out.append(f"chip **{r.hardware_name or 'none'}**, model **{r.model}**, mesh "
-               + ", ".join(f"`{n}={s if s is not None else n}`" for n, s in r.program.mesh))
+    out = [f"### shardc report: {md_code(r.name, markup_as_text=True)}", ""]
+    out.append(f"chip **{md_text(r.hardware_name or 'none')}**, model **{r.model}**, mesh "
+               + ", ".join(md_code(f"{n}={s if s is not None else n}")
+                           for n, s in r.program.mesh))
     out.append("")
     out.append("| quantity | value | formula |")
     out.append("|---|---|---|")
@@ -264,7 +252,7 @@ def render_markdown(r: Report) -> str:
                    "model FLOPs / (devices x peak x T_step); every FLOP a device runs |")
     for b in r.cost.blocks:
         out.append("")
-        out.append(f"`repeat {_md_escape(b.text)}` (line {b.line}):")
+        out.append(f"{md_code(f'repeat {b.text}')} (line {b.line}):")
         out.append("")
         out.append("| quantity | per iteration | all iterations | per iteration |")
         out.append("|---|---|---|---|")
@@ -275,23 +263,24 @@ def render_markdown(r: Report) -> str:
     if r.conditions:
         out.append("")
         for c in r.conditions:
-            out.append(f"- {c.text}: ${latex(c.relation)}$ ({_holds(r.holds(c.relation))})")
+            out.append(f"- {md_text(c.text)}: ${latex(c.relation)}$ "
+                       f"({_holds(r.holds(c.relation))})")
     if r.decisions:
         out.append("")
         out.append("**decisions**")
         out.append("")
         for d in r.decisions:
-            out.append(f"- line {d.line} `{decisions.statement(d)}` (decided by "
-                       f"{decisions.decided_by(d)})")
+            out.append(f"- line {d.line} {md_code(decisions.statement(d))} (decided by "
+                       f"{md_text(decisions.decided_by(d))})")
             for a in d.alternatives:
                 when = decisions.condition(d, a)
                 cond = (f" ({when})" if when.startswith(("never", "always"))
-                        else f" — wins if `{when}`" if when else "")
+                        else f" — wins if {md_code(when)}" if when else "")
                 out.append(f"  - {'**chosen**: ' if a.chosen else ''}"
-                           f"{_md_escape(decisions.description(d, a))}{cond}")
+                           f"{md_text(decisions.description(d, a))}{cond}")
             for reg in decisions.regions(d):
-                out.append(f"  - region `{decisions.region_text(reg)}`: "
-                           f"{_md_escape(decisions.candidate_text(d, reg.order))}")
+                out.append(f"  - region {md_code(decisions.region_text(reg))}: "
+                           f"{md_text(decisions.candidate_text(d, reg.order))}")
     out.append("")
     out.append("| # | line | op | axes | from → to | FLOPs/dev | bytes | time | bound | reason |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")
@@ -299,16 +288,18 @@ def render_markdown(r: Report) -> str:
         t = r.value(c.time)
         bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
         out.append("| " + " | ".join([
-            str(c.index), str(c.line), c.op, format_axes(c.axes) if c.axes else "",
-            _md_escape(f"`{c.src}` → `{c.dst}`"), fmt_value(r.value(c.flops_per_device), "flop"),
+            str(c.index), str(c.line), md_text(c.op), format_axes(c.axes) if c.axes else "",
+            f"{md_code(c.src, table=True)} → {md_code(c.dst, table=True)}",
+            fmt_value(r.value(c.flops_per_device), "flop"),
             fmt_value(r.value(bytes_), "B"), fmt_value(t, "s"), r.op_bound(c) or "-",
-            _md_escape(c.reason)]) + " |")
+            md_text(c.reason)]) + " |")
     return "\n".join(out) + "\n"
 
 
 def render_latex(r: Report) -> str:
     r.evaluate()
-    out = [f"% shardc report: {r.name} (chip {r.hardware_name or 'none'}, model {r.model})",
+    out = [f"% shardc report: {latex_comment(r.name)} (chip "
+           f"{latex_comment(r.hardware_name or 'none')}, model {r.model})",
            "\\begin{align*}"]
     rows = []
     for label, key, _ in SUMMARY:
@@ -317,7 +308,7 @@ def render_latex(r: Report) -> str:
     out.append("\\end{align*}")
     if r.conditions:
         out.append("\\begin{align*}")
-        out.append(" \\\\\n".join(f"  \\text{{{c.name}}}:\\ & {latex(c.relation)}"
+        out.append(" \\\\\n".join(f"  \\text{{{latex_text(c.name)}}}:\\ & {latex(c.relation)}"
                                    for c in r.conditions))
         out.append("\\end{align*}")
     out.append("\\begin{tabular}{rllll}")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import sympy as sp
 
 from shardc.driver.decisions import relation_text
-from shardc.lang.limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:
@@ -104,6 +104,8 @@ def text_lines(r: Report) -> list[str]:
 
 
 def markdown_lines(r: Report) -> list[str]:
+    from shardc.driver.escape import md_code, md_text
+
     regions = r.regions()
     if not regions:
         return []
@@ -112,14 +114,17 @@ def markdown_lines(r: Report) -> list[str]:
            "|---|---|---|" + "---|" * len(TOTALS)]
     for v in regions:
         rr: Report = v.result
-        out.append(f"| `{condition_text(v)}` | {v.share:.0%} | {collectives(rr)} | "
-                   + " | ".join(f"`{rr.totals[key]}`" for _, key, _ in TOTALS) + " |")
+        out.append(f"| {md_code(condition_text(v), table=True)} | {v.share:.0%} | "
+                   f"{md_text(collectives(rr))} | "
+                   + " | ".join(md_code(str(rr.totals[key]), table=True) for _, key, _ in TOTALS)
+                   + " |")
     return out
 
 
 def latex_lines(r: Report) -> list[str]:
     """The totals as `cases` over the regions (`Report.piecewise`), for `--format latex`."""
-    from shardc.driver.printers import latex, latex_text
+    from shardc.driver.escape import latex_text
+    from shardc.driver.printers import latex
 
     regions = r.regions()
     if regions is None:

@@ -230,6 +230,9 @@ class Report:
                 raise KeyError(f"unknown name {k!r} to bind; names are "
                                f"{', '.join(sorted(known))}")
             env[known[k]] = _binding(k, v)
+        from shardc.driver.mesh_limits import check_mesh_bindings
+
+        check_mesh_bindings(self, overrides)
         return env
 
     def function(self, expr: sp.Expr) -> tuple[tuple[sp.Symbol, ...], Callable[..., Any]]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from shardc.lang.source import NO_SPAN, Source, Span
+from shardc.lang.visible import visible, visible_columns
 
 Severity = Literal["error", "warning", "note"]
 
@@ -23,12 +24,16 @@ class Diagnostic:
     notes: tuple[str, ...] = ()
 
     def render(self, source: Source | None) -> str:
-        """Render as `file:line:col: severity[CODE]: message`, the source line and a caret."""
-        name = source.name if source is not None else "<input>"
+        """Render as `file:line:col: severity[CODE]: message`, the source line and a caret.
+        Control characters anywhere (the file name, a quoted name, the source line) are shown
+        as escapes (`shardc.lang.visible`), the caret moved to match."""
+        name = visible(source.name) if source is not None else "<input>"
+        message = visible(self.message)
+        notes = [f"note: {visible(n)}" for n in self.notes]
         if self.span.line <= 0:
-            head = f"{name}: {self.severity}[{self.code}]: {self.message}"
-            return "\n".join([head, *(f"note: {n}" for n in self.notes)])
-        head = f"{name}:{self.span.line}:{self.span.col}: {self.severity}[{self.code}]: {self.message}"
+            head = f"{name}: {self.severity}[{self.code}]: {message}"
+            return "\n".join([head, *notes])
+        head = f"{name}:{self.span.line}:{self.span.col}: {self.severity}[{self.code}]: {message}"
         lines = [head]
         text = source.line_text(self.span.line) if source is not None else ""
         if text:
@@ -37,10 +42,11 @@ class Diagnostic:
             )
             width = max(1, min(width, len(text) - self.span.col + 2))
             text, col, width = _window(text, self.span.col, width)
+            text, col, width = visible_columns(text, col, width)
             lines.append(f"  {text}")
             caret = " " * (col - 1) + "^" * width
-            lines.append(f"  {caret}" + (f" {self.label}" if self.label else ""))
-        lines.extend(f"note: {n}" for n in self.notes)
+            lines.append(f"  {caret}" + (f" {visible(self.label)}" if self.label else ""))
+        lines.extend(notes)
         return "\n".join(lines)
 
 

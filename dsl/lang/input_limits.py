@@ -14,12 +14,26 @@ MAX_STATEMENTS = 20_000
 MAX_NESTING = 100
 """Depth of an expression (operators, parentheses and calls stacked inside one another) and of
 `repeat` blocks."""
+MAX_DERIVED_NAME = 240
+"""Characters of the name an intermediate value is shown by (`exp(A-max_S(A))`); a longer one is
+elided in the middle with `…` (not an error: names of nested expressions grow with each level)."""
 MAX_MESH_AXES = 32
 """Mesh axes in one program."""
+MAX_MESH_DEVICES = 2**32
+"""Devices in one mesh (the product of its axes' sizes, with `--set` applied): 4,294,967,296, as
+many as 32 axes of 2 (MAX_MESH_AXES), far above any machine built (the largest published
+training runs used 16,384 H100s and 6,144 TPU v4 chips). On a TPU the axes on ICI are held
+further, to the chip's largest slice (its pod)."""
+MAX_SLICE_STEPS = 100_000
+"""Candidate shapes the slice search (`passes/topology.py`) looks at for one device count; a
+count a pod can hold has far fewer (8,960 chips on a v5p: 165 three-sided shapes)."""
 MAX_AXES_PER_DIM = 8
 """Mesh axes sharding one dimension (and so taking part in one contraction's plan search)."""
 MAX_SWEEP_POINTS = 1_000_000
 """Points in one sweep (the product of its grid sizes)."""
+MAX_XLA_DEVICES = 1024
+"""Fake CPU devices `xla-check --max-devices` may ask XLA for: XLA:CPU starts a thread per
+device and its compiles slow down with each (a 32x32 mesh checks in about 3 s)."""
 MAX_PLAN_CHIPS = 2**18
 """Chips in one `shardc plan`: 262,144, above the largest published training runs (LLaMA 3 405B
 trained on 16,384 H100s). Plan compiles every candidate layout, and a candidate at this size

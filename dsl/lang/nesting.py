@@ -13,12 +13,14 @@ from shardc.lang.parse_errors import error, token_span
 from shardc.lang.source import Span
 
 # Tree nodes that stack one expression (or count, or block) inside another, and the child whose
-# token marks where: the operator of `a + b` and `a ·_J b`, the name of `f(a)`, the collective.
+# token marks where: the operator of `a + b` and `a ·_J b`, the name of `f(a)`, the collective,
+# the reduction (`softmax_{S}(a)`).
 _NESTING = {"binary": 1, "contract": 1, "count_binary": 1, "call": 0, "collective": 0,
-            "repeat_block": None}
+            "reduce": 0, "repeat_block": None}
 _NESTING_NOTE = (f"an expression or a repeat count nests at most {MAX_NESTING} deep: each "
-                 "operator, call or collective inside another adds a level, and a chain such as "
-                 "A + A + ... adds one per operator; split it into several assignments")
+                 "operator, call, reduction or collective inside another adds a level, and a "
+                 "chain such as A + A + ... adds one per operator; split it into several "
+                 "assignments")
 _REPEAT_NOTE = f"`repeat` blocks nest at most {MAX_NESTING} deep"
 
 

@@ -202,6 +202,10 @@ def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[st
 
 
 def _save(fig, path: str | Path) -> Path:
-    out = Path(path)
-    fig.savefig(out, dpi=130)
-    return out
+    """Save the figure to `path` whole (`shardc.driver.files.atomic_path`: checked, then a
+    temporary file renamed over it)."""
+    from shardc.driver.files import atomic_path
+
+    with atomic_path(str(path), flag="--plot") as tmp:
+        fig.savefig(tmp, dpi=130)
+    return Path(path)

@@ -28,7 +28,7 @@ from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.chain import JointPick, Option, consumer_hint, plan_chain
 from shardc.passes.lower.explain import beat_text, case_reason
-from shardc.passes.lower.state import LoweringState
+from shardc.passes.lower.state import LoweringState, derived_name
 from shardc.passes.regions import Candidate
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
@@ -90,7 +90,7 @@ class Contractions(LoweringState):
         lv2 = self.apply_steps(lv, best.lhs_steps, e.span, why_l, beat)
         rv2 = self.apply_steps(rv, best.rhs_steps, e.span, why_r, beat)
         case = case_label(lv.layout, rv.layout, e.dims)
-        name = target if stmt is not None else f"{lv.array}·{rv.array}"
+        name = target if stmt is not None else derived_name(f"{lv.array}·{rv.array}")
         out = Value(self.fresh(name), name, dtype, best.local_out)
         v = self.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
         why_o = case_reason(lv, rv, e.dims, "out", name, mesh)

@@ -12,7 +12,7 @@ from shardc.lang.syntax import Binary
 from shardc.passes.cost_model import Num
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import local_elements, steps_time
-from shardc.passes.lower.state import LoweringState
+from shardc.passes.lower.state import LoweringState, derived_name
 from shardc.passes.regions import Candidate, plan_key
 from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.symbols import as_expr
@@ -146,7 +146,7 @@ class ElementwiseOps(LoweringState):
             why += " (the requested one, moving the operands rather than the result)"
         big = self.apply_steps(big, best.big_steps, span, lambda s: why)
         small = self.apply_steps(small, best.small_steps, span, lambda s: why)
-        name = f"{lv.array}{op}{rv.array}"
+        name = derived_name(f"{lv.array}{op}{rv.array}")
         out = Value(self.fresh(name), name, promote(lv.dtype, rv.dtype), best.layout)
         args = (big, small) if set(rv.dims) <= set(lv.dims) else (small, big)
         return self.emit(Elementwise(op, out, args, span))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from shardc.lang.input_limits import MAX_DERIVED_NAME
 from shardc.lang.layout import Layout, format_axes
 from shardc.lang.source import Span
 from shardc.lang.syntax import Assign, Contract, Expr
@@ -25,6 +26,23 @@ if TYPE_CHECKING:
     import sympy as sp
 
     from shardc.passes.regions import Chooser
+
+def derived_name(text: str) -> str:
+    """The name an intermediate value is shown by (`exp(A-max_S(A))`), elided in the middle past
+    MAX_DERIVED_NAME characters. A name repeats its operands' names, and softmax repeats its
+    argument's four times, so without the cap the names of nested softmaxes grow as 4^depth
+    (12 deep: gigabytes).
+
+    >>> derived_name("gelu(A)")
+    'gelu(A)'
+    >>> len(derived_name("gelu(" * 100 + "A" + ")" * 100)) == MAX_DERIVED_NAME
+    True
+    """
+    if len(text) <= MAX_DERIVED_NAME:
+        return text
+    tail = MAX_DERIVED_NAME // 4
+    return f"{text[:MAX_DERIVED_NAME - tail - 1]}…{text[-tail:]}"
+
 
 TYPICAL_DIM = 4096
 TYPICAL_AXIS = 4

@@ -29,6 +29,7 @@ from shardc.passes.ir import Collective, CompiledProgram, Elementwise, Input, Re
 from shardc.passes.lower.contract import Contractions
 from shardc.passes.lower.elementwise import ElementwiseOps
 from shardc.passes.lower.explicit import ExplicitCollectives
+from shardc.passes.lower.state import derived_name
 from shardc.passes.regions import Chooser
 
 
@@ -164,7 +165,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
                                      f"{fn} is not linear: partial sums are reduced first")
                     if a is None:
                         return None
-                name = f"{fn}({a.array})"
+                name = derived_name(f"{fn}({a.array})")
                 out = Value(self.fresh(name), name, a.dtype, a.layout)
                 return self.emit(Elementwise(fn, out, (a,), e.span))
             case CollectiveCall():
@@ -184,7 +185,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         if e.kind == "Broadcast":  # the gradient of a sum: copied along the dims it lacks
             dims = tuple(DimSharding(d, a.layout.axes_of(d) if d in a.dims else ())
                          for d in e.dims)
-            name = f"broadcast({a.array})"
+            name = derived_name(f"broadcast({a.array})")
             out = Value(self.fresh(name), name, a.dtype, Layout(dims, a.layout.unreduced))
             new = tuple(d for d in e.dims if d not in a.dims)
             return self.emit(Reduction("broadcast", out, a, new, e.span))
@@ -201,7 +202,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         shifted = self.combine("-", a, peak, e.span)
         if shifted is None:
             return None
-        name = f"exp({shifted.array})"
+        name = derived_name(f"exp({shifted.array})")
         ex = self.emit(Elementwise("exp", Value(self.fresh(name), name, a.dtype, shifted.layout),
                                    (shifted,), e.span))
         total = self.reduction("sum", ex, e.dims, e.span)
@@ -219,7 +220,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         axes = frozenset(x for d in a.layout.dims if d.dim in dims for x in d.axes)
         kept = tuple(d for d in a.layout.dims if d.dim not in dims)
         unreduced = a.layout.unreduced | axes if kind == "sum" else a.layout.unreduced
-        name = f"{kind}_{''.join(dims)}({a.array})"
+        name = derived_name(f"{kind}_{''.join(dims)}({a.array})")
         out = Value(self.fresh(name), name, a.dtype, Layout(kept, unreduced))
         return self.emit(Reduction(kind, out, a, dims, span))
 

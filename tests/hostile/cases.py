@@ -320,3 +320,7 @@ CASES = [*CODE_EXECUTION, *TRACEBACKS, *HANGS, *SILENTLY_WRONG]
 from tests.hostile.cases_numbers import CASES as _NUMBERS  # noqa: E402, I001
 
 CASES += _NUMBERS
+
+from tests.hostile.cases_safety import CASES as _SAFETY  # noqa: E402, I001
+
+CASES += _SAFETY

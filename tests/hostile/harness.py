@@ -82,7 +82,7 @@ class Case:
     must_not_exist: tuple[str, ...] = ("pwned",)
     """Files (relative to the case folder) that a successful payload would have created."""
     setup: str = ""
-    """A named setup step for inputs a table cannot hold: `fifo`, `dir`."""
+    """A named setup step for inputs a table cannot hold: `fifo`, `dir`, `symlink:LINK->TARGET`."""
     check_numbers: bool = True
     after: tuple[str, ...] = ()
     """A command to run after shardc (say, the exported script), with `{tmp}` substituted; it
@@ -114,6 +114,9 @@ def _materialise(case: Case, tmp: Path) -> None:
         os.mkfifo(tmp / "fifo.shard")
     elif case.setup == "dir":
         (tmp / "adir").mkdir()
+    elif case.setup.startswith("symlink:"):  # "symlink:LINK->TARGET", both in the case folder
+        link, target = case.setup.removeprefix("symlink:").split("->")
+        os.symlink(target, tmp / link)
 
 
 def _wait(proc: subprocess.Popen, stdin: bytes | None

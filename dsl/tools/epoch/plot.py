@@ -66,7 +66,11 @@ def plot_utilization(lim: Limits, path: str | Path) -> Path:
     fig.suptitle("Utilization of three-month training runs (the Epoch AI paper's model as simulated by "
                  "shardc). o: our threshold, x: the paper's (Tables 3, 4)", fontsize=10)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    from shardc.driver.files import atomic_path
+
+    try:
+        with atomic_path(str(path), flag="--plot") as tmp:  # checked, then renamed over it
+            fig.savefig(tmp, dpi=130)
+    finally:
+        plt.close(fig)
+    return Path(path)

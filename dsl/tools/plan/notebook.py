@@ -5,9 +5,9 @@ call these. The table's columns and numbers are those of the text plan (`render`
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING
 
+from shardc.driver.escape import html_text
 from shardc.driver.notebook import table_html
 from shardc.tools.plan.render import ordered, pct_of, time_text
 
@@ -28,7 +28,7 @@ def render_html(p: Plan) -> str:
     candidates not evaluated with their reason), and why the best wins, collapsed."""
     from shardc.tools.plan.explanation import book_figures, explain
 
-    e = html.escape
+    e = html_text
     sl = p.slice
     idle = f", {sl.idle} idle" if sl.idle else ""
     pods = f" ({sl.pods} pods of {sl.chips_per_pod})" if sl.pods > 1 else ""

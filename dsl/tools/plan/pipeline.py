@@ -30,6 +30,7 @@ from shardc.hardware import Chip
 from shardc.passes.context import PipelineSchedule
 from shardc.passes.schedule import schedule
 from shardc.tools.models import ModelCard
+from shardc.tools.models.programs import comment, hardware_line
 from shardc.tools.models.sharding import Layout, Sharding, ShardingError
 from shardc.tools.plan.candidates import Options, Pipeline, Slice
 
@@ -111,10 +112,10 @@ def boundary_program(card: ModelCard, layout: Layout, pipe: Pipeline, micro: int
     act = s.act("B", "T", "D", d_tp=True)
     mesh = f"PP={pipe.stages}" + (f", {layout.mesh_text()}" if layout.axes else "")
     return "\n".join([
-        f"# {card.display_name}: a pipeline stage boundary ({pipe.text()}).",
+        comment(f"{card.display_name}: a pipeline stage boundary ({pipe.text()})."),
         f"mesh {mesh}",
         f"dim B={micro}, T={seq}, D={card.d_model}",
-        f"hardware {hw}",
+        hardware_line(hw),
         "",
         f"Act: bf16[{act}]   # one microbatch's residual stream leaving a stage",
         f"dAct: bf16[{act}]  # its gradient, coming back",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shardc.driver.escape import md_code, md_text
 from shardc.driver.json_text import strict_dumps
 from shardc.lang.units import fmt_sig, fmt_value
 from shardc.tools.xla.check import CheckResult
@@ -128,8 +129,8 @@ def to_json(results: list[CheckResult]) -> str:
 def _md_comms(cs: tuple[Comm, ...], xla: bool) -> str:
     if not cs:
         return "none"
-    return "<br>".join(f"{c.label()}({c.array}) {fmt_value(c.bytes, 'B')}"
-                       + (f" `{c.shape}`" if xla else "") for c in cs)
+    return "<br>".join(md_text(f"{c.label()}({c.array}) {fmt_value(c.bytes, 'B')}")
+                       + (f" {md_code(str(c.shape), table=True)}" if xla else "") for c in cs)
 
 
 def markdown(results: list[CheckResult]) -> str:
@@ -137,7 +138,7 @@ def markdown(results: list[CheckResult]) -> str:
     lines = ["| program | line | statement | shardc | XLA | verdict | explanation |",
              "|---|---|---|---|---|---|---|"]
     for res in results:
-        name = res.program.replace("\\", "/").rsplit("/", 1)[-1]
+        name = md_text(res.program.replace("\\", "/").rsplit("/", 1)[-1])
         if not res.rows:
             lines.append(f"| {name} | - | (declarations only) | - | - | - | - |")
         for r in res.rows:
@@ -145,6 +146,7 @@ def markdown(results: list[CheckResult]) -> str:
             if len(notes) < len(r.explanations):
                 notes.insert(0, "f32 on CPU, costed at the program's dtype")
             why = r.reason or "; ".join(notes)
-            lines.append(f"| {name} | {r.line} | `{r.statement}` | {_md_comms(r.ours, False)} | "
-                         f"{_md_comms(r.xla, True)} | {r.verdict} | {why} |")
+            lines.append(f"| {name} | {r.line} | {md_code(r.statement, table=True)} | "
+                         f"{_md_comms(r.ours, False)} | {_md_comms(r.xla, True)} | {r.verdict} | "
+                         f"{md_text(why)} |")
     return "\n".join(lines) + "\n"
