@@ -95,6 +95,9 @@ class OpCost:
     fusion: str = ""
     """On a fused group's root: XLA's fusion kind, "loop", "input" (a reduction) or "output"
     (a matmul); "" otherwise."""
+    t_expected: sp.Expr = ZERO
+    """The calibrated expectation of `time` (`_expected`); equals `time` without a
+    calibration."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +188,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     mesh = program.mesh_axes
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
+    calibrated = ctx.chip is not None and getattr(ctx.chip, "calibration", None) is not None
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo: dict[tuple, OpCost | None] = {}
@@ -227,6 +231,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         from shardc.passes.fusion_cost import fused_costs
 
         costs = fused_costs(costs, program, fusion, syms, ctx.attention == "flash")
+    costs = _with_expected(costs, syms, calibrated)
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
     redo = kept_activations(program, ctx.remat, ctx.attention)[1]
     again = [c for c in costs if c.index in set(redo)]
@@ -265,6 +270,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         "t_step_sum_s": t_compute + t_comms,
         "t_comms_critical_s": t_critical,
     })
+    totals["t_expected_s"] = _expected_total(charged, totals, syms, calibrated)
     if again:
         totals["t_recompute_s"] = summed([(c.time, c.count) for c in again])
         totals["recompute_flops_per_device"] = summed([(c.flops_per_device, c.count)
@@ -294,6 +300,50 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
                     notes=(f"{ctx.chip.name}'s chip file lists rates for "
                            f"{', '.join(ctx.chip.flops)}; {dtype} products are timed at "
                            f"{rate.value:.4g} FLOP/s",))
+
+
+def _with_expected(costs: list[OpCost], syms: HardwareSymbols, calibrated: bool
+                   ) -> list[OpCost]:
+    """Each op with its expected time, once its roofline figures are final (after
+    `--attention flash` and fusion): each distinct (math, HBM) pair is derived once."""
+    seen: dict[tuple, sp.Expr] = {}
+    out = []
+    for c in costs:
+        key = (c.kind, c.t_math, c.t_hbm, c.time)
+        if key not in seen:
+            seen[key] = _expected(c, syms, calibrated)
+        out.append(dataclasses.replace(c, t_expected=seen[key]))
+    return out
+
+
+def _expected(c: OpCost, syms: HardwareSymbols, calibrated: bool) -> sp.Expr:
+    """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
+    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. Collectives keep
+    their roofline time (the network is not calibrated yet), and so does an op that costs
+    nothing (a slice, or an op fused into another's kernel: the kernel pays once); without a
+    calibration every op keeps it."""
+    if not calibrated or c.kind == "collective" or (c.t_math == 0 and c.t_hbm == 0):
+        return c.time
+    hbm = c.t_hbm / syms.eta_hbm
+    body = hbm if c.t_math == 0 else sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
+    return syms.t_call + body
+
+
+def _expected_total(charged: list[OpCost], totals: dict[str, sp.Expr], syms: HardwareSymbols,
+                    calibrated: bool) -> sp.Expr:
+    """The program's expected time: its ops one after another (a device runs its kernels in
+    turn), the collectives that nothing overlaps added, at least the whole communication time
+    and at least one program call (t_dispatch). Never below T_lower: each op's expected time is
+    at least its math and its HBM time, and the sum of maxima is at least the maximum of sums.
+    Without a calibration it is T_lower."""
+    if not calibrated:
+        return totals["t_lower_s"]
+    compute = summed([(c.t_expected, c.count) for c in charged if c.kind != "collective"])
+    serial = compute + totals["t_comms_critical_s"]
+    terms = [syms.t_dispatch, serial]
+    if totals["t_comms_critical_s"] != totals["t_comms_s"]:
+        terms.append(totals["t_comms_s"])
+    return sp.Max(*terms, evaluate=False)
 
 
 def _conditions(program: CompiledProgram, costs: list[OpCost], t_math: sp.Expr,

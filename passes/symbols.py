@@ -2,7 +2,9 @@
 
 Hardware symbols follow the book: C (peak FLOP/s, bf16), W_hbm, W_ici (bidirectional per axis),
 t_hop (per-hop ICI latency). Other dtypes get C_int8, C_fp8, ...; a program dim named C renames
-the bf16 rate to C_bf16 so the two never print alike.
+the bf16 rate to C_bf16 so the two never print alike. The calibration's efficiency figures
+(`hardware.calibration`) are symbols too: eta_mxu, eta_hbm (fractions of C and W_hbm reached),
+t_call (per op) and t_dispatch (per program call); they appear only in the expected time.
 """
 
 from __future__ import annotations
@@ -80,6 +82,29 @@ class HardwareSymbols:
     def t_hop(self) -> sp.Symbol:
         return sp.Symbol("t_hop", positive=True)
 
+    @property
+    def eta_mxu(self) -> sp.Symbol:
+        """The sustained fraction of the peak FLOP/s a product reaches (a calibration)."""
+        return sp.Symbol("eta_mxu", positive=True)
+
+    @property
+    def eta_hbm(self) -> sp.Symbol:
+        """The achievable fraction of W_hbm (a calibration)."""
+        return sp.Symbol("eta_hbm", positive=True)
+
+    @property
+    def t_call(self) -> sp.Symbol:
+        """The fixed cost of one op (a kernel launch; a calibration)."""
+        return sp.Symbol("t_call", nonnegative=True)
+
+    @property
+    def t_dispatch(self) -> sp.Symbol:
+        """The floor of one program call (an empty jitted call; a calibration)."""
+        return sp.Symbol("t_dispatch", nonnegative=True)
+
+    def calibration(self) -> tuple[sp.Symbol, ...]:
+        return (self.eta_mxu, self.eta_hbm, self.t_call, self.t_dispatch)
+
     def w(self, level: str) -> sp.Symbol:
         """Bandwidth of a network level: W_ici, W_nvlink, W_pcie, W_ib, W_dcn."""
         return sp.Symbol(f"W_{level}", positive=True)
@@ -95,7 +120,7 @@ class HardwareSymbols:
         return Links({lv: self.w(lv) for lv in LEVELS}, {lv: self.t(lv) for lv in LEVELS})
 
     def all_for(self, dtypes: set[str]) -> list[sp.Symbol]:
-        return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm,
+        return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm, *self.calibration(),
                 *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)])]
 
     def is_hardware(self, sym: sp.Symbol) -> bool:
@@ -104,7 +129,10 @@ class HardwareSymbols:
             n.startswith("C_") and n[2:] in DTYPE_NAMES)
 
 
-HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *(f"W_{lv}" for lv in LEVELS),
+CALIBRATION_NAMES = ("eta_mxu", "eta_hbm", "t_call", "t_dispatch")
+"""The efficiency symbols, in the order of `HardwareSymbols.calibration`."""
+
+HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *CALIBRATION_NAMES, *(f"W_{lv}" for lv in LEVELS),
                             *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP)})
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
 
@@ -138,6 +166,10 @@ def hardware_values(chip, syms: HardwareSymbols,
     for d in DTYPE_NAMES:
         out[syms.flops(d)] = float(chip.matmul_rate(d, precision).value)
     out[syms.w_hbm] = float(chip.hbm_bw)
+    cal = getattr(chip, "calibration", None)
+    if cal is not None:
+        out.update(zip(syms.calibration(), (cal.eta_mxu, cal.eta_hbm, cal.t_call,
+                                            cal.t_dispatch), strict=True))
     w, t = chip_links(chip)
     for level, value in w.items():
         if value is not None:

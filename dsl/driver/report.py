@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 SCHEMA = "shardc.report/1"
 OP_FIELDS = (("flops", "flops"), ("flops_per_device", "flops_per_device"),
              ("hbm_bytes", "hbm_bytes"), ("bytes", "comm_bytes"), ("time_s", "time"),
-             ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"))
+             ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"), ("t_expected_s", "t_expected"))
 _VALUES: dict[Any, float | None] = register("report.values")
 _FUNCTIONS: dict[Any, Callable[..., Any]] = register("report.functions")
 """Generated functions evaluating a list of formulas, kept for the next report whose formulas
@@ -40,7 +40,7 @@ are the same (at most 256: each holds the source of its formulas)."""
 (`Report.at`, the regions and a recompile evaluate the same formulas again)."""
 
 TOTAL_FIELDS = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
-                "t_comms_s", "t_lower_s", "t_upper_s")
+                "t_comms_s", "t_lower_s", "t_upper_s", "t_expected_s")
 
 
 @dataclass(repr=False)
@@ -367,12 +367,18 @@ class Report:
             return None
         return max(vals, key=lambda k: (vals[k] or 0.0, k == "compute"))
 
-    def step_durations(self) -> dict[int, float] | None:
+    @property
+    def calibrated(self) -> bool:
+        """Whether the chip has a calibration (else T_expected is the roofline's T_lower)."""
+        return self.chip is not None and self.chip.calibration is not None
+
+    def step_durations(self, expected: bool = False) -> dict[int, float] | None:
         """Each op's time over the step (all its runs; twice for an op the backward pass
-        recomputes under --remat), by op index; None unless every op has a number."""
+        recomputes under --remat), by op index; None unless every op has a number.
+        `expected`: each op's calibrated expected time instead of its roofline time."""
         durations: dict[int, float] = {}
         for c in self.ops:
-            v = self.value(c.time * c.count)
+            v = self.value((c.t_expected if expected else c.time) * c.count)
             if v is None:
                 return None
             durations[c.index] = v * (2 if c.index in self.cost.recomputed else 1)
@@ -382,26 +388,28 @@ class Report:
         """The mesh axes whose size is a number (`--set` applied)."""
         return {n: float(v) for n, v in known_sizes(self.program.mesh, self.bindings).items()}
 
-    def scheduled_step(self) -> float | None:
+    def scheduled_step(self, expected: bool = False) -> float | None:
         """T_step of the list schedule (passes/schedule.py: prefetched gathers, async
-        reductions, collective matmuls); None unless every op has a number."""
+        reductions, collective matmuls); None unless every op has a number. `expected`: the
+        same schedule over each op's expected time."""
         from shardc.passes.schedule import schedule
 
-        durations = self.step_durations()
+        durations = self.step_durations(expected)
         return None if durations is None else schedule(self.program, durations,
                                                        axis_sizes=self.mesh_sizes())
 
-    def utilization(self) -> dict[str, float] | None:
+    def utilization(self, expected: bool = False) -> dict[str, float] | None:
         """MFU and HFU of the scheduled step on the report's chip, with the model FLOPs; None
         without a chip or a number for every op.
 
         MFU = model FLOPs / (devices x peak x T_step), the model FLOPs being every einsum
         counted once over the mesh (no recomputation, no replicated work, no elementwise ops:
         Chowdhery et al. 2022, "PaLM", appendix B); HFU = every FLOP a device runs /
-        (peak x T_step). The peak is the chip's bf16 matrix rate."""
+        (peak x T_step). The peak is the chip's bf16 matrix rate. `expected`: over the
+        expected schedule (`MFU (expected)`)."""
         if self.chip is None:
             return None
-        step = self.scheduled_step()
+        step = self.scheduled_step(expected)
         devices = self.value(sp.Mul(*[size_symbol(n) for n, _ in self.program.mesh]))
         per_device = self.value(self.totals["flops_per_device"])
         model = [self.value(c.flops * c.count) for c in self.ops if c.kind == "einsum"]

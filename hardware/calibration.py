@@ -1,0 +1,313 @@
+"""Calibration files: how close one chip's real runs come to its peak figures, with provenance.
+
+A calibration lives beside the chip file (`hardware/calibration/<chip>.toml`, or a file the user
+names with `--calibration`); the chip file keeps the peaks, the calibration only the measured
+fractions of them, so each fact has one home. Its figures are the values of the cost model's
+efficiency symbols (`passes/symbols.py`):
+
+- `[matmul].efficiency` (eta_mxu): the sustained fraction of the chip's peak FLOP/s a product
+  reaches;
+- `[hbm].efficiency` (eta_hbm): the achievable fraction of the HBM bandwidth;
+- `[call].launch_s` (t_call): a fixed cost per op (a kernel launch);
+- `[call].dispatch_s` (t_dispatch): the floor of one program call (an empty jitted call).
+
+Stdlib only, like the chip schema (`hardware.schema`), and validated the same way: unknown keys,
+an efficiency outside (0, 1], a negative or non-finite floor, or a table past its limit raise
+`HardwareError` naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from shardc.hardware.schema import HardwareError, _describe, _did_you_mean
+
+MAX_ROWS = 1000
+"""Measured rows a calibration may keep (`[[rows]]`): enough for any micro-benchmark sweep."""
+MAX_TEXT = 2000
+"""Characters in one provenance string."""
+PROVENANCE_KINDS = ("measured", "published")
+ROLES = ("fit", "held-out", "excluded")
+"""A row fitted the figures, was predicted by them, or was left out (with the reason in its
+`note`: a dtype whose rate the chip file lacks, a fused kernel the cost model prices apart)."""
+
+_TABLES: dict[str, tuple[str, ...]] = {
+    "": ("chip", "note"),
+    "matmul": ("efficiency",),
+    "hbm": ("efficiency",),
+    "call": ("launch_s", "dispatch_s"),
+    "provenance": ("kind", "command", "date", "software", "device", "source", "fit"),
+}
+_ROW_KEYS = ("case", "kind", "dtype", "flops", "bytes", "median_s", "min_s", "p90_s",
+             "fitted_s", "role", "note")
+_REQUIRED = {"measured": ("command", "date", "software", "device", "fit"),
+             "published": ("source",)}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One micro-benchmark: the work it does, its measured times, and its role in the fit."""
+
+    case: str
+    kind: str  # "matmul" | "elementwise" | "dispatch"
+    dtype: str
+    flops: float
+    bytes: float
+    median_s: float
+    min_s: float
+    p90_s: float
+    role: str = "fit"
+    fitted_s: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """One chip's efficiency figures and where they come from.
+
+    >>> c = Calibration("h200", 0.7, 0.85, 1e-5, 3.8e-5, "published", (("kind", "published"), ("source", "x")))
+    >>> c.values()["eta_mxu"], c.describe_source()
+    (0.7, 'published (x)')
+    """
+
+    chip: str
+    eta_mxu: float
+    eta_hbm: float
+    t_call: float
+    t_dispatch: float
+    kind: str
+    provenance: tuple[tuple[str, str], ...]
+    rows: tuple[Row, ...] = ()
+    note: str = ""
+    path: str = field(default="", compare=False)
+
+    def values(self) -> dict[str, float]:
+        """The efficiency symbols' values, by symbol name."""
+        return {"eta_mxu": self.eta_mxu, "eta_hbm": self.eta_hbm, "t_call": self.t_call,
+                "t_dispatch": self.t_dispatch}
+
+    def describe_source(self) -> str:
+        p = dict(self.provenance)
+        if self.kind == "published":
+            return f"published ({p['source']})"
+        return f"measured {p['date']} ({p['software']})"
+
+
+def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Calibration:
+    """Parse and validate one calibration file; `chip`, when given, must be its `chip`.
+
+    >>> text = ('chip = "x"\\n[matmul]\\nefficiency = 0\\n[hbm]\\nefficiency = 1\\n[call]\\n'
+    ...         'launch_s = 0\\ndispatch_s = 0\\n[provenance]\\nkind = "published"\\nsource = "s"\\n')
+    >>> read_calibration_toml(text, "x.toml")
+    Traceback (most recent call last):
+    shardc.hardware.schema.HardwareError: x.toml:3: field [matmul].efficiency must be in (0, 1], got 0
+    """
+    import tomllib
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise HardwareError(f"{path}: not valid TOML: {exc}", path=path) from None
+    except RecursionError:
+        raise HardwareError(f"{path}: not valid TOML: nested too deeply", path=path) from None
+    where = _Locator(text, path)
+    for key, value in doc.items():
+        if key == "rows":
+            continue
+        if key in _TABLES[""]:
+            continue
+        if key not in _TABLES:
+            hint = _did_you_mean(key, [*_TABLES, *_TABLES[""], "rows"])
+            raise where.fail(key, "", f"unknown field {key!r}{hint}")
+        if not isinstance(value, dict):
+            raise where.fail(key, "", f"[{key}] must be a table, got {_describe(value)}")
+        for inner in value:
+            if inner not in _TABLES[key]:
+                hint = _did_you_mean(inner, _TABLES[key])
+                raise where.fail(inner, key, f"unknown field [{key}].{inner}{hint}")
+    for table in ("matmul", "hbm", "call", "provenance"):
+        if table not in doc:
+            raise where.fail(table, "", f"missing table [{table}]")
+    name = _text(doc, "", "chip", where)
+    if chip is not None and name != chip:
+        raise where.fail("chip", "", f"field chip is {name!r} but this calibration is for "
+                         f"{chip!r}")
+    eta_mxu = _fraction(doc, "matmul", "efficiency", where)
+    eta_hbm = _fraction(doc, "hbm", "efficiency", where)
+    launch = _floor(doc, "call", "launch_s", where)
+    dispatch = _floor(doc, "call", "dispatch_s", where)
+    kind = _text(doc, "provenance", "kind", where)
+    if kind not in PROVENANCE_KINDS:
+        raise where.fail("kind", "provenance", f"field [provenance].kind is {kind!r}; expected "
+                         f"one of {', '.join(PROVENANCE_KINDS)}")
+    prov = doc["provenance"]
+    for key in _REQUIRED[kind]:
+        if key not in prov:
+            raise where.fail("kind", "provenance", f"missing field [provenance].{key} (a "
+                             f"{kind} calibration says {', '.join(_REQUIRED[kind])})")
+    provenance = tuple((k, _text(doc, "provenance", k, where)) for k in _TABLES["provenance"]
+                       if k in prov)
+    rows = _rows(doc.get("rows", []), where)
+    note = _text(doc, "", "note", where) if "note" in doc else ""
+    return Calibration(name, eta_mxu, eta_hbm, launch, dispatch, kind, provenance, rows, note,
+                       path)
+
+
+class _Locator:
+    """Finds the line of a key in the file's text, for messages that say `file:line`."""
+
+    def __init__(self, text: str, path: str):
+        self.lines = text.splitlines()
+        self.path = path
+
+    def line(self, key: str, table: str, index: int | None = None) -> int | None:
+        current, seen = "", -1
+        for n, raw in enumerate(self.lines, 1):
+            s = raw.strip()
+            if s.startswith("[[") and s.endswith("]]"):
+                current = s[2:-2].strip()
+                seen += 1 if current == table else 0
+                continue
+            if s.startswith("[") and "]" in s:
+                current = s[1:s.index("]")].strip()
+                if not table and current == key:
+                    return n
+                continue
+            if current == table and (index is None or seen == index) and re.match(
+                    rf"\"?{re.escape(key)}\"?\s*=", s):
+                return n
+        return None
+
+    def fail(self, key: str, table: str, message: str, index: int | None = None
+             ) -> HardwareError:
+        n = self.line(key, table, index)
+        at = f"{self.path}:{n}" if n is not None else self.path
+        field = f"[{table}].{key}" if table else key
+        return HardwareError(f"{at}: {message}", path=self.path, field=field)
+
+
+def _text(doc: dict, table: str, key: str, where: _Locator) -> str:
+    value = (doc.get(table, {}) if table else doc).get(key)
+    field = f"[{table}].{key}" if table else key
+    if value is None:
+        raise where.fail(key, table, f"missing field {field}")
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
+        raise where.fail(key, table, f"field {field} must be a non-empty string of at most "
+                         f"{MAX_TEXT} characters, got {_describe(value)[:80]}")
+    return value
+
+
+def _number(value: Any, field: str, key: str, table: str, where: _Locator,
+            index: int | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise where.fail(key, table, f"field {field} must be a number, got "
+                         f"{_describe(value)[:80]}", index)
+    if not math.isfinite(value):
+        raise where.fail(key, table, f"field {field} must be finite, got {value!r}", index)
+    return float(value)
+
+
+def _fraction(doc: dict, table: str, key: str, where: _Locator) -> float:
+    field = f"[{table}].{key}"
+    if key not in doc[table]:
+        raise where.fail(table, "", f"missing field {field}")
+    x = _number(doc[table][key], field, key, table, where)
+    if not 0 < x <= 1:
+        raise where.fail(key, table, f"field {field} must be in (0, 1], got {doc[table][key]!r}")
+    return x
+
+
+def _floor(doc: dict, table: str, key: str, where: _Locator) -> float:
+    field = f"[{table}].{key}"
+    if key not in doc[table]:
+        raise where.fail(table, "", f"missing field {field}")
+    x = _number(doc[table][key], field, key, table, where)
+    if x < 0 or x > 1:
+        raise where.fail(key, table, f"field {field} must be from 0 to 1 second, got "
+                         f"{doc[table][key]!r}")
+    return x
+
+
+def _rows(value: Any, where: _Locator) -> tuple[Row, ...]:
+    if not isinstance(value, list):
+        raise where.fail("rows", "", f"rows must be an array of tables ([[rows]]), got "
+                         f"{_describe(value)[:80]}")
+    if len(value) > MAX_ROWS:
+        raise where.fail("rows", "", f"{len(value)} [[rows]]: more than the limit of "
+                         f"{MAX_ROWS}")
+    out = []
+    for i, row in enumerate(value):
+        if not isinstance(row, dict):
+            raise where.fail("rows", "", f"rows[{i}] must be a table, got {_describe(row)[:80]}")
+        for key in row:
+            if key not in _ROW_KEYS:
+                raise where.fail(key, "rows", f"unknown field {key!r} in [[rows]] number "
+                                 f"{i + 1}{_did_you_mean(key, _ROW_KEYS)}", i)
+        fields: dict[str, Any] = {}
+        for key in ("case", "kind", "dtype"):
+            if not isinstance(row.get(key), str) or not row[key] or len(row[key]) > MAX_TEXT:
+                raise where.fail(key, "rows", f"[[rows]] number {i + 1} needs a string {key}", i)
+            fields[key] = row[key]
+        for key in ("flops", "bytes", "median_s", "min_s", "p90_s", "fitted_s"):
+            if key not in row:
+                if key == "fitted_s":
+                    continue
+                raise where.fail("case", "rows", f"[[rows]] number {i + 1} needs {key}", i)
+            x = _number(row[key], f"rows[{i}].{key}", key, "rows", where, i)
+            if x < 0 or (key.endswith("_s") and x <= 0):
+                raise where.fail(key, "rows", f"field rows[{i}].{key} must be "
+                                 f"{'positive' if key.endswith('_s') else 'at least 0'}, got "
+                                 f"{row[key]!r}", i)
+            fields[key] = x
+        role = row.get("role", "fit")
+        if role not in ROLES:
+            raise where.fail("role", "rows", f"field rows[{i}].role is {role!r}; expected one "
+                             f"of {', '.join(ROLES)}", i)
+        note = row.get("note", "")
+        if not isinstance(note, str) or len(note) > MAX_TEXT:
+            raise where.fail("note", "rows", f"field rows[{i}].note must be a string", i)
+        out.append(Row(role=role, note=note, **fields))
+    return tuple(out)
+
+
+def _num(x: float) -> str:
+    """A figure as TOML, to 6 significant digits (a fit is not more precise than that)."""
+    return f"{x:.6g}" if "." in f"{x:.6g}" or "e" in f"{x:.6g}" else f"{x:.6g}.0"
+
+
+def _toml_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def calibration_toml(c: Calibration, header: str = "") -> str:
+    """The text of a calibration file (what `shardc calibrate` writes); reads back equal.
+
+    >>> c = Calibration("h200", 0.7, 0.85, 1e-5, 3.8e-5, "published", (("kind", "published"), ("source", "x")))
+    >>> read_calibration_toml(calibration_toml(c), "h200.toml", "h200") == c
+    True
+    """
+    out = [f"# {line}" for line in header.splitlines()]
+    out.append(f"chip = {_toml_string(c.chip)}")
+    if c.note:
+        out.append(f"note = {_toml_string(c.note)}")
+    out += ["", "[matmul]", f"efficiency = {_num(c.eta_mxu)}   # eta_mxu",
+            "", "[hbm]", f"efficiency = {_num(c.eta_hbm)}   # eta_hbm",
+            "", "[call]", f"launch_s = {_num(c.t_call)}   # t_call, per op",
+            f"dispatch_s = {_num(c.t_dispatch)}   # t_dispatch, per program call",
+            "", "[provenance]"]
+    out += [f"{k} = {_toml_string(v)}" for k, v in c.provenance]
+    for r in c.rows:
+        out += ["", "[[rows]]", f"case = {_toml_string(r.case)}",
+                f"kind = {_toml_string(r.kind)}", f"dtype = {_toml_string(r.dtype)}",
+                f"flops = {_num(r.flops)}", f"bytes = {_num(r.bytes)}",
+                f"median_s = {_num(r.median_s)}", f"min_s = {_num(r.min_s)}",
+                f"p90_s = {_num(r.p90_s)}"]
+        if r.fitted_s is not None:
+            out.append(f"fitted_s = {_num(r.fitted_s)}")
+        out.append(f"role = {_toml_string(r.role)}")
+        if r.note:
+            out.append(f"note = {_toml_string(r.note)}")
+    return "\n".join(out) + "\n"
