@@ -72,6 +72,9 @@ def plan(quick: bool, cpu: bool) -> Plan:
     >>> p.cases[0].name, len(p.cases) > 5
     ('dispatch', True)
     """
+    squares: tuple[int, ...]
+    batches: tuple[int, ...]
+    sizes: tuple[int, ...]
     if cpu:
         squares, k, batches, sizes = (64, 128), 128, (8, 32, 128), (1, 4)
         samples, warmup, loop_s = (5, 1, 0.002) if quick else (10, 2, 0.005)
