@@ -92,7 +92,7 @@ class Calibration:
     def describe_source(self) -> str:
         p = dict(self.provenance)
         if self.kind == "published":
-            return f"published ({p['source']})"
+            return f"published ({', '.join(p['source'].split(', ')[:2])})"
         return f"measured {p['date']} ({p['software']})"
 
 

@@ -137,6 +137,20 @@ HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *CALIBRATION_NAMES, *(f"W_{lv}" fo
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
 
 
+def on_expected(expr: sp.Basic, syms: HardwareSymbols, dtypes=DTYPE_NAMES) -> sp.Basic:
+    """A roofline formula or condition restated on the expected time: every FLOP/s rate C is
+    C * eta_mxu and W_hbm is W_hbm * eta_hbm (the network keeps its rates: it is not
+    calibrated). A condition `program part > C/W_hbm` becomes `> C eta_mxu/(W_hbm eta_hbm)`;
+    the per-op launch cost t_call is a constant that no condition compares.
+
+    >>> s = HardwareSymbols()
+    >>> on_expected(s.flops("bf16") / s.w_hbm, s)
+    C*eta_mxu/(W_hbm*eta_hbm)
+    """
+    rates = {syms.flops(d): syms.flops(d) * syms.eta_mxu for d in dtypes}
+    return expr.xreplace({**rates, syms.w_hbm: syms.w_hbm * syms.eta_hbm})
+
+
 def chip_links(chip) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """A chip's bandwidth and latency per network level (None where it has no figure)."""
     return ({lv: chip.bandwidth(lv) for lv in LEVELS}, {lv: chip.latency(lv) for lv in LEVELS})

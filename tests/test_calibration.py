@@ -267,3 +267,25 @@ def test_calibration_dataclass_is_hashable_inside_a_chip():
     chip = hardware.load("h200")
     assert hash(chip) == hash(hardware.load("h200"))
     assert isinstance(chip.calibration, Calibration)
+
+
+def test_on_expected_states_the_conditions_on_the_calibrated_rates():
+    roof = shardc.compile(MATMUL, hw="h200")
+    from shardc.driver.api import run_pipeline
+    from shardc.driver.api import as_source
+
+    exp = run_pipeline(as_source(MATMUL), "h200", on="expected").report
+    (a,), (b,) = roof.conditions, exp.conditions
+    assert "eta_mxu" not in str(a.relation) and "eta_mxu" in str(b.relation)
+    cal = roof.chip.calibration
+    ratio = exp.value(b.relation.rhs) / roof.value(a.relation.rhs)
+    assert ratio == pytest.approx(cal.eta_mxu / cal.eta_hbm)
+    # the totals are the same: only the conditions move
+    assert exp.value(exp.totals["t_expected_s"]) == roof.value(roof.totals["t_expected_s"])
+
+
+def test_derive_on_expected_restates_each_condition_once(tmp_path, capsys):
+    prog = ROOT / "programs" / "mlp-fsdp-train.shard"
+    assert main(["derive", str(prog), "--hw", "h100", "--on", "expected"]) == 0
+    out = capsys.readouterr().out
+    assert "C*eta_mxu" in out and "eta_mxu**2" not in out

@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--calibration", metavar="FILE",
                    help="a calibration file for --hw (written by `shardc calibrate`): its "
                    "efficiency figures give T_expected instead of the chip's shipped one")
+    c.add_argument("--on", choices=["roofline", "expected"], default="roofline",
+                   help="state the conditions on the roofline's rates (default) or on the "
+                   "calibrated expectation's (C*eta_mxu, W_hbm*eta_hbm)")
     c.add_argument("--format", choices=["text", "md", "json", "latex"], default="text")
     add_cost_model_flag(c)
     c.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
@@ -223,7 +226,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             return 1
     result = run_pipeline(source, hw, args.model, dict(args.bindings),
                           optimizer=args.optimizer, remat=args.remat, attention=args.attention,
-                          matmul_precision=args.matmul_precision)
+                          matmul_precision=args.matmul_precision, on=args.on)
     if result.diagnostics.items:
         print(result.rendered(), file=sys.stderr)
     if result.report is None:

@@ -62,9 +62,11 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  optimizer: Optimizer = "adam", remat: Remat = "none",
                  free: Iterable[str] = (), attention: Attention = "materialized",
                  explain: bool = True, idle_axes: bool = True,
-                 matmul_precision: MatmulPrecision = "default") -> Compilation:
+                 matmul_precision: MatmulPrecision = "default",
+                 on: Literal["roofline", "expected"] = "roofline") -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
-    diagnostics; `stop_after` names the last pass to run."""
+    diagnostics; `stop_after` names the last pass to run. `on="expected"` states the
+    report's conditions on the calibrated rates (`Report.conditions`)."""
     from shardc.passes.context import (
         Attention,
         Context,
@@ -97,10 +99,12 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
 
     report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
                     options={"optimizer": ctx.optimizer, "remat": ctx.remat,
-                             "attention": ctx.attention},
+                             "attention": ctx.attention,
+                             **({"on": on} if on != "roofline" else {})},
                     _relower=_relowering(unit, ctx),
                     _recompile=_recompiling(source, hw, model, optimizer, remat, free,
-                                            attention, explain, idle_axes, matmul_precision))
+                                            attention, explain, idle_axes, matmul_precision,
+                                            on))
     if _overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)
@@ -124,12 +128,12 @@ def _relowering(unit, ctx):
 
 
 def _recompiling(source: Source, hw, model, optimizer, remat, free, attention, explain,
-                 idle_axes, matmul_precision="default"):
+                 idle_axes, matmul_precision="default", on="roofline"):
     """For `Report.at` with a mesh axis: the program compiled with more sizes bound."""
     def run(bindings: Mapping[str, float]) -> Report:
         result = run_pipeline(source, hw, model, bindings, optimizer=optimizer, remat=remat,
                               free=free, attention=attention, explain=explain,
-                              idle_axes=idle_axes, matmul_precision=matmul_precision)
+                              idle_axes=idle_axes, matmul_precision=matmul_precision, on=on)
         if result.report is None:
             raise CompileError(result.diagnostics.errors(), source)
         return result.report

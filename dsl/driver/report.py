@@ -22,7 +22,7 @@ from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
 from shardc.passes.memo import MAX_ENTRIES, register
 from shardc.passes.sizes import known_sizes
-from shardc.passes.symbols import as_expr, hardware_values, size_symbol
+from shardc.passes.symbols import as_expr, hardware_values, on_expected, size_symbol
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
@@ -94,7 +94,13 @@ class Report:
 
     @property
     def conditions(self):
-        return self.cost.conditions
+        """The compute-bound conditions: on the roofline, or with `on="expected"` (`--on
+        expected`) on the calibrated rates (`passes.symbols.on_expected`)."""
+        if self.options.get("on") != "expected":
+            return self.cost.conditions
+        return tuple(dataclasses.replace(
+            c, relation=on_expected(c.relation, self.cost.symbols),
+            text=f"{c.text}, on T_expected's rates") for c in self.cost.conditions)
 
     @property
     def decisions(self):
