@@ -121,11 +121,11 @@ def test_every_shipped_chip_has_a_valid_calibration_or_none(name):
 
 
 def test_a_chip_without_calibration_expects_the_roofline():
-    r = shardc.compile(MATMUL, hw="h100")
+    r = shardc.compile(MATMUL, hw="b200")
     assert r.chip.calibration is None
     assert r.totals["t_expected_s"] == r.totals["t_lower_s"]
     assert all(c.t_expected == c.time for c in r.ops)
-    assert "h100 has no calibration" in r.to_text()
+    assert "T_expected equals T_lower: b200 has no calibration" in r.to_text()
 
 
 def test_the_h200_calibration_gives_the_fitted_expectation():
@@ -288,3 +288,16 @@ def test_derive_on_expected_restates_each_condition_once(tmp_path, capsys):
     assert main(["derive", str(prog), "--hw", "h100", "--on", "expected"]) == 0
     out = capsys.readouterr().out
     assert "C*eta_mxu" in out and "eta_mxu**2" not in out
+
+
+def test_a_training_step_gives_the_expected_schedule_and_mfu():
+    r = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard", hw="h100")
+    roof, exp = r.utilization(), r.utilization(expected=True)
+    assert exp is not None and 0 < exp["mfu"] < roof["mfu"]
+    assert r.scheduled_step(expected=True) > r.scheduled_step()
+    text = r.to_text()
+    assert "T_step (expected)" in text and "MFU (expected)" in text
+    doc = json.loads(r.to_json())
+    assert doc["totals"]["t_step_s"]["expected"]["value"] == pytest.approx(
+        r.scheduled_step(expected=True))
+    assert doc["totals"]["utilization_expected"]["mfu"] == pytest.approx(exp["mfu"])

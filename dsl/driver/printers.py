@@ -38,8 +38,8 @@ def expected_note(r: Report) -> str:
     if cal is None:
         who = f"{r.chip.name} has" if r.chip is not None else "no chip, so"
         return f"equals T_lower: {who} no calibration"
-    return (f"calibration of {cal.chip}, {cal.describe_source()}; communication at the "
-            "roofline's rate")
+    return (f"from the calibration of {cal.chip}, {cal.describe_source()}; communication at "
+            "the roofline's rate")
 
 
 def _header(r: Report) -> list[str]:
@@ -74,7 +74,7 @@ def render_text(r: Report) -> str:
         expr = r.totals[key]
         out.append(f"  {label:<18} {fmt_value(r.value(expr), unit):>10}   = {text(expr)}")
         if key == "t_expected_s":
-            out.append(f"  {'':<18} {'':>10}   ({expected_note(r)})")
+            out.append(f"  {'':<18} {'':>10}   (T_expected {expected_note(r)})")
     if r.program.params or any(c.overlap for c in r.ops):
         sched = r.scheduled_step()
         for label, key in (("T_step (max)", "t_step_max_s"), ("T_step (sum)", "t_step_sum_s")):
@@ -286,7 +286,7 @@ def render_markdown(r: Report) -> str:
             out.append(f"| MFU (expected) | {_pct(expected['mfu'])} | the schedule over each "
                        "op's expected time |")
     out.append("")
-    out.append(f"T_expected: {_md_escape(expected_note(r))}.")
+    out.append(f"T_expected {_md_escape(expected_note(r))}.")
     for b in r.cost.blocks:
         out.append("")
         out.append(f"`repeat {_md_escape(b.text)}` (line {b.line}):")
