@@ -301,3 +301,14 @@ def test_a_training_step_gives_the_expected_schedule_and_mfu():
     assert doc["totals"]["t_step_s"]["expected"]["value"] == pytest.approx(
         r.scheduled_step(expected=True))
     assert doc["totals"]["utilization_expected"]["mfu"] == pytest.approx(exp["mfu"])
+
+
+def test_sweep_evaluates_t_expected_over_a_grid(tmp_path, capsys):
+    prog = tmp_path / "mm.shard"
+    prog.write_text(MATMUL)
+    code = main(["sweep", str(prog), "--hw", "h200", "--set", "M=16:16384:log4",
+                 "--y", "t_lower_s", "--y", "t_expected_s", "--format", "json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    text = json.dumps(doc)
+    assert "t_expected_s" in text
