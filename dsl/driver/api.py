@@ -236,7 +236,8 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             name: str | None = None, optimizer: Optimizer = "adam",
             remat: Remat = "none", free: Iterable[str] = (),
             attention: Attention = "materialized", explain: bool = True,
-            idle_axes: bool = True, matmul_precision: MatmulPrecision = "default") -> Report:
+            idle_axes: bool = True, matmul_precision: MatmulPrecision = "default",
+            on: Literal["roofline", "expected"] = "roofline") -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
@@ -247,6 +248,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     keeps a contraction off mesh axes it does not use (`passes.context.Options.idle_axes`).
     `matmul_precision` ("default", "high", "highest") prices products of f32 operands as JAX's
     `jax.lax.Precision` runs them on the chip (`passes.context.Options.matmul_precision`).
+    `on="expected"` states the conditions on the calibrated rates (`Report.conditions`).
 
     >>> r = compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
     ...             "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
@@ -256,7 +258,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     source = as_source(source_or_path, name)
     result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free,
                           attention=attention, explain=explain, idle_axes=idle_axes,
-                          matmul_precision=matmul_precision)
+                          matmul_precision=matmul_precision, on=on)
     if result.report is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.report
