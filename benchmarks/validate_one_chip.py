@@ -34,11 +34,12 @@ HELD_OUT = ("square_8192", "sweep_B32", "sweep_B128", "sweep_B512", "sweep_B2048
             "sweep_B8192", "ew_mul_256MiB", "ew_add_512MiB", "ew_mul_1024MiB", "ew_add_2048MiB",
             "ew_silu_mul_256MiB", "ew_silu_mul_512MiB", "ew_silu_mul_1024MiB",
             "ew_silu_mul_2048MiB")
-"""Rows the fit never sees: every other size of each sweep, and every fused silu(A) * B."""
+"""Rows the fit never sees: every other size of each sweep, every fused silu(A) * B, and (in
+`row`) every f32 product."""
 
-DEPENDS = {"f32": "f32 rate: needs the chip file's TF32/f32 rates and --matmul-precision",
-           "silu": "fusion: shardc prices silu and * as two ops (5 array passes) until the "
-                   "elementwise fusion pass (XLA runs 3)"}
+DEPENDS = {"f32": "f32 rate: the chip file's TF32 (default, high) or f32 (highest) rate, "
+                  "with --matmul-precision",
+           "silu": "fusion: silu and * in one kernel (3 array passes), as XLA fuses them"}
 
 
 def shape(case: str) -> tuple[str, str, dict[str, int]]:
@@ -86,9 +87,10 @@ def row(case: str, median: float, low: float, p90: float) -> Row:
     if kind == "matmul":
         flops = 2.0 * s["M"] * s["K"] * s["N"]
         moved = width * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])
-        role = "excluded" if dtype == "f32" else "held-out" if case in HELD_OUT else "fit"
-        note = DEPENDS["f32"] if dtype == "f32" else ""
-        return Row(case, "matmul", dtype, flops, float(moved), median, low, p90, role, None, note)
+        role = "held-out" if case in HELD_OUT or dtype == "f32" else "fit"
+        precision = case.rsplit("_", 1)[1] if dtype == "f32" else "default"
+        return Row(case, "matmul", dtype, flops, float(moved), median, low, p90, role, None, "",
+                   precision)
     moved = 3.0 * width * s["R"] * s["M"]
     role = "held-out" if case in HELD_OUT else "fit"
     return Row(case, "elementwise", dtype, 0.0, moved, median, low, p90, role)
@@ -116,7 +118,7 @@ def read_table(path: str) -> list[Row]:
 
 def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
     chip = hardware.load(chip_name)
-    f = fit(read_table(table_path), lambda d: chip.flops_for(d)[0], chip.hbm_bw)
+    f = fit(read_table(table_path), lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw)
     print(table(f), file=sys.stderr)
     cal = Calibration(
         chip.name, f.eta_mxu, f.eta_hbm, f.t_call, f.t_dispatch, "measured",
@@ -129,8 +131,8 @@ def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
          ("device", "NVIDIA H200 SXM (SM clock 1980 MHz at start, 1725 MHz power-limited at "
                     "566 W in large products)"),
          ("fit", "least squares on relative error of the median over the rows with role "
-                 "\"fit\"; \"held-out\" rows are predicted; f32 rows are excluded (they need "
-                 "the f32/TF32 rates)")),
+                 "\"fit\"; \"held-out\" rows (every other size, the fused silu(A) * B, the f32 "
+                 "products at each precision) are predicted")),
         f.rows)
     header = ("NVIDIA H200 SXM calibration: efficiency figures fitted to single ops timed on one "
               "GPU.\nWritten by benchmarks/validate_one_chip.py --fit; the rows are the "
@@ -154,7 +156,8 @@ def validate(chip_name: str = "h200") -> str:
     for r in cal.rows:
         if r.kind == "dispatch":
             continue
-        rep = compile(program(r.case), hw=chip, name=f"{r.case}.shard")
+        rep = compile(program(r.case), hw=chip, name=f"{r.case}.shard",
+                      matmul_precision=r.precision)  # type: ignore[arg-type]
         low = rep.value(rep.totals["t_lower_s"])
         exp = rep.value(rep.totals["t_expected_s"])
         dep = next((v.split(":")[0] for k, v in DEPENDS.items() if k in r.case), "")

@@ -41,8 +41,10 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "call": ("launch_s", "dispatch_s"),
     "provenance": ("kind", "command", "date", "software", "device", "source", "fit"),
 }
-_ROW_KEYS = ("case", "kind", "dtype", "flops", "bytes", "median_s", "min_s", "p90_s",
-             "fitted_s", "role", "note")
+_ROW_KEYS = ("case", "kind", "dtype", "precision", "flops", "bytes", "median_s", "min_s",
+             "p90_s", "fitted_s", "role", "note")
+PRECISIONS = ("default", "high", "highest")
+"""A product's `jax.lax.Precision` (what an f32 product's rate depends on)."""
 _REQUIRED = {"measured": ("command", "date", "software", "device", "fit"),
              "published": ("source",)}
 
@@ -62,6 +64,7 @@ class Row:
     role: str = "fit"
     fitted_s: float | None = None
     note: str = ""
+    precision: str = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +272,11 @@ def _rows(value: Any, where: _Locator) -> tuple[Row, ...]:
         note = row.get("note", "")
         if not isinstance(note, str) or len(note) > MAX_TEXT:
             raise where.fail("note", "rows", f"field rows[{i}].note must be a string", i)
-        out.append(Row(role=role, note=note, **fields))
+        precision = row.get("precision", "default")
+        if precision not in PRECISIONS:
+            raise where.fail("precision", "rows", f"field rows[{i}].precision is "
+                             f"{str(precision)[:40]!r}; expected one of {', '.join(PRECISIONS)}", i)
+        out.append(Row(role=role, note=note, precision=precision, **fields))
     return tuple(out)
 
 
@@ -302,6 +309,8 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
     for r in c.rows:
         out += ["", "[[rows]]", f"case = {_toml_string(r.case)}",
                 f"kind = {_toml_string(r.kind)}", f"dtype = {_toml_string(r.dtype)}",
+                *([f"precision = {_toml_string(r.precision)}"] if r.precision != "default"
+                  else []),
                 f"flops = {_num(r.flops)}", f"bytes = {_num(r.bytes)}",
                 f"median_s = {_num(r.median_s)}", f"min_s = {_num(r.min_s)}",
                 f"p90_s = {_num(r.p90_s)}"]

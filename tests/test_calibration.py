@@ -70,6 +70,9 @@ HOSTILE = {
                      'flops = 1\nbytes = 1\nmedian_s = -1\nmin_s = 1\np90_s = 1\n', ":18:",
                      "positive"),
     "not toml": ("chip = ", "", "not valid TOML"),
+    "bad precision": (GOOD + '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "f32"\n'
+                      'precision = "extreme"\nflops = 1\nbytes = 1\nmedian_s = 1\nmin_s = 1\n'
+                      'p90_s = 1\n', ":16:", "default, high, highest"),
 }
 
 
@@ -201,7 +204,7 @@ def test_the_fit_recovers_known_figures():
     for r in rows:
         t = predict(r, rate, w, **truth)
         timed.append(Row(r.case, r.kind, r.dtype, r.flops, r.bytes, t, t, t))
-    f = fit(timed, lambda d: rate, w)
+    f = fit(timed, lambda d, p: rate, w)
     assert f.eta_mxu == pytest.approx(0.7, abs=0.003)
     assert f.eta_hbm == pytest.approx(0.85, abs=0.003)
     assert f.t_call == pytest.approx(1e-5, rel=0.05)
@@ -209,10 +212,10 @@ def test_the_fit_recovers_known_figures():
     assert all(abs(res) < 0.01 for _, res in f.residuals())
 
 
-def test_the_roofline_is_a_bound_on_every_h200_row_it_prices_alone():
-    """T_lower is at or below the fastest measured call of every row of the H200's table whose
-    work shardc prices as the kernel does (not f32, whose rate needs the chip file's f32
-    figures, nor silu(A) * B, which XLA fuses)."""
+def test_the_roofline_is_a_bound_on_every_h200_row():
+    """T_lower is at or below the fastest measured call of every row of the H200's table, the
+    fused silu(A) * B and the f32 products at each precision included; T_expected is at or
+    above T_lower. (How close T_expected comes is docs/validation.md's table, not a test.)"""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import validate_one_chip as v
@@ -220,9 +223,9 @@ def test_the_roofline_is_a_bound_on_every_h200_row_it_prices_alone():
         sys.path.pop(0)
     chip = hardware.load("h200")
     for row in chip.calibration.rows:
-        if row.kind == "dispatch" or row.dtype == "f32" or "silu" in row.case:
+        if row.kind == "dispatch":
             continue
-        r = shardc.compile(v.program(row.case), hw=chip)
+        r = shardc.compile(v.program(row.case), hw=chip, matmul_precision=row.precision)
         assert r.value(r.totals["t_lower_s"]) <= row.min_s, row.case
         assert r.value(r.totals["t_expected_s"]) >= r.value(r.totals["t_lower_s"])
 

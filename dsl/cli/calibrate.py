@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     plan = bench.plan(args.quick, args.cpu)
     rows = bench.run(plan, _bar)
-    f = fit(rows, lambda d: chip.flops_for(d)[0], chip.hbm_bw)
+    f = fit(rows, lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw)
     env = bench.environment()
     command = "shardc calibrate --hw " + args.hw + (" --quick" if args.quick else "") + (
         " --cpu" if args.cpu else "")

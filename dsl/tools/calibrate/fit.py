@@ -52,15 +52,16 @@ def predict(row: Row, rate: float, w_hbm: float, eta_mxu: float, eta_hbm: float,
                                         row.bytes / (eta_hbm * w_hbm)))
 
 
-def fit(rows: Sequence[Row], rate: Callable[[str], float], w_hbm: float) -> Fit:
+def fit(rows: Sequence[Row], rate: Callable[[str, str], float], w_hbm: float) -> Fit:
     """Fit eta_mxu, eta_hbm, t_call and t_dispatch to the rows whose role is "fit".
 
-    `rate(dtype)` is the chip's peak FLOP/s for a row's dtype. Without a product among the
+    `rate(dtype, precision)` is the chip's peak FLOP/s for a row's product
+    (`Chip.matmul_rate`). Without a product among the
     fitted rows eta_mxu is 1; without an elementwise row, eta_hbm is 1.
 
     >>> rows = [Row("m", "matmul", "bf16", 1e12, 1e6, 2.0, 2.0, 2.0),
     ...         Row("e", "elementwise", "bf16", 0.0, 1e12, 4.0, 4.0, 4.0)]
-    >>> f = fit(rows, lambda d: 1e12, 1e12)
+    >>> f = fit(rows, lambda d, p: 1e12, 1e12)
     >>> round(f.eta_mxu, 3), round(f.eta_hbm, 3), round(f.t_call, 9)
     (0.5, 0.25, 0.0)
     """
@@ -71,7 +72,7 @@ def fit(rows: Sequence[Row], rate: Callable[[str], float], w_hbm: float) -> Fit:
     if not timed:
         return _with_fitted(Fit(1.0, 1.0, 0.0, t_dispatch, tuple(rows)), rate, w_hbm)
     m = np.array([r.median_s for r in timed])
-    tf = np.array([r.flops / rate(r.dtype) for r in timed])
+    tf = np.array([r.flops / rate(r.dtype, r.precision) for r in timed])
     th = np.array([r.bytes / w_hbm for r in timed])
     # k[i, j, row]: the kernel time at eta_mxu = GRID[i], eta_hbm = GRID[j]
     k = np.maximum(tf[None, None, :] / GRID[:, None, None], th[None, None, :] / GRID[None, :, None])
@@ -89,9 +90,10 @@ def fit(rows: Sequence[Row], rate: Callable[[str], float], w_hbm: float) -> Fit:
     return _with_fitted(f, rate, w_hbm)
 
 
-def _with_fitted(f: Fit, rate: Callable[[str], float], w_hbm: float) -> Fit:
-    rows = tuple(replace(r, fitted_s=predict(r, rate(r.dtype), w_hbm, f.eta_mxu, f.eta_hbm,
-                                             f.t_call, f.t_dispatch)) for r in f.rows)
+def _with_fitted(f: Fit, rate: Callable[[str, str], float], w_hbm: float) -> Fit:
+    rows = tuple(replace(r, fitted_s=predict(r, rate(r.dtype, r.precision), w_hbm, f.eta_mxu,
+                                             f.eta_hbm, f.t_call, f.t_dispatch))
+                 for r in f.rows)
     return replace(f, rows=rows)
 
 
