@@ -95,9 +95,13 @@ class OpCost:
     fusion: str = ""
     """On a fused group's root: XLA's fusion kind, "loop", "input" (a reduction) or "output"
     (a matmul); "" otherwise."""
-    t_expected: sp.Expr = ZERO
-    """The calibrated expectation of `time` (`_expected`); equals `time` without a
-    calibration."""
+    expected: sp.Expr | None = None
+    """The calibrated expectation of `time` (`_expected`); None: the same as `time` (no
+    calibration, a collective, or an op that costs nothing). Read it as `t_expected`."""
+
+    @property
+    def t_expected(self) -> sp.Expr:
+        return self.time if self.expected is None else self.expected
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +193,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
     calibrated = ctx.chip is not None and getattr(ctx.chip, "calibration", None) is not None
+    expected_memo: dict[tuple, sp.Expr | None] = {}  # by (kind, T_math, T_hbm): ops repeat them
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo: dict[tuple, OpCost | None] = {}
@@ -204,6 +209,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                                reason=_reason(op))
         else:
             c = _op_cost(index, op, ctx, syms, mesh, program.mesh, program.topology)
+            if c is not None and calibrated:
+                c = dataclasses.replace(c, expected=_expected(c, syms, expected_memo))
             if key is not None:
                 memo[key] = c
         if c is not None:
@@ -231,7 +238,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         from shardc.passes.fusion_cost import fused_costs
 
         costs = fused_costs(costs, program, fusion, syms, ctx.attention == "flash")
-    costs = _with_expected(costs, syms, calibrated)
+    if calibrated and (ctx.attention == "flash" or (fusion is not None and fusion.groups)):
+        costs = _with_expected(costs, syms, expected_memo)
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
     redo = kept_activations(program, ctx.remat, ctx.attention)[1]
     again = [c for c in costs if c.index in set(redo)]
@@ -302,31 +310,31 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
                            f"{rate.value:.4g} FLOP/s",))
 
 
-def _with_expected(costs: list[OpCost], syms: HardwareSymbols, calibrated: bool
-                   ) -> list[OpCost]:
-    """Each op with its expected time, once its roofline figures are final (after
-    `--attention flash` and fusion): each distinct (math, HBM) pair is derived once."""
-    seen: dict[tuple, sp.Expr] = {}
+def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
+                   memo: dict[tuple, sp.Expr | None]) -> list[OpCost]:
+    """Each op's expected time again once `--attention flash` or fusion changed its roofline
+    figures; an op they left alone keeps its own (the same object: no copy)."""
     out = []
     for c in costs:
-        key = (c.kind, c.t_math, c.t_hbm, c.time)
-        if key not in seen:
-            seen[key] = _expected(c, syms, calibrated)
-        out.append(dataclasses.replace(c, t_expected=seen[key]))
+        e = _expected(c, syms, memo)
+        out.append(c if e is c.expected else dataclasses.replace(c, expected=e))
     return out
 
 
-def _expected(c: OpCost, syms: HardwareSymbols, calibrated: bool) -> sp.Expr:
+def _expected(c: OpCost, syms: HardwareSymbols, memo: dict[tuple, sp.Expr | None]
+              ) -> sp.Expr | None:
     """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
-    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. Collectives keep
-    their roofline time (the network is not calibrated yet), and so does an op that costs
-    nothing (a slice, or an op fused into another's kernel: the kernel pays once); without a
-    calibration every op keeps it."""
-    if not calibrated or c.kind == "collective" or (c.t_math == 0 and c.t_hbm == 0):
-        return c.time
-    hbm = c.t_hbm / syms.eta_hbm
-    body = hbm if c.t_math == 0 else sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
-    return syms.t_call + body
+    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. None (the
+    roofline's time) for a collective (the network is not calibrated yet) and for an op that
+    costs nothing (a slice, or an op fused into another's kernel: the kernel pays once)."""
+    if c.kind == "collective" or (c.t_math == 0 and c.t_hbm == 0):
+        return None
+    key = (c.t_math, c.t_hbm)
+    if key not in memo:
+        hbm = c.t_hbm / syms.eta_hbm
+        body = hbm if c.t_math == 0 else sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
+        memo[key] = syms.t_call + body
+    return memo[key]
 
 
 def _expected_total(charged: list[OpCost], totals: dict[str, sp.Expr], syms: HardwareSymbols,
