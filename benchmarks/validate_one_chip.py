@@ -133,7 +133,9 @@ def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
          ("fit", "least squares on relative error of the median over the rows with role "
                  "\"fit\"; \"held-out\" rows (every other size, the fused silu(A) * B, the f32 "
                  "products at each precision) are predicted")),
-        f.rows)
+        f.rows,
+        # one chip measures no network: keep the shipped collective figures
+        network=chip.calibration.network if chip.calibration is not None else ())
     header = ("NVIDIA H200 SXM calibration: efficiency figures fitted to single ops timed on one "
               "GPU.\nWritten by benchmarks/validate_one_chip.py --fit; the rows are the "
               "measurements.")

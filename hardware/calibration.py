@@ -9,11 +9,17 @@ efficiency symbols (`passes/symbols.py`):
   reaches;
 - `[hbm].efficiency` (eta_hbm): the achievable fraction of the HBM bandwidth;
 - `[call].launch_s` (t_call): a fixed cost per op (a kernel launch);
-- `[call].dispatch_s` (t_dispatch): the floor of one program call (an empty jitted call).
+- `[call].dispatch_s` (t_dispatch): the floor of one program call (an empty jitted call);
+- `[network.<level>]` (one table per network level: nvlink, ib, ici, pcie, dcn), the achievable
+  bus bandwidth of a collective on that level as a function of the bytes per rank n,
+  `efficiency * n / (n + half_bytes)` of the link's peak (eta_<level>, n_half_<level>), and
+  optionally its per-step latency `latency_s` (alpha_<level>), each with its own `source`
+  (docs/cost-model.md, "Calibrated collectives").
 
 Stdlib only, like the chip schema (`hardware.schema`), and validated the same way: unknown keys,
-an efficiency outside (0, 1], a negative or non-finite floor, or a table past its limit raise
-`HardwareError` naming the file, the line and the field.
+an efficiency outside (0, 1], a negative or non-finite floor, a network level that does not
+exist, a negative or absurd half-bandwidth size, or a table past its limit raise `HardwareError`
+naming the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from shardc.hardware.levels import LEVELS
 from shardc.hardware.schema import HardwareError, _describe, _did_you_mean
 
 MAX_ROWS = 1000
@@ -41,6 +48,11 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "call": ("launch_s", "dispatch_s"),
     "provenance": ("kind", "command", "date", "software", "device", "source", "fit"),
 }
+_NETWORK_KEYS = ("efficiency", "half_bytes", "latency_s", "source", "note")
+NETWORK_LEVELS = LEVELS
+"""The levels a `[network.<level>]` table may name."""
+MAX_HALF_BYTES = 1e15
+"""The largest half-bandwidth message size a calibration may give (1 PB: past any buffer)."""
 _ROW_KEYS = ("case", "kind", "dtype", "precision", "flops", "bytes", "median_s", "min_s",
              "p90_s", "fitted_s", "role", "note")
 PRECISIONS = ("default", "high", "highest")
@@ -68,6 +80,29 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkFit:
+    """One network level's collective efficiency: the bus bandwidth a collective reaches with n
+    bytes per rank is `efficiency * n / (n + half_bytes)` of the link's peak; `latency_s`, when
+    given, is the per-step latency (per hop on ICI and NVLink) the expected time uses (never
+    below the chip file's figure); `source` names the published table it was fitted to."""
+
+    level: str
+    efficiency: float
+    half_bytes: float
+    source: str
+    latency_s: float | None = None
+    note: str = ""
+
+    def bus_efficiency(self, n: float) -> float:
+        """The fraction of peak bus bandwidth reached with `n` bytes per rank.
+
+        >>> NetworkFit("ib", 0.8, 8e6, "s").bus_efficiency(8e6)
+        0.4
+        """
+        return self.efficiency * n / (n + self.half_bytes) if n > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Calibration:
     """One chip's efficiency figures and where they come from.
 
@@ -86,6 +121,12 @@ class Calibration:
     rows: tuple[Row, ...] = ()
     note: str = ""
     path: str = field(default="", compare=False)
+    network: tuple[NetworkFit, ...] = ()
+    """Calibrated network levels, in `NETWORK_LEVELS` order; a level not here keeps the
+    roofline's peak bandwidth and latency in the expected time."""
+
+    def network_fit(self, level: str) -> NetworkFit | None:
+        return next((f for f in self.network if f.level == level), None)
 
     def values(self) -> dict[str, float]:
         """The efficiency symbols' values, by symbol name."""
@@ -118,7 +159,7 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
         raise HardwareError(f"{path}: not valid TOML: nested too deeply", path=path) from None
     where = _Locator(text, path)
     for key, value in doc.items():
-        if key == "rows":
+        if key in ("rows", "network"):
             continue
         if key in _TABLES[""]:
             continue
@@ -155,8 +196,44 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
                        if k in prov)
     rows = _rows(doc.get("rows", []), where)
     note = _text(doc, "", "note", where) if "note" in doc else ""
+    network = _network(doc.get("network", {}), where)
     return Calibration(name, eta_mxu, eta_hbm, launch, dispatch, kind, provenance, rows, note,
-                       path)
+                       path, network)
+
+
+def _network(value: Any, where: _Locator) -> tuple[NetworkFit, ...]:
+    """The `[network.<level>]` tables: each level's efficiency curve, latency and source."""
+    if not isinstance(value, dict):
+        raise where.fail("network", "", f"[network] must be a table of levels "
+                         f"([network.ib], ...), got {_describe(value)[:80]}")
+    fits: dict[str, NetworkFit] = {}
+    for level, table in value.items():
+        name = f"network.{level}"
+        if level not in NETWORK_LEVELS:
+            raise where.fail(name, "", f"unknown network level [network.{level}]"
+                             f"{_did_you_mean(level, NETWORK_LEVELS)}; expected one of "
+                             f"{', '.join(NETWORK_LEVELS)}")
+        if not isinstance(table, dict):
+            raise where.fail(name, "", f"[network.{level}] must be a table, got "
+                             f"{_describe(table)[:80]}")
+        for key in table:
+            if key not in _NETWORK_KEYS:
+                raise where.fail(key, name, f"unknown field [{name}].{key}"
+                                 f"{_did_you_mean(key, _NETWORK_KEYS)}")
+        sub = {name: table}
+        for key in ("efficiency", "half_bytes", "source"):
+            if key not in table:
+                raise where.fail(name, "", f"missing field [{name}].{key}")
+        eta = _fraction(sub, name, "efficiency", where)
+        half = _number(table["half_bytes"], f"[{name}].half_bytes", "half_bytes", name, where)
+        if not 0 <= half <= MAX_HALF_BYTES:
+            raise where.fail("half_bytes", name, f"field [{name}].half_bytes must be from 0 to "
+                             f"{MAX_HALF_BYTES:g} bytes, got {table['half_bytes']!r}")
+        latency = _floor(sub, name, "latency_s", where) if "latency_s" in table else None
+        source = _text(sub, name, "source", where)
+        note = _text(sub, name, "note", where) if "note" in table else ""
+        fits[level] = NetworkFit(level, eta, half, source, latency, note)
+    return tuple(fits[lv] for lv in NETWORK_LEVELS if lv in fits)
 
 
 class _Locator:
@@ -306,6 +383,14 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
             f"dispatch_s = {_num(c.t_dispatch)}   # t_dispatch, per program call",
             "", "[provenance]"]
     out += [f"{k} = {_toml_string(v)}" for k, v in c.provenance]
+    for f in c.network:
+        out += ["", f"[network.{f.level}]", f"efficiency = {_num(f.efficiency)}   # eta_{f.level}",
+                f"half_bytes = {_num(f.half_bytes)}   # n_half_{f.level}"]
+        if f.latency_s is not None:
+            out.append(f"latency_s = {_num(f.latency_s)}   # alpha_{f.level}, per step")
+        out.append(f"source = {_toml_string(f.source)}")
+        if f.note:
+            out.append(f"note = {_toml_string(f.note)}")
     for r in c.rows:
         out += ["", "[[rows]]", f"case = {_toml_string(r.case)}",
                 f"kind = {_toml_string(r.kind)}", f"dtype = {_toml_string(r.dtype)}",

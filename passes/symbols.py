@@ -4,7 +4,10 @@ Hardware symbols follow the book: C (peak FLOP/s, bf16), W_hbm, W_ici (bidirecti
 t_hop (per-hop ICI latency). Other dtypes get C_int8, C_fp8, ...; a program dim named C renames
 the bf16 rate to C_bf16 so the two never print alike. The calibration's efficiency figures
 (`hardware.calibration`) are symbols too: eta_mxu, eta_hbm (fractions of C and W_hbm reached),
-t_call (per op) and t_dispatch (per program call); they appear only in the expected time.
+t_call (per op) and t_dispatch (per program call); they appear only in the expected time, as do
+the calibrated network's eta_<level> (peak fraction of a level's bus bandwidth), n_half_<level>
+(the bytes per rank at which a collective reaches half of it) and alpha_<level> (its per-step
+latency).
 """
 
 from __future__ import annotations
@@ -102,6 +105,19 @@ class HardwareSymbols:
         """The floor of one program call (an empty jitted call; a calibration)."""
         return sp.Symbol("t_dispatch", nonnegative=True)
 
+    def eta_net(self, level: str) -> sp.Symbol:
+        """The peak fraction of a level's bus bandwidth a large collective reaches (a
+        calibration)."""
+        return sp.Symbol(f"eta_{level}", positive=True)
+
+    def n_half(self, level: str) -> sp.Symbol:
+        """The bytes per rank at which a collective on a level reaches half of eta_<level>."""
+        return sp.Symbol(f"n_half_{level}", nonnegative=True)
+
+    def alpha(self, level: str) -> sp.Symbol:
+        """A level's calibrated per-step latency (per hop on ICI and NVLink)."""
+        return sp.Symbol(f"alpha_{level}", positive=True)
+
     def calibration(self) -> tuple[sp.Symbol, ...]:
         return (self.eta_mxu, self.eta_hbm, self.t_call, self.t_dispatch)
 
@@ -121,7 +137,8 @@ class HardwareSymbols:
 
     def all_for(self, dtypes: set[str]) -> list[sp.Symbol]:
         return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm, *self.calibration(),
-                *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)])]
+                *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)]),
+                *(f(lv) for lv in LEVELS for f in (self.eta_net, self.n_half, self.alpha))]
 
     def is_hardware(self, sym: sp.Symbol) -> bool:
         n = sym.name
@@ -132,8 +149,13 @@ class HardwareSymbols:
 CALIBRATION_NAMES = ("eta_mxu", "eta_hbm", "t_call", "t_dispatch")
 """The efficiency symbols, in the order of `HardwareSymbols.calibration`."""
 
+NETWORK_CALIBRATION_NAMES = frozenset(f"{p}_{lv}" for lv in LEVELS
+                                      for p in ("eta", "n_half", "alpha"))
+"""The calibrated network's symbols: eta_ib, n_half_ib, alpha_ib, ... (one of each a level)."""
+
 HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *CALIBRATION_NAMES, *(f"W_{lv}" for lv in LEVELS),
-                            *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP)})
+                            *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
+                            *NETWORK_CALIBRATION_NAMES})
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
 
 
@@ -185,6 +207,13 @@ def hardware_values(chip, syms: HardwareSymbols,
         out.update(zip(syms.calibration(), (cal.eta_mxu, cal.eta_hbm, cal.t_call,
                                             cal.t_dispatch), strict=True))
     w, t = chip_links(chip)
+    for fit in getattr(cal, "network", ()):
+        out[syms.eta_net(fit.level)] = float(fit.efficiency)
+        out[syms.n_half(fit.level)] = float(fit.half_bytes)
+        # never below the chip file's latency: the expected time stays at or above the roofline
+        floor = t.get(fit.level) or 0.0
+        out[syms.alpha(fit.level)] = max(float(fit.latency_s if fit.latency_s is not None
+                                               else floor), float(floor))
     for level, value in w.items():
         if value is not None:
             out[syms.w(level)] = float(value)

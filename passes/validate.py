@@ -70,7 +70,8 @@ def check_bindings(program: Program, ctx: Context) -> None:
             what = (f"{'mesh axis' if name in axes else 'dimension'} {name!r}"
                     + (" (a repeat count)" if name in counts else ""))
             check = whole
-        elif name in ("eta_mxu", "eta_hbm"):
+        elif name in ("eta_mxu", "eta_hbm") or (name.startswith("eta_")
+                                                and is_hardware_name(name)):
             what, check = f"efficiency {name!r}", _efficiency
         elif is_hardware_name(name):
             what, check = f"hardware figure {name!r}", figure

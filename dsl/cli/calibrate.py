@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
          ("device", env["device"]),
          ("fit", "least squares on the relative error of the median over the rows with role "
                  "\"fit\"; \"held-out\" rows are predicted")),
-        f.rows)
+        f.rows,
+        # one chip measures no network: keep the shipped collective figures
+        network=chip.calibration.network if chip.calibration is not None else ())
     header = f"{chip.display_name} calibration written by `{command}`."
     text = calibration_toml(cal, header)
     if args.output:

@@ -112,9 +112,12 @@ def latex_name(name: str) -> str:
 
     >>> print(latex_name("W_hbm"), latex_name("B"), latex_name("data"), latex_name("eta_mxu"))
     W_{\mathrm{hbm}} B \mathrm{data} \eta_{\mathrm{mxu}}
+    >>> print(latex_name("alpha_ib"), latex_name("n_half_ib"))
+    \alpha_{\mathrm{ib}} n_{\mathrm{half\_ib}}
     """
     head, _, sub = name.partition("_")
-    base = (head if len(head) == 1 else "\\eta" if head == "eta" and sub
+    sub = sub.replace("_", "\\_")
+    base = (head if len(head) == 1 else f"\\{head}" if head in ("eta", "alpha") and sub
             else f"\\mathrm{{{head}}}")
     return f"{base}_{{\\mathrm{{{sub}}}}}" if sub else base
 

@@ -38,8 +38,9 @@ def expected_note(r: Report) -> str:
     if cal is None:
         who = f"{r.chip.name} has" if r.chip is not None else "no chip, so"
         return f"equals T_lower: {who} no calibration"
+    net = ", ".join(f.level for f in cal.network)
     return (f"from the calibration of {cal.chip}, {cal.describe_source()}; communication at "
-            "the roofline's rate")
+            + (f"the calibrated bus bandwidth on {net}" if net else "the roofline's rate"))
 
 
 def _header(r: Report) -> list[str]:
