@@ -3,6 +3,9 @@ expected collective time they give (docs/cost-model.md, "Calibrated collectives"
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -171,3 +174,39 @@ def test_expected_collective_time_bounds_the_roofline_and_grows_with_bytes(
         assert r.value(c.t_expected) >= r.value(c.time) * (1 - 1e-12)
         assert r.value(r.totals["t_expected_s"]) >= r.value(r.totals["t_lower_s"]) * (1 - 1e-12)
     assert r_exp(big) >= r_exp(small) * (1 - 1e-12)
+
+
+FSDP = (Path(__file__).resolve().parent.parent / "programs" / "mlp-fsdp-train.shard")
+
+
+def test_the_expected_schedule_exposes_the_first_gather_and_the_last_reduction():
+    """FSDP on 16 H100: the first weight gather has nothing before it to hide behind and the
+    last gradient reduction nothing after it; the roofline schedule is the one it was."""
+    from shardc.passes.schedule import schedule
+
+    r = shardc.compile(FSDP, hw="h100")
+    roofline = r.step_durations()
+    assert r.scheduled_step() == schedule(r.program, roofline, axis_sizes=r.mesh_sizes())
+    durations = r.step_durations(expected=True)
+    parts = r.exposed(expected=True)
+    gathers = [c.index for c in r.ops if c.kind == "collective" and c.overlap == "prefetch"]
+    reductions = [c.index for c in r.ops if c.kind == "collective" and c.overlap == "async"]
+    assert parts[gathers[0]] == pytest.approx(durations[gathers[0]])
+    assert parts[reductions[-1]] > 0
+    assert all(0 <= parts[i] <= durations[i] * (1 + 1e-12) for i in parts)
+    step = r.scheduled_step(expected=True)
+    assert step >= r.scheduled_step() and sum(parts.values()) <= step
+    doc = json.loads(shardc.compile(FSDP, hw="h100").to_json())
+    listed = doc["totals"]["utilization_expected"]["exposed_s"]
+    assert {e["index"]: e["exposed_s"] for e in listed} == pytest.approx(parts)
+
+
+def test_the_text_report_lists_the_exposed_collectives():
+    text = shardc.compile(FSDP, hw="h100").to_text()
+    line = next(x for x in text.splitlines() if x.lstrip().startswith("exposed (expected)"))
+    assert "#" in line and "no compute hides" in line
+
+
+def test_an_uncalibrated_chip_schedules_the_expected_step_as_the_roofline():
+    r = shardc.compile(FSDP)  # tpu-v5p: no calibration
+    assert r.scheduled_step(expected=True) == r.scheduled_step()

@@ -59,7 +59,7 @@ def report_dict(r: Report) -> dict[str, Any]:
                                              "latex": "",
                                              "value": r.scheduled_step(expected=True)}},
                    "utilization": r.utilization(),
-                   "utilization_expected": r.utilization(expected=True),
+                   "utilization_expected": _with_exposed(r),
                    "calibration": expected_note(r),
                    "t_comms_by_level_s": {k[len("t_comms_"):-2]: r.q(v)
                                           for k, v in r.totals.items()
@@ -87,6 +87,16 @@ def report_dict(r: Report) -> dict[str, Any]:
         "warnings": list(r.warnings),
         "_mesh_order": list(mesh),
     }
+
+def _with_exposed(r: Report) -> dict[str, Any] | None:
+    """MFU and HFU of the expected schedule, with each collective's exposed part there (the
+    seconds no compute hides, by op index) when the chip is calibrated."""
+    util = r.utilization(expected=True)
+    if util is None or not r.calibrated:
+        return util
+    parts = r.exposed(expected=True) or {}
+    return {**util, "exposed_s": [{"index": i, "exposed_s": v} for i, v in sorted(parts.items())]}
+
 
 def topology_dict(r: Report) -> list[dict[str, Any]]:
     topo = r.program.topology

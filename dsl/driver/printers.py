@@ -43,6 +43,19 @@ def expected_note(r: Report) -> str:
             + (f"the calibrated bus bandwidth on {net}" if net else "the roofline's rate"))
 
 
+def _exposed_text(r: Report) -> str:
+    """The expected schedule's exposed communication: its total, then each collective's part
+    (by op number), largest first, at most six."""
+    parts = r.exposed(expected=True)
+    if not parts:
+        return ""
+    total = sum(parts.values())
+    each = sorted(parts.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"#{i} {fmt_value(v, 's')}" for i, v in each[:6])
+    more = f", {len(each) - 6} more" if len(each) > 6 else ""
+    return (f"{fmt_value(total, 's'):>10}   (collective time no compute hides: {listed}{more})")
+
+
 def _header(r: Report) -> list[str]:
     mesh = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.mesh)
     dims = " ".join(f"{n}={s if s is not None else '?'}" for n, s in r.program.dims)
@@ -92,8 +105,12 @@ def render_text(r: Report) -> str:
         if expected is not None and r.calibrated:
             out.append(f"  {'T_step (expected)':<18} "
                        f"{fmt_value(r.scheduled_step(expected=True), 's'):>10}   "
-                       "(the same schedule over each op's expected time)")
+                       "(the same schedule over each op's expected time; weight gathers "
+                       "prefetched whole, the first exposed)")
             out.append(f"  {'MFU (expected)':<18} {_pct(expected['mfu']):>10}")
+            shown = _exposed_text(r)
+            if shown:
+                out.append(f"  {'exposed (expected)':<18} {shown}")
     if "t_recompute_s" in r.totals:
         expr = r.totals["t_recompute_s"]
         out.append(f"  {'T_recompute':<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}   "

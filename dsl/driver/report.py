@@ -397,12 +397,27 @@ class Report:
     def scheduled_step(self, expected: bool = False) -> float | None:
         """T_step of the list schedule (passes/schedule.py: prefetched gathers, async
         reductions, collective matmuls); None unless every op has a number. `expected`: the
-        same schedule over each op's expected time."""
+        same schedule over each op's expected time, parameters' gathers prefetched whole
+        rather than decomposed (the first one exposed)."""
         from shardc.passes.schedule import schedule
 
         durations = self.step_durations(expected)
+        # the expected schedule: FSDP's weight gathers are prefetched whole, not decomposed
+        # into a collective matmul, so the first is exposed (passes/schedule.py)
         return None if durations is None else schedule(self.program, durations,
-                                                       axis_sizes=self.mesh_sizes())
+                                                       axis_sizes=self.mesh_sizes(),
+                                                       weights=not (expected and self.calibrated))
+
+    def exposed(self, expected: bool = False) -> dict[int, float] | None:
+        """Each collective's exposed part in the scheduled step (`passes.schedule.exposed`):
+        the seconds it runs while no compute does, by op index; None unless every op has a
+        number. `expected`: in the schedule over each op's expected time."""
+        from shardc.passes.schedule import exposed
+
+        durations = self.step_durations(expected)
+        return None if durations is None else exposed(self.program, durations,
+                                                      axis_sizes=self.mesh_sizes(),
+                                                      weights=not (expected and self.calibrated))
 
     def utilization(self, expected: bool = False) -> dict[str, float] | None:
         """MFU and HFU of the scheduled step on the report's chip, with the model FLOPs; None
