@@ -210,3 +210,34 @@ def test_the_text_report_lists_the_exposed_collectives():
 def test_an_uncalibrated_chip_schedules_the_expected_step_as_the_roofline():
     r = shardc.compile(FSDP)  # tpu-v5p: no calibration
     assert r.scheduled_step(expected=True) == r.scheduled_step()
+
+
+@pytest.mark.parametrize("layout", ["fsdp-tp: X=8, Y=8", "pp-dp-tp: PP=2, Y=8"])
+def test_plan_json_gives_the_calibrated_step_beside_the_roofline(layout, capsys):
+    from shardc.cli.app import main
+
+    assert main(["plan", "--card", "llama3-8b", "--hw", "h100", "--chips", "64", "--batch",
+                 "256Ki", "--layout", layout, "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    c = d["candidates"][0]
+    assert c["evaluated"], c["reason"]
+    assert c["t_step_expected_s"] > c["t_step_s"] > 0
+    assert c["mfu_expected"] == pytest.approx(c["mfu"] * c["t_step_s"] / c["t_step_expected_s"])
+
+
+def test_plan_on_a_chip_without_calibration_expects_the_roofline(capsys):
+    from shardc.cli.app import main
+
+    assert main(["plan", "--card", "llama3-8b", "--hw", "tpu-v5e", "--chips", "16", "--batch",
+                 "64Ki", "--layout", "fsdp: X=16", "--format", "json"]) == 0
+    c = json.loads(capsys.readouterr().out)["candidates"][0]
+    assert c["t_step_expected_s"] == c["t_step_s"] and c["mfu_expected"] == c["mfu"]
+
+
+def test_plan_text_shows_both_steps(capsys):
+    from shardc.cli.app import main
+
+    assert main(["plan", "--card", "llama3-8b", "--hw", "h100", "--chips", "64", "--batch",
+                 "256Ki", "--layout", "fsdp-tp: X=8, Y=8"]) == 0
+    out = capsys.readouterr().out
+    assert "expected" in out.splitlines()[4] and "MFU exp." in out
