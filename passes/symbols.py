@@ -210,10 +210,8 @@ def hardware_values(chip, syms: HardwareSymbols,
     for fit in getattr(cal, "network", ()):
         out[syms.eta_net(fit.level)] = float(fit.efficiency)
         out[syms.n_half(fit.level)] = float(fit.half_bytes)
-        # never below the chip file's latency: the expected time stays at or above the roofline
-        floor = t.get(fit.level) or 0.0
-        out[syms.alpha(fit.level)] = max(float(fit.latency_s if fit.latency_s is not None
-                                               else floor), float(floor))
+        if fit.latency_s is not None:  # the expected time takes max(alpha, the chip's)
+            out[syms.alpha(fit.level)] = float(fit.latency_s)
     for level, value in w.items():
         if value is not None:
             out[syms.w(level)] = float(value)

@@ -241,3 +241,20 @@ def test_plan_text_shows_both_steps(capsys):
                  "256Ki", "--layout", "fsdp-tp: X=8, Y=8"]) == 0
     out = capsys.readouterr().out
     assert "expected" in out.splitlines()[4] and "MFU exp." in out
+
+
+def test_a_calibrated_latency_counts_and_never_undercuts_the_chips():
+    """`latency_s` replaces the level's latency by max(alpha, t): a 32-byte AllGather pays the
+    calibrated 5 us a hop, and `--set t_hop` above it still bounds the expected time."""
+    import dataclasses
+
+    chip = hardware.load("h100")
+    fit = dataclasses.replace(chip.calibration.network_fit("nvlink"), latency_s=5e-6)
+    cal = dataclasses.replace(chip.calibration, network=(fit,))
+    slow = dataclasses.replace(chip, calibration=cal)
+    text = allgather(8, 16)
+    base = r_exp(shardc.compile(text, hw=chip, model="exact"))
+    r = shardc.compile(text, hw=slow, model="exact")
+    assert r_exp(r) == pytest.approx(base + 7 * (5e-6 - 1e-6))
+    high = shardc.compile(text, hw=slow, model="exact", set={"t_hop": 1e-4})
+    assert r_exp(high) >= high.value(collective(high).time)
