@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         available,
         describe,
         load,
+        load_calibration,
         summary_line,
     )
     from shardc.hardware.schema import DTYPES, RATES
@@ -37,12 +38,13 @@ __all__ = [
     "available",
     "describe",
     "load",
+    "load_calibration",
     "summary_line",
 ]
 
 _HOME = {"DTYPES": "schema", "RATES": "schema", **dict.fromkeys(
     ("FALLBACKS", "PRECISIONS", "Rate", "Chip", "FlopsTable", "HardwareError", "available",
-     "describe", "load", "summary_line"), "chip")}
+     "describe", "load", "load_calibration", "summary_line"), "chip")}
 
 
 def __getattr__(name: str) -> Any:

@@ -15,6 +15,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from shardc.hardware.calibration import Calibration, read_calibration_toml
 from shardc.hardware.files import read_chip_file
 from shardc.hardware.levels import PER_HOP
 from shardc.hardware.schema import PRECISIONS, RATES, HardwareError, quoted, read_chip_toml
@@ -30,6 +31,7 @@ __all__ = [
     "available",
     "describe",
     "load",
+    "load_calibration",
     "summary_line",
 ]
 
@@ -159,6 +161,9 @@ class Chip:
     dcn_latency_s: float | None = None
     aliases: tuple[str, ...] = ()
     sources: tuple[tuple[str, str], ...] = ()
+    calibration: Calibration | None = None
+    """How close real runs come to the peaks (`hardware.calibration`); None: no calibration,
+    and the expected time is the roofline's."""
 
     def __post_init__(self) -> None:
         # A plain dict would make the frozen Chip unhashable; accept one and convert it.
@@ -383,7 +388,37 @@ def load(
     shipped = _shipped()
     stem = _resolve(text, shipped)
     resource = shipped[stem]
-    return _build(resource.read_text(encoding="utf-8"), str(resource), stem)
+    chip = _build(resource.read_text(encoding="utf-8"), str(resource), stem)
+    cal = shipped_calibration(stem)
+    return chip if cal is None else _with(chip, cal)
+
+
+def _with(chip: Chip, cal: Calibration) -> Chip:
+    import dataclasses
+
+    return dataclasses.replace(chip, calibration=cal)
+
+
+def load_calibration(path: str | os.PathLike[str], chip: Chip) -> Chip:
+    """`chip` with the calibration file at `path` (`--calibration`), validated for that chip.
+
+    >>> load_calibration("/dev/null", load("h200"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    shardc.hardware.schema.HardwareError: /dev/null: not a regular file ...
+    """
+    import dataclasses
+
+    text = read_chip_file(os.fspath(path))
+    cal = read_calibration_toml(text, os.fspath(path), chip.name)
+    return dataclasses.replace(chip, calibration=cal)
+
+
+def shipped_calibration(stem: str) -> Calibration | None:
+    """The calibration shipped beside a chip file (`hardware/calibration/<stem>.toml`)."""
+    resource = files("shardc.hardware").joinpath("calibration", f"{stem}.toml")
+    if not resource.is_file():
+        return None
+    return read_calibration_toml(resource.read_text(encoding="utf-8"), str(resource), stem)
 
 
 def available() -> list[str]:

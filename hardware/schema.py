@@ -209,17 +209,17 @@ def _check_layout(doc: dict[str, Any], path: str) -> None:
             continue
         if key not in tables:
             if isinstance(value, dict):
-                hint = _did_you_mean(key, tables)
+                hint = did_you_mean(key, tables)
                 raise _fail(path, f"[{_clip(key)}]", f"unknown table [{_clip(key)}]{hint}")
-            hint = _did_you_mean(key, [*allowed[""], *(s.key for s in FIELDS if not s.table)])
+            hint = did_you_mean(key, [*allowed[""], *(s.key for s in FIELDS if not s.table)])
             raise _fail(path, _clip(key), f"unknown field {quoted(key)}{hint}")
         if not isinstance(value, dict):
-            raise _fail(path, f"[{key}]", f"[{key}] must be a table, got {_describe(value)}")
+            raise _fail(path, f"[{key}]", f"[{key}] must be a table, got {describe_value(value)}")
         if key in FREE_TABLES:
             continue
         for inner in value:
             if inner not in allowed[key]:
-                hint = _did_you_mean(inner, allowed[key])
+                hint = did_you_mean(inner, allowed[key])
                 where = f"[{key}].{_clip(inner)}"
                 raise _fail(path, where, f"unknown field {where}{hint}")
     for table in REQUIRED_TABLES:
@@ -240,7 +240,7 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
     if kind == "str":
         if not isinstance(value, str) or not value.strip():
             raise _fail(
-                path, where, f"field {where} must be a non-empty string, got {_describe(value)}"
+                path, where, f"field {where} must be a non-empty string, got {describe_value(value)}"
             )
         if choices and value not in choices:
             raise _fail(
@@ -251,7 +251,7 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
     # bool is an int subclass in Python; `links_per_axis = true` is a typo, not the number 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         noun = "an integer" if kind == "int" else "a number"
-        raise _fail(path, where, f"field {where} must be {noun}, got {_describe(value)}")
+        raise _fail(path, where, f"field {where} must be {noun}, got {describe_value(value)}")
     if kind == "int" and not isinstance(value, int):
         raise _fail(path, where, f"field {where} must be an integer, got {quoted(value)}")
     if kind == "int":
@@ -277,7 +277,7 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
 def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
     for dtype in table:
         if dtype not in RATES:
-            hint = _did_you_mean(dtype, RATES)
+            hint = did_you_mean(dtype, RATES)
             raise _fail(
                 path,
                 f"[flops].{_clip(dtype)}",
@@ -299,7 +299,7 @@ def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
 def _aliases(value: Any, path: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(a, str) and a for a in value):
         raise _fail(
-            path, "aliases", f"field aliases must be a list of strings, got {_describe(value)}"
+            path, "aliases", f"field aliases must be a list of strings, got {describe_value(value)}"
         )
     return tuple(value)
 
@@ -310,7 +310,7 @@ def _sources(table: dict[str, Any], path: str) -> tuple[tuple[str, str], ...]:
             raise _fail(
                 path,
                 f"[sources].{_clip(key)}",
-                f"field [sources].{_clip(key)} must be a string, got {_describe(value)}",
+                f"field [sources].{_clip(key)} must be a string, got {describe_value(value)}",
             )
     return tuple(table.items())
 
@@ -368,7 +368,7 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
         )
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
     names = {
         str: "string",
         bool: "boolean",
@@ -380,7 +380,7 @@ def _describe(value: Any) -> str:
     return f"{names.get(type(value), type(value).__name__)} {quoted(value)}"
 
 
-def _did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str:
+def did_you_mean(word: str, candidates: tuple[str, ...] | list[str]) -> str:
     import difflib
 
     if len(word) > 2 * QUOTE_WIDTH:  # no field name is this long; and difflib is quadratic

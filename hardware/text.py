@@ -51,7 +51,19 @@ def describe(chip: Chip) -> str:
     lines += _link_lines(chip)
     lines += _network_lines(chip)
     lines += _intensity_lines(chip)
+    lines += _calibration_lines(chip)
     return "\n".join(lines)
+
+
+def _calibration_lines(chip: Chip) -> list[str]:
+    """The calibration behind T_expected (`hardware.calibration`), or that there is none."""
+    cal = chip.calibration
+    if cal is None:
+        return ["calibration", "  none: T_expected equals T_lower (shardc calibrate writes one)"]
+    return ["calibration (T_expected)",
+            f"  eta_mxu     {cal.eta_mxu:g}   eta_hbm {cal.eta_hbm:g}   "
+            f"t_call {cal.t_call * 1e6:.3g} us   t_dispatch {cal.t_dispatch * 1e6:.3g} us",
+            f"  source      {cal.describe_source()}"]
 
 
 def summary_line(chip: Chip) -> str:

@@ -95,6 +95,13 @@ class OpCost:
     fusion: str = ""
     """On a fused group's root: XLA's fusion kind, "loop", "input" (a reduction) or "output"
     (a matmul); "" otherwise."""
+    expected: sp.Expr | None = None
+    """The calibrated expectation of `time` (`_expected`); None: the same as `time` (no
+    calibration, a collective, or an op that costs nothing). Read it as `t_expected`."""
+
+    @property
+    def t_expected(self) -> sp.Expr:
+        return self.time if self.expected is None else self.expected
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +192,13 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     mesh = program.mesh_axes
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
+    calibrated = ctx.chip is not None and getattr(ctx.chip, "calibration", None) is not None
+    expected_memo: dict[tuple, sp.Expr | None] = {}  # by (kind, T_math, T_hbm): ops repeat them
+    cal = getattr(ctx.chip, "calibration", None)
+    # the calibrated network levels, and `alpha:<level>` for those that give their own latency
+    network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
+    network |= frozenset(f"alpha:{f.level}" for f in cal.network
+                         if f.latency_s is not None) if cal is not None else frozenset()
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo: dict[tuple, OpCost | None] = {}
@@ -200,6 +214,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                                reason=_reason(op))
         else:
             c = _op_cost(index, op, ctx, syms, mesh, program.mesh, program.topology)
+            if c is not None and calibrated:
+                c = dataclasses.replace(c, expected=_expected(c, syms, expected_memo, network))
             if key is not None:
                 memo[key] = c
         if c is not None:
@@ -228,6 +244,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         from shardc.passes.fusion_cost import fused_costs
 
         costs = fused_costs(costs, program, fusion, syms, ctx.attention == "flash")
+    if calibrated and (ctx.attention == "flash" or (fusion is not None and fusion.groups)):
+        costs = _with_expected(costs, syms, expected_memo, network)
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
     redo = kept_activations(program, ctx.remat, ctx.attention)[1]
     again = [c for c in costs if c.index in set(redo)]
@@ -267,6 +285,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         "t_step_sum_s": t_compute + t_comms,
         "t_comms_critical_s": t_critical,
     })
+    totals["t_expected_s"] = _expected_total(charged, totals, syms, calibrated)
     if again:
         totals["t_recompute_s"] = summed([(c.time, c.count) for c in again])
         totals["recompute_flops_per_device"] = summed([(c.flops_per_device, c.count)
@@ -297,6 +316,86 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
                     notes=(f"{ctx.chip.name}'s chip file lists rates for "
                            f"{', '.join(ctx.chip.flops)}; {dtype} products are timed at "
                            f"{rate.value:.4g} FLOP/s",))
+
+
+def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
+                   memo: dict[tuple, sp.Expr | None],
+                   network: frozenset[str] = frozenset()) -> list[OpCost]:
+    """Each op's expected time again once `--attention flash` or fusion changed its roofline
+    figures; an op they left alone keeps its own (the same object: no copy)."""
+    out = []
+    for c in costs:
+        e = _expected(c, syms, memo, network)
+        out.append(c if e is c.expected else dataclasses.replace(c, expected=e))
+    return out
+
+
+def _expected(c: OpCost, syms: HardwareSymbols, memo: dict[tuple, sp.Expr | None],
+              network: frozenset[str] = frozenset()) -> sp.Expr | None:
+    """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
+    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. A collective
+    pays each calibrated level of `network` at its achievable bus bandwidth
+    (`expected_collective`). None (the roofline's time) for a collective on no calibrated
+    level and for an op that costs nothing (a slice, or an op fused into another's kernel: the
+    kernel pays once)."""
+    if c.kind == "collective":
+        return expected_collective(c, syms, network) if network else None
+    if c.t_math == 0 and c.t_hbm == 0:
+        return None
+    key = (c.t_math, c.t_hbm)
+    if key not in memo:
+        hbm = c.t_hbm / syms.eta_hbm
+        body = hbm if c.t_math == 0 else sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
+        memo[key] = syms.t_call + body
+    return memo[key]
+
+
+def expected_collective(c: OpCost, syms: HardwareSymbols, network: frozenset[str]
+                        ) -> sp.Expr | None:
+    """A collective's expected time (docs/cost-model.md, "Calibrated collectives"): each level's
+    roofline time with its peak bandwidth W_<level> replaced by the achievable bus bandwidth
+    W_<level> * eta_<level> * n / (n + n_half_<level>), n the bytes per rank (the op's V, the
+    size nccl-tests reports), and, where the calibration gives one (`alpha:<level>` in
+    `network`), its latency by max(alpha_<level>, the chip's); levels without a calibration
+    keep their roofline time. Each level's time falls with its bandwidth and rises with its
+    latency, eta <= 1, so it is never below the roofline. None when no level is calibrated."""
+    n = c.comm_bytes
+    if n == 0 or not any(lv in network for lv, _ in c.levels):
+        return None
+    parts = []
+    for lv, x in c.levels:
+        if lv in network:
+            eff = syms.eta_net(lv) * n / (n + syms.n_half(lv))
+            swap = {syms.w(lv): syms.w(lv) * eff}
+            if f"alpha:{lv}" in network:
+                swap[syms.t(lv)] = sp.Max(syms.alpha(lv), syms.t(lv))
+            x = x.xreplace(swap)
+        parts.append(x)
+    return sp.Add(*parts)
+
+
+def _expected_total(charged: list[OpCost], totals: dict[str, sp.Expr], syms: HardwareSymbols,
+                    calibrated: bool) -> sp.Expr:
+    """The program's expected time: its ops one after another (a device runs its kernels in
+    turn), the collectives that nothing overlaps added, at least the whole communication time
+    and at least one program call (t_dispatch). Never below T_lower: each op's expected time is
+    at least its math and its HBM time, and the sum of maxima is at least the maximum of sums.
+    Collectives count at their expected time (`expected_collective`). Without a calibration
+    it is T_lower."""
+    if not calibrated:
+        return totals["t_lower_s"]
+    compute = summed([(c.t_expected, c.count) for c in charged if c.kind != "collective"])
+    comms = [c for c in charged if c.kind == "collective"]
+    if all(c.expected is None for c in comms):  # no calibrated level: the roofline's sums
+        critical, whole = totals["t_comms_critical_s"], totals["t_comms_s"]
+    else:
+        critical = summed([(c.t_expected, c.count) for c in comms if not c.overlap])
+        whole = summed([(c.t_expected, c.count) for c in comms])
+    serial = compute + critical
+    terms = [syms.t_dispatch, serial]
+    if critical != whole:
+        terms.append(whole)
+    return sp.Max(*terms, evaluate=False)
 
 
 def _conditions(program: CompiledProgram, costs: list[OpCost], t_math: sp.Expr,

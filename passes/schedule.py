@@ -17,6 +17,7 @@ the first 1/n of its matmul and ends no sooner than 1/n of its own time after th
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Mapping
 
@@ -42,11 +43,15 @@ def classify(program: CompiledProgram) -> dict[int, str]:
     return out
 
 
-def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
+def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float],
+                       weights: bool = True
                        ) -> tuple[dict[int, dict[str, tuple[int, float]]], dict[int, tuple[int, float]]]:
     """The collective matmuls of a program: for each einsum, the AllGathers that feed it (by the
     operand's value id: the gather's op index and its group size n), and for each ReduceScatter
-    of an einsum's result, that einsum and n. Groups of unknown or unit size are left out."""
+    of an einsum's result, that einsum and n. Groups of unknown or unit size are left out.
+    `weights=False` leaves out the gathers of parameters (FSDP's, which frameworks prefetch
+    whole rather than decompose: PyTorch FSDP, ZeRO-3), so the first one is exposed."""
+    params = set(program.params)
     producer = producers(program)
     feeds: dict[int, dict[str, tuple[int, float]]] = {}
     drains: dict[int, tuple[int, float]] = {}
@@ -64,7 +69,8 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
                 j = producer.get(v.id)
                 src = program.ops[j] if j is not None else None
                 if j is not None and isinstance(src, Collective) and src.op == "AllGather" \
-                        and not src.send and (n := group(src)) is not None:
+                        and not src.send and (weights or src.src.array not in params) \
+                        and (n := group(src)) is not None:
                     feeds.setdefault(i, {})[v.id] = (j, n)
         elif isinstance(op, Collective) and op.op == "ReduceScatter" and not op.send:
             j = producer.get(op.src.id)
@@ -76,9 +82,45 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
 
 def schedule(program: CompiledProgram, durations: dict[int, float],
              network: Callable[[Collective], str] | None = None,
-             axis_sizes: Mapping[str, float] | None = None,
+             axis_sizes: Mapping[str, float] | None = None, weights: bool = True,
              busy_after: Mapping[int, float] | None = None) -> float:
-    """Makespan of a list schedule on the program graph: ops in program order (a topological
+    """Makespan of the list schedule (`timeline`)."""
+    return timeline(program, durations, network, axis_sizes, weights, busy_after)[0]
+
+
+def exposed(program: CompiledProgram, durations: dict[int, float],
+            network: Callable[[Collective], str] | None = None,
+            axis_sizes: Mapping[str, float] | None = None, weights: bool = True
+            ) -> dict[int, float]:
+    """Each collective's exposed part in the list schedule (`timeline`): the time it runs
+    while the compute resource is idle, by op index. A gather the first matmul waits on and the
+    last reduction, which nothing follows, are exposed whole; a gradient reduction overlaps
+    only the compute after it (the backward of earlier layers); a collective matmul hides all
+    but its first or last block; a TP collective on the activations' path is exposed."""
+    _, spans = timeline(program, durations, network, axis_sizes, weights)
+    # One compute resource: its busy spans are disjoint, so sorted by start they are sorted by
+    # end too, and each collective looks only at the spans that can meet it.
+    busy = sorted((a, b) for a, b, kind in spans.values() if kind == "compute" and b > a)
+    ends = [y for _, y in busy]
+    out: dict[int, float] = {}
+    for i, (a, b, kind) in spans.items():
+        if kind != "network":
+            continue
+        hidden, k = 0.0, bisect.bisect_right(ends, a)
+        while k < len(busy) and busy[k][0] < b:
+            hidden += max(0.0, min(b, busy[k][1]) - max(a, busy[k][0]))
+            k += 1
+        out[i] = max(0.0, (b - a) - hidden)
+    return out
+
+
+def timeline(program: CompiledProgram, durations: dict[int, float],
+             network: Callable[[Collective], str] | None = None,
+             axis_sizes: Mapping[str, float] | None = None, weights: bool = True,
+             busy_after: Mapping[int, float] | None = None
+             ) -> tuple[float, dict[int, tuple[float, float, str]]]:
+    """(Makespan, each op's (start, finish, "compute" | "network")) of a list schedule on the
+    program graph: ops in program order (a topological
     order of the graph), each on its resource (compute or network) as soon as its inputs are
     ready and the resource is free. `network` names the resource of each collective (one
     network resource by default). With `axis_sizes` (the mesh axes' sizes), gathers into and
@@ -86,9 +128,11 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
     a collective and its matmul run one after the other. `busy_after` keeps an op's resource
     busy that long after its result is ready (a collective the backward pass runs again, off
     the critical path: the network carries it, nothing waits for it)."""
-    feeds, drains = collective_matmuls(program, axis_sizes) if axis_sizes else ({}, {})
+    feeds, drains = (collective_matmuls(program, axis_sizes, weights) if axis_sizes
+                     else ({}, {}))
     ready: dict[tuple[str, str], float] = {}
     started: dict[int, float] = {}
+    spans: dict[int, tuple[float, float, str]] = {}
     free: dict[str, float] = {}
     end = 0.0
     for i, op in ops_in_order(program):
@@ -118,10 +162,13 @@ def schedule(program: CompiledProgram, durations: dict[int, float],
             e, n = drains[i]
             finish = max(finish, ready[("value", program.ops[e].out.id)] + took / n)
         started[i] = start
+        # a matmul waiting on its last gathered block is idle, not busy, past its own time
+        spans[i] = ((start, finish, "network") if isinstance(op, Collective)
+                    else (start, min(finish, start + took), "compute"))
         free[resource] = finish + (busy_after.get(i, 0.0) if busy_after else 0.0)
         ready[made] = finish
         end = max(end, free[resource])
-    return end
+    return end, spans
 
 
 def critical_path(program: CompiledProgram, durations: dict[int, float]) -> float:

@@ -2,7 +2,12 @@
 
 Hardware symbols follow the book: C (peak FLOP/s, bf16), W_hbm, W_ici (bidirectional per axis),
 t_hop (per-hop ICI latency). Other dtypes get C_int8, C_fp8, ...; a program dim named C renames
-the bf16 rate to C_bf16 so the two never print alike.
+the bf16 rate to C_bf16 so the two never print alike. The calibration's efficiency figures
+(`hardware.calibration`) are symbols too: eta_mxu, eta_hbm (fractions of C and W_hbm reached),
+t_call (per op) and t_dispatch (per program call); they appear only in the expected time, as do
+the calibrated network's eta_<level> (peak fraction of a level's bus bandwidth), n_half_<level>
+(the bytes per rank at which a collective reaches half of it) and alpha_<level> (its per-step
+latency).
 """
 
 from __future__ import annotations
@@ -80,6 +85,42 @@ class HardwareSymbols:
     def t_hop(self) -> sp.Symbol:
         return sp.Symbol("t_hop", positive=True)
 
+    @property
+    def eta_mxu(self) -> sp.Symbol:
+        """The sustained fraction of the peak FLOP/s a product reaches (a calibration)."""
+        return sp.Symbol("eta_mxu", positive=True)
+
+    @property
+    def eta_hbm(self) -> sp.Symbol:
+        """The achievable fraction of W_hbm (a calibration)."""
+        return sp.Symbol("eta_hbm", positive=True)
+
+    @property
+    def t_call(self) -> sp.Symbol:
+        """The fixed cost of one op (a kernel launch; a calibration)."""
+        return sp.Symbol("t_call", nonnegative=True)
+
+    @property
+    def t_dispatch(self) -> sp.Symbol:
+        """The floor of one program call (an empty jitted call; a calibration)."""
+        return sp.Symbol("t_dispatch", nonnegative=True)
+
+    def eta_net(self, level: str) -> sp.Symbol:
+        """The peak fraction of a level's bus bandwidth a large collective reaches (a
+        calibration)."""
+        return sp.Symbol(f"eta_{level}", positive=True)
+
+    def n_half(self, level: str) -> sp.Symbol:
+        """The bytes per rank at which a collective on a level reaches half of eta_<level>."""
+        return sp.Symbol(f"n_half_{level}", nonnegative=True)
+
+    def alpha(self, level: str) -> sp.Symbol:
+        """A level's calibrated per-step latency (per hop on ICI and NVLink)."""
+        return sp.Symbol(f"alpha_{level}", positive=True)
+
+    def calibration(self) -> tuple[sp.Symbol, ...]:
+        return (self.eta_mxu, self.eta_hbm, self.t_call, self.t_dispatch)
+
     def w(self, level: str) -> sp.Symbol:
         """Bandwidth of a network level: W_ici, W_nvlink, W_pcie, W_ib, W_dcn."""
         return sp.Symbol(f"W_{level}", positive=True)
@@ -95,8 +136,9 @@ class HardwareSymbols:
         return Links({lv: self.w(lv) for lv in LEVELS}, {lv: self.t(lv) for lv in LEVELS})
 
     def all_for(self, dtypes: set[str]) -> list[sp.Symbol]:
-        return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm,
-                *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)])]
+        return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm, *self.calibration(),
+                *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)]),
+                *(f(lv) for lv in LEVELS for f in (self.eta_net, self.n_half, self.alpha))]
 
     def is_hardware(self, sym: sp.Symbol) -> bool:
         n = sym.name
@@ -104,9 +146,31 @@ class HardwareSymbols:
             n.startswith("C_") and n[2:] in DTYPE_NAMES)
 
 
-HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *(f"W_{lv}" for lv in LEVELS),
-                            *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP)})
+CALIBRATION_NAMES = ("eta_mxu", "eta_hbm", "t_call", "t_dispatch")
+"""The efficiency symbols, in the order of `HardwareSymbols.calibration`."""
+
+NETWORK_CALIBRATION_NAMES = frozenset(f"{p}_{lv}" for lv in LEVELS
+                                      for p in ("eta", "n_half", "alpha"))
+"""The calibrated network's symbols: eta_ib, n_half_ib, alpha_ib, ... (one of each a level)."""
+
+HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *CALIBRATION_NAMES, *(f"W_{lv}" for lv in LEVELS),
+                            *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
+                            *NETWORK_CALIBRATION_NAMES})
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
+
+
+def on_expected(expr: sp.Basic, syms: HardwareSymbols, dtypes=DTYPE_NAMES) -> sp.Basic:
+    """A roofline formula or condition restated on the expected time: every FLOP/s rate C is
+    C * eta_mxu and W_hbm is W_hbm * eta_hbm (the network keeps its rates: it is not
+    calibrated). A condition `program part > C/W_hbm` becomes `> C eta_mxu/(W_hbm eta_hbm)`;
+    the per-op launch cost t_call is a constant that no condition compares.
+
+    >>> s = HardwareSymbols()
+    >>> on_expected(s.flops("bf16") / s.w_hbm, s)
+    C*eta_mxu/(W_hbm*eta_hbm)
+    """
+    rates = {syms.flops(d): syms.flops(d) * syms.eta_mxu for d in dtypes}
+    return expr.xreplace({**rates, syms.w_hbm: syms.w_hbm * syms.eta_hbm})
 
 
 def chip_links(chip) -> tuple[dict[str, float | None], dict[str, float | None]]:
@@ -138,7 +202,16 @@ def hardware_values(chip, syms: HardwareSymbols,
     for d in DTYPE_NAMES:
         out[syms.flops(d)] = float(chip.matmul_rate(d, precision).value)
     out[syms.w_hbm] = float(chip.hbm_bw)
+    cal = getattr(chip, "calibration", None)
+    if cal is not None:
+        out.update(zip(syms.calibration(), (cal.eta_mxu, cal.eta_hbm, cal.t_call,
+                                            cal.t_dispatch), strict=True))
     w, t = chip_links(chip)
+    for fit in getattr(cal, "network", ()):
+        out[syms.eta_net(fit.level)] = float(fit.efficiency)
+        out[syms.n_half(fit.level)] = float(fit.half_bytes)
+        if fit.latency_s is not None:  # the expected time takes max(alpha, the chip's)
+            out[syms.alpha(fit.level)] = float(fit.latency_s)
     for level, value in w.items():
         if value is not None:
             out[syms.w(level)] = float(value)

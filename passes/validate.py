@@ -71,6 +71,9 @@ def check_bindings(program: Program, ctx: Context) -> None:
             what = (f"{'mesh axis' if name in axes else 'dimension'} {name!r}"
                     + (" (a repeat count)" if name in counts else ""))
             check = whole
+        elif name in ("eta_mxu", "eta_hbm") or (name.startswith("eta_")
+                                                and is_hardware_name(name)):
+            what, check = f"efficiency {name!r}", _efficiency
         elif is_hardware_name(name):
             what, check = f"hardware figure {name!r}", figure
         else:
@@ -84,13 +87,23 @@ def check_bindings(program: Program, ctx: Context) -> None:
         except NumberError as exc:
             del ctx.bindings[name]
             rule = ("a size, a mesh axis or a repeat count is a whole number from 1 to 2**63 - 1"
-                    if check is whole else "a hardware figure is a positive, finite number")
+                    if check is whole else "an efficiency is a fraction in (0, 1]"
+                    if check is _efficiency else "a hardware figure is a positive, finite number")
             message = str(exc).removesuffix(f", got {_shown(value)}")
             ctx.diagnostics.error("N016", f"--set {name}={_shown(value)}: {message}",
                                   notes=(rule,))
             continue
         if isinstance(value, Decimal):
             ctx.bindings[name] = checked
+
+
+def _efficiency(value: Decimal | float | int, what: str) -> float:
+    """A calibration's efficiency bound with --set: a fraction in (0, 1], so that T_expected
+    stays at or above T_lower."""
+    out = figure(value, what)
+    if out > 1:
+        raise NumberError(f"{what} must be at most 1, got {_shown(value)}")
+    return out
 
 
 def _shown(value) -> str:

@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile a program to a cost report")
     c.add_argument("program", help="path to a .shard file ('-' reads standard input)")
     c.add_argument("--hw", help="chip name (see `shardc hw list`) or path to a chip TOML")
+    c.add_argument("--calibration", metavar="FILE",
+                   help="a calibration file for --hw (written by `shardc calibrate`): its "
+                   "efficiency figures give T_expected instead of the chip's shipped one")
+    c.add_argument("--on", choices=["roofline", "expected"], default="roofline",
+                   help="state the conditions on the roofline's rates (default) or on the "
+                   "calibrated expectation's (C*eta_mxu, W_hbm*eta_hbm)")
     c.add_argument("--format", choices=["text", "md", "json", "latex"], default="text")
     add_cost_model_flag(c)
     c.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
@@ -110,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 EXTENSIONS = ("shardc.cli.limits", "shardc.cli.xla", "shardc.cli.sweep", "shardc.cli.derive",
-              "shardc.cli.plan")
+              "shardc.cli.plan", "shardc.cli.calibrate")
 """Modules adding subcommands: each has `add_parser(subparsers)`, which registers its commands
 with `set_defaults(run=...)`, a function taking the parsed args and returning an exit code.
 They must import cheaply (no numpy/sympy at import time)."""
@@ -161,9 +167,20 @@ def _cmd_compile(args: argparse.Namespace) -> int:
                            inputs=(args.program, chip_path(args.hw)))
         except CliIOError as exc:
             return usage_error(str(exc))
-    result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
+    hw = args.hw
+    if args.calibration is not None:
+        from shardc import hardware
+
+        if hw is None:
+            return usage_error("--calibration needs --hw (the chip it calibrates)")
+        try:
+            hw = hardware.load_calibration(args.calibration, hardware.load(hw))
+        except hardware.HardwareError as exc:
+            print(f"shardc: error[H001]: {exc}", file=sys.stderr)
+            return 1
+    result = run_pipeline(source, hw, args.model, dict(args.bindings),
                           optimizer=args.optimizer, remat=args.remat, attention=args.attention,
-                          matmul_precision=args.matmul_precision)
+                          matmul_precision=args.matmul_precision, on=args.on)
     if result.diagnostics.items:
         print(result.rendered(), file=sys.stderr)
     if result.report is None:

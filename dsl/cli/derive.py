@@ -35,6 +35,9 @@ def add_parser(sub) -> None:
     p.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
     p.add_argument("--format", choices=["text", "json", "latex"], default="text")
+    p.add_argument("--on", choices=["roofline", "expected"], default="roofline",
+                   help="state the conditions on the roofline's rates (default) or on the "
+                   "calibrated expectation's (C*eta_mxu, W_hbm*eta_hbm)")
     p.set_defaults(run=run)
 
 
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     source = read_program(args.program)
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
-                          matmul_precision=args.matmul_precision)
+                          matmul_precision=args.matmul_precision, on=args.on)
     if result.diagnostics.items:
         print(result.rendered(), file=sys.stderr)
     if result.report is None:

@@ -70,9 +70,11 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  optimizer: Optimizer = "adam", remat: Remat = "none",
                  free: Iterable[str] = (), attention: Attention = "materialized",
                  explain: bool = True, idle_axes: bool = True,
-                 matmul_precision: MatmulPrecision = "default") -> Compilation:
+                 matmul_precision: MatmulPrecision = "default",
+                 on: Literal["roofline", "expected"] = "roofline") -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
-    diagnostics; `stop_after` names the last pass to run."""
+    diagnostics; `stop_after` names the last pass to run. `on="expected"` states the
+    report's conditions on the calibrated rates (`Report.conditions`)."""
     from shardc.passes.context import (
         Attention,
         Context,
@@ -111,10 +113,12 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
 
     report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
                     options={"optimizer": ctx.optimizer, "remat": ctx.remat,
-                             "attention": ctx.attention},
+                             "attention": ctx.attention,
+                             **({"on": on} if on != "roofline" else {})},
                     _relower=_relowering(unit, ctx),
                     _recompile=_recompiling(source, hw, model, optimizer, remat, free,
-                                            attention, explain, idle_axes, matmul_precision))
+                                            attention, explain, idle_axes, matmul_precision,
+                                            on))
     from shardc.driver.report import overflows
 
     if overflows(report, ctx.diagnostics):
@@ -217,12 +221,12 @@ def _relowering(unit, ctx):
 
 
 def _recompiling(source: Source, hw, model, optimizer, remat, free, attention, explain,
-                 idle_axes, matmul_precision="default"):
+                 idle_axes, matmul_precision="default", on="roofline"):
     """For `Report.at` with a mesh axis: the program compiled with more sizes bound."""
     def run(bindings: Mapping[str, float]) -> Report:
         result = run_pipeline(source, hw, model, bindings, optimizer=optimizer, remat=remat,
                               free=free, attention=attention, explain=explain,
-                              idle_axes=idle_axes, matmul_precision=matmul_precision)
+                              idle_axes=idle_axes, matmul_precision=matmul_precision, on=on)
         if result.report is None:
             raise CompileError(result.diagnostics.errors(), source)
         return result.report
@@ -285,7 +289,8 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             name: str | None = None, optimizer: Optimizer = "adam",
             remat: Remat = "none", free: Iterable[str] = (),
             attention: Attention = "materialized", explain: bool = True,
-            idle_axes: bool = True, matmul_precision: MatmulPrecision = "default") -> Report:
+            idle_axes: bool = True, matmul_precision: MatmulPrecision = "default",
+            on: Literal["roofline", "expected"] = "roofline") -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
@@ -296,6 +301,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     keeps a contraction off mesh axes it does not use (`passes.context.Options.idle_axes`).
     `matmul_precision` ("default", "high", "highest") prices products of f32 operands as JAX's
     `jax.lax.Precision` runs them on the chip (`passes.context.Options.matmul_precision`).
+    `on="expected"` states the conditions on the calibrated rates (`Report.conditions`).
 
     An argument of the wrong type raises `TypeError` naming it (`hw=3`, `set={"B": None}`), a
     value that is not a number `ValueError` (`set={"B": "x"}`); a number outside its name's
@@ -309,7 +315,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     source = as_source(source_or_path, name)
     result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free,
                           attention=attention, explain=explain, idle_axes=idle_axes,
-                          matmul_precision=matmul_precision)
+                          matmul_precision=matmul_precision, on=on)
     if result.report is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.report

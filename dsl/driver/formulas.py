@@ -110,11 +110,15 @@ def text(expr: Any) -> str:
 def latex_name(name: str) -> str:
     r"""LaTeX for a symbol name: `W_hbm` -> `W_{\mathrm{hbm}}` (SymPy would bold the `bm`).
 
-    >>> print(latex_name("W_hbm"), latex_name("B"), latex_name("data"))
-    W_{\mathrm{hbm}} B \mathrm{data}
+    >>> print(latex_name("W_hbm"), latex_name("B"), latex_name("data"), latex_name("eta_mxu"))
+    W_{\mathrm{hbm}} B \mathrm{data} \eta_{\mathrm{mxu}}
+    >>> print(latex_name("alpha_ib"), latex_name("n_half_ib"))
+    \alpha_{\mathrm{ib}} n_{\mathrm{half\_ib}}
     """
     head, _, sub = name.partition("_")
-    base = head if len(head) == 1 else f"\\mathrm{{{head}}}"
+    sub = sub.replace("_", "\\_")
+    base = (head if len(head) == 1 else f"\\{head}" if head in ("eta", "alpha") and sub
+            else f"\\mathrm{{{head}}}")
     return f"{base}_{{\\mathrm{{{sub}}}}}" if sub else base
 
 

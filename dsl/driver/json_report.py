@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from shardc.driver import decisions
 from shardc.driver.formulas import latex, text
+from shardc.driver.printers import expected_note
 from shardc.driver.report import OP_FIELDS, SCHEMA, TOTAL_FIELDS
 
 if TYPE_CHECKING:
@@ -53,8 +54,13 @@ def report_dict(r: Report) -> dict[str, Any]:
                    "t_step_s": {"max": r.q(r.totals["t_step_max_s"]),
                                 "sum": r.q(r.totals["t_step_sum_s"]),
                                 "scheduled": {"expr": "list schedule of the op graph",
-                                              "latex": "", "value": r.scheduled_step()}},
+                                              "latex": "", "value": r.scheduled_step()},
+                                "expected": {"expr": "list schedule of each op's expected time",
+                                             "latex": "",
+                                             "value": r.scheduled_step(expected=True)}},
                    "utilization": r.utilization(),
+                   "utilization_expected": _with_exposed(r),
+                   "calibration": expected_note(r),
                    "t_comms_by_level_s": {k[len("t_comms_"):-2]: r.q(v)
                                           for k, v in r.totals.items()
                                           if k.startswith("t_comms_") and k != "t_comms_s"},
@@ -81,6 +87,16 @@ def report_dict(r: Report) -> dict[str, Any]:
         "warnings": list(r.warnings),
         "_mesh_order": list(mesh),
     }
+
+def _with_exposed(r: Report) -> dict[str, Any] | None:
+    """MFU and HFU of the expected schedule, with each collective's exposed part there (the
+    seconds no compute hides, by op index) when the chip is calibrated."""
+    util = r.utilization(expected=True)
+    if util is None or not r.calibrated:
+        return util
+    parts = r.exposed(expected=True) or {}
+    return {**util, "exposed_s": [{"index": i, "exposed_s": v} for i, v in sorted(parts.items())]}
+
 
 def topology_dict(r: Report) -> list[dict[str, Any]]:
     topo = r.program.topology

@@ -17,9 +17,34 @@ if TYPE_CHECKING:
 
 SUMMARY = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"), ("T_comms", "t_comms_s", "s"),
            ("T_lower", "t_lower_s", "s"), ("T_upper", "t_upper_s", "s"),
+           ("T_expected", "t_expected_s", "s"),
            ("FLOPs", "flops", "flop"), ("FLOPs/device", "flops_per_device", "flop"),
            ("HBM bytes/device", "hbm_bytes", "B"), ("comm bytes/device", "comm_bytes", "B"),
            ("memory/device", "memory_per_device_bytes", "B"))
+
+
+def expected_note(r: Report) -> str:
+    """Where T_expected's figures come from: the chip's calibration, or none (the roofline)."""
+    cal = r.chip.calibration if r.chip is not None else None
+    if cal is None:
+        who = f"{r.chip.name} has" if r.chip is not None else "no chip, so"
+        return f"equals T_lower: {who} no calibration"
+    net = ", ".join(f.level for f in cal.network)
+    return (f"from the calibration of {cal.chip}, {cal.describe_source()}; communication at "
+            + (f"the calibrated bus bandwidth on {net}" if net else "the roofline's rate"))
+
+
+def _exposed_text(r: Report) -> str:
+    """The expected schedule's exposed communication: its total, then each collective's part
+    (by op number), largest first, at most six."""
+    parts = r.exposed(expected=True)
+    if not parts:
+        return ""
+    total = sum(parts.values())
+    each = sorted(parts.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"#{i} {fmt_value(v, 's')}" for i, v in each[:6])
+    more = f", {len(each) - 6} more" if len(each) > 6 else ""
+    return (f"{fmt_value(total, 's'):>10}   (collective time no compute hides: {listed}{more})")
 
 
 def _header(r: Report) -> list[str]:
@@ -53,6 +78,8 @@ def render_text(r: Report) -> str:
     for label, key, unit in SUMMARY:
         expr = r.totals[key]
         out.append(f"  {label:<18} {fmt_value(r.value(expr), unit):>10}   = {text(expr)}")
+        if key == "t_expected_s":
+            out.append(f"  {'':<18} {'':>10}   (T_expected {expected_note(r)})")
     if r.program.params or any(c.overlap for c in r.ops):
         sched = r.scheduled_step()
         for label, key in (("T_step (max)", "t_step_max_s"), ("T_step (sum)", "t_step_sum_s")):
@@ -65,6 +92,16 @@ def render_text(r: Report) -> str:
             both = f"{_pct(util['mfu'])} / {_pct(util['hfu'])}"
             out.append(f"  {'MFU / HFU':<18} {both:>10}   (model FLOPs, each einsum once, / "
                        "(devices x peak x T_step); HFU: every FLOP a device runs)")
+        expected = r.utilization(expected=True)
+        if expected is not None and r.calibrated:
+            out.append(f"  {'T_step (expected)':<18} "
+                       f"{fmt_value(r.scheduled_step(expected=True), 's'):>10}   "
+                       "(the same schedule over each op's expected time; weight gathers "
+                       "prefetched whole, the first exposed)")
+            out.append(f"  {'MFU (expected)':<18} {_pct(expected['mfu']):>10}")
+            shown = _exposed_text(r)
+            if shown:
+                out.append(f"  {'exposed (expected)':<18} {shown}")
     if "t_recompute_s" in r.totals:
         expr = r.totals["t_recompute_s"]
         out.append(f"  {'T_recompute':<18} {fmt_value(r.value(expr), 's'):>10}   = {expr}   "
@@ -127,7 +164,7 @@ def render_text(r: Report) -> str:
     out.append("ops")
     runs = any(c.count != 1 for c in r.ops)  # a `repeat`: say how often each op runs
     rows = [("#", "line", *(("runs",) if runs else ()), "op", "axes", "from -> to", "FLOPs/dev",
-             "bytes", "time", "bound", "crossover")]
+             "bytes", "time", "expected", "bound", "crossover")]
     for c in r.ops:
         t = r.value(c.time)
         bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
@@ -135,7 +172,7 @@ def render_text(r: Report) -> str:
                      format_axes(c.axes) if c.axes else "",
                      f"{c.src} -> {c.dst}", fmt_value(r.value(c.flops_per_device), "flop"),
                      fmt_value(r.value(bytes_), "B"), fmt_value(t, "s"),
-                     r.op_bound(c) or "-",
+                     fmt_value(r.value(c.t_expected), "s"), r.op_bound(c) or "-",
                      fmt_value(r.value(c.crossover_bytes), "B")
                      if c.crossover_bytes is not None else ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -250,6 +287,12 @@ def render_markdown(r: Report) -> str:
     if util is not None:
         out.append(f"| MFU / HFU | {_pct(util['mfu'])} / {_pct(util['hfu'])} | "
                    "model FLOPs / (devices x peak x T_step); every FLOP a device runs |")
+        expected = r.utilization(expected=True) if r.calibrated else None
+        if expected is not None:
+            out.append(f"| MFU (expected) | {_pct(expected['mfu'])} | the schedule over each "
+                       "op's expected time |")
+    out.append("")
+    out.append(f"T_expected {md_text(expected_note(r))}.")
     for b in r.cost.blocks:
         out.append("")
         out.append(f"{md_code(f'repeat {b.text}')} (line {b.line}):")
@@ -282,8 +325,9 @@ def render_markdown(r: Report) -> str:
                 out.append(f"  - region {md_code(decisions.region_text(reg))}: "
                            f"{md_text(decisions.candidate_text(d, reg.order))}")
     out.append("")
-    out.append("| # | line | op | axes | from → to | FLOPs/dev | bytes | time | bound | reason |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    out.append("| # | line | op | axes | from → to | FLOPs/dev | bytes | time | expected | bound "
+               "| reason |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for c in r.ops:
         t = r.value(c.time)
         bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
@@ -291,7 +335,8 @@ def render_markdown(r: Report) -> str:
             str(c.index), str(c.line), md_text(c.op), format_axes(c.axes) if c.axes else "",
             f"{md_code(c.src, table=True)} → {md_code(c.dst, table=True)}",
             fmt_value(r.value(c.flops_per_device), "flop"),
-            fmt_value(r.value(bytes_), "B"), fmt_value(t, "s"), r.op_bound(c) or "-",
+            fmt_value(r.value(bytes_), "B"), fmt_value(t, "s"),
+            fmt_value(r.value(c.t_expected), "s"), r.op_bound(c) or "-",
             md_text(c.reason)]) + " |")
     return "\n".join(out) + "\n"
 
@@ -311,11 +356,11 @@ def render_latex(r: Report) -> str:
         out.append(" \\\\\n".join(f"  \\text{{{latex_text(c.name)}}}:\\ & {latex(c.relation)}"
                                    for c in r.conditions))
         out.append("\\end{align*}")
-    out.append("\\begin{tabular}{rllll}")
-    out.append("  \\# & op & axes & bytes & time \\\\ \\hline")
+    out.append("\\begin{tabular}{rlllll}")
+    out.append("  \\# & op & axes & bytes & time & expected \\\\ \\hline")
     for c in r.ops:
         bytes_ = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
         out.append(f"  {c.index} & {latex_text(c.op)} & {format_axes(c.axes) if c.axes else ''} & "
-                   f"${latex(bytes_)}$ & ${latex(c.time)}$ \\\\")
+                   f"${latex(bytes_)}$ & ${latex(c.time)}$ & ${latex(c.t_expected)}$ \\\\")
     out.append("\\end{tabular}")
     return "\n".join(out) + "\n"

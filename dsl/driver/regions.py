@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.passes.regions import Variant
 
-TOTALS = (("T_lower", "t_lower_s", "s"), ("T_comms", "t_comms_s", "s"),
+TOTALS = (("T_lower", "t_lower_s", "s"), ("T_expected", "t_expected_s", "s"),
+          ("T_comms", "t_comms_s", "s"),
           ("T_math", "t_math_s", "s"), ("comm bytes", "comm_bytes", "B"))
 
 

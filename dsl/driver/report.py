@@ -22,7 +22,7 @@ from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
 from shardc.passes.memo import MAX_ENTRIES, register
 from shardc.passes.sizes import known_sizes
-from shardc.passes.symbols import as_expr, hardware_values, size_symbol
+from shardc.passes.symbols import as_expr, hardware_values, on_expected, size_symbol
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 SCHEMA = "shardc.report/1"
 OP_FIELDS = (("flops", "flops"), ("flops_per_device", "flops_per_device"),
              ("hbm_bytes", "hbm_bytes"), ("bytes", "comm_bytes"), ("time_s", "time"),
-             ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"))
+             ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"), ("t_expected_s", "t_expected"))
 _VALUES: dict[Any, float | None] = register("report.values")
 _FUNCTIONS: dict[Any, Callable[..., Any]] = register("report.functions")
 """Generated functions evaluating a list of formulas, kept for the next report whose formulas
@@ -41,7 +41,7 @@ are the same (at most 256: each holds the source of its formulas)."""
 (`Report.at`, the regions and a recompile evaluate the same formulas again)."""
 
 TOTAL_FIELDS = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
-                "t_comms_s", "t_lower_s", "t_upper_s")
+                "t_comms_s", "t_lower_s", "t_upper_s", "t_expected_s")
 
 
 @dataclass(repr=False)
@@ -95,7 +95,13 @@ class Report:
 
     @property
     def conditions(self):
-        return self.cost.conditions
+        """The compute-bound conditions: on the roofline, or with `on="expected"` (`--on
+        expected`) on the calibrated rates (`passes.symbols.on_expected`)."""
+        if self.options.get("on") != "expected":
+            return self.cost.conditions
+        return tuple(dataclasses.replace(
+            c, relation=on_expected(c.relation, self.cost.symbols),
+            text=f"{c.text}, on T_expected's rates") for c in self.cost.conditions)
 
     @property
     def decisions(self):
@@ -388,15 +394,21 @@ class Report:
             return None
         return max(vals, key=lambda k: (vals[k] or 0.0, k == "compute"))
 
-    def step_durations(self) -> dict[int, float] | None:
+    @property
+    def calibrated(self) -> bool:
+        """Whether the chip has a calibration (else T_expected is the roofline's T_lower)."""
+        return self.chip is not None and self.chip.calibration is not None
+
+    def step_durations(self, expected: bool = False) -> dict[int, float] | None:
         """Each op's time over the step (all its runs; twice for an op the backward pass
         recomputes under --remat), by op index; None unless every op has a number. Under
         `--remat none` the collectives run again (the AllGathers of sequence-parallel inputs
-        kept sharded) are left to `busy_after`."""
+        kept sharded) are left to `busy_after`. `expected`: each op's calibrated expected time
+        instead of its roofline time."""
         durations: dict[int, float] = {}
         hidden = self.busy_after()
         for c in self.ops:
-            v = self.value(c.time * c.count)
+            v = self.value((c.t_expected if expected else c.time) * c.count)
             if v is None:
                 return None
             again = c.index in self.cost.recomputed and c.index not in hidden
@@ -421,27 +433,44 @@ class Report:
         """The mesh axes whose size is a number (`--set` applied)."""
         return {n: float(v) for n, v in known_sizes(self.program.mesh, self.bindings).items()}
 
-    def scheduled_step(self) -> float | None:
+    def scheduled_step(self, expected: bool = False) -> float | None:
         """T_step of the list schedule (passes/schedule.py: prefetched gathers, async
-        reductions, collective matmuls); None unless every op has a number."""
+        reductions, collective matmuls); None unless every op has a number. `expected`: the
+        same schedule over each op's expected time, parameters' gathers prefetched whole
+        rather than decomposed (the first one exposed)."""
         from shardc.passes.schedule import schedule
 
-        durations = self.step_durations()
+        durations = self.step_durations(expected)
+        # the expected schedule: FSDP's weight gathers are prefetched whole, not decomposed
+        # into a collective matmul, so the first is exposed (passes/schedule.py)
         return None if durations is None else schedule(self.program, durations,
                                                        axis_sizes=self.mesh_sizes(),
+                                                       weights=not (expected and self.calibrated),
                                                        busy_after=self.busy_after())
 
-    def utilization(self) -> dict[str, float] | None:
+    def exposed(self, expected: bool = False) -> dict[int, float] | None:
+        """Each collective's exposed part in the scheduled step (`passes.schedule.exposed`):
+        the seconds it runs while no compute does, by op index; None unless every op has a
+        number. `expected`: in the schedule over each op's expected time."""
+        from shardc.passes.schedule import exposed
+
+        durations = self.step_durations(expected)
+        return None if durations is None else exposed(self.program, durations,
+                                                      axis_sizes=self.mesh_sizes(),
+                                                      weights=not (expected and self.calibrated))
+
+    def utilization(self, expected: bool = False) -> dict[str, float] | None:
         """MFU and HFU of the scheduled step on the report's chip, with the model FLOPs; None
         without a chip or a number for every op.
 
         MFU = model FLOPs / (devices x peak x T_step), the model FLOPs being every einsum
         counted once over the mesh (no recomputation, no replicated work, no elementwise ops:
         Chowdhery et al. 2022, "PaLM", appendix B); HFU = every FLOP a device runs /
-        (peak x T_step). The peak is the chip's bf16 matrix rate."""
+        (peak x T_step). The peak is the chip's bf16 matrix rate. `expected`: over the
+        expected schedule (`MFU (expected)`)."""
         if self.chip is None:
             return None
-        step = self.scheduled_step()
+        step = self.scheduled_step(expected)
         devices = self.value(sp.Mul(*[size_symbol(n) for n, _ in self.program.mesh]))
         per_device = self.value(self.totals["flops_per_device"])
         model = [self.value(c.flops * c.count) for c in self.ops if c.kind == "einsum"]

@@ -290,7 +290,7 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
         what = "the whole step as compiled (exact model, topology as resolved)"
     if what:
         conds.extend(conditions_of(p, report, overlaps, what))
-    for c in report.conditions:
+    for c in report.cost.conditions:  # on the roofline: --on expected restates all below
         name = {"compute-vs-comms": "step-compute-vs-comms"}.get(c.name, c.name)
         text = c.text if c.name != "compute-vs-comms" else (
             f"compute-bound, the whole step as compiled ({model} model, topology as resolved; "
@@ -332,6 +332,14 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
             raise ValueError(f"--optimize {optimize}: no interior optimum of {optimize} (with "
                              f"{optimize} * {partner} = "
                              f"{n_sym}) in the communication time")
+    if report.options.get("on") == "expected":
+        # The roofline's conditions restated on the calibrated rates (--on expected).
+        from shardc.passes.symbols import on_expected
+
+        conds = [dataclasses.replace(c, relation=on_expected(c.relation, report.cost.symbols))
+                 for c in conds]
+        notes.append("conditions on T_expected's rates: C is C*eta_mxu and W_hbm is "
+                     "W_hbm*eta_hbm (the chip's calibration); the network keeps its rates")
     return Derivation(report, p, tuple(conds), tuple(optima), tuple(notes), dev_value)
 
 

@@ -48,7 +48,8 @@ def compile_parts(card: ModelCard, chip: Chip, layout: Layout, sequences: int, s
 
 def new_totals() -> dict[str, Any]:
     """Running totals at zero, for `add_report` to add to."""
-    return {"t_step_s": 0.0, "t_step_overlap_revised_s": 0.0, "t_lower_s": 0.0,
+    return {"t_step_s": 0.0, "t_step_overlap_revised_s": 0.0, "t_step_expected_s": 0.0,
+            "t_lower_s": 0.0,
             "t_math_s": 0.0, "t_hbm_s": 0.0, "t_comms_s": 0.0,
             "flops_per_device": 0.0, "model_flops": 0.0,
             "t_comms_by_level_s": {},
@@ -70,6 +71,18 @@ def add_report(acc: dict[str, Any], r, p: Part, layout: Layout, n: float,
         if op.kind == "collective":
             _add(acc["t_comms_by_role_s"], collective_role(op.axes, layout), _op_time(r, op) * n)
     _add_memory(acc["memory"], r, p, p.count if memory_count is None else memory_count)
+
+
+def expected_step(r, roofline: float, durations: dict[int, float] | None = None) -> float:
+    """A compiled part's calibrated step (`Report.scheduled_step(expected=True)`: each op's
+    expected time, the network's calibrated bus bandwidth, weight gathers exposed where
+    nothing hides them); the roofline step `roofline` on a chip without a calibration.
+    `durations`: the expected durations to schedule instead of the report's own."""
+    if not r.calibrated:
+        return roofline
+    if durations is None:
+        return r.scheduled_step(expected=True) or roofline
+    return schedule(r.program, durations, axis_sizes=r.mesh_sizes(), weights=False)
 
 
 def zero_state(memory: dict[str, float], layout: Layout, options: Options) -> None:
@@ -152,6 +165,12 @@ def figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int,
             # MFU: model FLOPs over what the chips could do in the step; HFU: every FLOP a
             # device runs (recomputation, replicated work and elementwise ops included).
             "mfu": acc["model_flops"] / (chips * peak * step) if step else None,
+            # the calibrated step (T_expected's figures, exposed communication) beside the
+            # roofline's; ranking stays on the roofline (docs/plan.md)
+            "t_step_expected_s": max(acc["t_step_expected_s"], step),
+            "mfu_expected": (acc["model_flops"] / (chips * peak * max(acc["t_step_expected_s"],
+                                                                       step))
+                             if step else None),
             "hfu": acc["flops_per_device"] / (peak * step) if step else None}
 
 

@@ -16,6 +16,7 @@ from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.accounting import (
     add_report,
     compile_parts,
+    expected_step,
     figures,
     new_totals,
     schedule_revised,
@@ -224,6 +225,7 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
+        acc["t_step_expected_s"] += expected_step(r, t) * n
         acc["t_step_overlap_revised_s"] += schedule_revised(r, durations, layout) * n
         add_report(acc, r, p, layout, n)
     zero_state(acc["memory"], layout, options)

@@ -140,6 +140,7 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         add_report,
         collective_role,
         compile_parts,
+        expected_step,
         figures,
         model_flops,
         new_totals,
@@ -159,9 +160,12 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         return None, f"not evaluated: the stage boundary does not compile: {exc}"
     sends = edge.step_durations() or {}
     t_send = sum(sends.values())  # one forward and one backward Send per boundary crossing
+    t_send_e = (sum((edge.step_durations(expected=True) or sends).values()) if edge.calibrated
+                else t_send)
 
     m, p, v = pipe.microbatches, pipe.stages, pipe.virtual
     per: dict[str, tuple[float, float, float]] = {}
+    per_e: dict[str, tuple[float, float]] = {}  # the calibrated (expected) figures
     for part, r, durations in compiled:
         grads = {f"d{w}" for w in part.groups}
         once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
@@ -171,6 +175,10 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
                                    busy_after=r.busy_after()) / m,
                           schedule_revised(r, rest, layout) / m,
                           sum(durations[i] for i in once))
+        expected = (r.step_durations(expected=True) if r.calibrated else None) or durations
+        rest_e = {i: (0.0 if i in once else d) for i, d in expected.items()}
+        per_e[part.name] = (expected_step(r, per[part.name][0] * m, rest_e) / m,
+                            sum(expected[i] for i in once))
     t_layer, t_layer_rev, g_layer = per["layer"]
     t_head, t_head_rev, g_head = per["head"]
     k, last = split_layers(card.n_layers, p, v, t_layer, t_head)
@@ -198,13 +206,16 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     by_role["pp"] = by_role.get("pp", 0.0) + m * v * t_send
     zero_state(acc["memory"], layout, options)
 
-    def step(t_st: float) -> float:
-        steady = max(t_st, v * t_send)
-        exposed = max(t_grad / max(1, k), t_grad - 2 / 3 * t_st)
-        return (m + (p - 1) / v) * steady + (p * v - 1) * t_send + exposed
+    def step(t_st: float, send: float = t_send, grad: float = t_grad) -> float:
+        steady = max(t_st, v * send)
+        exposed = max(grad / max(1, k), grad - 2 / 3 * t_st)
+        return (m + (p - 1) / v) * steady + (p * v - 1) * send + exposed
 
     acc["t_step_s"] = step(t_stage)
     acc["t_step_overlap_revised_s"] = step(t_stage_rev)
+    (te_layer, ge_layer), (te_head, ge_head) = per_e["layer"], per_e["head"]
+    acc["t_step_expected_s"] = step(max(k * te_layer, last * te_layer + te_head), t_send_e,
+                                    k * ge_layer + ge_head)
     out = figures(acc, chip, layout, sequences * seq, stages=p)
     out["pipeline"] = {"stages": p, "microbatches": m, "schedule": pipe.schedule,
                        "virtual_stages": v, "microbatch_sequences": micro,

@@ -20,13 +20,15 @@ def candidate_dict(c) -> dict:
                                                 **({"pipeline": c.pipeline.stages}
                                                    if c.pipeline else {})},
            "evaluated": c.evaluated, "reason": c.reason,
-           "t_step_s": f.get("t_step_s"), "bound": f.get("bound"),
+           "t_step_s": f.get("t_step_s"), "t_step_expected_s": f.get("t_step_expected_s"),
+           "bound": f.get("bound"),
            "bound_level": f.get("bound_level"),
            "memory_per_device_bytes": f.get("memory_per_device_bytes"),
            "fits": f.get("fits") if c.evaluated else None}
     for key in ("t_step_overlap_revised_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
                 "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
-                "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "hfu", "pipeline"):
+                "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "mfu_expected",
+                "hfu", "pipeline"):
         if key in f:
             out[key] = f[key]
     return out
@@ -91,20 +93,21 @@ def plan_text(p) -> str:
              f"{p.options.model}{_extra_options(p)}; "
              f"{'unpipelined: ' if pipelined else ''}t_step = the layer's scheduled "
              f"T_step x {p.card.n_layers} + the embedding's", *pipelined, ""]
-    rows = [("rank", "strategy", "mesh", "t_step", "bound", "memory/dev", "fits", "MFU",
-             "HFU")]
+    rows = [("rank", "strategy", "mesh", "t_step", "expected", "bound", "memory/dev", "fits",
+             "MFU", "MFU exp.", "HFU")]
     rank = 0
     for c in ordered(p):
         f = c.figures
         if not c.evaluated:
-            rows.append(("-", c.label(), c.reason or "", "", "", "", "", "", ""))
+            rows.append(("-", c.label(), c.reason or "", "", "", "", "", "", "", "", ""))
             continue
         rank += 1
         bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
         rows.append((str(rank) if c.fits else "-", c.label(), c.mesh_text(),
-                     time_text(f["t_step_s"]), bound,
+                     time_text(f["t_step_s"]), time_text(f["t_step_expected_s"]), bound,
                      f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
-                     "yes" if c.fits else "no", pct_of(f["mfu"]), pct_of(f["hfu"])))
+                     "yes" if c.fits else "no", pct_of(f["mfu"]), pct_of(f["mfu_expected"]),
+                     pct_of(f["hfu"])))
     widths = [max(len(r[i]) for r in rows if r[3] or i < 2) for i in range(len(rows[0]))]
     for r in rows:
         if not r[3] and r[0] == "-" and r[2].startswith("not evaluated"):
@@ -114,6 +117,8 @@ def plan_text(p) -> str:
                          .rstrip())
     lines.append("  MFU: model FLOPs (each einsum of the step once, no recomputation or replicated "
                  "work) / (chips x peak x t_step); HFU: every FLOP a chip runs / (peak x t_step)")
+    lines.append("  expected: the calibrated step (the chip's calibration, collectives at their "
+                 "measured bus bandwidth, exposed communication); t_step on a chip without one")
     lines.append("")
     lines += explain(p)
     book = book_figures(p)

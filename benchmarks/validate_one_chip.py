@@ -1,0 +1,186 @@
+"""Validation on one chip: shardc's T_lower and T_expected against single ops timed on an H200.
+
+The measured rows live in the H200's calibration file (`hardware/calibration/h200.toml`, each
+`[[rows]]` with its median, minimum and 90th percentile). For every row this script writes a
+one-op .shard program, compiles it against the chip (with its calibration) and prints the
+Markdown table of docs/validation.md ("One chip"):
+
+    python benchmarks/validate_one_chip.py
+
+`--fit TABLE.md -o FILE` reads a measured table (the Markdown of single-op timings: `| case |
+median | min | p90 |`, case names as below), marks the rows fitted and held out, fits the
+calibration (`shardc.tools.calibrate.fit`) and writes the calibration file:
+
+    python benchmarks/validate_one_chip.py --fit measured-h200.md -o hardware/calibration/h200.toml
+
+Case names: `square_<n>` is [n, n] x [n, n]; `sweep_B<n>` is [B, 8192] x [8192, 8192];
+`ew_<add|mul|silu_mul>_<size>MiB` two [N, M] bf16 operands of that size; `f32_8192_<precision>`
+an f32 8192^3 product at jax.lax.Precision DEFAULT, HIGH or HIGHEST.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from shardc import hardware
+from shardc.driver.api import compile
+from shardc.hardware.calibration import Calibration, Row, calibration_toml
+from shardc.tools.calibrate.fit import fit, table
+
+HELD_OUT = ("square_8192", "sweep_B32", "sweep_B128", "sweep_B512", "sweep_B2048",
+            "sweep_B8192", "ew_mul_256MiB", "ew_add_512MiB", "ew_mul_1024MiB", "ew_add_2048MiB",
+            "ew_silu_mul_256MiB", "ew_silu_mul_512MiB", "ew_silu_mul_1024MiB",
+            "ew_silu_mul_2048MiB")
+"""Rows the fit never sees: every other size of each sweep, every fused silu(A) * B, and (in
+`row`) every f32 product."""
+
+DEPENDS = {"f32": "f32 rate: the chip file's TF32 (default, high) or f32 (highest) rate, "
+                  "with --matmul-precision",
+           "silu": "fusion: silu and * in one kernel (3 array passes), as XLA fuses them"}
+
+
+def shape(case: str) -> tuple[str, str, dict[str, int]]:
+    """(kind, dtype, sizes) of a case name.
+
+    >>> shape("sweep_B16")
+    ('matmul', 'bf16', {'M': 16, 'K': 8192, 'N': 8192})
+    >>> shape("ew_silu_mul_256MiB")
+    ('silu_mul', 'bf16', {'R': 8192, 'M': 16384})
+    """
+    if m := re.fullmatch(r"square_(\d+)", case):
+        n = int(m[1])
+        return "matmul", "bf16", {"M": n, "K": n, "N": n}
+    if m := re.fullmatch(r"sweep_B(\d+)", case):
+        return "matmul", "bf16", {"M": int(m[1]), "K": 8192, "N": 8192}
+    if m := re.fullmatch(r"ew_(add|mul|silu_mul)_(\d+)MiB", case):
+        elements = int(m[2]) * 2**20 // 2
+        return m[1], "bf16", {"R": 8192, "M": elements // 8192}
+    if m := re.fullmatch(r"f32_(\d+)_(default|high|highest)", case):
+        n = int(m[1])
+        return "matmul", "f32", {"M": n, "K": n, "N": n}
+    if case == "dispatch":
+        return "dispatch", "bf16", {}
+    raise ValueError(f"unknown case {case!r}")
+
+
+def program(case: str) -> str:
+    """A one-op .shard program for a case."""
+    kind, dtype, sizes = shape(case)
+    dims = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    if kind == "matmul":
+        body = f"A: {dtype}[M, K]\nW: {dtype}[K, N]\nC = A ·_K W\n"
+    else:
+        expr = {"add": "A + B", "mul": "A * B", "silu_mul": "silu(A) * B"}[kind]
+        body = f"A: {dtype}[R, M]\nB: {dtype}[R, M]\nC = {expr}\n"
+    return f"# {case}\ndim {dims}\n{body}"
+
+
+def row(case: str, median: float, low: float, p90: float) -> Row:
+    """A calibration row: the work the kernel does (a fused silu(A) * B: 2 reads, 1 write)."""
+    kind, dtype, s = shape(case)
+    width = 4 if dtype == "f32" else 2
+    if kind == "dispatch":
+        return Row(case, "dispatch", dtype, 0.0, 0.0, median, low, p90)
+    if kind == "matmul":
+        flops = 2.0 * s["M"] * s["K"] * s["N"]
+        moved = width * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])
+        role = "held-out" if case in HELD_OUT or dtype == "f32" else "fit"
+        precision = case.rsplit("_", 1)[1] if dtype == "f32" else "default"
+        return Row(case, "matmul", dtype, flops, float(moved), median, low, p90, role, None, "",
+                   precision)
+    moved = 3.0 * width * s["R"] * s["M"]
+    role = "held-out" if case in HELD_OUT else "fit"
+    return Row(case, "elementwise", dtype, 0.0, moved, median, low, p90, role)
+
+
+def _seconds(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+
+
+def read_table(path: str) -> list[Row]:
+    """The rows of a measured Markdown table, and the dispatch floor from its text."""
+    text = Path(path).read_text(encoding="utf-8")
+    rows = []
+    floor = re.search(r"dispatch floor[^.]*?was\s+(\d+(?:\.\d+)?) us", text)
+    if floor:
+        t = float(floor[1]) * 1e-6
+        rows.append(row("dispatch", t, t, t))
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and re.fullmatch(r"[a-z0-9_A-Z]+", cells[0]) and cells[0] != "case":
+            rows.append(row(cells[0], *(_seconds(c) for c in cells[1:])))
+    return rows
+
+
+def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
+    chip = hardware.load(chip_name)
+    f = fit(read_table(table_path), lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw)
+    print(table(f), file=sys.stderr)
+    cal = Calibration(
+        chip.name, f.eta_mxu, f.eta_hbm, f.t_call, f.t_dispatch, "measured",
+        (("kind", "measured"),
+         ("command", "single ops timed with JAX: a loop of calls lasting at least 5 ms ended by "
+                     "block_until_ready, 30 samples after 3 warm-up calls; fitted by "
+                     "benchmarks/validate_one_chip.py --fit"),
+         ("date", "2026-11-27"),
+         ("software", "JAX 0.11.2, XLA:GPU (cuBLASLt)"),
+         ("device", "NVIDIA H200 SXM (SM clock 1980 MHz at start, 1725 MHz power-limited at "
+                    "566 W in large products)"),
+         ("fit", "least squares on relative error of the median over the rows with role "
+                 "\"fit\"; \"held-out\" rows (every other size, the fused silu(A) * B, the f32 "
+                 "products at each precision) are predicted")),
+        f.rows,
+        # one chip measures no network: keep the shipped collective figures
+        network=chip.calibration.network if chip.calibration is not None else ())
+    header = ("NVIDIA H200 SXM calibration: efficiency figures fitted to single ops timed on one "
+              "GPU.\nWritten by benchmarks/validate_one_chip.py --fit; the rows are the "
+              "measurements.")
+    Path(out).write_text(calibration_toml(cal, header), encoding="utf-8")
+
+
+def _fmt(t: float) -> str:
+    return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.1f} us"
+
+
+def validate(chip_name: str = "h200") -> str:
+    """The Markdown table of docs/validation.md: every measured row against T_lower and
+    T_expected of its one-op program."""
+    chip = hardware.load(chip_name)
+    cal = chip.calibration
+    assert cal is not None, f"{chip_name} has no calibration"
+    out = ["| case | role | T_lower | T_expected | median | min | T_lower/min | "
+           "T_expected/median | depends on |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in cal.rows:
+        if r.kind == "dispatch":
+            continue
+        rep = compile(program(r.case), hw=chip, name=f"{r.case}.shard",
+                      matmul_precision=r.precision)  # type: ignore[arg-type]
+        low = rep.value(rep.totals["t_lower_s"])
+        exp = rep.value(rep.totals["t_expected_s"])
+        dep = next((v.split(":")[0] for k, v in DEPENDS.items() if k in r.case), "")
+        out.append(f"| {r.case} | {r.role} | {_fmt(low)} | {_fmt(exp)} | {_fmt(r.median_s)} | "
+                   f"{_fmt(r.min_s)} | {low / r.min_s:.2f} | {exp / r.median_s:.2f} | {dep} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--fit", metavar="TABLE.md", help="fit the calibration to a measured table")
+    p.add_argument("-o", "--output", help="with --fit: the calibration file to write")
+    p.add_argument("--hw", default="h200")
+    args = p.parse_args()
+    if args.fit:
+        if not args.output:
+            p.error("--fit needs -o FILE")
+        write_fit(args.fit, args.output, args.hw)
+        return
+    sys.stdout.write(validate(args.hw))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Fit a chip's calibration to micro-benchmark rows: numpy only, a grid and a closed form.
+
+The model is the one `passes/derive_cost.py` prices each op with (docs/cost-model.md, "Expected
+time"): an op takes `t_call + max(F / (eta_mxu C), H / (eta_hbm W_hbm))` and a program call at
+least `t_dispatch`. The efficiencies are fitted on a grid (`GRID`) in (0, 1]; for each pair
+the launch cost minimising the squared relative error has a closed form (a weighted mean, kept
+at 0 or more). Only rows whose role is "fit" are used; "held-out" rows are predicted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from shardc.hardware.calibration import Row
+
+GRID = np.concatenate([np.geomspace(1e-5, 0.05, 160, endpoint=False),
+                       np.arange(0.05, 1.0 + 1e-9, 0.0025)])
+"""Efficiencies tried: steps of 0.0025 from 0.05 to 1, and geometric below (a CPU run against a
+GPU's peaks reaches a small fraction)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """The fitted figures and every row with its fitted time."""
+
+    eta_mxu: float
+    eta_hbm: float
+    t_call: float
+    t_dispatch: float
+    rows: tuple[Row, ...]
+
+    def residuals(self) -> list[tuple[Row, float]]:
+        """Each timed row with fitted / measured median - 1."""
+        return [(r, r.fitted_s / r.median_s - 1) for r in self.rows
+                if r.fitted_s is not None and r.kind != "dispatch"]
+
+
+def predict(row: Row, rate: float, w_hbm: float, eta_mxu: float, eta_hbm: float,
+            t_call: float, t_dispatch: float) -> float:
+    """The model's time for one row (a single-op program).
+
+    >>> r = Row("x", "matmul", "bf16", 2e12, 0.0, 1.0, 1.0, 1.0)
+    >>> predict(r, 1e12, 1e12, 0.5, 1.0, 0.0, 0.0)
+    4.0
+    """
+    if row.kind == "dispatch":
+        return t_dispatch
+    return max(t_dispatch, t_call + max(row.flops / (eta_mxu * rate),
+                                        row.bytes / (eta_hbm * w_hbm)))
+
+
+def fit(rows: Sequence[Row], rate: Callable[[str, str], float], w_hbm: float) -> Fit:
+    """Fit eta_mxu, eta_hbm, t_call and t_dispatch to the rows whose role is "fit".
+
+    `rate(dtype, precision)` is the chip's peak FLOP/s for a row's product
+    (`Chip.matmul_rate`). Without a product among the
+    fitted rows eta_mxu is 1; without an elementwise row, eta_hbm is 1.
+
+    >>> rows = [Row("m", "matmul", "bf16", 1e12, 1e6, 2.0, 2.0, 2.0),
+    ...         Row("e", "elementwise", "bf16", 0.0, 1e12, 4.0, 4.0, 4.0)]
+    >>> f = fit(rows, lambda d, p: 1e12, 1e12)
+    >>> round(f.eta_mxu, 3), round(f.eta_hbm, 3), round(f.t_call, 9)
+    (0.5, 0.25, 0.0)
+    """
+    used = [r for r in rows if r.role == "fit"]
+    floors = [r.median_s for r in used if r.kind == "dispatch"]
+    t_dispatch = float(np.median(floors)) if floors else 0.0
+    timed = [r for r in used if r.kind != "dispatch"]
+    if not timed:
+        return _with_fitted(Fit(1.0, 1.0, 0.0, t_dispatch, tuple(rows)), rate, w_hbm)
+    m = np.array([r.median_s for r in timed])
+    tf = np.array([r.flops / rate(r.dtype, r.precision) for r in timed])
+    th = np.array([r.bytes / w_hbm for r in timed])
+    # k[i, j, row]: the kernel time at eta_mxu = GRID[i], eta_hbm = GRID[j]
+    k = np.maximum(tf[None, None, :] / GRID[:, None, None], th[None, None, :] / GRID[None, :, None])
+    # argmin over t of sum((t + k - m)^2 / m^2): t = sum((m - k) / m^2) / sum(1 / m^2)
+    w = 1.0 / m**2
+    t = np.clip(((m - k) * w).sum(axis=2) / w.sum(), 0.0, None)
+    pred = np.maximum(t_dispatch, t[..., None] + k)
+    err = (((pred - m) / m) ** 2).sum(axis=2)
+    if not (tf > 0).any():
+        err[:-1, :] = np.inf  # nothing constrains eta_mxu: keep it at 1
+    if not (th > 0).any():
+        err[:, :-1] = np.inf
+    i, j = np.unravel_index(int(np.argmin(err)), err.shape)
+    f = Fit(float(GRID[i]), float(GRID[j]), float(t[i, j]), t_dispatch, tuple(rows))
+    return _with_fitted(f, rate, w_hbm)
+
+
+def _with_fitted(f: Fit, rate: Callable[[str, str], float], w_hbm: float) -> Fit:
+    rows = tuple(replace(r, fitted_s=predict(r, rate(r.dtype, r.precision), w_hbm, f.eta_mxu,
+                                             f.eta_hbm, f.t_call, f.t_dispatch))
+                 for r in f.rows)
+    return replace(f, rows=rows)
+
+
+def table(f: Fit) -> str:
+    """Measured against fitted, with residuals, one row per line (what `calibrate` prints)."""
+    lines = [f"{'case':<28} {'role':<9} {'median':>11} {'fitted':>11} {'residual':>9}"]
+    for r, res in f.residuals():
+        fitted = r.fitted_s or 0.0
+        lines.append(f"{r.case:<28} {r.role:<9} {r.median_s * 1e6:>9.1f}us "
+                     f"{fitted * 1e6:>9.1f}us {res * 100:>+8.1f}%")
+    lines.append(f"eta_mxu = {f.eta_mxu:.4g}   eta_hbm = {f.eta_hbm:.4g}   "
+                 f"t_call = {f.t_call * 1e6:.3g} us   t_dispatch = {f.t_dispatch * 1e6:.3g} us")
+    return "\n".join(lines)
