@@ -312,6 +312,43 @@ class OnSample:
         return pick
 
 
+@dataclass
+class Majority(OnSample):
+    """A chooser over a sample of points that never branches: where several plans win on the
+    points left, it takes the one that wins on most of them (ties: the lower `order`). The
+    program it lowers is the one a compile at each point still in `mask` chooses, and `bounds`
+    is the region it holds in. `splits` counts the plans it set aside: the program has at least
+    `1 + splits` regions on the sample (each plan set aside wins at some point, which lies in
+    another region)."""
+
+    splits: int = 0
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        import numpy as np
+
+        names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+        if not names <= self.points.keys():
+            return None
+        won = winners(candidates, self.points)
+        if self.mask is None:
+            self.mask = np.ones(len(won), dtype=bool)
+        orders, counts = np.unique(won[self.mask], return_counts=True)
+        if not len(orders):
+            return None
+        pick = int(orders[np.argmax(counts)])  # np.unique sorts: the first maximum is lowest
+        if len(orders) > 1:
+            self.splits += len(orders) - 1
+            me = next(c for c in candidates if c.order == pick)
+            for other in orders.tolist():
+                if other != pick:
+                    rel = cheaper(me.time, next(c for c in candidates if c.order == other).time)
+                    if rel is not True:
+                        self.bounds.append(sp.false if rel is False else rel)
+        self.mask = self.mask & (won == pick)
+        self.path.append((tuple(candidates), pick))
+        return pick
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     """The program lowered with one plan per choice: `forced` names the plans where the sample
@@ -386,5 +423,5 @@ def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
     return out
 
 
-__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "OnSample", "Region", "RegionFinder",
+__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "Region", "RegionFinder",
            "Variant", "classify", "evaluate", "plan_key", "sample_points", "variants", "winners"]

@@ -122,6 +122,9 @@ class Server:
         if not rows:
             return None
         chip = report.hardware_name or "no chip (hardware symbols stay symbolic)"
+        if report.shown_region is not None:  # plans by region of the symbolic sizes
+            rows.append(f"\n(the plan where {report.shown_region[0]}: "
+                        f"{report.shown_region[1]:.0%} of the sizes sampled)")
         return {"contents": {"kind": "markdown",
                              "value": f"**line {line + 1}** on {chip}\n\n" + "\n".join(rows)}}
 

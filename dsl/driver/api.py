@@ -101,6 +101,9 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                     _relower=_relowering(unit, ctx),
                     _recompile=_recompiling(source, hw, model, optimizer, remat, free,
                                             attention, explain, idle_axes, matmul_precision))
+    from shardc.driver.regions import settle
+
+    report = settle(report)  # plans chosen by region where they depend on symbolic sizes
     if _overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)

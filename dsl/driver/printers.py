@@ -43,6 +43,10 @@ def _header(r: Report) -> list[str]:
              f"  mesh: {mesh or '(none)'}   dims: {dims or '(none)'}"]
     if binds:
         lines.append(f"  --set: {binds}")
+    from shardc.driver.regions import shown_text
+
+    if (note := shown_text(r)) is not None:
+        lines.append(f"  plans: {note}")
     return lines
 
 
@@ -251,6 +255,10 @@ def render_markdown(r: Report) -> str:
     out = [f"### shardc report: `{r.name}`", ""]
     out.append(f"chip **{r.hardware_name or 'none'}**, model **{r.model}**, mesh "
                + ", ".join(f"`{n}={s if s is not None else n}`" for n, s in r.program.mesh))
+    from shardc.driver.regions import shown_text
+
+    if (note := shown_text(r)) is not None:
+        out.extend(["", f"plans: {note}"])
     out.append("")
     out.append("| quantity | value | formula |")
     out.append("|---|---|---|")
@@ -310,6 +318,10 @@ def render_latex(r: Report) -> str:
     r.evaluate()
     out = [f"% shardc report: {r.name} (chip {r.hardware_name or 'none'}, model {r.model})",
            "\\begin{align*}"]
+    from shardc.driver.regions import shown_text
+
+    if (note := shown_text(r)) is not None:
+        out.insert(1, f"% plans: {note}")
     rows = []
     for label, key, _ in SUMMARY:
         rows.append(f"  \\text{{{label.replace('_', chr(92) + '_')}}} &= {latex(r.totals[key])}")
