@@ -329,10 +329,12 @@ class Majority(OnSample):
         names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
         if not names <= self.points.keys():
             return None
-        won = winners(candidates, self.points)
         if self.mask is None:
-            self.mask = np.ones(len(won), dtype=bool)
-        orders, counts = np.unique(won[self.mask], return_counts=True)
+            self.mask = np.ones(len(next(iter(self.points.values()))), dtype=bool)
+        # Only the points still in the region matter (fewer at every choice).
+        at = np.flatnonzero(self.mask)
+        won = winners(candidates, {k: v[at] for k, v in self.points.items()})
+        orders, counts = np.unique(won, return_counts=True)
         if not len(orders):
             return None
         pick = int(orders[np.argmax(counts)])  # np.unique sorts: the first maximum is lowest
@@ -344,7 +346,8 @@ class Majority(OnSample):
                     rel = cheaper(me.time, next(c for c in candidates if c.order == other).time)
                     if rel is not True:
                         self.bounds.append(sp.false if rel is False else rel)
-        self.mask = self.mask & (won == pick)
+        self.mask = self.mask.copy()
+        self.mask[at[won != pick]] = False
         self.path.append((tuple(candidates), pick))
         return pick
 

@@ -83,15 +83,22 @@ def settle(r: Report) -> Report:
         return Report(cost, r.chip, dict(r.bindings), list(r.warnings), memory,
                       dict(r.options), _relower=relower, _recompile=r._recompile)
 
+    import time
+
     from shardc.driver.report import Report
 
     most = Majority(points, {})
+    start = time.process_time()
     largest = lower(most)
+    once = time.process_time() - start
     found: tuple[Variant, ...] | None = None
     if most.splits == 0:
         largest._regions = ()
         return r if plan_of(largest) == plan_of(r) else largest
-    if 1 + most.splits <= MAX_REGIONS:
+    # The enumeration lowers the program at least once per region (1 + splits of them): where
+    # that is past the cap, or would take longer than the time budget at this lowering's
+    # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
+    if 1 + most.splits <= MAX_REGIONS and (1 + most.splits) * once <= REGIONS_SECONDS:
         found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
     if found is None:
         largest._regions = None
