@@ -210,6 +210,21 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     return lhs < rhs
 
 
+def exact(e: sp.Basic) -> sp.Basic:
+    """`e` with each floating-point number (a chip figure folded into a plan's time) as the
+    exact rational of its shortest decimal, which gives the same double back: a boundary
+    reads `765940063476563/100000000000 < B`, not `7659.40063476563 < 1.0*B`.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> exact(sp.Float(0.5) * B < sp.Float(7659.40063476563))
+    B/2 < 765940063476563/100000000000
+    """
+    floats = e.atoms(sp.Float)
+    if not floats:
+        return e
+    return e.xreplace({f: sp.Rational(repr(float(f))) for f in floats})
+
+
 @dataclass(frozen=True, slots=True)
 class Region:
     """Where one plan is the cheapest: it beats each other winner (`bounds`, simplified
@@ -426,5 +441,5 @@ def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
     return out
 
 
-__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "Region", "RegionFinder",
+__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "exact", "Region", "RegionFinder",
            "Variant", "classify", "evaluate", "plan_key", "sample_points", "variants", "winners"]

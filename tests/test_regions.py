@@ -298,6 +298,11 @@ def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
     d = json.loads(r.to_json())
     assert d["totals"]["t_comms_s"]["expr"].startswith("Piecewise(")
     assert len(d["regions"]) == 2 and d["shown_region"]["condition"] == "B > 7659.4"
+    # Boundaries as exact rationals (the shortest decimal of each double), never `1.0*B`.
+    assert {v["relation"] for v in d["regions"]} == {"3829700317382813/500000000000 < B",
+                                                      "B < 3829700317382813/500000000000"}
+    assert "B > 3829700317382813/500000000000" in d["totals"]["t_comms_s"]["expr"]
+    assert "1.0*" not in json.dumps(d["totals"])
     for b in (4096, 60000):  # each side of the boundary: the compile at that batch
         want = shardc.compile(FSDP, set={"X": 16, "B": b})
         assert r.value("t_comms_s", B=b) == pytest.approx(want.value("t_comms_s"), rel=1e-9)

@@ -63,7 +63,7 @@ def settle(r: Report) -> Report:
       the region it holds in.
 
     Programs whose plans depend on no symbolic size are returned as they are."""
-    from shardc.passes.regions import Majority, sample_points, variants
+    from shardc.passes.regions import Majority, exact, sample_points, variants
     from shardc.passes.sizes import known_sizes
 
     free = free_sizes(r)
@@ -112,7 +112,7 @@ def settle(r: Report) -> Report:
     base: Report = found[0].result
     totals = dict(base.totals)
     for key in dict.fromkeys(k for v in found for k in v.result.totals):
-        pieces = [(as_expr(v.result.totals.get(key, 0)), v.condition) for v in found]
+        pieces = [(as_expr(v.result.totals.get(key, 0)), exact(v.condition)) for v in found]
         if len({e for e, _ in pieces}) > 1:
             totals[key] = sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
     import dataclasses
@@ -244,6 +244,8 @@ def latex_lines(r: Report) -> list[str]:
 
 
 def as_json(r: Report) -> dict[str, Any]:
+    from shardc.passes.regions import exact
+
     regions = r.regions()
     if regions is None:
         shown = (f"the plan where {r.shown_region[0]} is shown" if r.shown_region
@@ -254,7 +256,7 @@ def as_json(r: Report) -> dict[str, Any]:
                                      "share_of_sample": round(r.shown_region[1], 4)}}
                    if r.shown_region else {})}
     out: dict[str, Any] = {
-        "regions": [{"condition": condition_text(v), "relation": str(v.condition),
+        "regions": [{"condition": condition_text(v), "relation": str(exact(v.condition)),
                      "share_of_sample": round(v.share, 4),
                      "collectives": collectives(v.result),
                      "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS}}
