@@ -115,6 +115,8 @@ def settle(r: Report) -> Report:
         pieces = [(as_expr(v.result.totals.get(key, 0)), exact(v.condition)) for v in found]
         if len({e for e, _ in pieces}) > 1:
             totals[key] = sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
+        else:  # a total some region lacks (0 there) is still a total of every region
+            totals.setdefault(key, pieces[0][0])
     import dataclasses
 
     out = Report(dataclasses.replace(base.cost, totals=totals), r.chip, dict(r.bindings),
