@@ -203,6 +203,11 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
     model = next((p.model for p in pricings if p is not None), "exact")
     unused = (_idle_axes(mesh_order, {*involved, *passthrough}, sizes)
               if idle and model == "exact" else [])
+    if sizes is not None and not (idle and model == "exact"):
+        # Nor do the reshards slice an idle axis onto a dim they gather (`passes.reshard`):
+        # the book's model and `idle_axes=False` leave idle axes idle.
+        sizes = {k: v for k, v in sizes.items()
+                 if k not in mesh_order or k in involved or k in passthrough}
     if unused:
         # No role first: the plans without them keep their order (and ties their winner).
         every = tuple(d for d in dict.fromkeys((*lhs.dim_names, *rhs.dim_names))

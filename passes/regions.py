@@ -210,6 +210,21 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     return lhs < rhs
 
 
+def exact(e: sp.Basic) -> sp.Basic:
+    """`e` with each floating-point number (a chip figure folded into a plan's time) as the
+    exact rational of its shortest decimal, which gives the same double back: a boundary
+    reads `765940063476563/100000000000 < B`, not `7659.40063476563 < 1.0*B`.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> exact(sp.Float(0.5) * B < sp.Float(7659.40063476563))
+    B/2 < 765940063476563/100000000000
+    """
+    floats = e.atoms(sp.Float)
+    if not floats:
+        return e
+    return e.xreplace({f: sp.Rational(repr(float(f))) for f in floats})
+
+
 @dataclass(frozen=True, slots=True)
 class Region:
     """Where one plan is the cheapest: it beats each other winner (`bounds`, simplified
@@ -312,6 +327,46 @@ class OnSample:
         return pick
 
 
+@dataclass
+class Majority(OnSample):
+    """A chooser over a sample of points that never branches: where several plans win on the
+    points left, it takes the one that wins on most of them (ties: the lower `order`). The
+    program it lowers is the one a compile at each point still in `mask` chooses, and `bounds`
+    is the region it holds in. `splits` counts the plans it set aside: the program has at least
+    `1 + splits` regions on the sample (each plan set aside wins at some point, which lies in
+    another region)."""
+
+    splits: int = 0
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        import numpy as np
+
+        names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+        if not names <= self.points.keys():
+            return None
+        if self.mask is None:
+            self.mask = np.ones(len(next(iter(self.points.values()))), dtype=bool)
+        # Only the points still in the region matter (fewer at every choice).
+        at = np.flatnonzero(self.mask)
+        won = winners(candidates, {k: v[at] for k, v in self.points.items()})
+        orders, counts = np.unique(won, return_counts=True)
+        if not len(orders):
+            return None
+        pick = int(orders[np.argmax(counts)])  # np.unique sorts: the first maximum is lowest
+        if len(orders) > 1:
+            self.splits += len(orders) - 1
+            me = next(c for c in candidates if c.order == pick)
+            for other in orders.tolist():
+                if other != pick:
+                    rel = cheaper(me.time, next(c for c in candidates if c.order == other).time)
+                    if rel is not True:
+                        self.bounds.append(sp.false if rel is False else rel)
+        self.mask = self.mask.copy()
+        self.mask[at[won != pick]] = False
+        self.path.append((tuple(candidates), pick))
+        return pick
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     """The program lowered with one plan per choice: `forced` names the plans where the sample
@@ -386,5 +441,5 @@ def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
     return out
 
 
-__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "OnSample", "Region", "RegionFinder",
+__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "exact", "Region", "RegionFinder",
            "Variant", "classify", "evaluate", "plan_key", "sample_points", "variants", "winners"]

@@ -53,8 +53,9 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
     >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan_reshard(s, d, {"X": 4, "Y": 4})]
     [('AllToAll', ('X',), 'A[K, J_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[K, J_XY]')]
     """
-    axes = _axes(src, dst, sizes)
-    steps = _planned(src, dst, axes, pricing or BYTES) if search else _in_order(src, dst, axes)
+    axes = _axes(src, dst, sizes, pricing)
+    steps = _planned(src, dst, axes, pricing or BYTES) if search else _in_order(
+        src, dst, _axes(src, dst, sizes))
     return None if steps is None else list(steps)
 
 
@@ -71,15 +72,36 @@ def reshard_floor(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = 
     >>> reshard_floor(s, Layout.of({"I": ("X",)}), sizes) is None  # one AllGather: final
     True
     """
-    return _floor(src, dst, _axes(src, dst, sizes), pricing or BYTES)
+    return _floor(src, dst, _axes(src, dst, sizes, pricing), pricing or BYTES)
 
 
-def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None) -> tuple | None:
-    """The memo key's part of `sizes`: the sizes of the axes the two layouts use."""
+def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None,
+          pricing: Pricing | None = None) -> tuple | None:
+    """The memo key's part of `sizes`: the sizes of the axes the two layouts use, and of the
+    mesh axes (`pricing`'s topology) of more than one device they leave idle, where the plan
+    gathers (the search may slice one onto the gathered dim and gather over both)."""
     if not sizes:
         return None
-    return tuple((a, sizes.get(a)) for a in sorted({*src.sharding_axes, *dst.sharding_axes,
-                                                    *src.unreduced}))
+    used = {*src.sharding_axes, *dst.sharding_axes, *src.unreduced}
+    idle: set[str] = set()
+    if pricing is not None and pricing.topology is not None and not set(
+            src.sharding_axes) <= set(dst.sharding_axes):  # something to gather
+        idle = {x.axis for x in pricing.topology.links
+                if x.axis not in used and x.axis not in dst.unreduced
+                and (sizes.get(x.axis) or 1) > 1}
+    return tuple((a, sizes.get(a)) for a in sorted(used | idle))
+
+
+def _used(src: Layout, dst: Layout, axes: tuple | None) -> tuple | None:
+    """`axes` without the idle ones (`_axes`): the fixed order does not use them."""
+    if axes is None:
+        return None
+    used = {*src.sharding_axes, *dst.sharding_axes, *src.unreduced}
+    return tuple((a, n) for a, n in axes if a in used)
+
+
+def _idle(src: Layout, dst: Layout, axes: tuple | None) -> bool:
+    return axes is not None and len(_used(src, dst, axes) or ()) < len(axes)
 
 
 def _known(axes: tuple | None) -> dict[str, float] | None:
@@ -96,7 +118,7 @@ def _in_order(src: Layout, dst: Layout, axes: tuple | None) -> tuple[Step, ...] 
     return None if steps is None else tuple(steps)
 
 
-def _final(steps: tuple[Step, ...]) -> bool:
+def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
     """A fixed-order plan kept without a search: free slices, then at most one collective that
     lands on the target. Any other plan also needs a collective over those axes (to remove,
     move or reduce them) and only adds steps; on the LLaMA 3 plan's 5,400 reshards the search
@@ -104,24 +126,26 @@ def _final(steps: tuple[Step, ...]) -> bool:
     kinds = [s.kind for s in steps]
     while kinds and kinds[0] == "slice":
         kinds.pop(0)
+    if idle and "AllGather" in kinds:  # an idle axis may join the gather (`_axes`)
+        return False
     return len(kinds) <= 1
 
 
 @memoized("reshard.plan", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
 def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
              ) -> tuple[Step, ...] | None:
-    steps = _in_order(src, dst, axes)
+    steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or _final(steps):
+    if steps is None or sizes is None or _final(steps, _idle(src, dst, axes)):
         return steps
     return tuple(cheapest_plan(src, dst, sizes, pricing, steps))
 
 
 @memoized("reshard.floor", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
 def _floor(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing) -> float | None:
-    steps = _in_order(src, dst, axes)
+    steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or _final(steps):
+    if steps is None or sizes is None or _final(steps, _idle(src, dst, axes)):
         return None
     return lower_bound(src, dst, sizes, pricing, steps)
 

@@ -7,6 +7,9 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
 - a free local slice of an axis the target shards, onto the dim the target gives it, or onto
   another dim that stays no finer than the target shards it (then a permute gives the axis its
   place: `[I_X, K] -> [I_X, K_YZ] -> [I_Z, K_YX]`, as XLA's partitioner reshards);
+- a free local slice of a mesh axis neither layout uses onto a dim that still has axes to
+  gather (then one AllGather over both uses the links of both: `[J, K_X] -> [J, K_XY] -> [J, K]`
+  on a 4x2 mesh costs V (7/8) / 2w where AllGather_X alone costs V (3/4) / w);
 - AllGather of the innermost axes of any dims, past the prefix a dim shares with the target
   (gathering more than needed and slicing again is one of these);
 - AllToAll of a dim's innermost axes to a dim the target gives one of them;
@@ -100,7 +103,10 @@ class _Search:
         self.pricing = pricing
         self.order = dst.dim_names
         held = {d.dim: d.axes for d in src.dims}
-        names = sorted({*dst.sharding_axes, *src.sharding_axes, *src.unreduced})
+        # Mesh axes neither layout uses may be in `sizes` (`passes.reshard`): an idle axis
+        # may be sliced onto a dim about to be gathered, so one AllGather runs over the links
+        # of both axes (the sharding chapter's multi-axis rule, `V / (W_ici N_axes)`).
+        names = sorted({*dst.sharding_axes, *src.sharding_axes, *src.unreduced, *sizes})
         self.names = names
         self.code = {a: chr(0x41 + i) for i, a in enumerate(names)}
         self.sizes = {a: float(sizes[a]) for a in names}
@@ -114,6 +120,8 @@ class _Search:
         self.kept_sums = self.goal[1]
         self.wanted = "".join(self.target)
         self.home = {a: i for i, axes in enumerate(self.target) for a in axes}
+        self.idle = "".join(self.code[a] for a in names if a not in {
+            *dst.sharding_axes, *src.sharding_axes, *src.unreduced, *dst.unreduced})
         self.dims = [i for i, axes in enumerate(self.target) if axes or self.start[0][i]]
         known = dict(pricing.dims)
         self.extent = [known.get(d) for d in self.order]
@@ -329,6 +337,12 @@ class _Search:
                     # than the target shards it (the block shape a permute to it needs)
                     finer = shape[i] * size[a]
                     if (i == home[a] or ts[i] % finer == 0) and fits(i, finer):
+                        yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
+                               shards * size[a])
+        for a in self.idle:  # an idle axis onto a dim that still gathers (then both at once)
+            if a not in used:
+                for i in self.dims:
+                    if kept[i] < len(dims[i]) and fits(i, shape[i] * size[a]):
                         yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
                                shards * size[a])
         if last != "AllGather":  # of the innermost axes of any dims past the prefix they keep

@@ -54,7 +54,7 @@ def test_decisions_html_shows_case_chosen_plan_runner_up_and_costs():
 
 def test_decisions_html_gives_the_condition_in_latex_where_sizes_are_symbolic():
     h = shardc.compile(CASE3, free=["I", "J", "K"]).decisions._repr_html_()
-    assert "<td>default</td>" in h and "comms at typical sizes" in h
+    assert "<td>region of the sizes</td>" in h and "comms at typical sizes" in h
     assert "<td>\\(I J + J K &lt; 2 I K\\)</td>" in h  # `<` escaped inside the formula too
 
 

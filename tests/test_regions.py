@@ -58,9 +58,20 @@ STRATEGY = dict(prog=programs(symbolic=True), hw=st.sampled_from([None, "tpu-v5e
                                 min_size=5, max_size=5))
 
 
+def assert_totals_at(symbolic, point, numeric):
+    """The default report's totals (piecewise over its regions) at `point` are the compile's:
+    `value` of a total at a point takes the plans a compile there chooses."""
+    for name in numeric.totals:
+        want, got = numeric.value(name), symbolic.value(name, **point)
+        if want is None:
+            continue  # a hardware symbol without a number: nothing to compare
+        assert got == pytest.approx(want, rel=1e-9, abs=0), (name, point)
+
+
 def check_point(prog, hw, model, scales):
     """Compile with the symbolic sizes left symbolic, then at five points: `at` must give what
-    compiling at the point gives."""
+    compiling at the point gives, and so must the default report's totals evaluated there
+    (piecewise over the regions where plans depend on the sizes)."""
     text, sizes = prog
     assume(sizes)
     try:
@@ -70,7 +81,9 @@ def check_point(prog, hw, model, scales):
         raise
     for row in scales:
         point = {d: s * k for (d, s), k in zip(sorted(sizes.items()), row, strict=False)}
-        assert_same(r.at(**point), shardc.compile(text, hw=hw, model=model, set=point))
+        numeric = shardc.compile(text, hw=hw, model=model, set=point)
+        assert_same(r.at(**point), numeric)
+        assert_totals_at(r, point, numeric)
 
 
 @settings(max_examples=EXAMPLES, deadline=None,
@@ -261,3 +274,56 @@ def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path):
     assert conds["compute-vs-hbm"]["solved"] is None and 400 < start < 500 and end == top
     text = subprocess.run(base, capture_output=True, text=True, check=True).stdout
     assert "    holds: B < 5736.14 or B > 40800\n" in text
+
+
+def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
+    """No flag: the totals are piecewise over the two regions, and every section shows the
+    plan of one region (the weight-gathering one), never one contraction's plan of each."""
+    import json
+
+    import sympy as sp
+
+    from shardc.driver.regions import plan_of
+
+    r = shardc.compile(FSDP, set={"X": 16})
+    regions = r.regions()
+    assert len(regions) == 2 and r.shown_region is not None
+    assert isinstance(r.totals["t_comms_s"], sp.Piecewise)
+    assert plan_of(r) == plan_of(regions[0].result)  # the largest region's plan, whole
+    ops = {c.op for c in r.ops if c.kind == "collective"}
+    assert ops == {"AllGather", "ReduceScatter"}  # weights gathered everywhere, no AllToAll
+    text = r.to_text()
+    assert "plans: 2 regions" in text and "decided by default" not in text
+    assert "totals by region" in text and text == r.to_text(regions=True)
+    d = json.loads(r.to_json())
+    assert d["totals"]["t_comms_s"]["expr"].startswith("Piecewise(")
+    assert len(d["regions"]) == 2 and d["shown_region"]["condition"] == "B > 7659.4"
+    # Boundaries as exact rationals (the shortest decimal of each double), never `1.0*B`.
+    assert {v["relation"] for v in d["regions"]} == {"3829700317382813/500000000000 < B",
+                                                      "B < 3829700317382813/500000000000"}
+    assert "B > 3829700317382813/500000000000" in d["totals"]["t_comms_s"]["expr"]
+    assert "1.0*" not in json.dumps(d["totals"])
+    for b in (4096, 60000):  # each side of the boundary: the compile at that batch
+        want = shardc.compile(FSDP, set={"X": 16, "B": b})
+        assert r.value("t_comms_s", B=b) == pytest.approx(want.value("t_comms_s"), rel=1e-9)
+        assert r.value(r.totals["t_comms_s"], B=b) == pytest.approx(want.value("t_comms_s"),
+                                                                  rel=1e-9)
+
+
+def test_past_the_cap_the_report_shows_one_plan_labelled_with_its_region():
+    """Six layers with B, D and F symbolic have more than 16 regions: the report shows the
+    plan that wins on most of the sample at each choice, with the region it holds in."""
+    import json
+
+    from benchmarks.gen import program
+
+    text = program(6).replace("dim B=65536, D=8192, F=32768", "dim B, D, F")
+    r = shardc.compile(text)
+    assert r.regions() is None and r.shown_region is not None
+    where, share = r.shown_region
+    assert 0 < share < 1 and " and " in where
+    out = r.to_text()
+    assert "plans: more than 16 regions" in out and f"where {where}" in out
+    assert "decided by default" not in out
+    d = json.loads(r.to_json())
+    assert d["regions"] is None and d["shown_region"]["condition"] == where

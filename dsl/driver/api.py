@@ -119,8 +119,10 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                     _recompile=_recompiling(source, hw, model, optimizer, remat, free,
                                             attention, explain, idle_axes, matmul_precision,
                                             on))
+    from shardc.driver.regions import settle
     from shardc.driver.report import overflows
 
+    report = settle(report)  # plans chosen by region where they depend on symbolic sizes
     if overflows(report, ctx.diagnostics):
         return result
     _memory_warning(report, ctx.diagnostics)

@@ -71,7 +71,9 @@ def statement(d: Decision) -> str:
 def decided_by(d: Decision) -> str:
     """`numbers` (every size known) or `default` (the book's rule), and whether the plan search
     was capped."""
-    text = "numbers" if d.numeric else "default"
+    # With sizes left symbolic, a report's plans are those of one region of the sizes
+    # (`shardc.driver.regions.settle`): a choice with candidates is the region's.
+    text = "numbers" if d.numeric else "region of the sizes" if d.candidates else "default"
     if d.search is not None:
         tried, space = d.search
         text += (f"; search capped: {tried:,} of {space:,} role assignments tried "

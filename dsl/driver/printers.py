@@ -59,6 +59,10 @@ def _header(r: Report) -> list[str]:
              f"  mesh: {mesh or '(none)'}   dims: {dims or '(none)'}"]
     if binds:
         lines.append(f"  --set: {binds}")
+    from shardc.driver.regions import shown_text
+
+    if (note := shown_text(r)) is not None:
+        lines.append(f"  plans: {note}")
     return lines
 
 
@@ -276,6 +280,10 @@ def render_markdown(r: Report) -> str:
     out.append(f"chip **{md_text(r.hardware_name or 'none')}**, model **{r.model}**, mesh "
                + ", ".join(md_code(f"{n}={s if s is not None else n}")
                            for n, s in r.program.mesh))
+    from shardc.driver.regions import shown_text
+
+    if (note := shown_text(r)) is not None:
+        out.extend(["", f"plans: {md_text(note)}"])
     out.append("")
     out.append("| quantity | value | formula |")
     out.append("|---|---|---|")
@@ -346,6 +354,10 @@ def render_latex(r: Report) -> str:
     out = [f"% shardc report: {latex_comment(r.name)} (chip "
            f"{latex_comment(r.hardware_name or 'none')}, model {r.model})",
            "\\begin{align*}"]
+    from shardc.driver.regions import shown_text
+
+    if (note := shown_text(r)) is not None:
+        out.insert(1, f"% plans: {note}")
     rows = []
     for label, key, _ in SUMMARY:
         rows.append(f"  \\text{{{label.replace('_', chr(92) + '_')}}} &= {latex(r.totals[key])}")

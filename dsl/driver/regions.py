@@ -52,13 +52,92 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     return found
 
 
+def settle(r: Report) -> Report:
+    """The report a compile gives by default: where a plan depends on sizes left symbolic, never
+    the default plans of each choice on their own (a mix no size runs), but
+
+    - the plan every point of the sample runs, where one plan wins everywhere;
+    - with several regions, the plan of the largest region in every section, labelled, and the
+      totals as `Piecewise` formulas over the regions (each region's totals, `regions()`);
+    - past `MAX_REGIONS` regions (or `REGIONS_SECONDS`), the plan of the region holding most of
+      the sample (at each choice, the plan that wins on most of the points left), labelled with
+      the region it holds in.
+
+    Programs whose plans depend on no symbolic size are returned as they are."""
+    from shardc.passes.regions import Majority, exact, sample_points, variants
+    from shardc.passes.sizes import known_sizes
+
+    free = free_sizes(r)
+    relower = r._relower
+    if not free or relower is None or not r.program.sized_choices:
+        return r
+    import numpy as np
+
+    points = sample_points(free, frozenset(r.program.mesh_axes))
+    size = len(next(iter(points.values())))
+    # Sizes bound after the compile (`Report.at` with some left free) are constants here.
+    for name, value in known_sizes((*r.program.dims, *r.program.mesh), r.bindings).items():
+        points.setdefault(name, np.full(size, float(value)))
+
+    def lower(chooser) -> Report:
+        cost, memory = relower(chooser)
+        return Report(cost, r.chip, dict(r.bindings), list(r.warnings), memory,
+                      dict(r.options), _relower=relower, _recompile=r._recompile)
+
+    import time
+
+    from shardc.driver.report import Report
+
+    most = Majority(points, {})
+    start = time.process_time()
+    largest = lower(most)
+    once = time.process_time() - start
+    found: tuple[Variant, ...] | None = None
+    if most.splits == 0:
+        largest._regions = ()
+        return r if plan_of(largest) == plan_of(r) else largest
+    # The enumeration lowers the program at least once per region (1 + splits of them): where
+    # that is past the cap, or would take longer than the time budget at this lowering's
+    # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
+    if 1 + most.splits <= MAX_REGIONS and (1 + most.splits) * once <= REGIONS_SECONDS:
+        found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
+    if found is None:
+        largest._regions = None
+        largest.shown_region = (" and ".join(relation_text(b) for b in dict.fromkeys(most.bounds))
+                                or "elsewhere", float(most.mask.mean()))
+        return largest
+    if len(found) == 1:
+        out = found[0].result
+        out._regions = ()
+        return out
+    base: Report = found[0].result
+    totals = dict(base.totals)
+    for key in dict.fromkeys(k for v in found for k in v.result.totals):
+        pieces = [(as_expr(v.result.totals.get(key, 0)), exact(v.condition)) for v in found]
+        if len({e for e, _ in pieces}) > 1:
+            totals[key] = sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
+        else:  # a total some region lacks (0 there) is still a total of every region
+            totals.setdefault(key, pieces[0][0])
+    import dataclasses
+
+    out = Report(dataclasses.replace(base.cost, totals=totals), r.chip, dict(r.bindings),
+                 list(r.warnings), base.memory, dict(r.options), _relower=relower,
+                 _recompile=r._recompile)
+    out._regions = found
+    out.shown_region = (condition_text(found[0]), found[0].share)
+    return out
+
+
 def plan_of(r: Report) -> tuple[tuple[Any, ...], ...]:
     """What a program does, op by op (kinds, collectives, layouts), without the prose."""
     return tuple((c.kind, c.op, c.axes, c.array, c.src, c.dst) for c in r.ops)
 
 
 def piecewise(r: Report, name: str) -> sp.Expr:
-    """`Report.piecewise`: a total as a SymPy `Piecewise` over the regions."""
+    """`Report.piecewise`: a total as a SymPy `Piecewise` over the regions (a settled report's
+    totals already are)."""
+    if isinstance(as_expr(r.totals.get(name, 0)), sp.Piecewise):
+        return as_expr(r.totals[name])
     regions = r.regions()
     if not regions:
         return r.formula(name)
@@ -83,14 +162,36 @@ def collectives(r: Report) -> str:
     return ", ".join(f"{n} x{k}" if k > 1 else n for n, k in seen.items()) or "none"
 
 
+def shown_text(r: Report) -> str | None:
+    """The report's note on the plan its sections show, where plans depend on symbolic sizes
+    (`settle`); None where one plan holds everywhere."""
+    if r.shown_region is None:
+        return None
+    where, share = r.shown_region
+    regions = r.regions()
+    if regions is None:
+        return (f"more than {MAX_REGIONS} regions, or more than {REGIONS_SECONDS:g} s to find "
+                f"them: every section shows the plan that holds where {where} ({share:.0%} of "
+                "the sample), not a plan for every size (bind sizes with --set for another)")
+    return (f"{len(regions)} regions of the symbolic sizes: the totals are piecewise (totals "
+            f"by region at the end); decisions, conditions, memory and ops show the plan where "
+            f"{where} ({share:.0%} of the sample)")
+
+
+def has_lines(r: Report) -> bool:
+    """Whether the report prints its regions: several of them, or too many (`settle`)."""
+    return r.shown_region is not None or bool(r.regions())
+
+
 def text_lines(r: Report) -> list[str]:
     regions = r.regions()
     if regions is None:
         return ["", f"regions: more than {MAX_REGIONS} for this program, or more than "
-                f"{REGIONS_SECONDS:g} s to find; the report keeps the default plans (bind some "
-                "sizes with --set)"]
+                f"{REGIONS_SECONDS:g} s to find; "
+                + (f"the report shows the plan where {r.shown_region[0]}" if r.shown_region
+                   else "the report keeps the default plans") + " (bind some sizes with --set)"]
     if not regions:
-        return ["", "regions: one plan everywhere sampled"]
+        return []
     out = ["", "totals by region (the program a compile with the sizes bound runs there)"]
     if len(regions) == 1:
         out = ["", "totals (one plan wins at every size sampled, not the default plans above: "
@@ -151,20 +252,31 @@ def latex_lines(r: Report) -> list[str]:
 
 
 def as_json(r: Report) -> dict[str, Any]:
+    from shardc.passes.regions import exact
+
     regions = r.regions()
     if regions is None:
+        shown = (f"the plan where {r.shown_region[0]} is shown" if r.shown_region
+                 else "default plans kept")
         return {"regions": None, "note": f"more than {MAX_REGIONS} regions, or more than "
-                f"{REGIONS_SECONDS:g} s to find: default plans kept"}
+                f"{REGIONS_SECONDS:g} s to find: {shown}",
+                **({"shown_region": {"condition": r.shown_region[0],
+                                     "share_of_sample": round(r.shown_region[1], 4)}}
+                   if r.shown_region else {})}
     out: dict[str, Any] = {
-        "regions": [{"condition": condition_text(v), "relation": str(v.condition),
+        "regions": [{"condition": condition_text(v), "relation": str(exact(v.condition)),
                      "share_of_sample": round(v.share, 4),
                      "collectives": collectives(v.result),
                      "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS}}
                     for v in regions or ()]}
-    if regions:
+    if regions:  # kept within shardc.report/1: `totals` are these formulas now
         out["totals_piecewise"] = {key: str(r.piecewise(key)) for _, key, _ in TOTALS}
+    if r.shown_region is not None:
+        out["shown_region"] = {"condition": r.shown_region[0],
+                               "share_of_sample": round(r.shown_region[1], 4)}
     return out
 
 
-__all__ = ["as_json", "collectives", "condition_text", "find", "free_sizes", "latex_lines",
-           "markdown_lines", "piecewise", "plan_of", "text_lines"]
+__all__ = ["as_json", "collectives", "condition_text", "find", "free_sizes", "has_lines",
+           "latex_lines", "markdown_lines", "piecewise", "plan_of", "settle", "shown_text",
+           "text_lines"]

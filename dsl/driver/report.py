@@ -67,6 +67,10 @@ class Report:
     """Compiles the program again with more sizes bound (set by `compile`): `at` uses it for
     a mesh axis, whose size decides the topology (wraparound, axes of one chip)."""
     _regions: Any = field(default=False, repr=False)
+    shown_region: tuple[str, float] | None = field(default=None, repr=False)
+    """Where the plan this report's ops, decisions and conditions show holds, and its share of
+    the sample, when the plans depend on sizes left symbolic (`shardc.driver.regions.settle`);
+    None where one plan holds everywhere."""
     _q: dict[Any, dict[str, Any]] = field(default_factory=dict, repr=False)
     _q_by_id: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict, repr=False)
     """`_q` by object (kept with it, so a reused id never matches): a report asks for the
@@ -259,6 +263,14 @@ class Report:
         Returns None when a symbol has no value (no chip, or a size left symbolic). Raises
         `KeyError` for a name that is neither a total nor a name of this report.
         """
+        if (bindings and isinstance(expr, str) and expr in self.totals
+                and self._relower is not None and self.program.sized_choices
+                and any(self.program.dims_and_mesh.get(k, 0) is None
+                        and k not in self.bindings for k in bindings)):
+            # A total where plans depend on the sizes bound here (piecewise over the regions,
+            # `driver.regions.settle`): the plans a compile at the point chooses (`at`), exact
+            # also where the sample the regions were found on has no point.
+            return self.at(**bindings).value(expr)
         if isinstance(expr, str):
             expr = self.formula(expr)
         expr = as_expr(expr)
@@ -328,8 +340,14 @@ class Report:
             point = {n: float(v) for n, v in known_sizes(
                 (*self.program.dims, *self.program.mesh), merged).items()}
             cost, memory = self._relower(AtPoint(point))
-            return Report(cost, self.chip, merged, list(self.warnings), memory,
-                          dict(self.options), _relower=self._relower).evaluate()
+            out = Report(cost, self.chip, merged, list(self.warnings), memory,
+                         dict(self.options), _relower=self._relower,
+                         _recompile=self._recompile)
+            if symbolic - set(bound):  # sizes still free: by region, as a compile does
+                from shardc.driver.regions import settle
+
+                out = settle(out)
+            return out.evaluate()
         return dataclasses.replace(self, bindings=merged, warnings=list(self.warnings),
                                    _cache={}, _q={}, _q_by_id={}, _env=None,
                                    _names=self._names,
@@ -521,9 +539,9 @@ class Report:
     def to_json(self, indent: int | None = 2, regions: bool = False) -> str:
         d = self.to_dict()
         d.pop("_mesh_order")
-        if regions:
-            from shardc.driver.regions import as_json
+        from shardc.driver.regions import as_json, has_lines
 
+        if has_lines(self):  # `regions` is the default now (kept as a spelling)
             d.update(as_json(self))
         if indent == 2:
             from shardc.driver.json_text import dumps
@@ -535,11 +553,10 @@ class Report:
         """The text report; `regions`: also the totals in each region (`regions()`); `only`:
         the header and just these sections (`printers.SECTIONS`: summary, memory, ...)."""
         from shardc.driver.printers import SECTIONS, render_text, select_sections
+        from shardc.driver.regions import has_lines, text_lines
 
         text = render_text(self)
-        if regions:
-            from shardc.driver.regions import text_lines
-
+        if has_lines(self):  # `regions` is the default now (kept as a spelling)
             text += "\n".join(text_lines(self)) + "\n"
         if only is not None:
             keep = set(only)
@@ -552,11 +569,10 @@ class Report:
 
     def to_markdown(self, regions: bool = False) -> str:
         from shardc.driver.printers import render_markdown
+        from shardc.driver.regions import has_lines, markdown_lines
 
         text = render_markdown(self)
-        if regions:
-            from shardc.driver.regions import markdown_lines
-
+        if has_lines(self):  # `regions` is the default now (kept as a spelling)
             text += "\n".join(markdown_lines(self)) + "\n"
         return text
 
@@ -580,11 +596,10 @@ class Report:
     def to_latex(self, regions: bool = False) -> str:
         """The LaTeX report; `regions`: also the totals as cases over the regions."""
         from shardc.driver.printers import render_latex
+        from shardc.driver.regions import has_lines, latex_lines
 
         text = render_latex(self)
-        if regions:
-            from shardc.driver.regions import latex_lines
-
+        if has_lines(self):  # `regions` is the default now (kept as a spelling)
             text += "".join(line + "\n" for line in latex_lines(self))
         return text
 

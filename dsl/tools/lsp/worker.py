@@ -72,6 +72,10 @@ def _hovers(report: Any) -> dict[str, str]:
             row += f"  \n  why: {c.reason}"
         rows.setdefault(c.line, []).append(row)
     chip = report.hardware_name or "no chip (hardware symbols stay symbolic)"
+    if report.shown_region is not None:  # plans by region of the symbolic sizes
+        for r in rows.values():
+            r.append(f"\n(the plan where {report.shown_region[0]}: "
+                     f"{report.shown_region[1]:.0%} of the sizes sampled)")
     return {str(line): f"**line {line}** on {chip}\n\n" + "\n".join(r)
             for line, r in rows.items()}
 
