@@ -34,6 +34,9 @@ class _OutOfTime(Exception):
 
 
 _budget_depth = 0
+_armed = False
+"""Whether the alarm still means "out of time": cleared first thing when a budget ends, so a
+late repeat of the alarm does nothing."""
 
 
 @contextmanager
@@ -44,7 +47,7 @@ def solve_budget(seconds: float | None = None) -> Iterator[None]:
     Uses SIGALRM, so only in the main thread (elsewhere the block runs without a budget); the
     previous handler and timer are restored afterwards. Nested budgets share the outer one.
     """
-    global _budget_depth
+    global _budget_depth, _armed
     if (_budget_depth or threading.current_thread() is not threading.main_thread()
             or not hasattr(signal, "setitimer")):
         _budget_depth += 1
@@ -58,14 +61,19 @@ def solve_budget(seconds: float | None = None) -> Iterator[None]:
         seconds = SOLVE_SECONDS
 
     def alarm(signum, frame):
-        raise _OutOfTime
+        if _armed:
+            raise _OutOfTime
 
     old_handler = signal.signal(signal.SIGALRM, alarm)
-    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    _armed = True
+    # The alarm repeats every 50 ms until the block ends: an _OutOfTime raised where Python
+    # ignores exceptions (a garbage-collector callback, a __del__) is raised again.
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     _budget_depth += 1
     try:
         yield
     finally:
+        _armed = False
         _budget_depth -= 1
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old_handler)
@@ -110,6 +118,8 @@ def solve_condition(rel: sp.Basic, var: str) -> Solved | None:
     try:
         roots = sp.solve(sp.Eq(sp.numer(f), 0), x)
     except NotImplementedError:
+        return None
+    if not isinstance(roots, list):  # solve answers a list for one unknown; anything else: none
         return None
     roots = [r for r in roots if not (r.is_negative or r.is_zero) and r.is_real is not False]
     if len(roots) != 1:
