@@ -263,14 +263,19 @@ class Report:
         Returns None when a symbol has no value (no chip, or a size left symbolic). Raises
         `KeyError` for a name that is neither a total nor a name of this report.
         """
-        if (bindings and isinstance(expr, str) and expr in self.totals
-                and self._relower is not None and self.program.sized_choices
+        if (bindings and isinstance(expr, str) and self._relower is not None
+                and self.program.sized_choices
                 and any(self.program.dims_and_mesh.get(k, 0) is None
                         and k not in self.bindings for k in bindings)):
             # A total where plans depend on the sizes bound here (piecewise over the regions,
             # `driver.regions.settle`): the plans a compile at the point chooses (`at`), exact
             # also where the sample the regions were found on has no point.
-            return self.at(**bindings).value(expr)
+            if expr in self.totals:
+                return self.at(**bindings).value(expr)
+            if expr.isidentifier() and expr not in self.names():
+                moved = self.at(**bindings)
+                if expr in moved.totals:  # a total only the plans there have (t_recompute_s)
+                    return moved.value(expr)
         if isinstance(expr, str):
             expr = self.formula(expr)
         expr = as_expr(expr)
