@@ -24,8 +24,8 @@ from shardc.hardware.calibration import (
     calibration_toml,
     read_calibration_toml,
 )
+from shardc.testing.strategies import programs
 from shardc.tools.calibrate.fit import fit, predict
-from tests.strategies import programs
 
 ROOT = Path(__file__).resolve().parent.parent
 MATMUL = "dim M=512, K=8192, N=8192\nA: bf16[M, K]\nW: bf16[K, N]\nC = A ·_K W\n"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import shardc
 from shardc.lang.layout import Layout
 from shardc.passes.lower.chain import plan_chain
-from tests.strategies import dim_sizes, layout_text, meshes
+from shardc.testing.strategies import dim_sizes, layout_text, meshes
 
 # The two chain shapes of the 1,000-program sweep where XLA's plan was cheaper under our own
 # model (docs/xla-check.md): the first product left its result in a layout the second had to

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardc
-from tests.strategies import layout_text, meshes
+from shardc.testing.strategies import layout_text, meshes
 
 
 def _collectives(r) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from shardc.passes.context import Context
 from shardc.passes.derive_cost import derive_cost
 from shardc.passes.fusion import fuse_elementwise
 from shardc.passes.pipeline import PIPELINE, FuseElementwise, run_passes
-from tests.strategies import programs
+from shardc.testing.strategies import programs
 
 DIMS = "dim I=1024, J=2048, K=4096\n"
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 from shardc.driver.json_text import NonFiniteError, dumps, strict_dumps
-from tests.strategies import json_values
+from shardc.testing.strategies import json_values
 
 
 def _same_as_json_dumps(value: object) -> None:

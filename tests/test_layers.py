@@ -25,14 +25,14 @@ LAYERS = (
     ("language", ("shardc.grammar", "shardc.lang")),
     ("passes", ("shardc.passes",)),
     ("driver", ("shardc.driver",)),
-    ("tools", ("shardc.tools",)),
+    ("tools", ("shardc.tools", "shardc.testing")),
     ("cli", ("shardc.cli", "shardc.__main__")),
     ("api", ("shardc",)),
 )
 """Lowest first. `shardc` itself (the package's `__init__`) re-exports the public API and sits on
 top."""
 STDLIB = set(sys.stdlib_module_names)
-SUBPACKAGES = ("hardware", "grammar", "passes", "lang", "driver", "tools", "cli")
+SUBPACKAGES = ("hardware", "grammar", "passes", "lang", "driver", "tools", "testing", "cli")
 
 
 def layer_of(module: str) -> int:

@@ -1,4 +1,4 @@
-"""The optimality oracle (tests/oracle.py): no hand-written plan of a contraction costs less
+"""The optimality oracle (`shardc.testing.oracle`): no hand-written plan of a contraction costs less
 than the compiler's own under its model and objective."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.oracle import Problem, cheaper_hand, layouts
+from shardc.testing.oracle import Problem, cheaper_hand, layouts
 
 EXAMPLES = int(os.environ.get("SHARDC_ORACLE_EXAMPLES", "200"))
 
@@ -39,7 +39,7 @@ def problems(draw):
     b = draw(st.sampled_from(list(layouts(("J", "K"), axes))))
     out = draw(st.sampled_from(list(layouts(("I", "K"), axes))))
     hw = draw(st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]))
-    from tests.oracle import text_of
+    from shardc.testing.oracle import text_of
 
     head = (f"mesh {', '.join(f'{x}={s}' for x, s in zip(axes, sizes, strict=True))}\n"
             f"dim {', '.join(f'{d}={v}' for d, v in dims.items())}\nhardware {hw}\n"

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import shardc
 from shardc.passes.cost_model import Links, collective_time, ring_collective_time
 from shardc.passes.ir import Collective
+from shardc.testing.strategies import programs
 from shardc.tools.simulate import SimulationError, check, random_inputs
-from tests.strategies import programs
 from tests.test_simulator_properties import compile_program
 
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -63,7 +63,7 @@ def test_symbolic_costs_evaluate_to_the_numeric_compile(prog):
         # sized compile, planned at its own sizes, is no slower.
         # (1e-4: the chain planner, which plans a sized chain jointly, lacks the idle-axis
         # gather the single-contraction search has; on a 2x3x1 mesh it loses by 6e-6 of the
-        # time. The oracle of tests/oracle.py is where such misses are hunted.)
+        # time. The oracle of shardc.testing.oracle is where such misses are hunted.)
         assert num.value(num.totals["t_comms_s"]) <= sym.value(sym.totals["t_comms_s"]) * (
             1 + 1e-4) + 1e-18, (_plan(sym), _plan(num))
         return

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import shardc
 from shardc.passes.regions import AtPoint, Candidate, RegionFinder, plan_key, winners
-from tests.strategies import programs
+from shardc.testing.strategies import programs
 
 EXAMPLES = int(os.environ.get("SHARDC_REGION_EXAMPLES", "300"))
 

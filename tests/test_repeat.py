@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import shardc
 from shardc.passes.symbols import size_symbol
-from tests.strategies import programs
+from shardc.testing.strategies import programs
 from tests.test_simulator_properties import assert_simulates
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import shardc
 from shardc.passes.schedule import collective_matmuls, schedule
-from tests.strategies import programs
+from shardc.testing.strategies import programs
 
 MEGATRON = ("mesh Y=4\ndim B=64, D=64, F=64\nA: bf16[B, D_Y]\nW: bf16[D, F_Y]\n"
             "W2: bf16[F_Y, D]\nH[B, F_Y] = A[B, D] ·_D W\nO[B, D_Y] = H ·_F W2\n")

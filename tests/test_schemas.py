@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import shardc
-from tests.strategies import programs
+from shardc.testing.strategies import programs
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads(files("shardc.driver").joinpath("schemas/report.schema.json").read_text())

@@ -22,8 +22,8 @@ from shardc.lang.syntax import Assign, CollectiveCall
 from shardc.passes.cost_model import Links
 from shardc.passes.ir import Collective
 from shardc.passes.send_cost import _routed, _shift_leg, send_time
+from shardc.testing.strategies import layout_text, meshes
 from shardc.tools.simulate import check, random_inputs, reference, roll_blocks, simulate
-from tests.strategies import layout_text, meshes
 
 Q5 = """\
 mesh X=4, Y=4

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from shardc.driver.api import Compilation, run_pipeline
 from shardc.lang.source import Source
+from shardc.testing.strategies import programs
 from shardc.tools.simulate import check, random_inputs
-from tests.strategies import programs
 
 
 def compile_program(text: str, bindings: dict[str, int]) -> Compilation:

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import shardc
 import shardc.cli.app
+from shardc.testing.strategies import programs
 from shardc.tools import sweep as sw
 from shardc.tools.sweep import Grid, SweepError, parse_setting, parse_settings
-from tests.strategies import programs
 from tests.test_regions import FSDP
 
 DP = "programs/mlp-dp-train.shard"

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import shardc
+from shardc.testing.strategies import programs
 from shardc.tools.derive_regions import solve_by_region
-from tests.strategies import programs
 
 EXAMPLES = int(os.environ.get("SHARDC_THRESHOLD_EXAMPLES", "300"))
 """About 0.3 s each (a compile per size tried): 300 in CI, 10,000 under `-m slow`."""

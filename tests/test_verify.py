@@ -19,7 +19,7 @@ from shardc.passes.ir import Elementwise, Input, LocalSlice, Value, operands
 from shardc.passes.lower.state import LoweringState
 from shardc.passes.pipeline import PIPELINE, InsertCollectives, run_passes
 from shardc.passes.verify import IRError, verify_ir
-from tests.strategies import programs
+from shardc.testing.strategies import programs
 from tests.test_simulate import prog, val
 from tests.test_simulator_properties import assert_simulates, compile_program
 

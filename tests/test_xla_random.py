@@ -1,4 +1,4 @@
-"""The differential test: random valid programs (tests/strategies.py: meshes up to 16 devices,
+"""The differential test: random valid programs (shardc.testing.strategies: meshes up to 16 devices,
 matmuls, chains, reshards, explicit collectives, elementwise ops, training steps) through
 xla-check against XLA's SPMD partitioner on fake CPU devices. No program may crash either side
 or show a byte-count bug; statements where XLA's plan is cheaper under shardc's own cost model
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from shardc.lang.source import Source
-from tests.strategies import programs
+from shardc.testing.strategies import programs
 
 pytest.importorskip("jax")
 

@@ -16,7 +16,8 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import shardc
+from shardc.driver.api import compile as compile_program
+from shardc.lang.diagnostics import CompileError
 
 
 def layouts(dims: Sequence[str], axes: Sequence[str]) -> Iterator[dict[str, tuple[str, ...]]]:
@@ -89,12 +90,12 @@ def cheaper_hand(problem: Problem, hands: Sequence[str] | None = None,
     """The first hand plan (of `hands`, default every one of `problem.hands`) that costs less
     than the compiler's own under the objective, as (program, hand cost, our cost); None when
     there is none."""
-    ours = objective(shardc.compile(problem.ours()))
+    ours = objective(compile_program(problem.ours()))
     assert ours is not None
     for text in problem.hands(gathers) if hands is None else hands:
         try:
-            hand = objective(shardc.compile(text))
-        except shardc.CompileError:
+            hand = objective(compile_program(text))
+        except CompileError:
             continue  # a layout that does not divide, or a collective the layout cannot take
         if hand is not None and hand < ours * (1 - 1e-9):
             return text, hand, ours
