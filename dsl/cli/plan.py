@@ -41,6 +41,11 @@ def add_parser(sub) -> None:
     show.set_defaults(run=run_show)
     ms.add_parser("schema", help="print the JSON Schema of model card TOML files (for "
                   "editors; docs/plan.md, 'Writing a card')").set_defaults(run=run_schema)
+    imp = ms.add_parser("import", help="write a card TOML from a Hugging Face config.json "
+                        "(LLaMA, Mistral, Qwen, Gemma, Mixtral, DeepSeek; local files only)")
+    imp.add_argument("config", help="path to a config.json")
+    imp.add_argument("-o", "--output", help="write the card here (default: stdout)")
+    imp.set_defaults(run=run_import)
     prog = ms.add_parser("program", help="write one generated .shard program of a model")
     prog.add_argument("name")
     prog.add_argument("--strategy", choices=STRATEGIES, default="fsdp-tp")
@@ -228,6 +233,30 @@ def run_show(args: argparse.Namespace) -> int:
         sys.stdout.write(strict_dumps(out, indent=2) + "\n")
     else:
         write_result(show_text(c, out))
+    return 0
+
+
+@_guard
+def run_import(args: argparse.Namespace) -> int:
+    from shardc.driver.files import CliIOError, read_text, write_text
+    from shardc.lang.input_limits import MAX_CONFIG_BYTES
+    from shardc.tools.models.hf_config import ConfigError, card_document, card_toml
+
+    try:
+        text = read_text(args.config, what="config", limit=MAX_CONFIG_BYTES)
+        doc = card_document(text, args.config)
+    except (CliIOError, ConfigError) as exc:
+        raise InputError(str(exc)) from None
+    card = _card(args.config)  # the same checks as --card config.json
+    toml = card_toml(doc, card.path)
+    if not args.output:
+        sys.stdout.write(toml)
+        return 0
+    try:
+        write_text(args.output, toml, flag="-o", inputs=(args.config,))
+    except CliIOError as exc:
+        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        return 2
     return 0
 
 

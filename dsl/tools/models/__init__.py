@@ -20,7 +20,8 @@ from typing import Any
 from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_decimal, whole
 from shardc.lang.quoting import quoted
 
-__all__ = ["MLA", "ModelCard", "ModelError", "MoE", "Reference", "available", "load"]
+__all__ = ["MLA", "ModelCard", "ModelError", "MoE", "Reference", "available", "from_config",
+           "load", "load_text"]
 
 
 class ModelError(Exception):
@@ -118,13 +119,14 @@ def available() -> list[str]:
 
 
 def load(name_or_path: str) -> ModelCard:
-    """A shipped card by name or alias (`llama3-70b`), or a card TOML by path.
+    """A shipped card by name or alias (`llama3-70b`), a card TOML by path, or a Hugging Face
+    config.json by path (`from_config`).
 
     >>> load("llama3-70b").d_ff
     28672
     """
     shipped = _shipped()
-    if name_or_path.endswith(".toml") or "/" in name_or_path:
+    if name_or_path.endswith((".toml", ".json")) or "/" in name_or_path:
         from shardc.driver.files import CliIOError, read_text
         from shardc.lang.input_limits import MAX_CONFIG_BYTES
 
@@ -132,6 +134,8 @@ def load(name_or_path: str) -> ModelCard:
             text = read_text(name_or_path, what="model card", limit=MAX_CONFIG_BYTES)
         except CliIOError as exc:
             raise ModelError(str(exc)) from None
+        if name_or_path.endswith(".json"):
+            return from_config(text, str(Path(name_or_path)))
         return _build(text, str(Path(name_or_path)))
     key = name_or_path.strip().lower()
     if key not in shipped:
@@ -161,6 +165,23 @@ def _aliases(text: str) -> list[str]:
     return [a for a in aliases if isinstance(a, str)] if isinstance(aliases, list) else []
 
 
+def load_text(text: str, path: str) -> ModelCard:
+    """A card from a card TOML's text (`path` names it in messages)."""
+    return _build(text, path)
+
+
+def from_config(text: str, path: str) -> ModelCard:
+    """A card from a Hugging Face config.json's text (`shardc.tools.models.hf_config`), checked
+    as a card file is."""
+    from shardc.tools.models.hf_config import ConfigError, card_document
+
+    try:
+        doc = card_document(text, path)
+    except ConfigError as exc:
+        raise ModelError(str(exc)) from None
+    return _from_document(doc, path)
+
+
 def _build(text: str, path: str) -> ModelCard:
     try:
         doc = tomllib.loads(text)
@@ -168,6 +189,10 @@ def _build(text: str, path: str) -> ModelCard:
         raise ModelError(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
         raise ModelError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+    return _from_document(doc, path)
+
+
+def _from_document(doc: dict[str, Any], path: str) -> ModelCard:
     unknown = set(doc) - _TOP
     if unknown:
         raise ModelError(f"{path}: unknown key {quoted(sorted(unknown)[0])} (expected "
@@ -262,7 +287,7 @@ def _table(doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str,
             raise ModelError(f"{path}: [{name}] {key} = {quoted(value)} is larger than the "
                              "limit 2**63 - 1")
         if (isinstance(value, int | float) and not isinstance(value, bool) and value <= 0
-                and key != "first_dense_layers"):
+                and key not in ("first_dense_layers", "n_shared")):
             raise ModelError(f"{path}: [{name}] {key} = {value!r} must be positive")
         out[key] = value
     for key in required:

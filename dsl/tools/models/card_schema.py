@@ -34,7 +34,7 @@ DOCS: dict[str, str] = {
            "n_active of n_experts experts, plus n_shared experts every token uses",
     "moe.n_experts": "routed experts per MoE layer",
     "moe.n_active": "routed experts each token uses (k)",
-    "moe.n_shared": "experts every token uses",
+    "moe.n_shared": "experts every token uses (0 or more)",
     "moe.d_ff_expert": "each expert's hidden width",
     "moe.first_dense_layers": "layers before the first MoE layer (0 or more)",
     "mla": "multi-head latent attention's sizes (DeepSeek)",
@@ -116,7 +116,7 @@ def _field(table: str, key: str, kind: type) -> dict[str, Any]:
     out: dict[str, Any] = {"description": DOCS[f"{table}.{key}"]}
     if kind in (int, float):
         number: dict[str, Any] = {"type": _TYPES[kind]}
-        if key == "first_dense_layers":
+        if key in ("first_dense_layers", "n_shared"):
             number["minimum"] = 0
         else:
             number["exclusiveMinimum"] = 0

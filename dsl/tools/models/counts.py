@@ -10,6 +10,7 @@ The transformer-math chapter "Transformer math": training costs about 6 FLOPs pe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from shardc.lang.syntax import DTYPES
@@ -101,10 +102,14 @@ def count(card: ModelCard, seq_len: int | None = None, kv_dtype: str = "bf16") -
     (70.55, 320)
     """
     seq = seq_len or card.seq_len
+    # Sequences enough that the routed experts' tokens split evenly over the experts (one for
+    # every shipped card); the figures are per token either way.
+    batch = (card.moe.n_experts // math.gcd(seq * card.moe.n_active, card.moe.n_experts)
+             if card.moe else 1)
     out = []
     groups: dict[str, float] = {}
-    for part in parts(card, Layout("single"), 1, seq):
-        pc = count_part(part, tokens=seq)
+    for part in parts(card, Layout("single"), batch, seq):
+        pc = count_part(part, tokens=batch * seq)
         out.append(pc)
         for g, n in pc.params_by_group.items():
             groups[g] = groups.get(g, 0.0) + n * pc.count

@@ -75,7 +75,8 @@ def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
     moe = card.moe if part == "moe-layer" else None
     d_ff = moe.n_shared * moe.d_ff_expert if moe is not None else card.d_ff
     dims = {"B": batch, "T": seq, "S": seq, "D": card.d_model, "F": d_ff}
-    s.check("F", d_ff, s.tp, "d_ff")
+    if d_ff:
+        s.check("F", d_ff, s.tp, "d_ff")
     w = Weights(s)
     lines: list[str] = []
     a = s.act  # activation subscripts
@@ -92,10 +93,16 @@ def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
         lines.append(f"Router = A[{a('B', 'T', 'D')}] ·_D W_R"
                      "   # routing logits (not on the path to Out, so no gradient)")
         groups["W_R"] = "router"
-    groups.update(_mlp(card, s, w, "F", d_ff, lines, shared=moe is not None))
+    if moe is None or moe.n_shared:
+        groups.update(_mlp(card, s, w, "F", d_ff, lines, shared=moe is not None))
+    else:  # no shared experts (Mixtral): the routed experts are the whole MLP
+        del dims["F"]
+        lines.append(f"Out[{a('B', 'T', 'D', d_tp=True)}] = A   # the layer's output, before "
+                     "the routed experts")
     header = _header(card, layout, s, dims, hw,
                      f"one {'MoE ' if moe else ''}transformer layer"
-                     + (" (attention and the shared experts)" if moe else ""))
+                     + ((" (attention and the shared experts)" if moe.n_shared else
+                         " (attention and the router; no shared experts)") if moe else ""))
     body = w.lines + lines + ["backward"]
     return Part(part, count, "\n".join(header + body) + "\n", groups, kv, tuple(s.notes))
 
