@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 import shardc
 import shardc.cli.app
+import shardc.hardware
 from shardc.testing.strategies import programs
 from shardc.tools import sweep as sw
 from shardc.tools.sweep import Grid, SweepError, parse_setting, parse_settings
@@ -349,6 +351,33 @@ def test_plots_are_written(cli, tmp_path, kind):
                        "--kind", kind)
     assert code == 0 and f"wrote {target}" in err
     assert target.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("hw, grid, code", [("tpu-v5e", "X=1:1024:log5", "H020"),
+                                             ("h100", "X=1:1e12:log5", "S015")])
+def test_a_swept_mesh_is_held_to_the_machines_a_compile_accepts(cli, tmp_path, hw, grid, code):
+    prog = tmp_path / "m.shard"
+    prog.write_text("mesh X\ndim B=65536, D=1024, F=4096\nA: bf16[B_X, D]\nW: bf16[D, F]\n"
+                    "C[B_X, F] = A ·_D W\n", encoding="utf-8")
+    status, out, err = cli(str(prog), "--hw", hw, "--set", grid)
+    assert status == 2 and out == "" and f"error[{code}]" in err and "--set" in err
+    assert cli(str(prog), "--hw", hw, "--set", "X=1:256:log5")[0] == 0
+
+
+def test_a_plot_never_overwrites_the_programs_own_chip_file(cli, tmp_path):
+    """`hardware "./mine.toml"` inside the program: --plot refuses that file as it refuses the
+    program itself (the chip is known only once the program is read)."""
+    pytest.importorskip("matplotlib")
+    chip = (Path(shardc.hardware.load("tpu-v5e").path).read_text(encoding="utf-8")
+            .replace('name = "tpu-v5e"', 'name = "mine"'))
+    (tmp_path / "mine.toml").write_text(chip, encoding="utf-8")
+    prog = tmp_path / "p.shard"
+    prog.write_text('hardware "./mine.toml"\nmesh X=4\ndim B, D=1024, F=4096\n'
+                    "A: bf16[B_X, D]\nW: bf16[D, F]\nC[B_X, F] = A ·_D W\n", encoding="utf-8")
+    code, _, err = cli(str(prog), "--set", "B=1e3:1e5:log4", "--plot",
+                       str(tmp_path / "mine.toml"))
+    assert code == 2 and "refusing to overwrite" in err, err
+    assert (tmp_path / "mine.toml").read_text(encoding="utf-8") == chip
 
 
 @settings(max_examples=40, deadline=None,

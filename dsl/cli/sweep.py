@@ -93,6 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     plotted = _plotted(args, quantities)
     extra = ("intensity", "flops_per_s") if args.plot and args.kind == "roofline" else ()
     sweeps = []
+    chips: list[str] = []
     for path in args.programs:
         source = read_program(path)
         parsed = run_pipeline(source, args.hw, args.model, stop_after="validate")
@@ -112,6 +113,8 @@ def _run(args: argparse.Namespace) -> int:
             print(result.rendered(), file=sys.stderr)
         if result.report is None:
             return 1
+        if result.report.chip is not None:  # a program's own `hardware ./chip.toml`
+            chips.append(result.report.chip.path)
         # the plot's own quantities are evaluated but not printed
         sweeps.append(sw.sweep(result.report, grids, quantities, [*plotted, *extra]))
     render = {"table": sweep_render.render_table, "csv": sweep_render.render_csv,
@@ -121,11 +124,13 @@ def _run(args: argparse.Namespace) -> int:
         from shardc.driver.files import CliIOError
 
         labels = args.labels or sweep_plot.short_labels([s.program for s in sweeps])
+        inputs = (*args.programs, *chips)
         try:
             if args.kind == "roofline":
-                out = sweep_plot.plot_roofline(sweeps, args.plot, labels, args.title)
+                out = sweep_plot.plot_roofline(sweeps, args.plot, labels, args.title, inputs)
             else:
-                out = sweep_plot.plot_lines(sweeps, args.plot, plotted, labels, args.title)
+                out = sweep_plot.plot_lines(sweeps, args.plot, plotted, labels, args.title,
+                                            inputs)
         except OSError as exc:
             return usage_error(f"cannot write {args.plot!r}: {exc.strerror or exc}")
         except CliIOError as exc:

@@ -304,6 +304,7 @@ def _sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str],
     from shardc.tools import sweep_plans
 
     start = time.perf_counter()
+    _check_mesh(report, grids)
     env = report.environment()
     grid_syms = [symbol(report, g.name) for g in grids]
     for s in grid_syms:
@@ -394,6 +395,21 @@ def _plan_notes(report: Report, grids: Sequence[Grid], found: tuple | None,
         return (f"more than {MAX_REGIONS} plans across the grid, or more than "
                 f"{REGIONS_SECONDS:g} s to find them: collectives as chosen at typical sizes",)
     return ()
+
+
+def _check_mesh(report: Report, grids: Sequence[Grid]) -> None:
+    """A swept mesh axis stays within the machines a compile accepts (S015, H020): checked at
+    the grid's corner where every swept axis is largest, as a compile bound there would be."""
+    from shardc.driver.mesh_limits import check_mesh_bindings
+
+    axes = set(report.program.mesh_axes)
+    corner = {g.name: math.ceil(float(np.max(g.values))) for g in grids if g.name in axes}
+    if not corner:
+        return
+    try:
+        check_mesh_bindings(report, corner)
+    except ValueError as exc:
+        raise SweepError(f"--set: the grid reaches {exc}") from None
 
 
 def _check_finite(q: str, v: np.ndarray, grids: Sequence[Grid]) -> None:

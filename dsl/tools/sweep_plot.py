@@ -58,7 +58,8 @@ def _loggable(*arrays: np.ndarray) -> bool:
 
 
 def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[str],
-               labels: Sequence[str], title: str | None = None) -> Path:
+               labels: Sequence[str], title: str | None = None,
+               inputs: tuple[str | None, ...] = ()) -> Path:
     """The quantities against the swept size, log-log, one color per program (per quantity
     for one program), T_math dashed, with a dashed vertical line where T_math meets T_comms
     (and T_hbm), and a dotted one where the plan changes (`Sweep.plan_changes`). A quantity
@@ -134,11 +135,11 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.1)
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, path)
+    return _save(fig, path, inputs)
 
 
 def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[str],
-                  title: str | None = None) -> Path:
+                  title: str | None = None, inputs: tuple[str | None, ...] = ()) -> Path:
     """Achieved FLOP/s (FLOPs / T_lower) against arithmetic intensity (FLOPs per HBM byte) for
     each swept point, under the chip's roofline min(C, intensity * W_hbm) (the roofline chapter)."""
     roofs = {s.roof for s in sweeps if s.roof is not None}
@@ -198,14 +199,14 @@ def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[st
     ax.grid(True, which="major", alpha=0.3)
     area, _ = ax.get_legend_handles_labels()
     ax.legend(handles=[*area, *handles], fontsize=8, loc="upper left", framealpha=0.95)
-    return _save(fig, path)
+    return _save(fig, path, inputs)
 
 
-def _save(fig, path: str | Path) -> Path:
+def _save(fig, path: str | Path, inputs: tuple[str | None, ...] = ()) -> Path:
     """Save the figure to `path` whole (`shardc.driver.files.atomic_path`: checked, then a
-    temporary file renamed over it)."""
+    temporary file renamed over it); `inputs` are the files it must not be."""
     from shardc.driver.files import atomic_path
 
-    with atomic_path(str(path), flag="--plot") as tmp:
+    with atomic_path(str(path), flag="--plot", inputs=inputs) as tmp:
         fig.savefig(tmp, dpi=130)
     return Path(path)
