@@ -7,9 +7,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from shardc.driver import decisions
+from shardc.driver.document import OP_FIELDS, TOTALS
 from shardc.driver.formulas import latex, text
-from shardc.driver.printers import expected_note
-from shardc.driver.report import OP_FIELDS, SCHEMA, TOTAL_FIELDS
+from shardc.driver.json_text import dumps, strict_dumps
+from shardc.driver.regions import as_json, has_lines
+from shardc.driver.sections import expected_note
+
+SCHEMA = "shardc.report/1"
+JSON_TOTALS = tuple(t.key for group in ("count", "time", "memory") for t in TOTALS
+                    if t.group == group)
+"""`TOTALS` in the order of the JSON `totals` object: the counts, the times, then memory."""
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
@@ -49,8 +56,7 @@ def report_dict(r: Report) -> dict[str, Any]:
                      "per_iteration": {k: r.q(v) for k, v in b.per_iteration.items()},
                      "total": {k: r.q(v) for k, v in b.total.items()}}
                     for b in r.cost.blocks],
-        "totals": {**{k: r.q(r.totals[k]) for k in TOTAL_FIELDS},
-                   "memory_per_device_bytes": r.q(r.totals["memory_per_device_bytes"]),
+        "totals": {**{k: r.q(r.totals[k]) for k in JSON_TOTALS},
                    "t_step_s": {"max": r.q(r.totals["t_step_max_s"]),
                                 "sum": r.q(r.totals["t_step_sum_s"]),
                                 "scheduled": {"expr": "list schedule of the op graph",
@@ -87,6 +93,17 @@ def report_dict(r: Report) -> dict[str, Any]:
         "warnings": list(r.warnings),
         "_mesh_order": list(mesh),
     }
+
+def report_json(r: Report, indent: int | None = 2) -> str:
+    """The report as `shardc.report/1` JSON text, with its regions."""
+    d = report_dict(r)
+    d.pop("_mesh_order")
+    if has_lines(r):
+        d.update(as_json(r))
+    if indent == 2:
+        return dumps(d)  # the same text as json.dumps(d, indent=2), faster
+    return strict_dumps(d, indent=indent)
+
 
 def _with_exposed(r: Report) -> dict[str, Any] | None:
     """MFU and HFU of the expected schedule, with each collective's exposed part there (the

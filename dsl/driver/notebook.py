@@ -1,17 +1,16 @@
 """The report in a notebook: a short `repr`, an HTML view (`_repr_html_`: the summary with its
 formulas in LaTeX, the training memory, and the ops in a collapsible table), the decisions as
 a table, and pandas DataFrames of the ops and arrays (`ops_frame`, `arrays_frame`; pandas is
-optional). `math_html` and `table_html` are the HTML helpers every notebook view uses.
+optional). The HTML view itself is `shardc.driver.render.html`, a writer over the document model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from shardc.driver import decisions as words
 from shardc.driver.escape import html_text
-from shardc.driver.formulas import latex
+from shardc.driver.render.html import math_html, table_html
 from shardc.lang.units import fmt_value
 
 if TYPE_CHECKING:
@@ -25,55 +24,6 @@ def short_repr(r: Report) -> str:
     step = r.value(r.totals["t_lower_s"])
     return (f"<shardc.Report {r.name!r}: chip {r.hardware_name or 'none'}, model {r.model}, "
             f"{len(r.ops)} ops, T_lower {fmt_value(step, 's')}, bound {r.bound() or '?'}>")
-
-
-def math_html(expr: Any) -> str:
-    """A formula as inline LaTeX for MathJax: `\\(\\frac{B}{X}\\)`."""
-    return "\\(" + html_text(latex(expr)) + "\\)"
-
-
-def table_html(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """A table, one line per row; `head` and the cells are HTML already (escape text first)."""
-    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
-    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
-    return "\n".join([*out, "</table>"])
-
-
-def render_html(r: Report) -> str:
-    """The HTML view: summary (value and formula), memory, and the ops, collapsible."""
-    from shardc.driver.printers import SUMMARY
-
-    r.evaluate()
-    e = html_text
-    out = [f"<div class='shardc-report'><b>shardc report</b> <code>{e(r.name)}</code> &mdash; "
-           f"chip <b>{e(r.hardware_name or 'none')}</b>, model <b>{e(r.model)}</b>, mesh "
-           + ", ".join(f"<code>{e(n)}={e(str(s if s is not None else n))}</code>"
-                       for n, s in r.program.mesh)]
-    rows = [(e(label), e(fmt_value(r.value(r.totals[key]), unit)), math_html(r.totals[key]))
-            for label, key, unit in SUMMARY]
-    util = r.utilization()
-    if util is not None:
-        rows.append(("MFU / HFU", f"{util['mfu']:.0%} / {util['hfu']:.0%}",
-                     "model FLOPs / (devices &times; peak &times; T_step)"))
-    rows.append(("bound", e(r.bound() or "undecided"), ""))
-    out.append(table_html(("quantity", "value", "formula"), rows))
-    if r.memory is not None:
-        m = r.memory
-        out.append("<p><b>memory per device, training step</b> (optimizer "
-                   f"{e(str(r.options.get('optimizer')))}, remat {e(str(r.options.get('remat')))})"
-                   "</p><table>")
-        for label, x in (("parameters", m.parameters), ("gradients", m.gradients),
-                         ("optimizer state", m.optimizer), ("activations", m.activations),
-                         ("total", m.total)):
-            out.append(f"<tr><td>{label}</td><td>{e(fmt_value(r.value(x), 'B'))}</td>"
-                       f"<td>{math_html(x)}</td></tr>")
-        out.append("</table>")
-    ops = table_html(("#", "line", "op", "from &rarr; to", "time"),
-                     ((str(c.index), str(c.line), e(c.op),
-                       f"<code>{e(c.src)}</code> &rarr; <code>{e(c.dst)}</code>",
-                       e(fmt_value(r.value(c.time), "s"))) for c in r.ops))
-    out.append(f"<details><summary>{len(r.ops)} ops</summary>{ops}</details></div>")
-    return "\n".join(out)
 
 
 def decisions_html(ds: Decisions) -> str:
@@ -151,6 +101,13 @@ def arrays_frame(r: Report) -> Any:
                           "bytes_total": r.value(a.bytes_total),
                           "instances": r.value(getattr(a, "count", 1))}
                          for a in r.cost.arrays]).set_index("name")
+
+
+def render_html(r: Report) -> str:
+    """The HTML view (`_repr_html_`): summary, memory, and the ops, collapsible."""
+    from shardc.driver.render import write
+
+    return write(r, "html")
 
 
 __all__ = ["arrays_frame", "decisions_html", "math_html", "ops_frame", "render_html",

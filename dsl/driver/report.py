@@ -17,7 +17,9 @@ import sympy as sp
 
 from shardc.driver.evaluate import UNSUPPORTED, evaluate
 from shardc.driver.formulas import code_printer, latex, text
-from shardc.driver.json_text import strict_dumps
+from shardc.driver.document import OP_FIELDS
+from shardc.driver.json_report import SCHEMA, report_dict, report_json, topology_dict
+from shardc.driver.render import write
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.derive_cost import ProgramCost
 from shardc.passes.memo import MAX_ENTRIES, register
@@ -29,19 +31,12 @@ if TYPE_CHECKING:
     from shardc.lang.diagnostics import Diagnostics
     from shardc.passes.memory import Memory
 
-SCHEMA = "shardc.report/1"
-OP_FIELDS = (("flops", "flops"), ("flops_per_device", "flops_per_device"),
-             ("hbm_bytes", "hbm_bytes"), ("bytes", "comm_bytes"), ("time_s", "time"),
-             ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"), ("t_expected_s", "t_expected"))
 _VALUES: dict[Any, float | None] = register("report.values")
 _FUNCTIONS: dict[Any, Callable[..., Any]] = register("report.functions")
 """Generated functions evaluating a list of formulas, kept for the next report whose formulas
 are the same (at most 256: each holds the source of its formulas)."""
 """Each formula's value under the values of its symbols, shared by every report of the process
 (`Report.at`, the regions and a recompile evaluate the same formulas again)."""
-
-TOTAL_FIELDS = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
-                "t_comms_s", "t_lower_s", "t_upper_s", "t_expected_s")
 
 
 @dataclass(repr=False)
@@ -532,54 +527,24 @@ class Report:
         return hit
 
     def to_dict(self) -> dict[str, Any]:
-        from shardc.driver.json_report import report_dict
-
         return report_dict(self)
 
     def topology_dict(self) -> list[dict[str, Any]]:
-        from shardc.driver.json_report import topology_dict
-
         return topology_dict(self)
 
     def to_json(self, indent: int | None = 2, regions: bool = False) -> str:
-        d = self.to_dict()
-        d.pop("_mesh_order")
-        from shardc.driver.regions import as_json, has_lines
-
-        if has_lines(self):  # `regions` is the default now (kept as a spelling)
-            d.update(as_json(self))
-        if indent == 2:
-            from shardc.driver.json_text import dumps
-
-            return dumps(d)  # the same text as json.dumps(d, indent=2), faster
-        return strict_dumps(d, indent=indent)
+        """The report as `shardc.report/1` JSON (`regions` is the default now: kept as a
+        spelling)."""
+        return report_json(self, indent)
 
     def to_text(self, regions: bool = False, only: Iterable[str] | None = None) -> str:
-        """The text report; `regions`: also the totals in each region (`regions()`); `only`:
-        the header and just these sections (`printers.SECTIONS`: summary, memory, ...)."""
-        from shardc.driver.printers import SECTIONS, render_text, select_sections
-        from shardc.driver.regions import has_lines, text_lines
-
-        text = render_text(self)
-        if has_lines(self):  # `regions` is the default now (kept as a spelling)
-            text += "\n".join(text_lines(self)) + "\n"
-        if only is not None:
-            keep = set(only)
-            unknown = keep - SECTIONS.keys()
-            if unknown:
-                raise KeyError(f"unknown section {', '.join(sorted(unknown))}; sections are "
-                               f"{', '.join(SECTIONS)}")
-            text = select_sections(text, keep)
-        return text
+        """The text report; `only`: the header and just these sections
+        (`shardc.driver.document.SECTIONS`: summary, memory, ...). The totals by region are
+        the default now (`regions` is kept as a spelling)."""
+        return write(self, "text", only)
 
     def to_markdown(self, regions: bool = False) -> str:
-        from shardc.driver.printers import render_markdown
-        from shardc.driver.regions import has_lines, markdown_lines
-
-        text = render_markdown(self)
-        if has_lines(self):  # `regions` is the default now (kept as a spelling)
-            text += "\n".join(markdown_lines(self)) + "\n"
-        return text
+        return write(self, "md")
 
     # ---- regions -------------------------------------------------------------------------
     def regions(self) -> tuple[Any, ...] | None:
@@ -599,22 +564,14 @@ class Report:
         return piecewise(self, name)
 
     def to_latex(self, regions: bool = False) -> str:
-        """The LaTeX report; `regions`: also the totals as cases over the regions."""
-        from shardc.driver.printers import render_latex
-        from shardc.driver.regions import has_lines, latex_lines
-
-        text = render_latex(self)
-        if has_lines(self):  # `regions` is the default now (kept as a spelling)
-            text += "".join(line + "\n" for line in latex_lines(self))
-        return text
+        """The LaTeX report, with the totals as cases over the regions."""
+        return write(self, "latex")
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        from shardc.driver.notebook import render_html
-
-        return render_html(self)
+        return write(self, "html")
 
     def __repr__(self) -> str:
         from shardc.driver.notebook import short_repr

@@ -1,0 +1,50 @@
+"""The base of every format's writer: a section goes to `_section_<name>` if the writer has one,
+else to `_section`; a row goes to `_print_<RowType>` (as SymPy's printers dispatch on the node's
+type), and a row type a writer has no method for is not written in that format."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from shardc.driver.document import Section
+
+
+class Writer:
+    """Writes a document (`shardc.driver.sections.sections`) as lines of one format."""
+
+    format: ClassVar[str] = ""
+    sections: ClassVar[frozenset[str] | None] = None
+    """The sections this format writes (None: all of them)."""
+
+    def write(self, doc: list[Section]) -> str:
+        out: list[str] = []
+        for s in doc:
+            if self.sections is None or s.name in self.sections:
+                out.extend(getattr(self, f"_section_{s.name}", self._section)(s))
+        return "\n".join(out) + "\n"
+
+    def _section(self, s: Section) -> list[str]:
+        """A section by the generic path: its rows, each by its type."""
+        return self.rows(s.rows)
+
+    def rows(self, rows: tuple[Any, ...]) -> list[str]:
+        out: list[str] = []
+        for row in rows:
+            out.extend(self.row(row))
+        return out
+
+    def row(self, row: Any) -> list[str]:
+        method = getattr(self, f"_print_{type(row).__name__}", None)
+        return [] if method is None else method(row)
+
+
+def pct(x: float) -> str:
+    """A share as a whole percentage: `0.456` -> `46%`."""
+    return f"{x * 100:.0f}%"
+
+
+def holds_text(h: bool | None) -> str:
+    return {True: "holds", False: "does not hold", None: "undecided"}[h]
+
+
+__all__ = ["Writer", "holds_text", "pct"]
