@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import shardc  # noqa: E402
-from shardc.driver.report import _finite  # noqa: E402
+from shardc.driver.values import finite, override_env  # noqa: E402
 
 PROGRAM = ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard"
 
@@ -29,8 +29,8 @@ def uncached(report, name: str, **bindings: float) -> float | None:
     """`value` as it was: a fresh `sp.lambdify` per call."""
     expr = report.formula(name)
     args = sorted(expr.free_symbols, key=lambda s: s.name)
-    env = report._override_env(bindings, tuple(args))
-    return _finite(sp.lambdify(args, expr, modules="math")(*[env[a] for a in args]))
+    env = override_env(report, bindings, tuple(args))
+    return finite(sp.lambdify(args, expr, modules="math")(*[env[a] for a in args]))
 
 
 def run(calls: int, repeat: int) -> list[tuple[str, float, float]]:

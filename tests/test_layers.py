@@ -160,13 +160,7 @@ def import_graph() -> nx.DiGraph:
     return g
 
 
-KNOWN_CYCLES: tuple[frozenset[str], ...] = (
-    # Temporary: the report and its renderers import each other (the report calls its
-    # renderers, which take a report). The report-as-a-value restructure (issue 32, "The report
-    # as a value" and "One document model") removes this; the set may shrink, never grow.
-    frozenset({"shardc.driver.report", "shardc.driver.printers", "shardc.driver.json_report",
-               "shardc.driver.regions", "shardc.driver.decisions", "shardc.driver.notebook"}),
-)
+KNOWN_CYCLES: tuple[frozenset[str], ...] = ()
 """Import cycles that exist today and are scheduled to go. A cycle passes only when all its
 modules lie inside one of these sets."""
 

@@ -109,25 +109,17 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
         return result
+    from shardc.driver.points import finish
+    from shardc.driver.recipe import Recipe
     from shardc.driver.report import Report
 
-    report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
-                    options={"optimizer": ctx.optimizer, "remat": ctx.remat,
-                             "attention": ctx.attention,
-                             **({"on": on} if on != "roofline" else {})},
-                    _relower=_relowering(unit, ctx),
-                    _recompile=_recompiling(source, hw, model, optimizer, remat, free,
-                                            attention, explain, idle_axes, matmul_precision,
-                                            on))
-    from shardc.driver.regions import settle
-    from shardc.driver.report import overflows
-
-    report = settle(report)  # plans chosen by region where they depend on symbolic sizes
-    if overflows(report, ctx.diagnostics):
+    report = finish(Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
+                           options={"optimizer": ctx.optimizer, "remat": ctx.remat,
+                                    "attention": ctx.attention,
+                                    **({"on": on} if on != "roofline" else {})},
+                           recipe=Recipe(source, unit, ctx, on)), ctx.diagnostics)
+    if report is None:  # K003: a number past a float's range
         return result
-    _memory_warning(report, ctx.diagnostics)
-    _unused_bindings(report, ctx.diagnostics)
-    report.warnings = [d.message for d in ctx.diagnostics.items if d.severity == "warning"]
     result.report = report
     return result
 
@@ -207,69 +199,6 @@ def checked_names(names, what: str) -> frozenset[str]:
                 f"{what}: {quoted(n)} is not a name")
         out.append(n)
     return frozenset(out)
-
-
-def _relowering(unit, ctx):
-    """For `Report.at`: the program lowered again with the plans a `Chooser` picks, costed."""
-    import dataclasses
-
-    from shardc.lang.diagnostics import Diagnostics
-    from shardc.passes.pipeline import relower
-
-    def run(chooser):
-        again = relower(unit, dataclasses.replace(ctx, diagnostics=Diagnostics()), chooser)
-        return again.cost, again.memory
-    return run
-
-
-def _recompiling(source: Source, hw, model, optimizer, remat, free, attention, explain,
-                 idle_axes, matmul_precision="default", on="roofline"):
-    """For `Report.at` with a mesh axis: the program compiled with more sizes bound."""
-    def run(bindings: Mapping[str, float]) -> Report:
-        result = run_pipeline(source, hw, model, bindings, optimizer=optimizer, remat=remat,
-                              free=free, attention=attention, explain=explain,
-                              idle_axes=idle_axes, matmul_precision=matmul_precision, on=on)
-        if result.report is None:
-            raise CompileError(result.diagnostics.errors(), source)
-        return result.report
-    return run
-
-
-def _unused_bindings(report: Report, diags: Diagnostics) -> None:
-    """N015: a hardware quantity bound with --set that no formula of the program uses (on a GPU
-    the fast link is W_nvlink, so `--set W_ici=...` would silently change nothing)."""
-    from shardc.passes.validate import is_hardware_name
-
-    hw = [n for n in report.bindings if is_hardware_name(n)]
-    if not hw:
-        return
-    used = {s.name for e in report.all_expressions() for s in e.free_symbols}
-    for name in hw:
-        if name not in used:
-            names = sorted(n for n in used if is_hardware_name(n))
-            diags.warning("N015", f"--set binds {name!r}, which no formula of this program uses",
-                          notes=("the program's hardware quantities: " + ", ".join(names)
-                                 if names else "the program uses no hardware quantities",))
-
-
-def _memory_warning(report: Report, diags: Diagnostics) -> None:
-    if report.chip is None:
-        return
-    if report.memory is not None:
-        total = report.value(report.memory.total)
-        if total is not None and total > report.chip.hbm_bytes:
-            diags.warning("K002", f"a training step needs {total / 1e9:.3g} GB per device "
-                          f"(parameters, gradients, {report.options['optimizer']} state, "
-                          f"activations with remat {report.options['remat']}), more than the "
-                          f"{report.chip.hbm_bytes / 1e9:.3g} GB of HBM on {report.chip.name}",
-                          notes=("shard parameters and optimizer state further (FSDP), or "
-                                 "recompute activations (--remat block)",))
-        return
-    mem = report.value(report.totals["memory_per_device_bytes"])
-    if mem is not None and mem > report.chip.hbm_bytes:
-        diags.warning("K001", f"the named arrays need {mem / 1e9:.3g} GB per device, more than "
-                      f"the {report.chip.hbm_bytes / 1e9:.3g} GB of HBM on {report.chip.name}",
-                      notes=("shard the largest arrays over more mesh axes",))
 
 
 def parse(source_or_path: str | Path | Source, name: str | None = None) -> Program:

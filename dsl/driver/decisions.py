@@ -11,7 +11,9 @@ from typing import Any
 
 import sympy as sp
 
+from shardc.driver.escape import html_text
 from shardc.driver.formulas import text
+from shardc.driver.render.html import math_html, table_html
 from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
 from shardc.passes.einsum_plan import PLAN_SEARCH_LIMIT
@@ -58,8 +60,6 @@ class Decisions(tuple[Decision, ...]):
             if self else "<shardc.Decisions: none>"
 
     def _repr_html_(self) -> str:
-        from shardc.driver.notebook import decisions_html
-
         return decisions_html(self)
 
 
@@ -207,5 +207,48 @@ def as_dict(d: Decision) -> dict[str, Any]:
     return out
 
 
-__all__ = ["Decisions", "as_dict", "candidate_text", "condition", "decided_by", "description",
+def decisions_html(ds: Decisions) -> str:
+    """The decisions as a table: each contraction's case, the plan chosen and the runner-up,
+    each with what ranked it and its communication time as a formula, and when the runner-up
+    would win (or by how much it lost)."""
+    e = html_text
+    if not ds:
+        return ("<div class='shardc-decisions'><b>decisions</b>: none (each contraction had "
+                "one plan, or one that moves no data)</div>")
+    rows = []
+    for d, case in zip(ds, ds.cases, strict=True):
+        chosen, others = d.alternatives[0], d.alternatives[1:]
+        ru = _plan_cell(d, others[0]) if others else "none: no other plan"
+        if len(others) > 1:
+            ru += (f"<details><summary>{len(others) - 1} more</summary>"
+                   + "<br>".join(_plan_cell(d, a) for a in others[1:]) + "</details>")
+        rows.append((str(d.line), f"<code>{e(statement(d))}</code>", e(case),
+                     e(decided_by(d)), _plan_cell(d, chosen), ru,
+                     _wins_cell(d, others[0]) if others else ""))
+    head = ("line", "statement", "case", "decided by", "chosen plan", "runner-up",
+            "runner-up wins when")
+    return ("<div class='shardc-decisions'><b>decisions</b>: the plan each contraction got, "
+            "and what it beat<br>\n" + table_html(head, rows) + "</div>")
+
+
+def _plan_cell(d: Decision, a: Alternative) -> str:
+    """A plan's steps, what ranked it, and its communication time as a formula."""
+    return (f"{html_text(plan_text(d, a))}<br>[{html_text(ranking_note(d, a))}]"
+            f"<br>comms {math_html(a.cost)}")
+
+
+def _wins_cell(d: Decision, a: Alternative) -> str:
+    """The relation over the sizes under which `a` would win, in LaTeX; in words where there is
+    none (`never`, `always`), or the cost ratio where the numbers decided."""
+    if d.numeric:
+        best = d.alternatives[0].value
+        return (f"never at these sizes: {a.value / best:.3g}&times; the chosen plan's cost"
+                if best else "never at these sizes")
+    when = condition(d, a)
+    if a.wins is None or when in ("always", "never") or when.startswith("never:"):
+        return html_text(when)
+    return math_html(a.wins)
+
+
+__all__ = ["Decisions", "as_dict", "decisions_html", "candidate_text", "condition", "decided_by", "description",
            "plan_text", "ranking_note", "region_text", "regions", "relation_text", "statement"]

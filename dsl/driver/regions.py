@@ -1,9 +1,10 @@
 """Totals by region: the whole program lowered in each region of its symbolic sizes
-(`Report.regions`, `passes.regions.variants`), printed for `shardc compile --regions`.
+(`Report.regions`, `passes.regions.variants`), written by `shardc.driver.sections.regions`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -34,18 +35,14 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     too many. One variant where a single plan wins everywhere but it is not the report's
     default (the book's rule at symbolic sizes): the numbers a compile at any point gives are
     that variant's, not the report's."""
-    from shardc.driver.report import Report
     from shardc.passes.regions import variants
 
     free = free_sizes(r)
-    relower = r._relower
-    if not free or relower is None or not r.program.sized_choices:
+    if not free or r.recipe is None or not r.program.sized_choices:
         return ()
 
     def lower(chooser):
-        cost, memory = relower(chooser)
-        return Report(cost, r.chip, dict(r.bindings), list(r.warnings), memory,
-                      dict(r.options), _relower=relower)
+        return lowered(r, chooser)
     found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
     if found is not None and len(found) == 1 and plan_of(found[0].result) == plan_of(r):
         return ()
@@ -68,8 +65,7 @@ def settle(r: Report) -> Report:
     from shardc.passes.sizes import known_sizes
 
     free = free_sizes(r)
-    relower = r._relower
-    if not free or relower is None or not r.program.sized_choices:
+    if not free or r.recipe is None or not r.program.sized_choices:
         return r
     import numpy as np
 
@@ -80,13 +76,9 @@ def settle(r: Report) -> Report:
         points.setdefault(name, np.full(size, float(value)))
 
     def lower(chooser) -> Report:
-        cost, memory = relower(chooser)
-        return Report(cost, r.chip, dict(r.bindings), list(r.warnings), memory,
-                      dict(r.options), _relower=relower, _recompile=r._recompile)
+        return lowered(r, chooser)
 
     import time
-
-    from shardc.driver.report import Report
 
     most = Majority(points, {})
     start = time.process_time()
@@ -94,22 +86,18 @@ def settle(r: Report) -> Report:
     once = time.process_time() - start
     found: tuple[Variant, ...] | None = None
     if most.splits == 0:
-        largest._regions = ()
-        return r if plan_of(largest) == plan_of(r) else largest
+        return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest, found=())
     # The enumeration lowers the program at least once per region (1 + splits of them): where
     # that is past the cap, or would take longer than the time budget at this lowering's
     # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
     if 1 + most.splits <= MAX_REGIONS and (1 + most.splits) * once <= REGIONS_SECONDS:
         found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
     if found is None:
-        largest._regions = None
-        largest.shown_region = (" and ".join(relation_text(b) for b in dict.fromkeys(most.bounds))
-                                or "elsewhere", float(most.mask.mean()))
-        return largest
+        return dataclasses.replace(largest, found=None, shown_region=(
+            " and ".join(relation_text(b) for b in dict.fromkeys(most.bounds)) or "elsewhere",
+            float(most.mask.mean())))
     if len(found) == 1:
-        out = found[0].result
-        out._regions = ()
-        return out
+        return dataclasses.replace(found[0].result, found=())
     base: Report = found[0].result
     totals = dict(base.totals)
     for key in dict.fromkeys(k for v in found for k in v.result.totals):
@@ -118,14 +106,22 @@ def settle(r: Report) -> Report:
             totals[key] = sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
         else:  # a total some region lacks (0 there) is still a total of every region
             totals.setdefault(key, pieces[0][0])
-    import dataclasses
+    return dataclasses.replace(lowered(r, None, base.memory), cost=dataclasses.replace(
+        base.cost, totals=totals), found=found, shown_region=(condition_text(found[0]),
+                                                               found[0].share))
 
-    out = Report(dataclasses.replace(base.cost, totals=totals), r.chip, dict(r.bindings),
-                 list(r.warnings), base.memory, dict(r.options), _relower=relower,
-                 _recompile=r._recompile)
-    out._regions = found
-    out.shown_region = (condition_text(found[0]), found[0].share)
-    return out
+
+def lowered(r: Report, chooser: Any, memory: Any = False) -> Report:
+    """`r` lowered again with the plans `chooser` picks (`recipe.relower`), a new report with
+    `r`'s chip, bindings and options; `chooser=None`: `r`'s own costs, with `memory`."""
+    from shardc.driver.caches import Memo
+    from shardc.driver.recipe import relower
+
+    assert r.recipe is not None
+    cost, mem = relower(r.recipe, chooser) if chooser is not None else (r.cost, memory)
+    return dataclasses.replace(r, cost=cost, bindings=dict(r.bindings), warnings=list(r.warnings),
+                               memory=mem, options=dict(r.options), shown_region=None,
+                               found=False, memo=Memo())
 
 
 def plan_of(r: Report) -> tuple[tuple[Any, ...], ...]:
@@ -183,74 +179,6 @@ def has_lines(r: Report) -> bool:
     return r.shown_region is not None or bool(r.regions())
 
 
-def text_lines(r: Report) -> list[str]:
-    regions = r.regions()
-    if regions is None:
-        return ["", f"regions: more than {MAX_REGIONS} for this program, or more than "
-                f"{REGIONS_SECONDS:g} s to find; "
-                + (f"the report shows the plan where {r.shown_region[0]}" if r.shown_region
-                   else "the report keeps the default plans") + " (bind some sizes with --set)"]
-    if not regions:
-        return []
-    out = ["", "totals by region (the program a compile with the sizes bound runs there)"]
-    if len(regions) == 1:
-        out = ["", "totals (one plan wins at every size sampled, not the default plans above: "
-               "a compile with the sizes bound runs this program)"]
-    for v in regions:
-        rr: Report = v.result
-        out.append(f"  where {condition_text(v)}   ({v.share:.0%} of the sample)")
-        out.append(f"    collectives: {collectives(rr)}")
-        for label, key, _ in TOTALS:
-            out.append(f"    {label:<12} = {rr.totals[key]}")
-    return out
-
-
-def markdown_lines(r: Report) -> list[str]:
-    from shardc.driver.escape import md_code, md_text
-
-    regions = r.regions()
-    if not regions:
-        return []
-    out = ["", "**totals by region**", "", "| region | share | collectives | "
-           + " | ".join(label for label, _, _ in TOTALS) + " |",
-           "|---|---|---|" + "---|" * len(TOTALS)]
-    for v in regions:
-        rr: Report = v.result
-        out.append(f"| {md_code(condition_text(v), table=True)} | {v.share:.0%} | "
-                   f"{md_text(collectives(rr))} | "
-                   + " | ".join(md_code(str(rr.totals[key]), table=True) for _, key, _ in TOTALS)
-                   + " |")
-    return out
-
-
-def latex_lines(r: Report) -> list[str]:
-    """The totals as `cases` over the regions (`Report.piecewise`), for `--format latex`."""
-    from shardc.driver.escape import latex_text
-    from shardc.driver.printers import latex
-
-    regions = r.regions()
-    if regions is None:
-        return [f"% regions: more than {MAX_REGIONS}, or more than {REGIONS_SECONDS:g} s to "
-                "find; the default plans are kept"]
-    if not regions:
-        return []
-    out = ["% totals by region (the program a compile with the sizes bound runs there)",
-           "\\begin{align*}"]
-    rows = []
-    for label, key, _ in TOTALS:
-        name = label.replace("_", "\\_")
-        pieces = [(latex(as_expr(v.result.totals.get(key, 0))), condition_text(v))
-                  for v in regions]
-        if len({p for p, _ in pieces}) == 1:
-            rows.append(f"  \\text{{{name}}} &= {pieces[0][0]}")
-            continue
-        cases = " \\\\ ".join(f"{e} & \\text{{where {latex_text(c)}}}" for e, c in pieces)
-        rows.append(f"  \\text{{{name}}} &= \\begin{{cases}} {cases} \\end{{cases}}")
-    out.append(" \\\\\n".join(rows))
-    out.append("\\end{align*}")
-    return out
-
-
 def as_json(r: Report) -> dict[str, Any]:
     from shardc.passes.regions import exact
 
@@ -278,5 +206,4 @@ def as_json(r: Report) -> dict[str, Any]:
 
 
 __all__ = ["as_json", "collectives", "condition_text", "find", "free_sizes", "has_lines",
-           "latex_lines", "markdown_lines", "piecewise", "plan_of", "settle", "shown_text",
-           "text_lines"]
+           "lowered", "piecewise", "plan_of", "settle", "shown_text"]

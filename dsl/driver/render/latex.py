@@ -3,7 +3,16 @@ as a table of formulas, the totals by region as `cases`."""
 
 from __future__ import annotations
 
-from shardc.driver.document import REGION_TOTALS, Condition, Header, Op, Region, RegionsPast, Section, Total
+from shardc.driver.document import (
+    REGION_TOTALS,
+    Condition,
+    Header,
+    Op,
+    Region,
+    RegionsPast,
+    Section,
+    Total,
+)
 from shardc.driver.escape import latex_comment, latex_text
 from shardc.driver.formulas import latex
 from shardc.driver.render.writer import Writer

@@ -1,0 +1,37 @@
+"""The caches of one report, in one object (`Report.memo`): numbers by formula, the
+environment, names, compiled functions and JSON quantities. A report is a value; these only
+remember what was computed from it. The process-wide tables are `passes.memo`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+
+@dataclass(slots=True)
+class Memo:
+    values: dict[sp.Expr, float | None] = field(default_factory=dict)
+    """Each formula's number under the report's environment (None: no finite number)."""
+    env: dict[sp.Symbol, float] | None = None
+    names: dict[str, sp.Symbol] | None = None
+    functions: dict[sp.Expr, tuple[tuple[sp.Symbol, ...], Callable[..., Any]]] = field(
+        default_factory=dict)
+    """`sp.lambdify` of a formula, by formula (`value` with bindings); shared by the reports
+    `at` derives, whose formulas are the same objects."""
+    q: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    q_by_id: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
+    """`q` by object (kept with it, so a reused id never matches): a report asks for the same
+    few objects tens of thousands of times, and a SymPy hash is a Python call."""
+    regions: Any = False
+    """`regions.find`'s answer once asked (False: not yet)."""
+
+    def fresh(self) -> Memo:
+        """The caches for the same formulas under other numbers: only what numbers do not
+        change (the names, the compiled functions, the regions found) is kept."""
+        return Memo(names=self.names, functions=self.functions, regions=self.regions)
+
+
+__all__ = ["Memo"]

@@ -1,0 +1,48 @@
+"""What a report was compiled from, kept as a value (`Report.recipe`): the source, the options,
+and the lowered unit with its context, so that `at` and the regions can lower the program again
+with other plans (`relower`) or compile it with more sizes bound (`rerun`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shardc.lang.source import Source
+    from shardc.passes.context import Context
+    from shardc.passes.derive_cost import ProgramCost
+    from shardc.passes.memory import Memory
+    from shardc.passes.pipeline import Unit
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    source: Source
+    unit: Unit
+    ctx: Context
+    on: str = "roofline"
+    """The conditions' rates (`Report.conditions`): the roofline's or the calibrated ones."""
+
+
+def relower(recipe: Recipe, chooser: Any) -> tuple[ProgramCost, Memory | None]:
+    """The program lowered again with the plans a `passes.regions.Chooser` picks, costed."""
+    from shardc.lang.diagnostics import Diagnostics
+    from shardc.passes.pipeline import relower as again
+
+    unit = again(recipe.unit, dataclasses.replace(recipe.ctx, diagnostics=Diagnostics()), chooser)
+    return unit.cost, unit.memory
+
+
+def rerun(recipe: Recipe, bindings: Mapping[str, float]) -> Recipe:
+    """The program compiled again with `bindings` (the passes' diagnostics in `ctx`)."""
+    from shardc.passes.context import Context
+    from shardc.passes.pipeline import run_passes
+
+    options = dataclasses.replace(recipe.ctx.options, bindings=dict(bindings))
+    ctx = Context(recipe.source, options=options)
+    return Recipe(recipe.source, run_passes(ctx), ctx, recipe.on)
+
+
+__all__ = ["Recipe", "relower", "rerun"]
