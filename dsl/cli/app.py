@@ -137,7 +137,7 @@ def _extensions():
 
 def _sections(args: argparse.Namespace) -> frozenset[str] | None | int:
     """`--only` / `--summary` as section names; an exit code (2) after a usage error."""
-    from shardc.driver.printers import SECTIONS
+    from shardc.driver.document import SECTIONS
 
     if args.only is None and not args.summary:
         return None

@@ -193,7 +193,7 @@ def solve_target(text: str, d):
 def to_dict(d, var=None) -> dict:
     """The derivation as the issue's JSON: conditions (text, expr, latex, solved) and optima
     (var, expr, value, rounded), with numbers where the chip and bindings give them."""
-    from shardc.driver.printers import latex
+    from shardc.driver.formulas import latex
     from shardc.tools.derive import SCHEMA, value
     from shardc.tools.derive_solve import partner_power_of_two, round_power_of_two, solve_for
 

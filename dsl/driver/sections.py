@@ -38,7 +38,16 @@ if TYPE_CHECKING:
 
 def sections(r: Report, only: Collection[str] | None = None) -> list[Section]:
     """The report's sections in order; `only`: the header, the warnings and just these sections
-    (names of `SECTIONS`)."""
+    (names of `SECTIONS`).
+
+    >>> import shardc
+    >>> r = shardc.compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
+    ...                    "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
+    >>> [s.name for s in sections(r)]
+    ['header', 'summary', 'topology', 'conditions', 'decisions', 'ops', 'why']
+    >>> sections(r, only={"summary"})[1].rows[0]
+    Total(label='T_math', value=1.949238578680203e-12, unit='s', formula=2*B*D*F/C, key='t_math_s')
+    """
     r.evaluate()
     out = [Section("header", "", (header(r),))]
     for name, build in BUILDERS.items():

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import sympy as sp
 
-from shardc.driver.printers import SUMMARY
+from shardc.driver.document import TOTALS
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.lang.input_limits import MAX_SWEEP_POINTS
 from shardc.lang.numeric import parse_number
@@ -38,9 +38,9 @@ TIMES = ("t_math_s", "t_hbm_s", "t_comms_s")
 CROSSINGS = (("t_math_s", "t_comms_s"), ("t_math_s", "t_hbm_s"))
 DERIVED = {"intensity": "flops_per_device/hbm_bytes", "flops_per_s": "flops_per_device/t_lower_s"}
 """Quantities beyond the report's totals: arithmetic intensity (the roofline chapter) and achieved FLOP/s."""
-LABELS = {key: label for label, key, _ in SUMMARY} | {
+LABELS = {t.key: t.label for t in TOTALS} | {
     "intensity": "intensity", "flops_per_s": "FLOP/s", "bound": "bound"}
-UNITS = {key: unit for _, key, unit in SUMMARY} | {"flops_per_s": "flop"}
+UNITS = {t.key: t.unit for t in TOTALS} | {"flops_per_s": "flop"}
 MAX_ROWS, MAX_COLUMNS = 41, 8
 
 

@@ -30,7 +30,16 @@ def writer_for(fmt: str) -> Writer:
 def write(r: Report, fmt: str, only: Collection[str] | None = None) -> str:
     """The report in format `fmt` (a key of `WRITERS`); `only`: the header and just these
     sections (`shardc.driver.document.SECTIONS`), chosen before anything is written
-    (`KeyError` for a name that is not a section)."""
+    (`KeyError` for a name that is not a section).
+
+    >>> import shardc
+    >>> r = shardc.compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
+    ...                    "W: bf16[D_X, F]\\nC[B, F] = A ·_D W\\n", hw="tpu-v5e")
+    >>> print(write(r, "text", only=["summary"]).splitlines()[5])
+      T_math             0.00195 ns   = 2*B*D*F/C
+    >>> write(r, "md").splitlines()[6]
+    '| T_math | 0.00195 ns | $\\\\frac{2 B D F}{C}$ |'
+    """
     from shardc.driver.document import SECTIONS
     from shardc.driver.sections import sections
 
