@@ -32,6 +32,7 @@ def relower(recipe: Recipe, chooser: Any) -> tuple[ProgramCost, Memory | None]:
     from shardc.passes.pipeline import relower as again
 
     unit = again(recipe.unit, dataclasses.replace(recipe.ctx, diagnostics=Diagnostics()), chooser)
+    assert unit.cost is not None  # the unit was costed once: costing it again cannot fail
     return unit.cost, unit.memory
 
 

@@ -5,7 +5,7 @@ when its format is first written (`WRITERS`), as xDSL looks its passes up by nam
 from __future__ import annotations
 
 import importlib
-from collections.abc import Collection
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def writer_for(fmt: str) -> Writer:
     return getattr(importlib.import_module(module), name)()
 
 
-def write(r: Report, fmt: str, only: Collection[str] | None = None) -> str:
+def write(r: Report, fmt: str, only: Iterable[str] | None = None) -> str:
     """The report in format `fmt` (a key of `WRITERS`); `only`: the header and just these
     sections (`shardc.driver.document.SECTIONS`), chosen before anything is written
     (`KeyError` for a name that is not a section).
