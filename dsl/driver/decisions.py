@@ -250,5 +250,6 @@ def _wins_cell(d: Decision, a: Alternative) -> str:
     return math_html(a.wins)
 
 
-__all__ = ["Decisions", "as_dict", "decisions_html", "candidate_text", "condition", "decided_by", "description",
-           "plan_text", "ranking_note", "region_text", "regions", "relation_text", "statement"]
+__all__ = ["Decisions", "as_dict", "candidate_text", "condition", "decided_by", "decisions_html",
+           "description", "plan_text", "ranking_note", "region_text", "regions", "relation_text",
+           "statement"]

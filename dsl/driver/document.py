@@ -1,7 +1,8 @@
 """The report as a document: `sections(report)` lists titled sections of typed rows, built once;
 one writer per format (`shardc.driver.render`) prints them, dispatching on the row's type as
 SymPy's printers do (`_print_Total`, `_print_Op`, ...). The rows hold numbers and formulas,
-never text in a format; `TOTALS` is the one list of the report's totals. `shardc.driver.sections` builds the document of a report.
+never text in a format; `TOTALS` is the one list of the report's totals.
+`shardc.driver.sections` builds the document of a report.
 """
 
 from __future__ import annotations

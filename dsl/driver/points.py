@@ -90,7 +90,7 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
             (*r.program.dims, *r.program.mesh), merged).items()}
         cost, memory = relower(r.recipe, AtPoint(point))
         out = dataclasses.replace(r, cost=cost, bindings=merged, warnings=list(r.warnings),
-                                  memory=memory, shown_region=None, found=False, memo=Memo())
+                                  memory=memory, shown_region=None, settled=False, memo=Memo())
         if symbolic - bound:  # sizes still free: by region, as a compile does
             out = settle(out)
         return out.evaluate()
@@ -110,7 +110,7 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
     if not ctx.diagnostics.has_errors and unit.cost is not None:
         out = finish(dataclasses.replace(
             r, cost=unit.cost, chip=unit.chip, bindings=ctx.validated_bindings(), warnings=[],
-            memory=unit.memory, recipe=recipe, shown_region=None, found=False, memo=Memo()),
+            memory=unit.memory, recipe=recipe, shown_region=None, settled=False, memo=Memo()),
             ctx.diagnostics)
     if out is None:
         raise CompileError(ctx.diagnostics.errors(), recipe.source)
@@ -157,7 +157,8 @@ def overflows(r: Report, diags: Diagnostics) -> bool:
     for x in all_expressions(r, conditions=False):
         named.setdefault(as_expr(x), "an intermediate quantity")
     for expr, where in named.items():
-        name = where if isinstance(where, str) else f"op {where[0].index} ({where[0].op}) {where[1]}"
+        name = (where if isinstance(where, str)
+                else f"op {where[0].index} ({where[0].op}) {where[1]}")
         free = expr.free_symbols
         if free and free <= env and values.value(r, expr) is None:
             text = str(expr)

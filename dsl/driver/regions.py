@@ -86,18 +86,18 @@ def settle(r: Report) -> Report:
     once = time.process_time() - start
     found: tuple[Variant, ...] | None = None
     if most.splits == 0:
-        return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest, found=())
+        return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest, settled=())
     # The enumeration lowers the program at least once per region (1 + splits of them): where
     # that is past the cap, or would take longer than the time budget at this lowering's
     # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
     if 1 + most.splits <= MAX_REGIONS and (1 + most.splits) * once <= REGIONS_SECONDS:
         found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
     if found is None:
-        return dataclasses.replace(largest, found=None, shown_region=(
+        return dataclasses.replace(largest, settled=None, shown_region=(
             " and ".join(relation_text(b) for b in dict.fromkeys(most.bounds)) or "elsewhere",
             float(most.mask.mean())))
     if len(found) == 1:
-        return dataclasses.replace(found[0].result, found=())
+        return dataclasses.replace(found[0].result, settled=())
     base: Report = found[0].result
     totals = dict(base.totals)
     for key in dict.fromkeys(k for v in found for k in v.result.totals):
@@ -107,7 +107,7 @@ def settle(r: Report) -> Report:
         else:  # a total some region lacks (0 there) is still a total of every region
             totals.setdefault(key, pieces[0][0])
     return dataclasses.replace(lowered(r, None, base.memory), cost=dataclasses.replace(
-        base.cost, totals=totals), found=found, shown_region=(condition_text(found[0]),
+        base.cost, totals=totals), settled=found, shown_region=(condition_text(found[0]),
                                                                found[0].share))
 
 
@@ -121,7 +121,7 @@ def lowered(r: Report, chooser: Any, memory: Any = False) -> Report:
     cost, mem = relower(r.recipe, chooser) if chooser is not None else (r.cost, memory)
     return dataclasses.replace(r, cost=cost, bindings=dict(r.bindings), warnings=list(r.warnings),
                                memory=mem, options=dict(r.options), shown_region=None,
-                               found=False, memo=Memo())
+                               settled=False, memo=Memo())
 
 
 def plan_of(r: Report) -> tuple[tuple[Any, ...], ...]:

@@ -47,8 +47,10 @@ class Report:
     """Where the plan this report's ops, decisions and conditions show holds, and its share of
     the sample, when the plans depend on sizes left symbolic (`shardc.driver.regions.settle`);
     None where one plan holds everywhere."""
-    found: Any = False
-    """The regions `settle` found (`regions()`); False: not looked for yet."""
+    settled: Any = False
+    """The regions `regions.settle` found when it chose the plans this report shows
+    (`passes.regions.Variant`s; None: too many; False: not settled, `regions()` finds them
+    on first use)."""
     memo: Memo = field(default_factory=Memo, compare=False)
     """What was computed from the report (its numbers by formula, ...): `caches.Memo`."""
 
@@ -198,8 +200,8 @@ class Report:
         """The whole program in each region of its symbolic sizes (`passes.regions.Variant`s,
         largest share first; `shardc.driver.regions.find`); empty with one region, None past
         the limits."""
-        if self.found is not False:
-            return self.found
+        if self.settled is not False:
+            return self.settled
         if self.memo.regions is False:
             from shardc.driver.regions import find
 

@@ -86,7 +86,8 @@ class MarkdownWriter(Writer):
 
     def _print_Block(self, b: Block) -> list[str]:
         return ["", f"{md_code(f'repeat {b.text}')} (line {b.line}):", "",
-                "| quantity | per iteration | all iterations | per iteration |", "|---|---|---|---|",
+                "| quantity | per iteration | all iterations | per iteration |",
+                "|---|---|---|---|",
                 *(f"| {label} | {fmt_value(per, unit)} | {fmt_value(tot, unit)} | "
                   f"${latex(formula)}$ |" for label, unit, per, tot, formula in b.rows)]
 
