@@ -25,6 +25,8 @@ class Memo:
     q_by_id: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
     """`q` by object (kept with it, so a reused id never matches): a report asks for the same
     few objects tens of thousands of times, and a SymPy hash is a Python call."""
+    schedules: dict[bool, float | None] = field(default_factory=dict)
+    """T_step of the list schedule (`step.scheduled_step`), by `expected`."""
     regions: Any = False
     """`regions.find`'s answer once asked (False: not yet)."""
 

@@ -21,6 +21,7 @@ def holds(r: Report, rel) -> bool | None:
     return bool(lhs > rhs) if isinstance(rel, sp.StrictGreaterThan) else bool(
         rel.subs({rel.lhs: lhs, rel.rhs: rhs}))
 
+
 def bound(r: Report) -> str | None:
     vals = {k: r.value(r.totals[f]) for k, f in (
         ("compute", "t_math_s"), ("hbm", "t_hbm_s"), ("comms", "t_comms_s"))}
@@ -28,9 +29,11 @@ def bound(r: Report) -> str | None:
         return None
     return max(vals, key=lambda k: (vals[k] or 0.0, k == "compute"))
 
+
 def calibrated(r: Report) -> bool:
     """Whether the chip has a calibration (else T_expected is the roofline's T_lower)."""
     return r.chip is not None and r.chip.calibration is not None
+
 
 def step_durations(r: Report, expected: bool = False) -> dict[int, float] | None:
     """Each op's time over the step (all its runs; twice for an op the backward pass
@@ -48,6 +51,7 @@ def step_durations(r: Report, expected: bool = False) -> dict[int, float] | None
         durations[c.index] = v * (2 if again else 1)
     return durations
 
+
 def busy_after(r: Report) -> dict[int, float]:
     """Under `--remat none`, each collective the backward pass runs again (an AllGather of
     a sequence-parallel input kept sharded) and its time: the network carries it again but
@@ -62,9 +66,11 @@ def busy_after(r: Report) -> dict[int, float]:
             out[c.index] = r.value(c.time * c.count) or 0.0
     return out
 
+
 def mesh_sizes(r: Report) -> dict[str, float]:
     """The mesh axes whose size is a number (`--set` applied)."""
     return {n: float(v) for n, v in known_sizes(r.program.mesh, r.bindings).items()}
+
 
 def scheduled_step(r: Report, expected: bool = False) -> float | None:
     """T_step of the list schedule (passes/schedule.py: prefetched gathers, async
@@ -73,13 +79,18 @@ def scheduled_step(r: Report, expected: bool = False) -> float | None:
     rather than decomposed (the first one exposed)."""
     from shardc.passes.schedule import schedule
 
+    if expected in r.memo.schedules:  # the summary, MFU and HFU all ask for it
+        return r.memo.schedules[expected]
     durations = step_durations(r, expected)
     # the expected schedule: FSDP's weight gathers are prefetched whole, not decomposed
     # into a collective matmul, so the first is exposed (passes/schedule.py)
-    return None if durations is None else schedule(r.program, durations,
+    step = None if durations is None else schedule(r.program, durations,
                                                    axis_sizes=mesh_sizes(r),
                                                    weights=not (expected and calibrated(r)),
                                                    busy_after=busy_after(r))
+    r.memo.schedules[expected] = step
+    return step
+
 
 def exposed(r: Report, expected: bool = False) -> dict[int, float] | None:
     """Each collective's exposed part in the scheduled step (`passes.schedule.exposed`):
@@ -91,6 +102,7 @@ def exposed(r: Report, expected: bool = False) -> dict[int, float] | None:
     return None if durations is None else exposed(r.program, durations,
                                                   axis_sizes=mesh_sizes(r),
                                                   weights=not (expected and calibrated(r)))
+
 
 def utilization(r: Report, expected: bool = False) -> dict[str, float] | None:
     """MFU and HFU of the scheduled step on the report's chip, with the model FLOPs; None
@@ -113,6 +125,7 @@ def utilization(r: Report, expected: bool = False) -> dict[str, float] | None:
     total = float(sum(m for m in model if m is not None))
     return {"model_flops": total, "mfu": total / (devices * peak * step),
             "hfu": per_device / (peak * step)}
+
 
 def op_bound(r: Report, c) -> str | None:
     if c.fused_into is not None:  # its bytes and time are its fused group's root's
