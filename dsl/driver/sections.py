@@ -96,8 +96,9 @@ def summary(r: Report) -> Section:
         util = r.utilization()
         if util is not None:
             rows.append(Utilization(util["mfu"], util["hfu"]))
-        expected = r.utilization(expected=True)
-        if expected is not None and r.calibrated:
+        # uncalibrated, the expected schedule is the roofline's: not shown, so not scheduled
+        expected = r.utilization(expected=True) if r.calibrated else None
+        if expected is not None:
             rows.append(Step("T_step (expected)", r.scheduled_step(expected=True), None,
                              "the same schedule over each op's expected time; weight gathers "
                              "prefetched whole, the first exposed"))
