@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from shardc.driver.api import compile as compile_program
+from shardc.driver import api
 from shardc.lang.diagnostics import CompileError
 
 
@@ -90,11 +90,11 @@ def cheaper_hand(problem: Problem, hands: Sequence[str] | None = None,
     """The first hand plan (of `hands`, default every one of `problem.hands`) that costs less
     than the compiler's own under the objective, as (program, hand cost, our cost); None when
     there is none."""
-    ours = objective(compile_program(problem.ours()))
+    ours = objective(api.compile(problem.ours()))
     assert ours is not None
     for text in problem.hands(gathers) if hands is None else hands:
         try:
-            hand = objective(compile_program(text))
+            hand = objective(api.compile(text))
         except CompileError:
             continue  # a layout that does not divide, or a collective the layout cannot take
         if hand is not None and hand < ours * (1 - 1e-9):
