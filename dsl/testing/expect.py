@@ -1,0 +1,520 @@
+"""Checks `# expect:` lines (`shardc.lang.expect`) against a compiled program over its whole
+domain of sizes: exactly, region by region (`Report.regions`), where SymPy can decide the
+relation for every positive size; else on a Hypothesis sample, each point compiled as a compile
+with those sizes bound would (`Report.at`), a failing point shrunk to a small one.
+
+>>> import shardc
+>>> from shardc.lang.source import Source
+>>> text = "mesh X=4\\ndim B, D\\nA: bf16[B_X, D]\\n# expect: comm_bytes == 0\\n"
+>>> [o.passed for o in check_source(Source("p.shard", text)).outcomes]
+[True]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import sympy as sp
+
+from shardc.driver import api
+from shardc.driver.printers import SUMMARY
+from shardc.driver.regions import free_sizes
+from shardc.lang.diagnostics import CompileError, Diagnostics
+from shardc.lang.expect import (
+    BinOp,
+    Call,
+    Collective,
+    Collectives,
+    Expectation,
+    ExpectError,
+    Found,
+    Name,
+    Neg,
+    Node,
+    Num,
+    Relation,
+    find,
+    parse,
+)
+from shardc.lang.source import Source
+from shardc.passes.symbols import as_expr
+
+if TYPE_CHECKING:
+    from shardc.driver.report import Report
+
+LABELS = {label: key for label, key, _ in SUMMARY if label.isidentifier()}
+"""The text report's labels that are names (`T_comms`, `FLOPs`), by the total they show."""
+FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {"Max": sp.Max, "Min": sp.Min, "sqrt": sp.sqrt,
+                                                 "abs": sp.Abs}
+EXAMPLES = 100
+"""Points a sampled expectation is tried at (fewer where a mesh axis is symbolic: each of
+those points is a whole compile)."""
+DIM_RANGE = (1, 2**40)
+AXIS_RANGE = (1, 1024)
+"""Where the sample draws a symbolic dim and a symbolic mesh axis (a `where` narrows them)."""
+TOLERANCE = 1e-9
+"""Relative: `==` and the non-strict comparisons forgive float rounding this small."""
+
+
+class NoValue(Exception):
+    """A quantity without a number at a point: a chip figure with no chip."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One expectation's verdict: `how` it was decided, and on failure a readable `message`
+    (the point and both sides' values)."""
+
+    expectation: Expectation
+    passed: bool
+    how: str
+    message: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"{self.expectation.found.source.name}:{self.expectation.line}"
+
+
+@dataclass
+class FileCheck:
+    """A program's expectations checked: `outcomes` in order, `diagnostics` for the lines that
+    are not expectations (E001, E002) and for a program that does not compile; `failed` lists
+    the lines of both kinds that failed."""
+
+    source: Source
+    found: list[Found] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
+
+    @property
+    def ok(self) -> bool:
+        return not self.diagnostics.has_errors and all(o.passed for o in self.outcomes)
+
+
+# ---- names ---------------------------------------------------------------------------------
+def _node_text(node: Node) -> str:
+    match node:
+        case Num(text):
+            return text
+        case Name(name):
+            return name
+        case Neg(operand):
+            return f"-{_wrapped(operand)}"
+        case BinOp(op, left, right):
+            return f"{_wrapped(left)} {op} {_wrapped(right)}" if op in "+-" else (
+                f"{_wrapped(left)}{op}{_wrapped(right)}")
+        case Call(func, args):
+            return f"{func}({', '.join(_node_text(a) for a in args)})"
+    raise TypeError(node)
+
+
+def _wrapped(node: Node) -> str:
+    return f"({_node_text(node)})" if isinstance(node, BinOp | Neg) else _node_text(node)
+
+
+def known_names(report: Report) -> str:
+    """What an expectation may name, for a message: the totals, the text report's labels and
+    the sizes (and the chip's figures, not listed)."""
+    sizes = [n for n, _ in (*report.program.dims, *report.program.mesh)]
+    labels = [k for k, v in LABELS.items() if v in report.totals]
+    return (f"totals: {', '.join(report.totals)}; labels: {', '.join(labels)}; sizes: "
+            f"{', '.join(sizes)}; and the chip's figures (C, W_hbm, W_ici, ...)")
+
+
+def to_sympy(node: Node, report: Report) -> sp.Expr:
+    """An expectation's operand over `report`: a total's name (or its text label) stands for
+    its formula, any other name for the size or chip figure it names."""
+    match node:
+        case Num(_, value):
+            return sp.Integer(int(value)) if value == value.to_integral_value() else (
+                sp.Rational(str(value)))
+        case Name(name):
+            key = name if name in report.totals else LABELS.get(name)
+            if key is not None and key in report.totals:
+                return as_expr(report.totals[key])
+            names = report.names()
+            if name in names:
+                return names[name]
+            raise ExpectError(f"unknown quantity {name!r}; {known_names(report)}", node.span,
+                              "not a total, label, size or chip figure of this program")
+        case Neg(operand):
+            return -to_sympy(operand, report)
+        case BinOp(op, left, right):
+            a, b = to_sympy(left, report), to_sympy(right, report)
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            if op == "/":
+                if b.is_zero:
+                    raise ExpectError("division by zero", node.span)
+                return a / b
+            if not (b.is_Integer and abs(int(b)) <= 16):
+                raise ExpectError("'**' takes a whole number up to 16 as its exponent",
+                                  node.span)
+            return a ** b
+        case Call(func, args):
+            if func not in FUNCTIONS:
+                raise ExpectError(f"unknown function {func!r}; an expectation may call "
+                                  + ", ".join(FUNCTIONS), node.span)
+            values = [to_sympy(a, report) for a in args]
+            if func != "Max" and func != "Min" and len(values) != 1:
+                raise ExpectError(f"{func} takes 1 argument, got {len(values)}", node.span)
+            return FUNCTIONS[func](*values)
+    raise TypeError(node)
+
+
+def axes_of(c: Collective, mesh: Sequence[str]) -> tuple[str, ...]:
+    """A collective's subscript as mesh axes: `_{X,Y}`, `_XY` (single-letter axes), `_data`."""
+    out: list[str] = []
+    for entry in c.subscript:
+        if entry in mesh:
+            out.append(entry)
+        elif all(ch in mesh for ch in entry):
+            out.extend(entry)
+        else:
+            raise ExpectError(f"{entry!r} in {c.text} is not a mesh axis of this program "
+                              f"(mesh axes: {', '.join(mesh)})", c.span,
+                              "a collective in an expectation names its mesh axes only")
+    return tuple(out)
+
+
+def resolve(report: Report, e: Expectation) -> None:
+    """Raise `ExpectError` (E002) for a name the program does not have."""
+    if isinstance(e.claim, Collectives):
+        for c in e.claim.items:
+            axes_of(c, report.program.mesh_axes)
+    else:
+        for n in e.claim.operands:
+            to_sympy(n, report)
+    for w in e.where:
+        for n in w.operands:
+            to_sympy(n, report)
+
+
+# ---- one point -----------------------------------------------------------------------------
+def _compare(op: str, a: float, b: float) -> bool:
+    close = math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=0.0)
+    return {"==": close, "!=": not close, "<": a < b and not close, ">": a > b and not close,
+            "<=": a <= b or close, ">=": a >= b or close}[op]
+
+
+def _number(report: Report, expr: sp.Expr, text: str, point: str,
+            bindings: Mapping[str, int]) -> float:
+    try:
+        v = report.value(expr, **bindings) if bindings else report.value(expr)
+    except (ArithmeticError, TypeError) as exc:  # OverflowError: past a float's range
+        raise NoValue(f"{text} has no number {point}: {exc}") from None
+    if v is None and expr.free_symbols <= report.environment().keys() | {
+            report.names()[n] for n in bindings}:
+        raise NoValue(f"{text} has no number {point}: it overflows a float (or divides by 0)")
+    if v is None:
+        env = report.environment()
+        missing = sorted(s.name for s in expr.free_symbols if s not in env)
+        why = (" (the program names no chip: add a `hardware` line, or pass --hw)"
+               if report.chip is None else "")
+        raise NoValue(f"{text} has no number {point}: "
+                      f"{', '.join(missing) or 'a term'} has no value{why}")
+    return v
+
+
+def _relation_fails(report: Report, rel: Relation, point: str,
+                    bindings: Mapping[str, int]) -> str | None:
+    """Why `rel` fails in `report` (its values, with `bindings`), or None where it holds."""
+    values = [(_node_text(n), to_sympy(n, report)) for n in rel.operands]
+    numbers = [_number(report, x, t, point, bindings) for t, x in values]
+    for i, op in enumerate(rel.ops):
+        if not _compare(op, numbers[i], numbers[i + 1]):
+            lines = []
+            for (t, x), v in ((values[i], numbers[i]), (values[i + 1], numbers[i + 1])):
+                shown = str(x)
+                lines.append(f"    {t} = {v:.6g}" if shown in (t, f"{v:g}") or len(shown) > 200
+                             else f"    {t} = {shown} = {v:.6g}")
+            return (f"  {values[i][0]} {op} {values[i + 1][0]} is false:\n"
+                    + "\n".join(lines))
+    return None
+
+
+def _holds(report: Report, rel: Relation, bindings: Mapping[str, int]) -> bool:
+    try:
+        return _relation_fails(report, rel, "", bindings) is None
+    except NoValue:
+        return False
+
+
+def collectives_of(report: Report, line: int | None) -> list[tuple[str, tuple[str, ...], str]]:
+    """The collectives a program (or its statement on `line`) runs, in order."""
+    return [(c.op, tuple(c.axes), c.array) for c in report.ops
+            if c.kind == "collective" and (line is None or c.line == line)]
+
+
+def _listed(items: Sequence[tuple[str, tuple[str, ...], str]]) -> str:
+    return "[" + ", ".join(f"{op}_{''.join(axes) if all(len(a) == 1 for a in axes) else '{' + ','.join(axes) + '}'}({arr})"
+                           for op, axes, arr in items) + "]"
+
+
+def _collectives_fail(report: Report, e: Expectation, claim: Collectives) -> str | None:
+    line = e.line if e.found.statement else None
+    have = collectives_of(report, line)
+    mesh = report.program.mesh_axes
+    want = [(c.op, axes_of(c, mesh), c.operand) for c in claim.items]
+    scope = f"line {line}'s collectives" if line is not None else "collectives"
+    if claim.op == "==" and have != want:
+        return f"  {scope} are {_listed(have)}, expected {_listed(want)}"
+    if claim.op == "!=" and have == want:
+        return f"  {scope} are {_listed(have)}"
+    if claim.op == "in" and want[0] not in have:
+        return f"  {claim.items[0].text} is not among {scope} {_listed(have)}"
+    if claim.op == "not in" and want[0] in have:
+        return f"  {claim.items[0].text} is among {scope} {_listed(have)}"
+    return None
+
+
+def fails_at(report: Report, e: Expectation, point: str = "",
+             bindings: Mapping[str, int] | None = None) -> str | None:
+    """Why `e` fails in `report` (a report at one point, or with `bindings` the sizes it
+    leaves symbolic), None where it holds or its `where` does not."""
+    bindings = bindings or {}
+    if not all(_holds(report, w, bindings) for w in e.where):
+        return None
+    if isinstance(e.claim, Collectives):
+        return _collectives_fail(report, e, e.claim)
+    return _relation_fails(report, e.claim, point, bindings)
+
+
+# ---- exactly, region by region ---------------------------------------------------------------
+def _decided(op: str, a: sp.Expr, b: sp.Expr) -> bool | None:
+    """Whether `a op b` holds for every positive value of its symbols (None: undecided)."""
+    d = a - b
+    try:
+        zero = sp.expand(d) == 0 or sp.cancel(d) == 0
+    except (TypeError, ValueError, sp.PolynomialError):
+        zero = False
+    if op == "==":
+        return True if zero else None
+    if op == "!=":
+        return None if zero else (True if d.is_zero is False else None)
+    if zero:
+        return op in ("<=", ">=")
+    sign = {">": d.is_positive, ">=": d.is_nonnegative, "<": d.is_negative,
+            "<=": d.is_nonpositive}[op]
+    return True if sign else None
+
+
+def _proven(report: Report, e: Expectation) -> bool:
+    """Whether `e` holds at every size of `report` (one region), by SymPy; the numbers the
+    report has (chip figures, bound sizes) are put in first."""
+    if isinstance(e.claim, Collectives):
+        return _collectives_fail(report, e, e.claim) is None
+    env = {s: sp.Rational(v) for s, v in report.environment().items()}
+    exprs = [to_sympy(n, report).xreplace(env) for n in e.claim.operands]
+    return all(_decided(op, exprs[i], exprs[i + 1]) for i, op in enumerate(e.claim.ops))
+
+
+def _regions(report: Report) -> list[tuple[Report, tuple[sp.Basic, ...]]] | None:
+    """The reports of the regions with the bounds that hold there (one report, no bounds,
+    where plans hold at every size), None where there are too many to list."""
+    regions = report.regions()
+    if regions is None:
+        return None
+    return [(v.result, tuple(v.bounds)) for v in regions] if regions else [(report, ())]
+
+
+def _bound_holds(report: Report, bound: sp.Basic, point: Mapping[str, int]) -> bool:
+    """Whether a region's bound (`D*F < 0.33*B*D + 2*B*F`) holds at `point`."""
+    a = report.value(bound.lhs, **point)
+    b = report.value(bound.rhs, **point)
+    if a is None or b is None:
+        raise ValueError("no number")
+    return bool({sp.StrictLessThan: a < b, sp.StrictGreaterThan: a > b, sp.LessThan: a <= b,
+                 sp.GreaterThan: a >= b}.get(type(bound), False))
+
+
+# ---- the sample ----------------------------------------------------------------------------
+def _bounds(e: Expectation, names: Sequence[str], mesh: Sequence[str]) -> dict[str, list[int]]:
+    """Each free size's range: the defaults, narrowed by `where` terms `B >= 4096`."""
+    out = {n: list(AXIS_RANGE if n in mesh else DIM_RANGE) for n in names}
+    for w in e.where:
+        for i, op in enumerate(w.ops):
+            a, b = w.operands[i], w.operands[i + 1]
+            if isinstance(a, Num) and isinstance(b, Name):
+                a, b = b, a
+                op = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
+            if not (isinstance(a, Name) and isinstance(b, Num) and a.name in out):
+                continue
+            v = float(b.value)
+            lo, hi = out[a.name]
+            if op in (">", ">="):
+                lo = max(lo, math.floor(v) + 1 if op == ">" or v != int(v) else int(v))
+            elif op in ("<", "<="):
+                hi = min(hi, math.ceil(v) - 1 if op == "<" or v != int(v) else int(v))
+            elif op == "==" and v == int(v):
+                lo, hi = int(v), int(v)
+            out[a.name] = [lo, max(lo, hi)]
+    return out
+
+
+def _point_text(point: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items())
+
+
+class Checker:
+    """Checks expectations against one compiled program; the reports at the points sampled are
+    kept, for the next expectation of the same program draws the same points."""
+
+    def __init__(self, report: Report, examples: int = EXAMPLES) -> None:
+        self.report = report
+        self.examples = examples
+        self._at: dict[tuple[tuple[str, int], ...], Report | None] = {}
+        self._regions: Any = False
+
+    def at(self, point: Mapping[str, int]) -> Report | None:
+        """The report a compile with `point` bound gives; None where there is none (a size the
+        program refuses)."""
+        key = tuple(point.items())
+        if key not in self._at:
+            try:
+                self._at[key] = self.report.at(**point)
+            except (ValueError, CompileError):
+                self._at[key] = None
+        return self._at[key]
+
+    def region(self, point: Mapping[str, int]) -> Report | None:
+        """The report of the region `point` lies in (`Report.regions`; the report itself where
+        one plan holds everywhere), whose formulas give its numbers with `point` bound: what
+        the sample tries first, each counterexample then checked by a compile there (`at`).
+        None where the regions are too many to list."""
+        if self._regions is False:
+            self._regions = _regions(self.report)
+        regions = self._regions
+        if regions is None:
+            return None
+        if len(regions) == 1:
+            return regions[0][0]
+        for report, bounds in regions:
+            try:
+                if all(_bound_holds(report, b, point) for b in bounds):
+                    return report
+            except (ValueError, KeyError, TypeError):
+                return None
+        return regions[-1][0]
+
+    def sample(self, e: Expectation, names: list[str]) -> tuple[dict[str, int], str] | None:
+        """A counterexample point, shrunk by Hypothesis, with why it fails; None if none. The
+        search evaluates the regions' formulas; a compile at the point found (`at`) confirms
+        it, and where it does not, the search runs again on compiles."""
+        found = self._search(e, names, compiled=False)
+        if found is not None and self.region(found[0]) is not None:
+            at = self.at(found[0])
+            reason = None if at is None else fails_at(at, e, f"at {_point_text(found[0])}")
+            if reason is None:
+                found = self._search(e, names, compiled=True)
+            else:
+                found = (found[0], reason)
+        return found
+
+    def _search(self, e: Expectation, names: list[str], compiled: bool
+                ) -> tuple[dict[str, int], str] | None:
+        from hypothesis import HealthCheck, find, settings
+        from hypothesis import strategies as st
+        from hypothesis.errors import NoSuchExample
+
+        mesh = self.report.program.mesh_axes
+        bounds = _bounds(e, names, mesh)
+        points = st.fixed_dictionaries({n: st.integers(lo, hi)
+                                        for n, (lo, hi) in bounds.items()})
+        why: dict[tuple[tuple[str, int], ...], str] = {}
+
+        def failing(point: dict[str, int]) -> bool:
+            text = f"at {_point_text(point)}"
+            region = None if compiled else self.region(point)
+            try:
+                if region is not None:
+                    reason = fails_at(region, e, text, point)
+                else:
+                    at = self.at(point)
+                    reason = None if at is None else fails_at(at, e, text)
+            except ValueError:
+                return False  # a size the program refuses (a mesh too large): not in the domain
+            if reason is not None:
+                why[tuple(point.items())] = reason
+            return reason is not None
+
+        examples = self.examples
+        if compiled and any(n in mesh for n in names):
+            examples = max(10, examples // 4)
+        try:
+            found = find(points, failing, settings=settings(
+                max_examples=examples, database=None, derandomize=True, deadline=None,
+                suppress_health_check=list(HealthCheck)))
+        except NoSuchExample:
+            return None
+        return found, why.get(tuple(found.items()), "")
+
+    def check(self, e: Expectation) -> Outcome:
+        """Decide `e` over the program's whole domain. Raises `ExpectError` (E002) for a name
+        the program does not have."""
+        report = self.report
+        resolve(report, e)
+        names = free_sizes(report)
+        try:
+            if not names:
+                reason = fails_at(report, e, "at the program's sizes")
+                if reason is None:
+                    return Outcome(e, True, "at the program's sizes (none is symbolic)")
+                return Outcome(e, False, "at the program's sizes",
+                               f"at the program's own sizes (none is symbolic)\n{reason}")
+            regions = _regions(report)
+            if regions is not None and all(_proven(r, e) for r, _ in regions):
+                many = f"in each of its {len(regions)} regions" if len(regions) > 1 else ""
+                return Outcome(e, True, f"exactly, for every {', '.join(names)} {many}".rstrip())
+            found = self.sample(e, names)
+        except NoValue as exc:
+            return Outcome(e, False, "no number", str(exc))
+        if found is None:
+            return Outcome(e, True, f"on {self.examples} sampled points of {', '.join(names)} "
+                           "(not proven for every size)")
+        point, reason = found
+        return Outcome(e, False, "counterexample",
+                       f"at {_point_text(point)} (a counterexample Hypothesis found and "
+                       f"shrank)\n{reason}")
+
+
+def check(report: Report, e: Expectation, examples: int = EXAMPLES) -> Outcome:
+    """Decide `e` over the program's whole domain (`Checker.check`)."""
+    return Checker(report, examples).check(e)
+
+
+def check_source(source: Source, hw: str | None = None, examples: int = EXAMPLES,
+                 compile_options: Mapping[str, Any] | None = None) -> FileCheck:
+    """Compile a program and check each of its expectations (`FileCheck`)."""
+    out = FileCheck(source, find(source))
+    parsed = [parse(f, out.diagnostics) for f in out.found]
+    try:
+        report = api.compile(source, hw=hw, **dict(compile_options or {}))
+    except CompileError as exc:
+        out.diagnostics.items.extend(exc.diagnostics)
+        return out
+    checker = Checker(report, examples)
+    for e in parsed:
+        if e is None:
+            continue
+        try:
+            out.outcomes.append(checker.check(e))
+        except ExpectError as exc:
+            out.diagnostics.error("E002", exc.message, exc.span, exc.label)
+    return out
+
+
+def render_failure(o: Outcome) -> str:
+    """`file:line: expectation failed: TEXT`, then why, the point and both sides' values."""
+    return f"{o.where}: expectation failed: {o.expectation.text}\n  {o.message}"
+
+
+__all__ = ["EXAMPLES", "FileCheck", "LABELS", "NoValue", "Outcome", "check", "check_source",
+           "collectives_of", "fails_at", "known_names", "render_failure", "resolve", "to_sympy"]
