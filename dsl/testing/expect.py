@@ -95,24 +95,33 @@ class FileCheck:
 
 
 # ---- names ---------------------------------------------------------------------------------
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "**": 4}
+
+
 def _node_text(node: Node) -> str:
+    """An operand as the user would write it, parenthesized only where needed."""
     match node:
         case Num(text):
             return text
         case Name(name):
             return name
         case Neg(operand):
-            return f"-{_wrapped(operand)}"
+            return f"-{_child(operand, 3, strict=False)}"
         case BinOp(op, left, right):
-            return f"{_wrapped(left)} {op} {_wrapped(right)}" if op in "+-" else (
-                f"{_wrapped(left)}{op}{_wrapped(right)}")
+            p = _PRECEDENCE[op]
+            a = _child(left, p, strict=op == "**")
+            b = _child(right, p, strict=op in ("-", "/"))
+            return f"{a} {op} {b}" if p == 1 else f"{a}{op}{b}"
         case Call(func, args):
             return f"{func}({', '.join(_node_text(a) for a in args)})"
     raise TypeError(node)
 
 
-def _wrapped(node: Node) -> str:
-    return f"({_node_text(node)})" if isinstance(node, BinOp | Neg) else _node_text(node)
+def _child(node: Node, outer: int, strict: bool) -> str:
+    inner = (_PRECEDENCE[node.op] if isinstance(node, BinOp) else 3 if isinstance(node, Neg)
+             else 5)
+    text = _node_text(node)
+    return f"({text})" if inner < outer or (strict and inner == outer) else text
 
 
 def known_names(report: Report) -> str:
@@ -359,6 +368,33 @@ def _bounds(e: Expectation, names: Sequence[str], mesh: Sequence[str]) -> dict[s
     return out
 
 
+def _points(bounds: Mapping[str, Sequence[int]], axes: Sequence[str],
+            shardings: Mapping[str, set[tuple[str, ...]]], known: Mapping[str, float]
+            ) -> Any:
+    """Points of the free sizes that a compile accepts: mesh axes first, then each dim a
+    multiple of every product of the axes that shard it (S004: shards of equal size)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw(draw: Any) -> dict[str, int]:
+        sizes: dict[str, float] = dict(known)
+        point: dict[str, int] = {}
+        for n in axes:
+            lo, hi = bounds[n]
+            point[n] = sizes[n] = draw(st.integers(lo, hi))
+        for n, (lo, hi) in bounds.items():
+            if n in point:
+                continue
+            step = 1
+            for group in shardings.get(n, ()):
+                step = math.lcm(step, math.prod(int(sizes.get(a, 1)) for a in group))
+            first, last = -(-lo // step), hi // step
+            point[n] = step * draw(st.integers(first, max(first, last)))
+        return {n: point[n] for n in bounds}
+
+    return draw()
+
+
 def _point_text(point: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.items())
 
@@ -372,6 +408,7 @@ class Checker:
         self.examples = examples
         self._at: dict[tuple[tuple[str, int], ...], Report | None] = {}
         self._regions: Any = False
+        self._shardings: dict[str, set[tuple[str, ...]]] | None = None
 
     def at(self, point: Mapping[str, int]) -> Report | None:
         """The report a compile with `point` bound gives; None where there is none (a size the
@@ -383,6 +420,21 @@ class Checker:
             except (ValueError, CompileError):
                 self._at[key] = None
         return self._at[key]
+
+    def shardings(self) -> dict[str, set[tuple[str, ...]]]:
+        """The mesh axes that shard each dim, in each layout the program gives it."""
+        if self._shardings is None:
+            from shardc.passes.ir import Einsum
+
+            out: dict[str, set[tuple[str, ...]]] = {}
+            for op in self.report.program.ops:
+                values = [op.out, *((op.lhs, op.rhs) if isinstance(op, Einsum) else ())]
+                for v in values:
+                    for d in v.layout.dims:
+                        if d.axes:
+                            out.setdefault(d.dim, set()).add(tuple(d.axes))
+            self._shardings = out
+        return self._shardings
 
     def region(self, point: Mapping[str, int]) -> Report | None:
         """The report of the region `point` lies in (`Report.regions`; the report itself where
@@ -421,13 +473,12 @@ class Checker:
     def _search(self, e: Expectation, names: list[str], compiled: bool
                 ) -> tuple[dict[str, int], str] | None:
         from hypothesis import HealthCheck, find, settings
-        from hypothesis import strategies as st
         from hypothesis.errors import NoSuchExample
 
         mesh = self.report.program.mesh_axes
         bounds = _bounds(e, names, mesh)
-        points = st.fixed_dictionaries({n: st.integers(lo, hi)
-                                        for n, (lo, hi) in bounds.items()})
+        points = _points(bounds, [n for n in names if n in mesh], self.shardings(),
+                         self.report.mesh_sizes())
         why: dict[tuple[tuple[str, int], ...], str] = {}
 
         def failing(point: dict[str, int]) -> bool:
@@ -477,8 +528,8 @@ class Checker:
         except NoValue as exc:
             return Outcome(e, False, "no number", str(exc))
         if found is None:
-            return Outcome(e, True, f"on {self.examples} sampled points of {', '.join(names)} "
-                           "(not proven for every size)")
+            return Outcome(e, True, f"on {self.examples} sampled points of {', '.join(names)}; "
+                           "not proven for every size")
         point, reason = found
         return Outcome(e, False, "counterexample",
                        f"at {_point_text(point)} (a counterexample Hypothesis found and "

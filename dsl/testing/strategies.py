@@ -31,9 +31,8 @@ class Mesh:
         return "mesh " + ", ".join(f"{n}={s}" for n, s in self.sizes)
 
 
-@st.composite
-def meshes(draw, max_devices: int = 16, max_axes: int = 3,
-           sizes: tuple[int, ...] = (1, 2, 2, 3, 4)) -> Mesh:
+def meshes(max_devices: int = 16, max_axes: int = 3,
+           sizes: tuple[int, ...] = (1, 2, 2, 3, 4)) -> st.SearchStrategy[Mesh]:
     """A `Mesh` of 1 to `max_axes` axes named X, Y, Z, each size drawn from `sizes` (a size
     listed twice is drawn twice as often), at most `max_devices` devices in all.
 
@@ -46,6 +45,11 @@ def meshes(draw, max_devices: int = 16, max_axes: int = 3,
         raise ValueError(f"max_axes must be 1 to {len(AXES)}, got {max_axes}")
     if max_devices < 1 or not sizes or min(sizes) < 1:
         raise ValueError("max_devices and every size must be at least 1")
+    return _meshes(max_devices, max_axes, tuple(sizes))
+
+
+@st.composite
+def _meshes(draw, max_devices: int, max_axes: int, sizes: tuple[int, ...]) -> Mesh:
     n = draw(st.integers(1, max_axes))
     drawn = [(name, draw(st.sampled_from(sizes))) for name in AXES[:n]]
     mesh = Mesh(tuple(drawn))
