@@ -107,8 +107,9 @@ def test_a_relation_that_holds_for_every_size_is_proven():
 def test_a_failing_relation_shows_a_shrunk_point_and_both_sides():
     [(ok, how, message)] = outcomes(FSDP + "G = AllGather_X(In)\n# expect: comm_bytes == 0\n")
     assert not ok and how == "counterexample"
-    assert "at B=1, D=1" in message
-    assert "comm_bytes = 2*B*D = 2" in message and "0 = 0" in message
+    # the smallest sizes the layouts divide: B and D over X=4
+    assert "at B=4, D=4, F=1 (a counterexample Hypothesis found and shrank)" in message
+    assert "comm_bytes = 2*B*D = 32" in message and "0 = 0" in message
 
 
 def test_labels_and_where_narrow_the_domain():
@@ -171,7 +172,7 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert main(["test", str(ok), str(bad), "--examples", "20"]) == 1
     captured = capsys.readouterr()
     assert "bad.shard:7: FAIL comm_bytes == 0" in captured.out
-    assert "comm_bytes = 2*D*F = 2" in captured.out
+    assert "comm_bytes = 2*D*F = 8" in captured.out
     assert "bad.shard:8:22: error[E001]" in captured.err
     assert "1 passed, 1 failed, 1 error" in captured.out
     empty = tmp_path / "none.shard"
@@ -212,6 +213,17 @@ def test_the_plugin_collects_one_item_per_line(tmp_path: Path):
     assert proc.returncode == 1, out + proc.stderr
     assert "2 failed, 1 passed" in out, out
     assert "p.shard:8: expectation failed: comm_bytes == 0" in out
-    assert "comm_bytes = 2*D*F = 2" in out
+    assert "comm_bytes = 2*D*F = 8" in out
     assert "p.shard:9:22: error[E001]" in out
     assert "Traceback" not in out
+
+
+def test_a_where_no_point_meets_checks_nothing_and_fails():
+    [(ok, how, message), (ok2, how2, _)] = outcomes(
+        FSDP + "# expect: comm_bytes == 1 where B >= 64 and B <= 32\n"
+        "# expect: comm_bytes == 1 where B > 1Ti * D\n")
+    assert not ok and how == "vacuous" and "checks nothing" in message
+    assert not ok2 and how2 == "vacuous"
+    [(ok, how, _)] = outcomes("mesh X=2\ndim B=8\nA: bf16[B_X]\n# expect: comm_bytes == 1 "
+                              "where B > 8\n")
+    assert not ok and how == "vacuous"

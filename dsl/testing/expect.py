@@ -284,12 +284,18 @@ def _collectives_fail(report: Report, e: Expectation, claim: Collectives) -> str
     return None
 
 
+def where_holds(report: Report, e: Expectation, bindings: Mapping[str, int] | None = None
+                ) -> bool:
+    """Whether the expectation's `where` conditions hold in `report` (with `bindings`)."""
+    return all(_holds(report, w, bindings or {}) for w in e.where)
+
+
 def fails_at(report: Report, e: Expectation, point: str = "",
              bindings: Mapping[str, int] | None = None) -> str | None:
     """Why `e` fails in `report` (a report at one point, or with `bindings` the sizes it
     leaves symbolic), None where it holds or its `where` does not."""
     bindings = bindings or {}
-    if not all(_holds(report, w, bindings) for w in e.where):
+    if not where_holds(report, e, bindings):
         return None
     if isinstance(e.claim, Collectives):
         return _collectives_fail(report, e, e.claim)
@@ -408,6 +414,8 @@ class Checker:
         self.examples = examples
         self._at: dict[tuple[tuple[str, int], ...], Report | None] = {}
         self._regions: Any = False
+        self.met = 0
+        """Points of the last search where the `where` conditions held."""
         self._shardings: dict[str, set[tuple[str, ...]]] | None = None
 
     def at(self, point: Mapping[str, int]) -> Report | None:
@@ -486,10 +494,16 @@ class Checker:
             region = None if compiled else self.region(point)
             try:
                 if region is not None:
+                    if not where_holds(region, e, point):
+                        return False
+                    self.met += 1
                     reason = fails_at(region, e, text, point)
                 else:
                     at = self.at(point)
-                    reason = None if at is None else fails_at(at, e, text)
+                    if at is None or not where_holds(at, e):
+                        return False
+                    self.met += 1
+                    reason = fails_at(at, e, text)
             except ValueError:
                 return False  # a size the program refuses (a mesh too large): not in the domain
             if reason is not None:
@@ -515,6 +529,10 @@ class Checker:
         names = free_sizes(report)
         try:
             if not names:
+                if not where_holds(report, e):
+                    return Outcome(e, False, "vacuous", "the `where` conditions do not hold at "
+                                   "the program's sizes (none is symbolic): the expectation "
+                                   "checks nothing")
                 reason = fails_at(report, e, "at the program's sizes")
                 if reason is None:
                     return Outcome(e, True, "at the program's sizes (none is symbolic)")
@@ -524,9 +542,13 @@ class Checker:
             if regions is not None and all(_proven(r, e) for r, _ in regions):
                 many = f"in each of its {len(regions)} regions" if len(regions) > 1 else ""
                 return Outcome(e, True, f"exactly, for every {', '.join(names)} {many}".rstrip())
+            self.met = 0
             found = self.sample(e, names)
         except NoValue as exc:
             return Outcome(e, False, "no number", str(exc))
+        if found is None and not self.met:
+            return Outcome(e, False, "vacuous", f"no point of the {self.examples} tried meets "
+                           "the `where` conditions: the expectation checks nothing")
         if found is None:
             return Outcome(e, True, f"on {self.examples} sampled points of {', '.join(names)}; "
                            "not proven for every size")
@@ -567,5 +589,6 @@ def render_failure(o: Outcome) -> str:
     return f"{o.where}: expectation failed: {o.expectation.text}\n  {o.message}"
 
 
-__all__ = ["EXAMPLES", "FileCheck", "LABELS", "NoValue", "Outcome", "check", "check_source",
+__all__ = ["EXAMPLES", "Checker", "FileCheck", "LABELS", "NoValue", "Outcome", "check",
+           "check_source", "where_holds",
            "collectives_of", "fails_at", "known_names", "render_failure", "resolve", "to_sympy"]
