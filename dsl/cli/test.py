@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from shardc.cli.inputs import read_program, usage_error
+from shardc.cli.inputs import add_cost_model_flag, read_program, usage_error
 from shardc.lang.visible import visible, visible_lines
 
 
@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "size (docs/testing.md)")
     t.add_argument("files", nargs="+", metavar="FILE", help="paths to .shard files")
     t.add_argument("--hw", help="chip for programs without a `hardware` line (name or TOML)")
+    add_cost_model_flag(t)
     t.add_argument("--examples", type=_examples, default=None, metavar="N",
                    help="points a sampled expectation is tried at (default 100)")
     t.set_defaults(run=run)
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         from shardc.hardware import HardwareError
 
         try:
-            checked = check_source(source, hw=args.hw, examples=examples)
+            checked = check_source(source, hw=args.hw, examples=examples, compile_options={
+                "model": args.model, "matmul_precision": args.matmul_precision})
         except HardwareError as exc:
             return usage_error(f"--hw: {exc}")
         found += len(checked.found)
