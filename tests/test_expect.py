@@ -227,3 +227,12 @@ def test_a_where_no_point_meets_checks_nothing_and_fails():
     [(ok, how, _)] = outcomes("mesh X=2\ndim B=8\nA: bf16[B_X]\n# expect: comm_bytes == 1 "
                               "where B > 8\n")
     assert not ok and how == "vacuous"
+
+
+def test_the_plugin_reports_a_file_it_cannot_read(tmp_path: Path):
+    (tmp_path / "latin1.shard").write_bytes(b"mesh X=2\n# expect: comm_bytes == 0 \xe9\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed" in proc.stdout and "UTF-8" in proc.stdout, proc.stdout
+    assert "Traceback" not in proc.stdout
