@@ -97,6 +97,26 @@ def test_check_simulates_names_the_op_and_the_error(monkeypatch):
     assert "(line 5)" in message and "max error 3.0" in message
 
 
+def test_check_simulates_catches_a_wrong_collective():
+    """The compiler's AllReduce replaced by an AllGather (which cannot sum partial sums): the
+    message names the op the simulator stopped at and why."""
+    import dataclasses
+
+    from shardc.passes.ir import Collective
+
+    r = shardc.compile("mesh X=2\ndim I=4, J=4, K=4\nA: f32[I, J_X]\nB: f32[J_X, K]\n"
+                       "C[I, K] = A ·_J B\n")
+    ops = list(r.program.ops)
+    i = next(k for k, o in enumerate(ops) if isinstance(o, Collective))
+    ops[i] = dataclasses.replace(ops[i], op="AllGather")
+    wrong = dataclasses.replace(r, cost=dataclasses.replace(
+        r.cost, program=dataclasses.replace(r.program, ops=tuple(ops))))
+    with pytest.raises(AssertionError) as failed:
+        check_simulates(wrong)
+    assert "AllGather_X C[I, K]{U_X} -> C[I, K] (value 'C'): AllGather moves data but cannot " \
+        "sum partials" in str(failed.value)
+
+
 def test_check_simulates_refuses_what_numpy_cannot_hold():
     r = shardc.compile("mesh X=2\ndim I=4Mi, J=4Mi\nA: f32[I_X, J]\n")
     with pytest.raises(ValueError, match="pass smaller sizes"):
