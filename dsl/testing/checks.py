@@ -15,6 +15,7 @@ import math
 import random
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,8 @@ from shardc.driver import api
 from shardc.lang.diagnostics import CompileError
 from shardc.lang.source import Source
 from shardc.passes.ir import Einsum, Input
-from shardc.testing.oracle import Problem, cheaper_hand
+from shardc.testing import oracle
+from shardc.testing.oracle import Problem
 from shardc.tools.simulate import SimulationError, check, random_inputs
 from shardc.tools.simulate_machine import describe
 
@@ -205,40 +207,71 @@ def contraction_problems(report: Report, source: str | Path | Source | None = No
     return out
 
 
-def check_no_cheaper_plan(report: Report, source: str | Path | Source | None = None,
-                          gathers: bool = True, max_hands: int | None = 200,
-                          seed: int = 0) -> None:
-    """No hand-written plan of a contraction statement (each operand resharded to any layout,
-    or sliced then gathered explicitly, then the product and the reshard of the result) costs
-    less than the compiler's plan, under its objective `T_comms + T_math`; AssertionError with
-    the cheaper hand program and both costs otherwise.
+@dataclass(frozen=True)
+class Cheaper:
+    """A hand-written plan that costs less than the compiler's: the statement's line, the
+    hand program, and both costs under the oracle's objective."""
 
-    Checks each `C[...] = X ·_J Y` of declared arrays X and Y (`contraction_problems`);
-    `max_hands` compiles that many hand plans of each, drawn with `seed` (None: all of them,
-    hundreds on a two-axis mesh).
+    line: int
+    program: str
+    hand: float
+    ours: float
+
+
+def cheaper_plans(report: Report, source: str | Path | Source | None = None,
+                  max_hands: int | None = 200, seed: int = 0) -> list[Cheaper]:
+    """The hand-written plans (`shardc.testing.oracle`) of the report's program that cost less
+    than the compiler's, at most one; `max_hands` of them tried, drawn with `seed` (None: all).
+    ValueError for a program the oracle cannot cost (a size left symbolic, no chip)."""
+    src = _source_of(report, source)
+    if src is None:
+        raise ValueError(f"{report.name}: check_no_cheaper_plan needs the program's text "
+                         "(source=...), to write the hand plans after its lines")
+    free = [n for n, v in report.program.dims_and_mesh.items() if v is None
+            and report.names()[n] not in report.environment()]
+    if free or report.chip is None:
+        raise ValueError(f"{report.name}: the oracle compares costs in seconds: it needs every "
+                         f"size and a chip ({', '.join(free) or 'no chip'} has no value; "
+                         "compile with set={...} and a `hardware` line)")
+    every = getattr(oracle, "cheaper_plans", None)
+    if every is not None:
+        # The oracle over every kind of statement: its own rewrites, objective and options.
+        found = every(api.as_source(src).text, sample=max_hands, seed=seed, first=True,
+                      hw=report.chip, model=report.model)
+        return [Cheaper(f.line, f.program, f.hand, f.ours) for f in found]
+    problems = contraction_problems(report, src)
+    if not problems:
+        raise ValueError(f"{report.name}: no statement `C = X ·_J Y` of declared arrays to "
+                         "check")
+    rnd = random.Random(seed)
+    for line, problem in problems:
+        hands = list(problem.hands())
+        if max_hands is not None and len(hands) > max_hands:
+            hands = rnd.sample(hands, max_hands)
+        hit = oracle.cheaper_hand(problem, hands)
+        if hit is not None:
+            return [Cheaper(line, hit[0], hit[1], hit[2])]
+    return []
+
+
+def check_no_cheaper_plan(report: Report, source: str | Path | Source | None = None,
+                          max_hands: int | None = 200, seed: int = 0) -> None:
+    """No hand-written plan of a statement (each operand resharded to any layout, or sliced
+    then gathered explicitly, then the statement and the reshard of its result) costs less than
+    the compiler's plan under the oracle's objective; AssertionError with the cheaper hand
+    program and both costs otherwise (`cheaper_plans`). `max_hands` compiles that many hand
+    plans, drawn with `seed` (None: all of them, hundreds on a two-axis mesh).
 
     >>> import shardc
     >>> text = ("mesh X=2\\ndim I=256, J=256, K=256\\nhardware tpu-v5e\\nA: bf16[I_X, J]\\n"
     ...         "B: bf16[J, K_X]\\nC = A ·_J B\\n")
     >>> check_no_cheaper_plan(shardc.compile(text), source=text, max_hands=20)
     """
-    problems = contraction_problems(report, source)
-    if not problems:
-        raise ValueError(f"{report.name}: no statement `C = X ·_J Y` of declared arrays to "
-                         "check")
-    rnd = random.Random(seed)
-    for line, problem in problems:
-        hands = list(problem.hands(gathers))
-        if max_hands is not None and len(hands) > max_hands:
-            hands = rnd.sample(hands, max_hands)
-        found = cheaper_hand(problem, hands)
-        if found is not None:
-            hand, theirs, ours = found
-            raise AssertionError(
-                f"{report.name}:{line}: a hand-written plan costs {theirs:.6g} s "
-                f"(T_comms + T_math), the compiler's {ours:.6g} s "
-                f"({ours / theirs:.3g}x):\n{hand[len(problem.head):]}")
+    for c in cheaper_plans(report, source, max_hands, seed):
+        raise AssertionError(f"{report.name}:{c.line}: a hand-written plan costs {c.hand:.6g} s, "
+                             f"the compiler's {c.ours:.6g} s ({c.ours / c.hand:.3g}x):\n"
+                             f"{c.program}")
 
 
-__all__ = ["check_at_points", "check_no_cheaper_plan", "check_simulates",
-           "contraction_problems", "simulation_sizes"]
+__all__ = ["Cheaper", "check_at_points", "check_no_cheaper_plan", "check_simulates",
+           "cheaper_plans", "contraction_problems", "simulation_sizes"]
