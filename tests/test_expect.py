@@ -236,3 +236,21 @@ def test_the_plugin_reports_a_file_it_cannot_read(tmp_path: Path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 failed" in proc.stdout and "UTF-8" in proc.stdout, proc.stdout
     assert "Traceback" not in proc.stdout
+
+
+def test_at_most_so_many_expectations_a_file(monkeypatch):
+    monkeypatch.setattr("shardc.testing.expect.MAX_EXPECTATIONS", 2)
+    checked = check_source(Source("p.shard", FSDP + "# expect: comm_bytes >= 0\n" * 3))
+    assert len(checked.outcomes) == 2
+    assert "p.shard:8:11: error[E003]: more than 2 expectations in one file (3)" in \
+        checked.diagnostics.render(checked.source)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(["B", "X", "comm_bytes", "T_math", "0", "1e300", "1/0", "-1",
+                                 "sqrt(-4)", "Max(B, 0/X)", "X**-16", "0**-1", "4Ki"]),
+                min_size=2, max_size=4), st.sampled_from(["==", "<", ">=", "!="]))
+def test_any_relation_is_decided_or_a_diagnostic(atoms, op):
+    text = f"{' * '.join(atoms[:-1])} {op} {atoms[-1]}"
+    checked = check_source(Source("p.shard", FSDP + f"# expect: {text}\n"), examples=5)
+    assert len(checked.outcomes) + len(checked.diagnostics.items) == 1

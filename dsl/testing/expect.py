@@ -4,7 +4,7 @@ relation for every positive size; else on a Hypothesis sample, each point compil
 with those sizes bound would (`Report.at`), a failing point shrunk to a small one.
 
 >>> import shardc
->>> from shardc.lang.source import Source
+>>> from shardc.lang.source import Source, Span
 >>> text = "mesh X=4\\ndim B, D\\nA: bf16[B_X, D]\\n# expect: comm_bytes == 0\\n"
 >>> [o.passed for o in check_source(Source("p.shard", text)).outcomes]
 [True]
@@ -39,7 +39,7 @@ from shardc.lang.expect import (
     find,
     parse,
 )
-from shardc.lang.source import Source
+from shardc.lang.source import Source, Span
 from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ those points is a whole compile)."""
 DIM_RANGE = (1, 2**40)
 AXIS_RANGE = (1, 1024)
 """Where the sample draws a symbolic dim and a symbolic mesh axis (a `where` narrows them)."""
+MAX_EXPECTATIONS = 1_000
+"""`# expect:` lines checked in one file (each may sample a hundred points)."""
 TOLERANCE = 1e-9
 """Relative: `==` and the non-strict comparisons forgive float rounding this small."""
 
@@ -135,7 +137,22 @@ def known_names(report: Report) -> str:
 
 def to_sympy(node: Node, report: Report) -> sp.Expr:
     """An expectation's operand over `report`: a total's name (or its text label) stands for
-    its formula, any other name for the size or chip figure it names."""
+    its formula, any other name for the size or chip figure it names. `ExpectError` (E002)
+    for an unknown name, and for what is not a real quantity (`1/0`, `sqrt(-1)`)."""
+    try:
+        out = _to_sympy(node, report)
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        if isinstance(exc, ExpectError):
+            raise
+        raise ExpectError(f"{_node_text(node)} is not a quantity SymPy can build: {exc}",
+                          node.span) from None
+    if out.has(sp.zoo, sp.nan, sp.oo, -sp.oo, sp.I):
+        raise ExpectError(f"{_node_text(node)} is not a finite real quantity ({out})",
+                          node.span)
+    return out
+
+
+def _to_sympy(node: Node, report: Report) -> sp.Expr:
     match node:
         case Num(_, value):
             return sp.Integer(int(value)) if value == value.to_integral_value() else (
@@ -166,6 +183,8 @@ def to_sympy(node: Node, report: Report) -> sp.Expr:
             if not (b.is_Integer and abs(int(b)) <= 16):
                 raise ExpectError("'**' takes a whole number up to 16 as its exponent",
                                   node.span)
+            if a.is_zero and b.is_negative:
+                raise ExpectError("division by zero (0 to a negative power)", node.span)
             return a ** b
         case Call(func, args):
             if func not in FUNCTIONS:
@@ -215,8 +234,15 @@ def _compare(op: str, a: float, b: float) -> bool:
 
 def _number(report: Report, expr: sp.Expr, text: str, point: str,
             bindings: Mapping[str, int]) -> float:
+    import warnings
+
+    import numpy as np
+
     try:
-        v = report.value(expr, **bindings) if bindings else report.value(expr)
+        # past a float's range numpy warns and gives inf, which `value` turns into None
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            v = report.value(expr, **bindings) if bindings else report.value(expr)
     except (ArithmeticError, TypeError) as exc:  # OverflowError: past a float's range
         raise NoValue(f"{text} has no number {point}: {exc}") from None
     if v is None and expr.free_symbols <= report.environment().keys() | {
@@ -636,6 +662,12 @@ def check_source(source: Source, hw: str | None = None, examples: int = EXAMPLES
                  compile_options: Mapping[str, Any] | None = None) -> FileCheck:
     """Compile a program and check each of its expectations (`FileCheck`)."""
     out = FileCheck(source, find(source))
+    if len(out.found) > MAX_EXPECTATIONS:
+        extra = out.found[MAX_EXPECTATIONS]
+        out.diagnostics.error("E003", f"more than {MAX_EXPECTATIONS} expectations in one file "
+                              f"({len(out.found)}); those from line {extra.line} on are not "
+                              "checked", Span.point(extra.line, extra.col))
+        out.found = out.found[:MAX_EXPECTATIONS]
     parsed = [parse(f, out.diagnostics) for f in out.found]
     try:
         report = api.compile(source, hw=hw, **dict(compile_options or {}))
