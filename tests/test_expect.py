@@ -179,6 +179,9 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     empty.write_text("mesh X=2\n", encoding="utf-8")
     assert main(["test", str(empty)]) == 2
     assert "no `# expect:` line" in capsys.readouterr().err
+    assert main(["test", str(tmp_path), "--examples", "20"]) == 1  # a folder: its files
+    out = capsys.readouterr().out
+    assert "bad.shard:7: FAIL" in out and "ok.shard:7: ok" in out
     with pytest.raises(SystemExit) as exit:
         main(["test", str(tmp_path / "missing.shard")])
     assert exit.value.code == 2

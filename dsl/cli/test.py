@@ -10,7 +10,9 @@ cannot be read, no `# expect:` line in any of them).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from shardc.cli.inputs import add_cost_model_flag, read_program, usage_error
 from shardc.lang.visible import visible, visible_lines
@@ -32,7 +34,8 @@ def _examples(text: str) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("test", help="check the `# expect:` lines of .shard files over every "
                        "size (docs/testing.md)")
-    t.add_argument("files", nargs="+", metavar="FILE", help="paths to .shard files")
+    t.add_argument("files", nargs="+", metavar="FILE",
+                   help="paths to .shard files, or folders (their .shard files at any depth)")
     t.add_argument("--hw", help="chip for programs without a `hardware` line (name or TOML)")
     add_cost_model_flag(t)
     t.add_argument("--examples", type=_examples, default=None, metavar="N",
@@ -43,7 +46,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from shardc.testing.expect import EXAMPLES, check_source, render_failure
 
-    sources = [read_program(path) for path in args.files]  # exit 2 for one it cannot read
+    paths: list[str] = []
+    for path in args.files:  # a folder: its .shard files, at any depth
+        if path != "-" and os.path.isdir(path):
+            paths.extend(sorted(str(p) for p in Path(path).rglob("*.shard") if p.is_file()))
+        else:
+            paths.append(path)
+    sources = [read_program(path) for path in paths]  # exit 2 for one it cannot read
     examples = args.examples or EXAMPLES
     passed = failed = errors = found = 0
     failures: list[str] = []
@@ -68,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
                 failed += 1
                 failures.append(render_failure(o))
     if not found:
-        return usage_error("no `# expect:` line in " + ", ".join(
-            visible(s.name) for s in sources) + " (docs/testing.md)")
+        return usage_error("no `# expect:` line in " + (", ".join(
+            visible(s.name) for s in sources) or "no .shard file") + " (docs/testing.md)")
     if failures:
         print()
         for text in failures:

@@ -125,6 +125,7 @@ class ExpectItem(pytest.Item):
         except ExpectError as exc:
             diags.error("E002", exc.message, exc.span, exc.label)
             raise ExpectationFailed(diags.render(self.found.source)) from None
+        self.user_properties.append(("shardc", outcome.how))  # exactly, or on a sample
         if not outcome.passed:
             raise ExpectationFailed(render_failure(outcome))
 
