@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 EXTENSIONS = ("shardc.cli.limits", "shardc.cli.xla", "shardc.cli.sweep", "shardc.cli.derive",
-              "shardc.cli.plan", "shardc.cli.calibrate")
+              "shardc.cli.plan", "shardc.cli.calibrate", "shardc.cli.test")
 """Modules adding subcommands: each has `add_parser(subparsers)`, which registers its commands
 with `set_defaults(run=...)`, a function taking the parsed args and returning an exit code.
 They must import cheaply (no numpy/sympy at import time)."""

@@ -15,6 +15,8 @@ DIMS = ("I", "J", "K", "L")
 
 @dataclass(frozen=True)
 class Mesh:
+    """A mesh as `meshes` draws it: axis names and sizes in order."""
+
     sizes: tuple[tuple[str, int], ...]
 
     @property
@@ -29,22 +31,43 @@ class Mesh:
         return "mesh " + ", ".join(f"{n}={s}" for n, s in self.sizes)
 
 
+def meshes(max_devices: int = 16, max_axes: int = 3,
+           sizes: tuple[int, ...] = (1, 2, 2, 3, 4)) -> st.SearchStrategy[Mesh]:
+    """A `Mesh` of 1 to `max_axes` axes named X, Y, Z, each size drawn from `sizes` (a size
+    listed twice is drawn twice as often), at most `max_devices` devices in all.
+
+    >>> from hypothesis import find
+    >>> m = find(meshes(max_devices=4), lambda m: len(m.names) == 3)
+    >>> m.names, m.devices <= 4
+    (('X', 'Y', 'Z'), True)
+    """
+    if not 1 <= max_axes <= len(AXES):
+        raise ValueError(f"max_axes must be 1 to {len(AXES)}, got {max_axes}")
+    if max_devices < 1 or not sizes or min(sizes) < 1:
+        raise ValueError("max_devices and every size must be at least 1")
+    return _meshes(max_devices, max_axes, tuple(sizes))
+
+
 @st.composite
-def meshes(draw, max_devices: int = 16) -> Mesh:
-    n = draw(st.integers(1, 3))
-    sizes = []
-    for name in AXES[:n]:
-        sizes.append((name, draw(st.sampled_from([1, 2, 2, 3, 4]))))
-    mesh = Mesh(tuple(sizes))
+def _meshes(draw, max_devices: int, max_axes: int, sizes: tuple[int, ...]) -> Mesh:
+    n = draw(st.integers(1, max_axes))
+    drawn = [(name, draw(st.sampled_from(sizes))) for name in AXES[:n]]
+    mesh = Mesh(tuple(drawn))
     if mesh.devices > max_devices:
-        return Mesh(tuple((n, min(s, 2)) for n, s in sizes))
+        drawn = [(n, min(s, 2)) for n, s in drawn]
+        # Still too many: the last axes become 1 until the mesh fits.
+        while math.prod(s for _, s in drawn) > max_devices:
+            i = max(i for i, (_, s) in enumerate(drawn) if s > 1)
+            drawn[i] = (drawn[i][0], 1)
+        return Mesh(tuple(drawn))
     return mesh
 
 
 @st.composite
 def layout_text(draw, dims: tuple[str, ...], mesh: Mesh, allow_unreduced: bool = False
                 ) -> str:
-    """`[I_XY, J]{U_Z}`: every axis shards at most one dim, in a random order."""
+    """`[I_XY, J]{U_Z}`: every axis shards at most one dim, in a random order; with
+    `allow_unreduced`, some axes may hold partial sums instead (`{U_Z}`)."""
     assign: dict[str, list[str]] = {d: [] for d in dims}
     unreduced: list[str] = []
     axes = list(mesh.names)
@@ -62,6 +85,19 @@ def layout_text(draw, dims: tuple[str, ...], mesh: Mesh, allow_unreduced: bool =
     return text
 
 
+def layouts(dims: tuple[str, ...], mesh: Mesh, unreduced: bool = False
+            ) -> st.SearchStrategy[str]:
+    """A layout of `dims` over `mesh`, as the language writes it after an array's name
+    (`[I_XY, J]`, with `unreduced` perhaps `[I, J]{U_Z}`): each mesh axis shards at most one
+    dim, several axes of one dim in either order.
+
+    >>> from hypothesis import find
+    >>> find(layouts(("I", "J"), Mesh((("X", 2), ("Y", 2)))), lambda t: "XY" in t)
+    '[I_XY, J]'
+    """
+    return layout_text(tuple(dims), mesh, allow_unreduced=unreduced)
+
+
 def dim_sizes(mesh: Mesh, scale: int) -> int:
     # Divisible by any product of distinct mesh axes: a multiple of all axis sizes' product.
     return mesh.devices * scale
@@ -69,7 +105,9 @@ def dim_sizes(mesh: Mesh, scale: int) -> int:
 
 @st.composite
 def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
-    """A program text and the sizes of any dims it leaves symbolic."""
+    """A program text and the sizes of any dims it leaves symbolic: the generator of
+    shardc's own tests (one kind of statement per program). Users: `shardc.testing.programs`
+    draws whole programs with bounds as arguments."""
     mesh = draw(meshes())
     scales = {d: draw(st.sampled_from([1, 2])) for d in DIMS}
     sizes = {d: dim_sizes(mesh, scales[d]) for d in DIMS}
