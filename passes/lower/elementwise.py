@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.syntax import Binary
+from shardc.lang.syntax import LINEAR_FUNCTIONS, Binary, Call, Expr
 from shardc.passes.cost_model import Num
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import local_elements, steps_time
@@ -82,7 +82,33 @@ def _union(a: Layout, b: Layout, unreduced: frozenset[str]) -> Layout | None:
 
 
 class ElementwiseOps(LoweringState):
-    """The lowering of `Binary` expressions."""
+    """The lowering of `Binary` expressions and unary functions."""
+
+    def elementwise(self, e: Expr, target: str, request: Layout | None = None) -> Value | None:
+        """A statement's right-hand side other than a contraction, its request weighed where
+        operands are aligned: also through the unary functions around a `Binary` (`neg(A + b)`
+        keeps the layout `A + b` takes, so moving the small `b` to the request can beat moving
+        the result, as XLA's partitioner does)."""
+        match e:
+            case Binary():
+                return self.binary(e, target, request)
+            case Call(fn=fn, args=(Binary() | Call() as inner,)):
+                return self.unary(fn, self.elementwise(inner, target, request), e.span)
+        return self.expr(e, target)
+
+    def unary(self, fn: str, a: Value | None, span) -> Value | None:
+        """`fn(a)` elementwise, in `a`'s layout; partial sums reduced first unless `fn` is
+        linear."""
+        if a is None:
+            return None
+        if a.layout.unreduced and fn not in LINEAR_FUNCTIONS:
+            a = self.reshard(a, a.layout.with_unreduced(frozenset()), span,
+                             f"{fn} is not linear: partial sums are reduced first")
+            if a is None:
+                return None
+        name = derived_name(f"{fn}({a.array})")
+        out = Value(self.fresh(name), name, a.dtype, a.layout)
+        return self.emit(Elementwise(fn, out, (a,), span))
 
     def binary(self, e: Binary, target: str, request: Layout | None = None) -> Value | None:
         lv = self.expr(e.lhs, target)
