@@ -81,6 +81,32 @@ def _union(a: Layout, b: Layout, unreduced: frozenset[str]) -> Layout | None:
     return Layout(tuple(dims), unreduced)
 
 
+def _refined(big: Layout, small: Layout, unreduced: frozenset[str]) -> Layout | None:
+    """`big`'s layout with each dim it shares with `small` sharded further by the axes `small`
+    adds after `big`'s own, up to the first axis `big` uses elsewhere (`[T_X, F]` and `[F_ZYX]`
+    give `[T_X, F_ZY]`: the small operand gathers X only, the big one slices Z and Y, as XLA's
+    partitioner does where `_union` clashes). None where nothing is added.
+
+    >>> _refined(Layout.of({"T": ("X",), "F": ()}), Layout.of({"F": ("Z", "Y", "X")}),
+    ...          frozenset()).format()
+    '[T_X, F_ZY]'
+    """
+    dims, added = [], False
+    for d in big.dims:
+        mine = d.axes
+        theirs = small.axes_of(d.dim) if d.dim in small.dim_names else ()
+        elsewhere = {a for e in big.dims if e.dim != d.dim for a in e.axes} | set(unreduced)
+        extra: list[str] = []
+        if theirs[:len(mine)] == mine:
+            for a in theirs[len(mine):]:
+                if a in elsewhere:
+                    break
+                extra.append(a)
+        added = added or bool(extra)
+        dims.append(DimSharding(d.dim, (*mine, *extra)))
+    return Layout(tuple(dims), unreduced) if added else None
+
+
 class ElementwiseOps(LoweringState):
     """The lowering of `Binary` expressions and unary functions."""
 
@@ -189,9 +215,10 @@ class ElementwiseOps(LoweringState):
             Layout(tuple(DimSharding(d.dim, small.layout.axes_of(d.dim)) if d.dim in small.dims
                          else DimSharding(d.dim, tuple(x for x in d.axes if x not in used))
                          for d in big.layout.dims), unreduced)]
-        union = _union(big.layout, small.layout, unreduced)
-        if union is not None and all(self.divisible(d.dim, d.axes) for d in union.dims):
-            layouts.append(union)
+        for union in (_union(big.layout, small.layout, unreduced),
+                      _refined(big.layout, small.layout, unreduced)):
+            if union is not None and all(self.divisible(d.dim, d.axes) for d in union.dims):
+                layouts.append(union)
         if request is not None and set(request.dim_names) == set(big.dims):
             layouts.append(Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims),
                                   unreduced))

@@ -116,20 +116,22 @@ def _extent(span: Span) -> tuple[int, int]:
 
 def _owners(program: Program, ops: list[Op], derived: set[int]) -> dict[int, list[Op]]:
     """Each op under the innermost assignment whose span holds it (index in the program); the
-    ops of the statements `backward` derives (they share its span) under -1."""
+    ops of the statements `backward` derives under -1: every op from the first that carries the
+    `backward` line's span on (they are lowered last; a derived statement reading `W[D, F]`
+    reshards W at the span of that use in the forward pass)."""
     spans = [(i, s.span) for i, s in enumerate(program.statements)
              if isinstance(s, Assign) and i not in derived]
     back = program.statements[min(derived)].span if derived else None
+    start = next((k for k, op in enumerate(ops) if back is not None and _inside(op.span, back)),
+                 len(ops))
     out: dict[int, list[Op]] = {}
-    for op in ops:
+    for k, op in enumerate(ops):
+        if k >= start:
+            out.setdefault(-1, []).append(op)
+            continue
         holders = [(i, sp) for i, sp in spans if _inside(op.span, sp)]
         if holders:
-            i = min(holders, key=lambda h: _extent(h[1]))[0]
-        elif back is not None and _inside(op.span, back):
-            i = -1
-        else:
-            continue
-        out.setdefault(i, []).append(op)
+            out.setdefault(min(holders, key=lambda h: _extent(h[1]))[0], []).append(op)
     return out
 
 
