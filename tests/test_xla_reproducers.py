@@ -120,3 +120,12 @@ def test_the_backward_pass_is_compared_with_xla_autodiff(tmp_path: Path) -> None
                                                          ("AllReduce", "dW_out")]
     assert back.ours_flops == back.xla_dot_flops > 0
     assert "dW_in[D, F]" in back.ours_out
+
+
+def test_statements_after_backward_are_not_differentiated() -> None:
+    """`backward` with a comment, then a statement that reads a parameter: the backward row sits
+    on its own line and differentiates the forward statements only."""
+    result = _check("mesh X=2\ndim I=64, J=64, K=64\nIn: bf16[I_X, J]\nparam W: bf16[J, K]\n"
+                    "Out[I_X, K] = In ·_J W\nbackward   # the gradients\nW2[J_X, K] = W\n")
+    assert [(r.line, r.verdict) for r in result.rows] == [(5, AGREE), (6, AGREE), (7, AGREE)]
+    assert [(c.op, c.array) for c in result.rows[1].ours] == [("AllReduce", "dW")]

@@ -140,20 +140,22 @@ def statements(program: Program, compiled: CompiledProgram, source: Source) -> l
     mesh = compiled.mesh_axes
     env: dict[str, Operand] = {}
     declared: dict[str, Operand] = {}
+    line = compiled.backward_line
     derived = {i for i, s in enumerate(program.statements)
-               if isinstance(s, Assign | ArrayDecl)
-               and source.line_text(s.span.line).strip() == "backward"}
+               if isinstance(s, Assign | ArrayDecl) and line is not None
+               and s.span.line == line and source.line_text(line).strip().startswith("backward")}
     owners = _owners(program, list(compiled.ops), derived)
     out: list[Statement] = []
     back_targets: list[str] = []
     back_line = 0
     seed: Operand | None = None
+    n_forward = 0
     values: dict[tuple[str, Layout], str] = {}
     for i, stmt in enumerate(program.statements):
         if isinstance(stmt, ArrayDecl):
             env[stmt.name] = Operand(stmt.name, stmt.dtype, stmt.layout.stripped(), stmt.name)
             if i in derived:
-                seed = env[stmt.name]
+                seed, n_forward = env[stmt.name], len(out)
             else:
                 declared[stmt.name] = env[stmt.name]
             continue
@@ -214,7 +216,8 @@ def statements(program: Program, compiled: CompiledProgram, source: Source) -> l
         env[stmt.target] = Operand(stmt.target, dtype, final, vid)
     if back_targets and seed is not None:
         back_ops = tuple(op for op in owners.get(-1, ()) if not isinstance(op, Input))
-        out.append(_backward(out, back_line, back_ops, back_targets, seed, declared))
+        out.insert(n_forward, _backward(out[:n_forward], back_line, back_ops, back_targets,
+                                        seed, declared))
     return out
 
 
