@@ -99,6 +99,9 @@ class Sweep:
     byte_bugs: list[str] = field(default_factory=list)
     xla_cheaper: list[str] = field(default_factory=list)
     verdicts: Counter[str] = field(default_factory=Counter)
+    backward: Counter[str] = field(default_factory=Counter)
+    """The verdicts of the backward passes (compared with XLA's autodiff)."""
+    skip_reasons: Counter[str] = field(default_factory=Counter)
 
 
 def _sweep(n: int) -> Sweep:
@@ -123,6 +126,10 @@ def _sweep(n: int) -> Sweep:
         for row in result.rows:
             out.statements += 1
             out.verdicts[row.verdict] += 1
+            if row.statement == "backward":
+                out.backward[row.verdict] += 1
+            if row.reason:
+                out.skip_reasons[row.reason.split(":")[0]] += 1
             where = f"line {row.line} of\n{text}"
             if row.byte_count_bug:
                 out.byte_bugs.append(where)
@@ -139,6 +146,9 @@ def test_random_programs_against_xla():
     assert not s.crashes, "\n\n".join(s.crashes)
     assert not s.byte_bugs, "\n\n".join(s.byte_bugs)
     assert s.verdicts["skipped"] < s.statements, s
+    # Only what JAX cannot spell is skipped (partial sums), never a size or a backward pass.
+    assert all("partial sums" in r for r in s.skip_reasons), s.skip_reasons
+    assert sum(s.backward.values()) >= 3 and not s.backward["skipped"], s.backward
     assert len(s.xla_cheaper) <= XLA_CHEAPER_IN_CI, "\n\n".join(s.xla_cheaper)
 
 
@@ -147,4 +157,6 @@ def test_a_thousand_random_programs_against_xla():
     s = _sweep(1000)
     assert not s.crashes, "\n\n".join(s.crashes)
     assert not s.byte_bugs, "\n\n".join(s.byte_bugs)
-    print(f"{s.programs} programs, {s.statements} statements: {dict(s.verdicts)}")
+    assert not s.xla_cheaper, "\n\n".join(s.xla_cheaper)
+    print(f"{s.programs} programs, {s.statements} statements: {dict(s.verdicts)}, backward "
+          f"passes: {dict(s.backward)}")

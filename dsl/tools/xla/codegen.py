@@ -192,18 +192,17 @@ def backward_source(st: Statement) -> str:
         outs = [f"g{k}_{j}" for j in range(len(f.inputs))]
         lines.append(f"    y{k}, vjp{k} = jax.vjp({function_name(f)}, {args})")
         lines.append(f"    {', '.join(outs)}, = vjp{k}({cot[f.target]}.astype(y{k}.dtype))")
-        for x, g in zip(f.inputs, outs, strict=True):
+        for x, var in zip(f.inputs, outs, strict=True):
             if x.dtype in ("int8", "int4"):
                 continue  # no gradient (float0)
             if x.name in cot:
-                lines.append(f"    {g} = {cot[x.name]} + {g}")
-            cot[x.name] = g
+                lines.append(f"    {var} = {cot[x.name]} + {var}")
+            cot[x.name] = var
     results = []
     for g in st.grads:
-        x = cot.get(g.name)
-        if x is None:
+        if g.name not in cot:
             raise CodegenError(f"XLA's autodiff gives no gradient of {g.name!r}")
-        results.append(_transpose(x, dims[g.name], g.layout.dim_names))
+        results.append(_transpose(cot[g.name], dims[g.name], g.layout.dim_names))
     lines.append(f"    return ({', '.join(results)},)")
     return "\n".join(lines) + "\n"
 
