@@ -217,6 +217,8 @@ def program_source(stmts: list[Statement], name: str = "program") -> str:
     params: list[str] = []
     x = "None"
     for st in stmts:
+        if st.is_backward:
+            continue  # the forward statements only (the backward pass: `backward_source`)
         w.st = st
         for op in st.inputs:
             if op.name not in env:
