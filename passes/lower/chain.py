@@ -61,6 +61,36 @@ def consumer_hint(out_dims: Sequence[str], consumer: Layout) -> Layout:
                         for d in out_dims))
 
 
+def request_hint(out_dims: Sequence[str], requested: Layout) -> Layout:
+    """The layout of an intermediate result with `out_dims` that shards each dim the chain's
+    result keeps as the statement requests it: slicing before a product rather than after
+    (XLA's partitioner slices the operands so; a product on the slices does a fraction of the
+    FLOPs).
+
+    >>> request_hint(("I", "N", "K"), Layout.of({"N": ("X",), "K": ("Y",), "M": ()})).format("T")
+    'T[I, N_X, K_Y]'
+    """
+    return Layout(tuple(DimSharding(d, requested.axes_of(d) if d in requested.dim_names
+                                    else ()) for d in out_dims))
+
+
+def stage_hints(out_dims: Sequence[str], consumer: Layout, requested: Layout | None
+                ) -> list[Layout]:
+    """The layouts an intermediate result of a chain is steered toward besides the plain
+    search's: the consumer's (`consumer_hint`), the request's (`request_hint`), and both
+    together where they do not clash (each mesh axis on one dim)."""
+    hints = [consumer_hint(out_dims, consumer)]
+    if requested is not None:
+        req = request_hint(out_dims, requested)
+        both = Layout(tuple(DimSharding(c.dim, c.axes or r.axes)
+                            for c, r in zip(hints[0].dims, req.dims, strict=True)))
+        hints.append(req)
+        axes = [a for d in both.dims for a in d.axes]
+        if len(axes) == len(set(axes)):
+            hints.append(both)
+    return [h for i, h in enumerate(hints) if h.sharding_axes and h not in hints[:i]]
+
+
 def plan_chain(start: Layout, steps: int, options: Callable[[int, Layout], Sequence[Option]],
                keep: int = CHAIN_STATES) -> list[JointPick] | None:
     """The picks of the chain's first `steps - 1` contractions, or None where planning each

@@ -26,7 +26,7 @@ from shardc.passes.einsum_plan import (
 )
 from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import local_elements, steps_time
-from shardc.passes.lower.chain import JointPick, Option, consumer_hint, plan_chain
+from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
 from shardc.passes.lower.explain import beat_text, case_reason
 from shardc.passes.lower.state import LoweringState, derived_name
 from shardc.passes.regions import Candidate
@@ -142,7 +142,7 @@ class Contractions(LoweringState):
                 lay.dim_names, rv.dims, s.dims)
             hints: list[Layout | None] = [None]
             if i < last:
-                hints.append(consumer_hint(out_dims, operands[i + 2].layout))
+                hints += stage_hints(out_dims, operands[i + 2].layout, requested)
             out: list[Option] = []
             seen: set[tuple[Layout, Layout | None]] = set()
             for hint in hints:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.syntax import Binary
+from shardc.lang.syntax import LINEAR_FUNCTIONS, Binary, Call, Expr
 from shardc.passes.cost_model import Num
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import local_elements, steps_time
@@ -81,8 +81,60 @@ def _union(a: Layout, b: Layout, unreduced: frozenset[str]) -> Layout | None:
     return Layout(tuple(dims), unreduced)
 
 
+def _refined(big: Layout, small: Layout, unreduced: frozenset[str]) -> Layout | None:
+    """`big`'s layout with each dim it shares with `small` sharded further by the axes `small`
+    adds after `big`'s own, up to the first axis `big` uses elsewhere (`[T_X, F]` and `[F_ZYX]`
+    give `[T_X, F_ZY]`: the small operand gathers X only, the big one slices Z and Y, as XLA's
+    partitioner does where `_union` clashes). None where nothing is added.
+
+    >>> _refined(Layout.of({"T": ("X",), "F": ()}), Layout.of({"F": ("Z", "Y", "X")}),
+    ...          frozenset()).format()
+    '[T_X, F_ZY]'
+    """
+    dims, added = [], False
+    for d in big.dims:
+        mine = d.axes
+        theirs = small.axes_of(d.dim) if d.dim in small.dim_names else ()
+        elsewhere = {a for e in big.dims if e.dim != d.dim for a in e.axes} | set(unreduced)
+        extra: list[str] = []
+        if theirs[:len(mine)] == mine:
+            for a in theirs[len(mine):]:
+                if a in elsewhere:
+                    break
+                extra.append(a)
+        added = added or bool(extra)
+        dims.append(DimSharding(d.dim, (*mine, *extra)))
+    return Layout(tuple(dims), unreduced) if added else None
+
+
 class ElementwiseOps(LoweringState):
-    """The lowering of `Binary` expressions."""
+    """The lowering of `Binary` expressions and unary functions."""
+
+    def elementwise(self, e: Expr, target: str, request: Layout | None = None) -> Value | None:
+        """A statement's right-hand side other than a contraction, its request weighed where
+        operands are aligned: also through the unary functions around a `Binary` (`neg(A + b)`
+        keeps the layout `A + b` takes, so moving the small `b` to the request can beat moving
+        the result, as XLA's partitioner does)."""
+        match e:
+            case Binary():
+                return self.binary(e, target, request)
+            case Call(fn=fn, args=(Binary() | Call() as inner,)):
+                return self.unary(fn, self.elementwise(inner, target, request), e.span)
+        return self.expr(e, target)
+
+    def unary(self, fn: str, a: Value | None, span) -> Value | None:
+        """`fn(a)` elementwise, in `a`'s layout; partial sums reduced first unless `fn` is
+        linear."""
+        if a is None:
+            return None
+        if a.layout.unreduced and fn not in LINEAR_FUNCTIONS:
+            a = self.reshard(a, a.layout.with_unreduced(frozenset()), span,
+                             f"{fn} is not linear: partial sums are reduced first")
+            if a is None:
+                return None
+        name = derived_name(f"{fn}({a.array})")
+        out = Value(self.fresh(name), name, a.dtype, a.layout)
+        return self.emit(Elementwise(fn, out, (a,), span))
 
     def binary(self, e: Binary, target: str, request: Layout | None = None) -> Value | None:
         lv = self.expr(e.lhs, target)
@@ -163,9 +215,10 @@ class ElementwiseOps(LoweringState):
             Layout(tuple(DimSharding(d.dim, small.layout.axes_of(d.dim)) if d.dim in small.dims
                          else DimSharding(d.dim, tuple(x for x in d.axes if x not in used))
                          for d in big.layout.dims), unreduced)]
-        union = _union(big.layout, small.layout, unreduced)
-        if union is not None and all(self.divisible(d.dim, d.axes) for d in union.dims):
-            layouts.append(union)
+        for union in (_union(big.layout, small.layout, unreduced),
+                      _refined(big.layout, small.layout, unreduced)):
+            if union is not None and all(self.divisible(d.dim, d.axes) for d in union.dims):
+                layouts.append(union)
         if request is not None and set(request.dim_names) == set(big.dims):
             layouts.append(Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims),
                                   unreduced))

@@ -9,7 +9,6 @@ import dataclasses
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.syntax import (
-    LINEAR_FUNCTIONS,
     ArrayDecl,
     Assign,
     Binary,
@@ -93,8 +92,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
         else:
             # An elementwise statement weighs its request when it aligns the operands (moving
             # a small operand can beat moving the result).
-            v = self.binary(stmt.expr, target, req) if isinstance(stmt.expr, Binary) \
-                else self.expr(stmt.expr, target)
+            v = self.elementwise(stmt.expr, target, req)
             if v is not None:
                 if req is not None:
                     v = self.reshard(v, req, stmt.span,
@@ -157,17 +155,7 @@ class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):
             case Binary():
                 return self.binary(e, target)
             case Call(fn=fn, args=args):
-                a = self.expr(args[0], target)
-                if a is None:
-                    return None
-                if a.layout.unreduced and fn not in LINEAR_FUNCTIONS:
-                    a = self.reshard(a, a.layout.with_unreduced(frozenset()), e.span,
-                                     f"{fn} is not linear: partial sums are reduced first")
-                    if a is None:
-                        return None
-                name = derived_name(f"{fn}({a.array})")
-                out = Value(self.fresh(name), name, a.dtype, a.layout)
-                return self.emit(Elementwise(fn, out, (a,), e.span))
+                return self.unary(fn, self.expr(args[0], target), e.span)
             case CollectiveCall():
                 return self.explicit_collective(e, target)
             case Reduce():

@@ -39,6 +39,12 @@ class StatementArrays:
     def __init__(self, st: Statement) -> None:
         self.st = st
         self.inputs = {x.name for x in st.inputs}
+        # shardc's value ids of the inputs: `C[K_X, J] = A` holds C in A's slice `A.1`. The
+        # first input holding a value names it (an input of the value's own name first).
+        self.held: dict[str, str] = {}
+        for x in st.inputs:
+            if x.vid and (x.vid not in self.held or x.vid == x.name):
+                self.held[x.vid] = x.name
         self.producers = {op.out.id: op for op in st.ops}
         self.memo: dict[str, ArrayRef] = {}
         self.names: dict[ArrayRef, list[str]] = {}
@@ -61,6 +67,8 @@ class StatementArrays:
 
     def _ref(self, v: Value) -> ArrayRef:
         op = self.producers.get(v.id)
+        if v.id in self.held:
+            return ArrayRef(frozenset({self.held[v.id]}))
         if v.id in self.inputs or op is None:
             return ArrayRef(frozenset({v.array}))
         match op:

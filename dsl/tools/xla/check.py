@@ -16,6 +16,7 @@ from shardc.driver.api import Compilation, run_pipeline
 from shardc.lang.source import Source
 from shardc.passes.context import MatmulPrecision
 from shardc.passes.cost_model import Model
+from shardc.passes.ir import gradient_name
 from shardc.passes.sizes import size_of
 from shardc.tools.xla.compare import (
     OURS_CHEAPER,
@@ -121,32 +122,6 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
                     model, notes)
 
 
-MAX_HOST_BYTES = 2 * 2**30
-"""The most a statement's arrays (inputs and result, global sizes) may take before xla-check
-refuses to hand it to XLA: XLA on fake CPU devices allocates whole arrays on the host, and past
-the machine's memory the process aborts instead of raising."""
-
-
-def host_bytes(st, sizes: Mapping[str, int]) -> int:
-    """The global bytes of a statement's inputs and result (what XLA:CPU may allocate)."""
-    from shardc.lang.syntax import DTYPES
-
-    def one(dims, dtype: str) -> int:
-        return math.ceil(math.prod(int(sizes.get(d, 1)) for d in dims) * DTYPES.get(dtype, 4))
-
-    total = sum(one(x.dims, x.dtype) for x in st.inputs)
-    return total + one(st.ours_layout.dim_names, st.dtype)
-
-
-def too_large(st, sizes: Mapping[str, int]) -> str:
-    """Why a statement is not handed to XLA because of its size ("" when it may be)."""
-    need = host_bytes(st, sizes)
-    if need <= MAX_HOST_BYTES:
-        return ""
-    return (f"its arrays take {need / 2**30:.3g} GiB, more than the {MAX_HOST_BYTES // 2**30} "
-            "GiB xla-check lets XLA allocate on the host (check it at smaller sizes with --set)")
-
-
 def devices_needed(prepared: Prepared) -> int:
     return math.prod(prepared.mesh.values()) if prepared.mesh else 1
 
@@ -168,18 +143,19 @@ def check(prepared: Prepared) -> CheckResult:
         if st.skip:
             rows.append(skipped(st, st.skip))
             continue
-        if why := too_large(st, prepared.sizes):
-            rows.append(skipped(st, why))
-            continue
         try:
             res = compile_statement(st, mesh, prepared.sizes)
         except LoweringError as exc:
             rows.append(skipped(st, str(exc)))
             continue
         summary = summarize(res.hlo, math.prod(prepared.mesh.values()) if prepared.mesh else 1)
+        ours_out = st.ours_layout.format(st.target, mesh_order)
+        if st.is_backward:  # both return the gradients pinned to their parameters' layouts
+            ours_out = ", ".join(g.layout.format(gradient_name(g.name), mesh_order)
+                                 for g in st.grads)
         rows.append(compare(st, summary, prepared.mesh, size, prepared.model, prepared.hardware,
-                            res.flops, res.bytes_accessed, res.out_spec,
-                            st.ours_layout.format(st.target, mesh_order)))
+                            res.flops, res.bytes_accessed,
+                            ours_out if st.is_backward else res.out_spec, ours_out))
     name = prepared.compilation.source.name
     return CheckResult(name, prepared, rows, jax.__version__)
 

@@ -159,7 +159,10 @@ def function_name(st: Statement) -> str:
 
 
 def statement_source(st: Statement) -> str:
-    """`def lineN_T(inputs...): ...` computing the statement, dims in shardc's order."""
+    """`def lineN_T(inputs...): ...` computing the statement, dims in shardc's order (for the
+    backward pass, `backward_source`)."""
+    if st.is_backward:
+        return backward_source(st)
     w = _Writer(st)
     params = [identifier(x.name) for x in st.inputs]
     env = {x.name: (identifier(x.name), x.dims) for x in st.inputs}
@@ -167,6 +170,41 @@ def statement_source(st: Statement) -> str:
     result = _transpose(x, dims, st.ours_layout.dim_names)
     head = f"def {function_name(st)}({', '.join(params)}):\n    # {comment(st.text)}\n"
     return head + "\n".join([*w.lines, f"    return {result}"]) + "\n"
+
+
+def backward_source(st: Statement) -> str:
+    """`def lineN_backward(arrays..., seed)`: XLA's own autodiff of the forward statements
+    (`jax.vjp` of each statement's function, the forward ones defined beside it, last first),
+    from the arrays in the layouts shardc holds them in and the seed; it returns the gradients
+    of the declared arrays, in the order of `st.grads`. Contributions to one array are summed."""
+    params = [identifier(x.name) for x in st.inputs]
+    seed = st.inputs[-1]
+    dims = {x.name: x.dims for x in st.inputs}
+    cot: dict[str, str] = {st.forward[-1].target: identifier(seed.name)}
+    lines = [f"def {function_name(st)}({', '.join(params)}):",
+             f"    # {comment('XLA differentiates each forward statement (jax.vjp), last first')}"]
+    k = 0
+    for f in reversed(st.forward):
+        if f.target not in cot:
+            continue  # does not reach the output
+        k += 1
+        args = ", ".join(identifier(x.name) for x in f.inputs)
+        outs = [f"g{k}_{j}" for j in range(len(f.inputs))]
+        lines.append(f"    y{k}, vjp{k} = jax.vjp({function_name(f)}, {args})")
+        lines.append(f"    {', '.join(outs)}, = vjp{k}({cot[f.target]}.astype(y{k}.dtype))")
+        for x, var in zip(f.inputs, outs, strict=True):
+            if x.dtype in ("int8", "int4"):
+                continue  # no gradient (float0)
+            if x.name in cot:
+                lines.append(f"    {var} = {cot[x.name]} + {var}")
+            cot[x.name] = var
+    results = []
+    for g in st.grads:
+        if g.name not in cot:
+            raise CodegenError(f"XLA's autodiff gives no gradient of {g.name!r}")
+        results.append(_transpose(cot[g.name], dims[g.name], g.layout.dim_names))
+    lines.append(f"    return ({', '.join(results)},)")
+    return "\n".join(lines) + "\n"
 
 
 def program_source(stmts: list[Statement], name: str = "program") -> str:
@@ -179,6 +217,8 @@ def program_source(stmts: list[Statement], name: str = "program") -> str:
     params: list[str] = []
     x = "None"
     for st in stmts:
+        if st.is_backward:
+            continue  # the forward statements only (the backward pass: `backward_source`)
         w.st = st
         for op in st.inputs:
             if op.name not in env:

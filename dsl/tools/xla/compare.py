@@ -118,7 +118,8 @@ def ours_comms(st: Statement, size: Callable[[str], float], model: Model,
             blocks = (float(local_elements(op.src.layout, size)),
                       float(local_elements(op.out.layout, size)))
             out.append(Comm(op.op, op.axes, op.dim, v, t, dtype=op.src.dtype,
-                            array=op.src.array, ref=arrays.ref(op.src), blocks=blocks))
+                            array=arrays.held.get(op.src.id, op.src.array),
+                            ref=arrays.ref(op.src), blocks=blocks))
     return tuple(out)
 
 
@@ -140,7 +141,7 @@ def xla_comms(summary: HloSummary, st: Statement, mesh: Mapping[str, int], model
     """XLA's collectives in shardc's terms, each costed over the devices it really uses."""
     arrays = arrays or StatementArrays(st)
     out = []
-    for c in summary.collectives:
+    for c in (part for whole in summary.collectives for part in whole.split()):
         ref = arrays.xla_ref(c.origin)
         dtype = arrays.program_dtype(c.dtype, ref)
         v = c.v_elements * DTYPES[dtype]
@@ -247,6 +248,7 @@ def explain(ours: tuple[Comm, ...], xla: tuple[Comm, ...], st: Statement, xla_ou
     if st.out_layout is None and xla_out and xla_out != ours_out:
         notes.append(f"the result's layout is free: XLA left it as {xla_out}, shardc produced "
                      f"{ours_out}")
+    notes = list(dict.fromkeys(notes))  # one note per difference, however often it occurs
     if rest_o or rest_x:
         known = False
         notes.append("XLA's partitioner follows sharding propagation, not a cost search: it "

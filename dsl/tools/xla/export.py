@@ -91,8 +91,12 @@ def main():
         trace.__enter__()
     try:
         for line, fn, target, inputs, out, text in STATEMENTS:
+            if isinstance(out, list):  # the backward pass: one layout per gradient
+                out = tuple(spec(*o) for o in out)
+            elif out is not None:
+                out = spec(*out)
             compiled = jax.jit(fn, in_shardings=tuple(spec(*s) for _, s in inputs),
-                               out_shardings=None if out is None else spec(*out))
+                               out_shardings=out)
             xs = [jax.device_put(env[name], spec(*s)) for name, s in inputs]
             env[target] = jax.block_until_ready(compiled(*xs))  # compile and warm up
             times = []
@@ -177,8 +181,11 @@ def script(prepared: Prepared, file_name: str = "prog.py") -> str:
     rows = []
     for st in stmts:
         ins = ", ".join(f"({x.name!r}, {_tuple(x.layout)})" for x in st.inputs)
-        out = ("None" if st.out_layout is None
-               else _tuple(st.out_layout.reordered(st.ours_layout.dim_names)))
+        if st.is_backward:
+            out = "[" + ", ".join(_tuple(g.layout) for g in st.grads) + "]"
+        else:
+            out = ("None" if st.out_layout is None
+                   else _tuple(st.out_layout.reordered(st.ours_layout.dim_names)))
         rows.append(f"    ({int(st.line)}, {function_name(st)}, {st.target!r}, [{ins}], {out}, "
                     f"{st.text!r}),")
     parts.append("\nSTATEMENTS = [\n" + "\n".join(rows) + "\n]\n")

@@ -124,6 +124,19 @@ class HloCollective:
             out = out.join(o)
         return out
 
+    def split(self) -> tuple[HloCollective, ...]:
+        """A combined all-reduce, all-gather or reduce-scatter (XLA's combiner passes put
+        several arrays in one collective) as one collective per array, as shardc counts them;
+        anything else (an all-to-all's tuple form is the pieces of one array) as it is."""
+        if (self.kind not in ("AllReduce", "AllGather", "ReduceScatter")
+                or len(self.operands) < 2 or len(self.shapes) != len(self.operands)
+                or len(self.origins) != len(self.operands)):
+            return (self,)
+        return tuple(HloCollective(self.kind, self.opcode, (shape,), self.groups,
+                                   self.groups_text, self.name, (operand,), (origin,))
+                     for shape, operand, origin in zip(self.shapes, self.operands, self.origins,
+                                                       strict=True))
+
     def shape_text(self) -> str:
         """`f32[8,4]`; a combined or tuple-form collective: `8 x f32[1,512,2048]`."""
         if len(set(self.shapes)) == 1 and len(self.shapes) > 1:

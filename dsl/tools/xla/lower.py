@@ -72,7 +72,8 @@ def build_function(st: Statement, mesh: Any) -> Callable[..., Any]:
     scope: dict[str, Any] = {"jax": jax, "jnp": jnp, "mesh": mesh,
                              "NamedSharding": NamedSharding, "P": PartitionSpec}
     try:
-        code = PRELUDE + "\n\n" + statement_source(st)
+        forward = [statement_source(f) for f in st.forward]  # the backward pass calls them
+        code = "\n\n".join([PRELUDE, *forward, statement_source(st)])
         exec(code, scope)  # generated-code: shardc's own text; names pass codegen.identifier
     except CodegenError as exc:
         raise LoweringError(str(exc)) from None
@@ -99,7 +100,9 @@ def compile_statement(st: Statement, mesh: Any, sizes: Mapping[str, int]) -> Xla
             for x in st.inputs]
     kwargs: dict[str, Any] = {
         "in_shardings": tuple(NamedSharding(mesh, spec(x.layout)) for x in st.inputs)}
-    if st.out_layout is not None:
+    if st.is_backward:  # the gradients, each in its requested layout
+        kwargs["out_shardings"] = tuple(NamedSharding(mesh, spec(g.layout)) for g in st.grads)
+    elif st.out_layout is not None:
         kwargs["out_shardings"] = NamedSharding(mesh, spec(st.out_layout.reordered(
             st.ours_layout.dim_names)))
     try:
@@ -113,8 +116,9 @@ def compile_statement(st: Statement, mesh: Any, sizes: Mapping[str, int]) -> Xla
     if isinstance(cost, list):  # older JAX: one dict per module
         cost = cost[0] if cost else {}
     cost = cost or {}
+    out = "" if st.is_backward else _layout_text(compiled.output_shardings, st)
     return XlaResult(compiled.as_text() or "", cost.get("flops"), cost.get("bytes accessed"),
-                     _layout_text(compiled.output_shardings, st))
+                     out)
 
 
 def _layout_text(sharding: Any, st: Statement) -> str:
