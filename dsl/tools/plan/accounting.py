@@ -74,15 +74,14 @@ def add_report(acc: dict[str, Any], r, p: Part, layout: Layout, n: float,
 
 
 def expected_step(r, roofline: float, durations: dict[int, float] | None = None) -> float:
-    """A compiled part's calibrated step (`Report.scheduled_step(expected=True)`: each op's
-    expected time, the network's calibrated bus bandwidth, weight gathers exposed where
-    nothing hides them); the roofline step `roofline` on a chip without a calibration.
-    `durations`: the expected durations to schedule instead of the report's own."""
+    """A compiled part's calibrated step (`Report.expected_schedule`: each op's expected
+    time, the network's calibrated bus bandwidth, overlap that can fail); the roofline step
+    `roofline` on a chip without a calibration. `durations`: the expected durations to
+    schedule instead of the report's own."""
     if not r.calibrated:
         return roofline
-    if durations is None:
-        return r.scheduled_step(expected=True) or roofline
-    return schedule(r.program, durations, axis_sizes=r.mesh_sizes(), weights=False)
+    out = r.expected_schedule(durations)
+    return roofline if out is None else max(out[0], roofline)
 
 
 def zero_state(memory: dict[str, float], layout: Layout, options: Options) -> None:
