@@ -48,10 +48,11 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "call": ("launch_s", "dispatch_s"),
     "provenance": ("kind", "command", "date", "software", "device", "source", "fit"),
 }
-_NETWORK_KEYS = ("efficiency", "half_bytes", "latency_s", "source", "note")
+_NETWORK_KEYS = ("efficiency", "half_bytes", "half_ranks", "latency_s", "source", "note")
 NETWORK_LEVELS = LEVELS
 """The levels a `[network.<level>]` table may name."""
 MAX_HALF_BYTES = 1e15
+MAX_HALF_RANKS = 2**32
 """The largest half-bandwidth message size a calibration may give (1 PB: past any buffer)."""
 _ROW_KEYS = ("case", "kind", "dtype", "precision", "flops", "bytes", "median_s", "min_s",
              "p90_s", "fitted_s", "role", "note")
@@ -92,6 +93,10 @@ class NetworkFit:
     source: str
     latency_s: float | None = None
     note: str = ""
+    half_ranks: float | None = None
+    """The group size the half size was measured at: a ring of more ranks takes more steps,
+    each with its latency, so above it the half size grows with the group (None: it does
+    not)."""
 
     def bus_efficiency(self, n: float) -> float:
         """The fraction of peak bus bandwidth reached with `n` bytes per rank.
@@ -230,9 +235,18 @@ def _network(value: Any, where: _Locator) -> tuple[NetworkFit, ...]:
             raise where.fail("half_bytes", name, f"field [{name}].half_bytes must be from 0 to "
                              f"{MAX_HALF_BYTES:g} bytes, got {table['half_bytes']!r}")
         latency = _floor(sub, name, "latency_s", where) if "latency_s" in table else None
+        ranks = None
+        if "half_ranks" in table:
+            ranks = _number(table["half_ranks"], f"[{name}].half_ranks", "half_ranks", name,
+                            where)
+            if not 2 <= ranks <= MAX_HALF_RANKS or not float(ranks).is_integer():
+                raise where.fail("half_ranks", name, f"field [{name}].half_ranks must be a "
+                                 f"whole number from 2 to {MAX_HALF_RANKS:g}, got "
+                                 f"{table['half_ranks']!r}")
         source = _text(sub, name, "source", where)
         note = _text(sub, name, "note", where) if "note" in table else ""
-        fits[level] = NetworkFit(level, eta, half, source, latency, note)
+        fits[level] = NetworkFit(level, eta, half, source, latency, note,
+                                 None if ranks is None else float(ranks))
     return tuple(fits[lv] for lv in NETWORK_LEVELS if lv in fits)
 
 
@@ -386,6 +400,8 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
     for f in c.network:
         out += ["", f"[network.{f.level}]", f"efficiency = {_num(f.efficiency)}   # eta_{f.level}",
                 f"half_bytes = {_num(f.half_bytes)}   # n_half_{f.level}"]
+        if f.half_ranks is not None:
+            out.append(f"half_ranks = {_num(f.half_ranks)}   # ranks_{f.level}")
         if f.latency_s is not None:
             out.append(f"latency_s = {_num(f.latency_s)}   # alpha_{f.level}, per step")
         out.append(f"source = {_toml_string(f.source)}")

@@ -48,6 +48,10 @@ HOSTILE = {
     "empty source": (_net('source = "a published nccl-tests table"', 'source = ""'), ":15:",
                      "non-empty"),
     "unknown key": (_net("half_bytes", "halfbytes"), ":14:", "did you mean 'half_bytes'"),
+    "ranks one": (NET + "half_ranks = 1\n", ":16:", "half_ranks"),
+    "ranks fraction": (NET + "half_ranks = 2.5\n", ":16:", "whole number"),
+    "ranks string": (NET + 'half_ranks = "16"\n', ":16:", "number"),
+    "ranks huge": (NET + "half_ranks = 1e300\n", ":16:", "half_ranks"),
     "not a table": ("network = 3\n" + GOOD, ":1:", "[network] must be a table"),
     "level not a table": (GOOD + "[network]\nib = 3\n", "", "[network.ib] must be a table"),
 }
@@ -80,6 +84,29 @@ def test_a_network_table_reads_back_equal():
     assert c.network == (NetworkFit("ib", 0.75, 8e6, "a published nccl-tests table", 2e-6,
                                     "fitted"),)
     assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
+
+
+def test_a_network_table_with_its_group_size_reads_back_equal():
+    c = read_calibration_toml(NET + "half_ranks = 16\n", "c.toml", "h200")
+    assert c.network[0].half_ranks == 16.0
+    assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
+
+
+def test_a_ring_beyond_the_fitted_group_pays_each_extra_steps_latency():
+    """NCCL issue 1411's curve was measured on 16 ranks (busbw / algbw = 2 x 15/16): up to 16
+    ranks the InfiniBand half size is the fitted 8.05 MB; a ring of N > 16 ranks takes N - 1
+    steps, so its half size is 8.05 MB x N / 16 (the alpha-beta ring: Thakur, Rabenseifner and
+    Gropp 2005, "Optimization of Collective Communication Operations in MPICH")."""
+    fit = hardware.load("h100").calibration.network_fit("ib")
+    assert fit.half_ranks == 16
+    ratio = {}
+    for n in (16, 64, 256):
+        text = allgather(n, (1 << 26) * n // 16)
+        shipped = shardc.compile(text, model="exact")
+        flat = shardc.compile(text, model="exact", set={"ranks_ib": 1 << 20})  # never grows
+        ratio[n] = r_exp(shipped) / r_exp(flat)
+    assert ratio[16] == pytest.approx(1.0, rel=1e-12)
+    assert ratio[256] > ratio[64] > 1.0
 
 
 @pytest.mark.parametrize("name", ["a100", "h100", "h200"])
