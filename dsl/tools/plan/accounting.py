@@ -165,7 +165,7 @@ def figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int,
             # device runs (recomputation, replicated work and elementwise ops included).
             "mfu": acc["model_flops"] / (chips * peak * step) if step else None,
             # the calibrated step (T_expected's figures, exposed communication) beside the
-            # roofline's; ranking stays on the roofline (docs/plan.md)
+            # roofline's; plan ranks by the calibrated step (docs/plan.md)
             "t_step_expected_s": max(acc["t_step_expected_s"], step),
             "mfu_expected": (acc["model_flops"] / (chips * peak * max(acc["t_step_expected_s"],
                                                                        step))

@@ -117,8 +117,9 @@ def plan_text(p) -> str:
                          .rstrip())
     lines.append("  MFU: model FLOPs (each einsum of the step once, no recomputation or replicated "
                  "work) / (chips x peak x t_step); HFU: every FLOP a chip runs / (peak x t_step)")
-    lines.append("  expected: the calibrated step (the chip's calibration, collectives at their "
-                 "measured bus bandwidth, exposed communication); t_step on a chip without one")
+    lines.append("  expected: the calibrated step, by which the candidates are ranked (the chip's "
+                 "calibration, collectives at their measured bus bandwidth, overlap that can "
+                 "fail); t_step on a chip without one")
     lines.append("")
     lines += explain(p)
     book = book_figures(p)
