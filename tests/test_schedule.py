@@ -102,7 +102,7 @@ def test_the_prefetch_buffer_holds_five_times_ten_to_the_seven_elements():
 def test_compute_beside_a_collective_runs_slower_by_the_published_fraction():
     """The calibrated step adds CONTENTION (18.9%) of the communication compute hides; the
     roofline's schedule adds nothing."""
-    from shardc.passes.schedule import CONTENTION, exposed_parts, expected_schedule, timeline
+    from shardc.passes.schedule import CONTENTION, expected_schedule, exposed_parts, timeline
 
     r = shardc.compile(FSDP_TRAIN)
     d = r.step_durations(expected=True)
