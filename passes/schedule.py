@@ -22,7 +22,15 @@ import math
 from collections.abc import Callable, Mapping
 
 from shardc.passes.graph import build_graph, distinct_inputs, ops_in_order, producers
-from shardc.passes.ir import Collective, CompiledProgram, Einsum, Input, LocalSlice, gradient_name
+from shardc.passes.ir import (
+    Collective,
+    CompiledProgram,
+    Einsum,
+    Elementwise,
+    Input,
+    LocalSlice,
+    gradient_name,
+)
 
 CONTENTION = 0.189
 """The calibrated schedule's slowdown of compute that runs beside a collective: the average
@@ -86,11 +94,27 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
                         and (n := group(src)) is not None:
                     feeds.setdefault(i, {})[v.id] = (j, n)
         elif isinstance(op, Collective) and op.op == "ReduceScatter" and not op.send:
-            j = producer.get(op.src.id)
-            if j is not None and isinstance(program.ops[j], Einsum) \
-                    and (n := group(op)) is not None:
+            j = _last_product(program, producer, op.src.id)
+            if j is not None and (n := group(op)) is not None:
                 drains[i] = (j, n)
     return feeds, drains
+
+
+def _last_product(program: CompiledProgram, producer: Mapping[str, int], value: str
+                  ) -> int | None:
+    """The einsum a ReduceScatter's source comes from: its producer, or, for a sum of partial
+    terms (a gradient's contributions added before their one reduction), the last einsum among
+    the terms, which the reduction can drain block by block as it would that einsum's."""
+    j = producer.get(value)
+    while j is not None:
+        op = program.ops[j]
+        if isinstance(op, Einsum):
+            return j
+        if not (isinstance(op, Elementwise) and op.fn == "+"):
+            return None
+        made = [k for k in (producer.get(a.id) for a in op.args) if k is not None]
+        j = max(made, default=None)
+    return None
 
 
 def schedule(program: CompiledProgram, durations: dict[int, float],

@@ -128,3 +128,19 @@ def test_the_calibrated_step_exposes_tensor_parallel_collectives():
         if c.kind == "collective":
             assert parts[c.index] == pytest.approx(d[c.index])
     assert r.scheduled_step(expected=True) == pytest.approx(sum(d.values()))
+
+
+def test_a_reduction_of_summed_gradient_terms_drains_the_last_terms_matmul():
+    """Two branches read the layer input: the backward pass adds their partial input-gradient
+    terms and ReduceScatters the sum once; the roofline's schedule decomposes that
+    ReduceScatter with the last term's matmul, as it would one matmul's."""
+    text = ("mesh Y=4\ndim B=64, D=64, F=64\nIn: bf16[B, D_Y]\nparam W1: bf16[D, F_Y]\n"
+            "param W2: bf16[D, F_Y]\nH1[B, F_Y] = In[B, D] ·_D W1\nH2[B, F_Y] = In[B, D] ·_D W2\n"
+            "O[B, F_Y] = H1 * H2\nbackward\n")
+    r = shardc.compile(text)
+    ops = r.program.ops
+    (rs,) = [i for i, op in enumerate(ops) if getattr(op, "op", "") == "ReduceScatter"]
+    terms = [i for i, op in enumerate(ops) if type(op).__name__ == "Einsum"
+             and op.out.id.startswith("dIn_")]
+    _, drains = collective_matmuls(r.program, {"Y": 4})
+    assert drains == {rs: (max(terms), 4.0)}
