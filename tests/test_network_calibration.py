@@ -251,6 +251,11 @@ def test_plan_json_gives_the_calibrated_step_beside_the_roofline(layout, capsys)
     assert c["evaluated"], c["reason"]
     assert c["t_step_expected_s"] > c["t_step_s"] > 0
     assert c["mfu_expected"] == pytest.approx(c["mfu"] * c["t_step_s"] / c["t_step_expected_s"])
+    # the communication the calibrated step leaves exposed, by role: some, never more than
+    # the step itself
+    exposed = c["t_exposed_by_role_s"]
+    assert exposed and set(exposed) <= set(c["t_comms_by_role_s"])
+    assert 0 < sum(exposed.values()) < c["t_step_expected_s"]
 
 
 def test_plan_on_a_chip_without_calibration_expects_the_roofline(capsys):

@@ -144,3 +144,22 @@ def test_a_reduction_of_summed_gradient_terms_drains_the_last_terms_matmul():
              and op.out.id.startswith("dIn_")]
     _, drains = collective_matmuls(r.program, {"Y": 4})
     assert drains == {rs: (max(terms), 4.0)}
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(programs())
+def test_the_calibrated_step_is_never_faster_than_the_roofline_schedule(case):
+    """For random training steps on a calibrated GPU: each op's expected time is at least its
+    roofline time, and the calibrated schedule only takes overlap away (no collective matmuls,
+    a bounded prefetch) and adds the slowdown beside collectives, so its step is at least the
+    roofline schedule's; each exposed part is within its collective's time."""
+    text, _ = case
+    assume("backward" in text)
+    r = shardc.compile(text.replace("\nbackward", "\nhardware h100\nbackward"))
+    roofline, calibrated = r.scheduled_step(), r.scheduled_step(expected=True)
+    assert roofline is not None and calibrated is not None
+    assert calibrated >= roofline * (1 - 1e-9)
+    d = r.step_durations(expected=True)
+    for i, part in (r.exposed(expected=True) or {}).items():
+        assert -1e-15 <= part <= d[i] * (1 + 1e-9) + 1e-15

@@ -14,9 +14,10 @@ from shardc.tools.models import ModelCard
 from shardc.tools.models import load as load_card
 from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.accounting import (
+    add_exposed,
     add_report,
     compile_parts,
-    expected_step,
+    expected_parts,
     figures,
     new_totals,
     schedule_revised,
@@ -225,7 +226,9 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
-        acc["t_step_expected_s"] += expected_step(r, t) * n
+        t_e, exposed = expected_parts(r, t)
+        acc["t_step_expected_s"] += t_e * n
+        add_exposed(acc, r, exposed, layout, n)
         acc["t_step_overlap_revised_s"] += schedule_revised(r, durations, layout) * n
         add_report(acc, r, p, layout, n)
     zero_state(acc["memory"], layout, options)

@@ -26,7 +26,8 @@ def candidate_dict(c) -> dict:
            "memory_per_device_bytes": f.get("memory_per_device_bytes"),
            "fits": f.get("fits") if c.evaluated else None}
     for key in ("t_step_overlap_revised_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
-                "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
+                "t_comms_by_level_s", "t_comms_by_role_s", "t_exposed_by_role_s", "memory",
+                "parts", "chips",
                 "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "mfu_expected",
                 "hfu", "pipeline"):
         if key in f:
