@@ -13,6 +13,11 @@ fill communication overlaps arithmetic). Over a group of n devices the matmul st
 block a device holds while the other n - 1 arrive: it ends no sooner than its own time after it
 starts, nor sooner than 1/n of it after the last block arrives; a ReduceScatter starts after
 the first 1/n of its matmul and ends no sooner than 1/n of its own time after the matmul.
+
+That is the roofline's schedule. The calibrated step (`expected_schedule`) runs the same list
+schedule over each op's expected time with overlap that can fail: no collective matmuls, a
+prefetch bounded by its buffer (`PREFETCH_ELEMENTS`) and by free HBM, and compute slowed beside
+the collectives it hides (`CONTENTION`).
 """
 
 from __future__ import annotations
