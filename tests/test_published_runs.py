@@ -109,3 +109,24 @@ def test_pipelined_series_scale_strictly_as_measured(rows):
                 predicted = [getattr(r, key) for r in by_measured]
                 assert predicted == sorted(predicted, reverse=True), key
                 assert len(set(predicted)) == len(predicted), key
+
+
+@pytest.mark.parametrize("chips", [768, 1536])
+def test_the_default_search_ranks_ptdp_above_zero3_for_gpt3(chips):
+    """`shardc plan --card gpt3-175b --hw a100 --chips N --batch 3145728 --remat block`, with
+    nothing else: the pick is a pipelined layout, and pure FSDP (ZeRO-3) ranks below the
+    published PTD-P layout's calibrated step (Narayanan et al. 2021, Table 2: PTD-P 1.7x and
+    3.2x ZeRO-3's throughput on 768 and 1,536 A100)."""
+    from shardc import hardware
+    from shardc.cli.plan import _layout_flag
+    from shardc.tools.plan import Options, plan
+
+    chip = hardware.load("a100")
+    options = Options(remat="block")
+    p = plan("gpt3-175b", chip, chips, 3145728, options=options)
+    assert p.best is not None and p.best.pipeline is not None
+    (published,) = plan("gpt3-175b", chip, chips, 3145728, options=options,
+                        only=_layout_flag("pp-dp-tp: PP=12, Y=8", chip, chips)).candidates
+    zero3 = next(c for c in p.ranked() if c.strategy == "fsdp" and c.fits)
+    assert published.t_expected < zero3.t_expected
+    assert p.ranked().index(zero3) > p.ranked().index(p.best)
