@@ -52,6 +52,15 @@ HOSTILE = {
     "ranks fraction": (NET + "half_ranks = 2.5\n", ":16:", "whole number"),
     "ranks string": (NET + 'half_ranks = "16"\n', ":16:", "number"),
     "ranks huge": (NET + "half_ranks = 1e300\n", ":16:", "half_ranks"),
+    "overlap no source": (GOOD + "[overlap]\ncontention = 0.1\n", "", "[overlap].source"),
+    "overlap contention above one": (GOOD + '[overlap]\ncontention = 1.5\nsource = "s"\n', "",
+                                     "from 0 to 1"),
+    "overlap prefetch negative": (GOOD + '[overlap]\nprefetch_elements = -1\nsource = "s"\n',
+                                  "", "prefetch_elements"),
+    "overlap prefetch string": (GOOD + '[overlap]\nprefetch_elements = "5e7"\nsource = "s"\n',
+                                "", "number"),
+    "overlap unknown key": (GOOD + '[overlap]\nprefetch = 1\nsource = "s"\n', "",
+                            "did you mean 'prefetch_elements'"),
     "not a table": ("network = 3\n" + GOOD, ":1:", "[network] must be a table"),
     "level not a table": (GOOD + "[network]\nib = 3\n", "", "[network.ib] must be a table"),
 }
@@ -84,6 +93,29 @@ def test_a_network_table_reads_back_equal():
     assert c.network == (NetworkFit("ib", 0.75, 8e6, "a published nccl-tests table", 2e-6,
                                     "fitted"),)
     assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
+
+
+def test_an_overlap_table_reads_back_and_sets_the_calibrated_schedule(tmp_path):
+    """A calibration's `[overlap]` replaces the default prefetch buffer (DeepSpeed's 5e7
+    elements) and slowdown (18.9%): PyTorch FSDP, which prefetches a whole wrapped unit, is a
+    larger buffer; no slowdown is contention = 0."""
+    from shardc.hardware.calibration import OverlapFit
+
+    text = NET + '[overlap]\nprefetch_elements = 1e12\ncontention = 0\nsource = "mine"\n'
+    c = read_calibration_toml(text, "c.toml", "h200")
+    assert c.overlap == OverlapFit("mine", 1e12, 0.0)
+    assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
+    fsdp = FSDP.read_text().replace("hardware tpu-v5p", "hardware h200")
+    shipped = shardc.compile(fsdp, hw="h200")
+    path = tmp_path / "mine.toml"
+    path.write_text(calibration_toml(
+        read_calibration_toml(Path(hardware.load("h200").calibration.path).read_text()
+                              + '\n[overlap]\nprefetch_elements = 1e12\ncontention = 0\n'
+                              'source = "mine"\n', str(path), "h200")))
+    mine = shardc.compile(fsdp, hw=hardware.load_calibration(str(path), hardware.load("h200")))
+    assert mine.scheduled_step(expected=True) < shipped.scheduled_step(expected=True)
+    d = mine.step_durations(expected=True)
+    assert mine.prefetch_ahead(d) == pytest.approx({i: d[i] for i in mine.prefetch_ahead(d)})
 
 
 def test_a_network_table_with_its_group_size_reads_back_equal():
