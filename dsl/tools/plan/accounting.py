@@ -9,7 +9,7 @@ from typing import Any
 
 from shardc.hardware import Chip
 from shardc.hardware.levels import LEVELS
-from shardc.passes.schedule import exposed, schedule
+from shardc.passes.schedule import exposed, exposed_parts, schedule
 from shardc.tools.models import ModelCard
 from shardc.tools.models.programs import Part, parts
 from shardc.tools.models.sharding import Layout, ShardingError
@@ -81,11 +81,15 @@ def expected_step(r, roofline: float, durations: dict[int, float] | None = None)
     return expected_parts(r, roofline, durations)[0]
 
 
-def expected_parts(r, roofline: float, durations: dict[int, float] | None = None
+def expected_parts(r, roofline: float, durations: dict[int, float] | None = None,
+                   spans: dict[int, tuple[float, float, str]] | None = None
                    ) -> tuple[float, dict[int, float]]:
     """`expected_step` and each collective's exposed part in that schedule, by op index (in
-    the roofline's schedule on a chip without a calibration)."""
+    the roofline's schedule on a chip without a calibration: from its `spans` where the
+    caller has them, so it is not scheduled twice)."""
     if not r.calibrated:
+        if spans is not None:
+            return roofline, exposed_parts(spans)
         if durations is None:
             return roofline, r.exposed() or {}
         return roofline, exposed(r.program, durations, axis_sizes=r.mesh_sizes())

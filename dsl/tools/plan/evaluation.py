@@ -9,7 +9,7 @@ from typing import Any
 
 from shardc.hardware import Chip
 from shardc.hardware import load as load_chip
-from shardc.passes.schedule import schedule
+from shardc.passes.schedule import timeline
 from shardc.tools.models import ModelCard
 from shardc.tools.models import load as load_card
 from shardc.tools.models.sharding import Layout, ShardingError
@@ -221,12 +221,12 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         return None, compiled
     acc = new_totals()
     for p, r, durations in compiled:
-        t = schedule(r.program, durations, axis_sizes=r.mesh_sizes(),
-                     busy_after=r.busy_after())
+        t, spans = timeline(r.program, durations, axis_sizes=r.mesh_sizes(),
+                            busy_after=r.busy_after())
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
-        t_e, exposed = expected_parts(r, t)
+        t_e, exposed = expected_parts(r, t, spans=spans)
         acc["t_step_expected_s"] += t_e * n
         add_exposed(acc, r, exposed, layout, n)
         acc["t_step_overlap_revised_s"] += schedule_revised(r, durations, layout) * n
