@@ -1,11 +1,13 @@
 """Published training runs against `shardc plan --layout`: each run of
-benchmarks/published_runs.toml evaluated in its published configuration, with the measured and
-predicted model FLOPs utilization and their ratio (docs/validation.md, "Published training runs").
+benchmarks/published_runs.toml evaluated in its published configuration on the default topology
+and the chip's shipped calibration, with the measured MFU and step and shardc's roofline and
+calibrated ones (docs/validation.md, "Published training runs").
 
     python -m benchmarks.published_runs            # the Markdown table of docs/validation.md
     python -m benchmarks.published_runs --json     # the rows as JSON
 
-The ratio predicted / measured MFU is also the ratio of throughputs (the same chips and tokens).
+The ratio predicted / measured MFU is also the ratio of throughputs (the same chips and tokens);
+the measured step is the roofline step x its MFU / the measured MFU (the same model FLOPs).
 """
 
 from __future__ import annotations
@@ -31,10 +33,27 @@ class Row:
     t_step_s: float | None
     fits: bool | None
     reason: str | None
+    expected_mfu: float | None = None
+    t_step_expected_s: float | None = None
 
     @property
     def ratio(self) -> float | None:
+        """The roofline's MFU over the measured (at least 1: the roofline is a bound)."""
         return None if self.predicted_mfu is None else self.predicted_mfu / self.measured_mfu
+
+    @property
+    def measured_step_s(self) -> float | None:
+        """The measured step: the roofline step x its MFU / the measured MFU."""
+        if self.t_step_s is None or self.predicted_mfu is None:
+            return None
+        return self.t_step_s * self.predicted_mfu / self.measured_mfu
+
+    @property
+    def expected_ratio(self) -> float | None:
+        """The calibrated step over the measured step (1 is exact)."""
+        m = self.measured_step_s
+        return None if m is None or self.t_step_expected_s is None else \
+            self.t_step_expected_s / m
 
 
 def runs() -> list[dict]:
@@ -70,18 +89,29 @@ def evaluate(run: dict) -> Row:
     f = c.figures
     return Row(run["set"], run["label"], run["source"], command, measured,
                f.get("mfu") if c.evaluated else None, f.get("t_step_s"),
-               f.get("fits") if c.evaluated else None, c.reason)
+               f.get("fits") if c.evaluated else None, c.reason,
+               f.get("mfu_expected") if c.evaluated else None, f.get("t_step_expected_s"))
 
 
 def table(rows: list[Row]) -> str:
-    out = ["| set | run | measured MFU | shardc MFU | ratio | fits | command |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| set | run | measured MFU | roofline MFU | calibrated MFU | measured step | "
+           "roofline step | calibrated step | calibrated / measured | fits | command |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1%}"
+
+    def sec(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f} s"
+
     for r in rows:
-        pred = "-" if r.predicted_mfu is None else f"{r.predicted_mfu:.1%}"
-        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
+        er = r.expected_ratio
+        ratio = "-" if er is None else f"{er:.2f}" + (" (within 15%)" if abs(er - 1) <= 0.15
+                                                     else "")
         fits = {True: "yes", False: "no", None: "-"}[r.fits]
-        out.append(f"| {r.set} | {r.label} | {r.measured_mfu:.1%} | {pred} | {ratio} | {fits} "
-                   f"| `{r.command}` |")
+        out.append(f"| {r.set} | {r.label} | {r.measured_mfu:.1%} | {pct(r.predicted_mfu)} | "
+                   f"{pct(r.expected_mfu)} | {sec(r.measured_step_s)} | {sec(r.t_step_s)} | "
+                   f"{sec(r.t_step_expected_s)} | {ratio} | {fits} | `{r.command}` |")
     return "\n".join(out) + "\n"
 
 
@@ -91,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = [evaluate(r) for r in runs()]
     if args.json:
-        json.dump([{**r.__dict__, "ratio": r.ratio} for r in rows], sys.stdout, indent=2)
+        json.dump([{**r.__dict__, "ratio": r.ratio, "measured_step_s": r.measured_step_s,
+                    "expected_ratio": r.expected_ratio} for r in rows], sys.stdout, indent=2)
         print()
     else:
         sys.stdout.write(table(rows))

@@ -47,12 +47,15 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "hbm": ("efficiency",),
     "call": ("launch_s", "dispatch_s"),
     "provenance": ("kind", "command", "date", "software", "device", "source", "fit"),
+    "overlap": ("prefetch_elements", "contention", "source"),
 }
-_NETWORK_KEYS = ("efficiency", "half_bytes", "latency_s", "source", "note")
+_NETWORK_KEYS = ("efficiency", "half_bytes", "half_ranks", "latency_s", "source", "note")
 NETWORK_LEVELS = LEVELS
 """The levels a `[network.<level>]` table may name."""
 MAX_HALF_BYTES = 1e15
 """The largest half-bandwidth message size a calibration may give (1 PB: past any buffer)."""
+MAX_HALF_RANKS = 2**32
+"""The largest group a half size may be measured at (the device count's limit)."""
 _ROW_KEYS = ("case", "kind", "dtype", "precision", "flops", "bytes", "median_s", "min_s",
              "p90_s", "fitted_s", "role", "note")
 PRECISIONS = ("default", "high", "highest")
@@ -92,6 +95,10 @@ class NetworkFit:
     source: str
     latency_s: float | None = None
     note: str = ""
+    half_ranks: float | None = None
+    """The group size the half size was measured at: a ring of more ranks takes more steps,
+    each with its latency, so above it the half size grows with the group (None: it does
+    not)."""
 
     def bus_efficiency(self, n: float) -> float:
         """The fraction of peak bus bandwidth reached with `n` bytes per rank.
@@ -100,6 +107,18 @@ class NetworkFit:
         0.4
         """
         return self.efficiency * n / (n + self.half_bytes) if n > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class OverlapFit:
+    """The calibrated step's overlap figures where a file gives its own (docs/cost-model.md,
+    "Overlap in the calibrated step"): how many parameter elements a weight's gather may run
+    ahead of its use, and how much slower compute runs beside a collective; None keeps the
+    default (`passes.schedule.PREFETCH_ELEMENTS`, `CONTENTION`)."""
+
+    source: str
+    prefetch_elements: float | None = None
+    contention: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +143,9 @@ class Calibration:
     network: tuple[NetworkFit, ...] = ()
     """Calibrated network levels, in `NETWORK_LEVELS` order; a level not here keeps the
     roofline's peak bandwidth and latency in the expected time."""
+
+    overlap: OverlapFit | None = None
+    """The overlap figures of the calibrated step, where the file gives them."""
 
     def network_fit(self, level: str) -> NetworkFit | None:
         return next((f for f in self.network if f.level == level), None)
@@ -197,8 +219,31 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
     rows = _rows(doc.get("rows", []), where)
     note = _text(doc, "", "note", where) if "note" in doc else ""
     network = _network(doc.get("network", {}), where)
+    overlap = _overlap(doc, where) if "overlap" in doc else None
     return Calibration(name, eta_mxu, eta_hbm, launch, dispatch, kind, provenance, rows, note,
-                       path, network)
+                       path, network, overlap)
+
+
+def _overlap(doc: dict, where: _Locator) -> OverlapFit:
+    """The `[overlap]` table: a prefetch buffer from 0 to 1e15 elements, a slowdown from 0 to
+    1, each optional, and the source of the figures."""
+    table = doc["overlap"]
+    source = _text(doc, "overlap", "source", where)
+    elements = contention = None
+    if "prefetch_elements" in table:
+        elements = _number(table["prefetch_elements"], "[overlap].prefetch_elements",
+                           "prefetch_elements", "overlap", where)
+        if not 0 <= elements <= MAX_HALF_BYTES:
+            raise where.fail("prefetch_elements", "overlap", "field [overlap].prefetch_elements "
+                             f"must be from 0 to {MAX_HALF_BYTES:g}, got "
+                             f"{table['prefetch_elements']!r}")
+    if "contention" in table:
+        contention = _number(table["contention"], "[overlap].contention", "contention",
+                             "overlap", where)
+        if not 0 <= contention <= 1:
+            raise where.fail("contention", "overlap", "field [overlap].contention must be "
+                             f"from 0 to 1, got {table['contention']!r}")
+    return OverlapFit(source, elements, contention)
 
 
 def _network(value: Any, where: _Locator) -> tuple[NetworkFit, ...]:
@@ -230,9 +275,18 @@ def _network(value: Any, where: _Locator) -> tuple[NetworkFit, ...]:
             raise where.fail("half_bytes", name, f"field [{name}].half_bytes must be from 0 to "
                              f"{MAX_HALF_BYTES:g} bytes, got {table['half_bytes']!r}")
         latency = _floor(sub, name, "latency_s", where) if "latency_s" in table else None
+        ranks = None
+        if "half_ranks" in table:
+            ranks = _number(table["half_ranks"], f"[{name}].half_ranks", "half_ranks", name,
+                            where)
+            if not 2 <= ranks <= MAX_HALF_RANKS or not float(ranks).is_integer():
+                raise where.fail("half_ranks", name, f"field [{name}].half_ranks must be a "
+                                 f"whole number from 2 to {MAX_HALF_RANKS:g}, got "
+                                 f"{table['half_ranks']!r}")
         source = _text(sub, name, "source", where)
         note = _text(sub, name, "note", where) if "note" in table else ""
-        fits[level] = NetworkFit(level, eta, half, source, latency, note)
+        fits[level] = NetworkFit(level, eta, half, source, latency, note,
+                                 None if ranks is None else float(ranks))
     return tuple(fits[lv] for lv in NETWORK_LEVELS if lv in fits)
 
 
@@ -386,11 +440,21 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
     for f in c.network:
         out += ["", f"[network.{f.level}]", f"efficiency = {_num(f.efficiency)}   # eta_{f.level}",
                 f"half_bytes = {_num(f.half_bytes)}   # n_half_{f.level}"]
+        if f.half_ranks is not None:
+            out.append(f"half_ranks = {_num(f.half_ranks)}   # ranks_{f.level}")
         if f.latency_s is not None:
             out.append(f"latency_s = {_num(f.latency_s)}   # alpha_{f.level}, per step")
         out.append(f"source = {_toml_string(f.source)}")
         if f.note:
             out.append(f"note = {_toml_string(f.note)}")
+    if c.overlap is not None:
+        o = c.overlap
+        out += ["", "[overlap]"]
+        if o.prefetch_elements is not None:
+            out.append(f"prefetch_elements = {_num(o.prefetch_elements)}")
+        if o.contention is not None:
+            out.append(f"contention = {_num(o.contention)}")
+        out.append(f"source = {_toml_string(o.source)}")
     for r in c.rows:
         out += ["", "[[rows]]", f"case = {_toml_string(r.case)}",
                 f"kind = {_toml_string(r.kind)}", f"dtype = {_toml_string(r.dtype)}",

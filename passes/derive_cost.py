@@ -199,6 +199,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
     network |= frozenset(f"alpha:{f.level}" for f in cal.network
                          if f.latency_s is not None) if cal is not None else frozenset()
+    network |= frozenset(f"ranks:{f.level}" for f in cal.network
+                         if f.half_ranks is not None) if cal is not None else frozenset()
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo: dict[tuple, OpCost | None] = {}
@@ -355,7 +357,9 @@ def expected_collective(c: OpCost, syms: HardwareSymbols, network: frozenset[str
     """A collective's expected time (docs/cost-model.md, "Calibrated collectives"): each level's
     roofline time with its peak bandwidth W_<level> replaced by the achievable bus bandwidth
     W_<level> * eta_<level> * n / (n + n_half_<level>), n the bytes per rank (the op's V, the
-    size nccl-tests reports), and, where the calibration gives one (`alpha:<level>` in
+    size nccl-tests reports), the half size scaled by the group over the group it was
+    measured at where that is larger (`ranks:<level>`: a ring of N ranks takes N - 1 steps,
+    each paying its latency), and, where the calibration gives one (`alpha:<level>` in
     `network`), its latency by max(alpha_<level>, the chip's); levels without a calibration
     keep their roofline time. Each level's time falls with its bandwidth and rises with its
     latency, eta <= 1, so it is never below the roofline. None when no level is calibrated."""
@@ -363,9 +367,13 @@ def expected_collective(c: OpCost, syms: HardwareSymbols, network: frozenset[str
     if n == 0 or not any(lv in network for lv, _ in c.levels):
         return None
     parts = []
+    group = sp.Mul(*[size_symbol(a) for a in c.axes])
     for lv, x in c.levels:
         if lv in network:
-            eff = syms.eta_net(lv) * n / (n + syms.n_half(lv))
+            half = syms.n_half(lv)
+            if f"ranks:{lv}" in network:
+                half = half * sp.Max(1, group / syms.ranks(lv))
+            eff = syms.eta_net(lv) * n / (n + half)
             swap = {syms.w(lv): syms.w(lv) * eff}
             if f"alpha:{lv}" in network:
                 swap[syms.t(lv)] = sp.Max(syms.alpha(lv), syms.t(lv))

@@ -13,6 +13,11 @@ fill communication overlaps arithmetic). Over a group of n devices the matmul st
 block a device holds while the other n - 1 arrive: it ends no sooner than its own time after it
 starts, nor sooner than 1/n of it after the last block arrives; a ReduceScatter starts after
 the first 1/n of its matmul and ends no sooner than 1/n of its own time after the matmul.
+
+That is the roofline's schedule. The calibrated step (`expected_schedule`) runs the same list
+schedule over each op's expected time with overlap that can fail: no collective matmuls, a
+prefetch bounded by its buffer (`PREFETCH_ELEMENTS`) and by free HBM, and compute slowed beside
+the collectives it hides (`CONTENTION`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,28 @@ import math
 from collections.abc import Callable, Mapping
 
 from shardc.passes.graph import build_graph, distinct_inputs, ops_in_order, producers
-from shardc.passes.ir import Collective, CompiledProgram, Einsum, Input, LocalSlice, gradient_name
+from shardc.passes.ir import (
+    Collective,
+    CompiledProgram,
+    Einsum,
+    Elementwise,
+    Input,
+    LocalSlice,
+    gradient_name,
+)
+
+CONTENTION = 0.189
+"""The calibrated schedule's slowdown of compute that runs beside a collective: the average
+18.9% (at most 40%) measured for GPT and LLaMA layers on four A100s, H100s, MI250s and MI210s
+while the collectives shared the SMs and HBM ("Characterizing Compute-Communication Overlap in
+GPU-Accelerated Distributed Deep Learning: Performance and Power Implications", arXiv
+2507.03114, 2025, abstract)."""
+
+PREFETCH_ELEMENTS = 5e7
+"""How far ahead of its use a parameter's gather may run, in parameter elements: DeepSpeed
+ZeRO-3's prefetch buffer, `stage3_prefetch_bucket_size`, default 5e7 ("Maximum number of
+parameter elements to fetch ahead of use", deepspeed/runtime/zero/config.py), the ZeRO-3 that
+Narayanan et al. 2021 measured (Table 2). A gather beyond it waits for its use."""
 
 
 def classify(program: CompiledProgram) -> dict[int, str]:
@@ -73,11 +99,27 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
                         and (n := group(src)) is not None:
                     feeds.setdefault(i, {})[v.id] = (j, n)
         elif isinstance(op, Collective) and op.op == "ReduceScatter" and not op.send:
-            j = producer.get(op.src.id)
-            if j is not None and isinstance(program.ops[j], Einsum) \
-                    and (n := group(op)) is not None:
+            j = _last_product(program, producer, op.src.id)
+            if j is not None and (n := group(op)) is not None:
                 drains[i] = (j, n)
     return feeds, drains
+
+
+def _last_product(program: CompiledProgram, producer: Mapping[str, int], value: str
+                  ) -> int | None:
+    """The einsum a ReduceScatter's source comes from: its producer, or, for a sum of partial
+    terms (a gradient's contributions added before their one reduction), the last einsum among
+    the terms, which the reduction can drain block by block as it would that einsum's."""
+    j = producer.get(value)
+    while j is not None:
+        op = program.ops[j]
+        if isinstance(op, Einsum):
+            return j
+        if not (isinstance(op, Elementwise) and op.fn == "+"):
+            return None
+        made = [k for k in (producer.get(a.id) for a in op.args) if k is not None]
+        j = max(made, default=None)
+    return None
 
 
 def schedule(program: CompiledProgram, durations: dict[int, float],
@@ -98,6 +140,11 @@ def exposed(program: CompiledProgram, durations: dict[int, float],
     only the compute after it (the backward of earlier layers); a collective matmul hides all
     but its first or last block; a TP collective on the activations' path is exposed."""
     _, spans = timeline(program, durations, network, axis_sizes, weights)
+    return exposed_parts(spans)
+
+
+def exposed_parts(spans: Mapping[int, tuple[float, float, str]]) -> dict[int, float]:
+    """Each network span's seconds during which no compute span runs (`timeline`'s spans)."""
     # One compute resource: its busy spans are disjoint, so sorted by start they are sorted by
     # end too, and each collective looks only at the spans that can meet it.
     busy = sorted((a, b) for a, b, kind in spans.values() if kind == "compute" and b > a)
@@ -117,7 +164,8 @@ def exposed(program: CompiledProgram, durations: dict[int, float],
 def timeline(program: CompiledProgram, durations: dict[int, float],
              network: Callable[[Collective], str] | None = None,
              axis_sizes: Mapping[str, float] | None = None, weights: bool = True,
-             busy_after: Mapping[int, float] | None = None
+             busy_after: Mapping[int, float] | None = None,
+             ahead: Mapping[int, float] | None = None
              ) -> tuple[float, dict[int, tuple[float, float, str]]]:
     """(Makespan, each op's (start, finish, "compute" | "network")) of a list schedule on the
     program graph: ops in program order (a topological
@@ -127,7 +175,9 @@ def timeline(program: CompiledProgram, durations: dict[int, float],
     ReduceScatters out of an einsum overlap it chunk by chunk (collective matmuls); without,
     a collective and its matmul run one after the other. `busy_after` keeps an op's resource
     busy that long after its result is ready (a collective the backward pass runs again, off
-    the critical path: the network carries it, nothing waits for it)."""
+    the critical path: the network carries it, nothing waits for it). `ahead` bounds a
+    prefetch: the op starts no sooner than that many seconds before the compute resource is
+    free for the work after it (a gather whose buffer holds only part of the weight)."""
     feeds, drains = (collective_matmuls(program, axis_sizes, weights) if axis_sizes
                      else ({}, {}))
     ready: dict[tuple[str, str], float] = {}
@@ -154,6 +204,8 @@ def timeline(program: CompiledProgram, durations: dict[int, float],
         else:
             resource = "compute"
         start = max(start_after, free.get(resource, 0.0))
+        if ahead is not None and i in ahead:
+            start = max(start, free.get("compute", 0.0) - ahead[i])
         took = durations.get(i, 0.0)
         finish = start + took
         for j, n in fed.values():  # the last block arrives, then its share of the matmul
@@ -169,6 +221,30 @@ def timeline(program: CompiledProgram, durations: dict[int, float],
         ready[made] = finish
         end = max(end, free[resource])
     return end, spans
+
+
+def expected_schedule(program: CompiledProgram, durations: dict[int, float],
+                      busy_after: Mapping[int, float] | None = None,
+                      ahead: Mapping[int, float] | None = None,
+                      contention: float = CONTENTION) -> tuple[float, dict[int, float]]:
+    """The calibrated step of a GPU program and each collective's exposed part: overlap that
+    can fail (docs/cost-model.md, "Overlap in the calibrated step").
+
+    - No collective matmuls: NCCL's collectives are whole kernels, so a tensor-parallel gather
+      or ReduceScatter on the activations' path runs before or after its matmul, exposed
+      (Megatron-LM overlaps only the backward pass's re-gather, `busy_after`: Korthikanti et
+      al. 2022, section 4.2.2).
+    - A parameter's gather runs ahead of its use only as far as `ahead` allows (the prefetch
+      buffer, `PREFETCH_ELEMENTS`); the first gather has nothing before it and is exposed.
+    - A gradient reduction overlaps only the compute after it (the backward of earlier
+      layers); the last one is exposed.
+    - The compute that hides a collective runs `contention` slower for that time: the makespan
+      grows by `contention` x the hidden communication."""
+    end, spans = timeline(program, durations, None, None, False, busy_after, ahead)
+    parts = exposed_parts(spans)
+    hidden = sum(b - a for i, (a, b, kind) in spans.items() if kind == "network") \
+        - sum(parts.values())
+    return end + contention * max(0.0, hidden), parts
 
 
 def critical_path(program: CompiledProgram, durations: dict[int, float]) -> float:

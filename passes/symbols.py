@@ -114,6 +114,10 @@ class HardwareSymbols:
         """The bytes per rank at which a collective on a level reaches half of eta_<level>."""
         return sp.Symbol(f"n_half_{level}", nonnegative=True)
 
+    def ranks(self, level: str) -> sp.Symbol:
+        """The group size at which a level's half size was measured (a calibration)."""
+        return sp.Symbol(f"ranks_{level}", positive=True)
+
     def alpha(self, level: str) -> sp.Symbol:
         """A level's calibrated per-step latency (per hop on ICI and NVLink)."""
         return sp.Symbol(f"alpha_{level}", positive=True)
@@ -138,7 +142,8 @@ class HardwareSymbols:
     def all_for(self, dtypes: set[str]) -> list[sp.Symbol]:
         return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm, *self.calibration(),
                 *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)]),
-                *(f(lv) for lv in LEVELS for f in (self.eta_net, self.n_half, self.alpha))]
+                *(f(lv) for lv in LEVELS
+                  for f in (self.eta_net, self.n_half, self.ranks, self.alpha))]
 
     def is_hardware(self, sym: sp.Symbol) -> bool:
         n = sym.name
@@ -150,8 +155,9 @@ CALIBRATION_NAMES = ("eta_mxu", "eta_hbm", "t_call", "t_dispatch")
 """The efficiency symbols, in the order of `HardwareSymbols.calibration`."""
 
 NETWORK_CALIBRATION_NAMES = frozenset(f"{p}_{lv}" for lv in LEVELS
-                                      for p in ("eta", "n_half", "alpha"))
-"""The calibrated network's symbols: eta_ib, n_half_ib, alpha_ib, ... (one of each a level)."""
+                                      for p in ("eta", "n_half", "ranks", "alpha"))
+"""The calibrated network's symbols: eta_ib, n_half_ib, ranks_ib, alpha_ib, ... (one of each
+a level)."""
 
 HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *CALIBRATION_NAMES, *(f"W_{lv}" for lv in LEVELS),
                             *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
@@ -210,6 +216,8 @@ def hardware_values(chip, syms: HardwareSymbols,
     for fit in getattr(cal, "network", ()):
         out[syms.eta_net(fit.level)] = float(fit.efficiency)
         out[syms.n_half(fit.level)] = float(fit.half_bytes)
+        if fit.half_ranks is not None:
+            out[syms.ranks(fit.level)] = float(fit.half_ranks)
         if fit.latency_s is not None:  # the expected time takes max(alpha, the chip's)
             out[syms.alpha(fit.level)] = float(fit.latency_s)
     for level, value in w.items():

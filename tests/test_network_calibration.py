@@ -48,6 +48,19 @@ HOSTILE = {
     "empty source": (_net('source = "a published nccl-tests table"', 'source = ""'), ":15:",
                      "non-empty"),
     "unknown key": (_net("half_bytes", "halfbytes"), ":14:", "did you mean 'half_bytes'"),
+    "ranks one": (NET + "half_ranks = 1\n", ":16:", "half_ranks"),
+    "ranks fraction": (NET + "half_ranks = 2.5\n", ":16:", "whole number"),
+    "ranks string": (NET + 'half_ranks = "16"\n', ":16:", "number"),
+    "ranks huge": (NET + "half_ranks = 1e300\n", ":16:", "half_ranks"),
+    "overlap no source": (GOOD + "[overlap]\ncontention = 0.1\n", "", "[overlap].source"),
+    "overlap contention above one": (GOOD + '[overlap]\ncontention = 1.5\nsource = "s"\n', "",
+                                     "from 0 to 1"),
+    "overlap prefetch negative": (GOOD + '[overlap]\nprefetch_elements = -1\nsource = "s"\n',
+                                  "", "prefetch_elements"),
+    "overlap prefetch string": (GOOD + '[overlap]\nprefetch_elements = "5e7"\nsource = "s"\n',
+                                "", "number"),
+    "overlap unknown key": (GOOD + '[overlap]\nprefetch = 1\nsource = "s"\n', "",
+                            "did you mean 'prefetch_elements'"),
     "not a table": ("network = 3\n" + GOOD, ":1:", "[network] must be a table"),
     "level not a table": (GOOD + "[network]\nib = 3\n", "", "[network.ib] must be a table"),
 }
@@ -80,6 +93,52 @@ def test_a_network_table_reads_back_equal():
     assert c.network == (NetworkFit("ib", 0.75, 8e6, "a published nccl-tests table", 2e-6,
                                     "fitted"),)
     assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
+
+
+def test_an_overlap_table_reads_back_and_sets_the_calibrated_schedule(tmp_path):
+    """A calibration's `[overlap]` replaces the default prefetch buffer (DeepSpeed's 5e7
+    elements) and slowdown (18.9%): PyTorch FSDP, which prefetches a whole wrapped unit, is a
+    larger buffer; no slowdown is contention = 0."""
+    from shardc.hardware.calibration import OverlapFit
+
+    text = NET + '[overlap]\nprefetch_elements = 1e12\ncontention = 0\nsource = "mine"\n'
+    c = read_calibration_toml(text, "c.toml", "h200")
+    assert c.overlap == OverlapFit("mine", 1e12, 0.0)
+    assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
+    fsdp = FSDP.read_text().replace("hardware tpu-v5p", "hardware h200")
+    shipped = shardc.compile(fsdp, hw="h200")
+    path = tmp_path / "mine.toml"
+    path.write_text(calibration_toml(
+        read_calibration_toml(Path(hardware.load("h200").calibration.path).read_text()
+                              + '\n[overlap]\nprefetch_elements = 1e12\ncontention = 0\n'
+                              'source = "mine"\n', str(path), "h200")))
+    mine = shardc.compile(fsdp, hw=hardware.load_calibration(str(path), hardware.load("h200")))
+    assert mine.scheduled_step(expected=True) < shipped.scheduled_step(expected=True)
+    d = mine.step_durations(expected=True)
+    assert mine.prefetch_ahead(d) == pytest.approx({i: d[i] for i in mine.prefetch_ahead(d)})
+
+
+def test_a_network_table_with_its_group_size_reads_back_equal():
+    c = read_calibration_toml(NET + "half_ranks = 16\n", "c.toml", "h200")
+    assert c.network[0].half_ranks == 16.0
+    assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
+
+
+def test_a_ring_beyond_the_fitted_group_pays_each_extra_steps_latency():
+    """NCCL issue 1411's curve was measured on 16 ranks (busbw / algbw = 2 x 15/16): up to 16
+    ranks the InfiniBand half size is the fitted 8.05 MB; a ring of N > 16 ranks takes N - 1
+    steps, so its half size is 8.05 MB x N / 16 (the alpha-beta ring: Thakur, Rabenseifner and
+    Gropp 2005, "Optimization of Collective Communication Operations in MPICH")."""
+    fit = hardware.load("h100").calibration.network_fit("ib")
+    assert fit.half_ranks == 16
+    ratio = {}
+    for n in (16, 64, 256):
+        text = allgather(n, (1 << 26) * n // 16)
+        shipped = shardc.compile(text, model="exact")
+        flat = shardc.compile(text, model="exact", set={"ranks_ib": 1 << 20})  # never grows
+        ratio[n] = r_exp(shipped) / r_exp(flat)
+    assert ratio[16] == pytest.approx(1.0, rel=1e-12)
+    assert ratio[256] > ratio[64] > 1.0
 
 
 @pytest.mark.parametrize("name", ["a100", "h100", "h200"])
@@ -224,6 +283,11 @@ def test_plan_json_gives_the_calibrated_step_beside_the_roofline(layout, capsys)
     assert c["evaluated"], c["reason"]
     assert c["t_step_expected_s"] > c["t_step_s"] > 0
     assert c["mfu_expected"] == pytest.approx(c["mfu"] * c["t_step_s"] / c["t_step_expected_s"])
+    # the communication the calibrated step leaves exposed, by role: some, never more than
+    # the step itself
+    exposed = c["t_exposed_by_role_s"]
+    assert exposed and set(exposed) <= set(c["t_comms_by_role_s"])
+    assert 0 < sum(exposed.values()) < c["t_step_expected_s"]
 
 
 def test_plan_on_a_chip_without_calibration_expects_the_roofline(capsys):

@@ -76,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
          ("fit", "least squares on the relative error of the median over the rows with role "
                  "\"fit\"; \"held-out\" rows are predicted")),
         f.rows,
-        # one chip measures no network: keep the shipped collective figures
-        network=chip.calibration.network if chip.calibration is not None else ())
+        # one chip measures no network: keep the shipped collective and overlap figures
+        network=chip.calibration.network if chip.calibration is not None else (),
+        overlap=chip.calibration.overlap if chip.calibration is not None else None)
     header = f"{chip.display_name} calibration written by `{command}`."
     text = calibration_toml(cal, header)
     if args.output:

@@ -8,13 +8,13 @@ those functions, and the writers (`shardc.driver.render`) print the report.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from shardc.driver import points, step, values
+from shardc.driver import overlap, points, step, values
 from shardc.driver.caches import Memo
 from shardc.driver.formulas import latex, text
 from shardc.driver.json_report import SCHEMA, report_dict, report_json, topology_dict
@@ -188,6 +188,16 @@ class Report:
 
     def exposed(self, expected: bool = False) -> dict[int, float] | None:
         return step.exposed(self, expected)
+
+    def expected_schedule(self, durations: dict[int, float] | None = None
+                          ) -> tuple[float, dict[int, float]] | None:
+        """The calibrated step and each collective's exposed part, over each op's expected
+        time or `durations` (`shardc.driver.overlap.expected_schedule`)."""
+        return overlap.expected_schedule(self, durations)
+
+    def prefetch_ahead(self, durations: Mapping[int, float]) -> dict[int, float]:
+        """Each parameter gather's seconds ahead of its use (`shardc.driver.overlap`)."""
+        return overlap.prefetch_ahead(self, durations)
 
     def utilization(self, expected: bool = False) -> dict[str, float] | None:
         return step.utilization(self, expected)

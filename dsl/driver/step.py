@@ -75,19 +75,21 @@ def mesh_sizes(r: Report) -> dict[str, float]:
 def scheduled_step(r: Report, expected: bool = False) -> float | None:
     """T_step of the list schedule (passes/schedule.py: prefetched gathers, async
     reductions, collective matmuls); None unless every op has a number. `expected`: the
-    same schedule over each op's expected time, parameters' gathers prefetched whole
-    rather than decomposed (the first one exposed)."""
+    calibrated step over each op's expected time, with overlap that can fail on a calibrated
+    chip (`shardc.driver.overlap.expected_schedule`)."""
+    from shardc.driver.overlap import expected_schedule
     from shardc.passes.schedule import schedule
 
     if expected in r.memo.schedules:  # the summary, MFU and HFU all ask for it
         return r.memo.schedules[expected]
-    durations = step_durations(r, expected)
-    # the expected schedule: FSDP's weight gathers are prefetched whole, not decomposed
-    # into a collective matmul, so the first is exposed (passes/schedule.py)
-    step = None if durations is None else schedule(r.program, durations,
-                                                   axis_sizes=mesh_sizes(r),
-                                                   weights=not (expected and calibrated(r)),
-                                                   busy_after=busy_after(r))
+    if expected and calibrated(r):
+        out = expected_schedule(r)
+        step = None if out is None else out[0]
+    else:
+        durations = step_durations(r, expected)
+        step = None if durations is None else schedule(r.program, durations,
+                                                       axis_sizes=mesh_sizes(r),
+                                                       busy_after=busy_after(r))
     r.memo.schedules[expected] = step
     return step
 
@@ -95,13 +97,16 @@ def scheduled_step(r: Report, expected: bool = False) -> float | None:
 def exposed(r: Report, expected: bool = False) -> dict[int, float] | None:
     """Each collective's exposed part in the scheduled step (`passes.schedule.exposed`):
     the seconds it runs while no compute does, by op index; None unless every op has a
-    number. `expected`: in the schedule over each op's expected time."""
+    number. `expected`: in the calibrated step (`shardc.driver.overlap`)."""
+    from shardc.driver.overlap import expected_schedule
     from shardc.passes.schedule import exposed
 
+    if expected and calibrated(r):
+        out = expected_schedule(r)
+        return None if out is None else out[1]
     durations = step_durations(r, expected)
     return None if durations is None else exposed(r.program, durations,
-                                                  axis_sizes=mesh_sizes(r),
-                                                  weights=not (expected and calibrated(r)))
+                                                  axis_sizes=mesh_sizes(r))
 
 
 def utilization(r: Report, expected: bool = False) -> dict[str, float] | None:

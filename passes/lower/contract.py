@@ -52,7 +52,8 @@ class Contractions(LoweringState):
                                   *(d.dim for d in rv.layout.dims), *self.mesh})
         links, c = self.hw_numbers(dtype)
         search, objective = self.plan_search(lv, rv, e.dims, out_dims, requested, keep_partial,
-                                             joint.hint if joint is not None else None)
+                                             joint.hint if joint is not None else None,
+                                             shared=stmt is not None and stmt.partial)
         ranked = search.ranked
         if not ranked:
             self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"
@@ -98,7 +99,7 @@ class Contractions(LoweringState):
                 and all(s.kind in ("AllReduce", "ReduceScatter") for s in best.out_steps)):
             # One term of a sum the compiler made (a gradient with several contributions):
             # its partial sums stay unreduced and the sum is reduced once. The plan is ranked
-            # as if it reduced alone, so the choice is the one a lone statement makes.
+            # without that reduction (`plan_search`'s `shared`), which the sum pays once.
             return v
         return self.apply_steps(v, best.out_steps, e.span, why_o, beat)
 
@@ -171,12 +172,15 @@ class Contractions(LoweringState):
 
     def plan_search(self, lv: Value, rv: Value, contract: tuple[str, ...],
                     out_dims: tuple[str, ...], requested: Layout | None, keep_partial: bool,
-                    hint: Layout | None = None
+                    hint: Layout | None = None, shared: bool = False
                     ) -> tuple[PlanSearch, Callable[[EinsumPlan], tuple]]:
         """The ranked plans of `lv ·_contract rv` and the objective that ranks them, searched
         once per statement shape: within a lowering the sizes, topology and chip are fixed, so
         the ranking depends only on the operands' layouts and dtypes, the request and the hint
-        (docs/benchmarks.md: a chain of 2,000 einsums has two shapes)."""
+        (docs/benchmarks.md: a chain of 2,000 einsums has two shapes). `shared`: the product
+        is one term of a gradient's sum, whose partial sums the sum reduces once, so a plan
+        that ends in a reduction is ranked without it (Megatron-LM adds the input-gradient
+        terms of grouped-query attention while partial and ReduceScatters the sum once)."""
         dtype = promote(lv.dtype, rv.dtype)
         names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *self.mesh}
         numeric = self.all_known(names)
@@ -184,7 +188,7 @@ class Contractions(LoweringState):
         topo = self.ctx.topology
         size_of = self.numeric_size
         shape = ("search", lv.layout, rv.layout, lv.dtype, rv.dtype, contract, out_dims,
-                 requested, keep_partial, hint)
+                 requested, keep_partial, hint, shared)
         measured: dict[int, tuple[tuple[float, ...], float]] = self.searches.setdefault(
             ("measured", shape), {})
 
@@ -226,6 +230,9 @@ class Contractions(LoweringState):
             comm = 0.0
             for t, low in zip(times, floors, strict=True):
                 comm += low if low is not None else t
+            if shared and (floors[2] is not None or all(
+                    s.kind in ("AllReduce", "ReduceScatter") for s in p.out_steps)):
+                comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
             collectives = len(p.collectives) if floors == (None, None, None) else 0
             # With every size known, rank by time (comms + compute); otherwise by communication
             # alone, which gives the book's defaults and matches the conditions reported.

@@ -9,7 +9,7 @@ from typing import Any
 
 from shardc.hardware import Chip
 from shardc.hardware.levels import LEVELS
-from shardc.passes.schedule import schedule
+from shardc.passes.schedule import exposed, exposed_parts, schedule
 from shardc.tools.models import ModelCard
 from shardc.tools.models.programs import Part, parts
 from shardc.tools.models.sharding import Layout, ShardingError
@@ -53,7 +53,7 @@ def new_totals() -> dict[str, Any]:
             "t_math_s": 0.0, "t_hbm_s": 0.0, "t_comms_s": 0.0,
             "flops_per_device": 0.0, "model_flops": 0.0,
             "t_comms_by_level_s": {},
-            "t_comms_by_role_s": {}, "memory": {}, "parts": {}}
+            "t_comms_by_role_s": {}, "t_exposed_by_role_s": {}, "memory": {}, "parts": {}}
 
 
 def add_report(acc: dict[str, Any], r, p: Part, layout: Layout, n: float,
@@ -74,15 +74,37 @@ def add_report(acc: dict[str, Any], r, p: Part, layout: Layout, n: float,
 
 
 def expected_step(r, roofline: float, durations: dict[int, float] | None = None) -> float:
-    """A compiled part's calibrated step (`Report.scheduled_step(expected=True)`: each op's
-    expected time, the network's calibrated bus bandwidth, weight gathers exposed where
-    nothing hides them); the roofline step `roofline` on a chip without a calibration.
-    `durations`: the expected durations to schedule instead of the report's own."""
+    """A compiled part's calibrated step (`Report.expected_schedule`: each op's expected
+    time, the network's calibrated bus bandwidth, overlap that can fail); the roofline step
+    `roofline` on a chip without a calibration. `durations`: the expected durations to
+    schedule instead of the report's own."""
+    return expected_parts(r, roofline, durations)[0]
+
+
+def expected_parts(r, roofline: float, durations: dict[int, float] | None = None,
+                   spans: dict[int, tuple[float, float, str]] | None = None
+                   ) -> tuple[float, dict[int, float]]:
+    """`expected_step` and each collective's exposed part in that schedule, by op index (in
+    the roofline's schedule on a chip without a calibration: from its `spans` where the
+    caller has them, so it is not scheduled twice)."""
     if not r.calibrated:
-        return roofline
-    if durations is None:
-        return r.scheduled_step(expected=True) or roofline
-    return schedule(r.program, durations, axis_sizes=r.mesh_sizes(), weights=False)
+        if spans is not None:
+            return roofline, exposed_parts(spans)
+        if durations is None:
+            return roofline, r.exposed() or {}
+        return roofline, exposed(r.program, durations, axis_sizes=r.mesh_sizes())
+    out = r.expected_schedule(durations)
+    return (roofline, {}) if out is None else (max(out[0], roofline), out[1])
+
+
+def add_exposed(acc: dict[str, Any], r, parts: dict[int, float], layout: Layout,
+                n: float) -> None:
+    """Add `n` times each collective's exposed seconds to `acc["t_exposed_by_role_s"]`, by
+    its role (`collective_role`)."""
+    for op in r.ops:
+        if op.index in parts:
+            _add(acc["t_exposed_by_role_s"], collective_role(op.axes, layout),
+                 parts[op.index] * n)
 
 
 def zero_state(memory: dict[str, float], layout: Layout, options: Options) -> None:
@@ -166,7 +188,7 @@ def figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int,
             # device runs (recomputation, replicated work and elementwise ops included).
             "mfu": acc["model_flops"] / (chips * peak * step) if step else None,
             # the calibrated step (T_expected's figures, exposed communication) beside the
-            # roofline's; ranking stays on the roofline (docs/plan.md)
+            # roofline's; plan ranks by the calibrated step (docs/plan.md)
             "t_step_expected_s": max(acc["t_step_expected_s"], step),
             "mfu_expected": (acc["model_flops"] / (chips * peak * max(acc["t_step_expected_s"],
                                                                        step))

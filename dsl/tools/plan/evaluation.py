@@ -9,14 +9,15 @@ from typing import Any
 
 from shardc.hardware import Chip
 from shardc.hardware import load as load_chip
-from shardc.passes.schedule import schedule
+from shardc.passes.schedule import timeline
 from shardc.tools.models import ModelCard
 from shardc.tools.models import load as load_card
 from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.accounting import (
+    add_exposed,
     add_report,
     compile_parts,
-    expected_step,
+    expected_parts,
     figures,
     new_totals,
     schedule_revised,
@@ -220,12 +221,14 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         return None, compiled
     acc = new_totals()
     for p, r, durations in compiled:
-        t = schedule(r.program, durations, axis_sizes=r.mesh_sizes(),
-                     busy_after=r.busy_after())
+        t, spans = timeline(r.program, durations, axis_sizes=r.mesh_sizes(),
+                            busy_after=r.busy_after())
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
-        acc["t_step_expected_s"] += expected_step(r, t) * n
+        t_e, exposed = expected_parts(r, t, spans=spans)
+        acc["t_step_expected_s"] += t_e * n
+        add_exposed(acc, r, exposed, layout, n)
         acc["t_step_overlap_revised_s"] += schedule_revised(r, durations, layout) * n
         add_report(acc, r, p, layout, n)
     zero_state(acc["memory"], layout, options)

@@ -39,20 +39,27 @@ def explain(p: Plan) -> list[str]:
                 f"{p.chip.name}" + (f" (the least needs {least / 1e9:.1f} GB per chip; try "
                                     f"{_memory_hint(p)})" if least else "")]
     f = best.figures
-    out = [f"best: {best.label()}, {_s(f['t_step_s'])} per step "
+    # ranked by the calibrated step; on a chip without a calibration it is the roofline's
+    cal = getattr(p.chip, "calibration", None) is not None
+    step = (f"{_s(f['t_step_expected_s'])} per step calibrated, {_s(f['t_step_s'])} on the "
+            "roofline" if cal else f"{_s(f['t_step_s'])} per step")
+    out = [f"best: {best.label()}, {step} "
            f"(MFU {f['mfu'] * 100:.0f}%, HFU {f['hfu'] * 100:.0f}%), "
            f"{f['memory_per_device_bytes'] / 1e9:.1f} "
            f"GB per chip; mesh {best.layout.mesh_text() if best.layout else ''}"]
     if ru is not None:
         g = ru.figures
-        out.append(f"  beats {ru.label()} ({_s(g['t_step_s'])}) by "
-                   f"{_pct(f['t_step_s'], g['t_step_s'])}.")
+        key = "t_step_expected_s" if cal else "t_step_s"
+        out.append(f"  beats {ru.label()} ({_s(g[key])}{' calibrated' if cal else ''}) by "
+                   f"{_pct(f[key], g[key])}.")
         dm = g["t_math_s"] - f["t_math_s"]
         de = (g["t_step_s"] - g["t_math_s"]) - (f["t_step_s"] - f["t_math_s"])
         def part(d: float, what: str) -> str:
             return f"{_s(d)} is {what}" if d >= 0 else f"{what} costs it {_s(-d)} more"
 
-        out.append(f"  Of the {_s(g['t_step_s'] - f['t_step_s'])} it saves, "
+        lead = (f"  On the roofline ({_s(f['t_step_s'])} vs {_s(g['t_step_s'])}), " if cal
+                else f"  Of the {_s(g['t_step_s'] - f['t_step_s'])} it saves, ")
+        out.append(lead +
                    f"{part(dm, 'math')} (T_math {_s(f['t_math_s'])} vs {_s(g['t_math_s'])}) "
                    f"and {part(de, 'communication left on the critical path')} "
                    f"(t_step - T_math: {_s(f['t_step_s'] - f['t_math_s'])} vs "

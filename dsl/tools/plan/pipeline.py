@@ -137,10 +137,11 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     from shardc.driver import api
     from shardc.lang.diagnostics import CompileError
     from shardc.tools.plan.accounting import (
+        add_exposed,
         add_report,
         collective_role,
         compile_parts,
-        expected_step,
+        expected_parts,
         figures,
         model_flops,
         new_totals,
@@ -166,6 +167,7 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     m, p, v = pipe.microbatches, pipe.stages, pipe.virtual
     per: dict[str, tuple[float, float, float]] = {}
     per_e: dict[str, tuple[float, float]] = {}  # the calibrated (expected) figures
+    exposed_e: dict[str, dict[int, float]] = {}  # each collective's exposed part, a step
     for part, r, durations in compiled:
         grads = {f"d{w}" for w in part.groups}
         once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
@@ -177,8 +179,8 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
                           sum(durations[i] for i in once))
         expected = (r.step_durations(expected=True) if r.calibrated else None) or durations
         rest_e = {i: (0.0 if i in once else d) for i, d in expected.items()}
-        per_e[part.name] = (expected_step(r, per[part.name][0] * m, rest_e) / m,
-                            sum(expected[i] for i in once))
+        t_e, exposed_e[part.name] = expected_parts(r, per[part.name][0] * m, rest_e)
+        per_e[part.name] = (t_e / m, sum(expected[i] for i in once))
     t_layer, t_layer_rev, g_layer = per["layer"]
     t_head, t_head_rev, g_head = per["head"]
     k, last = split_layers(card.n_layers, p, v, t_layer, t_head)
@@ -214,8 +216,24 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     acc["t_step_s"] = step(t_stage)
     acc["t_step_overlap_revised_s"] = step(t_stage_rev)
     (te_layer, ge_layer), (te_head, ge_head) = per_e["layer"], per_e["head"]
-    acc["t_step_expected_s"] = step(max(k * te_layer, last * te_layer + te_head), t_send_e,
-                                    k * ge_layer + ge_head)
+    t_stage_e = max(k * te_layer, last * te_layer + te_head)
+    acc["t_step_expected_s"] = step(t_stage_e, t_send_e, k * ge_layer + ge_head)
+    # Exposed communication of the calibrated step: the busiest stage's, each of its
+    # microbatch ticks (m + (p - 1) / v of them); the sends of the fill and drain; the
+    # gradient reduction left after the last backward pass.
+    ticks = (m + (p - 1) / v) / m
+    first_busiest = k * te_layer >= last * te_layer + te_head
+    for part, r, _ in compiled:
+        n = 1 if part.name == "head" else (k if first_busiest else last)
+        if part.name == "head" and first_busiest:
+            continue
+        add_exposed(acc, r, exposed_e[part.name], layout, n * ticks)
+    grad_e = k * ge_layer + ge_head
+    exposed_roles = acc["t_exposed_by_role_s"]
+    exposed_roles["pp"] = exposed_roles.get("pp", 0.0) + (p * v - 1) * t_send_e
+    left = max(grad_e / max(1, k), grad_e - 2 / 3 * t_stage_e)
+    role = "fsdp" if layout.fsdp else "dp"
+    exposed_roles[role] = exposed_roles.get(role, 0.0) + left
     out = figures(acc, chip, layout, sequences * seq, stages=p)
     out["pipeline"] = {"stages": p, "microbatches": m, "schedule": pipe.schedule,
                        "virtual_stages": v, "microbatch_sequences": micro,

@@ -26,7 +26,8 @@ def candidate_dict(c) -> dict:
            "memory_per_device_bytes": f.get("memory_per_device_bytes"),
            "fits": f.get("fits") if c.evaluated else None}
     for key in ("t_step_overlap_revised_s", "t_lower_s", "t_math_s", "t_hbm_s", "t_comms_s",
-                "t_comms_by_level_s", "t_comms_by_role_s", "memory", "parts", "chips",
+                "t_comms_by_level_s", "t_comms_by_role_s", "t_exposed_by_role_s", "memory",
+                "parts", "chips",
                 "tokens_per_chip", "flops_per_device", "model_flops", "mfu", "mfu_expected",
                 "hfu", "pipeline"):
         if key in f:
@@ -117,8 +118,9 @@ def plan_text(p) -> str:
                          .rstrip())
     lines.append("  MFU: model FLOPs (each einsum of the step once, no recomputation or replicated "
                  "work) / (chips x peak x t_step); HFU: every FLOP a chip runs / (peak x t_step)")
-    lines.append("  expected: the calibrated step (the chip's calibration, collectives at their "
-                 "measured bus bandwidth, exposed communication); t_step on a chip without one")
+    lines.append("  expected: the calibrated step, by which the candidates are ranked (the chip's "
+                 "calibration, collectives at their measured bus bandwidth, overlap that can "
+                 "fail); t_step on a chip without one")
     lines.append("")
     lines += explain(p)
     book = book_figures(p)

@@ -89,8 +89,8 @@ def pipeline_variants(card: ModelCard, chip: Chip, sl: Slice, sequences: int, se
     sends) where the options ask for 1F1B, and microbatches of 2 and 4 sequences a replica
     where they ask for 1 (larger matmuls, fewer microbatches: a larger bubble), each where its
     estimated memory fits. Variants the options already fix are not tried."""
-    best = min((c for c in done if c.pipeline is not None and c.fits), key=lambda c: c.t_step,
-               default=None)
+    best = min((c for c in done if c.pipeline is not None and c.fits),
+               key=lambda c: (c.t_expected, c.t_step), default=None)
     if best is None or best.pipeline is None:
         return []
     pipe = best.pipeline
