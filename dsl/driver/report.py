@@ -256,7 +256,9 @@ class Report:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        return write(self, "html")
+        from shardc.driver.notebook import render_html
+
+        return render_html(self)  # the HTML writer's report, then the sharding pictures
 
     def __repr__(self) -> str:
         from shardc.driver.notebook import short_repr
