@@ -190,3 +190,37 @@ def test_help_default_matches_the_driver() -> None:
     from shardc.cli import show as cli_show
 
     assert cli_show.MAX_BLOCKS == show.MAX_BLOCKS
+
+
+@pytest.mark.parametrize("offered,at", [(None, 10), (["utf-8"], 11)])
+def test_hover_over_an_array_shows_its_picture(offered, at) -> None:
+    """The language server: over an array's name, its picture as Markdown (with the line's ops
+    where it has some); the range is the name's on a line without ops; columns in the
+    negotiated units (`B` after a `·`: code point 10, UTF-8 byte 11)."""
+    from tests.test_lsp import URI, Client
+
+    client = Client()
+    try:
+        client.initialize(offered)
+        client.open("mesh X=2\ndim I=8, J=4, K=2\nhardware tpu-v5e\nA: f32[I_X, J]\n"
+                    "B: f32[J, K]\nC = A ·_J B\n")
+        assert client.wait_for("textDocument/publishDiagnostics")["params"]["diagnostics"] == []
+
+        def hover(line: int, character: int) -> dict | None:
+            return client.request(2, "textDocument/hover", {
+                "textDocument": {"uri": URI}, "position": {"line": line, "character": character}
+            })["result"]
+
+        declared = hover(3, 0)
+        assert "**A: f32[I\\_X, J]**" in declared["contents"]["value"] or \
+            "**A: f32[I_X, J]**" in declared["contents"]["value"]
+        assert "| `I[0:4]` | X=0 |" in declared["contents"]["value"]
+        assert declared["range"] == {"start": {"line": 3, "character": 0},
+                                     "end": {"line": 3, "character": 1}}
+        used = hover(5, at)["contents"]["value"]
+        assert "**B: f32[J, K]**" in used and "X=*" in used and "`einsum`" in used
+        assert hover(3, 3) is None  # `f32`: no array
+        assert hover(3, 1000) is None
+        assert client.finish() == 0
+    finally:
+        client.kill()

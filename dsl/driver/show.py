@@ -9,6 +9,7 @@ replicated over (every coordinate holds a copy), `Y=+` on an axis it holds parti
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import sympy as sp
 
 from shardc.driver.escape import html_text, md_code, md_text
 from shardc.driver.formulas import text as formula_text
-from shardc.lang.layout import format_axes
+from shardc.lang.layout import Layout, format_axes
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import size_symbol
 
@@ -222,9 +223,18 @@ def array_pictures(r: Report, names: Sequence[str] = (), max_blocks: int = MAX_B
     order, or of the arrays `names` (each must be one: `unknown_arrays` says which are not)."""
     arrays = {v.array: v for v in r.program.arrays}
     chosen = list(dict.fromkeys(names)) or list(arrays)
-    return [picture(r, arrays[n], n, f"{n}: {arrays[n].dtype}"
-                    f"{arrays[n].layout.format('', r.program.mesh_axes)}", max_blocks)
-            for n in chosen if n in arrays]
+    drawn: dict[tuple[Layout, str], Picture] = {}  # arrays repeat layouts (a layer's)
+    out = []
+    for n in chosen:
+        if n not in arrays:
+            continue
+        v = arrays[n]
+        title = f"{n}: {v.dtype}{v.layout.format('', r.program.mesh_axes)}"
+        key = (v.layout.stripped(), v.dtype)
+        if key not in drawn:
+            drawn[key] = picture(r, v, n, title, max_blocks)
+        out.append(dataclasses.replace(drawn[key], name=n, title=title))
+    return out
 
 
 def op_pictures(r: Report, names: Sequence[str] = (), max_blocks: int = MAX_BLOCKS
