@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.style import print_diagnostics
 from shardc.lang.units import fmt_sig
 from shardc.lang.visible import visible_lines
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
                           matmul_precision=args.matmul_precision, on=args.on)
     if result.diagnostics.items:
-        print(result.rendered(), file=sys.stderr)
+        print_diagnostics(result.rendered())
     if result.report is None:
         return 1
     if args.optimize and not args.partner:

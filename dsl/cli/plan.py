@@ -10,6 +10,7 @@ import re
 import sys
 from typing import get_args
 
+from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.driver.json_text import strict_dumps
 from shardc.lang.visible import quoted, visible, visible_lines
@@ -289,7 +290,7 @@ def run_program(args: argparse.Namespace) -> int:
     result = run_pipeline(Source(f"<{card.name} {args.part}>", prog.text), args.hw,
                           stop_after="insert-collectives")
     if result.diagnostics.has_errors:
-        print(result.rendered(), file=sys.stderr)
+        print_diagnostics(result.rendered())
         return 1
     for note in prog.notes:
         print(f"note: {visible(note)}", file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.lang.visible import visible, visible_lines
 
@@ -73,10 +74,10 @@ def _prepare(path: str, args: argparse.Namespace):
         print(f"shardc: error: {visible(source.name)}: {visible_lines(str(exc))}", file=sys.stderr)
         return 2
     if not isinstance(prepared, Prepared):  # a Compilation with errors
-        print(prepared.rendered(), file=sys.stderr)
+        print_diagnostics(prepared.rendered())
         return 1
     if prepared.compilation.diagnostics.items:
-        print(prepared.compilation.rendered(), file=sys.stderr)
+        print_diagnostics(prepared.compilation.rendered())
     return prepared
 
 
