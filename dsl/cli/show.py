@@ -19,7 +19,7 @@ Draw, for each array of the program (or the ARRAYs named), which mesh devices ho
 block: rows and columns are the blocks of the sharded dimensions, a cell the device
 coordinates holding the block (X=3; Y=* a replica on every device along Y; Y=+ a partial sum
 over Y). A rank-3 or higher array's rows are its sharded dimensions but the last, combined.
-Sizes left symbolic show the first and last block. See docs/cli.md."""
+Sizes left symbolic show the first and last block. See docs/language.md, section 11.1."""
 MAX_BLOCKS_LIMIT = 64
 """The most blocks `--max-blocks` may ask for along a side (a table of 64 x 64 cells)."""
 
@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: --ops: no collective makes a value{of} in this program",
                   file=sys.stderr)
         pictures += made
+    if not pictures:
+        print("note: the program has no array to draw", file=sys.stderr)
     if args.format == "md":
         sys.stdout.write("\n".join(show.to_markdown(p) for p in pictures))
     elif args.format == "html":
