@@ -131,3 +131,22 @@ def test_sweep_progress_off_a_terminal(capsys, in_repo_root) -> None:
         return re.sub(r"points in [\d.]+ \w?s", "points in (time)", text)
 
     assert untimed(capsys.readouterr().out) == untimed(out)
+
+
+def test_limits_tables_keep_their_columns(capsys) -> None:
+    """Every row of the closed-form and simulated tables starts each column where its header
+    does (the columns used to drift under values longer than the header)."""
+    assert main(["limits", "--preset", "h100", "h100-inf-ll"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    heads = [k for k, line in enumerate(lines) if line.startswith("  preset ")]
+    assert len(heads) == 2
+    labels = ("d_prime ours / paper", "b_prime ours / paper", "T_crit FLOP ours / paper",
+              "T_latency (Eq. 15)", "T_wall (Eq. 18)", "scenario", "dense FLOP ours / paper",
+              "sparse FLOP ours / paper")
+    for k in heads:
+        head, rows = lines[k], lines[k + 1:k + 3]
+        assert all(r.startswith("  h100") for r in rows)
+        starts = [head.index(label) for label in labels if label in head]
+        for row in rows:  # each text column's cells start under its header
+            assert all(row[c - 2:c] == "  " and row[c] != " " for c in starts), (head, row)
