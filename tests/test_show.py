@@ -224,3 +224,23 @@ def test_hover_over_an_array_shows_its_picture(offered, at) -> None:
         assert client.finish() == 0
     finally:
         client.kill()
+
+
+def test_report_sharding_api() -> None:
+    """`Report.sharding`: the same pictures from Python; names and sizes checked."""
+    from shardc.cli import show as cli_show
+
+    r = shardc.compile(CASE4)
+    pictures = r.sharding("B", ops=True, max_blocks=3)
+    assert [p.name for p in pictures] == ["B", "#2"]
+    assert str(pictures).startswith("B: bf16[J, K_X]\n+") and str(pictures[0]) in str(pictures)
+    assert "<table" in pictures._repr_html_() and "| `J[0:4096]` |" in pictures._repr_markdown_()
+    assert str(r.sharding()) == show.pictures_text(show.array_pictures(r))
+    with pytest.raises(ValueError, match="no array 'Q'.*its arrays: A, B, C, C2"):
+        r.sharding("Q")
+    for bad, error in ((1, ValueError), (65, ValueError), (2.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="max_blocks"):
+            r.sharding(max_blocks=bad)
+    with pytest.raises(TypeError, match="arrays"):
+        r.sharding(3)
+    assert cli_show.MAX_BLOCKS_LIMIT == show.MAX_BLOCKS_LIMIT

@@ -27,7 +27,8 @@ class Progress:
                  console: Any = None) -> None:
         self.tty, self.last, self.start, self.delay = tty, "", time.monotonic(), delay
         self.shown = False
-        self.stages, self.seen, self._stage = stages, 0, None
+        self.stages, self.seen = stages, 0
+        self._stage: str | None = None
         self._console = console
         self._bar: Any = None
         self._task: Any = None

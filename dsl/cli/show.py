@@ -21,7 +21,8 @@ coordinates holding the block (X=3; Y=* a replica on every device along Y; Y=+ a
 over Y). A rank-3 or higher array's rows are its sharded dimensions but the last, combined.
 Sizes left symbolic show the first and last block. See docs/language.md, section 11.1."""
 MAX_BLOCKS_LIMIT = 64
-"""The most blocks `--max-blocks` may ask for along a side (a table of 64 x 64 cells)."""
+"""`shardc.driver.show.MAX_BLOCKS_LIMIT`, the most `--max-blocks` may be, for the parser
+without importing SymPy (a test keeps the two equal)."""
 
 
 def max_blocks(text: str) -> int:

@@ -277,6 +277,15 @@ class Report:
 
         return arrays_frame(self)
 
+    def sharding(self, *arrays: str, ops: bool = False, max_blocks: int | None = None) -> Any:
+        """Which mesh devices hold which block of each array (or of `arrays`), and with `ops`
+        of each value a collective makes, as `jax.debug.visualize_array_sharding` draws it:
+        `shardc.driver.show.Pictures` (text with `str`, HTML in a notebook); `max_blocks`
+        blocks along a side at most (default 8) before the middle ones are elided."""
+        from shardc.driver.show import sharding
+
+        return sharding(self, arrays, ops, max_blocks)
+
     def __str__(self) -> str:
         return self.to_text()
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 MAX_BLOCKS = 8
 """Blocks shown along a table's side before the middle ones are elided (`--max-blocks`)."""
+MAX_BLOCKS_LIMIT = 64
+"""The most `max_blocks` may be (a table of 64 x 64 cells)."""
 ELIDED = "..."
 """A row, column or cell standing for the blocks left out."""
 REPLICATED = "*"
@@ -52,6 +54,12 @@ class Picture:
     cells: tuple[tuple[str, ...], ...]
     group: tuple[tuple[int, ...], ...]
     notes: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return to_text(self)
+
+    def _repr_html_(self) -> str:
+        return to_html(self)
 
 
 # ---- building ------------------------------------------------------------------------------
@@ -258,6 +266,39 @@ def op_pictures(r: Report, names: Sequence[str] = (), max_blocks: int = MAX_BLOC
     return out
 
 
+class Pictures(tuple):
+    """Pictures, shown as text (`str`), Markdown and HTML (a notebook)."""
+
+    def __str__(self) -> str:
+        return pictures_text(self)
+
+    def _repr_markdown_(self) -> str:
+        return "\n".join(to_markdown(p) for p in self)
+
+    def _repr_html_(self) -> str:
+        return "\n".join(to_html(p) for p in self)
+
+
+def sharding(r: Report, arrays: Sequence[str] = (), ops: bool = False,
+             max_blocks: int | None = None) -> Pictures:
+    """`Report.sharding`: the pictures of the arrays (all, or `arrays`), then with `ops` those
+    of the values collectives make; `ValueError` for a name that is no array or a
+    `max_blocks` out of range, `TypeError` for a value of the wrong type, each naming it."""
+    max_blocks = MAX_BLOCKS if max_blocks is None else max_blocks
+    if isinstance(arrays, str) or not all(isinstance(a, str) for a in arrays):
+        raise TypeError(f"arrays must be names (strings), got {arrays!r:.200}")
+    if isinstance(max_blocks, bool) or not isinstance(max_blocks, int):
+        raise TypeError(f"max_blocks must be a whole number, got {max_blocks!r:.200}")
+    if not 2 <= max_blocks <= MAX_BLOCKS_LIMIT:
+        raise ValueError(f"max_blocks must be from 2 to {MAX_BLOCKS_LIMIT}, got {max_blocks}")
+    unknown = unknown_arrays(r, arrays)
+    if unknown:
+        raise ValueError(f"no array {unknown[0]!r:.200} in {r.name}; its arrays: "
+                         + ", ".join(array_names(r)))
+    made = op_pictures(r, arrays, max_blocks) if ops else []
+    return Pictures([*array_pictures(r, arrays, max_blocks), *made])
+
+
 def unknown_arrays(r: Report, names: Sequence[str]) -> list[str]:
     """The names in `names` that are no array of the program."""
     arrays = {v.array for v in r.program.arrays}
@@ -329,6 +370,6 @@ def to_html(p: Picture) -> str:
     return "\n".join(out)
 
 
-__all__ = ["ELIDED", "MAX_BLOCKS", "PALETTE", "Picture", "array_names", "array_pictures",
-           "op_pictures", "picture", "pictures_text", "to_html", "to_markdown", "to_text",
-           "unknown_arrays"]
+__all__ = ["ELIDED", "MAX_BLOCKS", "MAX_BLOCKS_LIMIT", "PALETTE", "Picture", "Pictures",
+           "array_names", "array_pictures", "op_pictures", "picture", "pictures_text", "sharding",
+           "to_html", "to_markdown", "to_text", "unknown_arrays"]

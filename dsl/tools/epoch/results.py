@@ -103,14 +103,14 @@ def to_text(lim: Limits) -> str:
     if lim.simulated:
         out += ["", "simulated (Tables 3 and 4 analogues: training compute at which MFU falls "
                 "below 80% of single-GPU sustained utilization)"]
-        rows = []
+        simulated: list[tuple[str, ...]] = []
         for s in lim.simulated:
             pp = s.preset.paper
-            rows.append((s.preset.name, s.preset.scenario, f"{s.sustained:.2f}",
+            simulated.append((s.preset.name, s.preset.scenario, f"{s.sustained:.2f}",
                          _with_ratio(s.dense_threshold_flop, pp.dense_threshold_flop),
                          _with_ratio(s.sparse_threshold_flop, pp.sparse_threshold_flop)))
         out += aligned(("preset", "scenario", "sustained", "dense FLOP ours / paper",
-                        "sparse FLOP ours / paper"), rows, right={2})
+                        "sparse FLOP ours / paper"), simulated, right={2})
     return "\n".join(out) + "\n"
 
 
