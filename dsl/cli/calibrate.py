@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.style import print_diagnostics
+
 DESCRIPTION = """\
 Time products across shapes, elementwise ops across sizes, each dtype and matmul precision, and
 the dispatch floor with JAX on the first local device; fit eta_mxu, eta_hbm, t_call and
@@ -38,13 +40,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         chip = hardware.load(args.hw)
     except hardware.HardwareError as exc:
-        print(f"shardc: error[H001]: {exc}", file=sys.stderr)
+        print_diagnostics(f"shardc: error[H001]: {exc}")
         return 1
     if args.output:
         try:
             check_writable(args.output, flag="-o")
         except CliIOError as exc:
-            print(f"shardc: error: {exc}", file=sys.stderr)
+            print_diagnostics(f"shardc: error: {exc}")
             return 2
     if args.cpu:
         import os
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_text(args.output, text, flag="-o")
         except CliIOError as exc:
-            print(f"shardc: error: {exc}", file=sys.stderr)
+            print_diagnostics(f"shardc: error: {exc}")
             return 2
         print(table(f))
     else:

@@ -63,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         devices = check_options(args, result.report)
     except UsageError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
     overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
     try:
         d = derive(result.report, result.report.program.backward_line, overlaps=overlaps,
                    optimize=args.optimize, partner=args.partner, devices=devices)
     except ValueError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
     target = None
     if args.var is not None:

@@ -189,7 +189,7 @@ def _guard(fn):
         try:
             return fn(args)
         except InputError as exc:
-            print(f"shardc {args.command}: error: {visible_lines(str(exc))}", file=sys.stderr)
+            print_diagnostics(f"shardc {args.command}: error: {visible_lines(str(exc))}")
             return 1
     return run
 
@@ -256,7 +256,7 @@ def run_import(args: argparse.Namespace) -> int:
     try:
         write_text(args.output, toml, flag="-o", inputs=(args.config,))
     except CliIOError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
     return 0
 
@@ -301,7 +301,7 @@ def run_program(args: argparse.Namespace) -> int:
             chip = _chip(args.hw).path if args.hw else None
             write_text(args.output, prog.text, flag="-o", inputs=(card.path, chip))
         except CliIOError as exc:
-            print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+            print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
             return 2
     else:
         sys.stdout.write(prog.text)

@@ -78,10 +78,14 @@ class Progress:
                                     rp.MofNCompleteColumn(), rp.TimeElapsedColumn(),
                                     rp.TextColumn("ETA"), rp.TimeRemainingColumn(),
                                     console=out, transient=True, redirect_stdout=False,
-                                    redirect_stderr=False)  # results stay on stdout
+                                    redirect_stderr=False,  # results stay on stdout
+                                    # no refresh thread: `plan --jobs` forks worker processes
+                                    # while the bar is up, and a fork copies a thread's locks
+                                    auto_refresh=False)
             self._task = self._bar.add_task(what, total=total, completed=done)
             self._bar.start()
-        self._bar.update(self._task, completed=done, total=total, description=what)
+        self._bar.update(self._task, completed=done, total=total, description=what,
+                         refresh=True)
 
     def done(self) -> None:
         if self._bar is not None:
