@@ -244,3 +244,12 @@ def test_report_sharding_api() -> None:
     with pytest.raises(TypeError, match="arrays"):
         r.sharding(3)
     assert cli_show.MAX_BLOCKS_LIMIT == show.MAX_BLOCKS_LIMIT
+
+
+def test_combined_rows_stay_within_max_blocks() -> None:
+    r = shardc.compile("mesh X=8, Y=8, Z=8\ndim I=8, J=8, K=8\nA: f32[I_X, J_Y, K_Z]\n")
+    (p,) = show.array_pictures(r, max_blocks=4)
+    assert len(p.rows) <= 5 and p.rows[-1] == "I[7:8], J[7:8]" and show.ELIDED in p.rows
+    assert p.cells[-1][-1] == "X=7 Y=7 Z=7"
+    (full,) = show.array_pictures(r, max_blocks=64)
+    assert len(full.rows) == 64 and len(full.cols) == 8

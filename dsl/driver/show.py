@@ -120,7 +120,8 @@ def _blocks_of(dim: str, axes: tuple[str, ...], sizes: dict[str, int],
 def _side(dims: Sequence[tuple[str, tuple[str, ...]]], sizes: dict[str, int],
           max_blocks: int) -> _Side:
     """The blocks of several dimensions combined (major first), one elided row for any block
-    whose index in some dimension is elided."""
+    whose index in some dimension is elided; at most `max_blocks` of them, the middle ones
+    elided."""
     combos: list[tuple[str, dict[str, str]] | None] = [("", {})]
     for dim, axes in dims:
         blocks = _blocks_of(dim, axes, sizes, max_blocks)
@@ -134,6 +135,10 @@ def _side(dims: Sequence[tuple[str, tuple[str, ...]]], sizes: dict[str, int],
                 else:
                     nxt.append(((head[0] + ", " if head[0] else "") + b[0], {**head[1], **b[1]}))
         combos = nxt
+    if len(combos) > max_blocks:  # several dimensions: at most `max_blocks` rows still
+        combos = [*combos[:max_blocks - 1], None, combos[-1]]
+        if combos[-3] is None:
+            del combos[-3]
     return _Side(tuple(ELIDED if c is None else c[0] for c in combos),
                  tuple(None if c is None else c[1] for c in combos))
 
