@@ -1,5 +1,6 @@
 """Fuzz the command line and the chip files: random option values (`--set`, `--solve-for`, `--y`,
-`--devices`, `--optimize`/`--with`, `--chips`, `--batch`, `--seq`, `--mesh`, `-o`) and mutations
+`--devices`, `--optimize`/`--with`, `--chips`, `--batch`, `--seq`, `--mesh`, `-o`, `show`'s
+`--max-blocks` and array names) and mutations
 of the shipped chip TOMLs. Every run must exit 0, 1 or 2 without a traceback, print no NaN,
 infinite or negative quantity, name the flag when it refuses one, and leave no file that a code
 payload would have created.
@@ -53,7 +54,7 @@ PLAN_NUMBERS = ["0", "-1", "1", "3", "12", "64", "1.5", "0.5", "1e400", "nan", "
 """Values for plan's --chips, --batch and --seq: hostile ones, and legitimate ones small enough
 that a plan finishes quickly (plan's speed on large pods is measured in benchmarks/)."""
 FLAGS = ("set", "solve-for", "y", "devices", "optimize", "chips", "batch", "seq", "mesh",
-         "output", "max-devices")
+         "output", "max-devices", "max-blocks")
 
 
 class FuzzTimeout(BaseException):
@@ -121,6 +122,11 @@ class Generator:
                 target = self.rng.choice([str(self.folder / "missing" / "r.txt"), str(self.folder),
                                           "/dev/full", p, str(self.folder / "ok.txt")])
                 return Run(("compile", p, "--set", "B=4096", "-o", target), ("-o",))
+            case "max-blocks":  # `shardc show`: the option, an array name and a size
+                array = self.rng.choice(["In", "W_in", "Out", *NAMES])
+                return Run(("show", p, array, "--max-blocks", self._number(), "--set",
+                            f"{self.rng.choice(NAMES)}={self._number()}", "--ops"),
+                           ("--max-blocks", "--set", "no array"))
             case _:
                 return Run(("xla-check", p, "--set", "B=4096", "--set", "X=2", "--max-devices",
                             self._number()), ("--max-devices",))

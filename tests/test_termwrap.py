@@ -69,6 +69,7 @@ def test_a_table_row_with_a_long_middle_cell_stays_whole():
 
 def _compile_on_a_terminal(capsys, monkeypatch, columns, *args):
     monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("NO_COLOR", "1")  # the wrapping only (colour: tests/test_terminal.py)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main(["compile", "programs/attention-gqa-train.shard", *args]) == 0
     return capsys.readouterr().out

@@ -21,6 +21,7 @@ from shardc.cli.inputs import (
     read_program,
     usage_error,
 )
+from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.driver.files import CliIOError, check_writable, chip_path, write_text
 from shardc.lang.visible import visible, visible_lines
@@ -116,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 EXTENSIONS = ("shardc.cli.limits", "shardc.cli.xla", "shardc.cli.sweep", "shardc.cli.derive",
-              "shardc.cli.plan", "shardc.cli.calibrate", "shardc.cli.test")
+              "shardc.cli.plan", "shardc.cli.calibrate", "shardc.cli.test",
+              "shardc.cli.show")
 """Modules adding subcommands: each has `add_parser(subparsers)`, which registers its commands
 with `set_defaults(run=...)`, a function taking the parsed args and returning an exit code.
 They must import cheaply (no numpy/sympy at import time)."""
@@ -176,13 +178,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         try:
             hw = hardware.load_calibration(args.calibration, hardware.load(hw))
         except hardware.HardwareError as exc:
-            print(f"shardc: error[H001]: {exc}", file=sys.stderr)
+            print_diagnostics(f"shardc: error[H001]: {exc}")
             return 1
     result = run_pipeline(source, hw, args.model, dict(args.bindings),
                           optimizer=args.optimizer, remat=args.remat, attention=args.attention,
                           matmul_precision=args.matmul_precision, on=args.on)
     if result.diagnostics.items:
-        print(result.rendered(), file=sys.stderr)
+        print_diagnostics(result.rendered())
     if result.report is None:
         return 1
     r = result.report
@@ -213,7 +215,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                           stop_after="insert-collectives",
                           matmul_precision=args.matmul_precision)
     if result.diagnostics.items:
-        print(result.rendered(), file=sys.stderr)
+        print_diagnostics(result.rendered())
     if result.diagnostics.has_errors or result.compiled is None:
         return 1
     n_coll = sum(isinstance(op, Collective) for op in result.compiled.ops)
@@ -238,7 +240,7 @@ def _cmd_hw(args: argparse.Namespace) -> int:
     try:
         chip = hardware.load(args.name)
     except hardware.HardwareError as exc:
-        print(f"shardc: error[H001]: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error[H001]: {visible_lines(str(exc))}")
         print("note: known chips: " + ", ".join(hardware.available()), file=sys.stderr)
         return 1
     write_result(hardware.describe(chip) + "\n")
@@ -274,9 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a compiler bug, never a user error
         if os.environ.get("SHARDC_DEBUG"):
             traceback.print_exc()
-        print(f"shardc: internal error (this is a bug in shardc): {type(exc).__name__}: "
-              f"{visible_lines(str(exc))}\n"
-              "note: rerun with SHARDC_DEBUG=1 to see the traceback", file=sys.stderr)
+        print_diagnostics(f"shardc: internal error (this is a bug in shardc): "
+                          f"{type(exc).__name__}: {visible_lines(str(exc))}\n"
+                          "note: rerun with SHARDC_DEBUG=1 to see the traceback")
         return 3
     return 2
 

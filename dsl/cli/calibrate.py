@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.style import print_diagnostics
+
 DESCRIPTION = """\
 Time products across shapes, elementwise ops across sizes, each dtype and matmul precision, and
 the dispatch floor with JAX on the first local device; fit eta_mxu, eta_hbm, t_call and
@@ -38,13 +40,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         chip = hardware.load(args.hw)
     except hardware.HardwareError as exc:
-        print(f"shardc: error[H001]: {exc}", file=sys.stderr)
+        print_diagnostics(f"shardc: error[H001]: {exc}")
         return 1
     if args.output:
         try:
             check_writable(args.output, flag="-o")
         except CliIOError as exc:
-            print(f"shardc: error: {exc}", file=sys.stderr)
+            print_diagnostics(f"shardc: error: {exc}")
             return 2
     if args.cpu:
         import os
@@ -61,7 +63,16 @@ def run(args: argparse.Namespace) -> int:
     from shardc.tools.calibrate.fit import fit, table
 
     plan = bench.plan(args.quick, args.cpu)
-    rows = bench.run(plan, _bar)
+    if sys.stderr.isatty():  # a rich bar with an ETA (shardc.cli.progress)
+        from shardc.cli.progress import Progress
+
+        bar = Progress(True, delay=0.0)
+        try:
+            rows = bench.run(plan, bar.update)
+        finally:
+            bar.done()
+    else:
+        rows = bench.run(plan, _bar)
     f = fit(rows, lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw)
     env = bench.environment()
     command = "shardc calibrate --hw " + args.hw + (" --quick" if args.quick else "") + (
@@ -85,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_text(args.output, text, flag="-o")
         except CliIOError as exc:
-            print(f"shardc: error: {exc}", file=sys.stderr)
+            print_diagnostics(f"shardc: error: {exc}")
             return 2
         print(table(f))
     else:
@@ -95,13 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bar(done: int, total: int, case: str) -> None:
-    """A progress bar on standard error: rewritten in place on a terminal, a line per case
-    elsewhere."""
+    """Progress off a terminal: a line per case on standard error."""
     width = 30
     fill = width * done // max(total, 1)
-    line = f"[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {case}"
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K" + line + ("\n" if done == total else ""))
-    else:
-        sys.stderr.write(line + "\n")
+    sys.stderr.write(f"[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {case}\n")
     sys.stderr.flush()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.style import print_diagnostics
 from shardc.lang.units import fmt_sig
 from shardc.lang.visible import visible_lines
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
                           matmul_precision=args.matmul_precision, on=args.on)
     if result.diagnostics.items:
-        print(result.rendered(), file=sys.stderr)
+        print_diagnostics(result.rendered())
     if result.report is None:
         return 1
     if args.optimize and not args.partner:
@@ -62,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         devices = check_options(args, result.report)
     except UsageError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
     overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
     try:
         d = derive(result.report, result.report.program.backward_line, overlaps=overlaps,
                    optimize=args.optimize, partner=args.partner, devices=devices)
     except ValueError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
     target = None
     if args.var is not None:

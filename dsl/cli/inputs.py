@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from decimal import Decimal
 
 from shardc.driver.files import CliIOError, read_text
@@ -74,5 +73,7 @@ def read_program(path: str) -> Source:
 
 def usage_error(message: str) -> int:
     """Print `shardc: error: MESSAGE` to stderr; the usage exit code, 2."""
-    print(f"shardc: error: {visible_lines(message)}", file=sys.stderr)
+    from shardc.cli.style import print_diagnostics
+
+    print_diagnostics(f"shardc: error: {visible_lines(message)}")
     return 2

@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     simulated = [presets.PRESETS[n] for n in (names or presets.SIMULATED_BY_DEFAULT)]
     from shardc.cli.progress import for_command
 
-    progress = for_command(args.progress, machine_output=args.format == "json")
+    progress = for_command(args.progress, machine_output=args.format == "json",
+                           stages=2 * len(simulated))  # a dense and a sparse search each
     try:
         lim = report.compute(closed, simulated, full_curves=bool(args.plot), progress=progress)
     finally:

@@ -10,6 +10,7 @@ import re
 import sys
 from typing import get_args
 
+from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.driver.json_text import strict_dumps
 from shardc.lang.visible import quoted, visible, visible_lines
@@ -188,7 +189,7 @@ def _guard(fn):
         try:
             return fn(args)
         except InputError as exc:
-            print(f"shardc {args.command}: error: {visible_lines(str(exc))}", file=sys.stderr)
+            print_diagnostics(f"shardc {args.command}: error: {visible_lines(str(exc))}")
             return 1
     return run
 
@@ -255,7 +256,7 @@ def run_import(args: argparse.Namespace) -> int:
     try:
         write_text(args.output, toml, flag="-o", inputs=(args.config,))
     except CliIOError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
     return 0
 
@@ -289,7 +290,7 @@ def run_program(args: argparse.Namespace) -> int:
     result = run_pipeline(Source(f"<{card.name} {args.part}>", prog.text), args.hw,
                           stop_after="insert-collectives")
     if result.diagnostics.has_errors:
-        print(result.rendered(), file=sys.stderr)
+        print_diagnostics(result.rendered())
         return 1
     for note in prog.notes:
         print(f"note: {visible(note)}", file=sys.stderr)
@@ -300,7 +301,7 @@ def run_program(args: argparse.Namespace) -> int:
             chip = _chip(args.hw).path if args.hw else None
             write_text(args.output, prog.text, flag="-o", inputs=(card.path, chip))
         except CliIOError as exc:
-            print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+            print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
             return 2
     else:
         sys.stdout.write(prog.text)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
+from shardc.cli.style import print_diagnostics
 from shardc.lang.visible import visible
 
 DESCRIPTION = """\
@@ -42,6 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--label", dest="labels", action="append", default=[], metavar="TEXT",
                    help="legend entry per program, in order (default: the file names)")
     p.add_argument("--title", help="the plot's title")
+    p.add_argument("--progress", action="store_true",
+                   help="report progress on stderr even when it is not a terminal")
     p.set_defaults(run=run)
 
 
@@ -77,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from shardc.cli.inputs import read_program, usage_error
-    from shardc.driver.api import run_pipeline
+    from shardc.cli.inputs import usage_error
     from shardc.tools import sweep as sw
     from shardc.tools import sweep_plot, sweep_render
 
@@ -92,31 +95,21 @@ def _run(args: argparse.Namespace) -> int:
     quantities = list(dict.fromkeys(args.quantities)) or list(sw.DEFAULT_QUANTITIES)
     plotted = _plotted(args, quantities)
     extra = ("intensity", "flops_per_s") if args.plot and args.kind == "roofline" else ()
-    sweeps = []
-    chips: list[str] = []
-    for path in args.programs:
-        source = read_program(path)
-        parsed = run_pipeline(source, args.hw, args.model, stop_after="validate")
-        if parsed.diagnostics.has_errors or parsed.program is None:
-            print(parsed.rendered(), file=sys.stderr)
-            return 1
-        sw.check_names([*fixed, *(g.name for g in grids)], parsed.program, source.name)
-        # The swept sizes are compiled symbolic, so each point gets the plan a compile with its
-        # sizes bound chooses; where the program needs them known, at the program's values.
-        swept = [g.name for g in grids if g.name in sw.known_names(parsed.program)]
-        result = run_pipeline(source, args.hw, args.model, fixed, free=swept,
-                              matmul_precision=args.matmul_precision)
-        if swept and result.report is None:
-            result = run_pipeline(source, args.hw, args.model, fixed,
-                                  matmul_precision=args.matmul_precision)
-        if result.diagnostics.items:
-            print(result.rendered(), file=sys.stderr)
-        if result.report is None:
-            return 1
-        if result.report.chip is not None:  # a program's own `hardware ./chip.toml`
-            chips.append(result.report.chip.path)
-        # the plot's own quantities are evaluated but not printed
-        sweeps.append(sw.sweep(result.report, grids, quantities, [*plotted, *extra]))
+    sweeps: list[sw.Sweep] = []
+    chips: list[str] = []  # the programs' own `hardware ./chip.toml` files
+    from shardc.cli.progress import for_command
+
+    progress = for_command(args.progress, machine_output=args.format != "table",
+                           stages=2 * len(args.programs))  # a compile and a sweep each
+    try:
+        for path in args.programs:
+            code = _sweep_one(args, path, fixed, grids, quantities, [*plotted, *extra],
+                              sweeps, chips, progress)
+            if code:
+                return code
+    finally:
+        if progress:
+            progress.done()
     render = {"table": sweep_render.render_table, "csv": sweep_render.render_csv,
               "json": sweep_render.to_json}[args.format]
     sys.stdout.write(render(sweeps))
@@ -136,6 +129,45 @@ def _run(args: argparse.Namespace) -> int:
         except CliIOError as exc:
             return usage_error(str(exc))
         print(f"shardc: wrote {visible(str(out))}", file=sys.stderr)
+    return 0
+
+
+def _sweep_one(args: argparse.Namespace, path: str, fixed: dict[str, float], grids: tuple,
+               quantities: list[str], evaluated: list[str], sweeps: list, chips: list[str],
+               progress: Any) -> int:
+    """Compile one program and sweep it (appended to `sweeps`, its own chip file to `chips`;
+    `evaluated`: the plot's own quantities, evaluated but not printed); an exit code after
+    diagnostics, else 0."""
+    from shardc.cli.inputs import read_program
+    from shardc.driver.api import run_pipeline
+    from shardc.tools import sweep as sw
+
+    if progress:
+        progress(f"compiling {path}")
+    source = read_program(path)
+    parsed = run_pipeline(source, args.hw, args.model, stop_after="validate")
+    if parsed.diagnostics.has_errors or parsed.program is None:
+        print_diagnostics(parsed.rendered())
+        return 1
+    sw.check_names([*fixed, *(g.name for g in grids)], parsed.program, source.name)
+    # The swept sizes are compiled symbolic, so each point gets the plan a compile with its
+    # sizes bound chooses; where the program needs them known, at the program's values.
+    swept = [g.name for g in grids if g.name in sw.known_names(parsed.program)]
+    result = run_pipeline(source, args.hw, args.model, fixed, free=swept,
+                          matmul_precision=args.matmul_precision)
+    if swept and result.report is None:
+        result = run_pipeline(source, args.hw, args.model, fixed,
+                              matmul_precision=args.matmul_precision)
+    if result.diagnostics.items:
+        print_diagnostics(result.rendered())
+    if result.report is None:
+        return 1
+    if result.report.chip is not None:  # a program's own `hardware ./chip.toml`
+        chips.append(result.report.chip.path)
+    if progress:
+        progress(f"sweeping {path}")
+    # the plot's own quantities are evaluated but not printed
+    sweeps.append(sw.sweep(result.report, grids, quantities, evaluated))
     return 0
 
 

@@ -137,11 +137,17 @@ def _blocks(lines: list[str]) -> list[list[str]]:
 
 def write_result(text: str) -> None:
     """A text result on stdout, wrapped to the terminal's width when stdout is one (the width
-    from `COLUMNS` or the terminal, as `shutil.get_terminal_size` reads it); control characters
-    from user text (a chip file's note, a file name) shown as escapes (`shardc.lang.visible`)."""
+    from `COLUMNS` or the terminal, as `shutil.get_terminal_size` reads it), its headers coloured
+    unless `NO_COLOR` is set (`shardc.cli.style`); control characters from user text (a chip
+    file's note, a file name) shown as escapes (`shardc.lang.visible`)."""
+    from shardc.cli.style import wants_colour, write_coloured
+
     text = visible(text, keep="\n\t")
     if sys.stdout.isatty():
         text = wrap(text, shutil.get_terminal_size().columns)
+        if wants_colour(sys.stdout):
+            write_coloured(text, sys.stdout)
+            return
     sys.stdout.write(text)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.lang.visible import visible, visible_lines
 
@@ -70,13 +71,13 @@ def _prepare(path: str, args: argparse.Namespace):
         prepared = prepare(source, args.hw, args.model, dict(args.bindings),
                            getattr(args, "matmul_precision", "default"))
     except UsageError as exc:
-        print(f"shardc: error: {visible(source.name)}: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible(source.name)}: {visible_lines(str(exc))}")
         return 2
     if not isinstance(prepared, Prepared):  # a Compilation with errors
-        print(prepared.rendered(), file=sys.stderr)
+        print_diagnostics(prepared.rendered())
         return 1
     if prepared.compilation.diagnostics.items:
-        print(prepared.compilation.rendered(), file=sys.stderr)
+        print_diagnostics(prepared.compilation.rendered())
     return prepared
 
 
@@ -137,7 +138,7 @@ def run_export(args: argparse.Namespace) -> int:
     try:  # before compiling: a bad -o is a usage error whatever the program holds
         check_writable(args.output, flag="-o", inputs=(args.program, chip_path(args.hw)))
     except CliIOError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
     p = _prepare(args.program, args)
     if isinstance(p, int):
@@ -149,7 +150,7 @@ def run_export(args: argparse.Namespace) -> int:
         write_text(args.output, script(p, out.name), flag="-o",
                    inputs=(args.program, chip_path(args.hw), chip))
     except CliIOError as exc:
-        print(f"shardc: error: {visible_lines(str(exc))}", file=sys.stderr)
+        print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 1
     skipped = [st for st in p.statements if st.skip]
     for st in skipped:

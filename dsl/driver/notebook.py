@@ -1,7 +1,9 @@
 """The report in a notebook: a short `repr`, an HTML view (`_repr_html_`: the summary with its
-formulas in LaTeX, the training memory, and the ops in a collapsible table), the decisions as
-a table, and pandas DataFrames of the ops and arrays (`ops_frame`, `arrays_frame`; pandas is
-optional). The HTML view itself is `shardc.driver.render.html`, a writer over the document model.
+formulas in LaTeX, the training memory, the ops (axes, bytes, why) and each array's blocks on
+the mesh in collapsible tables), the decisions as a table, and pandas DataFrames of the ops and
+arrays (`ops_frame`, `arrays_frame`; pandas is optional). The report's HTML is
+`shardc.driver.render.html`, a writer over the document model; the pictures are
+`shardc.driver.show`'s.
 """
 
 from __future__ import annotations
@@ -58,10 +60,15 @@ def arrays_frame(r: Report) -> Any:
 
 
 def render_html(r: Report) -> str:
-    """The HTML view (`_repr_html_`): summary, memory, and the ops, collapsible."""
+    """The HTML view (`_repr_html_`): summary, memory, and the ops, collapsible; then each
+    array's blocks on the mesh (`shardc.driver.show`), collapsible."""
     from shardc.driver.render import write
+    from shardc.driver.show import array_pictures, to_html
 
-    return write(r, "html")
+    pictures = array_pictures(r)
+    return (write(r, "html") + f"\n<details><summary>sharding: {len(pictures)} array"
+            f"{'s' if len(pictures) != 1 else ''}</summary>"
+            + "\n".join(to_html(p) for p in pictures) + "</details>")
 
 
 __all__ = ["arrays_frame", "decisions_html", "math_html", "ops_frame", "render_html",

@@ -266,7 +266,9 @@ class Report:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        return write(self, "html")
+        from shardc.driver.notebook import render_html
+
+        return render_html(self)  # the HTML writer's report, then the sharding pictures
 
     def __repr__(self) -> str:
         from shardc.driver.notebook import short_repr
@@ -284,6 +286,15 @@ class Report:
         from shardc.driver.notebook import arrays_frame
 
         return arrays_frame(self)
+
+    def sharding(self, *arrays: str, ops: bool = False, max_blocks: int | None = None) -> Any:
+        """Which mesh devices hold which block of each array (or of `arrays`), and with `ops`
+        of each value a collective makes, as `jax.debug.visualize_array_sharding` draws it:
+        `shardc.driver.show.Pictures` (text with `str`, HTML in a notebook); `max_blocks`
+        blocks along a side at most (default 8) before the middle ones are elided."""
+        from shardc.driver.show import sharding
+
+        return sharding(self, arrays, ops, max_blocks)
 
     def __str__(self) -> str:
         return self.to_text()

@@ -1,5 +1,5 @@
 """The HTML report (a notebook's `_repr_html_`): the summary with its formulas for MathJax, the
-training memory, and the ops in a collapsible table; `math_html` and `table_html` are the HTML
+training memory, and the ops (axes, bytes, why) in a collapsible table; `math_html` and `table_html` are the HTML
 helpers every notebook view uses."""
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ class HtmlWriter(Writer):
     def _section_ops(self, s: Section) -> list[str]:
         ops: tuple[Op, ...] = s.rows
         e = html_text
-        table = table_html(("#", "line", "op", "from &rarr; to", "time"), (
-            (str(c.index), str(c.line), e(c.op),
-             f"<code>{e(c.src)}</code> &rarr; <code>{e(c.dst)}</code>",
-             e(fmt_value(c.time, "s"))) for c in ops))
+        table = table_html(("#", "line", "op", "axes", "from &rarr; to", "bytes", "time", "why"),
+                           ((str(c.index), str(c.line), e(c.op), e(",".join(c.axes)),
+                             f"<code>{e(c.src)}</code> &rarr; <code>{e(c.dst)}</code>",
+                             e(fmt_value(c.bytes, "B")), e(fmt_value(c.time, "s")),
+                             e(c.reason) if c.kind == "collective" else "") for c in ops))
         return [f"<details><summary>{len(ops)} ops</summary>{table}</details></div>"]
 
     def cells(self, row: Any) -> tuple[str, str, str]:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shardc.driver.json_text import strict_dumps
+from shardc.driver.text_table import aligned
 from shardc.lang.units import fmt_sci
 from shardc.tools.epoch import closed_form as cf
 from shardc.tools.epoch import curves
@@ -78,21 +79,21 @@ def to_text(lim: Limits) -> str:
     ]
     if lim.closed_form:
         out += ["", "closed form (Table 2 analogue: a DGX node as one \"GPU\", b = 4e6, L = 100, "
-                "dense; Eqs. 13-18)",
-                f"  {'preset':14s} {'C MAC/s':>9s} {'B_net w/s':>9s} {'B_DRAM':>8s} {'SRAM w':>7s} "
-                f"{'S/d^2':>6s}  {'d_prime ours / paper':22s} {'b_prime ours / paper':20s} "
-                f"{'T_crit FLOP ours / paper':28s} {'T_latency (Eq. 15)':26s} T_wall (Eq. 18)"]
+                "dense; Eqs. 13-18)"]
+        rows = []
         for p, r in lim.closed_form:
             pp = p.paper
-            out.append(
-                f"  {p.name:14s} {r.node.mac_per_s:9.3g} {r.node.net_words_per_s:9.3g} "
-                f"{r.node.dram_words_per_s:8.3g} {r.node.sram_words / 1e6:6.0f}M "
-                f"{r.sram_ratio:6.2f}  "
-                f"{_kilo(r.d_prime)} / {_kilo(pp.d_prime):14s} "
-                f"{_pair(r.b_prime, pp.b_prime, '.3g'):20s} "
-                f"{_with_ratio(r.t_crit_flop, pp.t_crit_flop):28s} "
-                f"{_pair(r.t_latency_flop, pp.t_latency_flop):26s} "
-                f"{_pair(r.t_wall_flop, pp.t_wall_flop)}")
+            rows.append((p.name, f"{r.node.mac_per_s:.3g}", f"{r.node.net_words_per_s:.3g}",
+                         f"{r.node.dram_words_per_s:.3g}", f"{r.node.sram_words / 1e6:.0f}M",
+                         f"{r.sram_ratio:.2f}", f"{_kilo(r.d_prime)} / {_kilo(pp.d_prime)}",
+                         _pair(r.b_prime, pp.b_prime, ".3g"),
+                         _with_ratio(r.t_crit_flop, pp.t_crit_flop),
+                         _pair(r.t_latency_flop, pp.t_latency_flop),
+                         _pair(r.t_wall_flop, pp.t_wall_flop)))
+        out += aligned(("preset", "C MAC/s", "B_net w/s", "B_DRAM", "SRAM w", "S/d^2",
+                        "d_prime ours / paper", "b_prime ours / paper",
+                        "T_crit FLOP ours / paper", "T_latency (Eq. 15)", "T_wall (Eq. 18)"),
+                       rows, right={1, 2, 3, 4, 5})
         r0 = lim.closed_form[0][1]
         out += [f"  T_wall / T_latency = {r0.t_wall_flop / r0.t_latency_flop:.6g} "
                 "(Eq. 18 over Eq. 14: a latency-minimizing schedule instead of an efficient one)",
@@ -101,15 +102,15 @@ def to_text(lim: Limits) -> str:
                 f"T_limit {fmt_sci(lim.deepseek[1])} (paper: up to 3e+36)"]
     if lim.simulated:
         out += ["", "simulated (Tables 3 and 4 analogues: training compute at which MFU falls "
-                "below 80% of single-GPU sustained utilization)",
-                f"  {'preset':13s} {'scenario':32s} {'sustained':>9s}  "
-                f"{'dense FLOP ours / paper':30s} sparse FLOP ours / paper"]
+                "below 80% of single-GPU sustained utilization)"]
+        simulated: list[tuple[str, ...]] = []
         for s in lim.simulated:
             pp = s.preset.paper
-            dense = _with_ratio(s.dense_threshold_flop, pp.dense_threshold_flop)
-            sparse = _with_ratio(s.sparse_threshold_flop, pp.sparse_threshold_flop)
-            out.append(f"  {s.preset.name:13s} {s.preset.scenario:32s} {s.sustained:9.2f}  "
-                       f"{dense:30s} {sparse}")
+            simulated.append((s.preset.name, s.preset.scenario, f"{s.sustained:.2f}",
+                         _with_ratio(s.dense_threshold_flop, pp.dense_threshold_flop),
+                         _with_ratio(s.sparse_threshold_flop, pp.sparse_threshold_flop)))
+        out += aligned(("preset", "scenario", "sustained", "dense FLOP ours / paper",
+                        "sparse FLOP ours / paper"), simulated, right={2})
     return "\n".join(out) + "\n"
 
 

@@ -49,6 +49,7 @@ PROGRESS_AFTER_S = 0.5
 supports it)."""
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
             "note": types.DiagnosticSeverity.Information}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DID_YOU_MEAN = re.compile(r"did you mean '([^']+)'\?")
 
 # JSON-RPC's and the LSP's error codes.
@@ -70,6 +71,8 @@ class _Document:
     published: list[tuple[types.Diagnostic, str]] = field(default_factory=list)
     """Each published diagnostic with its label (for quick fixes)."""
     hover: dict[str, str] = field(default_factory=dict)
+    pictures: dict[str, str] = field(default_factory=dict)
+    """Each array's picture (Markdown), shown on hover over its name."""
 
 
 class ShardcProtocol(LanguageServerProtocol):
@@ -289,6 +292,7 @@ class ShardcServer(LanguageServer):
                                     code=d["code"] or None, source="shardc")
             published.append((diag, d["label"]))
         doc.text, doc.published, doc.hover = text, published, answer.get("hover", {})
+        doc.pictures = answer.get("pictures", {})
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=[d for d, _ in published]))
 
@@ -336,6 +340,23 @@ class ShardcServer(LanguageServer):
         a column past the line's end stays past it by as many units."""
         codec = self.workspace.position_codec
         return codec.client_num_units(line[:col]) + max(0, col - len(line))
+
+    def word_at(self, line: str, units: int) -> tuple[str, int, int] | None:
+        """The name (letters, digits, `_`) at column `units` (the negotiated encoding's units)
+        of `line`, with its start and end in code points; None off a name."""
+        codec = self.workspace.position_codec
+        col, seen = 0, 0
+        for ch in line:  # one pass: a long line's every prefix would be quadratic
+            seen += codec.client_num_units(ch)
+            if seen > units:
+                break
+            col += 1
+        for m in _NAME.finditer(line):
+            if m.start() <= col < m.end():
+                return m.group(0), m.start(), m.end()
+            if m.start() > col:
+                break
+        return None
 
     def lsp_range(self, source: Source, line: int, col: int, end_line: int,
                   end_col: int) -> types.Range:
@@ -386,14 +407,20 @@ def build_server(version: str = "unknown", time_budget: float = DEFAULT_TIME_BUD
             except TimeoutError:
                 return None
         line = params.position.line
-        markdown = doc.hover.get(str(line + 1))
-        if markdown is None:
-            return None
         text = Source("", doc.text).line_text(line + 1)
+        ops = doc.hover.get(str(line + 1))
+        word = ls.word_at(text, params.position.character)
+        picture = doc.pictures.get(word[0]) if word is not None else None
+        if ops is None and picture is None:
+            return None
+        # over an array's name: its picture, then the line's ops; the range is the name's
+        # where the line compiled to no op
+        markdown = "\n\n".join(m for m in (picture, ops) if m is not None)
+        start, end = (word[1], word[2]) if ops is None and word is not None else (0, len(text))
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown),
-            range=types.Range(types.Position(line, 0),
-                              types.Position(line, ls.units(text, len(text)))))
+            range=types.Range(types.Position(line, ls.units(text, start)),
+                              types.Position(line, ls.units(text, end))))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))

@@ -26,7 +26,8 @@ from shardc.lang.source import Source
 def compile_document(uri: str, text: str) -> dict[str, Any]:
     """The compile of one document as plain data: each diagnostic's code, severity, message,
     label, notes and span (1-based line, column, end line, end column, in code points), and
-    for each source line that compiled to ops the Markdown of its hover; `restart` when the
+    for each source line that compiled to ops the Markdown of its hover, and for each array the
+    Markdown of its picture (hovered over its name); `restart` when the
     worker should not compile again (it ran out of memory).
 
     >>> out = compile_document("file:///t.shard", "mesh X=2\\ndim I=8\\nA: f32[I_X]\\nB = gelo(A)\\n")
@@ -51,8 +52,23 @@ def compile_document(uri: str, text: str) -> dict[str, Any]:
                     "label": d.label, "notes": list(d.notes),
                     "span": [d.span.line, d.span.col, d.span.end_line, d.span.end_col]}
                    for d in result.diagnostics.items]
-    return {"diagnostics": diagnostics,
-            "hover": _hovers(result.report) if result.report is not None else {}}
+    report = result.report
+    return {"diagnostics": diagnostics, "hover": _hovers(report) if report is not None else {},
+            "pictures": _pictures(report) if report is not None else {}}
+
+
+MAX_PICTURES = 2000
+"""Arrays whose pictures a compile sends at most (in program order): hovering a later one
+shows only its line's ops."""
+
+
+def _pictures(report: Any) -> dict[str, str]:
+    """Per array name, the Markdown of its picture (`shardc.driver.show`): which mesh devices
+    hold which of its blocks, shown on hover over the name."""
+    from shardc.driver.show import array_pictures, to_markdown
+
+    names = [v.array for v in report.program.arrays][:MAX_PICTURES]
+    return {p.name: to_markdown(p) for p in array_pictures(report, names)}
 
 
 def _hovers(report: Any) -> dict[str, str]:
