@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sympy as sp
 
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+
+if TYPE_CHECKING:
+    from shardc.passes.cost_model import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,7 @@ class Recipe:
 
     dtypes: tuple[str, str, str]
     local: Any
-    model: str
+    model: Model
     topology: Any
     w: tuple[tuple[str, Any], ...]
     t: tuple[tuple[str, Any], ...]

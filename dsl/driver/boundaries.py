@@ -44,6 +44,11 @@ class Boundary:
         return f"{self.size} {self.op} {self.formula} = {tail}"
 
 
+def free_sizes(r: Report) -> list[str]:
+    """The sizes the report leaves symbolic (declared without a value, not bound)."""
+    return [n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings]
+
+
 def exact_figures(r: Report) -> dict[sp.Symbol, sp.Expr]:
     """The report's numbers (sizes, chip figures, `--set`) as exact rationals: each figure the
     rational of its shortest decimal (`4.5e10` is 45000000000, `1e-6` is 1/1000000)."""
@@ -65,7 +70,6 @@ def _same(formula: sp.Expr, numeric: sp.Expr, env: dict[str, float], free: list[
 
 def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None) -> Boundary:
     """Where `sides[0]` is cheaper than `sides[1]` (the bound `rel` of a region), solved."""
-    from shardc.driver.regions import free_sizes
     from shardc.passes.regions import cheaper, exact, symbolic_time
     from shardc.passes.sizes import known_sizes
 
@@ -89,6 +93,9 @@ def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None
         return fallback
     figures = exact_figures(r)
     a, b = pair
+    # A float the cost model folded in itself (a rate computed in doubles) becomes the
+    # rational of its shortest decimal, as `exact` writes it.
+    a, b = exact(a), exact(b)
     rel_exact = cheaper(sp.expand(a.xreplace(figures)), sp.expand(b.xreplace(figures)))
     if not isinstance(rel_exact, sp.core.relational.Relational):
         return fallback
@@ -135,4 +142,5 @@ def condition(r: Report, variant: Any) -> sp.Basic:
     return sp.And(*rels) if rels else sp.true
 
 
-__all__ = ["Boundary", "boundaries", "boundary", "condition", "exact_figures", "solve_all"]
+__all__ = ["Boundary", "boundaries", "boundary", "condition", "exact_figures", "free_sizes",
+           "solve_all"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from shardc.driver.boundaries import boundaries
+from shardc.driver.boundaries import boundaries, free_sizes
 from shardc.driver.decisions import relation_text
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 from shardc.passes.symbols import as_expr
@@ -22,11 +22,6 @@ if TYPE_CHECKING:
 TOTALS = (("T_lower", "t_lower_s", "s"), ("T_expected", "t_expected_s", "s"),
           ("T_comms", "t_comms_s", "s"),
           ("T_math", "t_math_s", "s"), ("comm bytes", "comm_bytes", "B"))
-
-
-def free_sizes(r: Report) -> list[str]:
-    """The sizes the report leaves symbolic (declared without a value, not bound)."""
-    return [n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings]
 
 
 def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, ...] | None:
