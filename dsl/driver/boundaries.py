@@ -69,7 +69,17 @@ def _same(formula: sp.Expr, numeric: sp.Expr, env: dict[str, float], free: list[
 
 
 def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None) -> Boundary:
-    """Where `sides[0]` is cheaper than `sides[1]` (the bound `rel` of a region), solved."""
+    """Where `sides[0]` is cheaper than `sides[1]` (the bound `rel` of a region), solved; the
+    relation alone (`passes.regions.exact`) where the formulas divide by zero at the sizes."""
+    from shardc.passes.regions import exact
+
+    try:
+        return _boundary(r, rel, sides)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return Boundary(exact(rel))
+
+
+def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None) -> Boundary:
     from shardc.passes.regions import cheaper, exact, symbolic_time
     from shardc.passes.sizes import known_sizes
 
@@ -110,11 +120,13 @@ def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None
         slope, rest = poly.all_coeffs()
         sign = sp.expand(slope.xreplace(figures))
         positive = sign.is_positive
-        if positive is None and sign.is_negative is None:
+        if sign.is_zero is not False or (positive is None and sign.is_negative is None):
             continue
         num, den = sp.fraction(sp.cancel(sp.together(-rest / slope)))
         formula = sp.factor(num) / sp.factor(den)
         value = sp.cancel(formula.xreplace(figures))
+        if value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+            continue
         return Boundary(rel_exact, name, ">" if positive else "<", formula, value)
     return Boundary(rel_exact)
 
