@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sympy as sp
 
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+
+if TYPE_CHECKING:
+    from shardc.passes.cost_model import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,56 @@ class Candidate:
     collectives: int
     steps: tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]] = ((), (), ())
     """Its reshard steps on the left operand, the right operand and the result."""
+    recipe: Recipe | None = field(default=None, compare=False)
+    """How `time` was priced, to price it again with every size and figure a symbol
+    (`symbolic_time`): a region's boundary as a formula."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """What a candidate's time is made of besides its steps: the dtypes of the operands and
+    the result, the local product's block (`local`: each dim with its axes), the cost model,
+    the topology, the chip's figures by level (`w`, `t`: a symbol where the chip or `--set`
+    gives a number, else the planning default, a number) and the FLOP/s rate's symbol (None:
+    no chip, communication alone)."""
+
+    dtypes: tuple[str, str, str]
+    local: Any
+    model: Model
+    topology: Any
+    w: tuple[tuple[str, Any], ...]
+    t: tuple[tuple[str, Any], ...]
+    rate: sp.Symbol | None
+
+
+def symbolic_time(c: Candidate, sizes: Mapping[str, int] | None = None) -> sp.Expr | None:
+    """`c.time` with the chip's figures as symbols (`W_ici`, `t_hop`, `C`) and every size a
+    symbol, or the sizes in `sizes` as their numbers (a mesh axis's number decides its ring);
+    None without a recipe. The same functions price it as the lowering did, so at the
+    figures and sizes the compile used it is `c.time` (`boundary` checks that).
+
+    >>> symbolic_time(Candidate(0, sp.Integer(0), sp.Integer(0), 0)) is None
+    True
+    """
+    r = c.recipe
+    if r is None:
+        return None
+    from shardc.passes.cost_model import Links
+    from shardc.passes.layout_cost import local_elements, steps_time
+    from shardc.passes.symbols import as_expr, size_symbol
+
+    known = sizes or {}
+
+    def size_of(name: str) -> Any:
+        return known[name] if name in known else size_symbol(name)
+
+    links = Links(dict(r.w), dict(r.t))
+    total: Any = 0
+    for steps, dtype in zip(c.steps, r.dtypes, strict=True):
+        total = total + steps_time(steps, dtype, size_of, r.model, r.topology, links)
+    if r.rate is not None:
+        total = total + 2 * local_elements(r.local, size_of) / r.rate
+    return as_expr(total)
 
 
 def plan_key(time: float, flops: float, collectives: int) -> tuple[float, float, int]:
@@ -297,6 +350,16 @@ class OnSample:
     bounds: list[sp.Basic] = field(default_factory=list)
     path: list[tuple[tuple[Candidate, ...], int]] = field(default_factory=list)
     """Each choice made on the sample, in order: its candidates and the plan picked."""
+    sides: dict[sp.Basic, tuple[Candidate, Candidate]] = field(default_factory=dict)
+    """Each bound's two plans: the one picked, and the one it is cheaper than there."""
+
+    def bound(self, me: Candidate, other: Candidate) -> None:
+        """Where `me` is cheaper than `other`, as a relation over the free sizes."""
+        rel = cheaper(me.time, other.time)
+        if rel is not True:
+            rel = sp.false if rel is False else rel
+            self.bounds.append(rel)
+            self.sides.setdefault(rel, (me, other))
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         import numpy as np
@@ -313,9 +376,7 @@ class OnSample:
             me = next(c for c in candidates if c.order == pick)
             for other in present:
                 if other != pick:
-                    rel = cheaper(me.time, next(c for c in candidates if c.order == other).time)
-                    if rel is not True:
-                        self.bounds.append(sp.false if rel is False else rel)
+                    self.bound(me, next(c for c in candidates if c.order == other))
         elif len(present) == 1:
             pick = present[0]
         elif not present:
@@ -358,9 +419,7 @@ class Majority(OnSample):
             me = next(c for c in candidates if c.order == pick)
             for other in orders.tolist():
                 if other != pick:
-                    rel = cheaper(me.time, next(c for c in candidates if c.order == other).time)
-                    if rel is not True:
-                        self.bounds.append(sp.false if rel is False else rel)
+                    self.bound(me, next(c for c in candidates if c.order == other))
         self.mask = self.mask.copy()
         self.mask[at[won != pick]] = False
         self.path.append((tuple(candidates), pick))
@@ -379,6 +438,10 @@ class Variant:
     path: tuple[tuple[tuple[Candidate, ...], int], ...] = ()
     """The choices the sample made on the way, in order (`OnSample.path`): a point is in this
     variant exactly where each of them has the plan picked as its winner (`classify`)."""
+    sides: tuple[tuple[Candidate, Candidate], ...] = ()
+    """Each bound's two plans (`OnSample.sides`), in the order of `bounds`."""
+    solved: tuple[Any, ...] | None = None
+    """Each bound solved (`shardc.driver.boundaries.Boundary`), once the driver has."""
 
     @property
     def condition(self) -> sp.Basic:
@@ -414,8 +477,9 @@ def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
             continue
         share = float(chooser.mask.mean()) if chooser.mask is not None else 1.0
         if share > 0:
-            out.append(Variant(tuple(sorted(forced.items())), tuple(dict.fromkeys(chooser.bounds)),
-                               share, result, tuple(chooser.path)))
+            bounds = tuple(dict.fromkeys(chooser.bounds))
+            out.append(Variant(tuple(sorted(forced.items())), bounds, share, result,
+                               tuple(chooser.path), tuple(chooser.sides[b] for b in bounds)))
     return tuple(sorted(out, key=lambda v: -v.share))
 
 
@@ -441,5 +505,6 @@ def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
     return out
 
 
-__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "exact", "Region", "RegionFinder",
-           "Variant", "classify", "evaluate", "plan_key", "sample_points", "variants", "winners"]
+__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "Recipe", "Region",
+           "RegionFinder", "Variant", "classify", "evaluate", "exact", "plan_key", "sample_points",
+           "symbolic_time", "variants", "winners"]

@@ -208,6 +208,8 @@ class Region:
     share: float
     collectives: str
     totals: tuple[Total, ...]
+    boundaries: tuple[str, ...] = ()
+    """Each bound solved for a size (`shardc.driver.boundaries.Boundary.text`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
+from shardc.driver.boundaries import boundaries, free_sizes
 from shardc.driver.decisions import relation_text
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 from shardc.passes.symbols import as_expr
@@ -21,11 +22,6 @@ if TYPE_CHECKING:
 TOTALS = (("T_lower", "t_lower_s", "s"), ("T_expected", "t_expected_s", "s"),
           ("T_comms", "t_comms_s", "s"),
           ("T_math", "t_math_s", "s"), ("comm bytes", "comm_bytes", "B"))
-
-
-def free_sizes(r: Report) -> list[str]:
-    """The sizes the report leaves symbolic (declared without a value, not bound)."""
-    return [n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings]
 
 
 def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, ...] | None:
@@ -61,7 +57,7 @@ def settle(r: Report) -> Report:
       the region it holds in.
 
     Programs whose plans depend on no symbolic size are returned as they are."""
-    from shardc.passes.regions import Majority, exact, sample_points, variants
+    from shardc.passes.regions import Majority, sample_points, variants
     from shardc.passes.sizes import known_sizes
 
     free = free_sizes(r)
@@ -98,10 +94,15 @@ def settle(r: Report) -> Report:
             float(most.mask.mean())))
     if len(found) == 1:
         return dataclasses.replace(found[0].result, settled=())
+    from shardc.driver.boundaries import condition, solve_all
+
+    found = solve_all(r, found)
     base: Report = found[0].result
     totals = dict(base.totals)
+    conditions = [condition(r, v) for v in found]
     for key in dict.fromkeys(k for v in found for k in v.result.totals):
-        pieces = [(as_expr(v.result.totals.get(key, 0)), exact(v.condition)) for v in found]
+        pieces = [(as_expr(v.result.totals.get(key, 0)), c)
+                  for v, c in zip(found, conditions, strict=True)]
         if len({e for e, _ in pieces}) > 1:
             totals[key] = sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
         else:  # a total some region lacks (0 there) is still a total of every region
@@ -137,7 +138,9 @@ def piecewise(r: Report, name: str) -> sp.Expr:
     regions = r.regions()
     if not regions:
         return r.formula(name)
-    pieces = [(as_expr(v.result.totals.get(name, 0)), v.condition) for v in regions]
+    from shardc.driver.boundaries import condition
+
+    pieces = [(as_expr(v.result.totals.get(name, 0)), condition(r, v)) for v in regions]
     return sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
 
 
@@ -180,7 +183,7 @@ def has_lines(r: Report) -> bool:
 
 
 def as_json(r: Report) -> dict[str, Any]:
-    from shardc.passes.regions import exact
+    from shardc.driver.boundaries import condition
 
     regions = r.regions()
     if regions is None:
@@ -192,7 +195,8 @@ def as_json(r: Report) -> dict[str, Any]:
                                      "share_of_sample": round(r.shown_region[1], 4)}}
                    if r.shown_region else {})}
     out: dict[str, Any] = {
-        "regions": [{"condition": condition_text(v), "relation": str(exact(v.condition)),
+        "regions": [{"condition": condition_text(v), "relation": str(condition(r, v)),
+                     "boundaries": [b.as_json() for b in boundaries(r, v)],
                      "share_of_sample": round(v.share, 4),
                      "collectives": collectives(v.result),
                      "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS}}

@@ -209,9 +209,12 @@ def regions(r: Report) -> Section | None:
             r.shown_region[0] if r.shown_region else None),))
     if not found:
         return None
+    from shardc.driver.boundaries import boundaries
+
     rows = tuple(Region(condition_text(v), v.share, collectives(v.result), tuple(
         Total(t.short or t.label, None, t.unit, as_expr(v.result.totals.get(t.key, 0)), t.key)
-        for t in REGION_TOTALS)) for v in found)
+        for t in REGION_TOTALS), tuple(t for b in boundaries(r, v)
+                                       if (t := b.text()) is not None)) for v in found)
     if len(found) == 1:
         return Section("regions", "totals", rows, "one plan wins at every size sampled, not the "
                        "default plans above: a compile with the sizes bound runs this program")

@@ -29,7 +29,7 @@ from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
 from shardc.passes.lower.explain import beat_text, case_reason
 from shardc.passes.lower.state import LoweringState, derived_name
-from shardc.passes.regions import Candidate
+from shardc.passes.regions import Candidate, Recipe
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
 
@@ -273,6 +273,7 @@ class Contractions(LoweringState):
         """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
         (communication, plus compute at the chip's peak) and FLOPs (`passes.regions`)."""
         model, topo = self.ctx.model, self.ctx.topology
+        recipes: dict[tuple, Recipe] = self.searches.setdefault(("recipes",), {})
         out = []
         for i, p in enumerate(plans):
             key = ("candidate", p.lhs_steps, p.rhs_steps, p.out_steps, p.lhs_target,
@@ -285,17 +286,38 @@ class Contractions(LoweringState):
                 time = comm + flops / c if c else comm
                 self.memo[key] = (as_expr(time), as_expr(flops))
             time, flops = self.memo[key]
+            local = self.local_layout(p)
+            rkey = (local, ldt, rdt, dt)
+            recipe = recipes.get(rkey)
+            if recipe is None:
+                recipe = recipes[rkey] = self.recipe(local, (ldt, rdt, dt), links, c)
             out.append(Candidate(i, time, flops, len(p.collectives),
-                                 (p.lhs_steps, p.rhs_steps, p.out_steps)))
+                                 (p.lhs_steps, p.rhs_steps, p.out_steps), recipe))
         return tuple(out)
 
-    def einsum_elements(self, p: EinsumPlan, size_of):
-        """Multiply-adds per device of the local product: every dim once, at its shard size."""
+    def recipe(self, local: Layout, dtypes: tuple[str, str, str], links: Links,
+               c: float | None) -> Recipe:
+        """How `candidates` priced a plan, with the chip's figures as symbols where the chip (or
+        `--set`) gives them a number (`passes.regions.symbolic_time`)."""
+        assert self.figures is not None  # hw_numbers ran
+        values = self.figures[1]
+        syms = HardwareSymbols(frozenset(self.dims))
+        w = tuple((lv, syms.w(lv) if syms.w(lv).name in values else links.w[lv]) for lv in LEVELS)
+        t = tuple((lv, syms.t(lv) if syms.t(lv).name in values else links.t[lv]) for lv in LEVELS)
+        return Recipe(dtypes, local, self.ctx.model, self.ctx.topology, w, t,
+                      syms.flops(dtypes[2]) if c else None)
+
+    def local_layout(self, p: EinsumPlan) -> Layout:
+        """The local product's block: every dim once, with the axes it is sharded over."""
         seen: dict[str, tuple[str, ...]] = {}
         for lay in (p.lhs_target, p.rhs_target):
             for d in lay.dims:
                 seen.setdefault(d.dim, d.axes)
-        return local_elements(Layout(tuple(DimSharding(d, a) for d, a in seen.items())), size_of)
+        return Layout(tuple(DimSharding(d, a) for d, a in seen.items()))
+
+    def einsum_elements(self, p: EinsumPlan, size_of):
+        """Multiply-adds per device of the local product: every dim once, at its shard size."""
+        return local_elements(self.local_layout(p), size_of)
 
     def record_decision(self, ranked: list[EinsumPlan], objective, numeric: bool, line: int,
                         e: Contract, lv: Value, rv: Value, dtype: str, target: str,

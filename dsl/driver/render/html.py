@@ -70,7 +70,9 @@ class HtmlWriter(Writer):
         return [f"<div class='shardc-report'><b>shardc report</b> <code>{e(h.program)}</code> "
                 f"&mdash; chip <b>{e(h.chip or 'none')}</b>, model <b>{e(h.model)}</b>, mesh "
                 + ", ".join(f"<code>{e(n)}={e(str(s if s is not None else n))}</code>"
-                            for n, s in h.mesh)]
+                            for n, s in h.mesh),
+                # plans by region of the symbolic sizes: which one the sections show
+                *([f"<p><i>plans: {e(h.plans)}</i></p>"] if h.plans else [])]
 
 
 __all__ = ["HtmlWriter", "math_html", "table_html"]

@@ -137,6 +137,7 @@ class TextWriter(Writer):
 
     def _print_Region(self, v: Region) -> list[str]:
         return [f"  where {v.condition}   ({v.share:.0%} of the sample)",
+                *(f"    boundary: {b}" for b in v.boundaries),
                 f"    collectives: {v.collectives}",
                 *(f"    {t.label:<12} = {text(t.formula)}" for t in v.totals)]
 
