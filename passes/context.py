@@ -65,6 +65,10 @@ class Options:
     CUDA cores; on a TPU DEFAULT is one bf16 pass, HIGH three, HIGHEST six
     (https://docs.jax.dev/en/latest/_autosummary/jax.lax.Precision.html)."""
 
+    objective: str | None = None
+    """`--objective`: what the plans minimize for the whole program (`passes.objective`;
+    None: the default for the program)."""
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "bindings", MappingProxyType(dict(self.bindings)))
         object.__setattr__(self, "free", frozenset(self.free))

@@ -183,10 +183,12 @@ def summed(terms: list[tuple[Any, Any]]) -> sp.Expr:
                     for (x, count), k in Counter(terms).items()])
 
 
-def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = None
-                ) -> ProgramCost:
+def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = None,
+                memo: dict[tuple, OpCost | None] | None = None) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
-    program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root."""
+    program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root.
+    `memo` keeps each op shape's formulas for the next program costed in the same context (the
+    whole-program search costs many lowerings of one program)."""
     syms = HardwareSymbols(frozenset(n for n, _ in program.dims) | frozenset(program.mesh_axes))
     _rate_assumptions(program, ctx)
     mesh = program.mesh_axes
@@ -203,7 +205,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                          if f.half_ranks is not None) if cal is not None else frozenset()
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
-    memo: dict[tuple, OpCost | None] = {}
+    memo = {} if memo is None else memo
     overlap = classify(program)
     for index, op in ops_in_order(program):
         key = _shape_key(op)

@@ -189,6 +189,8 @@ class FuseElementwise:
 @dataclass(frozen=True, slots=True)
 class DeriveCost:
     name: ClassVar[str] = "derive-cost"
+    memo: dict | None = dataclasses.field(default=None, compare=False, hash=False)
+    """Op formulas by shape, kept from one run to the next in one context (`derive_cost`)."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.derive_cost import derive_cost
@@ -196,7 +198,7 @@ class DeriveCost:
         assert unit.compiled is not None
         return dataclasses.replace(unit, cost=derive_cost(unit.compiled,
                                                           _with_hardware(unit, ctx),
-                                                          unit.fusion))
+                                                          unit.fusion, self.memo))
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,7 +159,8 @@ def test_regions_of_two_plans_meet_at_their_crossover():
 
 
 def test_the_fsdp_step_has_two_regions_split_at_the_crossover():
-    r = shardc.compile(FSDP, set={"X": 16})
+    """Each contraction planned for itself (the whole step's regions: tests/test_objective.py)."""
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
     regions = r.regions()
     assert len(regions) == 2
     by_plan = {tuple(c.op for c in v.result.ops if c.kind == "collective")[0]: v for v in regions}
@@ -187,16 +188,17 @@ def test_compile_regions_flag_prints_totals_by_region(tmp_path):
     path = tmp_path / "fsdp.shard"
     path.write_text(FSDP)
     out = subprocess.run([sys.executable, "-m", "shardc", "compile", str(path), "--set", "X=16",
-                          "--regions"], capture_output=True, text=True, check=True).stdout
+                          "--regions", "--objective", "statement"], capture_output=True,
+                         text=True, check=True).stdout
     assert "totals by region" in out and "where B > 7659.4" in out
     js = subprocess.run([sys.executable, "-m", "shardc", "compile", str(path), "--set", "X=16",
-                         "--regions", "--format", "json"], capture_output=True, text=True,
-                        check=True).stdout
+                         "--regions", "--format", "json", "--objective", "statement"],
+                        capture_output=True, text=True, check=True).stdout
     import json
 
     d = json.loads(js)
     assert len(d["regions"]) == 2 and "Piecewise" in d["totals_piecewise"]["t_comms_s"]
-    tex = shardc.compile(FSDP, set={"X": 16}).to_latex(regions=True)
+    tex = shardc.compile(FSDP, set={"X": 16}, objective="statement").to_latex(regions=True)
     assert "\\text{T\\_comms} &= \\begin{cases}" in tex and "\\text{where B > 7659.4}" in tex
     assert "\\text{T\\_math} &= \\frac{12 B D F}{C X}" in tex  # one formula: no cases
 
@@ -209,7 +211,8 @@ def _derive_json(tmp_path, model):
     path = tmp_path / "fsdp.shard"
     path.write_text(FSDP)
     out = subprocess.run([sys.executable, "-m", "shardc", "derive", str(path), "--solve-for", "B",
-                          "--model", model, "--set", "X=16", "--format", "json"],
+                          "--model", model, "--set", "X=16", "--format", "json",
+                          "--objective", "statement"],
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out)["by_region"]
 
@@ -284,7 +287,7 @@ def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path):
     path = tmp_path / "dp.shard"
     path.write_text(DP_STEP)
     base = [sys.executable, "-m", "shardc", "derive", str(path), "--solve-for", "B",
-            "--model", "book"]
+            "--model", "book", "--objective", "statement"]
     d = json.loads(subprocess.run([*base, "--format", "json"], capture_output=True, text=True,
                                   check=True).stdout)
     assert d["solve_for"] == "B"
@@ -309,7 +312,7 @@ def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
 
     from shardc.driver.regions import plan_of
 
-    r = shardc.compile(FSDP, set={"X": 16})
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")  # each contraction alone
     regions = r.regions()
     assert len(regions) == 2 and r.shown_region is not None
     assert isinstance(r.totals["t_comms_s"], sp.Piecewise)
@@ -334,7 +337,7 @@ def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
                                 "(4*(D*floor(X**2/4) + F*X**2 - F*X))")
         assert b["value"] == 7659.400634765625
     for b in (4096, 60000):  # each side of the boundary: the compile at that batch
-        want = shardc.compile(FSDP, set={"X": 16, "B": b})
+        want = shardc.compile(FSDP, set={"X": 16, "B": b}, objective="statement")
         assert r.value("t_comms_s", B=b) == pytest.approx(want.value("t_comms_s"), rel=1e-9)
         assert r.value(r.totals["t_comms_s"], B=b) == pytest.approx(want.value("t_comms_s"),
                                                                   rel=1e-9)

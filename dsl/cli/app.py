@@ -15,6 +15,7 @@ from typing import get_args
 from shardc.cli.inputs import (
     COST_MODELS,
     add_cost_model_flag,
+    add_objective_flag,
     add_precision_flag,
     parse_binding,
     parse_number,
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "summary, repeats, memory, topology, conditions, decisions, ops, why, regions")
     c.add_argument("--summary", action="store_true",
                    help="text format: a short report (--only summary,repeats,memory,conditions)")
+    add_objective_flag(c)
     c.add_argument("--regions", action="store_true",
                    help="also lower the program in each region of its symbolic sizes and give "
                         "the totals there (text, md, json)")
@@ -98,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
                    metavar="NAME=VALUE")
     add_precision_flag(k)
+    add_objective_flag(k)
 
     from shardc.cli import lsp
 
@@ -182,7 +185,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             return 1
     result = run_pipeline(source, hw, args.model, dict(args.bindings),
                           optimizer=args.optimizer, remat=args.remat, attention=args.attention,
-                          matmul_precision=args.matmul_precision, on=args.on)
+                          matmul_precision=args.matmul_precision, on=args.on,
+                          objective=args.objective)
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.report is None:
@@ -211,13 +215,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from shardc.passes.ir import Collective
 
     source = read_program(args.program)
+    # With --objective the plans are chosen for the whole program, which needs its costs.
     result = run_pipeline(source, args.hw, "exact", dict(args.bindings),
-                          stop_after="insert-collectives",
-                          matmul_precision=args.matmul_precision)
+                          stop_after=None if args.objective else "insert-collectives",
+                          matmul_precision=args.matmul_precision, objective=args.objective)
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.diagnostics.has_errors or result.compiled is None:
         return 1
+    if result.report is not None:
+        result.compiled = result.report.program
     n_coll = sum(isinstance(op, Collective) for op in result.compiled.ops)
     n_stmt = len(result.program.statements) if result.program else 0
     print(f"{visible(source.name)}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "

@@ -13,7 +13,7 @@ from shardc.lang.visible import visible_lines
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.inputs import add_cost_model_flag, parse_binding
+    from shardc.cli.inputs import add_cost_model_flag, add_objective_flag, parse_binding
 
     p = sub.add_parser("derive", help="solve compute-bound conditions; optimal mesh sizes")
     p.add_argument("program")
@@ -39,6 +39,7 @@ def add_parser(sub) -> None:
     p.add_argument("--on", choices=["roofline", "expected"], default="roofline",
                    help="state the conditions on the roofline's rates (default) or on the "
                    "calibrated expectation's (C*eta_mxu, W_hbm*eta_hbm)")
+    add_objective_flag(p)
     p.set_defaults(run=run)
 
 
@@ -51,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     source = read_program(args.program)
     result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
-                          matmul_precision=args.matmul_precision, on=args.on)
+                          matmul_precision=args.matmul_precision, on=args.on,
+                          objective=args.objective)
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.report is None:

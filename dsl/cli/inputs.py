@@ -15,7 +15,8 @@ from shardc.lang.quoting import clipped, quoted
 from shardc.lang.source import Source
 from shardc.lang.visible import visible_lines
 
-__all__ = ["COST_MODELS", "add_cost_model_flag", "add_precision_flag", "parse_binding",
+__all__ = ["COST_MODELS", "add_cost_model_flag", "add_objective_flag", "add_precision_flag",
+           "parse_binding",
            "parse_number", "read_program", "usage_error"]
 
 COST_MODELS = ("exact", "book")
@@ -40,6 +41,17 @@ def add_precision_flag(p: argparse.ArgumentParser) -> None:
                    help="f32 products as jax.lax.Precision runs them: on NVIDIA GPUs default "
                    "and high use TF32 tensor cores and highest full f32; on TPUs default is "
                    "one bf16 pass, high three, highest six (default: default)")
+
+
+def add_objective_flag(p: argparse.ArgumentParser) -> None:
+    """`--objective`: what the plans minimize for the whole program
+    (`passes.objective.OBJECTIVES`)."""
+    p.add_argument("--objective", choices=("t_lower", "t_upper", "step", "statement"),
+                   default=None,
+                   help="choose the contractions' plans together for the whole program's "
+                   "T_lower, T_upper or scheduled step time (default: step for a training "
+                   "step, t_lower otherwise), or each for itself (statement); see "
+                   "docs/cost-model.md")
 
 
 def parse_binding(text: str) -> tuple[str, Decimal]:

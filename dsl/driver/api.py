@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from shardc.hardware import Chip
     from shardc.passes.context import Attention, MatmulPrecision, Optimizer, Remat
     from shardc.passes.ir import CompiledProgram
+    from shardc.passes.objective import Objective
     from shardc.passes.pipeline import PassName
 
 
@@ -71,10 +72,12 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
                  free: Iterable[str] = (), attention: Attention = "materialized",
                  explain: bool = True, idle_axes: bool = True,
                  matmul_precision: MatmulPrecision = "default",
-                 on: Literal["roofline", "expected"] = "roofline") -> Compilation:
+                 on: Literal["roofline", "expected"] = "roofline",
+                 objective: Objective | None = None) -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
     diagnostics; `stop_after` names the last pass to run. `on="expected"` states the
-    report's conditions on the calibrated rates (`Report.conditions`)."""
+    report's conditions on the calibrated rates (`Report.conditions`). `objective` names what
+    the plans minimize for the whole program (`passes.objective`; None: the default)."""
     from shardc.passes.context import (
         Attention,
         Context,
@@ -101,11 +104,24 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
         if value not in allowed:
             raise ValueError(f"{option}={value!r}: expected one of "
                              f"{', '.join(map(repr, allowed))}")
+    from shardc.passes.objective import OBJECTIVES, Forced
+
+    if objective is not None and objective not in OBJECTIVES:
+        raise ValueError(f"objective={objective!r}: expected one of "
+                         f"{', '.join(map(repr, OBJECTIVES))} (or None: the default)")
     ctx = Context(source, options=Options(hw, model, optimizer, remat, dict(bindings or {}),
                                           frozenset(free), attention, explain=explain,
                                           idle_axes=idle_axes,
-                                          matmul_precision=matmul_precision))
-    unit = run_passes(ctx, stop_after=stop_after)
+                                          matmul_precision=matmul_precision,
+                                          objective=objective))
+    from shardc.passes.pipeline import PIPELINE, InsertCollectives
+
+    # The lowering records each contraction's options for the whole-program search.
+    shared: dict = {}
+    recorder = Forced(shared=shared)
+    passes = tuple(InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p
+                   for p in PIPELINE)
+    unit = run_passes(ctx, passes, stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
         return result
@@ -113,14 +129,22 @@ def run_pipeline(source: Source, hw: str | Chip | None = None,
     from shardc.driver.recipe import Recipe
     from shardc.driver.report import Report
 
-    report = finish(Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
-                           options={"optimizer": ctx.optimizer, "remat": ctx.remat,
-                                    "attention": ctx.attention,
-                                    **({"on": on} if on != "roofline" else {})},
-                           recipe=Recipe(source, unit, ctx, on)), ctx.diagnostics)
-    if report is None:  # K003: a number past a float's range
+    options: dict[str, str] = {"optimizer": ctx.optimizer, "remat": ctx.remat,
+                               "attention": ctx.attention,
+                               **({"on": on} if on != "roofline" else {}),
+                               **({"objective": objective} if objective is not None else {})}
+    report = Report(unit.cost, unit.chip, ctx.validated_bindings(), memory=unit.memory,
+                    options=options, recipe=Recipe(source, unit, ctx, on, shared))
+    from shardc.driver.regions import free_sizes
+
+    if not free_sizes(report):  # every size known: plans for the whole program's objective
+        from shardc.driver.objective import choose
+
+        report = choose(report, recorder)
+    finished = finish(report, ctx.diagnostics)
+    if finished is None:  # K003: a number past a float's range
         return result
-    result.report = report
+    result.report = finished
     return result
 
 
@@ -221,7 +245,8 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
             remat: Remat = "none", free: Iterable[str] = (),
             attention: Attention = "materialized", explain: bool = True,
             idle_axes: bool = True, matmul_precision: MatmulPrecision = "default",
-            on: Literal["roofline", "expected"] = "roofline") -> Report:
+            on: Literal["roofline", "expected"] = "roofline",
+            objective: Objective | None = None) -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `hw` is a chip name (`tpu-v5e`), a path to a chip TOML, or a `hardware.Chip`; it overrides
@@ -233,6 +258,8 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     `matmul_precision` ("default", "high", "highest") prices products of f32 operands as JAX's
     `jax.lax.Precision` runs them on the chip (`passes.context.Options.matmul_precision`).
     `on="expected"` states the conditions on the calibrated rates (`Report.conditions`).
+    `objective` ("t_lower", "t_upper", "step"; None: "step" for a training step, "t_lower"
+    otherwise) is what the plans minimize for the whole program (`passes.objective`).
 
     An argument of the wrong type raises `TypeError` naming it (`hw=3`, `set={"B": None}`), a
     value that is not a number `ValueError` (`set={"B": "x"}`); a number outside its name's
@@ -246,7 +273,7 @@ def compile(source_or_path: str | Path | Source, hw: str | Chip | None = None,
     source = as_source(source_or_path, name)
     result = run_pipeline(source, hw, model, set, optimizer=optimizer, remat=remat, free=free,
                           attention=attention, explain=explain, idle_axes=idle_axes,
-                          matmul_precision=matmul_precision, on=on)
+                          matmul_precision=matmul_precision, on=on, objective=objective)
     if result.report is None:
         raise CompileError(result.diagnostics.errors(), source)
     return result.report

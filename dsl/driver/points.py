@@ -71,7 +71,6 @@ def at(r: Report, **bindings: float) -> Report:
 
 def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
     """The report at `merged` (`bound`: the names `at` was given), evaluated."""
-    from shardc.driver.recipe import relower
 
     bound = set(bound)
     symbolic = {n for n, v in r.program.dims_and_mesh.items()
@@ -88,9 +87,10 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
 
         point = {n: float(v) for n, v in known_sizes(
             (*r.program.dims, *r.program.mesh), merged).items()}
-        cost, memory = relower(r.recipe, AtPoint(point))
-        out = dataclasses.replace(r, cost=cost, bindings=merged, warnings=list(r.warnings),
-                                  memory=memory, shown_region=None, settled=False, memo=Memo())
+        from shardc.driver.objective import at_point
+
+        # as a compile there: the whole program's objective picks among the plans
+        out = at_point(r, AtPoint(point), merged)
         if symbolic - bound:  # sizes still free: by region, as a compile does
             out = settle(out)
         return out.evaluate()

@@ -24,6 +24,9 @@ class Recipe:
     ctx: Context
     on: str = "roofline"
     """The conditions' rates (`Report.conditions`): the roofline's or the calibrated ones."""
+    shared: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
+    """Plan searches and op formulas lent from one lowering of the program to the next (the
+    whole-program search, `driver.objective`)."""
 
 
 def relower(recipe: Recipe, chooser: Any) -> tuple[ProgramCost, Memory | None]:

@@ -39,7 +39,13 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
 
     def lower(chooser):
         return lowered(r, chooser)
+    from shardc.driver.objective import partition
+    from shardc.passes.regions import sample_points
+
+    points = sample_points(free, frozenset(r.program.mesh_axes)) if points is None else points
     found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
+    if found is not None:  # where the whole program's objective, not each statement, decides
+        found = partition(r, found, points, free, plan_of)
     if found is not None and len(found) == 1 and plan_of(found[0].result) == plan_of(r):
         return ()
     return found
@@ -57,7 +63,7 @@ def settle(r: Report) -> Report:
       the region it holds in.
 
     Programs whose plans depend on no symbolic size are returned as they are."""
-    from shardc.passes.regions import Majority, sample_points, variants
+    from shardc.passes.regions import Majority, Variant, sample_points, variants
     from shardc.passes.sizes import known_sizes
 
     free = free_sizes(r)
@@ -80,14 +86,23 @@ def settle(r: Report) -> Report:
     start = time.process_time()
     largest = lower(most)
     once = time.process_time() - start
+    from shardc.driver.objective import partition
+
     found: tuple[Variant, ...] | None = None
     if most.splits == 0:
-        return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest, settled=())
+        # One plan per statement everywhere; the whole program's objective may still split.
+        alone = (Variant((), (), 1.0, largest),)
+        found = partition(r, alone, points, free, plan_of)
+        if len(found) == 1 and plan_of(found[0].result) == plan_of(largest):
+            return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest,
+                                                                                 settled=())
     # The enumeration lowers the program at least once per region (1 + splits of them): where
     # that is past the cap, or would take longer than the time budget at this lowering's
     # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
-    if 1 + most.splits <= MAX_REGIONS and (1 + most.splits) * once <= REGIONS_SECONDS:
+    elif 1 + most.splits <= MAX_REGIONS and (1 + most.splits) * once <= REGIONS_SECONDS:
         found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
+        if found is not None:  # where the whole program's objective, not each statement, decides
+            found = partition(r, found, points, free, plan_of)
     if found is None:
         return dataclasses.replace(largest, settled=None, shown_region=(
             " and ".join(relation_text(b) for b in dict.fromkeys(most.bounds)) or "elsewhere",
@@ -163,9 +178,12 @@ def collectives(r: Report) -> str:
 
 def shown_text(r: Report) -> str | None:
     """The report's note on the plan its sections show, where plans depend on symbolic sizes
-    (`settle`); None where one plan holds everywhere."""
+    (`settle`), or on plans chosen for the whole program (`driver.objective`); None where
+    each contraction runs its own cheapest plan everywhere."""
     if r.shown_region is None:
-        return None
+        from shardc.driver.objective import note_text
+
+        return note_text(r)
     where, share = r.shown_region
     regions = r.regions()
     if regions is None:

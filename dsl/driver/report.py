@@ -51,6 +51,9 @@ class Report:
     """The regions `regions.settle` found when it chose the plans this report shows
     (`passes.regions.Variant`s; None: too many; False: not settled, `regions()` finds them
     on first use)."""
+    objective_note: tuple[str, float, float] | None = None
+    """(objective, its value, the per-statement plans' value) where the whole-program search
+    chose other plans (`driver.objective.choose`)."""
     memo: Memo = field(default_factory=Memo, compare=False)
     """What was computed from the report (its numbers by formula, ...): `caches.Memo`."""
 

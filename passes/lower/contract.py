@@ -27,8 +27,9 @@ from shardc.passes.einsum_plan import (
 from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
-from shardc.passes.lower.explain import beat_text, case_reason
+from shardc.passes.lower.explain import beat_text, case_reason, whole_program_text
 from shardc.passes.lower.state import LoweringState, derived_name
+from shardc.passes.objective import distinct
 from shardc.passes.regions import Candidate, Recipe
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
@@ -71,6 +72,7 @@ class Contractions(LoweringState):
         ordinal = self.choices
         self.choices += 1
         candidates: tuple[Candidate, ...] = ()
+        whole = ""
         if not numeric and not search.capped and self.keep_candidates:
             candidates = self.candidates(search.plans, lv.dtype, rv.dtype, dtype, links, c)
             self.sized_choices += 1
@@ -78,12 +80,21 @@ class Contractions(LoweringState):
             if pick is not None:
                 chosen = search.plans[pick]
                 ranked = [chosen, *(p for p in ranked if p is not chosen)]
+        elif numeric and hasattr(self.chooser, "rank"):
+            # The whole-program search (passes.objective) may run another of the best plans.
+            options = distinct(ranked, lambda p: (p.lhs_steps, p.rhs_steps, p.out_steps))
+            times = [float(objective(p)[1]) for p in options]
+            chosen = options[self.chooser.rank(ordinal, times)]  # type: ignore[union-attr]
+            if chosen is not ranked[0]:
+                whole = whole_program_text(chosen, ranked[0], objective, lv.array, rv.array,
+                                           target)
+            ranked = [chosen, *(p for p in ranked if p is not chosen)]
         best = ranked[0]
         line = (stmt.span if stmt is not None else e.span).line
         self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
                              (search.tried, search.space) if search.capped else None,
                              candidates, ordinal, joint)
-        beat = (joint.reason(self.ctx.chip is not None) if joint is not None
+        beat = (whole if whole else joint.reason(self.ctx.chip is not None) if joint is not None
                 else beat_text(ranked, objective, lv.array, rv.array, target))
         mesh = tuple(self.mesh)
         why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)

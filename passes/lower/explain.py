@@ -123,3 +123,15 @@ def beat_text(ranked: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple]
             return f"chosen over {desc} ({other / best:.3g}x the cost)"
         return f"chosen over {desc} (which costs more)" if other > 0 else ""
     return ""
+
+
+def whole_program_text(chosen: EinsumPlan, alone: EinsumPlan,
+                       objective: Callable[[EinsumPlan], tuple], lhs: str, rhs: str,
+                       target: str) -> str:
+    """Why a product runs a plan that is not its own cheapest: the whole program's objective
+    chose it (`passes.objective`)."""
+    mine, theirs = objective(chosen)[1], objective(alone)[1]
+    ratio = f" ({mine / theirs:.3g}x its cost)" if theirs > 0 else ""
+    return (f"chosen for the whole program's objective (--objective) over "
+            f"{describe_plan(alone, lhs, rhs, target)}, the cheapest for this product alone"
+            f"{ratio}")

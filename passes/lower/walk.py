@@ -37,8 +37,16 @@ def insert_collectives(program: Program, ctx: Context, chooser: Chooser | None =
     """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
     the collectives its layouts need. Where the ranking of a contraction's plans depends on
     symbolic sizes, `chooser` picks (`passes.regions.AtPoint`: as a compile at those sizes
-    would); without one, the book's default."""
-    return _Lowering(ctx, chooser=chooser).run(program)
+    would); without one, the book's default. A chooser with a `shared` dict (the whole-program
+    search's, `passes.objective.Forced`) lends its plan searches to every lowering of the same
+    program and context: they depend only on statement shapes, not on the plans chosen."""
+    lowering = _Lowering(ctx, chooser=chooser)
+    shared = getattr(chooser, "shared", None)
+    if shared is not None:
+        lowering.searches = shared.setdefault("searches", {})
+        lowering.memo = shared.setdefault("memo", {})
+        lowering.pricings = shared.setdefault("pricings", {})
+    return lowering.run(program)
 
 
 class _Lowering(Contractions, ElementwiseOps, ExplicitCollectives):

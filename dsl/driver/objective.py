@@ -1,0 +1,237 @@
+"""The whole-program objective in the driver: each candidate plan vector is lowered, costed and
+evaluated as a report (`passes.objective.search` does the search); the report keeps the
+cheapest and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from shardc.passes.objective import OBJECTIVE_TEXT, OBJECTIVES, Objective, default_objective
+
+if TYPE_CHECKING:
+    from shardc.driver.recipe import Recipe
+    from shardc.driver.report import Report
+    from shardc.passes.objective import Forced
+
+
+def objective_of(r: Report) -> Objective:
+    """The objective `r` was chosen for: `--objective`, else by the program (training or not)."""
+    name = r.options.get("objective")
+    for known in OBJECTIVES:
+        if name == known:
+            return known
+    return default_objective(r.program.backward_line is not None)
+
+
+def value(r: Report, objective: Objective) -> float | None:
+    """`r`'s objective as a number (None where a size or a chip figure has none)."""
+    if objective == "statement":
+        return None
+    if objective == "step":
+        return r.scheduled_step()
+    return r.value(r.totals["t_lower_s" if objective == "t_lower" else "t_upper_s"])
+
+
+def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
+    """The program lowered with `chooser`'s plans and costed, nothing a printed report alone
+    shows (decision records, memory): the search's candidates."""
+    from shardc.lang.diagnostics import Diagnostics
+    from shardc.passes.pipeline import DeriveCost, FuseElementwise, InsertCollectives
+
+    quick = dataclasses.replace(recipe.ctx, diagnostics=Diagnostics(),
+                                options=dataclasses.replace(recipe.ctx.options, explain=False))
+    again = recipe.unit
+    memo = recipe.shared.setdefault("costs", {})
+    for p in (InsertCollectives(chooser), FuseElementwise(), DeriveCost(memo)):
+        again = p.run(again, quick)
+    return again.cost, None
+
+
+def _with(r: Report, cost: Any, memory: Any, bindings: Mapping[str, Any] | None = None
+          ) -> Report:
+    from shardc.driver.caches import Memo
+
+    return dataclasses.replace(r, cost=cost, memory=memory, warnings=list(r.warnings),
+                               bindings=dict(r.bindings if bindings is None else bindings),
+                               shown_region=None, settled=False, memo=Memo(),
+                               objective_note=None)
+
+
+def choose(r: Report, recorder: Forced, base: Any = None) -> Report:
+    """The report of the plan vector that minimizes `r`'s objective (`r` itself, the
+    per-statement plans, unless another is strictly cheaper). `recorder` is the chooser `r`
+    was lowered with; `base` picks plans whose ranking depends on symbolic sizes (an
+    `AtPoint`)."""
+    from shardc.driver.recipe import relower
+    from shardc.passes.objective import search
+
+    objective = objective_of(r)
+    recipe = r.recipe
+    if objective == "statement" or recipe is None:
+        return r
+    found = search(lambda chooser: _with(r, *light(recipe, chooser)),
+                   lambda x: value(x, objective), base, first=(r, recorder))
+    if found.chooser is None or found.value is None or found.greedy is None:
+        return r
+    out = _with(r, *relower(recipe, found.chooser))  # the pick, with what a report shows
+    return dataclasses.replace(out, objective_note=(objective, found.value, found.greedy))
+
+
+def at_point(r: Report, base: Any, bindings: Mapping[str, Any]) -> Report:
+    """`r`'s program at a point (`base`, an `AtPoint`; `bindings`, the report's then): the
+    plans a compile with those sizes bound chooses, for the whole program's objective."""
+    from shardc.driver.recipe import relower
+    from shardc.passes.objective import Forced
+
+    assert r.recipe is not None
+    recorder = Forced(base, shared=r.recipe.shared)
+    cost, memory = relower(r.recipe, recorder)
+    first = _with(r, cost, memory, bindings)
+    return choose(first, recorder, base)
+
+
+def note_text(r: Report) -> str | None:
+    """The report's line on plans chosen for the whole program (None where each contraction
+    runs its own cheapest plan)."""
+    note = getattr(r, "objective_note", None)
+    if note is None:
+        return None
+    from shardc.lang.units import fmt_value
+
+    objective, chosen, greedy = note
+    return (f"chosen for the whole program's {OBJECTIVE_TEXT[objective]}: "
+            f"{fmt_value(chosen, 's')}, where each contraction's own cheapest plan gives "
+            f"{fmt_value(greedy, 's')} (--objective)")
+
+
+__all__ = ["at_point", "choose", "light", "note_text", "objective_of", "value"]
+
+
+# ---- regions: where each plan is the whole program's choice --------------------------------
+REFINE = 3
+"""Rounds of `partition`: the search's picks beside the boundaries found, then the boundaries
+again."""
+
+BISECTIONS = 64
+"""Sample values of a lone free size at which the candidates are compared (log-spaced through
+the sample); each change of winner between two of them is then bisected to a whole size."""
+
+
+def fixed(r: Report, point: Mapping[str, float]) -> Report:
+    """`r`'s program, plans unchanged, with the sizes of `point` bound."""
+    return dataclasses.replace(r, bindings={**r.bindings, **point}, warnings=list(r.warnings),
+                               memo=r.memo.fresh())
+
+
+def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
+              names: list[str], plan_of: Callable[[Report], Any]) -> tuple[Any, ...]:
+    """The regions of `found` (the per-statement plans' regions, `passes.regions.variants`)
+    re-drawn for the whole program's objective. The candidates are each region's program and
+    the programs the search picks (`Report.at`) inside each region and on each side of every
+    boundary found so far, until no new one appears (`REFINE` rounds); a size is in the region
+    of the candidate whose objective is lowest there, the per-statement plans winning ties, so
+    each boundary is where two programs' objectives cross (a whole size, by bisection).
+
+    Only where one size is free; with more, `found` is returned as it is (docs/cost-model.md:
+    the report at a point, `Report.at`, still runs the search). `plan_of` tells programs
+    apart (`driver.regions.plan_of`)."""
+    import numpy as np
+
+    from shardc.passes.objective import REL_TOL
+    from shardc.passes.regions import AtPoint, Variant, classify
+    from shardc.passes.symbols import size_symbol
+
+    if len(names) != 1 or not found or r.recipe is None:
+        return found
+    (name,) = names
+    objective = objective_of(r)
+    if objective == "statement":
+        return found
+    sample = np.unique(np.asarray(points[name], dtype=float))
+    if not len(sample):
+        return found
+    others = {k: float(v[0]) for k, v in points.items() if k != name and len(v)}
+    candidates: list[Report] = [v.result for v in found]
+    plans = [plan_of(c) for c in candidates]
+    picked: set[int] = set()
+
+    def add_pick(x: float) -> bool:
+        """The search's program at size x as a candidate; whether it is a new one."""
+        if int(x) in picked:
+            return False
+        picked.add(int(x))
+        at = {**others, name: float(x)}
+        got = at_point(r, AtPoint(at), {**r.bindings, **at})  # chosen with x bound
+        got = dataclasses.replace(got, bindings=dict(r.bindings), memo=got.memo.fresh(),
+                                  objective_note=None)  # shown over the free size
+        if plan_of(got) in plans:
+            return False
+        candidates.append(got)
+        plans.append(plan_of(got))
+        return True
+
+    def greedy_at(x: float) -> int:
+        at = {**{k: np.array([v]) for k, v in others.items()}, name: np.array([float(x)])}
+        return int(classify(found, at)[0])
+
+    def winner(x: float) -> int:
+        at = {**others, name: float(x)}
+        greedy = greedy_at(x)
+        got = [value(fixed(c, at), objective) for c in candidates]
+        values = [v for v in got if v is not None]
+        if len(values) < len(got):
+            return max(greedy, 0)
+        best = min(range(len(values)), key=values.__getitem__)
+        if greedy >= 0 and values[greedy] <= values[best] * (1 + REL_TOL):
+            return greedy
+        return best
+
+    which = classify(found, {name: sample, **{k: np.full(len(sample), v)
+                                              for k, v in others.items()}})
+    for k in range(len(found)):
+        inside = sample[which == k]
+        if len(inside):
+            add_pick(inside[len(inside) // 2])
+    probes = sample[np.unique(np.linspace(0, len(sample) - 1, BISECTIONS).round().astype(int))]
+    for _ in range(REFINE):
+        wins = [winner(x) for x in probes]
+        cuts: list[tuple[int, int]] = []  # (first whole size of the new winner, the winner)
+        for (lo, a), (hi, b) in pairwise(zip(probes, wins, strict=True)):
+            start = int(lo)
+            while a != b:  # each change of winner between two probes, in order
+                low, high = start, int(hi)  # winner(low) == a, winner(high) != a
+                while high - low > 1:
+                    mid = (low + high) // 2
+                    if winner(mid) == a:
+                        low = mid
+                    else:
+                        high = mid
+                a = winner(high)
+                cuts.append((high, a))
+                start = high
+        # the search's picks on each side of each boundary: a mix of the two programs may win
+        # near it (FSDP: gather one weight, move the other activations)
+        new = [add_pick(x) for c, _ in cuts for x in (c - 1, c)]
+        if not any(new):
+            break
+    symbol = size_symbol(name)
+    starts: list[tuple[int | None, int]] = [(None, wins[0]), *cuts]
+    out = []
+    for i, (begin, k) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else None
+        bounds = tuple(b for b in ((symbol >= begin) if begin is not None else None,
+                                   (symbol < end) if end is not None else None) if b is not None)
+        inside = np.ones(len(sample), dtype=bool)
+        if begin is not None:
+            inside &= sample >= begin
+        if end is not None:
+            inside &= sample < end
+        out.append(Variant((), bounds, float(inside.mean()), candidates[k]))
+    return tuple(sorted(out, key=lambda v: -v.share))
+
+
+__all__ += ["BISECTIONS", "REFINE", "fixed", "partition"]
