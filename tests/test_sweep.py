@@ -235,14 +235,15 @@ def test_each_point_has_the_plan_and_numbers_of_the_compile_at_it(model, boundar
     """The issue's FSDP step: with B swept, points below the boundary (B = 7,659.4 exact,
     7,680 book) gather activations and points above gather weights, as compiling with B bound
     does; every number agrees."""
-    r = shardc.compile(FSDP, model=model, set={"X": 16})
+    r = shardc.compile(FSDP, model=model, set={"X": 16}, objective="statement")
     grid = Grid("B", 16 * 320, 16 * 640, 9, "lin")  # 5,120 .. 10,240 in steps of 640
     s = sw.sweep(r, [grid], ["t_math_s", "t_hbm_s", "t_comms_s", "t_lower_s"])
     assert [p.letter for p in s.plans] == ["A", "B"]
     (change,) = s.plan_changes
     assert (change.before, change.after) == ("B", "A") and change.at == pytest.approx(boundary, rel=1e-5)
     for k, b in enumerate(grid.values):
-        numeric = shardc.compile(FSDP, model=model, set={"X": 16, "B": int(b)})
+        numeric = shardc.compile(FSDP, model=model, set={"X": 16, "B": int(b)},
+                                 objective="statement")
         plan = s.plans[int(s.plan[k])]
         assert plan.collectives == sw_collectives(numeric)
         for q in s.shown:
@@ -257,7 +258,7 @@ def sw_collectives(r):
 
 
 def test_a_crossover_at_a_plan_change_says_so(cli):
-    code, out, _ = cli(DP, "--set", "B=1e3:1e7:log9")
+    code, out, _ = cli(DP, "--set", "B=1e3:1e7:log9", "--objective", "statement")
     assert code == 0
     assert "plan B -> A at B = 5,736" in out
     assert "T_math = T_comms at B = 5,736   (the plan changes there; T_comms larger above)" in out
@@ -266,10 +267,11 @@ def test_a_crossover_at_a_plan_change_says_so(cli):
 
 def test_a_declared_size_is_swept_with_its_plans_but_not_from_python_without_free():
     """The CLI compiles the swept sizes symbolic; from Python, `compile(free=[...])` does."""
-    bound = sw.sweep(shardc.compile(DP), [Grid("B", 1e3, 1e7, 5, "log")], ["t_comms_s"])
+    bound = sw.sweep(shardc.compile(DP, objective="statement"), [Grid("B", 1e3, 1e7, 5, "log")],
+                     ["t_comms_s"])
     assert not bound.plans and "the program's values" in bound.notes[0]
-    free = sw.sweep(shardc.compile(DP, free=["B"]), [Grid("B", 1e3, 1e7, 5, "log")],
-                    ["t_comms_s"])
+    free = sw.sweep(shardc.compile(DP, free=["B"], objective="statement"),
+                    [Grid("B", 1e3, 1e7, 5, "log")], ["t_comms_s"])
     assert len(free.plans) == 2 and free.plan.tolist() == [1, 0, 0, 0, 0]
 
 
@@ -394,14 +396,15 @@ def test_a_sweep_is_the_compile_at_each_point(prog, hw, model, pick, step):
     unit = sizes[var]
     bound = {d: v for d, v in sizes.items() if d != var}
     try:
-        r = shardc.compile(text, hw=hw, model=model, set=bound)
+        r = shardc.compile(text, hw=hw, model=model, set=bound, objective="statement")
     except shardc.CompileError as exc:  # a mesh the chip cannot hold (H016): not this property
         assume(not all(d.code.startswith("H") for d in exc.diagnostics))
         raise
     grid = Grid(var, unit, unit * (1 + 4 * step), 5, "lin")
     s = sw.sweep(r, [grid], ["t_math_s", "t_hbm_s", "t_comms_s"])
     for k, v in enumerate(grid.values):
-        numeric = shardc.compile(text, hw=hw, model=model, set={**bound, var: int(round(v))})
+        numeric = shardc.compile(text, hw=hw, model=model, set={**bound, var: int(round(v))},
+                                 objective="statement")
         if s.plans:
             assert s.plans[int(s.plan[k])].collectives == sw_collectives(numeric)
         for q in s.shown:

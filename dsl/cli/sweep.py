@@ -22,7 +22,7 @@ NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'shardc[plot]'"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from shardc.cli.inputs import add_cost_model_flag
+    from shardc.cli.inputs import add_cost_model_flag, add_objective_flag
 
     p = subparsers.add_parser("sweep", help="evaluate quantities over a grid of sizes; "
                               "table, csv, json or a plot", description=DESCRIPTION)
@@ -30,6 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="one .shard file, or several to compare (one plot, a legend entry each)")
     p.add_argument("--hw", help="chip name or TOML (overrides the programs' hardware line)")
     add_cost_model_flag(p)
+    add_objective_flag(p)
     p.add_argument("--set", dest="settings", action="append", default=[],
                    metavar="NAME=SPEC", help="a number (4096, 4M, 1e6) or a grid "
                    "START:STOP:linN or START:STOP:logN; one or two grids")
@@ -154,10 +155,10 @@ def _sweep_one(args: argparse.Namespace, path: str, fixed: dict[str, float], gri
     # sizes bound chooses; where the program needs them known, at the program's values.
     swept = [g.name for g in grids if g.name in sw.known_names(parsed.program)]
     result = run_pipeline(source, args.hw, args.model, fixed, free=swept,
-                          matmul_precision=args.matmul_precision)
+                          matmul_precision=args.matmul_precision, objective=args.objective)
     if swept and result.report is None:
         result = run_pipeline(source, args.hw, args.model, fixed,
-                              matmul_precision=args.matmul_precision)
+                              matmul_precision=args.matmul_precision, objective=args.objective)
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.report is None:
