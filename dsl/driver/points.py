@@ -108,10 +108,16 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
     unit, ctx = recipe.unit, recipe.ctx
     out = None
     if not ctx.diagnostics.has_errors and unit.cost is not None:
-        out = finish(dataclasses.replace(
+        from shardc.driver.objective import choose
+        from shardc.driver.regions import free_sizes
+
+        again = dataclasses.replace(
             r, cost=unit.cost, chip=unit.chip, bindings=ctx.validated_bindings(), warnings=[],
-            memory=unit.memory, recipe=recipe, shown_region=None, settled=False, memo=Memo()),
-            ctx.diagnostics)
+            memory=unit.memory, recipe=recipe, shown_region=None, settled=False, memo=Memo(),
+            objective_note=None)
+        if not free_sizes(again):  # as a compile at these sizes: the whole program's plans
+            again = choose(again, recipe.shared["recorder"])
+        out = finish(again, ctx.diagnostics)
     if out is None:
         raise CompileError(ctx.diagnostics.errors(), recipe.source)
     return out

@@ -42,11 +42,17 @@ def relower(recipe: Recipe, chooser: Any) -> tuple[ProgramCost, Memory | None]:
 def rerun(recipe: Recipe, bindings: Mapping[str, float]) -> Recipe:
     """The program compiled again with `bindings` (the passes' diagnostics in `ctx`)."""
     from shardc.passes.context import Context
-    from shardc.passes.pipeline import run_passes
+    from shardc.passes.objective import Forced
+    from shardc.passes.pipeline import PIPELINE, InsertCollectives, run_passes
 
     options = dataclasses.replace(recipe.ctx.options, bindings=dict(bindings))
     ctx = Context(recipe.source, options=options)
-    return Recipe(recipe.source, run_passes(ctx), ctx, recipe.on)
+    # the lowering records its options for the whole-program search (`driver.objective`)
+    shared: dict[str, Any] = {}
+    recorder = shared["recorder"] = Forced(shared=shared)
+    passes = tuple(InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p
+                   for p in PIPELINE)
+    return Recipe(recipe.source, run_passes(ctx, passes), ctx, recipe.on, shared)
 
 
 __all__ = ["Recipe", "relower", "rerun"]
