@@ -366,14 +366,14 @@ def test_the_fsdp_boundary_is_where_compiles_change_plan():
     """The exact boundary, 31372905/4096 = 7659.4006: the compile at the multiple of 16 just
     below gathers activations, the one just above gathers weights; and the formula at the
     report's sizes and the chip's figures is that rational."""
-    r = shardc.compile(FSDP, set={"X": 16})
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
     (gather,) = [v for v in r.regions() if "AllToAll" not in collectives_text(v.result)]
     (b,) = boundaries(r, gather)
     assert (b.size, b.op, b.value) == ("B", ">", sp.Rational(31372905, 4096))
     env = {s: sp.Rational(repr(float(x))) for s, x in r.environment().items()}
     assert sp.cancel(b.formula.xreplace(env)) == b.value
-    below = shardc.compile(FSDP, set={"X": 16, "B": 7648})
-    above = shardc.compile(FSDP, set={"X": 16, "B": 7664})
+    below = shardc.compile(FSDP, set={"X": 16, "B": 7648}, objective="statement")
+    above = shardc.compile(FSDP, set={"X": 16, "B": 7664}, objective="statement")
     assert "AllToAll" in collectives_text(below)
     assert "AllToAll" not in collectives_text(above)
 
@@ -381,7 +381,7 @@ def test_the_fsdp_boundary_is_where_compiles_change_plan():
 def test_a_boundary_in_the_book_model_keeps_exact_rationals():
     """The book's Max(latency, bytes/W) terms leave no size linear: no formula, and the relation
     holds the chip's figures as exact rationals, never a float."""
-    r = shardc.compile(FSDP, set={"X": 16}, model="book")
+    r = shardc.compile(FSDP, set={"X": 16}, model="book", objective="statement")
     for v in r.regions():
         for b in boundaries(r, v):
             assert b.formula is None and not b.relation.atoms(sp.Float)
