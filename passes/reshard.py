@@ -118,6 +118,16 @@ def _in_order(src: Layout, dst: Layout, axes: tuple | None) -> tuple[Step, ...] 
     return None if steps is None else tuple(steps)
 
 
+def _splits(steps: tuple[Step, ...], pricing: Pricing) -> bool:
+    """Whether a step is an AllGather or an AllReduce over several axes of a switched level
+    under the exact model: rings over each axis in turn may cost less (`reshard_search`)."""
+    if pricing.model != "exact" or pricing.topology is None:
+        return False
+    switched = {x.axis for x in pricing.topology.links if x.level != "ici"}
+    return any(s.kind in ("AllGather", "AllReduce") and len(s.axes) > 1
+               and switched.issuperset(s.axes) for s in steps)
+
+
 def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
     """A fixed-order plan kept without a search: free slices, then at most one collective that
     lands on the target. Any other plan also needs a collective over those axes (to remove,
@@ -136,7 +146,8 @@ def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
              ) -> tuple[Step, ...] | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or _final(steps, _idle(src, dst, axes)):
+    if steps is None or sizes is None or (_final(steps, _idle(src, dst, axes))
+                                          and not _splits(steps, pricing)):
         return steps
     return tuple(cheapest_plan(src, dst, sizes, pricing, steps))
 
@@ -145,7 +156,8 @@ def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
 def _floor(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing) -> float | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or _final(steps, _idle(src, dst, axes)):
+    if steps is None or sizes is None or (_final(steps, _idle(src, dst, axes))
+                                          and not _splits(steps, pricing)):
         return None
     return lower_bound(src, dst, sizes, pricing, steps)
 

@@ -20,8 +20,11 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
   dim (then an AllToAll), or without an innermost run of partial sums (then a ReduceScatter).
   A permute may follow or precede any other move, so slice-permute-gather and AllToAll-permute
   are paths of the search.
-An AllGather, an AllReduce or a CollectivePermute does not follow one of its kind: one step over
-the union of their axes costs no more (a collective over more axes has more links). The
+An AllGather, an AllReduce or a CollectivePermute does not follow one of its kind on ICI: one
+step over the union of their axes costs no more (a collective over more axes has more links).
+On a switched level (NVLink, InfiniBand, ...) under the exact model an AllGather or an
+AllReduce may follow one of its kind: a ring over all N devices pays N - 1 latency steps for the
+bytes that rings over each axis in turn move in sum(n_i - 1). The
 estimate of what is left (`_Search.estimate`) counts the AllGathers that must still lower the
 number of shards and the reductions the partial sums still need. Intermediate layouts keep
 blocks whole in every dim whose size is known. The search expands at most `MAX_EXPANDED`
@@ -141,6 +144,12 @@ class _Search:
                 _BYTES.clear()
             whole = _BYTES[pricing, self.order] = pricing.block_bytes(self.order, 1.0)
         self.whole_bytes: float = whole
+        # On a switched level (NVLink, PCIe, InfiniBand, DCN) a ring over N devices pays N - 1
+        # latency steps, and rings over each axis in turn sum(n_i - 1) for the same bytes:
+        # there an AllGather or an AllReduce may follow one of its kind (the exact model).
+        self.repeat = pricing.model == "exact" and pricing.topology is not None and sum(
+            1 for x in pricing.topology.links
+            if x.level != "ici" and self.sizes.get(x.axis, 1) > 1) > 1
         self._gather_bound: dict[float, float] = {}
         self._reduce_bound: dict[frozenset[str], float] = {}
         self._layouts: dict[State, Layout] = {}
@@ -231,7 +240,7 @@ class _Search:
         return a dearer one."""
         out = 0.0
         need = shards / self.target_shards
-        if need > 1 + TIE:
+        if need > 1 + TIE and not self.repeat:  # (with `repeat`, gathers in turn may cost less)
             lb = self._gather_bound.get(need)
             if lb is None:
                 # Shared by the searches of one machine and mesh: it depends on V and `need`.
@@ -345,7 +354,7 @@ class _Search:
                     if kept[i] < len(dims[i]) and fits(i, shape[i] * size[a]):
                         yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
                                shards * size[a])
-        if last != "AllGather":  # of the innermost axes of any dims past the prefix they keep
+        if last != "AllGather" or self.repeat:  # the innermost axes of dims past their prefix
             ranges = [range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
                       for i in range(len(dims))]
             for ks in itertools.islice(itertools.product(*ranges), 1, None):
@@ -378,7 +387,7 @@ class _Search:
                                 yield ("ReduceScatter", run, j,
                                        (_put(dims, j, dims[j] + run), sums - set(run)), c,
                                        shards * n)
-            if last != "AllReduce":
+            if last != "AllReduce" or self.repeat:
                 ordered = sorted(free)
                 for r in range(1, len(ordered) + 1):
                     for comb in itertools.combinations(ordered, r):
