@@ -111,20 +111,29 @@ class _Space:
         return [p for p in ranked if not self.widened(p)]
 
     def reorderings(self, combo: tuple[str | None, ...]) -> list[dict[str, tuple[str, ...]]]:
-        """The orders of the axes of each dim `combo` gives several, but the first (the
-        fixed order's, by `order_key`)."""
+        """Other orders of the axes of each dim `combo` gives several (the fixed order's, by
+        `order_key`, excluded): the orders the operands or the request hold it in."""
         if not self.reorder:
             return []
         shared: dict[str, list[str]] = {}
         for a, d in zip(self.involved, combo, strict=True):
             if d is not None:
                 shared.setdefault(d, []).append(a)
-        multi = [(d, axes) for d, axes in shared.items() if len(axes) > 1]
-        if not multi:
+        options = []
+        for d, axes in shared.items():
+            if len(axes) < 2:
+                continue
+            # Only the orders the operands and the request already hold the dim in: moving
+            # the permute from one operand to the other is what a different order buys.
+            held = {lay.axes_of(d) for lay in (self.lhs, self.rhs, self.requested)
+                    if lay is not None and d in lay.dim_names
+                    and sorted(lay.axes_of(d)) == sorted(axes)}
+            if len(held) > 1:
+                axes.sort(key=functools.partial(self.order_key, d))
+                first = tuple(axes)
+                options.append([(d, first), *((d, o) for o in sorted(held) if o != first)])
+        if not options:
             return []
-        for d, axes in multi:
-            axes.sort(key=functools.partial(self.order_key, d))
-        options = [[(d, perm) for perm in itertools.permutations(axes)] for d, axes in multi]
         return [dict(pick) for pick in itertools.product(*options)][1:]
 
     @property

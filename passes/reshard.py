@@ -84,8 +84,9 @@ def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None,
         return None
     used = {*src.sharding_axes, *dst.sharding_axes, *src.unreduced}
     idle: set[str] = set()
-    if pricing is not None and pricing.topology is not None and not set(
-            src.sharding_axes) <= set(dst.sharding_axes):  # something to gather
+    if pricing is not None and pricing.topology is not None and (not set(
+            src.sharding_axes) <= set(dst.sharding_axes)  # something to gather
+            or pricing.model == "exact" and src.dims != dst.dims):  # or to move
         idle = {x.axis for x in pricing.topology.links
                 if x.axis not in used and x.axis not in dst.unreduced
                 and (sizes.get(x.axis) or 1) > 1}
@@ -136,7 +137,9 @@ def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
     kinds = [s.kind for s in steps]
     while kinds and kinds[0] == "slice":
         kinds.pop(0)
-    if idle and "AllGather" in kinds:  # an idle axis may join the gather (`_axes`)
+    if idle and ("AllGather" in kinds or "AllToAll" in kinds):
+        # an idle axis may join the gather (`_axes`), or, sliced on, make an AllToAll a
+        # permute and a gather over both axes' links (`reshard_search`)
         return False
     return len(kinds) <= 1
 

@@ -19,7 +19,9 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
   the target with extra innermost axes (then gathered), with an innermost run moved to another
   dim (then an AllToAll), or without an innermost run of partial sums (then a ReduceScatter).
   A permute may follow or precede any other move, so slice-permute-gather and AllToAll-permute
-  are paths of the search.
+  are paths of the search. Under the exact model a permute may also go straight to the target
+  where its blocks are finer (each lies in one block of the layout it leaves): each device
+  slices its block where it holds it, or receives it in one send (`passes.permute_cost`).
 An AllGather, an AllReduce or a CollectivePermute does not follow one of its kind on ICI: one
 step over the union of their axes costs no more (a collective over more axes has more links).
 On a switched level (NVLink, InfiniBand, ...) under the exact model an AllGather or an
@@ -79,6 +81,9 @@ def cheapest_plan(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing:
     >>> gather = [Step("AllGather", ("Y",), None, s, Layout.of({"L": ()})),
     ...           Step("slice", ("X",), None, Layout.of({"L": ()}), d)]
     >>> plan = cheapest_plan(s, d, {"X": 4, "Y": 2}, Pricing("f32", ()), gather)
+    >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan]  # into finer blocks
+    [('CollectivePermute', ('Y', 'X'), 'A[L_X]')]
+    >>> plan = cheapest_plan(s, d, {"X": 4, "Y": 2}, Pricing("f32", (), model="book"), gather)
     >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan]
     [('slice', ('X',), 'A[L_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[L_XY]'), ('AllGather', ('Y',), 'A[L_X]')]
     """
@@ -150,6 +155,10 @@ class _Search:
         self.repeat = pricing.model == "exact" and pricing.topology is not None and sum(
             1 for x in pricing.topology.links
             if x.level != "ici" and self.sizes.get(x.axis, 1) > 1) > 1
+        # Permutes into finer blocks (the exact model; the book's has no such collective):
+        # priced over their pairs, so only where those can be listed.
+        self.finer = pricing.model == "exact" and math.prod(
+            self.sizes.values()) <= 64
         self._gather_bound: dict[float, float] = {}
         self._reduce_bound: dict[frozenset[str], float] = {}
         self._layouts: dict[State, Layout] = {}
@@ -194,7 +203,7 @@ class _Search:
             if step.kind == "CollectivePermute":
                 total += self.pricing.collective(
                     step.kind, step.axes, self.whole_bytes / self.prod(self.encode(
-                        step.src.sharding_axes)), self.sizes, self.links, step.src, step.dst)
+                        step.dst.sharding_axes)), self.sizes, self.links, step.src, step.dst)
             elif step.kind != "slice":
                 side = step.dst if step.kind == "AllGather" else step.src
                 total += self.cost(step.kind, self.encode(step.axes),
@@ -226,6 +235,19 @@ class _Search:
             c = self.costs[key] = self.pricing.collective(
                 "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
                 self.layout(state), self.layout((new, state[1])))
+        return c
+
+    def sub_block_cost(self, state: State, moved: str) -> float:
+        """A CollectivePermute from `state` to the goal in finer blocks: V is the goal's."""
+        v = self.whole_bytes / self.target_shards
+        key = ("sub-block", state, self.goal, v)
+        c = self.costs.get(key)
+        if c is None:
+            if len(self.costs) >= MAX_ENTRIES:
+                self.costs.clear()
+            c = self.costs[key] = self.pricing.collective(
+                "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
+                self.layout(state), self.layout(self.goal))
         return c
 
     def estimate(self, shards: float, sums: frozenset[str]) -> float:
@@ -348,10 +370,12 @@ class _Search:
                     if (i == home[a] or ts[i] % finer == 0) and fits(i, finer):
                         yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
                                shards * size[a])
+        gathers = any(kept[i] < len(dims[i]) for i in self.dims)
         for a in self.idle:  # an idle axis onto a dim that still gathers (then both at once)
-            if a not in used:
+            if a not in used:  # or, with `finer`, onto any dim while another gathers
                 for i in self.dims:
-                    if kept[i] < len(dims[i]) and fits(i, shape[i] * size[a]):
+                    if ((kept[i] < len(dims[i]) or self.finer and gathers)
+                            and fits(i, shape[i] * size[a])):
                         yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
                                shards * size[a])
         if last != "AllGather" or self.repeat:  # the innermost axes of dims past their prefix
@@ -400,6 +424,16 @@ class _Search:
                 c = self.permute_cost(state, new, moved, shards)
                 if c < budget:
                     yield "CollectivePermute", moved, None, (new, sums), c, shards
+            # Straight to the target in finer blocks: each device slices its block where it
+            # holds it and receives it otherwise (`permute_cost`: one send of the target's
+            # block; XLA's `[J, K_Y] -> [J_Y, K_X]`).
+            if (sums == self.goal[1] and dims != target and self.finer
+                    and all(t % s == 0 for t, s in zip(ts, shape, strict=True))
+                    and any(t > s for t, s in zip(ts, shape, strict=True))):
+                moved = "".join(dict.fromkeys("".join(dims) + "".join(target)))
+                c = self.sub_block_cost(state, moved)
+                if c < budget:
+                    yield "CollectivePermute", moved, None, self.goal, c, self.target_shards
 
     def _permutes(self, dims: Dims, sums: frozenset[str], free: frozenset[str],
                   shape: list[float]) -> Iterator[tuple[str, Dims]]:
