@@ -229,7 +229,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
            requested: Layout | None, mesh_order: tuple[str, ...],
            divisible: Callable[[str, tuple[str, ...]], bool], keep_partial: bool,
            sizes: Mapping[str, float] | None, pricings: Pricings = NO_PRICING,
-           idle: bool = True, hint: Layout | None = None) -> _Space:
+           idle: bool = True, hint: Layout | None = None, wide: bool = False) -> _Space:
     # Partial sums of one operand pass through the product when the other does not touch them.
     pass_l = lhs.unreduced if not (lhs.unreduced & rhs.used_axes) else frozenset()
     pass_r = rhs.unreduced if not (rhs.unreduced & lhs.used_axes) else frozenset()
@@ -256,16 +256,23 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
         opts.append(None)
         choices.append(tuple(opts))
     model = next((p.model for p in pricings if p is not None), "exact")
-    if idle and model == "exact" and requested is not None and requested.sharding_axes:
-        # Any axis may shard any dim of the product, a contracted one leaving partial sums
-        # (after the roles above, so ties keep their winner): `C[I, K_X] = A[I, J_X] ·_J B` AllToAlls A to `[I_X, J]`, multiplies
+    if idle and wide and model == "exact" and requested is not None and requested.sharding_axes:
+        # An axis may shard more dims of the product (after the roles above, so ties keep
+        # their winner): `C[I, K_X] = A[I, J_X] ·_J B` AllToAlls A to `[I_X, J]`, multiplies
         # and AllToAlls the result, moving 1/X of what reducing C's partial sums moves. The
         # book's model keeps the roles the book's cases give, and so does a result left to the
         # planner or requested whole (the book's answers compare the strategies that leave
-        # it so: its Question 4's two regions).
-        free = (*(d for d in dict.fromkeys((*lhs.dim_names, *rhs.dim_names))
-                  if d not in contract), *contract)
-        widened = [(*c, *(d for d in free if d not in c)) for c in choices]
+        # it so: its Question 4's two regions), and so does a program leaving a size
+        # symbolic (`wide` False: its regions are the book's strategies', the FSDP step's
+        # two, and a compile binding the size chooses as the report at that point does).
+        # Each axis an operand holds may move within it (an AllToAll) to any of its dims, or
+        # to a contracted dim of the product (partial sums reduced after).
+        def more(a: str) -> tuple[str, ...]:
+            held = [d for lay in (lhs, rhs) if a in lay.used_axes for d in lay.dim_names]
+            return tuple(dict.fromkeys((*(d for d in held if d not in contract), *contract)))
+
+        widened = [(*c, *(d for d in more(a) if d not in c))
+                   for a, c in zip(involved, choices, strict=True)]
         extra = frozenset((a, d) for a, c, w in zip(involved, choices, widened, strict=True)
                           for d in w[len(c):])
         choices = widened
@@ -286,7 +293,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
         involved, choices = [involved[i] for i in order], [choices[i] for i in order]
     return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
                   sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings,
-                  frozenset(unused), hint, extra, idle and model == "exact")
+                  frozenset(unused), hint, extra, idle and wide and model == "exact")
 
 
 def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, float] | None
@@ -366,7 +373,8 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT, *,
                  pricings: Pricings = NO_PRICING,
                  floor: Callable[[EinsumPlan, Floors], tuple] | None = None,
-                 idle: bool = True, hint: Layout | None = None) -> PlanSearch:
+                 idle: bool = True, hint: Layout | None = None, wide: bool = False
+                 ) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
     assignments, otherwise the best found by changing one axis's role at a time (evaluating at
     most PLAN_SEARCH_LIMIT assignments). `pricings` price the reshards of the left operand,
@@ -378,7 +386,7 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
     fixed order's. `hint` (only where nothing is requested) widens the roles toward the layout
     the result's consumer wants (`_Space.hint`)."""
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings, idle, hint)
+                   keep_partial, sizes, pricings, idle, hint, wide)
     total = space.size
     if total <= limit:
         plans = _enumerate(space, floor is None)

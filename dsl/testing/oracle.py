@@ -24,9 +24,10 @@ reductions (`Sum_{K}`) and reshards (`B[...] = A`). Statements whose expression 
 collective are the author's plan already and are left alone.
 
 The objective (`objective`) is the one the planner minimizes for a statement: under the
-`exact` model the report's `T_upper` (communication, math at the chip's peak and the local
-ops' HBM traffic, summed), under the `book` model `T_comms + T_math` (the book's answers rank
-strategies by those). In a program of several statements the rewritten statement's share is
+`exact` model the sum of the ops' times as the report's ops table gives them (a collective's
+time; a local op's roofline time, the larger of its math at the chip's peak and its HBM
+traffic), under the `book` model `T_comms + T_math` (the book's answers rank strategies by
+those). In a program of several statements the rewritten statement's share is
 compared: the ops of its line in the compiler's report against the ops of the lines it became
 in the hand plan (a hand plan that makes a later statement cheaper by caching a layout is a
 whole-program choice, another pass's objective). A program whose sizes are not all numbers
@@ -325,10 +326,13 @@ def hand_plans(source: str, *, sample: int | None = None, seed: int = 0,
     spaces = [(s, *_choices(p, s, i)) for i, s in enumerate(statements)]
     if sample is None:
         for s, ops, results in spaces:
-            for picks in itertools.product(*(r for _, r in ops), results):
-                routes = {name: pick for (name, _), pick in zip(ops, picks[:-1], strict=True)}
-                if any(routes.values()) or picks[-1] != results[0]:
-                    yield s.line, _rewrite(p, s, routes, picks[-1])
+            for route_picks in itertools.product(*(r for _, r in ops)):
+                routes: dict[str, Route] = {
+                    name: pick for (name, _), pick in zip(ops, route_picks, strict=True)}
+                changed = any(pick[0] for pick in route_picks)
+                for result in results:
+                    if changed or result != results[0]:
+                        yield s.line, _rewrite(p, s, routes, result)
         return
     rnd = random.Random(seed)
     seen: set[str] = set()
@@ -337,8 +341,9 @@ def hand_plans(source: str, *, sample: int | None = None, seed: int = 0,
             break
         s, ops, results = rnd.choice(spaces)
         # Each side changes with even odds, so plans changing one thing are common.
-        routes = {name: (rnd.choice(r[1:]) if len(r) > 1 and rnd.random() < 0.5 else r[0])
-                  for name, r in ops}
+        routes = {
+            name: (rnd.choice(r[1:]) if len(r) > 1 and rnd.random() < 0.5 else r[0])
+            for name, r in ops}
         result = (rnd.choice(results[1:]) if len(results) > 1 and rnd.random() < 0.5
                   else results[0])
         if all(v == r[0] for (_, r), v in zip(ops, routes.values(), strict=True)) \
@@ -355,26 +360,24 @@ def hand_plans(source: str, *, sample: int | None = None, seed: int = 0,
 
 def objective(r: Any, model: str | None = None, lines: tuple[int, int] | None = None
               ) -> float | None:
-    """The planner's objective of a compiled program (the module's docstring): T_upper under
-    the exact model, T_comms + T_math under the book's; None where sizes are symbolic. With
-    `lines` (first, last), only the ops of those lines count: one statement's share."""
+    """The planner's objective of a compiled program (the module's docstring): under the
+    exact model the sum of its ops' times (a collective's time; a local op's roofline time,
+    the larger of its math and its HBM traffic), under the book's T_comms + T_math; None
+    where sizes are symbolic. With `lines` (first, last), only the ops of those lines count:
+    one statement's share."""
     book = (model or r.model) == "book"
-    if lines is None:
-        if book:
-            c, m = r.value("t_comms_s"), r.value("t_math_s")
-            return None if c is None or m is None else c + m
-        return r.value("t_upper_s")
+    if lines is None and book:
+        c, m = r.value("t_comms_s"), r.value("t_math_s")
+        return None if c is None or m is None else c + m
     total = 0.0
     for op in r.ops:
-        if not lines[0] <= op.line <= lines[1]:
+        if lines is not None and not lines[0] <= op.line <= lines[1]:
             continue
-        parts = ((op.time,) if op.kind == "collective"
-                 else (op.t_math,) if book else (op.t_math, op.t_hbm))
-        for e in parts:
-            v = r.value(e * op.count)
-            if v is None:
-                return None
-            total += v
+        e = op.t_math if book and op.kind != "collective" else op.time
+        v = r.value(e * op.count)
+        if v is None:
+            return None
+        total += v
     return total
 
 

@@ -212,7 +212,11 @@ class Contractions(LoweringState):
                     self.einsum_elements(p, size_of))
             return f
 
-        w_hbm = self.hbm_rate() if numeric else None
+        # Only where the program declares every size: a size bound by `--set` (or `at`) is
+        # ranked as the symbolic report's regions rank it (communication and math), so the
+        # compile at a point and the report at it choose alike.
+        declared = numeric and self.all_declared(names)
+        w_hbm = self.hbm_rate() if declared else None
         hbm: dict[tuple, float] = self.searches.setdefault(("hbm",), {})
 
         def hbm_time(p: EinsumPlan) -> float:
@@ -241,17 +245,18 @@ class Contractions(LoweringState):
             """The plan's key; with `floors`, a lower bound on the key of the plan with the
             cheapest reshards (each reshard's floor where given, else its own time)."""
             times, flops = measure(p)
-            comm = times[3]  # the local product's HBM time, counted with the reshards'
+            comm = 0.0
             for t, low in zip(times[:3], floors, strict=True):
                 comm += low if low is not None else t
             if shared and (floors[2] is not None or all(
                     s.kind in ("AllReduce", "ReduceScatter") for s in p.out_steps)):
                 comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
             collectives = len(p.collectives) if floors == (None, None, None) else 0
-            # With every size known, rank by time (comms + compute, and under the exact model
-            # the local product's HBM traffic); otherwise by communication alone, which gives
-            # the book's defaults and matches the conditions reported.
-            total = comm + (flops / c if c and numeric else 0.0)
+            # With every size known, rank by time (comms + compute: under the exact model the
+            # local product's roofline time, the larger of its math and its HBM traffic, as
+            # the report's ops count it); otherwise by communication alone, which gives the
+            # book's defaults and matches the conditions reported.
+            total = comm + max(flops / c if c and numeric else 0.0, times[3])
             if numeric:
                 return (0, round(total, 15), flops, collectives)
             # Symbolic sizes: the book's rule for each axis's case first, then cost at the
@@ -280,6 +285,7 @@ class Contractions(LoweringState):
                 lv.layout, rv.layout, contract, out_dims, requested, tuple(self.mesh),
                 self.divisible, keep_partial, self.known_sizes(), objective,
                 pricings=pricings, floor=rank if bounded else None, idle=self.ctx.idle_axes,
+                wide=declared,
                 hint=hint)
         return search, objective
 
@@ -298,10 +304,10 @@ class Contractions(LoweringState):
                         + steps_time(p.rhs_steps, rdt, self.size_expr, model, topo, links)
                         + steps_time(p.out_steps, dt, self.size_expr, model, topo, links))
                 flops = 2 * self.einsum_elements(p, self.size_expr)
+                # Math only, not the product's roofline time that a compile with every size
+                # known ranks by (`plan_search`): a Max in the keys made the regions'
+                # boundaries Max relations and split the FSDP step into three regions.
                 time = comm + flops / c if c else comm
-                w_hbm = self.hbm_rate()
-                if w_hbm is not None:
-                    time += self.einsum_bytes(p, ldt, rdt, self.size_expr) / w_hbm
                 self.memo[key] = (as_expr(time), as_expr(flops))
             time, flops = self.memo[key]
             local = self.local_layout(p)
@@ -327,9 +333,9 @@ class Contractions(LoweringState):
 
     def hbm_rate(self) -> float | None:
         """W_hbm for ranking plans, or None: the exact model with a chip (or a binding) ranks
-        a plan by its reshards, its math and its local product's HBM traffic (the report's
-        T_upper of the statement); the book's model by communication and math alone, as the
-        book's answers do."""
+        a plan by its reshards and its local product's roofline time, the larger of its math
+        and its HBM traffic (the report's op time); the book's model by communication and
+        math alone, as the book's answers do."""
         if self.ctx.model != "exact":
             return None
         self.hw_numbers("f32")
