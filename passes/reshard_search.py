@@ -83,9 +83,6 @@ def cheapest_plan(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing:
     >>> plan = cheapest_plan(s, d, {"X": 4, "Y": 2}, Pricing("f32", ()), gather)
     >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan]  # into finer blocks
     [('CollectivePermute', ('Y', 'X'), 'A[L_X]')]
-    >>> plan = cheapest_plan(s, d, {"X": 4, "Y": 2}, Pricing("f32", (), model="book"), gather)
-    >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan]
-    [('slice', ('X',), 'A[L_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[L_XY]'), ('AllGather', ('Y',), 'A[L_X]')]
     """
     search = _Search(src, dst, sizes, pricing)
     limit = search.time(bound) * (1 - TIE)

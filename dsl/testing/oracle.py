@@ -489,6 +489,11 @@ class Problem:
     def ours(self) -> str:
         return self.head + self.statement()
 
+    def hands(self) -> Iterator[str]:
+        """The hand-written programs of the contraction (`hand_plans`)."""
+        for _, text in hand_plans(self.ours(), kinds=("contract",)):
+            yield text
+
 
 def cheaper_hand(problem: Problem, hands: Sequence[str] | None = None
                  ) -> tuple[str, float, float] | None:
