@@ -84,6 +84,57 @@ class _Space:
     """The layout the contraction consuming an unrequested result would like it in (its
     other operand's axes on the dims they share): each axis it uses may also shard that dim,
     and the result keeps it (`passes.lower.chain`)."""
+    extra: frozenset[tuple[str, str | None]] = frozenset()
+    """The (axis, dim) roles beyond the book's cases (`_space`: any free dim of the product,
+    under the exact model). A plan using one is kept in a ranking only where it wins, so the
+    alternatives a decision lists stay the book's strategies where those win."""
+
+    reorder: bool = False
+    """Also try every order of the axes on a dim that several share (the exact model): the
+    fixed order follows the request, then the left operand, so
+    `[I, J_YX] ·_J [J_XY, K]` permuted the right operand where permuting the smaller left
+    one costs less."""
+    reordered: set[tuple] = dataclasses.field(default_factory=set)
+    """The (targets, local and final layouts) of plans found only by `reorder`."""
+
+    def widened(self, p: EinsumPlan) -> bool:
+        """Whether `p` gives some axis a role beyond the book's cases (`extra`) or orders a
+        dim's axes otherwise than the fixed order (`reorder`)."""
+        return (bool(self.extra) and any(r in self.extra for r in p.roles)) or (
+            bool(self.reordered)
+            and (p.lhs_target, p.rhs_target, p.local_out, p.final) in self.reordered)
+
+    def keep(self, ranked: list[EinsumPlan]) -> list[EinsumPlan]:
+        """`ranked` without the widened plans unless one of them wins."""
+        if not (self.extra or self.reordered) or not ranked or self.widened(ranked[0]):
+            return ranked
+        return [p for p in ranked if not self.widened(p)]
+
+    def reorderings(self, combo: tuple[str | None, ...]) -> list[dict[str, tuple[str, ...]]]:
+        """Other orders of the axes of each dim `combo` gives several (the fixed order's, by
+        `order_key`, excluded): the orders the operands or the request hold it in."""
+        if not self.reorder:
+            return []
+        shared: dict[str, list[str]] = {}
+        for a, d in zip(self.involved, combo, strict=True):
+            if d is not None:
+                shared.setdefault(d, []).append(a)
+        options = []
+        for d, axes in shared.items():
+            if len(axes) < 2:
+                continue
+            # Only the orders the operands and the request already hold the dim in: moving
+            # the permute from one operand to the other is what a different order buys.
+            held = {lay.axes_of(d) for lay in (self.lhs, self.rhs, self.requested)
+                    if lay is not None and d in lay.dim_names
+                    and sorted(lay.axes_of(d)) == sorted(axes)}
+            if len(held) > 1:
+                axes.sort(key=functools.partial(self.order_key, d))
+                first = tuple(axes)
+                options.append([(d, first), *((d, o) for o in sorted(held) if o != first)])
+        if not options:
+            return []
+        return [dict(pick) for pick in itertools.product(*options)][1:]
 
     @property
     def size(self) -> int:
@@ -100,7 +151,8 @@ class _Space:
                 order.index(a) if a in order else 99)
 
     def plan(self, combo: tuple[str | None, ...], seen: set[tuple], search: bool = True,
-             reshards: dict[tuple, list[Step] | None] | None = None) -> EinsumPlan | None:
+             reshards: dict[tuple, list[Step] | None] | None = None,
+             orders: Mapping[str, tuple[str, ...]] | None = None) -> EinsumPlan | None:
         """The plan for one role per involved axis; None if invalid or already in `seen`.
         Its reshards are the cheapest found (`plan_reshard`), or with `search=False` the fixed
         order's (`refine` searches later). `reshards` keeps them by target for the plans of
@@ -114,6 +166,8 @@ class _Space:
         for d, axes in assigned.items():
             if len(axes) > 1:
                 axes.sort(key=functools.partial(self.order_key, d))
+                if orders and d in orders:
+                    axes[:] = orders[d]
             if axes and not self.divisible(d, tuple(axes)):
                 return None
 
@@ -175,7 +229,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
            requested: Layout | None, mesh_order: tuple[str, ...],
            divisible: Callable[[str, tuple[str, ...]], bool], keep_partial: bool,
            sizes: Mapping[str, float] | None, pricings: Pricings = NO_PRICING,
-           idle: bool = True, hint: Layout | None = None) -> _Space:
+           idle: bool = True, hint: Layout | None = None, wide: bool = False) -> _Space:
     # Partial sums of one operand pass through the product when the other does not touch them.
     pass_l = lhs.unreduced if not (lhs.unreduced & rhs.used_axes) else frozenset()
     pass_r = rhs.unreduced if not (rhs.unreduced & lhs.used_axes) else frozenset()
@@ -189,6 +243,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
             involved.append(a)
     involved.sort(key=lambda a: mesh_order.index(a) if a in mesh_order else len(mesh_order))
     choices: list[tuple[str | None, ...]] = []
+    extra: frozenset[tuple[str, str | None]] = frozenset()
     for a in involved:
         opts: list[str | None] = []
         for lay in (lhs, rhs, requested, hint):
@@ -201,6 +256,26 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
         opts.append(None)
         choices.append(tuple(opts))
     model = next((p.model for p in pricings if p is not None), "exact")
+    if idle and wide and model == "exact" and requested is not None and requested.sharding_axes:
+        # An axis may shard more dims of the product (after the roles above, so ties keep
+        # their winner): `C[I, K_X] = A[I, J_X] ·_J B` AllToAlls A to `[I_X, J]`, multiplies
+        # and AllToAlls the result, moving 1/X of what reducing C's partial sums moves. The
+        # book's model keeps the roles the book's cases give, and so does a result left to the
+        # planner or requested whole (the book's answers compare the strategies that leave
+        # it so: its Question 4's two regions), and so does a program leaving a size
+        # symbolic (`wide` False: its regions are the book's strategies', the FSDP step's
+        # two, and a compile binding the size chooses as the report at that point does).
+        # Each axis an operand holds may move within it (an AllToAll) to any of its dims, or
+        # to a contracted dim of the product (partial sums reduced after).
+        def more(a: str) -> tuple[str, ...]:
+            held = [d for lay in (lhs, rhs) if a in lay.used_axes for d in lay.dim_names]
+            return tuple(dict.fromkeys((*(d for d in held if d not in contract), *contract)))
+
+        widened = [(*c, *(d for d in more(a) if d not in c))
+                   for a, c in zip(involved, choices, strict=True)]
+        extra = frozenset((a, d) for a, c, w in zip(involved, choices, widened, strict=True)
+                          for d in w[len(c):])
+        choices = widened
     unused = (_idle_axes(mesh_order, {*involved, *passthrough}, sizes)
               if idle and model == "exact" else [])
     if sizes is not None and not (idle and model == "exact"):
@@ -218,7 +293,7 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
         involved, choices = [involved[i] for i in order], [choices[i] for i in order]
     return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
                   sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings,
-                  frozenset(unused), hint)
+                  frozenset(unused), hint, extra, idle and wide and model == "exact")
 
 
 def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, float] | None
@@ -251,13 +326,24 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
 
     Exponential in the involved axes: `search_plans` calls it only below PLAN_SEARCH_LIMIT.
     """
-    space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings, idle, hint)
+    return _enumerate(_space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
+                             keep_partial, sizes, pricings, idle, hint), search)
+
+
+def _enumerate(space: _Space, search: bool) -> list[EinsumPlan]:
     seen: set[tuple] = set()
     reshards: dict[tuple, list[Step] | None] = {}
-    plans = (space.plan(combo, seen, search, reshards)
-             for combo in itertools.product(*space.choices))
-    return [p for p in plans if p is not None]
+    out: list[EinsumPlan] = []
+    for combo in itertools.product(*space.choices):
+        p = space.plan(combo, seen, search, reshards)
+        if p is not None:
+            out.append(p)
+        for orders in space.reorderings(combo):
+            q = space.plan(combo, seen, search, reshards, orders)
+            if q is not None:
+                space.reordered.add((q.lhs_target, q.rhs_target, q.local_out, q.final))
+                out.append(q)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +373,8 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT, *,
                  pricings: Pricings = NO_PRICING,
                  floor: Callable[[EinsumPlan, Floors], tuple] | None = None,
-                 idle: bool = True, hint: Layout | None = None) -> PlanSearch:
+                 idle: bool = True, hint: Layout | None = None, wide: bool = False
+                 ) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
     assignments, otherwise the best found by changing one axis's role at a time (evaluating at
     most PLAN_SEARCH_LIMIT assignments). `pricings` price the reshards of the left operand,
@@ -299,17 +386,16 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
     fixed order's. `hint` (only where nothing is requested) widens the roles toward the layout
     the result's consumer wants (`_Space.hint`)."""
     space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings, idle, hint)
+                   keep_partial, sizes, pricings, idle, hint, wide)
     total = space.size
     if total <= limit:
-        plans = enumerate_plans(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                                keep_partial, sizes, pricings=pricings, search=floor is None,
-                                idle=idle, hint=hint)
+        plans = _enumerate(space, floor is None)
         if floor is not None:
             plans = _refine_best(space, plans, objective, floor)
-        return PlanSearch(rank_plans(plans, objective), total, total, False, tuple(plans))
+        return PlanSearch(space.keep(rank_plans(plans, objective)), total, total, False,
+                          tuple(plans))
     plans, tried = _local_search(space, objective, PLAN_SEARCH_LIMIT)
-    return PlanSearch(rank_plans(plans, objective), total, tried, True, tuple(plans))
+    return PlanSearch(space.keep(rank_plans(plans, objective)), total, tried, True, tuple(plans))
 
 
 KEPT = 3

@@ -83,8 +83,10 @@ def local_bytes(layout: Layout, dtype: str, size_of: SizeOf) -> Num:
 
 
 def step_bytes(step: Step, dtype: str, size_of: SizeOf) -> Num:
-    """The sharding chapter's V: the per-device size of the larger side of the collective."""
-    if step.kind == "AllGather":
+    """The sharding chapter's V: the per-device size of the larger side of the collective (a
+    CollectivePermute sends the block of its result: the same as its source's, or a part of
+    it where it also slices, `passes.permute_cost`)."""
+    if step.kind in ("AllGather", "CollectivePermute"):
         return local_bytes(step.dst, dtype, size_of)
     return local_bytes(step.src, dtype, size_of)
 

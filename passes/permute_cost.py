@@ -61,7 +61,7 @@ def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
     dims = dst.dim_names
     if any(math.prod(n[a] for a in src.axes_of(d)) != math.prod(n[a] for a in dst.axes_of(d))
            for d in dims):
-        return None
+        return _sub_block_pairs(src, dst, axes, n)
     src_free = [a for a in axes if a not in src.sharding_axes]
     dst_free = [a for a in axes if a not in dst.sharding_axes]
     pairs: Pairs = []
@@ -72,6 +72,38 @@ def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
             _spread(_index(c, src.axes_of(d), n), dst.axes_of(d), n, out)
         _spread(_index(c, src_free, n), dst_free, n, out)
         pairs.append((coords, tuple(out[a] for a in axes)))
+    return axes, pairs
+
+
+def _sub_block_pairs(src: Layout, dst: Layout, axes: tuple[str, ...], n: Mapping[str, int]
+                     ) -> tuple[tuple[str, ...], Pairs] | None:
+    """The pairs of a permute into finer blocks: each of `dst`'s blocks lies in one of
+    `src`'s (every dim splits into a multiple of its shards), so each device slices the block
+    it needs locally where it holds it, and otherwise receives it from the holder that agrees
+    with it on the axes `src` leaves free: one send of `dst`'s block, as XLA's partitioner
+    reshards `[J, K_Y] -> [J_Y, K_X]` on a 4x2 mesh (one collective-permute, not two
+    AllToAlls). None where some dim is not so split.
+
+    >>> src, dst = Layout.of({"J": (), "K": ("Y",)}), Layout.of({"J": ("Y",), "K": ("X",)})
+    >>> axes, pairs = permute_pairs(src, dst, {"X": 4, "Y": 2})
+    >>> [(s, t) for s, t in pairs if s != t][:2]
+    [((0, 0), (0, 1)), ((1, 0), (1, 1))]
+    """
+    ratio: dict[str, int] = {}
+    for d in dst.dim_names:
+        have = math.prod(n[a] for a in src.axes_of(d))
+        want = math.prod(n[a] for a in dst.axes_of(d))
+        if want % have:
+            return None
+        ratio[d] = want // have
+    src_free = [a for a in axes if a not in src.sharding_axes]
+    pairs: Pairs = []
+    for coords in itertools.product(*(range(n[a]) for a in axes)):
+        c = dict(zip(axes, coords, strict=True))
+        holder: dict[str, int] = {a: c[a] for a in src_free}
+        for d in dst.dim_names:
+            _spread(_index(c, dst.axes_of(d), n) // ratio[d], src.axes_of(d), n, holder)
+        pairs.append((tuple(holder[a] for a in axes), coords))
     return axes, pairs
 
 

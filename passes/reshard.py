@@ -84,8 +84,9 @@ def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None,
         return None
     used = {*src.sharding_axes, *dst.sharding_axes, *src.unreduced}
     idle: set[str] = set()
-    if pricing is not None and pricing.topology is not None and not set(
-            src.sharding_axes) <= set(dst.sharding_axes):  # something to gather
+    if pricing is not None and pricing.topology is not None and (not set(
+            src.sharding_axes) <= set(dst.sharding_axes)  # something to gather
+            or pricing.model == "exact" and src.dims != dst.dims):  # or to move
         idle = {x.axis for x in pricing.topology.links
                 if x.axis not in used and x.axis not in dst.unreduced
                 and (sizes.get(x.axis) or 1) > 1}
@@ -118,6 +119,16 @@ def _in_order(src: Layout, dst: Layout, axes: tuple | None) -> tuple[Step, ...] 
     return None if steps is None else tuple(steps)
 
 
+def _splits(steps: tuple[Step, ...], pricing: Pricing) -> bool:
+    """Whether a step is an AllGather or an AllReduce over several axes of a switched level
+    under the exact model: rings over each axis in turn may cost less (`reshard_search`)."""
+    if pricing.model != "exact" or pricing.topology is None:
+        return False
+    switched = {x.axis for x in pricing.topology.links if x.level != "ici"}
+    return any(s.kind in ("AllGather", "AllReduce") and len(s.axes) > 1
+               and switched.issuperset(s.axes) for s in steps)
+
+
 def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
     """A fixed-order plan kept without a search: free slices, then at most one collective that
     lands on the target. Any other plan also needs a collective over those axes (to remove,
@@ -126,7 +137,9 @@ def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
     kinds = [s.kind for s in steps]
     while kinds and kinds[0] == "slice":
         kinds.pop(0)
-    if idle and "AllGather" in kinds:  # an idle axis may join the gather (`_axes`)
+    if idle and ("AllGather" in kinds or "AllToAll" in kinds):
+        # an idle axis may join the gather (`_axes`), or, sliced on, make an AllToAll a
+        # permute and a gather over both axes' links (`reshard_search`)
         return False
     return len(kinds) <= 1
 
@@ -136,7 +149,8 @@ def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
              ) -> tuple[Step, ...] | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or _final(steps, _idle(src, dst, axes)):
+    if steps is None or sizes is None or (_final(steps, _idle(src, dst, axes))
+                                          and not _splits(steps, pricing)):
         return steps
     return tuple(cheapest_plan(src, dst, sizes, pricing, steps))
 
@@ -145,7 +159,8 @@ def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
 def _floor(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing) -> float | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or _final(steps, _idle(src, dst, axes)):
+    if steps is None or sizes is None or (_final(steps, _idle(src, dst, axes))
+                                          and not _splits(steps, pricing)):
         return None
     return lower_bound(src, dst, sizes, pricing, steps)
 

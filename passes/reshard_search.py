@@ -19,9 +19,14 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
   the target with extra innermost axes (then gathered), with an innermost run moved to another
   dim (then an AllToAll), or without an innermost run of partial sums (then a ReduceScatter).
   A permute may follow or precede any other move, so slice-permute-gather and AllToAll-permute
-  are paths of the search.
-An AllGather, an AllReduce or a CollectivePermute does not follow one of its kind: one step over
-the union of their axes costs no more (a collective over more axes has more links). The
+  are paths of the search. Under the exact model a permute may also go straight to the target
+  where its blocks are finer (each lies in one block of the layout it leaves): each device
+  slices its block where it holds it, or receives it in one send (`passes.permute_cost`).
+An AllGather, an AllReduce or a CollectivePermute does not follow one of its kind on ICI: one
+step over the union of their axes costs no more (a collective over more axes has more links).
+On a switched level (NVLink, InfiniBand, ...) under the exact model an AllGather or an
+AllReduce may follow one of its kind: a ring over all N devices pays N - 1 latency steps for the
+bytes that rings over each axis in turn move in sum(n_i - 1). The
 estimate of what is left (`_Search.estimate`) counts the AllGathers that must still lower the
 number of shards and the reductions the partial sums still need. Intermediate layouts keep
 blocks whole in every dim whose size is known. The search expands at most `MAX_EXPANDED`
@@ -76,8 +81,8 @@ def cheapest_plan(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing:
     >>> gather = [Step("AllGather", ("Y",), None, s, Layout.of({"L": ()})),
     ...           Step("slice", ("X",), None, Layout.of({"L": ()}), d)]
     >>> plan = cheapest_plan(s, d, {"X": 4, "Y": 2}, Pricing("f32", ()), gather)
-    >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan]
-    [('slice', ('X',), 'A[L_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[L_XY]'), ('AllGather', ('Y',), 'A[L_X]')]
+    >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan]  # into finer blocks
+    [('CollectivePermute', ('Y', 'X'), 'A[L_X]')]
     """
     search = _Search(src, dst, sizes, pricing)
     limit = search.time(bound) * (1 - TIE)
@@ -141,6 +146,16 @@ class _Search:
                 _BYTES.clear()
             whole = _BYTES[pricing, self.order] = pricing.block_bytes(self.order, 1.0)
         self.whole_bytes: float = whole
+        # On a switched level (NVLink, PCIe, InfiniBand, DCN) a ring over N devices pays N - 1
+        # latency steps, and rings over each axis in turn sum(n_i - 1) for the same bytes:
+        # there an AllGather or an AllReduce may follow one of its kind (the exact model).
+        self.repeat = pricing.model == "exact" and pricing.topology is not None and sum(
+            1 for x in pricing.topology.links
+            if x.level != "ici" and self.sizes.get(x.axis, 1) > 1) > 1
+        # Permutes into finer blocks (the exact model; the book's has no such collective):
+        # priced over their pairs, so only where those can be listed.
+        self.finer = pricing.model == "exact" and math.prod(
+            self.sizes.values()) <= 64
         self._gather_bound: dict[float, float] = {}
         self._reduce_bound: dict[frozenset[str], float] = {}
         self._layouts: dict[State, Layout] = {}
@@ -185,7 +200,7 @@ class _Search:
             if step.kind == "CollectivePermute":
                 total += self.pricing.collective(
                     step.kind, step.axes, self.whole_bytes / self.prod(self.encode(
-                        step.src.sharding_axes)), self.sizes, self.links, step.src, step.dst)
+                        step.dst.sharding_axes)), self.sizes, self.links, step.src, step.dst)
             elif step.kind != "slice":
                 side = step.dst if step.kind == "AllGather" else step.src
                 total += self.cost(step.kind, self.encode(step.axes),
@@ -219,6 +234,19 @@ class _Search:
                 self.layout(state), self.layout((new, state[1])))
         return c
 
+    def sub_block_cost(self, state: State, moved: str) -> float:
+        """A CollectivePermute from `state` to the goal in finer blocks: V is the goal's."""
+        v = self.whole_bytes / self.target_shards
+        key = ("sub-block", state, self.goal, v)
+        c = self.costs.get(key)
+        if c is None:
+            if len(self.costs) >= MAX_ENTRIES:
+                self.costs.clear()
+            c = self.costs[key] = self.pricing.collective(
+                "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
+                self.layout(state), self.layout(self.goal))
+        return c
+
     def estimate(self, shards: float, sums: frozenset[str]) -> float:
         """A lower bound on what is left from a layout with `shards` shards and partial sums
         `sums`: only AllGathers lower the number of shards, and the ones still needed cost at
@@ -231,7 +259,7 @@ class _Search:
         return a dearer one."""
         out = 0.0
         need = shards / self.target_shards
-        if need > 1 + TIE:
+        if need > 1 + TIE and not self.repeat:  # (with `repeat`, gathers in turn may cost less)
             lb = self._gather_bound.get(need)
             if lb is None:
                 # Shared by the searches of one machine and mesh: it depends on V and `need`.
@@ -339,13 +367,15 @@ class _Search:
                     if (i == home[a] or ts[i] % finer == 0) and fits(i, finer):
                         yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
                                shards * size[a])
+        gathers = any(kept[i] < len(dims[i]) for i in self.dims)
         for a in self.idle:  # an idle axis onto a dim that still gathers (then both at once)
-            if a not in used:
+            if a not in used:  # or, with `finer`, onto any dim while another gathers
                 for i in self.dims:
-                    if kept[i] < len(dims[i]) and fits(i, shape[i] * size[a]):
+                    if ((kept[i] < len(dims[i]) or self.finer and gathers)
+                            and fits(i, shape[i] * size[a])):
                         yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
                                shards * size[a])
-        if last != "AllGather":  # of the innermost axes of any dims past the prefix they keep
+        if last != "AllGather" or self.repeat:  # the innermost axes of dims past their prefix
             ranges = [range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
                       for i in range(len(dims))]
             for ks in itertools.islice(itertools.product(*ranges), 1, None):
@@ -378,7 +408,7 @@ class _Search:
                                 yield ("ReduceScatter", run, j,
                                        (_put(dims, j, dims[j] + run), sums - set(run)), c,
                                        shards * n)
-            if last != "AllReduce":
+            if last != "AllReduce" or self.repeat:
                 ordered = sorted(free)
                 for r in range(1, len(ordered) + 1):
                     for comb in itertools.combinations(ordered, r):
@@ -391,6 +421,16 @@ class _Search:
                 c = self.permute_cost(state, new, moved, shards)
                 if c < budget:
                     yield "CollectivePermute", moved, None, (new, sums), c, shards
+            # Straight to the target in finer blocks: each device slices its block where it
+            # holds it and receives it otherwise (`permute_cost`: one send of the target's
+            # block; XLA's `[J, K_Y] -> [J_Y, K_X]`).
+            if (sums == self.goal[1] and dims != target and self.finer
+                    and all(t % s == 0 for t, s in zip(ts, shape, strict=True))
+                    and any(t > s for t, s in zip(ts, shape, strict=True))):
+                moved = "".join(dict.fromkeys("".join(dims) + "".join(target)))
+                c = self.sub_block_cost(state, moved)
+                if c < budget:
+                    yield "CollectivePermute", moved, None, self.goal, c, self.target_shards
 
     def _permutes(self, dims: Dims, sums: frozenset[str], free: frozenset[str],
                   shape: list[float]) -> Iterator[tuple[str, Dims]]:

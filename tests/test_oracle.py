@@ -1,58 +1,65 @@
-"""The optimality oracle (`shardc.testing.oracle`): no hand-written plan of a contraction costs less
-than the compiler's own under its model and objective."""
+"""The optimality oracle (`shardc.testing.oracle`): no hand-written plan of a small program costs
+less than the compiler's own under its model and objective."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from shardc.testing.oracle import Problem, cheaper_hand, layouts
+import shardc
+from shardc.lang.layout import Layout
+from shardc.testing.oracle import (
+    Problem,
+    cheaper_hand,
+    cheaper_plans,
+    collectives_from,
+    hand_plans,
+    layouts,
+    small_programs,
+)
 
 EXAMPLES = int(os.environ.get("SHARDC_ORACLE_EXAMPLES", "200"))
+HANDS = int(os.environ.get("SHARDC_ORACLE_HANDS", "2"))
 
-ISSUE = Problem("mesh X=4, Y=2\ndim I=1024, J=512, K=2048\nhardware tpu-v5e\n"
-                "A: f32[I_X, J]\nB: f32[J, K_X]\n", ("X", "Y"), ("I", "J"), ("J", "K"), "J",
-                {"I": ("X",), "K": ()})
-
-
-def test_no_hand_plan_beats_the_issues_program():
-    """Every hand plan of `C[I_X, K] = A ·_J B` on a v5e 4x2 (784 of them: reshards to any
-    layout, slices then AllGathers over any run of axes) costs at least the compiler's."""
-    assert cheaper_hand(ISSUE) is None
+ISSUE = ("mesh X=4, Y=2\ndim I=1024, J=512, K=2048\nhardware tpu-v5e\n"
+         "A: f32[I_X, J]\nB: f32[J, K_X]\nC[I_X, K] = A ·_J B\n")
 
 
-@st.composite
-def problems(draw):
-    n = draw(st.sampled_from([2, 2, 3]))
-    axes = ("X", "Y", "Z")[:n]
-    sizes = draw(st.sampled_from([(2, 2), (4, 2), (2, 4), (4, 4)] if n == 2
-                                 else [(2, 2, 2), (4, 2, 2), (2, 2, 4)]))
-    devices = 1
-    for s in sizes:
-        devices *= s
-    dims = {d: devices * draw(st.sampled_from([1, 4, 16, 64])) for d in "IJK"}
-    dtype = draw(st.sampled_from(["bf16", "f32"]))
-    a = draw(st.sampled_from(list(layouts(("I", "J"), axes))))
-    b = draw(st.sampled_from(list(layouts(("J", "K"), axes))))
-    out = draw(st.sampled_from(list(layouts(("I", "K"), axes))))
-    hw = draw(st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]))
-    from shardc.testing.oracle import text_of
-
-    head = (f"mesh {', '.join(f'{x}={s}' for x, s in zip(axes, sizes, strict=True))}\n"
-            f"dim {', '.join(f'{d}={v}' for d, v in dims.items())}\nhardware {hw}\n"
-            f"{text_of('A', a).replace('A[', f'A: {dtype}[')}\n"
-            f"{text_of('B', b).replace('B[', f'B: {dtype}[')}\n")
-    return Problem(head, axes, ("I", "J"), ("J", "K"), "J", out), draw(st.randoms())
+def test_the_issues_program_costs_what_the_hand_plan_does():
+    """Slicing B onto the idle Y and gathering over XY: 44.8 us T_lower on a v5e 4x2 (the
+    compiler's plan was 69.1 us), and the hand plan of the issue is not cheaper."""
+    r = shardc.compile(ISSUE)
+    assert r.value("t_lower_s") <= 44.8e-6 * (1 + 1e-3)
+    hand = ISSUE.replace("C[I_X, K] = A ·_J B",
+                         "B2[J, K_XY] = B\nB3 = AllGather_XY(B2)\nC[I_X, K] = A ·_J B3")
+    assert shardc.compile(hand).value("t_lower_s") == pytest.approx(r.value("t_lower_s"))
+    assert cheaper_plans(ISSUE, hands=[hand]) == []
 
 
-def check(problem: Problem, rnd) -> None:
-    """A sample of the problem's hand plans (all of them would take minutes per program)."""
-    hands = list(problem.hands())
-    found = cheaper_hand(problem, rnd.sample(hands, min(6, len(hands))))
-    assert found is None, found
+def test_no_sampled_hand_plan_beats_the_issues_program():
+    assert cheaper_plans(ISSUE, sample=40, seed=31) == []
+
+
+@pytest.mark.parametrize("program, hand, most", [
+    # A ranking that ignored the local product's HBM time: slice B, leave the product's
+    # partial sums unreduced and ReduceScatter them over I.
+    ("mesh X=8\ndim I=256, J=8192, K=8192\nhardware h100\nA: bf16[I, J_X]\nB: bf16[J, K]\n"
+     "C[I_X, K] = A ·_J B\n",
+     "B1[J_X, K] = B\nC1[I, K]{U_X} = A ·_J B1\nC = ReduceScatter_{X,I}(C1)\n", 15.2e-6),
+    # An AllToAll strategy: AllToAll_{X,I}(A), the local product, an AllToAll of the result.
+    ("mesh X=8\ndim I=4096, J=4096, K=4096\nhardware h100\nA: f32[I, J_X]\nB: f32[J, K]\n"
+     "C[I, K_X] = A ·_J B\n",
+     "A1 = AllToAll_{X,I}(A)\nC1[I_X, K] = A1 ·_J B\nC = AllToAll_{X,K}(C1)\n", 46.6e-6),
+])
+def test_the_issues_classes_of_misses(program, hand, most):
+    r = shardc.compile(program)
+    assert r.value("t_lower_s") <= most * (1 + 1e-3)
+    head, stmt = program.rsplit("\n", 2)[0], program.rsplit("\n", 2)[1]
+    assert stmt.startswith("C[")
+    assert cheaper_plans(program, hands=[head + "\n" + hand]) == []
 
 
 LATENCY = Problem("mesh X=2, Y=2\ndim I=4, J=4, K=4\nhardware h100\nA: bf16[I_XY, J]\n"
@@ -60,28 +67,144 @@ LATENCY = Problem("mesh X=2, Y=2\ndim I=4, J=4, K=4\nhardware h100\nA: bf16[I_XY
                   {"I": ("X", "Y"), "K": ()})
 
 
-@pytest.mark.xfail(strict=True, reason="a known miss the property found: at latency-bound "
-                   "sizes AllGather_Y(B) then the product costs 2.0 us, the compiler's plan 3.0")
 def test_the_latency_bound_miss_the_oracle_found():
+    """On NVLink a ring over 4 GPUs pays 3 latency steps, rings over Y then X pay 2 for the
+    same bytes: AllGather_Y(B) then AllGather_X (2.0 us) is found, not AllGather_XY (3.0)."""
     hand = ("B0[J_XY, K] = B\nB0gJ1[J_X, K] = AllGather_Y(B0)\n"
             "C[I_XY, K] = A ·_J B0gJ1\n")
     assert cheaper_hand(LATENCY, [LATENCY.head + hand]) is None
+    assert shardc.compile(LATENCY.ours()).value("t_comms_s") == pytest.approx(2e-6, rel=1e-3)
 
 
-# Not in CI yet: it finds misses the search still has (the example above).
-@pytest.mark.slow
-@settings(max_examples=EXAMPLES, deadline=None,
+def test_hand_plans_cover_every_kind_of_route():
+    """The rewrites include multi-axis gathers, AllToAlls, unreduced results reduced by
+    ReduceScatter and AllReduce, and reshards (permutes), for each kind of statement."""
+    text = ("mesh X=2, Y=2\ndim I=8, J=8, K=8\nhardware tpu-v5e\nA: f32[I_X, J]\n"
+            "B: f32[J, K_Y]\nE: f32[I, K]\nC[I_X, K] = A ·_J B\nD[I, K_XY] = exp(E) * C\n"
+            "S[I_Y] = Sum_{K}(E)\nR[J_X, I] = A\n")
+    hands = [h for _, h in hand_plans(text)]
+    joined = "\n".join(hands)
+    for piece in ("AllGather_XY(", "AllToAll_{", "ReduceScatter_{", "AllReduce_",
+                  "{U_XY} = A", "= exp(E) *", "= Sum_{K}(E)", "[I, J_YX] = A"):
+        assert piece in joined, piece
+    lines = {line for line, _ in hand_plans(text)}
+    assert lines == {7, 8, 9, 10}
+
+
+def test_collectives_from_follow_the_layout_rules():
+    lay = Layout.of({"I": ("X", "Y"), "K": ()}, {"Z"})
+    got = {(k, "".join(a), d) for k, a, d, _ in collectives_from(lay)}
+    assert ("AllGather", "XY", None) in got and ("AllGather", "X", None) not in got
+    assert ("AllToAll", "Y", "K") in got and ("ReduceScatter", "Z", "K") in got
+    assert ("AllReduce", "Z", None) in got
+
+
+def test_layouts_count():
+    assert len(list(layouts(("I", "J"), ("X", "Y")))) == 11
+
+
+# Misses the property found in statements whose planners this oracle's fixes did not touch:
+# each is strict, so it fails (and is moved to the passing tests) when its planner learns it.
+OTHER_KINDS_MISSES = [
+    # A sum over a sharded dim reduces its partial sums and gathers (AllReduce_X, AllGather_Y:
+    # 7.0 us, latency-bound); moving Y onto I first and gathering XY once, then the local sum
+    # costs 5.1 us. The reduction (passes/lower/walk.py) has no search over operand layouts.
+    ("mesh X=4, Y=2\ndim I=8, J=512, K=512\nhardware tpu-v5p\nE: f32[I_X, K_Y]\n"
+     "S0[K] = Sum_{I}(E)\n", "E1[I_XY, K] = E\nE2 = AllGather_XY(E1)\nS0[K] = Sum_{I}(E2)\n"),
+    # An elementwise product: AllToAll_{X,K}(C) first (4.6 us) beats the compiler's 5.0 us
+    # (passes/lower/elementwise.py searches a few result layouts, not this operand route).
+    ("mesh X=2, Y=2\ndim I=16, J=16, K=1024\nhardware tpu-v5e\nC: f32[I_YX, K]\n"
+     "E: f32[I_X, K_Y]\nD2[I, K_XY] = exp(E) * C\n",
+     "C2 = AllToAll_{X,K}(C)\nD2[I, K_XY] = exp(E) * C2\n"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="reductions and elementwise ops: known misses")
+@pytest.mark.parametrize("program, hand", OTHER_KINDS_MISSES)
+def test_known_misses_in_reductions_and_elementwise_ops(program, hand):
+    head = program.rsplit("\n", 2)[0]
+    assert cheaper_plans(program, hands=[head + "\n" + hand]) == []
+
+
+def test_a_reshard_reuses_a_copy_an_earlier_reshard_made():
+    """`R1[I, K_X] = E` slices the whole E that `R0`'s reshard gathered instead of gathering
+    E again (a miss the property found: 1.26x)."""
+    text = ("mesh X=4, Y=2\ndim I=2048, J=2048, K=32\nhardware tpu-v5e\nE: f32[I_Y, K_X]\n"
+            "R0[I, K_Y] = E\nR1[I, K_X] = E\n")
+    r = shardc.compile(text)
+    assert [c.line for c in r.ops if c.kind == "collective"] == [5]
+    assert cheaper_plans(text, sample=30, seed=5) == []
+
+
+def test_the_order_of_axes_on_a_shared_contracted_dim_is_searched():
+    """`[I, J_YX] ·_J [J_XY, K]` on a 4x4 v5e: permuting the smaller A to `J_XY` (130 us)
+    rather than B to `J_YX` (147 us), a miss the property found."""
+    text = ("mesh X=4, Y=4\ndim I=1024, J=4096, K=4096\nhardware tpu-v5e\nA: bf16[I, J_YX]\n"
+            "B: bf16[J_XY, K]\nC[I, K_YX] = A ·_J B\n")
+    r = shardc.compile(text)
+    assert r.value("t_upper_s") <= 130e-6
+    moved = [(c.op, c.array) for c in r.ops if c.kind == "collective"]
+    assert moved[0] == ("CollectivePermute", "A")
+
+
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
+"""Each example compiles a few programs: shrinking a failure would take minutes, and the
+finding (the hand program) already says what the compiler missed."""
+
+def test_the_xla_reproducer_reshards_with_one_permute():
+    """`A[J, K_Y] -> B[J_Y, K_X]` on a 4x2 mesh: every block of B lies in one block of A, so
+    one permute into finer blocks does it (XLA's plan), not two AllToAlls."""
+    text = ("mesh X=4, Y=2\ndim J=64, K=64\nhardware tpu-v5e\nA: f32[J, K_Y]\n"
+            "B[J_Y, K_X] = A\n")
+    r = shardc.compile(text)
+    assert [(c.op, c.src, c.dst) for c in r.ops if c.kind == "collective"] == [
+        ("CollectivePermute", "A[J, K_Y]", "B[J_Y, K_X]")]
+    assert cheaper_plans(text, sample=20, seed=3) == []
+
+
+def test_an_idle_axis_turns_an_alltoall_into_a_permute_and_a_gather():
+    """`R0[I, J_X] = A[I_X, J]` on a 4x4 v5e: slicing the idle Y onto J, permuting to
+    `[I_Y, J_X]` and gathering Y (172 us) beats the AllToAll over the X line (189 us)."""
+    text = ("mesh X=4, Y=4\ndim I=4096, J=4096\nhardware tpu-v5e\nA: bf16[I_X, J]\n"
+            "R0[I, J_X] = A\n")
+    r = shardc.compile(text)
+    assert [c.op for c in r.ops if c.kind == "collective"] == ["CollectivePermute", "AllGather"]
+    assert r.value("t_upper_s") <= 172.2e-6
+
+
+PLANNED = ("contract", "reshard")
+"""The statements whose planners (passes/einsum_plan.py, passes/reshard_search.py) the property
+holds to the oracle in CI; elementwise ops and reductions have the known misses above."""
+
+
+def check(source: str, seed: int, hands: int, kinds=PLANNED) -> None:
+    found = cheaper_plans(source, sample=hands, seed=seed, kinds=kinds)
+    assert not found, str(found[0])
+
+
+@settings(max_examples=EXAMPLES, deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(problems())
-def test_no_sampled_hand_plan_beats_the_compiler(drawn):
-    problem, rnd = drawn
-    check(problem, rnd)
+@given(small_programs(), st.integers(0, 2**16))
+@example("mesh X=2, Y=2, Z=4\ndim I=16, J=16, K=16\nhardware tpu-v5e\nA: bf16[I_X, J_YZ]\n"
+         "B: bf16[J_Z, K_YX]\nE: bf16[I_XYZ, K]\nC[I, K_XZ] = A ·_J B\n", 11)  # X onto J
+def test_no_sampled_hand_plan_beats_the_compiler(source, seed):
+    """200 programs (up to three statements of each kind, 2 or 3 axes, up to 16 devices),
+    `HANDS` hand plans of their contractions and reshards each: about a minute of CPU."""
+    check(source, seed, HANDS)
 
 
 @pytest.mark.slow
-@settings(max_examples=5_000, deadline=None,
+@settings(max_examples=5_000, deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(problems())
-def test_no_sampled_hand_plan_beats_the_compiler_5000(drawn):
-    problem, rnd = drawn
-    check(problem, rnd)
+@given(small_programs(), st.integers(0, 2**16))
+def test_no_sampled_hand_plan_beats_the_compiler_5000(source, seed):
+    check(source, seed, 12)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="reductions and elementwise ops: the known misses above")
+@settings(max_examples=1_000, deadline=None, phases=NO_SHRINK,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(small_programs(), st.integers(0, 2**16))
+def test_no_sampled_hand_plan_beats_the_compiler_every_kind(source, seed):
+    check(source, seed, 12, ("elementwise", "reduce"))

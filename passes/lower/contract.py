@@ -25,7 +25,7 @@ from shardc.passes.einsum_plan import (
     search_plans,
 )
 from shardc.passes.ir import Alternative, Decision, Einsum, Value
-from shardc.passes.layout_cost import local_elements, steps_time
+from shardc.passes.layout_cost import local_bytes, local_elements, steps_time
 from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
 from shardc.passes.lower.explain import beat_text, case_reason, whole_program_text
 from shardc.passes.lower.state import LoweringState, derived_name
@@ -223,13 +223,31 @@ class Contractions(LoweringState):
                     self.einsum_elements(p, size_of))
             return f
 
+        # Only where the program declares every size: a size bound by `--set` (or `at`) is
+        # ranked as the symbolic report's regions rank it (communication and math), so the
+        # compile at a point and the report at it choose alike.
+        declared = numeric and self.all_declared(names)
+        w_hbm = self.hbm_rate() if declared else None
+        hbm: dict[tuple, float] = self.searches.setdefault(("hbm",), {})
+
+        def hbm_time(p: EinsumPlan) -> float:
+            """The local product's HBM time (its operands and result read and written once),
+            under the exact model with a chip; 0 otherwise (the book ranks by comms and math)."""
+            if w_hbm is None:
+                return 0.0
+            key = (p.lhs_target, p.rhs_target, p.local_out, lv.dtype, rv.dtype)
+            t = hbm.get(key)
+            if t is None:
+                t = hbm[key] = float(self.einsum_bytes(p, lv.dtype, rv.dtype, size_of)) / w_hbm
+            return t
+
         def measure(p: EinsumPlan) -> tuple[tuple[float, ...], float]:
             """Each reshard's time and the FLOPs, by identity as `objective` keys them."""
             hit = measured.get(id(p))
             if hit is None:
                 hit = measured[id(p)] = (
                     (reshard_time(p.lhs_steps, lv.dtype), reshard_time(p.rhs_steps, rv.dtype),
-                     reshard_time(p.out_steps, dtype)),
+                     reshard_time(p.out_steps, dtype), hbm_time(p)),
                     flops_of(p))
             return hit
 
@@ -239,15 +257,17 @@ class Contractions(LoweringState):
             cheapest reshards (each reshard's floor where given, else its own time)."""
             times, flops = measure(p)
             comm = 0.0
-            for t, low in zip(times, floors, strict=True):
+            for t, low in zip(times[:3], floors, strict=True):
                 comm += low if low is not None else t
             if shared and (floors[2] is not None or all(
                     s.kind in ("AllReduce", "ReduceScatter") for s in p.out_steps)):
                 comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
             collectives = len(p.collectives) if floors == (None, None, None) else 0
-            # With every size known, rank by time (comms + compute); otherwise by communication
-            # alone, which gives the book's defaults and matches the conditions reported.
-            total = comm + (flops / c if c and numeric else 0.0)
+            # With every size known, rank by time (comms + compute: under the exact model the
+            # local product's roofline time, the larger of its math and its HBM traffic, as
+            # the report's ops count it); otherwise by communication alone, which gives the
+            # book's defaults and matches the conditions reported.
+            total = comm + max(flops / c if c and numeric else 0.0, times[3])
             if numeric:
                 return (0, round(total, 15), flops, collectives)
             # Symbolic sizes: the book's rule for each axis's case first, then cost at the
@@ -276,6 +296,7 @@ class Contractions(LoweringState):
                 lv.layout, rv.layout, contract, out_dims, requested, tuple(self.mesh),
                 self.divisible, keep_partial, self.known_sizes(), objective,
                 pricings=pricings, floor=rank if bounded else None, idle=self.ctx.idle_axes,
+                wide=declared,
                 hint=hint)
         return search, objective
 
@@ -294,6 +315,9 @@ class Contractions(LoweringState):
                         + steps_time(p.rhs_steps, rdt, self.size_expr, model, topo, links)
                         + steps_time(p.out_steps, dt, self.size_expr, model, topo, links))
                 flops = 2 * self.einsum_elements(p, self.size_expr)
+                # Math only, not the product's roofline time that a compile with every size
+                # known ranks by (`plan_search`): a Max in the keys made the regions'
+                # boundaries Max relations and split the FSDP step into three regions.
                 time = comm + flops / c if c else comm
                 self.memo[key] = (as_expr(time), as_expr(flops))
             time, flops = self.memo[key]
@@ -317,6 +341,24 @@ class Contractions(LoweringState):
         t = tuple((lv, syms.t(lv) if syms.t(lv).name in values else links.t[lv]) for lv in LEVELS)
         return Recipe(dtypes, local, self.ctx.model, self.ctx.topology, w, t,
                       syms.flops(dtypes[2]) if c else None)
+
+    def hbm_rate(self) -> float | None:
+        """W_hbm for ranking plans, or None: the exact model with a chip (or a binding) ranks
+        a plan by its reshards and its local product's roofline time, the larger of its math
+        and its HBM traffic (the report's op time); the book's model by communication and
+        math alone, as the book's answers do."""
+        if self.ctx.model != "exact":
+            return None
+        self.hw_numbers("f32")
+        assert self.figures is not None
+        w = self.figures[1].get(HardwareSymbols(frozenset(self.dims)).w_hbm.name)
+        return float(w) if w else None
+
+    def einsum_bytes(self, p: EinsumPlan, ldt: str, rdt: str, size_of):
+        """Bytes the local product reads and writes per device, as the report counts them
+        (`passes.derive_cost`): both operands in their targets and the result."""
+        return (local_bytes(p.lhs_target, ldt, size_of) + local_bytes(p.rhs_target, rdt, size_of)
+                + local_bytes(p.local_out, promote(ldt, rdt), size_of))
 
     def local_layout(self, p: EinsumPlan) -> Layout:
         """The local product's block: every dim once, with the axes it is sharded over."""

@@ -74,6 +74,8 @@ class LoweringState:
     searches: dict[tuple, Any] = field(default_factory=dict)
     """The plan search of each statement shape (`Contractions.contract`)."""
     resharded: dict[tuple, Value] = field(default_factory=dict)
+    copies: dict[str, list[Value]] = field(default_factory=dict)
+    """By value id: the copies `apply_steps` made of it in one step (`cached_source`)."""
     pricings: dict[tuple, Pricing] = field(default_factory=dict)
     """How the reshard planner prices each (dtype, dims) (`pricing`)."""
     figures: tuple | None = None
@@ -189,7 +191,11 @@ class LoweringState:
             key = (last.src.id, last.out.layout)  # as `apply_steps` keys the step it emitted
             cached = self.resharded.get(key)
             if cached is not None and cached.id == last.out.id:
-                self.resharded[key] = dataclasses.replace(cached, id=named.id)
+                renamed = self.resharded[key] = dataclasses.replace(cached, id=named.id)
+                kids = self.copies.get(key[0], [])
+                kids[:] = [renamed if u.id == cached.id else u for u in kids]
+                if cached.id in self.copies:
+                    self.copies[named.id] = self.copies.pop(cached.id)
 
     def error(self, code: str, message: str, span: Span, notes: tuple[str, ...] = ()) -> None:
         self.ctx.diagnostics.error(code, message, span, notes=notes)
@@ -215,7 +221,11 @@ class LoweringState:
                 name: str | None = None) -> Value | None:
         if v.layout == want:
             return v
-        steps = plan_reshard(v.layout, want, self.known_sizes(), self.pricing(v.dtype, v.dims))
+        sizes, pricing = self.known_sizes(), self.pricing(v.dtype, v.dims)
+        v = self.cached_source(v, want, sizes, pricing)
+        if v.layout == want:
+            return v
+        steps = plan_reshard(v.layout, want, sizes, pricing)
         if steps is None:
             extra = want.unreduced - v.layout.unreduced
             shown = name or v.array
@@ -225,6 +235,37 @@ class LoweringState:
                        span, ("partial sums {U_X} come from contracting a dim sharded over X",))
             return None
         return self.apply_steps(v, steps, span, lambda s: why)
+
+    def cached_source(self, v: Value, want: Layout, sizes: dict[str, float],
+                      pricing) -> Value:
+        """The copy of `v` to reshard from: `v`, or a layout of it an earlier reshard made
+        (`resharded`), where every mesh axis's size is known, under the exact model, and
+        resharding that copy costs strictly less (`R0[I, K_Y] = E; R1[I, K_X] = E` slices
+        R1 from the whole E that R0's reshard gathered, rather than gather E again).
+        Parameters are gathered again where needed (`apply_steps`)."""
+        if (self.ctx.model != "exact" or v.array in self.params or v.id not in self.copies
+                or any(a not in sizes for a in self.mesh)):
+            return v
+        copies: list[Value] = []
+        frontier = [v.id]
+        seen = {v.id}
+        while frontier and len(copies) < 16:
+            for u in self.copies.get(frontier.pop(), ()):
+                if u.id not in seen:
+                    seen.add(u.id)
+                    copies.append(u)
+                    frontier.append(u.id)
+
+        def cost(u: Value) -> float | None:
+            steps = plan_reshard(u.layout, want, sizes, pricing)
+            return None if steps is None else pricing.time(steps, sizes)
+
+        best, best_cost = v, cost(v)
+        for u in copies:
+            c = cost(u)
+            if c is not None and (best_cost is None or c < best_cost * (1 - 1e-9)):
+                best, best_cost = u, c
+        return best
 
     def apply_steps(self, v: Value, steps: Sequence[Step], span: Span,
                     why: Callable[[Step], str], beat: str = "") -> Value:
@@ -247,5 +288,6 @@ class LoweringState:
                 v = self.emit(Collective(s.kind, out, v, s.axes, s.dim, span,  # type: ignore[arg-type]
                                          reason))
             self.resharded[key] = v
+            self.copies.setdefault(key[0], []).append(v)
         return v
 
