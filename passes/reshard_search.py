@@ -223,28 +223,26 @@ class _Search:
     def permute_cost(self, state: State, new: Dims, moved: str, shards: float) -> float:
         """A CollectivePermute's time from `state` to `new` (its partial sums kept): it
         depends on which device sends to which, not only on the axes (`passes.permute_cost`)."""
-        v = self.whole_bytes / shards
-        key = ("CollectivePermute", state, new, v)
-        c = self.costs.get(key)
-        if c is None:
-            if len(self.costs) >= MAX_ENTRIES:
-                self.costs.clear()
-            c = self.costs[key] = self.pricing.collective(
-                "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
-                self.layout(state), self.layout((new, state[1])))
-        return c
+        return self._permute(("CollectivePermute", state, new), self.whole_bytes / shards,
+                             moved, state, (new, state[1]))
 
     def sub_block_cost(self, state: State, moved: str) -> float:
         """A CollectivePermute from `state` to the goal in finer blocks: V is the goal's."""
-        v = self.whole_bytes / self.target_shards
-        key = ("sub-block", state, self.goal, v)
+        return self._permute(("sub-block", state, self.goal),
+                             self.whole_bytes / self.target_shards, moved, state, self.goal)
+
+    def _permute(self, key: tuple[object, ...], v: float, moved: str, source: State,
+                 target: State) -> float:
+        """A CollectivePermute of `v` bytes a device from `source` to `target`, memoized in
+        `costs` under `key` and `v`."""
+        key = (*key, v)
         c = self.costs.get(key)
         if c is None:
             if len(self.costs) >= MAX_ENTRIES:
                 self.costs.clear()
             c = self.costs[key] = self.pricing.collective(
                 "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
-                self.layout(state), self.layout(self.goal))
+                self.layout(source), self.layout(target))
         return c
 
     def estimate(self, shards: float, sums: frozenset[str]) -> float:

@@ -50,16 +50,17 @@ def test_no_internal_source_numbers(path):
 
 
 COMMIT = re.compile(r"(?<![0-9A-Za-z_.])(?=[0-9a-f]*[0-9])(?=(?:[0-9]*[a-f]){2})[0-9a-f]{7,40}"
-                    r"(?![0-9A-Za-z_])")
+                    r"(?![0-9A-Za-z_])|`(?=[0-9]*[a-f])[0-9a-f]{7,40}`")
 """A commit hash: 7 to 40 hex digits with a digit and at least two letters (`2.41071e9` is a
-number, `defaced` a word)."""
+number, `defaced` a word), or with one letter where it is quoted as code (`068857b`)."""
 HISTORY = re.compile(r"\b(?:this|that|the|a later|each) stop\b|\bstop \d+\b|\bthe last row\b"
                      r"|\bstarting commit\b|\bthis session\b|\bthe session's\b", re.I)
 USER_DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 
 
 def test_the_history_scan_finds_history():
-    for text in ("against 34ff0ca", "(`2b3e021`,", "the stop's start", "stop 24", "the last row"):
+    for text in ("against 34ff0ca", "(`2b3e021`,", "(`068857b`)", "the stop's start", "stop 24",
+                 "the last row"):
         assert COMMIT.search(text) or HISTORY.search(text), text
     for text in ("2.41071e9", "defaced", "0x1f", "1e-12", "the bus stops", "a row"):
         assert not COMMIT.search(text) and not HISTORY.search(text), text

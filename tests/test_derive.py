@@ -215,17 +215,17 @@ def test_optimize_with_and_devices_are_checked(tmp_path, capsys, args, message):
 def test_solve_runs_under_a_time_budget_and_says_no_closed_form(monkeypatch, capsys):
     import time
 
+    finished = []
+
     def slow(*args, **kwargs):
         time.sleep(120)
+        finished.append(True)
 
     monkeypatch.setattr(shardc.tools.derive_solve, "SOLVE_SECONDS", 0.05)
     monkeypatch.setattr(shardc.tools.derive_solve.sp, "solve", slow)
     b, x, c = (sp.Symbol(n, positive=True) for n in "BXC")
-    start = time.perf_counter()
     assert solve_for(sp.StrictGreaterThan(b / x, c), "B/X") is None
-    # Far below the 120 s solve, far above a loaded machine's scheduling delay: the budget
-    # (0.05 s here) cut the solve short.
-    assert time.perf_counter() - start < 30
+    assert not finished  # the budget (0.05 s here) cut the 120 s solve short
     assert main(["derive", str(ROOT / "programs/mlp-dp-train.shard"), "--solve-for", "B"]) == 0
     assert "solved: no closed form" in capsys.readouterr().out
 

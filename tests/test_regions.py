@@ -16,7 +16,7 @@ from shardc.driver.boundaries import boundaries
 from shardc.passes.regions import AtPoint, Candidate, RegionFinder, plan_key, winners
 from shardc.testing.strategies import programs
 
-EXAMPLES = int(os.environ.get("SHARDC_REGION_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("SHARDC_REGION_EXAMPLES", "150"))
 
 FSDP = """mesh X
 dim B, D=8192, F=32768
