@@ -14,6 +14,9 @@ vector is strictly cheaper. The search is bounded (`MAX_OPTIONS` plans per contr
 
 from __future__ import annotations
 
+import itertools
+import math
+
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
@@ -34,18 +37,29 @@ OBJECTIVE_TEXT: dict[Objective, str] = {
     "statement": "each contraction's own time (no whole-program search)",
 }
 
-MAX_OPTIONS = 3
+MAX_OPTIONS = 2
 """Distinct plans tried per contraction: the per-statement choice and the next two by its key
 (the decision record lists the same three)."""
 
 MAX_LOWERINGS = 48
-"""Lowerings the search may run beyond the per-statement one (each costs about one compile
-without parsing)."""
+"""Lowerings the local search may run beyond the per-statement one (each costs about one
+compile without parsing), where the vectors are too many to try them all."""
 
-NEAR = 1.5
+EXHAUSTIVE = 256
+"""At most this many plan vectors (the product of the contractions' option counts) are all
+tried: the search is then exact over its options, so the plans a compile chooses at a point
+are the cheapest of those options there, whatever the starting point (the regions drawn by
+`driver.objective.partition` rely on it). The FSDP step has 2^6 = 64."""
+
+NEAR = 3.0
 """An option is tried only where its own time (the planner's key: communication plus compute at
 the chip's peak) is at most this factor of the per-statement choice's: a plan that much slower
 for its own statement rarely pays off elsewhere, and each option tried costs a lowering."""
+
+MAX_CONTRACTIONS = 64
+"""Programs with more contractions keep the per-statement plans: each vector tried relowers
+the whole program, so on a program of hundreds of products even a few lowerings cost several
+compiles (docs/cost-model.md, "What it can miss")."""
 
 REL_TOL = 1e-9
 """A vector replaces the per-statement choice only where it is cheaper by more than this
@@ -100,6 +114,11 @@ class Forced:
     shared: dict[str, Any] = field(default_factory=dict)
     """The lowering's plan searches, lent from one lowering of the program to the next
     (`passes.lower.walk.insert_collectives`)."""
+    options: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """Each contraction's options by what they do (reshard steps; an option's place where the
+    contraction's sizes are all known), cheapest first."""
+    picked: dict[int, Any] = field(default_factory=dict)
+    """The option run at each contraction, as `options` names it."""
 
     def rank(self, ordinal: int, times: Sequence[float]) -> int:
         """The option to run at a contraction whose options' own times (the planner's key,
@@ -107,23 +126,59 @@ class Forced:
         options = sum(1 for t in times if t <= times[0] * NEAR)
         self.seen[ordinal] = options
         r = self.forced.get(ordinal, self.sweep)
-        return r if r < options else 0
+        r = r if r < options else 0
+        self.options[ordinal] = tuple(range(options))
+        self.picked[ordinal] = r
+        return r
+
+    def admits(self, picked: Mapping[int, Any], options: Mapping[int, tuple[Any, ...]]
+               ) -> bool:
+        """Whether every plan of `picked` (another chooser's `picked`) is among `options`
+        (`options_at`): whether the search there could run that vector."""
+        return all(v in options.get(k, (v,)) for k, v in picked.items())
+
+    candidates: dict[int, Sequence[Candidate]] = field(default_factory=dict)
+    """Each contraction's plans whose ranking depends on symbolic sizes (`options_at`)."""
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         point = getattr(self.base, "point", None)
         if point is None:
             return self.base.choose(ordinal, candidates) if self.base is not None else None
-        keyed = []
-        for c in candidates:
-            t, f = evaluate(c.time, point), evaluate(c.flops, point)
-            if t is None or f is None:
-                return None
-            keyed.append(((plan_key(t, f, c.collectives), c.order), c))
-        keyed.sort(key=lambda k: k[0])
-        options = distinct(keyed, lambda k: k[1].steps)
-        if not options:
+        self.candidates[ordinal] = candidates
+        options = ranked(candidates, point)
+        if options is None:
             return None
-        return options[self.rank(ordinal, [k[0][0][0] for k in options])][1].order
+        pick = options[self.rank(ordinal, [t for t, _ in options])][1]
+        self.options[ordinal] = tuple(c.steps for _, c in options[:self.seen[ordinal]])
+        self.picked[ordinal] = pick.steps
+        return pick.order
+
+    def options_at(self, point: Mapping[str, float]) -> dict[int, tuple[Any, ...]]:
+        """`options` as a lowering at `point` would record them, from the candidates this
+        lowering met (the same where the contractions' operands are read in the same layouts,
+        as where every statement's result has its declared layout)."""
+        out = dict(self.options)
+        for k, candidates in self.candidates.items():
+            options = ranked(candidates, point)
+            if options is not None:
+                near = sum(1 for t, _ in options if t <= options[0][0] * NEAR)
+                out[k] = tuple(c.steps for _, c in options[:near])
+        return out
+
+
+def ranked(candidates: Sequence[Candidate], point: Mapping[str, float]
+           ) -> list[tuple[float, Candidate]] | None:
+    """A contraction's options at `point`: its plans ranked as the planner ranks them there
+    (`passes.regions.plan_key`, then the search's order), distinct by reshard steps, at most
+    `MAX_OPTIONS`, each with its own time (None where a size has no value)."""
+    keyed = []
+    for c in candidates:
+        t, f = evaluate(c.time, point), evaluate(c.flops, point)
+        if t is None or f is None:
+            return None
+        keyed.append(((plan_key(t, f, c.collectives), c.order), c))
+    keyed.sort(key=lambda k: k[0])
+    return [(k[0][0][0], k[1]) for k in distinct(keyed, lambda k: k[1].steps)]
 
 
 R = TypeVar("R")
@@ -145,7 +200,8 @@ def search(lower: Callable[[Forced], R], cost: Callable[[R], float | None],
            budget: int = MAX_LOWERINGS) -> Searched:
     """The plan vector minimizing `cost` among those the search visits, starting from the
     per-statement choice (`first`, lowered already with a `Forced` that recorded its options,
-    or lowered here):
+    or lowered here). Where the vectors number at most `EXHAUSTIVE`, every one (in order,
+    the first of equal cost kept: the per-statement one wins ties); otherwise a local search:
 
     1. sweeps: the r-th option at every contraction (r = 1, 2), which finds a strategy every
        statement must share to pay off (FSDP's activations, reused by the backward pass);
@@ -153,15 +209,17 @@ def search(lower: Callable[[Forced], R], cost: Callable[[R], float | None],
        program order, each of its options, kept where strictly cheaper than the pass's vector
        so far.
 
-    Deterministic: no time budget, `budget` lowerings at most.
+    Deterministic: no time budget; `budget` lowerings at most in the local search.
     """
     if first is None:
         recorder = Forced(base)
         first = (lower(recorder), recorder)
     result, recorder = first
-    greedy = cost(result)
     seen = dict(recorder.seen)
-    if greedy is None or not any(n > 1 for n in seen.values()):
+    if len(seen) > MAX_CONTRACTIONS or not any(n > 1 for n in seen.values()):
+        return Searched(None, None, None)
+    greedy = cost(result)
+    if greedy is None:
         return Searched(None, greedy, greedy)
     best_value = greedy
     best: Forced | None = None
@@ -178,6 +236,15 @@ def search(lower: Callable[[Forced], R], cost: Callable[[R], float | None],
             tried[key] = (cost(lower(c)), c)
         return tried[key]
 
+    ordinals = sorted(seen)
+    if math.prod(seen.values()) <= EXHAUSTIVE:
+        for vector in itertools.product(*(range(seen[k]) for k in ordinals)):
+            if not any(vector):
+                continue  # the per-statement plans, lowered already
+            v, c = run(dict(zip(ordinals, vector, strict=True)), 0)
+            if v is not None and v < best_value * (1 - REL_TOL):
+                best_value, best = v, c
+        return Searched(best, best_value, greedy, runs)
     starts: list[tuple[Forced, float]] = [(recorder, greedy)]
     for sweep in range(1, MAX_OPTIONS):
         if runs >= budget or not any(n > sweep for n in seen.values()):
@@ -207,5 +274,5 @@ def search(lower: Callable[[Forced], R], cost: Callable[[R], float | None],
     return Searched(best, best_value, greedy, runs)
 
 
-__all__ = ["MAX_LOWERINGS", "MAX_OPTIONS", "OBJECTIVES", "OBJECTIVE_TEXT", "Forced", "Objective",
+__all__ = ["EXHAUSTIVE", "MAX_CONTRACTIONS", "MAX_LOWERINGS", "MAX_OPTIONS", "OBJECTIVES", "OBJECTIVE_TEXT", "Forced", "Objective",
            "Searched", "default_objective", "distinct", "search"]

@@ -66,24 +66,49 @@ def choose(r: Report, recorder: Forced, base: Any = None) -> Report:
     per-statement plans, unless another is strictly cheaper). `recorder` is the chooser `r`
     was lowered with; `base` picks plans whose ranking depends on symbolic sizes (an
     `AtPoint`)."""
+    return _choose(r, recorder, base)[0]
+
+
+def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forced]:
+    """`choose`, and the chooser of the plans it returns (what each contraction ran)."""
     from shardc.driver.recipe import relower
     from shardc.passes.objective import search
 
     objective = objective_of(r)
     recipe = r.recipe
     if objective == "statement" or recipe is None:
-        return r
-    found = search(lambda chooser: _with(r, *light(recipe, chooser)),
-                   lambda x: value(x, objective), base, first=(r, recorder))
+        return r, recorder
+    # A vector of options names the same plans wherever the options are the same (the
+    # report's regions search at many points of one free size): lowered once for them all.
+    lowerings: dict[tuple, tuple[Any, None]] = recipe.shared.setdefault("vectors", {})
+    known = tuple(sorted(recorder.options.items()))
+
+    def lower(chooser: Forced) -> Report:
+        seen = recorder.seen
+        vector = tuple(sorted((k, v) for k in seen
+                              if (v := chooser.forced.get(k, chooser.sweep)) < seen[k] and v))
+        key = (known, vector)
+        if key not in lowerings:
+            lowerings[key] = light(recipe, chooser)
+        else:
+            chooser.seen.update(seen)  # as the lowering would have recorded them
+        return _with(r, *lowerings[key])
+
+    found = search(lower, lambda x: value(x, objective), base, first=(r, recorder))
     if found.chooser is None or found.value is None or found.greedy is None:
-        return r
+        return r, recorder
     out = _with(r, *relower(recipe, found.chooser))  # the pick, with what a report shows
-    return dataclasses.replace(out, objective_note=(objective, found.value, found.greedy))
+    return (dataclasses.replace(out, objective_note=(objective, found.value, found.greedy)),
+            found.chooser)
 
 
 def at_point(r: Report, base: Any, bindings: Mapping[str, Any]) -> Report:
     """`r`'s program at a point (`base`, an `AtPoint`; `bindings`, the report's then): the
     plans a compile with those sizes bound chooses, for the whole program's objective."""
+    return _at_point(r, base, bindings)[0]
+
+
+def _at_point(r: Report, base: Any, bindings: Mapping[str, Any]) -> tuple[Report, Forced]:
     from shardc.driver.recipe import relower
     from shardc.passes.objective import Forced
 
@@ -91,7 +116,7 @@ def at_point(r: Report, base: Any, bindings: Mapping[str, Any]) -> Report:
     recorder = Forced(base, shared=r.recipe.shared)
     cost, memory = relower(r.recipe, recorder)
     first = _with(r, cost, memory, bindings)
-    return choose(first, recorder, base)
+    return _choose(first, recorder, base)
 
 
 def note_text(r: Report) -> str | None:
@@ -112,7 +137,7 @@ __all__ = ["at_point", "choose", "light", "note_text", "objective_of", "value"]
 
 
 # ---- regions: where each plan is the whole program's choice --------------------------------
-REFINE = 3
+REFINE = 6
 """Rounds of `partition`: the search's picks beside the boundaries found, then the boundaries
 again."""
 
@@ -141,7 +166,8 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
     apart (`driver.regions.plan_of`)."""
     import numpy as np
 
-    from shardc.passes.objective import REL_TOL
+    from shardc.driver.recipe import relower
+    from shardc.passes.objective import REL_TOL, Forced
     from shardc.passes.regions import AtPoint, Variant, classify
     from shardc.passes.symbols import size_symbol
 
@@ -157,6 +183,9 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
     others = {k: float(v[0]) for k, v in points.items() if k != name and len(v)}
     candidates: list[Report] = [v.result for v in found]
     plans = [plan_of(c) for c in candidates]
+    # what each candidate runs at each contraction (the per-statement regions': not known,
+    # a candidate only inside their own region)
+    vectors: list[dict[int, Any] | None] = [None] * len(candidates)
     picked: set[int] = set()
 
     def add_pick(x: float) -> bool:
@@ -165,26 +194,52 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
             return False
         picked.add(int(x))
         at = {**others, name: float(x)}
-        got = at_point(r, AtPoint(at), {**r.bindings, **at})  # chosen with x bound
+        got, chooser = _at_point(r, AtPoint(at), {**r.bindings, **at})  # chosen with x bound
         got = dataclasses.replace(got, bindings=dict(r.bindings), memo=got.memo.fresh(),
                                   objective_note=None)  # shown over the free size
         if plan_of(got) in plans:
+            k = plans.index(plan_of(got))
+            if vectors[k] is None:  # a per-statement region's program: now known what it runs
+                vectors[k] = dict(chooser.picked)
+                return True
             return False
         candidates.append(got)
         plans.append(plan_of(got))
+        vectors.append(dict(chooser.picked))
         return True
 
     def greedy_at(x: float) -> int:
         at = {**{k: np.array([v]) for k, v in others.items()}, name: np.array([float(x)])}
         return int(classify(found, at)[0])
 
+    assert r.recipe is not None
+    # the contractions' plans as one lowering meets them, ranked again at each size
+    recorder = Forced(AtPoint({**others, name: float(sample[len(sample) // 2])}),
+                      shared=r.recipe.shared)
+    relower(r.recipe, recorder)
+
+    won: dict[tuple[float, int, int], int] = {}  # winners by size and candidates known
+
     def winner(x: float) -> int:
+        """The cheapest candidate at x among those the search at x could run (a compile
+        with x bound searches only the options it ranks near the best: the others are not
+        its choice however cheap), the per-statement plans winning ties."""
+        key = (float(x), len(candidates), sum(v is not None for v in vectors))
+        if key not in won:
+            won[key] = _winner(x)
+        return won[key]
+
+    def _winner(x: float) -> int:
         at = {**others, name: float(x)}
         greedy = greedy_at(x)
-        got = [value(fixed(c, at), objective) for c in candidates]
-        values = [v for v in got if v is not None]
-        if len(values) < len(got):
+        options = recorder.options_at(at)
+        got = [value(fixed(c, at), objective)
+               if k == greedy or (vec is not None and recorder.admits(vec, options))
+               else float("inf")
+               for k, (c, vec) in enumerate(zip(candidates, vectors, strict=True))]
+        if any(v is None for v in got):
             return max(greedy, 0)
+        values = [float(v) for v in got if v is not None]
         best = min(range(len(values)), key=values.__getitem__)
         if greedy >= 0 and values[greedy] <= values[best] * (1 + REL_TOL):
             return greedy
@@ -218,6 +273,10 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
         new = [add_pick(x) for c, _ in cuts for x in (c - 1, c)]
         if not any(new):
             break
+        # the next round probes each side of each boundary too: a new candidate that wins
+        # just beside one (between two probes) is bisected to its own boundaries
+        probes = np.unique(np.concatenate(
+            [probes, np.asarray([x for c, _ in cuts for x in (c - 1, c)], dtype=float)]))
     symbol = size_symbol(name)
     starts: list[tuple[int | None, int]] = [(None, wins[0]), *cuts]
     out = []
