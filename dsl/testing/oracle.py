@@ -23,15 +23,19 @@ Every kind of statement is rewritten alike: contractions, elementwise ops and ca
 reductions (`Sum_{K}`) and reshards (`B[...] = A`). Statements whose expression is an explicit
 collective are the author's plan already and are left alone.
 
-The objective (`objective`) is the one the planner minimizes for a statement: under the
+The number compared is the whole program's objective where the compiler chose its plans for
+it (`--objective`: a training step's scheduled step, a forward program's `T_lower`, by
+default; `driver.objective`): each hand program is compiled under the same objective and its
+value compared with ours. Under `--objective statement` it is the objective (`objective`) the
+planner minimizes for a statement: under the
 `exact` model the sum of the ops' times as the report's ops table gives them (a collective's
 time; a local op's roofline time, the larger of its math at the chip's peak and its HBM
 traffic), under the `book` model `T_comms + T_math` (the book's answers rank strategies by
-those). In a program of several statements the rewritten statement's share is
+those). In a program of several statements the rewritten statement's share is then
 compared: the ops of its line in the compiler's report against the ops of the lines it became
 in the hand plan (a hand plan that makes a later statement cheaper by caching a layout is a
-whole-program choice, another pass's objective). A program whose sizes are not all numbers
-has no objective value and is not checked.
+whole-program choice, which `--objective statement` does not make). A program whose sizes
+are not all numbers has no objective value and is not checked.
 """
 
 from __future__ import annotations
@@ -436,7 +440,18 @@ def cheaper_plans(source: Any, *, hands: Iterable[str] | None = None, sample: in
     except CompileError:
         return []
     model = ours_report.model
-    whole = objective(ours_report, model)
+    # Plans chosen for the whole program (`--objective`, the default but `statement`) are
+    # compared by that objective of the whole program: the hand program compiled under it
+    # against ours. Each contraction planned for itself: the rewritten statement's share.
+    from shardc.driver.objective import objective_of, value
+
+    goal = objective_of(ours_report)
+    whole = value(ours_report, goal) if goal != "statement" else None
+    per_statement = whole is None
+    if per_statement:
+        whole = objective(ours_report, model)
+    else:
+        opts["objective"] = goal
     if whole is None:
         return []
     program = _read(text)
@@ -450,7 +465,9 @@ def cheaper_plans(source: Any, *, hands: Iterable[str] | None = None, sample: in
             hand_report = api.compile(hand_text, **opts)
         except CompileError:
             continue
-        if line and program is not None and len(program.statements) > 1:
+        if not per_statement:
+            ours, hand = whole, value(hand_report, goal)
+        elif line and program is not None and len(program.statements) > 1:
             # One statement's share: the ops of its line in ours, of the lines it became in
             # the hand plan (later statements reading a value its lines cached are not
             # counted: choosing plans for the whole program is another pass's objective).
