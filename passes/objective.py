@@ -8,15 +8,15 @@ activations), a collective the step schedule hides (a prefetched weight gather, 
 gradient reduction), a term that does not bound `T_lower`. This module searches over the plan
 vectors (one plan per contraction) for the one that minimizes a named objective of the whole
 program (`OBJECTIVES`), starting from the per-statement choice, which it keeps unless another
-vector is strictly cheaper. The search is bounded (`MAX_OPTIONS` plans per contraction,
-`MAX_LOWERINGS` lowerings); docs/cost-model.md says what it can miss.
+vector is strictly cheaper. The search is exact over its options and bounded (`MAX_OPTIONS`
+plans per contraction within `NEAR` of its cheapest, `EXHAUSTIVE` vectors, `WORK`
+contractions lowered); docs/cost-model.md says what it can miss.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
@@ -38,28 +38,27 @@ OBJECTIVE_TEXT: dict[Objective, str] = {
 }
 
 MAX_OPTIONS = 2
-"""Distinct plans tried per contraction: the per-statement choice and the next two by its key
-(the decision record lists the same three)."""
-
-MAX_LOWERINGS = 48
-"""Lowerings the local search may run beyond the per-statement one (each costs about one
-compile without parsing), where the vectors are too many to try them all."""
-
-EXHAUSTIVE = 256
-"""At most this many plan vectors (the product of the contractions' option counts) are all
-tried: the search is then exact over its options, so the plans a compile chooses at a point
-are the cheapest of those options there, whatever the starting point (the regions drawn by
-`driver.objective.partition` rely on it). The FSDP step has 2^6 = 64."""
+"""Distinct plans tried per contraction: the per-statement choice and the next by its key (the
+decision record lists these and a third). With a third, the FSDP step has 729 vectors; none of
+them was cheaper at B = 4096 or 8192 than the best of the 64."""
 
 NEAR = 3.0
 """An option is tried only where its own time (the planner's key: communication plus compute at
 the chip's peak) is at most this factor of the per-statement choice's: a plan that much slower
-for its own statement rarely pays off elsewhere, and each option tried costs a lowering."""
+for its own statement rarely pays off elsewhere, and each option doubles the vectors. (At 1.5
+the FSDP step's mixes left the options at B = 12118, inside the region where they are the
+cheapest step, and the regions split there, not where the steps cross.)"""
 
-MAX_CONTRACTIONS = 64
-"""Programs with more contractions keep the per-statement plans: each vector tried relowers
-the whole program, so on a program of hundreds of products even a few lowerings cost several
-compiles (docs/cost-model.md, "What it can miss")."""
+EXHAUSTIVE = 256
+"""At most this many plan vectors (the product of the contractions' option counts) are tried,
+all of them: the search is exact over its options, so the plans a compile chooses at a point
+are the cheapest of those options there (the regions drawn by `driver.objective.partition`
+rely on it). The FSDP step has 2^6 = 64."""
+
+WORK = 4096
+"""At most this many contractions lowered by the search in all (vectors times contractions):
+each vector relowers the whole program, so a program of 50 products with two options at 8
+of them would cost several compiles (docs/cost-model.md, "What it can miss")."""
 
 REL_TOL = 1e-9
 """A vector replaces the per-statement choice only where it is cheaper by more than this
@@ -196,83 +195,38 @@ class Searched:
 
 
 def search(lower: Callable[[Forced], R], cost: Callable[[R], float | None],
-           base: Chooser | None = None, first: tuple[R, Forced] | None = None,
-           budget: int = MAX_LOWERINGS) -> Searched:
-    """The plan vector minimizing `cost` among those the search visits, starting from the
-    per-statement choice (`first`, lowered already with a `Forced` that recorded its options,
-    or lowered here). Where the vectors number at most `EXHAUSTIVE`, every one (in order,
-    the first of equal cost kept: the per-statement one wins ties); otherwise a local search:
-
-    1. sweeps: the r-th option at every contraction (r = 1, 2), which finds a strategy every
-       statement must share to pay off (FSDP's activations, reused by the backward pass);
-    2. a coordinate pass from each of those vectors, the cheapest first: each contraction in
-       program order, each of its options, kept where strictly cheaper than the pass's vector
-       so far.
-
-    Deterministic: no time budget; `budget` lowerings at most in the local search.
+           base: Chooser | None = None, first: tuple[R, Forced] | None = None) -> Searched:
+    """The plan vector minimizing `cost`, starting from the per-statement choice (`first`,
+    lowered already with a `Forced` that recorded its options, or lowered here): every vector
+    of the options, in order, the first of equal cost kept (the per-statement one wins ties).
+    Where the vectors number more than `EXHAUSTIVE`, or their lowerings would lower more than
+    `WORK` contractions in all, none is tried and the per-statement plans stand (a search that
+    cannot be exact would make a compile at a point and the report's regions disagree).
+    Deterministic: no time budget.
     """
     if first is None:
         recorder = Forced(base)
         first = (lower(recorder), recorder)
     result, recorder = first
     seen = dict(recorder.seen)
-    if len(seen) > MAX_CONTRACTIONS or not any(n > 1 for n in seen.values()):
+    vectors = math.prod(seen.values())
+    if vectors == 1 or vectors > EXHAUSTIVE or vectors * len(seen) > WORK:
         return Searched(None, None, None)
     greedy = cost(result)
     if greedy is None:
         return Searched(None, greedy, greedy)
-    best_value = greedy
-    best: Forced | None = None
-    runs = 0
-
-    tried: dict[tuple, tuple[float | None, Forced]] = {}
-
-    def run(forced: dict[int, int], sweep: int) -> tuple[float | None, Forced]:
-        nonlocal runs
-        key = (tuple(sorted(forced.items())), sweep)
-        if key not in tried:  # passes from two starts meet at the same vectors
-            runs += 1
-            c = Forced(base, forced, sweep, shared=recorder.shared)
-            tried[key] = (cost(lower(c)), c)
-        return tried[key]
-
+    best_value, best, runs = greedy, None, 0
     ordinals = sorted(seen)
-    if math.prod(seen.values()) <= EXHAUSTIVE:
-        for vector in itertools.product(*(range(seen[k]) for k in ordinals)):
-            if not any(vector):
-                continue  # the per-statement plans, lowered already
-            v, c = run(dict(zip(ordinals, vector, strict=True)), 0)
-            if v is not None and v < best_value * (1 - REL_TOL):
-                best_value, best = v, c
-        return Searched(best, best_value, greedy, runs)
-    starts: list[tuple[Forced, float]] = [(recorder, greedy)]
-    for sweep in range(1, MAX_OPTIONS):
-        if runs >= budget or not any(n > sweep for n in seen.values()):
-            break
-        v, c = run({}, sweep)
-        if v is None:
-            continue
-        starts.append((c, v))
-        if v < best_value * (1 - REL_TOL):
+    for vector in itertools.product(*(range(seen[k]) for k in ordinals)):
+        if not any(vector):
+            continue  # the per-statement plans, lowered already
+        c = Forced(base, dict(zip(ordinals, vector, strict=True)), shared=recorder.shared)
+        v = cost(lower(c))
+        runs += 1
+        if v is not None and v < best_value * (1 - REL_TOL):
             best_value, best = v, c
-    # A coordinate pass from each start (the per-statement plans and each sweep), on the
-    # start's explicit vector: a plan near one strategy is found from that strategy.
-    for start, here in sorted(starts, key=lambda s: s[1]):
-        vector = {k: (start.sweep if start.sweep < n else 0) for k, n in start.seen.items()}
-        for k in sorted(start.seen):
-            for r in range(start.seen[k]):
-                if r == vector.get(k, 0) or runs >= budget:
-                    continue
-                v, c = run({**vector, k: r}, 0)
-                if v is None:
-                    continue
-                if v < here * (1 - REL_TOL):
-                    here = v
-                    vector = {**{j: 0 for j in c.seen}, **vector, k: r}
-                if v < best_value * (1 - REL_TOL):
-                    best_value, best = v, c
     return Searched(best, best_value, greedy, runs)
 
 
-__all__ = ["EXHAUSTIVE", "MAX_CONTRACTIONS", "MAX_LOWERINGS", "MAX_OPTIONS", "OBJECTIVES", "OBJECTIVE_TEXT", "Forced", "Objective",
-           "Searched", "default_objective", "distinct", "search"]
+__all__ = ["EXHAUSTIVE", "MAX_OPTIONS", "NEAR", "OBJECTIVES", "OBJECTIVE_TEXT", "WORK", "Forced",
+           "Objective", "Searched", "default_objective", "distinct", "ranked", "search"]

@@ -145,12 +145,12 @@ def test_the_search_keeps_the_first_vector_on_ties():
 
     found = search(lower, lambda x: x)
     assert found.chooser is None and found.value == found.greedy == 1.0
-    assert len(calls) <= 1 + 2 + 2  # first, the sweep, each single change once
+    assert len(calls) == 4  # the first plans, then each other vector once
 
 
 def test_the_search_finds_a_pair_no_single_change_pays_for():
     """Two contractions that each cost more alone in their second plan but together save:
-    the sweep finds it; a coordinate pass from the first plans alone would not."""
+    every vector is tried, so the pair is found (no single change from the first plans pays)."""
     def lower(chooser):
         a = chooser.rank(0, [1.0, 1.1])
         b = chooser.rank(1, [1.0, 1.1])
@@ -158,6 +158,23 @@ def test_the_search_finds_a_pair_no_single_change_pays_for():
 
     found = search(lower, lambda x: x)
     assert found.chooser is not None and found.value == 1.5 and found.greedy == 2.0
+
+
+def test_too_many_vectors_are_not_searched():
+    """Past `EXHAUSTIVE` vectors (or `WORK` contractions lowered) the per-statement plans
+    stand: a search that is not exact would let a compile and the regions disagree."""
+    from shardc.passes.objective import EXHAUSTIVE
+
+    calls = []
+
+    def lower(chooser):
+        for k in range(EXHAUSTIVE.bit_length()):  # 2^9 = 512 vectors
+            chooser.rank(k, [1.0, 1.0])
+        calls.append(1)
+        return 1.0 if len(calls) == 1 else 0.5
+
+    found = search(lower, lambda x: x)
+    assert found.chooser is None and len(calls) == 1
 
 
 def test_options_far_slower_than_the_first_are_not_tried():
