@@ -75,7 +75,7 @@ def default_objective(training: bool) -> Objective:
     return "step" if training else "t_lower"
 
 
-def distinct(items: Sequence[Any], steps: Callable[[Any], tuple], limit: int = MAX_OPTIONS
+def distinct(items: Sequence[Any], steps: Callable[[Any], tuple[Any, ...]], limit: int = MAX_OPTIONS
              ) -> list[Any]:
     """The first `limit` items with distinct reshard steps, in order (plans that move the same
     data the same way are one option).
@@ -84,7 +84,7 @@ def distinct(items: Sequence[Any], steps: Callable[[Any], tuple], limit: int = M
     [1, 2]
     """
     out: list[Any] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     for x in items:
         key = steps(x)
         if key not in seen:
@@ -150,7 +150,7 @@ class Forced:
         pick = options[self.rank(ordinal, [t for t, _ in options])][1]
         self.options[ordinal] = tuple(c.steps for _, c in options[:self.seen[ordinal]])
         self.picked[ordinal] = pick.steps
-        return pick.order
+        return int(pick.order)
 
     def options_at(self, point: Mapping[str, float]) -> dict[int, tuple[Any, ...]]:
         """`options` as a lowering at `point` would record them, from the candidates this

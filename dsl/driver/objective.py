@@ -139,7 +139,7 @@ __all__ = ["at_point", "choose", "light", "note_text", "objective_of", "value"]
 # ---- regions: where each plan is the whole program's choice --------------------------------
 REFINE = 6
 """Rounds of `partition`: the search's picks beside the boundaries found, then the boundaries
-again."""
+again (three rounds missed the FSDP step's narrowest mix, from B = 7491 to 7612)."""
 
 BISECTIONS = 64
 """Sample values of a lone free size at which the candidates are compared (log-spaced through
@@ -157,9 +157,11 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
     """The regions of `found` (the per-statement plans' regions, `passes.regions.variants`)
     re-drawn for the whole program's objective. The candidates are each region's program and
     the programs the search picks (`Report.at`) inside each region and on each side of every
-    boundary found so far, until no new one appears (`REFINE` rounds); a size is in the region
-    of the candidate whose objective is lowest there, the per-statement plans winning ties, so
-    each boundary is where two programs' objectives cross (a whole size, by bisection).
+    boundary found so far (those sides probed again), until no new one appears (`REFINE`
+    rounds); a size is in the region of the candidate whose objective is lowest there among
+    those a compile there could run (each plan among the options it ranks there,
+    `Forced.options_at`), the per-statement plans winning ties, so each boundary is where two
+    programs' objectives cross (a whole size, by bisection).
 
     Only where one size is free; with more, `found` is returned as it is (docs/cost-model.md:
     the report at a point, `Report.at`, still runs the search). `plan_of` tells programs
