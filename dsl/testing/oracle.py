@@ -460,6 +460,8 @@ def cheaper_plans(source: Any, *, hands: Iterable[str] | None = None, sample: in
         ((0, h) for h in hands) if hands is not None
         else hand_plans(text, sample=sample, seed=seed, kinds=kinds))
     found: list[Finding] = []
+    ours: float | None
+    hand: float | None
     for line, hand_text in tries:
         try:
             hand_report = api.compile(hand_text, **opts)
@@ -470,7 +472,7 @@ def cheaper_plans(source: Any, *, hands: Iterable[str] | None = None, sample: in
         elif line and program is not None and len(program.statements) > 1:
             # One statement's share: the ops of its line in ours, of the lines it became in
             # the hand plan (later statements reading a value its lines cached are not
-            # counted: choosing plans for the whole program is another pass's objective).
+            # counted: `--objective statement` does not choose plans for the whole program).
             if line not in ours_by_line:
                 ours_by_line[line] = objective(ours_report, model, (line, line))
             ours = ours_by_line[line]
