@@ -10,15 +10,16 @@ docs/cost-model.md. Point-to-point sends: `shardc.passes.send_cost`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import sympy as sp
 
-from shardc.hardware.levels import LEVELS, SWITCHED
+from shardc.hardware.levels import LEVELS as LEVELS  # re-exported: passes/lower imports it here
+from shardc.hardware.levels import SWITCHED
 from shardc.passes.context import Model
-from shardc.passes.ir import Topology
+from shardc.passes.ir import PhysicalAxis, Topology
 from shardc.passes.memo import memoized, typed
 
 Num: TypeAlias = float | int | sp.Expr
@@ -45,7 +46,7 @@ def sfloor(x: Num) -> Num:
     return math.floor(x) if is_number(x) else sp.floor(x)
 
 
-def sprod(xs) -> Num:
+def sprod(xs: Iterable[Num]) -> Num:
     out: Num = 1
     for x in xs:
         out = out * x
@@ -70,9 +71,9 @@ class Links:
 
     w: Mapping[str, Num]
     t: Mapping[str, Num]
-    _key: tuple | None = field(default=None, init=False, compare=False, repr=False)
+    _key: tuple[Hashable, ...] | None = field(default=None, init=False, compare=False, repr=False)
 
-    def memo_key(self) -> tuple:
+    def memo_key(self) -> tuple[Hashable, ...]:
         """The figures as a memo key part (`typed`), made once: the mappings are not changed
         after construction."""
         key = self._key
@@ -149,7 +150,7 @@ def combine(model: Model, bw: Num, lat: Num) -> Num:
 
 
 def _collective_key(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
-                    model: Model, topo: Topology | None, links: Links) -> tuple:
+                    model: Model, topo: Topology | None, links: Links) -> tuple[Hashable, ...]:
     return (op, typed(v), tuple(axes), tuple(typed(size_of(a)) for a in axes), model, topo,
             links.memo_key())
 
@@ -228,24 +229,24 @@ def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool =
     """Group the ICI axes of a collective by physical axis."""
     if topo is None:
         return [Ring(n, 1, True) for _, n in parts]
-    groups: dict[str, list] = {}
+    # physical axis -> (members, stride, the axis, the members' count where known)
+    groups: dict[str, tuple[Num, int, PhysicalAxis, int | None]] = {}
     for a, n in parts:
         link = topo.link(a)
         phys = link.physical or (a,)
         if len(phys) > 1:  # one mesh axis spanning several physical axes: each is a full axis
             for p in phys:
                 pa = topo.phys(p)
-                groups[p] = [pa.length if pa.length is not None else n ** sp.Rational(
-                    1, len(phys)), 1, pa, pa.length]
+                groups[p] = (pa.length if pa.length is not None else n ** sp.Rational(
+                    1, len(phys)), 1, pa, pa.length)
             continue
         pa = topo.phys(phys[0])
         if phys[0] in groups:
-            g = groups[phys[0]]
-            g[0] = g[0] * n
-            g[1] = min(g[1], link.stride)
-            g[3] = None if g[3] is None or link.size is None else g[3] * link.size
+            m, stride, _, known = groups[phys[0]]
+            groups[phys[0]] = (m * n, min(stride, link.stride), pa,
+                               None if known is None or link.size is None else known * link.size)
         else:
-            groups[phys[0]] = [n, link.stride, pa, link.size]
+            groups[phys[0]] = (n, link.stride, pa, link.size)
     rings = []
     for n, stride, pa, known in groups.values():
         # A group closes a ring only if it goes all the way round: the 2 inner chips of an

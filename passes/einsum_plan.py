@@ -54,6 +54,12 @@ Pricings = tuple[Pricing | None, Pricing | None, Pricing | None]
 Floors = tuple[float | None, float | None, float | None]
 """Lower bounds on the time of the three reshards (`reshard_floor`)."""
 NO_PRICING: Pricings = (None, None, None)
+Layouts = tuple[Layout, Layout, Layout, Layout]
+"""A plan's layouts: the two operands' targets, the local result and the final one."""
+Rank = tuple[Num, ...]
+"""An objective's value for a plan (`rank_plans`: the lowest first)."""
+Signature = tuple[tuple[str, str, tuple[str, ...], str | None], ...]
+"""What a listing shows of a plan (`plan_signature`)."""
 
 PLAN_SEARCH_LIMIT = 4096
 """Role assignments searched exhaustively; past it the search is local and says so."""
@@ -94,7 +100,7 @@ class _Space:
     fixed order follows the request, then the left operand, so
     `[I, J_YX] ·_J [J_XY, K]` permuted the right operand where permuting the smaller left
     one costs less."""
-    reordered: set[tuple] = dataclasses.field(default_factory=set)
+    reordered: set[Layouts] = dataclasses.field(default_factory=set)
     """The (targets, local and final layouts) of plans found only by `reorder`."""
 
     def widened(self, p: EinsumPlan) -> bool:
@@ -150,8 +156,8 @@ class _Space:
         return (pos(self.requested), pos(self.hint), pos(self.lhs), pos(self.rhs),
                 order.index(a) if a in order else 99)
 
-    def plan(self, combo: tuple[str | None, ...], seen: set[tuple], search: bool = True,
-             reshards: dict[tuple, list[Step] | None] | None = None,
+    def plan(self, combo: tuple[str | None, ...], seen: set[Layouts], search: bool = True,
+             reshards: dict[tuple[str | Layout, ...], list[Step] | None] | None = None,
              orders: Mapping[str, tuple[str, ...]] | None = None) -> EinsumPlan | None:
         """The plan for one role per involved axis; None if invalid or already in `seen`.
         Its reshards are the cheapest found (`plan_reshard`), or with `search=False` the fixed
@@ -192,7 +198,7 @@ class _Space:
         pl, pr, po = self.pricings
         known = {} if reshards is None else reshards
 
-        def reshard(key: tuple, src: Layout, dst: Layout, pricing: Pricing | None
+        def reshard(key: tuple[str | Layout, ...], src: Layout, dst: Layout, pricing: Pricing | None
                     ) -> list[Step] | None:
             if key not in known:
                 known[key] = plan_reshard(src, dst, self.sizes, pricing, search)
@@ -331,8 +337,8 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
 
 
 def _enumerate(space: _Space, search: bool) -> list[EinsumPlan]:
-    seen: set[tuple] = set()
-    reshards: dict[tuple, list[Step] | None] = {}
+    seen: set[Layouts] = set()
+    reshards: dict[tuple[str | Layout, ...], list[Step] | None] = {}
     out: list[EinsumPlan] = []
     for combo in itertools.product(*space.choices):
         p = space.plan(combo, seen, search, reshards)
@@ -370,9 +376,9 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  mesh_order: tuple[str, ...],
                  divisible: Callable[[str, tuple[str, ...]], bool],
                  keep_partial: bool, sizes: Mapping[str, float] | None,
-                 objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT, *,
+                 objective: Callable[[EinsumPlan], Rank], limit: int = PLAN_SEARCH_LIMIT, *,
                  pricings: Pricings = NO_PRICING,
-                 floor: Callable[[EinsumPlan, Floors], tuple] | None = None,
+                 floor: Callable[[EinsumPlan, Floors], Rank] | None = None,
                  idle: bool = True, hint: Layout | None = None, wide: bool = False
                  ) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
@@ -402,15 +408,15 @@ KEPT = 3
 """Distinct plans the decision record lists: `_refine_best` settles these exactly."""
 
 
-def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple],
-                 floor: Callable[[EinsumPlan, Floors], tuple]) -> list[EinsumPlan]:
+def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[EinsumPlan], Rank],
+                 floor: Callable[[EinsumPlan, Floors], Rank]) -> list[EinsumPlan]:
     """Branch and bound over the plans (with the fixed order's reshards), cheapest first:
     refine a plan (search its reshards) unless `KEPT` distinct refined plans already rank below
     a lower bound on its refined objective: its objective with no communication, then with each
     reshard at its floor. A plan left unrefined cannot rank among the first `KEPT`; it keeps
     the fixed order's reshards (a valid plan, never cheaper than refined)."""
     out = list(plans)
-    best: dict[tuple, tuple] = {}  # signature -> the lowest objective of a refined plan
+    best: dict[Signature, Rank] = {}  # signature -> the lowest objective of a refined plan
     free: Floors = (0.0, 0.0, 0.0)
     for i in sorted(range(len(plans)), key=lambda i: (objective(plans[i]), i)):
         p = plans[i]
@@ -424,7 +430,7 @@ def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[Ei
     return out
 
 
-def plan_signature(p: EinsumPlan) -> tuple:
+def plan_signature(p: EinsumPlan) -> Signature:
     """What `describe_plan` shows of a plan (each step's kind, axes and dim; a slice's dim is not
     shown): plans with the same signature read the same and are listed once."""
     return tuple((side, s.kind, s.axes, None if s.kind == "slice" else s.dim)
@@ -433,16 +439,16 @@ def plan_signature(p: EinsumPlan) -> tuple:
                  for s in steps)
 
 
-def _local_search(space: _Space, objective: Callable[[EinsumPlan], tuple], limit: int
+def _local_search(space: _Space, objective: Callable[[EinsumPlan], Rank], limit: int
                   ) -> tuple[list[EinsumPlan], int]:
     """Coordinate descent over the roles from two seeds (keep every role; gather everything):
     take the first single-axis change that improves the objective until none does, or until
     `limit` assignments have been evaluated. Returns the valid plans met and the count tried."""
-    seen: set[tuple] = set()
-    found: dict[tuple, tuple[EinsumPlan | None, tuple | None]] = {}
+    seen: set[Layouts] = set()
+    found: dict[tuple[str | None, ...], tuple[EinsumPlan | None, Rank | None]] = {}
     plans: list[EinsumPlan] = []
 
-    def score(combo: tuple[str | None, ...]) -> tuple | None:
+    def score(combo: tuple[str | None, ...]) -> Rank | None:
         if combo not in found:
             p = space.plan(combo, seen)
             found[combo] = (p, objective(p) if p is not None else None)

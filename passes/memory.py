@@ -121,11 +121,11 @@ def kept_activations(program: CompiledProgram, remat: Remat,
         return {}, ()
     made_by = producers(program)
 
-    def producer(value_node) -> tuple[int, Op] | None:
+    def producer(value_node: tuple[str, str]) -> tuple[int, Op] | None:
         i = made_by.get(value_node[1])
         return None if i is None else (i, program.ops[i])
 
-    def chain(value_node) -> list[tuple[object, int, Op]]:
+    def chain(value_node: tuple[str, str]) -> list[tuple[tuple[str, str], int, Op]]:
         """The value, then back through the collectives that made it, to the first op that
         is not a collective: [(value node, producer index, producer op), ...]."""
         out = []
@@ -142,7 +142,7 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     params = set(program.params)
     saved: dict[str, Value] = {}
     redo: set[int] = set()
-    seen: set[object] = set()
+    seen: set[tuple[str, str]] = set()
     core = (attention_core(program, line) if remat == "selective" or attention == "flash"
             else frozenset())
     # What the backward pass reads, and whether a matmul reads it: an elementwise result that
@@ -162,7 +162,7 @@ def kept_activations(program: CompiledProgram, remat: Remat,
         return (isinstance(origin, Elementwise) and value_id not in by_matmul
                 and all(v in read or v in params for v in distinct_inputs(origin)))
 
-    def need(value_node) -> None:
+    def need(value_node: tuple[str, str]) -> None:
         """The backward pass (or an op it runs again) reads this value: keep it or rebuild it."""
         if value_node in seen:
             return

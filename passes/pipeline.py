@@ -9,6 +9,7 @@ into the context.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args
@@ -225,7 +226,8 @@ PASS_NAMES: tuple[PassName, ...] = get_args(PassName)
 
 
 def run_passes(ctx: Context, passes: tuple[Pass, ...] = PIPELINE,
-               stop_after: PassName | None = None, on_pass=None) -> Unit:
+               stop_after: PassName | None = None,
+               on_pass: Callable[[Pass, Unit], None] | None = None) -> Unit:
     """Run `passes` in order on `ctx.source`, stopping after the one named `stop_after` or at the
     first pass that leaves an error (or no program). `on_pass(pass_, unit)` sees each result.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from shardc.hardware.levels import FAST_LINKS, LEVELS
 from shardc.lang.input_limits import MAX_MESH_DEVICES, MAX_SLICE_STEPS
@@ -17,6 +18,9 @@ from shardc.lang.syntax import MeshAxis, MeshDecl, Program
 from shardc.passes.context import Context
 from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
 from shardc.passes.sizes import size_of
+
+if TYPE_CHECKING:
+    from shardc.hardware import Chip
 
 
 def resolve_topology(program: Program, ctx: Context) -> Topology:
@@ -98,7 +102,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
             f"{chip.ici_axes}D torus", axes[0].span,
             notes=("name shared physical axes, e.g. `mesh A=2 @ici(x), B=2 @ici(x), ...`; "
                    "wraparound is decided on the axes as declared",))
-    if laid is not None:
+    if laid is not None and chip is not None:  # (a layout is found only on a chip's pod)
         _say_laid_out(ici, laid, chip, ctx)
     else:
         _check_pod(on_phys, lengths, placement, chip, ctx)
@@ -144,7 +148,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
 
 
 def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
-               levels: dict[str, str], chip, ctx: Context) -> bool:
+               levels: dict[str, str], chip: Chip | None, ctx: Context) -> bool:
     """S015 or H020 (`mesh_limit`) on the mesh's largest axis. The same check for every caller
     (compile, check, `Report.at`, regions, plan, the language server, xla-check), since all of
     them run this pass; it comes before the slice search, which it keeps to a pod's counts."""
@@ -158,7 +162,7 @@ def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
     return True
 
 
-def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
+def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip: Chip | None
                ) -> tuple[str, str, str, str] | None:
     """(code, message, note, the axis to point at) for mesh sizes no machine holds, or None:
     H020 for ICI axes needing more chips than a TPU's largest slice (its pod), S015 for more than
@@ -175,7 +179,7 @@ def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
     dims = chip.pod_dims if chip is not None else None
     ici = [a for a in sizes if levels.get(a, "ici") == "ici"]
     n = math.prod(sizes[a] for a in ici)
-    if dims and ici and n > math.prod(dims):
+    if chip is not None and dims and ici and n > math.prod(dims):
         dcn = ("put the axes beyond one pod on DCN (`mesh P=2 @dcn, ...`: pods joined by the "
                "data-centre network)" if chip.has_level("dcn") else "use fewer chips")
         return ("H020", f"the mesh's ICI axes hold {_count_text(n)} chips "
@@ -204,7 +208,7 @@ def _count_text(n: int) -> str:
     return f"{n:,}" if n < 10**20 else f"about 10^{math.floor(math.log10(n))}"
 
 
-def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
+def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip: Chip | None
                  ) -> dict[str, tuple[tuple[str, int], ...]] | None:
     """Where JAX would put mesh axes that make no slice the chip has, as declared (`mesh X=256`
     on a v5p, each axis its own physical axis): the same chips as the most even slice the chip
@@ -216,7 +220,7 @@ def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
     import itertools
 
     dims = chip.pod_dims if chip is not None else None
-    if not dims or not ici or any(ax.physical for ax in ici):
+    if chip is None or not dims or not ici or any(ax.physical for ax in ici):
         return None
     shape = [sizes[ax.name] for ax in ici]
     if any(n is None for n in shape):
@@ -244,7 +248,7 @@ def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
     return None if free else {ax.name: out[ax.name] for ax in ici}
 
 
-def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ...]], chip,
+def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ...]], chip: Chip,
                   ctx: Context) -> None:
     """H019 for a mesh laid out as JAX would lay it out (`_device_mesh`)."""
     declared = "x".join(str(math.prod(n for _, n in laid[ax.name])) for ax in ici)
@@ -261,12 +265,13 @@ def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ..
 
 
 def _check_pod(on_phys: dict[str, list[MeshAxis]], lengths: dict[str, int | None],
-               placement: dict[str, tuple[str, ...]], chip, ctx: Context) -> None:
+               placement: dict[str, tuple[str, ...]], chip: Chip | None, ctx: Context
+               ) -> None:
     """H019: the mesh's ICI axes make a slice the chip cannot have. It is costed as declared
     (each physical axis one ring or line of its length); the note gives the same chips as a
     slice the chip has, as JAX's `mesh_utils.create_device_mesh` would lay them out."""
     dims = chip.pod_dims if chip is not None else None
-    if not dims or not on_phys or any(lengths.get(p) is None for p in on_phys):
+    if chip is None or not dims or not on_phys or any(lengths.get(p) is None for p in on_phys):
         return
     shape = tuple(lengths[p] or 1 for p in on_phys)
     why = _slice_problem(shape, chip.wraparound, dims)
@@ -389,7 +394,8 @@ def _evenness(shape: tuple[int, ...]) -> tuple[int, float]:
     return max(shape), max(shape) / min(shape)
 
 
-def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip) -> PhysicalAxis:
+def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip: Chip | None
+          ) -> PhysicalAxis:
     length = lengths[p]
     overrides = {u.wrap for u in users if u.wrap is not None}
     if overrides:  # conflicting ones are H018
