@@ -100,7 +100,8 @@ class Ring:
 
 def ring_level(op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model, w: Num,
                t: Num) -> tuple[Num, Num]:
-    """(bandwidth term, latency term) on ICI: the sharding chapter's ring formulas, Pop Quiz 2's line."""
+    """(bandwidth term, latency term) on ICI: the sharding chapter's ring formulas, Pop Quiz 2's
+    line."""
     # A ring sends both ways (the bidirectional W); a line, or a ring of two, is limited by
     # one direction (half of it). Interleaved groups (stride s) share each link s ways.
     widths = [(w if r.ring else w / 2) / r.stride for r in rings]
@@ -117,8 +118,9 @@ def ring_level(op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model,
         # latency: the longest path.
         return v / sum(w / (2 * r.stride) for r in rings), lat
     if op == "AllToAll":
-        # The sharding chapter prices an AllToAll of the whole array (bytes_total = N v) at bytes_total / (4 W);
-        # v here is one device's block, so the N cancels: v * n / (4 w) on each axis.
+        # The sharding chapter prices an AllToAll of the whole array (bytes_total = N v) at
+        # bytes_total / (4 W); v here is one device's block, so the N cancels: v * n / (4 w) on each
+        # axis.
         if model == "book":
             bw = smax(*[v * r.n / (4 * wp) for r, wp in zip(rings, widths, strict=True)])
         else:
@@ -160,8 +162,8 @@ def collective_time(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str
                     model: Model, topo: Topology | None, links: Links) -> CollectiveTime:
     """Time of `op` moving `v` bytes over mesh `axes`, level by level.
 
-    Hierarchical (the sharding chapter for ICI; the usual reduce-inside, across, then inside again): an
-    AllGather gathers the outer level first on the smaller data, a ReduceScatter the inner one
+    Hierarchical (the sharding chapter for ICI; the usual reduce-inside, across, then inside again):
+    an AllGather gathers the outer level first on the smaller data, a ReduceScatter the inner one
     first; an AllReduce reduce-scatters inside, all-reduces across, all-gathers inside; an
     AllToAll pays every level on the full V.
     """
@@ -261,7 +263,8 @@ def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool =
 
 def ring_collective_time(op: str, v: Num, sizes: list[Num], model: Model, w: Num,
                          t: Num) -> CollectiveTime:
-    """`op` over full rings of the given sizes (the first, topology-free model of the sharding chapter).
+    """`op` over full rings of the given sizes (the first, topology-free model of the sharding
+    chapter).
 
     >>> ring_collective_time("AllGather", 2 * 1024 * 4096 / 4, [4], "book", 9e10, 1e-6).time
     2.33...e-05

@@ -3,9 +3,9 @@
 Each mesh axis touching the einsum gets a role: shard one of its dims or stay unused. The roles
 fix what each operand must be resharded to, what the local product yields (partial sums over
 axes that shard a contracted dim) and what the result needs to reach its requested layout. The
-four cases of the sharding chapter are all points of this space: Case 1 keeps every role, Case 2 gathers the
-operand (or slices the other and reduces, the sharding chapter's Question 4), Case 3 reduces or scatters the
-partial sums, Case 4 gathers one of the two operands.
+four cases of the sharding chapter are all points of this space: Case 1 keeps every role, Case 2
+gathers the operand (or slices the other and reduces, the sharding chapter's Question 4), Case 3
+reduces or scatters the partial sums, Case 4 gathers one of the two operands.
 """
 
 from __future__ import annotations
@@ -312,7 +312,8 @@ def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, 
     saves (or, XLA's way to `C[K, I] = A[I, J_Y] ·_J B[J, K_Y]` on a 4x4 mesh, moves fewer
     bytes).
 
-    >>> _idle_axes(("X", "Y", "Z"), {"X"}, {"X": 2, "Y": 4, "Z": 1}), _idle_axes(("X",), set(), None)
+    >>> (_idle_axes(("X", "Y", "Z"), {"X"}, {"X": 2, "Y": 4, "Z": 1}),
+    ...  _idle_axes(("X",), set(), None))
     (['Y'], [])
     """
     if not sizes:
@@ -486,7 +487,8 @@ CaseKind = Literal["same-contracted", "one-contracted", "both-contracted", "both
 
 @dataclass(frozen=True, slots=True)
 class AxisCase:
-    """Which of the sharding chapter's four cases one mesh axis puts a contraction in, with the facts behind it.
+    """Which of the sharding chapter's four cases one mesh axis puts a contraction in, with the
+    facts behind it.
 
     `kind` is the finer fact: "same-contracted" (Case 3: both operands shard the same contracted
     dim), "one-contracted" (Case 2: a contracted dim of one operand), "both-contracted" (Case 2
@@ -517,7 +519,8 @@ class AxisCase:
 
 
 def classify_axis(axis: str, lhs: Layout, rhs: Layout, contract: tuple[str, ...]) -> AxisCase:
-    """The case `axis` puts the contraction `lhs ·_contract rhs` in (the sharding chapter, the four cases).
+    """The case `axis` puts the contraction `lhs ·_contract rhs` in (the sharding chapter, the four
+    cases).
 
     >>> l = Layout.of({"I": ("X",), "J": ("Y",)}); r = Layout.of({"J": ("Y",), "K": ("X",)})
     >>> [(c.kind, c.case) for c in (classify_axis(a, l, r, ("J",)) for a in "XY")]
@@ -553,7 +556,8 @@ def case_label(lhs: Layout, rhs: Layout, contract: tuple[str, ...]) -> str:
 
 
 def book_roles(c: AxisCase) -> set[str | None] | None:
-    """The roles the sharding chapter's rule gives an axis in case `c` (None: the axis is free to take any).
+    """The roles the sharding chapter's rule gives an axis in case `c` (None: the axis is free to
+    take any).
 
     Case 1 (a free dim of one operand): keep it. Case 2 (a contracted dim of one operand):
     gather that operand, keeping whatever the other operand shards with the axis. Case 3 (the
@@ -575,8 +579,8 @@ def book_roles(c: AxisCase) -> set[str | None] | None:
 
 def book_departures(plan: EinsumPlan, lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                     requested: Layout | None = None) -> int:
-    """How many mesh axes the plan treats differently from the sharding chapter's rule for their case
-    (`book_roles`). Used to pick the default when sizes are symbolic and the numbers cannot
+    """How many mesh axes the plan treats differently from the sharding chapter's rule for their
+    case (`book_roles`). Used to pick the default when sizes are symbolic and the numbers cannot
     decide.
 
     Where the rule gathers an axis (no role) and the requested result shards a dim with it,

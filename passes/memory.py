@@ -97,8 +97,8 @@ def kept_activations(program: CompiledProgram, remat: Remat,
       Megatron-LM's sequence parallelism stores its inputs: no compute op runs again.
     - `gathered` keeps every value as the backward pass reads it (the gathered copy where it
       reads the gathered copy): nothing runs again, at the gathered copies' memory.
-    - Under `none`, `gathered` and `selective` an elementwise result that only elementwise gradients read (not a
-      matmul), made from values the backward pass reads anyway, runs again from them:
+    - Under `none`, `gathered` and `selective` an elementwise result that only elementwise gradients
+      read (not a matmul), made from values the backward pass reads anyway, runs again from them:
       silu(gate) of a SwiGLU MLP, which Megatron-LM's fused kernel does not keep.
     - `selective` keeps them too, except the attention core (`attention_core`), which runs
       again from the queries and keys (Korthikanti et al. 2022, section 5).
@@ -108,8 +108,8 @@ def kept_activations(program: CompiledProgram, remat: Remat,
       (the book's "Gradient checkpointing": 8ND rather than 6ND).
 
     Every policy but `gathered` keeps a value that reaches the backward pass through
-    collectives once, at its most sharded reduced layout (the layer input as it arrives, a matmul's result
-    after its ReduceScatter), and the collectives from there to the copy the backward pass
+    collectives once, at its most sharded reduced layout (the layer input as it arrives, a matmul's
+    result after its ReduceScatter), and the collectives from there to the copy the backward pass
     reads run again, as Megatron-LM's sequence parallelism stores the sharded input and gathers
     it again (Korthikanti et al. 2022, section 4.2.2); so do the collectives on the way to an op
     run again (Megatron-LM's full recomputation repeats them). Parameters are counted as

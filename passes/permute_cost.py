@@ -49,7 +49,8 @@ def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
     >>> src, dst = Layout.of({"I": ("X",), "K": ("Y",)}), Layout.of({"I": ("X",), "K": ("Z",)})
     >>> axes, pairs = permute_pairs(src, dst, {"X": 2, "Y": 2, "Z": 2})
     >>> axes, [(s, t) for s, t in pairs if s != t]  # Y and Z swap, as XLA's pairs do
-    (('X', 'Y', 'Z'), [((0, 0, 1), (0, 1, 0)), ((0, 1, 0), (0, 0, 1)), ((1, 0, 1), (1, 1, 0)), ((1, 1, 0), (1, 0, 1))])
+    (('X', 'Y', 'Z'), [((0, 0, 1), (0, 1, 0)), ((0, 1, 0), (0, 0, 1)), ((1, 0, 1), (1, 1, 0)),
+                       ((1, 1, 0), (1, 0, 1))])
     """
     if src.unreduced != dst.unreduced or set(src.dim_names) != set(dst.dim_names):
         return None

@@ -1,9 +1,10 @@
 """The `resolve-topology` pass: where each mesh axis lives (link level, physical axes, rings).
 
-Rules (the TPU chapter "TPU networking", the sharding chapter Pop Quiz 2, hardware TOMLs): without `@` an axis uses the chip's
-fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own physical axis unless
-`@ici(x)` names one; wraparound follows the chip's rule on the physical slice unless `wrap` or
-`nowrap` says otherwise; a GPU axis longer than the NVLink domain crosses InfiniBand.
+Rules (the TPU chapter "TPU networking", the sharding chapter Pop Quiz 2, hardware TOMLs): without
+`@` an axis uses the chip's fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own
+physical axis unless `@ici(x)` names one; wraparound follows the chip's rule on the physical slice
+unless `wrap` or `nowrap` says otherwise; a GPU axis longer than the NVLink domain crosses
+InfiniBand.
 """
 
 from __future__ import annotations
@@ -171,7 +172,8 @@ def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip: Chip |
     >>> mesh_limit({"X": 4096}, {"X": "ici"}, None) is None
     True
     >>> mesh_limit({"X": 2**40}, {"X": "ici"}, None)[:2]
-    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit of 4,294,967,296')
+    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit
+    of 4,294,967,296')
     """
     if not sizes:
         return None
@@ -299,7 +301,8 @@ def _slice_problem(shape: tuple[int, ...], rule: str, dims: tuple[int, ...]) -> 
     their own grid.
 
     >>> _slice_problem((256,), "cube-multiple-4", (16, 20, 28))
-    'its pod is 16x20x28, and longer axes need slices of whole 4x4x4 cubes: every side a multiple of 4'
+    'its pod is 16x20x28, and longer axes need slices of whole 4x4x4 cubes: every side a
+    multiple of 4'
     >>> _slice_problem((64, 32, 4), "cube-multiple-4", (16, 20, 28)) is None
     True
     >>> _slice_problem((16, 8), "cube-multiple-4", (16, 20, 28)) is None  # the training chapter
@@ -330,7 +333,8 @@ def _valid_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | 
     """The slice of n chips the chip can have with the shortest longest side, then the most
     even (sides in ascending order; 8192 on a v5p: 16x16x32), or None.
 
-    >>> _valid_slice(256, "cube-multiple-4", (16, 20, 28)), _valid_slice(256, "full-axis-16", (16, 16))
+    >>> (_valid_slice(256, "cube-multiple-4", (16, 20, 28)),
+    ...  _valid_slice(256, "full-axis-16", (16, 16)))
     ((4, 8, 8), (16, 16))
     >>> _valid_slice(1000000007, "cube-multiple-4", (16, 20, 28)) is None  # more than a pod
     True

@@ -89,7 +89,8 @@ def add_parser(sub) -> None:
     p.add_argument("--layout", metavar="STRATEGY[: MESH]",
                    help="evaluate one layout instead of searching: a strategy (dp, fsdp, tp, "
                    "fsdp-tp, dp-tp; pipelined pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp with PP= "
-                   "stages: 'pp-dp-tp: PP=16, Y=8') and its mesh sizes, laid out on the slice as the search would "
+                   "stages: 'pp-dp-tp: PP=16, Y=8') and its mesh sizes, laid out on the slice "
+                   "as the search would "
                    "('fsdp-tp: X=2048, Y=4'), or with each axis's links as `model program "
                    "--mesh` takes them ('fsdp-tp: X1=1024 @ici(x, y), X2=2 @ici(z), Y=4 @ici(z)')")
     p.add_argument("--zero", type=int, choices=(0, 1, 2), default=0,

@@ -67,7 +67,8 @@ def check_writable(path: str, *, flag: str, inputs: tuple[str | None, ...] = ())
     >>> check_writable("/dev/null", flag="-o")
     Traceback (most recent call last):
     ...
-    shardc.driver.files.CliIOError: -o '/dev/null' is not a regular file (a FIFO, socket or device); give a file name
+    shardc.driver.files.CliIOError: -o '/dev/null' is not a regular file (a FIFO, socket or
+    device); give a file name
     """
     shown = quoted(path)
     if not path or path.endswith(("/", os.sep)):

@@ -126,7 +126,8 @@ def plan_text(p) -> str:
     book = book_figures(p)
     if book:
         lines.append("")
-        lines.append("the book's conditions for this setting (the training and LLaMA 3 chapters, and the revised training chapter):")
+        lines.append("the book's conditions for this setting (the training and LLaMA 3 chapters, "
+                     "and the revised training chapter):")
         lines += [f"  {line}" for line in book["lines"]]
     return "\n".join(lines) + "\n"
 
