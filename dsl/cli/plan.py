@@ -13,7 +13,8 @@ from typing import get_args
 from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.driver.json_text import strict_dumps
-from shardc.lang.visible import quoted, visible, visible_lines
+from shardc.lang.quoting import quoted
+from shardc.lang.visible import visible, visible_lines
 from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")

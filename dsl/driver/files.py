@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from shardc.lang.input_limits import MAX_SOURCE_BYTES
-from shardc.lang.visible import quoted
+from shardc.lang.quoting import quoted
 
 
 class CliIOError(Exception):

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from shardc.lang.visible import quoted, visible
+from shardc.lang.quoting import quoted
+from shardc.lang.visible import visible
 from shardc.tools.models import ModelCard
 from shardc.tools.models.sharding import Layout, Sharding, ShardingError, Weights, subscripted
 
