@@ -136,11 +136,6 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     the program's over m (its latency terms too, a small undercount)."""
     from shardc.driver import api
     from shardc.lang.diagnostics import CompileError
-    from shardc.tools.plan.framework import (
-        accumulation_seconds,
-        layer_seconds,
-        optimizer_seconds,
-    )
     from shardc.tools.plan.accounting import (
         add_exposed,
         add_report,
@@ -152,6 +147,11 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         new_totals,
         schedule_revised,
         zero_state,
+    )
+    from shardc.tools.plan.framework import (
+        accumulation_seconds,
+        layer_seconds,
+        optimizer_seconds,
     )
 
     micro = sequences // pipe.microbatches
