@@ -80,3 +80,9 @@ def test_a_bad_dropout_is_an_error_not_a_traceback(text, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert "--dropout" in err and "Traceback" not in err and "\n" not in err, err
+
+
+@pytest.mark.parametrize("rate", [1.0, -0.1, float("nan"), float("inf"), "0.1", True])
+def test_the_python_api_refuses_a_bad_dropout(rate):
+    with pytest.raises(ValueError, match="options.dropout"):
+        plan(*ARGS, options=Options(dropout=rate), only=("fsdp-tp", 8))

@@ -106,6 +106,11 @@ def _check_arguments(card, chip, chips, batch_tokens, seq, options, progress, jo
     if options is not None and not isinstance(options, Options):
         raise TypeError(f"options must be a shardc.tools.plan.candidates.Options, got "
                         f"{described(options)}")
+    if options is not None:
+        rate = options.dropout
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
+            raise ValueError(f"options.dropout must be a rate from 0 to below 1, got "
+                             f"{described(rate)}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of one string, got {described(progress)}")
 
