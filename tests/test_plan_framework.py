@@ -53,6 +53,13 @@ def test_each_term_is_positive_and_dropout_and_recomputation_add(layer):
     assert block > selective > 0
 
 
+def test_flash_attention_drops_out_inside_its_kernel(layer):
+    """Only materialised attention pays a dropout pass over its probabilities."""
+    flash = layer_seconds(layer, A100, "none", 0.1, "flash")
+    assert layer_seconds(layer, A100, "none", 0.0) < flash
+    assert flash < layer_seconds(layer, A100, "none", 0.1, "materialized")
+
+
 def test_accumulation_grows_with_the_microbatches(layer):
     one = accumulation_seconds(layer, A100, 1)
     assert accumulation_seconds(layer, A100, 4) == pytest.approx(4 * one)

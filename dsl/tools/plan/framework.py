@@ -79,14 +79,16 @@ def param_bytes(r: Any) -> float:
     return sum(_bytes(r, p) for p in r.program.params)
 
 
-def layer_seconds(r: Any, chip: Chip, remat: str, dropout: float) -> float:
+def layer_seconds(r: Any, chip: Chip, remat: str, dropout: float,
+                  attention: str = "materialized") -> float:
     """The framework's passes of one compiled layer program (its batch, per device) that the
-    program leaves out, in seconds at the achievable HBM rate; 0 without a calibration."""
+    program leaves out, in seconds at the achievable HBM rate; 0 without a calibration. Flash
+    attention drops out its probabilities inside its kernel (Dao et al. 2022): no pass."""
     rate = hbm_rate(chip)
     if rate is None:
         return 0.0
     stream = _bytes(r, "In")  # the residual stream as the layer holds it (sharded under SP)
-    scores = _bytes(r, "Sc")  # materialised attention's scores; none with flash attention
+    scores = _bytes(r, "Sc") if attention == "materialized" else 0.0  # the [b, heads, s, s]
     fwd = 2 * (NORM_PASSES[0] + RESIDUAL_PASSES[0]) * stream
     bwd = 2 * (NORM_PASSES[1] + RESIDUAL_PASSES[1]) * stream
     core_f = core_b = 0.0
@@ -125,7 +127,7 @@ def framework_seconds(r: Any, part: Any, chip: Chip, layout: Any, options: Any,
     fp32 (0: no accumulation, the step is one batch), and its share of the optimizer step."""
     out = 0.0
     if part.name in ("layer", "moe-layer"):
-        out += layer_seconds(r, chip, options.remat, options.dropout)
+        out += layer_seconds(r, chip, options.remat, options.dropout, options.attention)
     if microbatches:
         out += accumulation_seconds(r, chip, microbatches)
     shards = layout.degree("data") if options.zero >= 1 and not layout.fsdp else 1

@@ -188,7 +188,7 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         rest_e = {i: (0.0 if i in once else d) for i, d in expected.items()}
         t_e, exposed_e[part.name] = expected_parts(r, per[part.name][0] * m, rest_e)
         # the framework's passes and the fp32 accumulation of each microbatch's gradients
-        passes = (layer_seconds(r, chip, options.remat, options.dropout)
+        passes = (layer_seconds(r, chip, options.remat, options.dropout, options.attention)
                   if part.name == "layer" else 0.0) + accumulation_seconds(r, chip, m)
         per_e[part.name] = ((t_e + passes) / m, sum(expected[i] for i in once))
         optimizer[part.name] = optimizer_seconds(r, chip, shards)
