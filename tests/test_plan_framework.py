@@ -6,6 +6,8 @@ priced at the chip's achievable HBM rate, never in the roofline."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shardc import hardware
 from shardc.cli.app import main
@@ -93,3 +95,15 @@ def test_a_bad_dropout_is_an_error_not_a_traceback(text, capsys):
 def test_the_python_api_refuses_a_bad_dropout(rate):
     with pytest.raises(ValueError, match="options.dropout"):
         plan(*ARGS, options=Options(dropout=rate), only=("fsdp-tp", 8))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(0, 1, exclude_max=True), st.sampled_from(["none", "selective", "block"]),
+       st.sampled_from(["materialized", "flash"]))
+def test_the_passes_are_finite_and_never_fewer_with_dropout_or_recomputation(
+        layer, rate, remat, attention):
+    """Any rate and policy: finite, positive seconds; dropout and recomputation only add."""
+    t = layer_seconds(layer, A100, remat, rate, attention)
+    assert 0 < t < 1e3 and t == t
+    assert t >= layer_seconds(layer, A100, "none", 0.0, attention)
+    assert layer_seconds(layer, A100, "block", rate, attention) >= t
