@@ -71,7 +71,9 @@ def evaluate(run: dict) -> Row:
     chip = hardware.load(run["hw"])
     options = Options(remat=run.get("remat", "none"), attention=run.get("attention", "materialized"),
                       zero=run.get("zero", 0), schedule=run.get("schedule", "1f1b"),
-                      virtual_stages=run.get("virtual_stages", 2))
+                      virtual_stages=run.get("virtual_stages", 2),
+                      sequence_parallel=run.get("sequence_parallel", True),
+                      dropout=run.get("dropout", 0.0))
     only = _layout_flag(run["layout"], chip, run["chips"])
     seq = run.get("seq", card.seq_len)
     p = plan(card, chip, run["chips"], run["sequences"] * seq, seq, options=options, only=only)
@@ -82,7 +84,14 @@ def evaluate(run: dict) -> Row:
     else:
         scale = 0.75 if run.get("recompute") else 1.0
         measured = run["tflops_per_gpu"] * 1e12 * scale / peak
-    flags = [f"--{k} {run[k]}" for k in ("seq", "remat", "attention", "zero") if k in run]
+    flags = [f"--{k} {run[k]}" for k in ("seq", "remat", "attention", "zero", "dropout")
+             if k in run]
+    if "schedule" in run:
+        flags.append(f"--pipeline-schedule {run['schedule']}")
+    if "virtual_stages" in run:
+        flags.append(f"--virtual-stages {run['virtual_stages']}")
+    if not run.get("sequence_parallel", True):
+        flags.append("--no-sequence-parallel")
     command = (f"shardc plan --card {run['card']} --hw {run['hw']} --chips {run['chips']} "
                f"--batch {run['sequences'] * seq} --layout '{run['layout']}' "
                + " ".join(flags)).strip()

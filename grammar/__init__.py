@@ -1,4 +1,5 @@
-"""The .shard grammar, shipped as package data: `grammar/shard.lark` is the language's syntax spec."""
+"""The .shard grammar, shipped as package data: `grammar/shard.lark` is the language's syntax
+spec."""
 
 from __future__ import annotations
 

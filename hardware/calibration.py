@@ -125,7 +125,8 @@ class OverlapFit:
 class Calibration:
     """One chip's efficiency figures and where they come from.
 
-    >>> c = Calibration("h200", 0.7, 0.85, 1e-5, 3.8e-5, "published", (("kind", "published"), ("source", "x")))
+    >>> c = Calibration("h200", 0.7, 0.85, 1e-5, 3.8e-5, "published",
+    ...                 (("kind", "published"), ("source", "x")))
     >>> c.values()["eta_mxu"], c.describe_source()
     (0.7, 'published (x)')
     """
@@ -166,10 +167,12 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
     """Parse and validate one calibration file; `chip`, when given, must be its `chip`.
 
     >>> text = ('chip = "x"\\n[matmul]\\nefficiency = 0\\n[hbm]\\nefficiency = 1\\n[call]\\n'
-    ...         'launch_s = 0\\ndispatch_s = 0\\n[provenance]\\nkind = "published"\\nsource = "s"\\n')
+    ...         'launch_s = 0\\ndispatch_s = 0\\n[provenance]\\nkind = "published"\\n'
+    ...         'source = "s"\\n')
     >>> read_calibration_toml(text, "x.toml")
     Traceback (most recent call last):
-    shardc.hardware.schema.HardwareError: x.toml:3: field [matmul].efficiency must be in (0, 1], got 0
+    shardc.hardware.schema.HardwareError: x.toml:3: field [matmul].efficiency must be in (0, 1],
+    got 0
     """
     import tomllib
 
@@ -423,7 +426,8 @@ def _toml_string(s: str) -> str:
 def calibration_toml(c: Calibration, header: str = "") -> str:
     """The text of a calibration file (what `shardc calibrate` writes); reads back equal.
 
-    >>> c = Calibration("h200", 0.7, 0.85, 1e-5, 3.8e-5, "published", (("kind", "published"), ("source", "x")))
+    >>> c = Calibration("h200", 0.7, 0.85, 1e-5, 3.8e-5, "published",
+    ...                 (("kind", "published"), ("source", "x")))
     >>> read_calibration_toml(calibration_toml(c), "h200.toml", "h200") == c
     True
     """

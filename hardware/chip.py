@@ -318,10 +318,11 @@ class Chip:
     def wraps(self, shape: Sequence[int]) -> tuple[bool, ...]:
         """Which axes of a physical slice of this shape have a wraparound link (form a ring).
 
-        - "full-axis-16" (v5e, v6e): an axis wraps iff it has the full pod length 16 (the TPU chapter).
+        - "full-axis-16" (v5e, v6e): an axis wraps iff it has the full pod length 16 (the TPU
+          chapter).
         - "cube-multiple-4" (v4p, v5p): wraparounds come from the optical switches of whole
-          4x4x4 cubes, so every axis wraps iff every axis is a multiple of 4 (the TPU chapter: a 2x2x4
-          has none).
+          4x4x4 cubes, so every axis wraps iff every axis is a multiple of 4 (the TPU chapter: a
+          2x2x4 has none).
         - "switched" (GPU NVLink): every axis behaves like a full ring.
 
         A shape with fewer axes than the torus (`ici_axes`) lies in a plane or a line of it:

@@ -1,5 +1,6 @@
 """The network levels a mesh axis can live on, and what each one is: the vocabulary the
-validator, the topology pass, the cost model and the planner share (the TPU chapter, the sharding chapter; docs/hardware.md).
+validator, the topology pass, the cost model and the planner share (the TPU chapter, the sharding
+chapter; docs/hardware.md).
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ def describe(chip: Chip) -> str:
 
     >>> from shardc.hardware.chip import load
     >>> text = describe(load("tpu-v5e"))
-    >>> "W_uni * t_hop = 4.5e10 * 1e-6 = 45 kB" in text, "C / W_hbm   1.97e14 / 8.1e11 = 243" in text
+    >>> ("W_uni * t_hop = 4.5e10 * 1e-6 = 45 kB" in text,
+    ...  "C / W_hbm   1.97e14 / 8.1e11 = 243" in text)
     (True, True)
     """
     lines = [
@@ -71,7 +72,8 @@ def summary_line(chip: Chip) -> str:
 
     >>> from shardc.hardware.chip import load
     >>> summary_line(load("tpu-v5e"))
-    'tpu-v5e      TPU v5e             bf16 1.97e14 FLOP/s  HBM 16 GB at 8.1e11 B/s  W_ici 9e10 B/s  2D torus (full-axis-16)'
+    'tpu-v5e      TPU v5e             bf16 1.97e14 FLOP/s  HBM 16 GB at 8.1e11 B/s  W_ici 9e10 B/s
+    2D torus (full-axis-16)'
     """
     bf16 = chip.flops["bf16"]
     return (

@@ -1,6 +1,6 @@
 """The `derive-backward` pass: a `backward` statement becomes the backward pass of the statements
-above it, written as ordinary statements (the training chapter's Appendix B), so the four cases insert its
-collectives.
+above it, written as ordinary statements (the training chapter's Appendix B), so the four cases
+insert its collectives.
 
 Rules: for C = A ·_K B, dA = dC ·_(dims of B not in A) B and dB = A ·_(dims of A not in B) dC;
 for Y = f(X), dX = dY * f'(X); for +, - and * the usual ones. A parameter's gradient dW is

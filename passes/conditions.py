@@ -18,7 +18,8 @@ CANCEL_MAX_SYMBOLS = 16
 denominator; the condition is the same, written less compactly."""
 
 
-def _separate_key(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> tuple:
+def _separate_key(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]
+                  ) -> tuple[sp.Expr, sp.Expr, frozenset[sp.Symbol]]:
     hw = frozenset(s for e in (lhs, rhs) for s in getattr(e, "free_symbols", ()) if is_hw(s))
     return (lhs, rhs, hw)
 

@@ -10,15 +10,16 @@ docs/cost-model.md. Point-to-point sends: `shardc.passes.send_cost`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import sympy as sp
 
-from shardc.hardware.levels import LEVELS, SWITCHED
+from shardc.hardware.levels import LEVELS as LEVELS  # re-exported: passes/lower imports it here
+from shardc.hardware.levels import SWITCHED
 from shardc.passes.context import Model
-from shardc.passes.ir import Topology
+from shardc.passes.ir import PhysicalAxis, Topology
 from shardc.passes.memo import memoized, typed
 
 Num: TypeAlias = float | int | sp.Expr
@@ -45,7 +46,7 @@ def sfloor(x: Num) -> Num:
     return math.floor(x) if is_number(x) else sp.floor(x)
 
 
-def sprod(xs) -> Num:
+def sprod(xs: Iterable[Num]) -> Num:
     out: Num = 1
     for x in xs:
         out = out * x
@@ -70,9 +71,9 @@ class Links:
 
     w: Mapping[str, Num]
     t: Mapping[str, Num]
-    _key: tuple | None = field(default=None, init=False, compare=False, repr=False)
+    _key: tuple[Hashable, ...] | None = field(default=None, init=False, compare=False, repr=False)
 
-    def memo_key(self) -> tuple:
+    def memo_key(self) -> tuple[Hashable, ...]:
         """The figures as a memo key part (`typed`), made once: the mappings are not changed
         after construction."""
         key = self._key
@@ -99,7 +100,8 @@ class Ring:
 
 def ring_level(op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model, w: Num,
                t: Num) -> tuple[Num, Num]:
-    """(bandwidth term, latency term) on ICI: the sharding chapter's ring formulas, Pop Quiz 2's line."""
+    """(bandwidth term, latency term) on ICI: the sharding chapter's ring formulas, Pop Quiz 2's
+    line."""
     # A ring sends both ways (the bidirectional W); a line, or a ring of two, is limited by
     # one direction (half of it). Interleaved groups (stride s) share each link s ways.
     widths = [(w if r.ring else w / 2) / r.stride for r in rings]
@@ -116,8 +118,9 @@ def ring_level(op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model,
         # latency: the longest path.
         return v / sum(w / (2 * r.stride) for r in rings), lat
     if op == "AllToAll":
-        # The sharding chapter prices an AllToAll of the whole array (bytes_total = N v) at bytes_total / (4 W);
-        # v here is one device's block, so the N cancels: v * n / (4 w) on each axis.
+        # The sharding chapter prices an AllToAll of the whole array (bytes_total = N v) at
+        # bytes_total / (4 W); v here is one device's block, so the N cancels: v * n / (4 w) on each
+        # axis.
         if model == "book":
             bw = smax(*[v * r.n / (4 * wp) for r, wp in zip(rings, widths, strict=True)])
         else:
@@ -149,7 +152,7 @@ def combine(model: Model, bw: Num, lat: Num) -> Num:
 
 
 def _collective_key(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
-                    model: Model, topo: Topology | None, links: Links) -> tuple:
+                    model: Model, topo: Topology | None, links: Links) -> tuple[Hashable, ...]:
     return (op, typed(v), tuple(axes), tuple(typed(size_of(a)) for a in axes), model, topo,
             links.memo_key())
 
@@ -159,8 +162,8 @@ def collective_time(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str
                     model: Model, topo: Topology | None, links: Links) -> CollectiveTime:
     """Time of `op` moving `v` bytes over mesh `axes`, level by level.
 
-    Hierarchical (the sharding chapter for ICI; the usual reduce-inside, across, then inside again): an
-    AllGather gathers the outer level first on the smaller data, a ReduceScatter the inner one
+    Hierarchical (the sharding chapter for ICI; the usual reduce-inside, across, then inside again):
+    an AllGather gathers the outer level first on the smaller data, a ReduceScatter the inner one
     first; an AllReduce reduce-scatters inside, all-reduces across, all-gathers inside; an
     AllToAll pays every level on the full V.
     """
@@ -228,24 +231,24 @@ def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool =
     """Group the ICI axes of a collective by physical axis."""
     if topo is None:
         return [Ring(n, 1, True) for _, n in parts]
-    groups: dict[str, list] = {}
+    # physical axis -> (members, stride, the axis, the members' count where known)
+    groups: dict[str, tuple[Num, int, PhysicalAxis, int | None]] = {}
     for a, n in parts:
         link = topo.link(a)
         phys = link.physical or (a,)
         if len(phys) > 1:  # one mesh axis spanning several physical axes: each is a full axis
             for p in phys:
                 pa = topo.phys(p)
-                groups[p] = [pa.length if pa.length is not None else n ** sp.Rational(
-                    1, len(phys)), 1, pa, pa.length]
+                groups[p] = (pa.length if pa.length is not None else n ** sp.Rational(
+                    1, len(phys)), 1, pa, pa.length)
             continue
         pa = topo.phys(phys[0])
         if phys[0] in groups:
-            g = groups[phys[0]]
-            g[0] = g[0] * n
-            g[1] = min(g[1], link.stride)
-            g[3] = None if g[3] is None or link.size is None else g[3] * link.size
+            m, stride, _, known = groups[phys[0]]
+            groups[phys[0]] = (m * n, min(stride, link.stride), pa,
+                               None if known is None or link.size is None else known * link.size)
         else:
-            groups[phys[0]] = [n, link.stride, pa, link.size]
+            groups[phys[0]] = (n, link.stride, pa, link.size)
     rings = []
     for n, stride, pa, known in groups.values():
         # A group closes a ring only if it goes all the way round: the 2 inner chips of an
@@ -260,7 +263,8 @@ def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool =
 
 def ring_collective_time(op: str, v: Num, sizes: list[Num], model: Model, w: Num,
                          t: Num) -> CollectiveTime:
-    """`op` over full rings of the given sizes (the first, topology-free model of the sharding chapter).
+    """`op` over full rings of the given sizes (the first, topology-free model of the sharding
+    chapter).
 
     >>> ring_collective_time("AllGather", 2 * 1024 * 4096 / 4, [4], "book", 9e10, 1e-6).time
     2.33...e-05

@@ -7,7 +7,7 @@ Formulas and their sources are in docs/cost-model.md. Hardware quantities stay s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from shardc.passes.ir import (
     LocalSlice,
     Op,
     Reduction,
+    Topology,
     Value,
 )
 from shardc.passes.layout_cost import (
@@ -184,7 +185,7 @@ def summed(terms: list[tuple[Any, Any]]) -> sp.Expr:
 
 
 def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = None,
-                memo: dict[tuple, OpCost | None] | None = None) -> ProgramCost:
+                memo: dict[tuple[Hashable, ...], OpCost | None] | None = None) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
     program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root.
     `memo` keeps each op shape's formulas for the next program costed in the same context (the
@@ -195,7 +196,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
     calibrated = ctx.chip is not None and getattr(ctx.chip, "calibration", None) is not None
-    expected_memo: dict[tuple, sp.Expr | None] = {}  # by (kind, T_math, T_hbm): ops repeat them
+    expected_memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None] = {}  # by (kind, T_math, T_hbm): ops repeat them
     cal = getattr(ctx.chip, "calibration", None)
     # the calibrated network levels, and `alpha:<level>` for those that give their own latency
     network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
@@ -229,7 +230,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                 changes.update(count=times_count(op.times), times=tuple(t.line for t in op.times))
             costs.append(dataclasses.replace(c, **changes) if changes else c)
     made = dict(program.array_times)
-    block: dict[tuple, tuple[sp.Expr, sp.Expr]] = {}  # per (layout, dtype): arrays repeat them
+    block: dict[tuple[Layout, str], tuple[sp.Expr, sp.Expr]] = {}  # per (layout, dtype): arrays repeat them
 
     def sizes(v: Value) -> tuple[sp.Expr, sp.Expr]:
         key = (v.layout, v.dtype)
@@ -323,7 +324,7 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
 
 
 def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
-                   memo: dict[tuple, sp.Expr | None],
+                   memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None],
                    network: frozenset[str] = frozenset()) -> list[OpCost]:
     """Each op's expected time again once `--attention flash` or fusion changed its roofline
     figures; an op they left alone keeps its own (the same object: no copy)."""
@@ -334,7 +335,8 @@ def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
     return out
 
 
-def _expected(c: OpCost, syms: HardwareSymbols, memo: dict[tuple, sp.Expr | None],
+def _expected(c: OpCost, syms: HardwareSymbols,
+              memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None],
               network: frozenset[str] = frozenset()) -> sp.Expr | None:
     """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
     of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. A collective
@@ -500,7 +502,8 @@ def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols
 
 
 def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
-             mesh: tuple[str, ...], program_mesh=(), topology=None) -> OpCost | None:
+             mesh: tuple[str, ...], program_mesh: tuple[tuple[str, int | None], ...] = (),
+             topology: Topology | None = None) -> OpCost | None:
     line = op.span.line
     match op:
         case Input():
@@ -587,7 +590,7 @@ def _crossover(lat: sp.Expr, moved: sp.Expr, bw: sp.Expr) -> sp.Expr:
     return sp.cancel(lat * moved / bw)
 
 
-def _shape_key(op: Op) -> tuple | None:
+def _shape_key(op: Op) -> tuple[Hashable, ...] | None:
     """What an op's formulas depend on: everything but the names."""
     match op:
         case Einsum(out=out, lhs=lhs, rhs=rhs, contract=contract):
@@ -604,7 +607,8 @@ def _shape_key(op: Op) -> tuple | None:
     return None
 
 
-def _known_size(program_mesh, ctx: Context):
+def _known_size(program_mesh: Iterable[tuple[str, int | None]], ctx: Context
+                ) -> Callable[[str], int | None]:
     """Mesh axis sizes where declared or bound, else None: a Send's distances depend on them."""
     return known_sizes(program_mesh, ctx.bindings).get
 

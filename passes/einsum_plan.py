@@ -3,9 +3,9 @@
 Each mesh axis touching the einsum gets a role: shard one of its dims or stay unused. The roles
 fix what each operand must be resharded to, what the local product yields (partial sums over
 axes that shard a contracted dim) and what the result needs to reach its requested layout. The
-four cases of the sharding chapter are all points of this space: Case 1 keeps every role, Case 2 gathers the
-operand (or slices the other and reduces, the sharding chapter's Question 4), Case 3 reduces or scatters the
-partial sums, Case 4 gathers one of the two operands.
+four cases of the sharding chapter are all points of this space: Case 1 keeps every role, Case 2
+gathers the operand (or slices the other and reduces, the sharding chapter's Question 4), Case 3
+reduces or scatters the partial sums, Case 4 gathers one of the two operands.
 """
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ Pricings = tuple[Pricing | None, Pricing | None, Pricing | None]
 Floors = tuple[float | None, float | None, float | None]
 """Lower bounds on the time of the three reshards (`reshard_floor`)."""
 NO_PRICING: Pricings = (None, None, None)
+Layouts = tuple[Layout, Layout, Layout, Layout]
+"""A plan's layouts: the two operands' targets, the local result and the final one."""
+Rank = tuple[Num, ...]
+"""An objective's value for a plan (`rank_plans`: the lowest first)."""
+Signature = tuple[tuple[str, str, tuple[str, ...], str | None], ...]
+"""What a listing shows of a plan (`plan_signature`)."""
 
 PLAN_SEARCH_LIMIT = 4096
 """Role assignments searched exhaustively; past it the search is local and says so."""
@@ -94,7 +100,7 @@ class _Space:
     fixed order follows the request, then the left operand, so
     `[I, J_YX] ·_J [J_XY, K]` permuted the right operand where permuting the smaller left
     one costs less."""
-    reordered: set[tuple] = dataclasses.field(default_factory=set)
+    reordered: set[Layouts] = dataclasses.field(default_factory=set)
     """The (targets, local and final layouts) of plans found only by `reorder`."""
 
     def widened(self, p: EinsumPlan) -> bool:
@@ -150,8 +156,8 @@ class _Space:
         return (pos(self.requested), pos(self.hint), pos(self.lhs), pos(self.rhs),
                 order.index(a) if a in order else 99)
 
-    def plan(self, combo: tuple[str | None, ...], seen: set[tuple], search: bool = True,
-             reshards: dict[tuple, list[Step] | None] | None = None,
+    def plan(self, combo: tuple[str | None, ...], seen: set[Layouts], search: bool = True,
+             reshards: dict[tuple[str | Layout, ...], list[Step] | None] | None = None,
              orders: Mapping[str, tuple[str, ...]] | None = None) -> EinsumPlan | None:
         """The plan for one role per involved axis; None if invalid or already in `seen`.
         Its reshards are the cheapest found (`plan_reshard`), or with `search=False` the fixed
@@ -192,7 +198,7 @@ class _Space:
         pl, pr, po = self.pricings
         known = {} if reshards is None else reshards
 
-        def reshard(key: tuple, src: Layout, dst: Layout, pricing: Pricing | None
+        def reshard(key: tuple[str | Layout, ...], src: Layout, dst: Layout, pricing: Pricing | None
                     ) -> list[Step] | None:
             if key not in known:
                 known[key] = plan_reshard(src, dst, self.sizes, pricing, search)
@@ -306,7 +312,8 @@ def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, 
     saves (or, XLA's way to `C[K, I] = A[I, J_Y] ·_J B[J, K_Y]` on a 4x4 mesh, moves fewer
     bytes).
 
-    >>> _idle_axes(("X", "Y", "Z"), {"X"}, {"X": 2, "Y": 4, "Z": 1}), _idle_axes(("X",), set(), None)
+    >>> (_idle_axes(("X", "Y", "Z"), {"X"}, {"X": 2, "Y": 4, "Z": 1}),
+    ...  _idle_axes(("X",), set(), None))
     (['Y'], [])
     """
     if not sizes:
@@ -331,8 +338,8 @@ def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
 
 
 def _enumerate(space: _Space, search: bool) -> list[EinsumPlan]:
-    seen: set[tuple] = set()
-    reshards: dict[tuple, list[Step] | None] = {}
+    seen: set[Layouts] = set()
+    reshards: dict[tuple[str | Layout, ...], list[Step] | None] = {}
     out: list[EinsumPlan] = []
     for combo in itertools.product(*space.choices):
         p = space.plan(combo, seen, search, reshards)
@@ -370,9 +377,9 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                  mesh_order: tuple[str, ...],
                  divisible: Callable[[str, tuple[str, ...]], bool],
                  keep_partial: bool, sizes: Mapping[str, float] | None,
-                 objective: Callable[[EinsumPlan], tuple], limit: int = PLAN_SEARCH_LIMIT, *,
+                 objective: Callable[[EinsumPlan], Rank], limit: int = PLAN_SEARCH_LIMIT, *,
                  pricings: Pricings = NO_PRICING,
-                 floor: Callable[[EinsumPlan, Floors], tuple] | None = None,
+                 floor: Callable[[EinsumPlan, Floors], Rank] | None = None,
                  idle: bool = True, hint: Layout | None = None, wide: bool = False
                  ) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
@@ -402,15 +409,15 @@ KEPT = 3
 """Distinct plans the decision record lists: `_refine_best` settles these exactly."""
 
 
-def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple],
-                 floor: Callable[[EinsumPlan, Floors], tuple]) -> list[EinsumPlan]:
+def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[EinsumPlan], Rank],
+                 floor: Callable[[EinsumPlan, Floors], Rank]) -> list[EinsumPlan]:
     """Branch and bound over the plans (with the fixed order's reshards), cheapest first:
     refine a plan (search its reshards) unless `KEPT` distinct refined plans already rank below
     a lower bound on its refined objective: its objective with no communication, then with each
     reshard at its floor. A plan left unrefined cannot rank among the first `KEPT`; it keeps
     the fixed order's reshards (a valid plan, never cheaper than refined)."""
     out = list(plans)
-    best: dict[tuple, tuple] = {}  # signature -> the lowest objective of a refined plan
+    best: dict[Signature, Rank] = {}  # signature -> the lowest objective of a refined plan
     free: Floors = (0.0, 0.0, 0.0)
     for i in sorted(range(len(plans)), key=lambda i: (objective(plans[i]), i)):
         p = plans[i]
@@ -424,7 +431,7 @@ def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[Ei
     return out
 
 
-def plan_signature(p: EinsumPlan) -> tuple:
+def plan_signature(p: EinsumPlan) -> Signature:
     """What `describe_plan` shows of a plan (each step's kind, axes and dim; a slice's dim is not
     shown): plans with the same signature read the same and are listed once."""
     return tuple((side, s.kind, s.axes, None if s.kind == "slice" else s.dim)
@@ -433,16 +440,16 @@ def plan_signature(p: EinsumPlan) -> tuple:
                  for s in steps)
 
 
-def _local_search(space: _Space, objective: Callable[[EinsumPlan], tuple], limit: int
+def _local_search(space: _Space, objective: Callable[[EinsumPlan], Rank], limit: int
                   ) -> tuple[list[EinsumPlan], int]:
     """Coordinate descent over the roles from two seeds (keep every role; gather everything):
     take the first single-axis change that improves the objective until none does, or until
     `limit` assignments have been evaluated. Returns the valid plans met and the count tried."""
-    seen: set[tuple] = set()
-    found: dict[tuple, tuple[EinsumPlan | None, tuple | None]] = {}
+    seen: set[Layouts] = set()
+    found: dict[tuple[str | None, ...], tuple[EinsumPlan | None, Rank | None]] = {}
     plans: list[EinsumPlan] = []
 
-    def score(combo: tuple[str | None, ...]) -> tuple | None:
+    def score(combo: tuple[str | None, ...]) -> Rank | None:
         if combo not in found:
             p = space.plan(combo, seen)
             found[combo] = (p, objective(p) if p is not None else None)
@@ -480,7 +487,8 @@ CaseKind = Literal["same-contracted", "one-contracted", "both-contracted", "both
 
 @dataclass(frozen=True, slots=True)
 class AxisCase:
-    """Which of the sharding chapter's four cases one mesh axis puts a contraction in, with the facts behind it.
+    """Which of the sharding chapter's four cases one mesh axis puts a contraction in, with the
+    facts behind it.
 
     `kind` is the finer fact: "same-contracted" (Case 3: both operands shard the same contracted
     dim), "one-contracted" (Case 2: a contracted dim of one operand), "both-contracted" (Case 2
@@ -511,7 +519,8 @@ class AxisCase:
 
 
 def classify_axis(axis: str, lhs: Layout, rhs: Layout, contract: tuple[str, ...]) -> AxisCase:
-    """The case `axis` puts the contraction `lhs ·_contract rhs` in (the sharding chapter, the four cases).
+    """The case `axis` puts the contraction `lhs ·_contract rhs` in (the sharding chapter, the four
+    cases).
 
     >>> l = Layout.of({"I": ("X",), "J": ("Y",)}); r = Layout.of({"J": ("Y",), "K": ("X",)})
     >>> [(c.kind, c.case) for c in (classify_axis(a, l, r, ("J",)) for a in "XY")]
@@ -547,7 +556,8 @@ def case_label(lhs: Layout, rhs: Layout, contract: tuple[str, ...]) -> str:
 
 
 def book_roles(c: AxisCase) -> set[str | None] | None:
-    """The roles the sharding chapter's rule gives an axis in case `c` (None: the axis is free to take any).
+    """The roles the sharding chapter's rule gives an axis in case `c` (None: the axis is free to
+    take any).
 
     Case 1 (a free dim of one operand): keep it. Case 2 (a contracted dim of one operand):
     gather that operand, keeping whatever the other operand shards with the axis. Case 3 (the
@@ -569,8 +579,8 @@ def book_roles(c: AxisCase) -> set[str | None] | None:
 
 def book_departures(plan: EinsumPlan, lhs: Layout, rhs: Layout, contract: tuple[str, ...],
                     requested: Layout | None = None) -> int:
-    """How many mesh axes the plan treats differently from the sharding chapter's rule for their case
-    (`book_roles`). Used to pick the default when sizes are symbolic and the numbers cannot
+    """How many mesh axes the plan treats differently from the sharding chapter's rule for their
+    case (`book_roles`). Used to pick the default when sizes are symbolic and the numbers cannot
     decide.
 
     Where the rule gathers an axis (no role) and the requested result shards a dim with it,

@@ -26,6 +26,7 @@ The rules here follow them, op by op (docs/cost-model.md, "Fusion"):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from shardc.passes.ir import (
@@ -169,8 +170,8 @@ def fuse_elementwise(program: CompiledProgram, backend: str) -> Fusion:
     return Fusion(tuple(out), backend)
 
 
-def _fuses(i: int, j: int, ops, roles, producer, consumers, groups: _Groups,
-           backend: str) -> bool:
+def _fuses(i: int, j: int, ops: Sequence[Op], roles: Sequence[str], producer: Mapping[str, int],
+           consumers: Mapping[str, list[int]], groups: _Groups, backend: str) -> bool:
     """Whether XLA fuses producer op i into consumer op j (or j into i's matmul)."""
     ri, rj = roles[i], roles[j]
     gi, gj = groups.find(i), groups.find(j)
@@ -182,8 +183,8 @@ def _fuses(i: int, j: int, ops, roles, producer, consumers, groups: _Groups,
             return True
         return (backend == "gpu" and groups.find(i) == gi and groups.count(gi, "matmul") == 1
                 and len(groups.members[gi]) == 2 and not groups.count(gj, "matmul")
-                and len(groups.members[gj]) == 1 and isinstance(ops[j], Elementwise)
-                and ops[j].fn in EPILOGUE_ACTIVATIONS
+                and len(groups.members[gj]) == 1 and isinstance(op_j := ops[j], Elementwise)
+                and op_j.fn in EPILOGUE_ACTIVATIONS
                 and consumers.get(ops[i].out.id, []) == [j])
     if ri == "reduction" and rj == "elementwise":
         return _diamond(i, j, ops, producer) and not (backend != "tpu" and has_matmul)
@@ -214,19 +215,22 @@ def _epilogue(op: Op, product: str) -> bool:
     return False
 
 
-def _diamond(i: int, j: int, ops, producer) -> bool:
+def _diamond(i: int, j: int, ops: Sequence[Op], producer: Mapping[str, int]) -> bool:
     """Op j reads reduction i's result and the value it reduces (or an input of the elementwise
     op making that value): the softmax / normalisation diamond."""
-    src = ops[i].src.id
+    reduction = ops[i]
+    assert isinstance(reduction, Reduction)  # op i's role is "reduction"
+    src = reduction.src.id
     reads = {v.id for v in operands(ops[j])}
     if src in reads:
         return True
     k = producer.get(src)
-    return k is not None and isinstance(ops[k], Elementwise) and bool(
-        reads & {v.id for v in ops[k].args})
+    return k is not None and isinstance(maker := ops[k], Elementwise) and bool(
+        reads & {v.id for v in maker.args})
 
 
-def _leaves_and_returns(members: list[int], ops, consumers) -> bool:
+def _leaves_and_returns(members: list[int], ops: Sequence[Op],
+                        consumers: Mapping[str, list[int]]) -> bool:
     """Whether some path leaves `members` and comes back: fusing them would make a kernel that
     waits for its own output."""
     inside = set(members)

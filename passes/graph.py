@@ -73,8 +73,9 @@ def _sorted_on_graph(program: CompiledProgram) -> list[tuple[int, Op]]:
     g = build_graph(program)
     producer = producers(program)
 
-    def key(node) -> float:
-        return float(node[1]) if node[0] == "op" else producer.get(node[1], -1) + 0.5
+    def key(node: tuple[str, int | str]) -> float:  # ("op", index) or ("value", id)
+        name = node[1]
+        return float(name) if isinstance(name, int) else producer.get(name, -1) + 0.5
 
     order = nx.lexicographical_topological_sort(g, key=key)
     return [(n[1], g.nodes[n]["op"]) for n in order if n[0] == "op"]

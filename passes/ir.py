@@ -76,7 +76,8 @@ class Einsum:
 
 @dataclass(frozen=True, slots=True)
 class Collective:
-    """AllGather / ReduceScatter / AllReduce / AllToAll over `axes`; `dim` is the dim it scatters."""
+    """AllGather / ReduceScatter / AllReduce / AllToAll over `axes`; `dim` is the dim it
+    scatters."""
 
     op: CollectiveKind
     out: Value

@@ -13,10 +13,10 @@ import sympy as sp
 
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import DTYPES
+from shardc.passes.context import Model
 from shardc.passes.cost_model import (
     CollectiveTime,
     Links,
-    Model,
     Num,
     collective_time,
     is_number,
@@ -43,7 +43,8 @@ def local_elements(layout: Layout, size_of: SizeOf) -> Num:
 
 
 @memoized("layout_cost.elements", lambda sizes: sizes)
-def _symbolic_elements(sizes: tuple) -> Num:
+def _symbolic_elements(sizes: tuple[tuple[tuple[type, Num], tuple[tuple[type, Num], ...]], ...]
+                       ) -> Num:
     out: Num = 1
     for (_, n), axes in sizes:
         out = out * n / sprod(a for _, a in axes)
@@ -162,7 +163,7 @@ class Pricing:
     def __hash__(self) -> int:
         return self._hash
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[Pricing], tuple[object, ...]]:
         # Rebuilt by the constructor: the cached hash of strings differs between processes.
         return (Pricing, (self.dtype, self.dims, self.typical_dim, self.model, self.topology,
                           self.w, self.t))

@@ -97,8 +97,8 @@ def kept_activations(program: CompiledProgram, remat: Remat,
       Megatron-LM's sequence parallelism stores its inputs: no compute op runs again.
     - `gathered` keeps every value as the backward pass reads it (the gathered copy where it
       reads the gathered copy): nothing runs again, at the gathered copies' memory.
-    - Under `none`, `gathered` and `selective` an elementwise result that only elementwise gradients read (not a
-      matmul), made from values the backward pass reads anyway, runs again from them:
+    - Under `none`, `gathered` and `selective` an elementwise result that only elementwise gradients
+      read (not a matmul), made from values the backward pass reads anyway, runs again from them:
       silu(gate) of a SwiGLU MLP, which Megatron-LM's fused kernel does not keep.
     - `selective` keeps them too, except the attention core (`attention_core`), which runs
       again from the queries and keys (Korthikanti et al. 2022, section 5).
@@ -108,8 +108,8 @@ def kept_activations(program: CompiledProgram, remat: Remat,
       (the book's "Gradient checkpointing": 8ND rather than 6ND).
 
     Every policy but `gathered` keeps a value that reaches the backward pass through
-    collectives once, at its most sharded reduced layout (the layer input as it arrives, a matmul's result
-    after its ReduceScatter), and the collectives from there to the copy the backward pass
+    collectives once, at its most sharded reduced layout (the layer input as it arrives, a matmul's
+    result after its ReduceScatter), and the collectives from there to the copy the backward pass
     reads run again, as Megatron-LM's sequence parallelism stores the sharded input and gathers
     it again (Korthikanti et al. 2022, section 4.2.2); so do the collectives on the way to an op
     run again (Megatron-LM's full recomputation repeats them). Parameters are counted as
@@ -121,11 +121,11 @@ def kept_activations(program: CompiledProgram, remat: Remat,
         return {}, ()
     made_by = producers(program)
 
-    def producer(value_node) -> tuple[int, Op] | None:
+    def producer(value_node: tuple[str, str]) -> tuple[int, Op] | None:
         i = made_by.get(value_node[1])
         return None if i is None else (i, program.ops[i])
 
-    def chain(value_node) -> list[tuple[object, int, Op]]:
+    def chain(value_node: tuple[str, str]) -> list[tuple[tuple[str, str], int, Op]]:
         """The value, then back through the collectives that made it, to the first op that
         is not a collective: [(value node, producer index, producer op), ...]."""
         out = []
@@ -142,7 +142,7 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     params = set(program.params)
     saved: dict[str, Value] = {}
     redo: set[int] = set()
-    seen: set[object] = set()
+    seen: set[tuple[str, str]] = set()
     core = (attention_core(program, line) if remat == "selective" or attention == "flash"
             else frozenset())
     # What the backward pass reads, and whether a matmul reads it: an elementwise result that
@@ -162,7 +162,7 @@ def kept_activations(program: CompiledProgram, remat: Remat,
         return (isinstance(origin, Elementwise) and value_id not in by_matmul
                 and all(v in read or v in params for v in distinct_inputs(origin)))
 
-    def need(value_node) -> None:
+    def need(value_node: tuple[str, str]) -> None:
         """The backward pass (or an op it runs again) reads this value: keep it or rebuild it."""
         if value_node in seen:
             return

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 import sympy as sp
 
 from shardc.lang.layout import Layout
 from shardc.lang.send import SendAxis
-from shardc.passes.cost_model import CollectiveTime, Links, Model, Num, is_number, smax
+from shardc.passes.context import Model
+from shardc.passes.cost_model import CollectiveTime, Links, Num, is_number, smax
 from shardc.passes.ir import Topology
 from shardc.passes.memo import memoized, typed
 from shardc.passes.send_cost import send_time
@@ -48,7 +49,8 @@ def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
     >>> src, dst = Layout.of({"I": ("X",), "K": ("Y",)}), Layout.of({"I": ("X",), "K": ("Z",)})
     >>> axes, pairs = permute_pairs(src, dst, {"X": 2, "Y": 2, "Z": 2})
     >>> axes, [(s, t) for s, t in pairs if s != t]  # Y and Z swap, as XLA's pairs do
-    (('X', 'Y', 'Z'), [((0, 0, 1), (0, 1, 0)), ((0, 1, 0), (0, 0, 1)), ((1, 0, 1), (1, 1, 0)), ((1, 1, 0), (1, 0, 1))])
+    (('X', 'Y', 'Z'), [((0, 0, 1), (0, 1, 0)), ((0, 1, 0), (0, 0, 1)), ((1, 0, 1), (1, 1, 0)),
+                       ((1, 1, 0), (1, 0, 1))])
     """
     if src.unreduced != dst.unreduced or set(src.dim_names) != set(dst.dim_names):
         return None
@@ -168,7 +170,7 @@ def _at_least(x: Num, y: Num) -> bool:
 
 def _permute_key(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num],
                  known: Callable[[str], int | None], model: Model, topo: Topology | None,
-                 links: Links) -> tuple:
+                 links: Links) -> tuple[Hashable, ...]:
     axes = sorted({*src.sharding_axes, *dst.sharding_axes})
     return (typed(v), src, dst, tuple((a, typed(size_of(a)), known(a)) for a in axes), model,
             topo, links.memo_key())

@@ -9,6 +9,7 @@ into the context.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args
@@ -18,7 +19,7 @@ from shardc.passes.context import Context
 if TYPE_CHECKING:
     from shardc.hardware import Chip
     from shardc.lang.syntax import Program
-    from shardc.passes.derive_cost import ProgramCost
+    from shardc.passes.derive_cost import OpCost, ProgramCost
     from shardc.passes.fusion import Fusion
     from shardc.passes.ir import CompiledProgram, Topology
     from shardc.passes.memory import Memory
@@ -189,7 +190,8 @@ class FuseElementwise:
 @dataclass(frozen=True, slots=True)
 class DeriveCost:
     name: ClassVar[str] = "derive-cost"
-    memo: dict | None = dataclasses.field(default=None, compare=False, hash=False)
+    memo: dict[tuple[Hashable, ...], OpCost | None] | None = dataclasses.field(
+        default=None, compare=False, hash=False)
     """Op formulas by shape, kept from one run to the next in one context (`derive_cost`)."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
@@ -227,7 +229,8 @@ PASS_NAMES: tuple[PassName, ...] = get_args(PassName)
 
 
 def run_passes(ctx: Context, passes: tuple[Pass, ...] = PIPELINE,
-               stop_after: PassName | None = None, on_pass=None) -> Unit:
+               stop_after: PassName | None = None,
+               on_pass: Callable[[Pass, Unit], None] | None = None) -> Unit:
     """Run `passes` in order on `ctx.source`, stopping after the one named `stop_after` or at the
     first pass that leaves an error (or no program). `on_pass(pass_, unit)` sees each result.
 

@@ -23,7 +23,7 @@ import sympy as sp
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 
 if TYPE_CHECKING:
-    from shardc.passes.cost_model import Model
+    from shardc.passes.context import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +169,7 @@ class AtPoint:
     point: Mapping[str, float]
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
-        best: tuple | None = None
+        best: tuple[tuple[float, float, int], int] | None = None
         for c in candidates:
             t, f = evaluate(c.time, self.point), evaluate(c.flops, self.point)
             if t is None or f is None:

@@ -59,6 +59,10 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
     return None if steps is None else list(steps)
 
 
+AxisSizes = tuple[tuple[str, float | None], ...]
+"""A memo key's part of the sizes: (axis, its size or None where symbolic), by name."""
+
+
 def reshard_floor(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None,
                   pricing: Pricing | None = None) -> float | None:
     """A lower bound on the time of `plan_reshard`'s plan under `pricing`, cheaper to find
@@ -76,7 +80,7 @@ def reshard_floor(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = 
 
 
 def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None,
-          pricing: Pricing | None = None) -> tuple | None:
+          pricing: Pricing | None = None) -> AxisSizes | None:
     """The memo key's part of `sizes`: the sizes of the axes the two layouts use, and of the
     mesh axes (`pricing`'s topology) of more than one device they leave idle, where the plan
     gathers (the search may slice one onto the gathered dim and gather over both)."""
@@ -93,7 +97,7 @@ def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None,
     return tuple((a, sizes.get(a)) for a in sorted(used | idle))
 
 
-def _used(src: Layout, dst: Layout, axes: tuple | None) -> tuple | None:
+def _used(src: Layout, dst: Layout, axes: AxisSizes | None) -> AxisSizes | None:
     """`axes` without the idle ones (`_axes`): the fixed order does not use them."""
     if axes is None:
         return None
@@ -101,19 +105,19 @@ def _used(src: Layout, dst: Layout, axes: tuple | None) -> tuple | None:
     return tuple((a, n) for a, n in axes if a in used)
 
 
-def _idle(src: Layout, dst: Layout, axes: tuple | None) -> bool:
+def _idle(src: Layout, dst: Layout, axes: AxisSizes | None) -> bool:
     return axes is not None and len(_used(src, dst, axes) or ()) < len(axes)
 
 
-def _known(axes: tuple | None) -> dict[str, float] | None:
+def _known(axes: AxisSizes | None) -> dict[str, float] | None:
     """Every size in `axes`, or None when one is symbolic."""
     if axes is None or any(n is None for _, n in axes):
         return None
-    return {a: n for a, n in axes}
+    return {a: n for a, n in axes if n is not None}
 
 
 @memoized("reshard.in-order", lambda src, dst, axes: (src, dst, axes))
-def _in_order(src: Layout, dst: Layout, axes: tuple | None) -> tuple[Step, ...] | None:
+def _in_order(src: Layout, dst: Layout, axes: AxisSizes | None) -> tuple[Step, ...] | None:
     sizes = None if axes is None else {a: n for a, n in axes if n is not None}
     steps = plan_in_order(src, dst, sizes or None)
     return None if steps is None else tuple(steps)
@@ -145,7 +149,7 @@ def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
 
 
 @memoized("reshard.plan", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
-def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
+def _planned(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing
              ) -> tuple[Step, ...] | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
@@ -156,7 +160,7 @@ def _planned(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing
 
 
 @memoized("reshard.floor", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
-def _floor(src: Layout, dst: Layout, axes: tuple | None, pricing: Pricing) -> float | None:
+def _floor(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing) -> float | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
     if steps is None or sizes is None or (_final(steps, _idle(src, dst, axes))

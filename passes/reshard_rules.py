@@ -39,8 +39,8 @@ class Refusal:
 
 def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None = None
              ) -> Layout | Refusal:
-    """What one collective does to a layout (the sharding chapter): the one home of these rules, used by the
-    planner below and by the explicit collectives a program writes.
+    """What one collective does to a layout (the sharding chapter): the one home of these rules,
+    used by the planner below and by the explicit collectives a program writes.
 
     >>> lay = Layout.of({"I": ("X", "Y"), "J": ()}, {"Z"})
     >>> transfer(lay, "AllGather", ("Y",)).format("A")

@@ -43,9 +43,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 
 from shardc.lang.layout import DimSharding, Layout
+from shardc.passes.cost_model import Links
 from shardc.passes.layout_cost import Pricing
 from shardc.passes.memo import MAX_ENTRIES, register
 from shardc.passes.reshard_rules import Step
@@ -64,10 +65,11 @@ State = tuple[Dims, frozenset[str]]
 Move = tuple[str, str, int | None, State, float, float]
 """(kind, axes, dim index, the layout after, the step's time, the shards after)."""
 
-_COSTS: dict = register("reshard_search.costs")
+_COSTS: dict[Hashable, tuple[Links, dict[tuple[object, ...], float]]] = register(
+    "reshard_search.costs")
 """By machine (cost model, topology, link figures) and axis sizes: the links, and the step times
 by (kind, axes, V)."""
-_BYTES: dict = register("reshard_search.bytes")
+_BYTES: dict[tuple[Pricing, tuple[str, ...]], float] = register("reshard_search.bytes")
 """The whole array's bytes by (pricing, dims)."""
 
 

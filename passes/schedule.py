@@ -1,7 +1,7 @@
 """The step schedule: which collectives are on the critical path, and T_step with overlap.
 
-The training chapter's algorithms: weight AllGathers can be prefetched before the matmul that needs them,
-and gradient reductions run asynchronously after the gradient is computed; both are off the
+The training chapter's algorithms: weight AllGathers can be prefetched before the matmul that needs
+them, and gradient reductions run asynchronously after the gradient is computed; both are off the
 critical path. A list schedule over the program graph with one compute and one network resource
 gives the step time between perfect overlap (max) and none (sum).
 

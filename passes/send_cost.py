@@ -15,13 +15,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sympy as sp
 
 from shardc.hardware.levels import LEVELS, SWITCHED
 from shardc.passes.context import Model
 from shardc.passes.cost_model import CollectiveTime, Links, Num, combine, is_number, smax, smin
-from shardc.passes.ir import Topology
+from shardc.passes.ir import AxisLink, Topology
+
+if TYPE_CHECKING:
+    from shardc.lang.send import SendAxis
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +39,7 @@ class _Leg:
     load: Num = 0
 
 
-def send_time(v: Num, moves: Sequence, size_of: Callable[[str], Num], model: Model,
+def send_time(v: Num, moves: Sequence[SendAxis], size_of: Callable[[str], Num], model: Model,
               topo: Topology | None, links: Links,
               known: Callable[[str], int | None] | None = None) -> CollectiveTime:
     """Time of a Send of `v` bytes per device; `moves` are its `shardc.lang.send.SendAxis` entries.
@@ -93,28 +97,42 @@ def send_time(v: Num, moves: Sequence, size_of: Callable[[str], Num], model: Mod
                           levels, tuple((lv, b) for lv, b, _ in per_level))
 
 
-def _legs(m, n: Num, n_known: int | None, link, topo: Topology | None) -> list[_Leg]:
+def _legs(m: SendAxis, n: Num, n_known: int | None, link: AxisLink | None,
+          topo: Topology | None) -> list[_Leg]:
     """The physical ICI axes one Send entry moves along (several for a spanning mesh axis)."""
     phys = (link.physical or (m.axis,)) if link is not None else (m.axis,)
     if topo is None or link is None or len(phys) == 1:
         pa = topo.phys(phys[0]) if topo is not None else None
         ring = pa is None or (pa.wrap and (pa.length is None or pa.length >= 3))
         stride = link.stride if link is not None else 1
-        return [_point_leg(phys[0], m.dst - m.src, n_known, ring, stride) if m.shift is None
+        return [_point_leg(phys[0], _offset(m), n_known, ring, stride) if m.shift is None
                 else _shift_leg(phys[0], m.shift, n, n_known, ring, stride)]
     maybe_lengths = [topo.phys(p).length for p in phys]
     lengths = [length for length in maybe_lengths if length is not None]
     if n_known is None or len(lengths) < len(maybe_lengths):
         # A symbolic axis spanning several physical ones: one ring of n, as symbolic axes are.
-        return [_point_leg(phys[0], m.dst - m.src, n_known, True, 1) if m.shift is None
+        return [_point_leg(phys[0], _offset(m), n_known, True, 1) if m.shift is None
                 else _shift_leg(phys[0], m.shift, n, n_known, True, 1)]
     rings = [topo.phys(p).wrap and length >= 3 for p, length in zip(phys, lengths, strict=True)]
     if m.shift is None:
-        pairs = zip(_digits(m.src, lengths), _digits(m.dst, lengths), strict=True)
+        src, dst = _ends(m)
+        pairs = zip(_digits(src, lengths), _digits(dst, lengths), strict=True)
         return [_point_leg(p, b - a, length, ring, 1)
                 for p, length, ring, (a, b) in zip(phys, lengths, rings, pairs, strict=True)]
     return [_Leg(p, far, load=load)
             for p, (load, far) in zip(phys, _routed(m.shift, lengths, rings), strict=True)]
+
+
+def _ends(m: SendAxis) -> tuple[int, int]:
+    """A point entry's source and destination (both set where `shift` is None)."""
+    assert m.src is not None and m.dst is not None, m
+    return m.src, m.dst
+
+
+def _offset(m: SendAxis) -> int:
+    """A point entry's destination less its source."""
+    src, dst = _ends(m)
+    return dst - src
 
 
 def _point_leg(phys: str, d: int, n: Num, ring: bool, stride: int) -> _Leg:
@@ -157,7 +175,7 @@ def _routed(k: int, lengths: list[int], rings: list[bool]) -> list[tuple[Num, in
     n = math.prod(lengths)
     out: list[tuple[Num, int]] = []
     for j, length in enumerate(lengths):
-        load: dict[tuple, Num] = {}
+        load: dict[tuple[tuple[tuple[int, ...], tuple[int, ...]], int, int], Num] = {}
         far = 0
         for c in range(n):
             here, there = _digits(c, lengths), _digits((c + k) % n, lengths)
@@ -181,10 +199,11 @@ def _routed(k: int, lengths: list[int], rings: list[bool]) -> list[tuple[Num, in
     return out
 
 
-def _domain_levels(m, n: int | None, inner: int) -> list[str]:
+def _domain_levels(m: SendAxis, n: int | None, inner: int) -> list[str]:
     """The levels a Send along an NVLink axis spanning domains of `inner` devices uses."""
     if m.shift is None:
-        return ["nvlink" if m.src // inner == m.dst // inner else "ib"]
+        src, dst = _ends(m)
+        return ["nvlink" if src // inner == dst // inner else "ib"]
     if n is None:
         return ["nvlink", "ib"]
     same = [c // inner == ((c + m.shift) % n) // inner for c in range(n)]

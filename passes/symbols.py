@@ -13,12 +13,19 @@ latency).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, SupportsFloat
 
 import sympy as sp
 
 from shardc.hardware.levels import LEVELS, PER_HOP
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
+
+if TYPE_CHECKING:
+    from shardc.hardware import Chip
+    from shardc.lang.syntax import Count
+    from shardc.passes.cost_model import Links
 
 
 def as_expr(value: sp.Basic | int | float) -> sp.Basic:
@@ -52,12 +59,13 @@ def size_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(name, positive=True, integer=True)
 
 
-def count_expr(count) -> sp.Expr:
+def count_expr(count: Count) -> sp.Expr:
     """A `repeat` count (`shardc.lang.syntax.Count`) as an expression over the size symbols."""
-    return count.fold(sp.Integer, size_symbol)
+    expr: sp.Expr = count.fold(sp.Integer, size_symbol)
+    return expr
 
 
-def times_count(times) -> sp.Expr:
+def times_count(times: Sequence[Count]) -> sp.Expr:
     """How often an op inside the given `repeat` blocks runs: the product of their counts."""
     return sp.Mul(*[count_expr(c) for c in times]) if times else sp.Integer(1)
 
@@ -67,7 +75,6 @@ class HardwareSymbols:
     """Symbols for one compilation (renamed if a program name would clash)."""
 
     taken: frozenset[str] = frozenset()
-    _flops: dict = field(default_factory=dict, compare=False)
 
     def flops(self, dtype: str) -> sp.Symbol:
         name = "C" if dtype == "bf16" and "C" not in self.taken else f"C_{dtype}"
@@ -134,7 +141,7 @@ class HardwareSymbols:
         return self.t_hop if level in PER_HOP else sp.Symbol(
             f"t_{level}", positive=True)
 
-    def links(self):
+    def links(self) -> Links:
         from shardc.passes.cost_model import Links
 
         return Links({lv: self.w(lv) for lv in LEVELS}, {lv: self.t(lv) for lv in LEVELS})
@@ -165,7 +172,8 @@ HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *CALIBRATION_NAMES, *(f"W_{lv}" fo
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
 
 
-def on_expected(expr: sp.Basic, syms: HardwareSymbols, dtypes=DTYPE_NAMES) -> sp.Basic:
+def on_expected(expr: sp.Basic, syms: HardwareSymbols, dtypes: Iterable[str] = DTYPE_NAMES
+                ) -> sp.Basic:
     """A roofline formula or condition restated on the expected time: every FLOP/s rate C is
     C * eta_mxu and W_hbm is W_hbm * eta_hbm (the network keeps its rates: it is not
     calibrated). A condition `program part > C/W_hbm` becomes `> C eta_mxu/(W_hbm eta_hbm)`;
@@ -179,13 +187,14 @@ def on_expected(expr: sp.Basic, syms: HardwareSymbols, dtypes=DTYPE_NAMES) -> sp
     return expr.xreplace({**rates, syms.w_hbm: syms.w_hbm * syms.eta_hbm})
 
 
-def chip_links(chip) -> tuple[dict[str, float | None], dict[str, float | None]]:
+def chip_links(chip: Chip) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """A chip's bandwidth and latency per network level (None where it has no figure)."""
     return ({lv: chip.bandwidth(lv) for lv in LEVELS}, {lv: chip.latency(lv) for lv in LEVELS})
 
 
-def planning_figures(chip, bindings, taken: frozenset[str] = frozenset(),
-                     precision: str = "default"):
+def planning_figures(chip: Chip | None, bindings: Mapping[str, SupportsFloat],
+                     taken: frozenset[str] = frozenset(), precision: str = "default"
+                     ) -> tuple[Links, dict[str, float]]:
     """Numbers for planning: (Links by level, {symbol name: value}) from the chip, then
     `--set` bindings. A level without a figure counts bandwidth only (W=1, t=0)."""
     from shardc.passes.cost_model import Links
@@ -199,7 +208,7 @@ def planning_figures(chip, bindings, taken: frozenset[str] = frozenset(),
     return links, values
 
 
-def hardware_values(chip, syms: HardwareSymbols,
+def hardware_values(chip: Chip, syms: HardwareSymbols,
                     precision: str = "default") -> dict[sp.Symbol, float]:
     """Numbers for every hardware symbol the chip has a figure for. `C_<dtype>` is the peak
     rate of a product of that dtype (`Chip.matmul_rate`): an f32 product's follows the

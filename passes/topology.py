@@ -1,15 +1,17 @@
 """The `resolve-topology` pass: where each mesh axis lives (link level, physical axes, rings).
 
-Rules (the TPU chapter "TPU networking", the sharding chapter Pop Quiz 2, hardware TOMLs): without `@` an axis uses the chip's
-fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own physical axis unless
-`@ici(x)` names one; wraparound follows the chip's rule on the physical slice unless `wrap` or
-`nowrap` says otherwise; a GPU axis longer than the NVLink domain crosses InfiniBand.
+Rules (the TPU chapter "TPU networking", the sharding chapter Pop Quiz 2, hardware TOMLs): without
+`@` an axis uses the chip's fast link (ICI on TPUs, NVLink on GPUs); each ICI mesh axis is its own
+physical axis unless `@ici(x)` names one; wraparound follows the chip's rule on the physical slice
+unless `wrap` or `nowrap` says otherwise; a GPU axis longer than the NVLink domain crosses
+InfiniBand.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from shardc.hardware.levels import FAST_LINKS, LEVELS
 from shardc.lang.input_limits import MAX_MESH_DEVICES, MAX_SLICE_STEPS
@@ -17,6 +19,9 @@ from shardc.lang.syntax import MeshAxis, MeshDecl, Program
 from shardc.passes.context import Context
 from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
 from shardc.passes.sizes import size_of
+
+if TYPE_CHECKING:
+    from shardc.hardware import Chip
 
 
 def resolve_topology(program: Program, ctx: Context) -> Topology:
@@ -98,7 +103,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
             f"{chip.ici_axes}D torus", axes[0].span,
             notes=("name shared physical axes, e.g. `mesh A=2 @ici(x), B=2 @ici(x), ...`; "
                    "wraparound is decided on the axes as declared",))
-    if laid is not None:
+    if laid is not None and chip is not None:  # (a layout is found only on a chip's pod)
         _say_laid_out(ici, laid, chip, ctx)
     else:
         _check_pod(on_phys, lengths, placement, chip, ctx)
@@ -144,7 +149,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
 
 
 def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
-               levels: dict[str, str], chip, ctx: Context) -> bool:
+               levels: dict[str, str], chip: Chip | None, ctx: Context) -> bool:
     """S015 or H020 (`mesh_limit`) on the mesh's largest axis. The same check for every caller
     (compile, check, `Report.at`, regions, plan, the language server, xla-check), since all of
     them run this pass; it comes before the slice search, which it keeps to a pod's counts."""
@@ -158,7 +163,7 @@ def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
     return True
 
 
-def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
+def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip: Chip | None
                ) -> tuple[str, str, str, str] | None:
     """(code, message, note, the axis to point at) for mesh sizes no machine holds, or None:
     H020 for ICI axes needing more chips than a TPU's largest slice (its pod), S015 for more than
@@ -167,7 +172,8 @@ def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
     >>> mesh_limit({"X": 4096}, {"X": "ici"}, None) is None
     True
     >>> mesh_limit({"X": 2**40}, {"X": "ici"}, None)[:2]
-    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit of 4,294,967,296')
+    ('S015', 'the mesh has 1,099,511,627,776 devices (X=1,099,511,627,776), more than the limit
+    of 4,294,967,296')
     """
     if not sizes:
         return None
@@ -175,7 +181,7 @@ def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip
     dims = chip.pod_dims if chip is not None else None
     ici = [a for a in sizes if levels.get(a, "ici") == "ici"]
     n = math.prod(sizes[a] for a in ici)
-    if dims and ici and n > math.prod(dims):
+    if chip is not None and dims and ici and n > math.prod(dims):
         dcn = ("put the axes beyond one pod on DCN (`mesh P=2 @dcn, ...`: pods joined by the "
                "data-centre network)" if chip.has_level("dcn") else "use fewer chips")
         return ("H020", f"the mesh's ICI axes hold {_count_text(n)} chips "
@@ -204,7 +210,7 @@ def _count_text(n: int) -> str:
     return f"{n:,}" if n < 10**20 else f"about 10^{math.floor(math.log10(n))}"
 
 
-def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
+def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip: Chip | None
                  ) -> dict[str, tuple[tuple[str, int], ...]] | None:
     """Where JAX would put mesh axes that make no slice the chip has, as declared (`mesh X=256`
     on a v5p, each axis its own physical axis): the same chips as the most even slice the chip
@@ -216,7 +222,7 @@ def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
     import itertools
 
     dims = chip.pod_dims if chip is not None else None
-    if not dims or not ici or any(ax.physical for ax in ici):
+    if chip is None or not dims or not ici or any(ax.physical for ax in ici):
         return None
     shape = [sizes[ax.name] for ax in ici]
     if any(n is None for n in shape):
@@ -244,7 +250,7 @@ def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip
     return None if free else {ax.name: out[ax.name] for ax in ici}
 
 
-def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ...]], chip,
+def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ...]], chip: Chip,
                   ctx: Context) -> None:
     """H019 for a mesh laid out as JAX would lay it out (`_device_mesh`)."""
     declared = "x".join(str(math.prod(n for _, n in laid[ax.name])) for ax in ici)
@@ -261,12 +267,13 @@ def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ..
 
 
 def _check_pod(on_phys: dict[str, list[MeshAxis]], lengths: dict[str, int | None],
-               placement: dict[str, tuple[str, ...]], chip, ctx: Context) -> None:
+               placement: dict[str, tuple[str, ...]], chip: Chip | None, ctx: Context
+               ) -> None:
     """H019: the mesh's ICI axes make a slice the chip cannot have. It is costed as declared
     (each physical axis one ring or line of its length); the note gives the same chips as a
     slice the chip has, as JAX's `mesh_utils.create_device_mesh` would lay them out."""
     dims = chip.pod_dims if chip is not None else None
-    if not dims or not on_phys or any(lengths.get(p) is None for p in on_phys):
+    if chip is None or not dims or not on_phys or any(lengths.get(p) is None for p in on_phys):
         return
     shape = tuple(lengths[p] or 1 for p in on_phys)
     why = _slice_problem(shape, chip.wraparound, dims)
@@ -294,7 +301,8 @@ def _slice_problem(shape: tuple[int, ...], rule: str, dims: tuple[int, ...]) -> 
     their own grid.
 
     >>> _slice_problem((256,), "cube-multiple-4", (16, 20, 28))
-    'its pod is 16x20x28, and longer axes need slices of whole 4x4x4 cubes: every side a multiple of 4'
+    'its pod is 16x20x28, and longer axes need slices of whole 4x4x4 cubes: every side a
+    multiple of 4'
     >>> _slice_problem((64, 32, 4), "cube-multiple-4", (16, 20, 28)) is None
     True
     >>> _slice_problem((16, 8), "cube-multiple-4", (16, 20, 28)) is None  # the training chapter
@@ -325,7 +333,8 @@ def _valid_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | 
     """The slice of n chips the chip can have with the shortest longest side, then the most
     even (sides in ascending order; 8192 on a v5p: 16x16x32), or None.
 
-    >>> _valid_slice(256, "cube-multiple-4", (16, 20, 28)), _valid_slice(256, "full-axis-16", (16, 16))
+    >>> (_valid_slice(256, "cube-multiple-4", (16, 20, 28)),
+    ...  _valid_slice(256, "full-axis-16", (16, 16)))
     ((4, 8, 8), (16, 16))
     >>> _valid_slice(1000000007, "cube-multiple-4", (16, 20, 28)) is None  # more than a pod
     True
@@ -389,7 +398,8 @@ def _evenness(shape: tuple[int, ...]) -> tuple[int, float]:
     return max(shape), max(shape) / min(shape)
 
 
-def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip) -> PhysicalAxis:
+def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip: Chip | None
+          ) -> PhysicalAxis:
     length = lengths[p]
     overrides = {u.wrap for u in users if u.wrap is not None}
     if overrides:  # conflicting ones are H018

@@ -6,7 +6,7 @@ Returns the program with subscripts resolved (`I_XY` -> axes X, Y when XY is not
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 
 from shardc.hardware.levels import LEVELS
@@ -21,6 +21,7 @@ from shardc.lang.syntax import (
     Count,
     DimDecl,
     HardwareDecl,
+    MeshAxis,
     MeshDecl,
     Program,
     Stmt,
@@ -106,7 +107,7 @@ def _efficiency(value: Decimal | float | int, what: str) -> float:
     return out
 
 
-def _shown(value) -> str:
+def _shown(value: Decimal | float) -> str:
     """A bound value as the user typed it, near enough: `4096`, `0.5`, `1e-320`, `inf`."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**21:
         value = Decimal(value)  # a Python int of hundreds of digits: shown as 1.000000e+400
@@ -320,7 +321,7 @@ LINKS = LEVELS
 """Network levels a mesh axis can live on (`@ici`, ...), innermost (fastest) first."""
 
 
-def _check_mesh_attributes(ax, ctx: Context) -> bool:
+def _check_mesh_attributes(ax: MeshAxis, ctx: Context) -> bool:
     d = ctx.diagnostics
     if ax.link is not None and ax.link not in LINKS:
         d.error("H010", f"unknown link {ax.link!r} for mesh axis {ax.name!r}", ax.attr_span,
@@ -354,9 +355,9 @@ def _check_mesh_attributes(ax, ctx: Context) -> bool:
     return True
 
 
-def _check_physical_sharing(axes, ctx: Context) -> None:
+def _check_physical_sharing(axes: Iterable[MeshAxis], ctx: Context) -> None:
     """A mesh axis spanning several physical axes has them to itself."""
-    users: dict[str, list] = {}
+    users: dict[str, list[MeshAxis]] = {}
     for ax in axes:
         for p in dict.fromkeys(ax.physical):
             users.setdefault(p, []).append(ax)

@@ -5,6 +5,7 @@ where each was declared), and the small helpers its diagnostics share."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from shardc.lang.source import Span
@@ -31,7 +32,7 @@ class Env:
         return size_of(name, self.dims if name in self.dims else self.mesh, self.bindings)
 
 
-def did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A caret label suggesting the closest known name, or "" when none is close.
 
     >>> did_you_mean("gelo", ["gelu", "silu"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 
 from shardc.lang.dtypes import promote
+from shardc.lang.layout import Layout
 from shardc.lang.send import SEND_NOTE
 from shardc.lang.source import Span
 from shardc.lang.syntax import (
@@ -25,6 +26,9 @@ from shardc.passes.validate_env import Env, did_you_mean
 from shardc.passes.validate_layout import check_layout, mesh_axes_note, resolve_axes, unreduced_span
 from shardc.passes.validate_send import check_send
 
+Checked = tuple[Expr, str, tuple[str, ...]]
+"""An expression checked: resolved, with its dtype and dims."""
+
 _COLLECTIVE_EXAMPLES = {
     "AllGather": "AllGather_X(A)", "AllReduce": "AllReduce_X(A)",
     "ReduceScatter": "ReduceScatter_{X,K}(A)", "AllToAll": "AllToAll_{X,K}(A)",
@@ -32,8 +36,7 @@ _COLLECTIVE_EXAMPLES = {
 }
 
 
-def check_expr(expr: Expr, env: Env, ctx: Context
-                ) -> tuple[Expr, str, tuple[str, ...]] | None:
+def check_expr(expr: Expr, env: Env, ctx: Context) -> Checked | None:
     """Return (resolved expr, dtype, dims) or None after reporting."""
     match expr:
         case Ref():
@@ -51,7 +54,7 @@ def check_expr(expr: Expr, env: Env, ctx: Context
     raise AssertionError(f"unhandled expression {expr!r}")
 
 
-def _check_ref(expr: Ref, env: Env, ctx: Context):
+def _check_ref(expr: Ref, env: Env, ctx: Context) -> Checked | None:
     d = ctx.diagnostics
     name, layout = expr.name, expr.layout
     if name in env.failed:
@@ -82,7 +85,8 @@ def _check_ref(expr: Ref, env: Env, ctx: Context):
     return expr, dtype, dims
 
 
-def _check_renamed(expr: Ref, layout, env: Env, ctx: Context):
+def _check_renamed(expr: Ref, layout: Layout | None, env: Env, ctx: Context
+                   ) -> Checked | None:
     """`In[B, T->S, D]`: an existing array, each renamed dim one of its own, renamed to a
     declared dim of the same size that the array does not already have."""
     d = ctx.diagnostics
@@ -121,7 +125,8 @@ def _check_renamed(expr: Ref, layout, env: Env, ctx: Context):
     return Ref(name, layout, expr.span, expr.renames), dtype, used
 
 
-def _use_layout_ok(expr: Ref, what: str, dims: tuple[str, ...], layout, ctx: Context) -> bool:
+def _use_layout_ok(expr: Ref, what: str, dims: tuple[str, ...], layout: Layout, ctx: Context
+                   ) -> bool:
     """A layout on a use: every dim of the array (`dims`), in any order (S005), and no
     partial sums (S008). False after reporting."""
     d = ctx.diagnostics
@@ -139,7 +144,7 @@ def _use_layout_ok(expr: Ref, what: str, dims: tuple[str, ...], layout, ctx: Con
     return True
 
 
-def _check_contract(expr: Contract, env: Env, ctx: Context):
+def _check_contract(expr: Contract, env: Env, ctx: Context) -> Checked | None:
     d = ctx.diagnostics
     lc = check_expr(expr.lhs, env, ctx)
     rc = check_expr(expr.rhs, env, ctx)
@@ -187,7 +192,7 @@ def _subscript_dims(parts: tuple[str, ...], present: tuple[str, ...], what: str,
     return out
 
 
-def _check_binary(expr: Binary, env: Env, ctx: Context):
+def _check_binary(expr: Binary, env: Env, ctx: Context) -> Checked | None:
     lc = check_expr(expr.lhs, env, ctx)
     rc = check_expr(expr.rhs, env, ctx)
     if lc is None or rc is None:
@@ -207,7 +212,7 @@ def _check_binary(expr: Binary, env: Env, ctx: Context):
     return Binary(expr.op, le, re_, expr.span), promote(lt, rt), dims
 
 
-def _check_reduce(expr: Reduce, env: Env, ctx: Context):
+def _check_reduce(expr: Reduce, env: Env, ctx: Context) -> Checked | None:
     """`Sum_{D}(A)`, `Max_{D}(A)`: dims of A, each once; `softmax_{S}(A)`: one dim of A."""
     d = ctx.diagnostics
     ac = check_expr(expr.arg, env, ctx)
@@ -247,7 +252,7 @@ def _check_reduce(expr: Reduce, env: Env, ctx: Context):
     return Reduce(expr.kind, tuple(wanted), arg, expr.span, expr.sub_span), dtype, out
 
 
-def _check_call(expr: Call, env: Env, ctx: Context):
+def _check_call(expr: Call, env: Env, ctx: Context) -> Checked | None:
     d = ctx.diagnostics
     fn, args = expr.fn, expr.args
     name_span = Span(expr.span.line, expr.span.col, expr.span.line, expr.span.col + len(fn))
@@ -284,7 +289,7 @@ def _check_call(expr: Call, env: Env, ctx: Context):
     return Call(fn, (ac[0],), expr.span), ac[1], ac[2]
 
 
-def _check_collective(expr: CollectiveCall, env: Env, ctx: Context):
+def _check_collective(expr: CollectiveCall, env: Env, ctx: Context) -> Checked | None:
     d = ctx.diagnostics
     kind, parts, dim = expr.kind, expr.axes, expr.dim
     ac = check_expr(expr.arg, env, ctx)

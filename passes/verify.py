@@ -28,7 +28,8 @@ def verify_ir(program: CompiledProgram) -> CompiledProgram:
     >>> verify_ir(CompiledProgram("p", (("X", 2),), (("I", 4),), None, (Input(a), bad), (a,)))
     Traceback (most recent call last):
     ...
-    shardc.passes.verify.IRError: op 1 (line 0, Elementwise -> B[I_X]): reads A[I_X] as value 'A.1', which no earlier op makes
+    shardc.passes.verify.IRError: op 1 (line 0, Elementwise -> B[I_X]): reads A[I_X] as value
+    'A.1', which no earlier op makes
     """
     made: dict[str, Value] = {}
     order = program.mesh_axes

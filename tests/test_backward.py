@@ -40,8 +40,8 @@ def test_fsdp_gathers_weights_and_reduce_scatters_gradients():
 
 
 def test_tensor_parallel_activation_pairs():
-    """The training chapter TP: an AllGather / ReduceScatter pair of activations in the forward pass and
-    of their gradients in the backward pass, no weight-gradient communication."""
+    """The training chapter TP: an AllGather / ReduceScatter pair of activations in the forward pass
+    and of their gradients in the backward pass, no weight-gradient communication."""
     assert collectives("mlp-tp-train") == [("AllGather", "Y", "In"),
                                            ("ReduceScatter", "Y", "Out"),
                                            ("AllGather", "Y", "dOut"),
@@ -50,7 +50,8 @@ def test_tensor_parallel_activation_pairs():
 
 @pytest.mark.parametrize("name", ["mlp-dp-train", "mlp-fsdp-train"])
 def test_backward_condition_is_the_books_on_full_rings(name):
-    """The training chapter: DP and FSDP stay compute-bound while B/X > C/W_ici (book model, rings)."""
+    """The training chapter: DP and FSDP stay compute-bound while B/X > C/W_ici (book model,
+    rings)."""
     text = (ROOT / "programs" / f"{name}.shard").read_text().replace("mesh X=16",
                                                                     "mesh X=16 wrap")
     r = shardc.compile(text, model="book")

@@ -1,4 +1,5 @@
-"""The book's worked answers that the core compiler reproduces (the sharding chapter, the roofline chapter).
+"""The book's worked answers that the core compiler reproduces (the sharding chapter, the roofline
+chapter).
 
 Values come from tests/data/book-problems.yaml (a copy of the shared acceptance corpus) where
 the corpus states them; `book` model answers within the entry's tolerance or 5%.
@@ -64,8 +65,8 @@ def test_q3_latency_bound_allgather():
 
 
 def test_popquiz2_no_wraparound_and_small_case_latency():
-    """The sharding chapter Pop Quiz 2: an axis of 4 on a v5e has no wraparound: 3 hops of 8.4 MB at 4.5e10
-    = 560 us (377 us if it were a full ring); (b) is latency-bound at about 3 us."""
+    """The sharding chapter Pop Quiz 2: an axis of 4 on a v5e has no wraparound: 3 hops of 8.4 MB at
+    4.5e10 = 560 us (377 us if it were a full ring); (b) is latency-bound at about 3 us."""
     a = shardc.compile(PROGRAMS / "popquiz2a-allgather.shard", model="book")
     (t,) = collective_times(a)
     e = expected("shard-popquiz2-allgather-time", "a_time_no_wraparound")
@@ -85,7 +86,8 @@ def test_popquiz2_no_wraparound_and_small_case_latency():
 
 
 def test_q4_picks_the_cheaper_strategy_when_numbers_favour_it():
-    """The sharding chapter's Question 4: with D > 2B the local product + AllReduce beats gathering Y."""
+    """The sharding chapter's Question 4: with D > 2B the local product + AllReduce beats gathering
+    Y."""
     r = shardc.compile(PROGRAMS / "q4-matmul-strategies.shard")
     assert [c.op for c in r.ops if c.kind == "collective"] == ["AllReduce"]
     # A large batch and a small D (D < 2B, and small next to C/W_ici): gathering Y wins.
@@ -114,8 +116,8 @@ def test_q4_symbolic_reports_the_alternative_and_its_condition():
 
 
 def test_q9_reducescatter_ratio():
-    """The sharding chapter's Question 9: gather-first moves N*M elements, matmul-then-ReduceScatter N*K: the
-    ratio is M/K, so with M > K the ReduceScatter wins (an AllToAll of A, a quarter of an
+    """The sharding chapter's Question 9: gather-first moves N*M elements, matmul-then-ReduceScatter
+    N*K: the ratio is M/K, so with M > K the ReduceScatter wins (an AllToAll of A, a quarter of an
     AllGather of it, also loses here)."""
     r = shardc.compile(PROGRAMS / "q9-reducescatter.shard")
     assert [c.op for c in r.ops if c.kind == "collective"] == ["ReduceScatter"]
@@ -144,7 +146,8 @@ def test_two_chip_condition_book_model():
 
 
 def test_popquiz_memory():
-    """The sharding chapter Pop Quiz: int8[128, 2048] as A[I_XY, J] on {X:2, Y:8, Z:2}: 16 KiB, 512 KiB."""
+    """The sharding chapter Pop Quiz: int8[128, 2048] as A[I_XY, J] on {X:2, Y:8, Z:2}: 16 KiB,
+    512 KiB."""
     r = shardc.compile(PROGRAMS / "popquiz-memory.shard")
     (a,) = r.cost.arrays
     assert r.value(a.bytes_per_device) == 16384
@@ -152,7 +155,8 @@ def test_popquiz_memory():
 
 
 def test_popquiz_2d_h100_load_time():
-    """The sharding chapter Pop Quiz [2D sharding]: 1 MiB per device, ~0.31 us to load at 3.4e12 B/s."""
+    """The sharding chapter Pop Quiz [2D sharding]: 1 MiB per device, ~0.31 us to load at 3.4e12
+    B/s."""
     r = shardc.compile(PROGRAMS / "popquiz-2d-h100.shard")
     a = next(a for a in r.cost.arrays if a.name == "A")
     assert r.value(a.bytes_per_device) == 4 * 1024 * 4096 / 16
@@ -161,7 +165,8 @@ def test_popquiz_2d_h100_load_time():
 
 
 def test_question1_replication_ratio():
-    """The sharding chapter's Question 1: A[I_X, J, K] on {X:4, Y:8, Z:2} takes Y*Z = 16 copies' worth."""
+    """The sharding chapter's Question 1: A[I_X, J, K] on {X:4, Y:8, Z:2} takes Y*Z = 16 copies'
+    worth."""
     text = ("mesh X=4, Y=8, Z=2\ndim I=64, J=8, K=8\nA: bf16[I_X, J, K]\n")
     r = shardc.compile(text)
     (a,) = r.cost.arrays

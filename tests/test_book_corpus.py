@@ -359,7 +359,7 @@ def opt_time(r: Report, e, c=None) -> sp.Expr:
     return e.t_math if c is None else sp.Max(e.t_math, c.t_bandwidth)
 
 
-# ---- derivations (dsl/tools/derive.py): the book's accounting of a training step ------------------
+# ---- derivations (dsl/tools/derive.py): the book's accounting of a training step -----------------
 BOOK_ACC = ("the book's accounting (dsl/tools/derive.py: the pass with the most communication per "
             "FLOP, ICI axes as full rings); its recomputation is the book's own formula, so "
             "the book model is used for both")
@@ -441,7 +441,7 @@ def pod_chips(r: Report) -> int:
     return math.prod(int(n) for n in r.chip.pod_shape.split("x"))
 
 
-# ---- transformer counts ---------------------------------------------------------------------------
+# ---- transformer counts --------------------------------------------------------------------------
 def elements(r: Report, *names: str) -> sp.Expr:
     return sp.Add(*[global_elements(value_of(r, n).layout, size_symbol) for n in names])
 
@@ -784,7 +784,8 @@ ENTRIES: dict[str, Entry | str] = {
         sym("pp_per_step", "epoch-pipeline-expert-traffic", lambda r: sent_words(r, colls(r)),
             model="exact", subs={"N_PP": "PP", "d_model": "dmodel"},
             note="a Send +1 per stage boundary and the gradients' Send -1 (derived by "
-                 "`backward`), repeated N_PP i - 1 times; one device's words, the Epoch AI paper's total"),
+                 "`backward`), repeated N_PP i - 1 times; one device's words, the Epoch AI "
+                 "paper's total"),
         sym("ep_per_step", "epoch-pipeline-expert-traffic-experts",
             lambda r: sent_words(r, colls(r)) * devices(r), model="exact",
             subs={"b": "bo*bi", "d_model": "dmodel", "N_EP": "E"},
@@ -908,7 +909,7 @@ ENTRIES: dict[str, Entry | str] = {
         num("bytes_per_chip_12_ckpt", "llama3-70b-memory-per-chip",
             lambda r: r.value(r.totals["memory_per_device_bytes"], N=8960), set={"Nck": 12}),
     ),
-    # ---- flops ------------------------------------------------------------------------------------
+    # ---- flops -----------------------------------------------------------------------------------
     "roofline-flops-time-h100-v6e": entry(
         num("t_math_h100", "roofline-flops-time-h100-v6e", lambda r: r.value("t_math_s")),
         num("t_math_v6e", "roofline-flops-time-h100-v6e", lambda r: r.value("t_math_s"),
@@ -978,7 +979,7 @@ ENTRIES: dict[str, Entry | str] = {
             lambda r: r.value(ein(r, 0).flops_per_device / 2)),
         num("time", "epoch-falcon-180b-matmul", lambda r: r.value("t_math_s")),
     ),
-    # ---- hbm-roofline -----------------------------------------------------------------------------
+    # ---- hbm-roofline ----------------------------------------------------------------------------
     "roofline-v5e-critical-intensity": entry(
         num("intensity_accel", "roofline-v5e-critical-intensity",
             lambda r: r.value(cond(r).rhs), set=SET_V5E_TEXT, note="the text's 8.2e11 B/s"),
@@ -1131,7 +1132,7 @@ ENTRIES: dict[str, Entry | str] = {
             lambda r: r.value(threshold(r, "M", subs={"N": "M", "K": "M"})),
             set={"C_int8": 2e15}),
     ),
-    # ---- matmul-strategy --------------------------------------------------------------------------
+    # ---- matmul-strategy -------------------------------------------------------------------------
     "shard-jax-example-local-shapes": entry(
         num("local_shape_A", "shard-jax-example-local-shapes", lambda r: local_shape(r, "A")),
         num("local_shape_B", "shard-jax-example-local-shapes", lambda r: local_shape(r, "Bm")),
@@ -1340,7 +1341,8 @@ ENTRIES: dict[str, Entry | str] = {
     "train-tp-model-examples": entry(
         *[num(item, "train-mlp-tp", lambda r: r.holds(dcond(r)), hw="tpu-v5p",
               set={"F": 30000, "Y": y}, rmodel="book",
-              note=f"LLaMA 3-70B, F = 30,000 at Y = {y}; the text says TPUv4p but uses v5p's 2550")
+              note=f"LLaMA 3-70B, F = 30,000 at Y = {y}; the text says TPUv4p but uses "
+                   "v5p's 2550")
           for item, y in (("llama_8way_ok", 8), ("llama_16way_ok", 16))],
         num("required_F_8way", "train-mlp-tp", lambda r: r.value(dsolved(r, "F")),
             hw="tpu-v5p", set={"Y": 8}, rmodel="book", note=BOOK_ACC),
@@ -1485,7 +1487,8 @@ ENTRIES: dict[str, Entry | str] = {
         num("recipe_bs_1m", "train-mlp-fsdp-tp-3d",
             lambda r: r.value(dsolved(r, "B/N", "at-optimum-max", "X"))
             < r.value(r.parse("B/N"), N=8192), set={"B": 1e6, "F": 30000}, rmodel=None,
-            expect=True, note="the corpus's derived check: the revised training chapter floor 108 < 1e6/8192 = 122"),
+            expect=True, note="the corpus's derived check: the revised training chapter floor "
+                              "108 < 1e6/8192 = 122"),
     ),
     "train-pods-10-pods-llama3-70b": entry(
         num("chips", "train-pods-10-pods", lambda r: r.value(devices(r))),
@@ -1592,7 +1595,7 @@ ENTRIES: dict[str, Entry | str] = {
             set={"F": 28672, "B": 4.19e6}, rmodel=None,
             note="2048 x 4 = 8192 of the 8960 chips (the corpus's caveat)"),
     ),
-    # ---- transformer-count ------------------------------------------------------------------------
+    # ---- transformer-count -----------------------------------------------------------------------
     "tfm-mlp-train-flops-params": entry(
         *[sym("train_flops_per_matmul", "tfm-block", lambda r, w=w: flops(weight_einsums(r, w)),
               note=f"{w}: forward, input gradient, weight gradient") for w in FFW],

@@ -1,7 +1,8 @@
 """Sources are cited by their public names (docs/sources.md), never by the numbers of the
 project's internal source folder ("000 part 4", "002 Question 4", "seed 003", `_004` keys): a
 reader with only the book cannot resolve those. Scans code, docs, programs and goldens; not
-tests/data/book-problems.yaml, a verbatim copy of the shared corpus, whose entries name its files."""
+tests/data/book-problems.yaml, a verbatim copy of the shared corpus, whose entries name its
+files."""
 
 from __future__ import annotations
 

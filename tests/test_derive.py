@@ -1,4 +1,5 @@
-"""`shardc derive`: conditions solved for a variable, optimal mesh sizes (the training chapter, the revised training chapter)."""
+"""`shardc derive`: conditions solved for a variable, optimal mesh sizes (the training chapter, the
+revised training chapter)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FSDP_TP = ("mesh X @ici(x, y), Y @ici(z)\ndim B, D=8192, F\nhardware tpu-v5p\n"
            "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
            "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n")
-"""The training chapter's FSDP + TP on a 3D torus: FSDP over two physical axes (M_X = 2), TP over one."""
+"""The training chapter's FSDP + TP on a 3D torus: FSDP over two physical axes (M_X = 2), TP over
+one."""
 
 
 def derive(capsys, *args) -> dict:
@@ -60,10 +62,10 @@ def test_the_book_conditions_of_the_training_programs(capsys, program, expr, var
 
 
 def test_tp_book_statement_is_the_forward_pass(capsys):
-    """The book models the forward pass of TP (4BDF/Y FLOPs against 4BD bytes); the backward pass has
-    the same communication for twice the FLOPs. The whole step on a ring is 3F/(2Y) in the book's
-    ring formula (3F/(2(Y - 1)) with the exact model's (Y - 1)/Y); on the line of 8 the program
-    has on a v5p, 3F/(4(Y - 1))."""
+    """The book models the forward pass of TP (4BDF/Y FLOPs against 4BD bytes); the backward pass
+    has the same communication for twice the FLOPs. The whole step on a ring is 3F/(2Y) in the
+    book's ring formula (3F/(2(Y - 1)) with the exact model's (Y - 1)/Y); on the line of 8 the
+    program has on a v5p, 3F/(4(Y - 1))."""
     prog = str(ROOT / "programs/mlp-tp-train.shard")
     book = derive(capsys, prog)
     assert book["accounting"] == "forward"
@@ -106,10 +108,11 @@ def test_fsdp_tp_conditions_summed_and_overlapped(capsys):
 
 
 def test_optimal_fsdp_axis_is_the_books(capsys, tmp_path):
-    """The training chapter: X_opt = sqrt(B/F * M_X/M_Y * N) (M_X = 2, M_Y = 1 here), from the forward
-    pass; both overlap models agree on it. LLaMA-3 70B (the LLaMA 3 chapter): B = 4.19e6, F = 28672,
-    N = 8960: 1618, rounded to 2048 (Y = 4); compute-bound while B/N > 4 alpha^2/(M_X M_Y F) =
-    453.6 (the book, summed) or alpha^2/(M_X M_Y F) = 113.4 (the revised training chapter, overlapped)."""
+    """The training chapter: X_opt = sqrt(B/F * M_X/M_Y * N) (M_X = 2, M_Y = 1 here), from the
+    forward pass; both overlap models agree on it. LLaMA-3 70B (the LLaMA 3 chapter): B = 4.19e6,
+    F = 28672, N = 8960: 1618, rounded to 2048 (Y = 4); compute-bound while
+    B/N > 4 alpha^2/(M_X M_Y F) = 453.6 (the book, summed) or alpha^2/(M_X M_Y F) = 113.4 (the
+    revised training chapter, overlapped)."""
     prog = tmp_path / "fsdp_tp.shard"
     prog.write_text(FSDP_TP)
     d = derive(capsys, str(prog), "--optimize", "X", "--with", "Y", "--solve-for", "B/N")

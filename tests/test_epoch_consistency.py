@@ -92,9 +92,9 @@ def test_the_planner_chooses_the_same_all_reduces_for_a_cube():
     """Left to itself (no {U_..}, no explicit collectives), the planner picks the paper's plan
     when the contracted dims are as large as the others: an AllReduce per GEMM.
 
-    With a small contracted dim it may instead gather both operands (the sharding chapter Case 4), which moves
-    fewer bytes but repeats the GEMM on every device of the contracted axis; Eq. 3 assumes the
-    work is partitioned, so that plan is outside its scope (see docs/limits.md)."""
+    With a small contracted dim it may instead gather both operands (the sharding chapter Case 4),
+    which moves fewer bytes but repeats the GEMM on every device of the contracted axis; Eq. 3
+    assumes the work is partitioned, so that plan is outside its scope (see docs/limits.md)."""
     r = shardc.compile(program("X=2, Y=4, Z=8", "I=2048, J=2048, K=2048", explicit=False),
                     model="exact")
     assert [(op.op, op.axes) for op in r.ops if op.kind == "collective"] == [

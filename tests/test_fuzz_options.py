@@ -153,9 +153,13 @@ class Generator:
         if op == 0:
             del out[i]
         elif op == 1:
-            out[i] = f"{key}= {self.rng.choice(['0', '-1', 'nan', 'inf', '-inf', '1e400', '1e-320', '0.0', '1e308', 'true', '[]', '{}'])}"
+            number = self.rng.choice(['0', '-1', 'nan', 'inf', '-inf', '1e400', '1e-320', '0.0',
+                                      '1e308', 'true', '[]', '{}'])
+            out[i] = f"{key}= {number}"
         elif op == 2:
-            out[i] = f'{key}= "{self.rng.choice(["16x16", "0x0", "-4x4", "4x4x4x4", "x", "", "1e9x1e9", "99999999999999999999x2"])}"'
+            shape = self.rng.choice(["16x16", "0x0", "-4x4", "4x4x4x4", "x", "", "1e9x1e9",
+                                     "99999999999999999999x2"])
+            out[i] = f'{key}= "{shape}"'
         elif op == 3:
             out[i] = f"{key}= " + "[" * self.rng.choice([3, 50, 3000]) + "]" * 3000
         elif op == 4:

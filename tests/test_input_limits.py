@@ -1,5 +1,6 @@
 """The documented limits on input (dsl/lang/input_limits.py): a program at each limit compiles,
-one past it gets a positioned diagnostic; the capped plan search agrees with the exhaustive one; line accounting.
+one past it gets a positioned diagnostic; the capped plan search agrees with the exhaustive one;
+line accounting.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 
 from tests.typecheck import ROOT
 from tests.typecheck import main as typecheck
@@ -19,3 +20,13 @@ def test_mypy_finds_no_error(capsys):
     code = typecheck([])
     out = capsys.readouterr().out
     assert code == 0, out[-6000:]
+
+
+def test_mypy_holds_the_language_and_the_passes_to_strict():
+    """The per-module --strict flags cover `lang` and `passes` (passes/lower/ is excepted while
+    it is rewritten), so the mypy run above checks them strictly."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    strict = {m for o in config["overrides"] if o.get("disallow_untyped_defs")
+              for m in o["module"]}
+    assert {"shardc.lang.*", "shardc.passes.*"} <= strict
+    assert config["check_untyped_defs"] is True

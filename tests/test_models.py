@@ -167,7 +167,8 @@ def test_public_configs_give_the_named_sizes():
     assert counts("llama3-405b").params == pytest.approx(405.8e9, rel=0.01)
     ds = counts("deepseek-v3")
     assert ds.params == pytest.approx(671e9, rel=0.01)  # DeepSeek-V3's stated total
-    # The transformer-math chapter Question 7: 37B activated; MLA is approximated (see the card), so 3%.
+    # The transformer-math chapter Question 7: 37B activated; MLA is approximated (see the card), so
+    # 3%.
     assert ds.active_params == pytest.approx(37e9, rel=0.03)
     value, _, _ = expected("tfm-q7-deepseek-v3-mfu", "model_flops")
     assert ds.training_flops(14.8e12)["six_n"] == pytest.approx(value, rel=0.03)

@@ -1,6 +1,6 @@
-"""Every JSON the CLI writes names its schema first (`"schema": "shardc.<name>/<version>"`) and follows the
-JSON Schema shipped as `shardc/driver/schemas/<name>.schema.json` (docs/schemas.md); each schema
-also refuses a broken document, so these tests can fail. The report's own tests are in
+"""Every JSON the CLI writes names its schema first (`"schema": "shardc.<name>/<version>"`) and
+follows the JSON Schema shipped as `shardc/driver/schemas/<name>.schema.json` (docs/schemas.md);
+each schema also refuses a broken document, so these tests can fail. The report's own tests are in
 tests/test_schemas.py."""
 
 from __future__ import annotations

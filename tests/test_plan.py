@@ -84,7 +84,7 @@ def test_pods_shard_only_the_batch():
     assert fsdp.layout.axes[0] == Axis("P", 2, "pod", "@dcn")
 
 
-# ---- the LLaMA 3 70B plan (the LLaMA 3 chapter "How to shard LLaMA 3-70B for training") -------------------
+# ---- the LLaMA 3 70B plan (the LLaMA 3 chapter "How to shard LLaMA 3-70B for training") ----------
 
 def test_llama3_70b_picks_fsdp_tp_and_pure_fsdp_is_communication_bound(llama70b):
     best = llama70b.best

@@ -318,12 +318,24 @@ def test_cli_refuses_bad_pipeline_options(flag, value):
 def test_without_sequence_parallelism_each_block_ends_in_an_allreduce():
     """--no-sequence-parallel: Megatron-LM's tensor parallelism (Shoeybi et al. 2019). Under
     selective recomputation it is a trade: the layer inputs kept replicated (more memory), so
-    the backward pass need not gather them again (a shorter calibrated step)."""
+    the backward pass need not gather them again (less exposed tensor-parallel communication
+    in the calibrated step), while the norms and residual additions run on the whole stream on
+    every rank, which sequence parallelism shards (Korthikanti et al. 2022, section 4.2.2)."""
+    from shardc.tools.plan.accounting import compile_parts
+    from shardc.tools.plan.framework import layer_seconds
+
     sp = _one(("fsdp-tp", 8), remat="selective")
     no_sp = _one(("fsdp-tp", 8), remat="selective", sequence_parallel=False)
     assert sp.layout.sequence_parallel and not no_sp.layout.sequence_parallel
     assert no_sp.figures["memory"]["activations"] > sp.figures["memory"]["activations"]
-    assert no_sp.t_expected < sp.t_expected  # the calibrated step, by which plan ranks
+    exposed = [c.figures["t_exposed_by_role_s"]["tp"] for c in (sp, no_sp)]
+    assert exposed[1] < exposed[0]
+    passes = []
+    for c in (sp, no_sp):
+        ((_, r, _), *_) = compile_parts(CARD, H100, c.layout, TOKENS // 4096, 4096,
+                                        Options(remat="selective"))
+        passes.append(layer_seconds(r, H100, "selective", 0.0))
+    assert passes[1] == pytest.approx(8 * passes[0])  # the stream is 8x wider on each rank
 
 
 # ---- mixture of experts ------------------------------------------------------------------------

@@ -83,7 +83,8 @@ sizes_st = st.lists(st.integers(1, 16), min_size=1, max_size=3)
 @settings(max_examples=200, deadline=None)
 @given(st.floats(1e3, 1e12), sizes_st, st.sampled_from(["book", "exact"]))
 def test_allreduce_costs_reducescatter_plus_allgather(v, sizes, model):
-    """The sharding chapter: AllReduce = ReduceScatter + AllGather (bandwidth and latency terms alike)."""
+    """The sharding chapter: AllReduce = ReduceScatter + AllGather (bandwidth and latency terms
+    alike)."""
     ar = ring_collective_time("AllReduce", v, sizes, model, 9e10, 1e-6)
     rs = ring_collective_time("ReduceScatter", v, sizes, model, 9e10, 1e-6)
     ag = ring_collective_time("AllGather", v, sizes, model, 9e10, 1e-6)
@@ -94,7 +95,8 @@ def test_allreduce_costs_reducescatter_plus_allgather(v, sizes, model):
 @settings(max_examples=200, deadline=None)
 @given(st.floats(1e3, 1e12), st.integers(2, 64).filter(lambda n: n % 2 == 0))
 def test_alltoall_is_a_quarter_of_an_allgather_on_even_rings(v, n):
-    """The sharding chapter: on a bidirectional ring an AllToAll of an array costs 1/4 of an AllGather of it.
+    """The sharding chapter: on a bidirectional ring an AllToAll of an array costs 1/4 of an
+    AllGather of it.
 
     shardc's V is per device: the AllToAll's block v, the AllGather's gathered n * v."""
     a2a = ring_collective_time("AllToAll", v, [n], "exact", 9e10, 0.0)
@@ -148,7 +150,8 @@ def _topology(mesh_line: str, chip: str):
 @given(topologies(), st.floats(1e3, 1e10), st.sampled_from(["book", "exact"]),
        st.sampled_from(["tpu-v5e", "tpu-v5p"]), st.data())
 def test_allreduce_is_reducescatter_plus_allgather_on_any_topology(mesh, v, model, chip, data):
-    """The sharding chapter: AllReduce = ReduceScatter + AllGather, level by level, rings, lines and DCN."""
+    """The sharding chapter: AllReduce = ReduceScatter + AllGather, level by level, rings, lines and
+    DCN."""
     topo, sizes = _topology(mesh, chip)
     axes = data.draw(st.lists(st.sampled_from(sorted(sizes)), min_size=1, unique=True))
     links = Links({lv: 9e10 if lv == "ici" else 6.25e9 for lv in
@@ -167,7 +170,8 @@ def test_allreduce_is_reducescatter_plus_allgather_on_any_topology(mesh, v, mode
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from([3, 4, 8, 16]), st.floats(1e3, 1e10), st.sampled_from(["book", "exact"]))
 def test_a_line_is_never_faster_than_a_ring(n, v, model):
-    """The sharding chapter Pop Quiz 2: without the wraparound link a collective can only be slower."""
+    """The sharding chapter Pop Quiz 2: without the wraparound link a collective can only be
+    slower."""
     ring, sizes = _topology(f"mesh X={n} @ici wrap", "tpu-v5e")
     line, _ = _topology(f"mesh X={n} @ici nowrap", "tpu-v5e")
     links = Links.uniform(9e10, 1e-6)

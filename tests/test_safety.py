@@ -24,8 +24,9 @@ from shardc.driver.escape import html_text, latex_comment, latex_text, md_code, 
 from shardc.driver.files import CliIOError, atomic_path, check_writable, write_text
 from shardc.lang.diagnostics import CompileError, Diagnostic
 from shardc.lang.input_limits import MAX_MESH_DEVICES, MAX_SLICE_STEPS
+from shardc.lang.quoting import quoted
 from shardc.lang.source import Source, Span
-from shardc.lang.visible import quoted, visible
+from shardc.lang.visible import visible
 from shardc.passes import topology
 
 RULES = (("cube-multiple-4", (16, 20, 28)), ("cube-multiple-4", (16, 16, 16)),
@@ -136,7 +137,7 @@ def test_visible_leaves_nothing_a_terminal_acts_on(s):
 @given(st.text(), st.integers(1, 200))
 def test_quoted_is_short_and_printable(s, limit):
     q = quoted(s, limit)
-    assert q.isprintable() and q.startswith("'")
+    assert q.isprintable() and q[0] in "'\""
     assert len(q) <= 4 * 10 * limit + 40  # an escape is at most 10 characters
 
 

@@ -1,6 +1,6 @@
 """Point-to-point sends, `Send_{X: 0->3, Y: 0->3}(A)` and `Send_{P: +1}(A)`: parsing, the checks,
-the costs (the TPU chapter's Question 5 on a TPU v5e 4x4, rings against lines, shifts), the simulator against
-numpy.roll, the backward pass and the printed forms."""
+the costs (the TPU chapter's Question 5 on a TPU v5e 4x4, rings against lines, shifts), the
+simulator against numpy.roll, the backward pass and the printed forms."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def report(text: str, model: str = "exact", **bindings: float):
     return shardc.compile(text, model=model, set=bindings)
 
 
-# ---- syntax ---------------------------------------------------------------------------------------
+# ---- syntax --------------------------------------------------------------------------------------
 def test_point_and_shift_forms_parse():
     prog = shardc.parse("mesh X=4, Y=4, P=2\ndim I=8\nA: bf16[I]\nB = Send_{X: 0->3, Y:2->1}(A)\n"
                      "C = Send_{P: +1}(A)\nD = Send_{X: -2, Y: +5}(A)\n")
@@ -83,7 +83,7 @@ def test_send_without_subscript_and_reserved_names():
     assert code("mesh X=4\ndim I=8\nSend: bf16[I]\nB = Send_{X: +1}(Send)\n") is None
 
 
-# ---- checks ---------------------------------------------------------------------------------------
+# ---- checks --------------------------------------------------------------------------------------
 HEAD = "mesh X=4, Y=4, P\ndim I=8\nA: bf16[I]\n"
 
 
@@ -129,7 +129,7 @@ def test_malformed_programs_never_crash(tmp_path, capsys):
         assert "Traceback" not in err and "internal error" not in err, (stmt, err)
 
 
-# ---- costs: the TPU chapter's Question 5 ----------------------------------------------------------------------
+# ---- costs: the TPU chapter's Question 5 ---------------------------------------------------------
 @pytest.mark.parametrize("model", ["book", "exact"])
 def test_q5_numbers(model):
     r = report(Q5, model)
@@ -219,7 +219,7 @@ def test_send_time_without_topology_is_a_ring():
     assert (t.bandwidth, t.latency, t.time) == (100.0, 1, 101.0)
 
 
-# ---- the simulator --------------------------------------------------------------------------------
+# ---- the simulator -------------------------------------------------------------------------------
 def compiled(text: str):
     result = run_pipeline(Source("<send>", text), None, "exact", {})
     assert not result.diagnostics.has_errors, result.rendered()
@@ -306,7 +306,7 @@ def test_roll_of_the_only_axis_is_numpy_roll():
                                       np.roll(a, 3 * k, axis=0))
 
 
-# ---- backward -------------------------------------------------------------------------------------
+# ---- backward ------------------------------------------------------------------------------------
 PIPE = """\
 mesh P=4
 dim B=8, D=4, F=4
@@ -342,7 +342,7 @@ def test_point_gradient_is_the_identity():
     assert [c.op for c in r.ops if c.op.startswith("Send_")] == ["Send_{X: 0->2}"]
 
 
-# ---- printed forms --------------------------------------------------------------------------------
+# ---- printed forms -------------------------------------------------------------------------------
 def test_every_format_prints_the_send():
     r = report(Q5)
     assert "Send_{X: 0->3, Y: 0->3}" in r.to_text()

@@ -84,7 +84,8 @@ def test_moe_routes_with_alltoall_and_keeps_expert_gradients_local():
     assert [c.op for c in colls] == ["AllToAll"] * 4  # dispatch, combine, and both again back
     assert not any(c.array.startswith("dW") for c in colls)
     G, C, D, X = (size_symbol(n) for n in "GCDX")
-    # each AllToAll moves the dispatched tokens [G, E, C, D] (the sharding chapter: V * N / (4 W) per axis)
+    # each AllToAll moves the dispatched tokens [G, E, C, D] (the sharding chapter: V * N / (4 W)
+    # per axis)
     assert sp.simplify(colls[0].comm_bytes - 2 * G * size_symbol("E") * C * D / X) == 0
 
 

@@ -1,6 +1,7 @@
 """The TextMate grammar (grammar/shard.tmLanguage.json) gives every token of every program in
-programs/ (and the book's worked examples in tests/book/) a scope: a scan that applies its patterns in order at each position, as a TextMate
-engine does within one line, leaves no character but whitespace unmatched."""
+programs/ (and the book's worked examples in tests/book/) a scope: a scan that applies its patterns
+in order at each position, as a TextMate engine does within one line, leaves no character but
+whitespace unmatched."""
 
 from __future__ import annotations
 

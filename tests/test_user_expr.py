@@ -1,5 +1,6 @@
-"""The command-line formula grammar (`grammar/expr.lark`, `shardc.driver.user_expr`): what it accepts and
-the SymPy it builds, what it refuses and where, and a round trip through its own printer."""
+"""The command-line formula grammar (`grammar/expr.lark`, `shardc.driver.user_expr`): what it
+accepts and the SymPy it builds, what it refuses and where, and a round trip through its own
+printer."""
 
 from __future__ import annotations
 

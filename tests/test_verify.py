@@ -123,7 +123,7 @@ def test_a_value_read_with_dims_renamed_is_consistent():
     assert verify_ir(program) is program
 
 
-# ---- every random program -------------------------------------------------------------------------
+# ---- every random program ------------------------------------------------------------------------
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -125,7 +125,8 @@ def test_summarize_reads_collectives_shapes_and_dot_flops() -> None:
 
 
 TRACED = """\
-HloModule jit_line6_C, entry_computation_layout={(bf16[3,6,3]{2,1,0}, bf16[1,3,6]{2,1,0})->bf16[3,6,6]{2,1,0}}
+HloModule jit_line6_C, \
+entry_computation_layout={(bf16[3,6,3]{2,1,0}, bf16[1,3,6]{2,1,0})->bf16[3,6,6]{2,1,0}}
 
 %fused_computation (param_0.2: f32[6,6]) -> f32[1,6,6] {
   %param_0.2 = f32[6,6]{1,0} parameter(0)
@@ -140,16 +141,19 @@ HloModule jit_line6_C, entry_computation_layout={(bf16[3,6,3]{2,1,0}, bf16[1,3,6
 
 ENTRY %main.0_spmd (param: bf16[3,6,3], param.1: bf16[1,3,6]) -> bf16[3,6,6] {
   %param = bf16[3,6,3]{2,1,0} parameter(0), sharding={replicated}, metadata={op_name="A"}
-  %param.1 = bf16[1,3,6]{2,1,0} parameter(1), sharding={devices=[3,1,1]<=[3]}, metadata={op_name="B"}
+  %param.1 = bf16[1,3,6]{2,1,0} parameter(1), sharding={devices=[3,1,1]<=[3]}, \
+metadata={op_name="B"}
   %convert = f32[6,3]{1,0} convert(%param)
   %fusion.1 = f32[3,6]{1,0} fusion(%param.1), kind=kLoop, calls=%fused_computation.1
   %all-gather.b = f32[9,6]{1,0} all-gather(%fusion.1), channel_id=2, replica_groups=[1,3]<=[3], \
 dimensions={0}
-  %dot.1 = f32[6,6]{1,0} dot(%convert, %fusion.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %dot.1 = f32[6,6]{1,0} dot(%convert, %fusion.1), lhs_contracting_dims={1}, \
+rhs_contracting_dims={0}
   %fusion = f32[1,6,6]{2,1,0} fusion(%dot.1), kind=kLoop, calls=%fused_computation
   %all-gather = f32[3,6,6]{2,1,0} all-gather(%fusion), channel_id=1, \
 replica_groups=mesh['axis_0'=3] {'axis_0'}, dimensions={0}
-  %multiply.9 = f32[2,4]{1,0} multiply(%convert, %convert), metadata={op_name="jit(f)/ab,bc->ac/dot_general"}
+  %multiply.9 = f32[2,4]{1,0} multiply(%convert, %convert), \
+metadata={op_name="jit(f)/ab,bc->ac/dot_general"}
   ROOT %convert.27 = bf16[3,6,6]{2,1,0} convert(%all-gather)
 }
 """
@@ -413,9 +417,9 @@ def test_cli_json(tmp_path: Path) -> None:
     data = json.loads(out.getvalue())
     assert code == 0 and data["schema"] == "shardc.xla-check/2"
     (st,) = data["statements"]
-    # The sharding chapter's Question 9: shardc picks the book's ReduceScatter; XLA moves A with an AllToAll,
-    # which costs more under shardc's model (an AllToAll is a quarter of an AllGather of the
-    # whole array).
+    # The sharding chapter's Question 9: shardc picks the book's ReduceScatter; XLA moves A with an
+    # AllToAll, which costs more under shardc's model (an AllToAll is a quarter of an AllGather of
+    # the whole array).
     assert st["line"] == 11 and st["verdict"] == "ours cheaper"
     assert [c["op"] for c in st["ours"]] == ["ReduceScatter"]
     assert [c["op"] for c in st["xla"]] == ["AllToAll"]

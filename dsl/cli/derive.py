@@ -247,8 +247,8 @@ def to_text(out: dict) -> str:
         lines.append(f"  {c['text']}:")
         vals = c["values"]
         tail = "" if c["holds"] is None else (
-            f"   [{'holds' if c['holds'] else 'does not hold'}: {fmt_sig(vals['lhs'], 4, '?')} vs "
-            f"{fmt_sig(vals['rhs'], 4, '?')}]")
+            f"   [{'holds' if c['holds'] else 'does not hold'}: "
+            f"{fmt_sig(vals['lhs'], 4, '?')} vs {fmt_sig(vals['rhs'], 4, '?')}]")
         if c["holds"] is None and vals["rhs"] is not None:
             tail = f"   [right side {fmt_sig(vals['rhs'], 4, '?')}]"
         lines.append(f"    {c['expr']}{tail}")

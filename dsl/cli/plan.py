@@ -13,7 +13,8 @@ from typing import get_args
 from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.driver.json_text import strict_dumps
-from shardc.lang.visible import quoted, visible, visible_lines
+from shardc.lang.quoting import quoted
+from shardc.lang.visible import visible, visible_lines
 from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")
@@ -89,7 +90,8 @@ def add_parser(sub) -> None:
     p.add_argument("--layout", metavar="STRATEGY[: MESH]",
                    help="evaluate one layout instead of searching: a strategy (dp, fsdp, tp, "
                    "fsdp-tp, dp-tp; pipelined pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp with PP= "
-                   "stages: 'pp-dp-tp: PP=16, Y=8') and its mesh sizes, laid out on the slice as the search would "
+                   "stages: 'pp-dp-tp: PP=16, Y=8') and its mesh sizes, laid out on the slice "
+                   "as the search would "
                    "('fsdp-tp: X=2048, Y=4'), or with each axis's links as `model program "
                    "--mesh` takes them ('fsdp-tp: X1=1024 @ici(x, y), X2=2 @ici(z), Y=4 @ici(z)')")
     p.add_argument("--zero", type=int, choices=(0, 1, 2), default=0,
@@ -107,6 +109,10 @@ def add_parser(sub) -> None:
                    help="tensor-parallel layouts keep the residual stream replicated over the "
                    "tensor axes (an AllReduce after each block, Megatron-LM without sequence "
                    "parallelism) instead of sharded")
+    p.add_argument("--dropout", default="0", metavar="P",
+                   help="dropout rate of the residual additions and the attention "
+                   "probabilities, 0 to below 1 (default 0); above 0 the calibrated step pays "
+                   "the masks' memory passes (Megatron-LM's default is 0.1)")
     p.add_argument("--jobs", "-j", default=None, metavar="N",
                    help="compile candidates in N processes (default: the CPUs, at most 4; "
                    "1 compiles them one after another); the plan is the same")
@@ -470,6 +476,19 @@ def _split_mesh(text: str) -> list[str]:
 
 # ---- shardc plan -------------------------------------------------------------------------------
 
+def _rate(text: str, flag: str) -> float:
+    """A probability from 0 to below 1 (`--dropout 0.1`), or an InputError naming the flag."""
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not (0.0 <= x < 1.0):
+        raise InputError(f"{flag} {text!r}: expected a rate from 0 to below 1, such as 0.1")
+    return x
+
+
 @_guard
 def run_plan(args: argparse.Namespace) -> int:
     from shardc.lang.input_limits import MAX_PLAN_CHIPS
@@ -498,7 +517,8 @@ def run_plan(args: argparse.Namespace) -> int:
                          microbatch_sequences=_count(args.microbatch, "--microbatch",
                                                      1 << 20),
                          sequence_parallel=args.sequence_parallel,
-                         matmul_precision=args.matmul_precision),
+                         matmul_precision=args.matmul_precision,
+                         dropout=_rate(args.dropout, "--dropout")),
                  progress=progress, only=only, jobs=_jobs(args.jobs))
     except PlanError as exc:
         raise InputError(("--layout: " if only is not None else "") + str(exc)) from None

@@ -181,7 +181,8 @@ def checked_bindings(bindings) -> dict[str, float | Decimal]:
     >>> checked_bindings({"B": "x"})
     Traceback (most recent call last):
     ...
-    shardc.lang.numeric.NumberError: set['B']: 'x' is not a number (try 4096, 4_096, 1e6, 4M = 4*10^6 or 4Mi = 4*2^20)
+    shardc.lang.numeric.NumberError: set['B']: 'x' is not a number (try 4096, 4_096, 1e6,
+    4M = 4*10^6 or 4Mi = 4*2^20)
     """
     from shardc.lang.numeric import real
     from shardc.lang.quoting import quoted

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from shardc.lang.input_limits import MAX_SOURCE_BYTES
-from shardc.lang.visible import quoted
+from shardc.lang.quoting import quoted
 
 
 class CliIOError(Exception):
@@ -67,7 +67,8 @@ def check_writable(path: str, *, flag: str, inputs: tuple[str | None, ...] = ())
     >>> check_writable("/dev/null", flag="-o")
     Traceback (most recent call last):
     ...
-    shardc.driver.files.CliIOError: -o '/dev/null' is not a regular file (a FIFO, socket or device); give a file name
+    shardc.driver.files.CliIOError: -o '/dev/null' is not a regular file (a FIFO, socket or
+    device); give a file name
     """
     shown = quoted(path)
     if not path or path.endswith(("/", os.sep)):

@@ -60,7 +60,9 @@ def strict_dumps(obj: Any, indent: int | None = None, **kw: Any) -> str:
     >>> strict_dumps({"a": [float("inf")]})
     Traceback (most recent call last):
     ...
-    shardc.driver.json_text.NonFiniteError: a NaN or infinite number at $.a[0] cannot be written as JSON (JSON has neither; this value should have been refused with a diagnostic before it was computed)
+    shardc.driver.json_text.NonFiniteError: a NaN or infinite number at $.a[0] cannot be written
+    as JSON (JSON has neither; this value should have been refused with a diagnostic before it
+    was computed)
     """
     try:
         return json.dumps(obj, indent=indent, allow_nan=False, **kw)

@@ -176,7 +176,8 @@ def finite(value: Any, what: str) -> float:
     >>> finite(6 * 70e9 * 1e308, "training FLOPs")
     Traceback (most recent call last):
     ...
-    shardc.lang.numeric.NumberError: training FLOPs overflows a float (inf; a float holds up to 1.8e308)
+    shardc.lang.numeric.NumberError: training FLOPs overflows a float (inf; a float holds up to
+    1.8e308)
     """
     try:
         out = float(value)

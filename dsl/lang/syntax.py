@@ -206,8 +206,8 @@ class CollectiveCall:
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     sub_span: Span = field(default=NO_SPAN, compare=False, repr=False)
     send: tuple[SendAxis, ...] = ()
-    """`Send_{X: 0->3}(A)`, `Send_{P: +1}(A)`: the entries of a point-to-point send (dsl/lang/send.py);
-    `axes` are their mesh axes."""
+    """`Send_{X: 0->3}(A)`, `Send_{P: +1}(A)`: the entries of a point-to-point send
+    (dsl/lang/send.py); `axes` are their mesh axes."""
 
 
 @dataclass(frozen=True, slots=True)

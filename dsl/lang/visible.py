@@ -1,13 +1,10 @@
 """User text made safe to echo to a terminal: control characters shown as escapes (`\\x1b`, as
-rustc shows them) and long values cut, so a program, a file name or a flag value cannot move the
-cursor, retitle the terminal or flood the screen through a diagnostic or a report.
+rustc shows them), so a program, a file name or a flag value cannot move the cursor or retitle
+the terminal through a diagnostic or a report (`shardc.lang.quoting.quoted` also cuts a long
+value, so none floods the screen).
 """
 
 from __future__ import annotations
-
-QUOTE_LIMIT = 120
-"""The most characters of one user value an error message quotes (as a diagnostic quotes at
-most 120 characters of a source line)."""
 
 
 def visible(text: str, keep: str = "") -> str:
@@ -37,21 +34,6 @@ def _escape(c: str) -> str:
         return _SHORT[c]
     n = ord(c)
     return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
-
-
-def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
-    """`value` quoted for an error message: in single quotes, control characters visible, and at
-    most `limit` characters of it, with how long it was when cut.
-
-    >>> quoted("out.json"), quoted("a\\nb")
-    ("'out.json'", "'a\\\\nb'")
-    >>> quoted("x" * 1000, 5)
-    "'xxxxx...' (1,000 characters)"
-    """
-    text = str(value)
-    if len(text) <= limit:
-        return f"'{visible(text)}'"
-    return f"'{visible(text[:limit])}...' ({len(text):,} characters)"
 
 
 def visible_columns(text: str, col: int, width: int, keep: str = "\t"

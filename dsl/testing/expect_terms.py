@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import sympy as sp
 
+from shardc.driver import user_expr as formulas
 from shardc.driver.printers import SUMMARY
 from shardc.lang.expect import (
     BinOp,
@@ -25,6 +27,7 @@ from shardc.lang.expect import (
     Num,
     Relation,
 )
+from shardc.lang.source import Span
 from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:
@@ -32,8 +35,9 @@ if TYPE_CHECKING:
 
 LABELS = {label: key for label, key, _ in SUMMARY if label.isidentifier()}
 """The text report's labels that are names (`T_comms`, `FLOPs`), by the total they show."""
-FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {"Max": sp.Max, "Min": sp.Min, "sqrt": sp.sqrt,
-                                                 "abs": sp.Abs}
+FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {
+    name: formulas.FUNCTIONS[name] for name in ("Max", "Min", "sqrt", "abs")}
+"""The functions an expectation may call (a command-line formula's, fewer of them)."""
 TOLERANCE = 1e-9
 """Relative: `==` and the non-strict comparisons forgive float rounding this small."""
 
@@ -84,9 +88,15 @@ def known_names(report: Report) -> str:
 def to_sympy(node: Node, report: Report) -> sp.Expr:
     """An expectation's operand over `report`: a total's name (or its text label) stands for
     its formula, any other name for the size or chip figure it names. `ExpectError` (E002)
-    for an unknown name, and for what is not a real quantity (`1/0`, `sqrt(-1)`)."""
+    for an unknown name, and for what is not a real quantity (`1/0`, `sqrt(-1)`).
+
+    The operand is built as a command-line formula (`shardc.driver.user_expr.to_sympy`, the one
+    home of a formula's arithmetic); decimals stay exact (`0.5` is 1/2), and an exponent must
+    come to a whole number up to 16."""
+    spans: list[Span] = []
+    values: dict[str, sp.Expr] = {}
     try:
-        out = _to_sympy(node, report)
+        out = _build(_formula(node, report, spans, values), spans, values)
     except (TypeError, ValueError, ArithmeticError) as exc:
         if isinstance(exc, ExpectError):
             raise
@@ -98,49 +108,61 @@ def to_sympy(node: Node, report: Report) -> sp.Expr:
     return out
 
 
-def _to_sympy(node: Node, report: Report) -> sp.Expr:
+def _build(tree: formulas.Node, spans: list[Span], values: dict[str, sp.Expr]) -> sp.Expr:
+    """`tree` in SymPy; its nodes' columns index `spans`, the expectation's own positions."""
+    try:
+        return formulas.to_sympy(tree, values.__getitem__)
+    except formulas.ExprError as exc:
+        raise ExpectError(exc.message, spans[exc.column]) from None
+
+
+def _formula(node: Node, report: Report, spans: list[Span], values: dict[str, sp.Expr]
+             ) -> formulas.Node:
+    """The operand as a command-line formula's tree, its names resolved into `values` and the
+    rules only an expectation has checked (its functions, whole exponents)."""
+    column = len(spans)
+    spans.append(node.span)
     match node:
         case Num(_, value):
-            return sp.Integer(int(value)) if value == value.to_integral_value() else (
-                sp.Rational(str(value)))
+            if value == value.to_integral_value():
+                return formulas.Num(value, column)
+            p, q = value.as_integer_ratio()  # exact: the formula's own literal would be a Float
+            return formulas.BinOp("/", formulas.Num(Decimal(p), column),
+                                  formulas.Num(Decimal(q), column), column)
         case Name(name):
-            key = name if name in report.totals else LABELS.get(name)
-            if key is not None and key in report.totals:
-                return as_expr(report.totals[key])
-            names = report.names()
-            if name in names:
-                return names[name]
-            raise ExpectError(f"unknown quantity {name!r}; {known_names(report)}", node.span,
-                              "not a total, label, size or chip figure of this program")
+            values[name] = _quantity(name, node, report)
+            return formulas.Name(name, column)
         case Neg(operand):
-            return -to_sympy(operand, report)
+            return formulas.Neg(_formula(operand, report, spans, values), column)
         case BinOp(op, left, right):
-            a, b = to_sympy(left, report), to_sympy(right, report)
-            if op == "+":
-                return a + b
-            if op == "-":
-                return a - b
-            if op == "*":
-                return a * b
-            if op == "/":
-                if b.is_zero:
-                    raise ExpectError("division by zero", node.span)
-                return a / b
-            if not (b.is_Integer and abs(int(b)) <= 16):
-                raise ExpectError("'**' takes a whole number up to 16 as its exponent",
-                                  node.span)
-            if a.is_zero and b.is_negative:
-                raise ExpectError("division by zero (0 to a negative power)", node.span)
-            return a ** b
+            a = _formula(left, report, spans, values)
+            b = _formula(right, report, spans, values)
+            if op == "**":
+                power = _build(b, spans, values)
+                if not (power.is_Integer and abs(int(power)) <= 16):
+                    raise ExpectError("'**' takes a whole number up to 16 as its exponent",
+                                      node.span)
+            return formulas.BinOp(op, a, b, column)
         case Call(func, args):
             if func not in FUNCTIONS:
                 raise ExpectError(f"unknown function {func!r}; an expectation may call "
                                   + ", ".join(FUNCTIONS), node.span)
-            values = [to_sympy(a, report) for a in args]
-            if func != "Max" and func != "Min" and len(values) != 1:
-                raise ExpectError(f"{func} takes 1 argument, got {len(values)}", node.span)
-            return FUNCTIONS[func](*values)
+            if func != "Max" and func != "Min" and len(args) != 1:
+                raise ExpectError(f"{func} takes 1 argument, got {len(args)}", node.span)
+            return formulas.Call(func, tuple(_formula(a, report, spans, values) for a in args),
+                                 column)
     raise TypeError(node)
+
+
+def _quantity(name: str, node: Node, report: Report) -> sp.Expr:
+    key = name if name in report.totals else LABELS.get(name)
+    if key is not None and key in report.totals:
+        return as_expr(report.totals[key])
+    names = report.names()
+    if name in names:
+        return names[name]
+    raise ExpectError(f"unknown quantity {name!r}; {known_names(report)}", node.span,
+                      "not a total, label, size or chip figure of this program")
 
 
 def axes_of(c: Collective, mesh: Sequence[str]) -> tuple[str, ...]:

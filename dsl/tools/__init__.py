@@ -1,2 +1,2 @@
-"""Tools built on `compile()`: derive, sweep, the mesh simulator, the XLA check, model cards and plans,
-and the Epoch AI data-movement limits."""
+"""Tools built on `compile()`: derive, sweep, the mesh simulator, the XLA check, model cards and
+plans, and the Epoch AI data-movement limits."""

@@ -1,8 +1,8 @@
 """Symbolic derivation over a report: the compute-bound conditions of a step, solved for a
 variable, and the optimum of a free mesh size (the training chapter, the revised training chapter).
 
-Two accountings. `book` is the training chapter's: the pass with the most communication per FLOP (the
-forward pass for TP and FSDP + TP, the backward pass for DP), every ICI axis priced as a full
+Two accountings. `book` is the training chapter's: the pass with the most communication per FLOP
+(the forward pass for TP and FSDP + TP, the backward pass for DP), every ICI axis priced as a full
 ring (the book's W_ici, both directions); it gives B/X > C/W_ici for DP and FSDP, F > Y C/W_ici
 for TP and X_opt = sqrt(B/F * M_X/M_Y * N). `exact` is the whole step as compiled, on the
 topology as resolved. Communication over several axis groups is summed (the book) or overlapped,
@@ -98,7 +98,8 @@ class Derivation:
 
 # ---- accountings -----------------------------------------------------------------------------
 def book_topology(topo: Topology | None) -> Topology | None:
-    """The book's assumption: every physical ICI axis a full ring (the sharding chapter's V/W_ici)."""
+    """The book's assumption: every physical ICI axis a full ring (the sharding chapter's
+    V/W_ici)."""
     if topo is None:
         return None
     return dataclasses.replace(topo, physical=tuple(
@@ -167,8 +168,9 @@ def mesh_groups(groups: dict[tuple[str, ...], sp.Expr]) -> str:
 
 def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
                   ) -> list[Condition]:
-    """T_math > T_comms of a pass: summed (the book) and, with several axis groups, overlapped (the revised training chapter)
-    as one condition per group; and one condition per network level when there are several."""
+    """T_math > T_comms of a pass: summed (the book) and, with several axis groups, overlapped (the
+    revised training chapter) as one condition per group; and one condition per network level when
+    there are several."""
     is_hw = report.cost.symbols.is_hardware
     if p.math == 0 or p.t_comms == 0:
         return []
@@ -184,8 +186,8 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
         for axes, t in groups.items():
             out.append(Condition(
                 f"compute-bound-max-{''.join(axes)}",
-                f"compute-bound, {what}; communication overlapped (the revised training chapter: T_comms = max over "
-                f"axis groups), the part over {_label(axes)}",
+                f"compute-bound, {what}; communication overlapped (the revised training "
+                f"chapter: T_comms = max over axis groups), the part over {_label(axes)}",
                 separate(p.math, t, is_hw)))
     levels: dict[str, list[sp.Expr]] = {}
     for c in p.comms:
@@ -202,7 +204,8 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
 
 def at_optimum(p: Pass, report: Report, opt: Optimum, devices: float | None = None
                ) -> Condition:
-    """T_math > T_comms at the optimum (the book: summed; the revised training chapter: the equal groups' max)."""
+    """T_math > T_comms at the optimum (the book: summed; the revised training chapter: the equal
+    groups' max)."""
     syms = {s.name: s for s in p.math.free_symbols | p.t_comms.free_symbols}
     x, y = syms[opt.var], syms[opt.partner]
     sub = {x: opt.expr, y: opt.devices / opt.expr}
@@ -282,8 +285,8 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
         else:
             tie = (f"; the {' and '.join(t.name for t in ties)} pass has as much"
                    if ties else "")
-            what = (f"book accounting (the training chapter): the {p.name} pass, the most communication "
-                    f"per FLOP{tie}; ICI axes as full rings")
+            what = (f"book accounting (the training chapter): the {p.name} pass, the most "
+                    f"communication per FLOP{tie}; ICI axes as full rings")
         notes.extend(topology_notes(report))
     else:
         p = whole_step(parts)

@@ -233,8 +233,8 @@ def optimize_axis(t_comms: sp.Expr, var: str, partner: str, devices: sp.Expr
 @budgeted
 def balance_axis(groups: Sequence[sp.Expr], var: str, partner: str, devices: sp.Expr
                  ) -> Optimum | None:
-    """The revised training chapter's optimum of max(T_a, T_b): the `var` at which the two groups take equal time (one
-    grows with var, the other shrinks)."""
+    """The revised training chapter's optimum of max(T_a, T_b): the `var` at which the two groups
+    take equal time (one grows with var, the other shrinks)."""
     if len(groups) != 2:
         return None
     syms = {s.name: s for g in groups for s in g.free_symbols}

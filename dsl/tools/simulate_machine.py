@@ -80,7 +80,8 @@ UNARY_FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "square_grad": lambda x: 2.0 * x,
     "max_mask": lambda x: (x == 0).astype(np.float64),
 }
-"""A float64 implementation of every unary function in `shardc.lang.syntax.ELEMENTWISE_FUNCTIONS`."""
+"""A float64 implementation of every unary function in
+`shardc.lang.syntax.ELEMENTWISE_FUNCTIONS`."""
 
 BINARY_FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "+": np.add,

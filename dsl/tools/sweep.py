@@ -37,7 +37,8 @@ TIMES = ("t_math_s", "t_hbm_s", "t_comms_s")
 """Always evaluated (when they have values): they give the bound and the crossovers."""
 CROSSINGS = (("t_math_s", "t_comms_s"), ("t_math_s", "t_hbm_s"))
 DERIVED = {"intensity": "flops_per_device/hbm_bytes", "flops_per_s": "flops_per_device/t_lower_s"}
-"""Quantities beyond the report's totals: arithmetic intensity (the roofline chapter) and achieved FLOP/s."""
+"""Quantities beyond the report's totals: arithmetic intensity (the roofline chapter) and achieved
+FLOP/s."""
 LABELS = {t.key: t.label for t in TOTALS} | {
     "intensity": "intensity", "flops_per_s": "FLOP/s", "bound": "bound"}
 UNITS = {t.key: t.unit for t in TOTALS} | {"flops_per_s": "flop"}

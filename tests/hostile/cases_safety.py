@@ -155,7 +155,7 @@ OUTPUTS = [
                                        "{tmp}/card.toml"),
          files={"card.toml": CARD}, expect=("-o", "is the input")),
     Case("compile-o-long-name-is-cut", ("compile", "{tmp}/p.shard", "-o", "{tmp}/" + "a" * 5000),
-         files={"p.shard": PROG}, expect=("-o", "characters)")),
+         files={"p.shard": PROG}, expect=("-o", "characters in all)")),
     Case("compile-o-control-chars-in-name", ("compile", "{tmp}/p.shard", "-o",
                                              "{tmp}/nope/\x1b]0;pwned\x07.json"),
          files={"p.shard": PROG}, expect=("-o", "\\x1b]0;pwned\\x07")),

@@ -1,6 +1,6 @@
 """The HTML report (a notebook's `_repr_html_`): the summary with its formulas for MathJax, the
-training memory, and the ops (axes, bytes, why) in a collapsible table; `math_html` and `table_html` are the HTML
-helpers every notebook view uses."""
+training memory, and the ops (axes, bytes, why) in a collapsible table; `math_html` and `table_html`
+are the HTML helpers every notebook view uses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hardware presets of the Epoch AI paper (Tables 2-4): GPUs, network levels, and the paper's results.
+"""Hardware presets of the Epoch AI paper (Tables 2-4): GPUs, network levels, and the paper's
+results.
 
 Figures are SI (FLOP/s, bytes, bytes/s, s). Network bandwidths are stored as the paper quotes
 them, *bidirectional* per GPU (Appendix 8.1.2); `NetworkLevel.words_per_s` converts to the

@@ -30,7 +30,8 @@ def compile_document(uri: str, text: str) -> dict[str, Any]:
     Markdown of its picture (hovered over its name); `restart` when the
     worker should not compile again (it ran out of memory).
 
-    >>> out = compile_document("file:///t.shard", "mesh X=2\\ndim I=8\\nA: f32[I_X]\\nB = gelo(A)\\n")
+    >>> out = compile_document("file:///t.shard",
+    ...                        "mesh X=2\\ndim I=8\\nA: f32[I_X]\\nB = gelo(A)\\n")
     >>> [(d["code"], d["span"]) for d in out["diagnostics"]]
     [('N012', [4, 5, 4, 9])]
     """

@@ -62,8 +62,9 @@ class Reference:
 
 @dataclass(frozen=True, slots=True)
 class ModelCard:
-    """One model's architecture and training setup, in the book's letters (the LLaMA 3 chapter table):
-    L = n_layers, D = d_model, F = d_ff, N = n_heads, K = n_kv_heads, H = d_head, V = vocab."""
+    """One model's architecture and training setup, in the book's letters (the LLaMA 3 chapter
+    table): L = n_layers, D = d_model, F = d_ff, N = n_heads, K = n_kv_heads, H = d_head,
+    V = vocab."""
 
     name: str
     display_name: str

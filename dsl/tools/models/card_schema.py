@@ -1,8 +1,8 @@
 """The model card TOML format as a JSON Schema, generated from the loader's field tables
 (`shardc.tools.models.ARCHITECTURE_FIELDS`, `MOE_FIELDS`, `MLA_FIELDS`, `TRAINING_FIELDS`), so
-that editors which read JSON Schemas (taplo, Even Better TOML) check a card as it is typed. `card.schema.json` beside the
-cards is this module's output; `shardc model schema` prints it. docs/plan.md, "Writing a card",
-explains each field.
+that editors which read JSON Schemas (taplo, Even Better TOML) check a card as it is typed.
+`card.schema.json` beside the cards is this module's output; `shardc model schema` prints it.
+docs/plan.md, "Writing a card", explains each field.
 """
 
 from __future__ import annotations

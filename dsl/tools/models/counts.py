@@ -4,8 +4,9 @@ Each part (a layer, the routed experts, the embedding/unembedding) is compiled o
 device with one sequence of the card's length; the report gives the parameters (the sum of the
 `param` arrays' sizes), the einsum FLOPs (forward, and with the derived backward pass) and the
 bytes of the arrays a KV cache keeps. Python multiplies by the number of layers.
-The transformer-math chapter "Transformer math": training costs about 6 FLOPs per parameter per token (the
-"6ND" rule), plus the dot-product attention (12BT^2NH per layer, which the rule leaves out).
+The transformer-math chapter "Transformer math": training costs about 6 FLOPs per parameter per
+token (the "6ND" rule), plus the dot-product attention (12BT^2NH per layer, which the rule leaves
+out).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ class Counts:
 
     @property
     def six_n(self) -> float:
-        """The 6ND rule's FLOPs per token: 6 x the (active) parameters (the transformer-math chapter)."""
+        """The 6ND rule's FLOPs per token: 6 x the (active) parameters (the transformer-math
+        chapter)."""
         return 6 * self.active_params
 
     def training_flops(self, tokens: float) -> dict[str, float]:

@@ -1,19 +1,19 @@
 """`.shard` programs generated from a model card: one transformer layer with its backward pass,
 and the embedding / unembedding, sharded by a `Layout` (which mesh axis shards what).
 
-The layer is the book's (the transformer-math chapter "Transformer math"): grouped-query attention with separate
-K (KV heads) and G (query heads per KV head) dims, Q/K/V/O projections and the two dot products
-over the sequence, then the gated MLP's three matrices (the training chapter: "W_in1, W_in2, W_out").
-The attention's softmax is `softmax_{S}` (max, exp, sum and divide over the keys). Norms, residual
-additions and rotary embeddings are left out (they are elementwise, O(BTD) next to the matmuls). A MoE layer (DeepSeek) is the attention
-and the shared experts, with the routed experts in a program of their own run on the dispatched
-tokens (E experts x C tokens each, C = B*T*k/E with balanced routing); the dispatch and combine
-permutations are not modelled.
+The layer is the book's (the transformer-math chapter "Transformer math"): grouped-query attention
+with separate K (KV heads) and G (query heads per KV head) dims, Q/K/V/O projections and the two dot
+products over the sequence, then the gated MLP's three matrices (the training chapter: "W_in1,
+W_in2, W_out"). The attention's softmax is `softmax_{S}` (max, exp, sum and divide over the keys).
+Norms, residual additions and rotary embeddings are left out (they are elementwise, O(BTD) next to
+the matmuls). A MoE layer (DeepSeek) is the attention and the shared experts, with the routed
+experts in a program of their own run on the dispatched tokens (E experts x C tokens each,
+C = B*T*k/E with balanced routing); the dispatch and combine permutations are not modelled.
 
-Sharding follows the training chapter's table: data axes shard the batch (and the sequence when the batch
-has too few sequences, the LLaMA 3 chapter's "FSDP over both the batch and sequence axes"), FSDP shards
-every weight over the data axes too, tensor axes shard d_ff, the heads, the vocabulary and the
-residual stream's d_model (`In[B_X, D_Y]`), pod axes (DCN) shard only the batch.
+Sharding follows the training chapter's table: data axes shard the batch (and the sequence when the
+batch has too few sequences, the LLaMA 3 chapter's "FSDP over both the batch and sequence axes"),
+FSDP shards every weight over the data axes too, tensor axes shard d_ff, the heads, the vocabulary
+and the residual stream's d_model (`In[B_X, D_Y]`), pod axes (DCN) shard only the batch.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from shardc.lang.visible import quoted, visible
+from shardc.lang.quoting import quoted
+from shardc.lang.visible import visible
 from shardc.tools.models import ModelCard
 from shardc.tools.models.sharding import Layout, Sharding, ShardingError, Weights, subscripted
 
@@ -132,7 +133,8 @@ def _gqa(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
         f"Q[{q}] = In[{a('B', 'T', 'D')}] ·_D W_Q",
         f"Kc[{kv}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_K   # the keys read In along S",
         f"Vc[{kv}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_V",
-        f"Sc[{a('B', 'T', 'S', 'K', 'G', whole=('S',))}] = Q ·_H Kc   # Q.K over the head dim, per query group",
+        f"Sc[{a('B', 'T', 'S', 'K', 'G', whole=('S',))}] = Q ·_H Kc   "
+        "# Q.K over the head dim, per query group",
         "Pr = softmax_{S}(Sc)   # over the keys",
         f"Att[{q}] = Pr ·_S Vc",
         f"A[{a('B', 'T', 'D', d_tp=True)}] = Att ·_{{K,G,H}} W_O",
@@ -164,7 +166,8 @@ def _mla(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
         f"Qn[{a('B', 'T', 'N', 'HN')}] = Cq ·_RQ W_UQ",
         f"Qr[{a('B', 'T', 'N', 'HR')}] = Cq ·_RQ W_QR   # rotary part of the query",
         f"Ckv[{a('B', 'S', 'RKV')}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_DKV   # the cached latent",
-        f"Kr[{a('B', 'S', 'HR')}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_KR   # rotary key, one for all heads",
+        f"Kr[{a('B', 'S', 'HR')}] = In[{keys(a('B', 'S', 'D'))}] ·_D W_KR   "
+        "# rotary key, one for all heads",
         f"Kc[{a('B', 'S', 'N', 'HN')}] = Ckv ·_RKV W_UK",
         f"Vc[{a('B', 'S', 'N', 'HV')}] = Ckv ·_RKV W_UV",
         f"Sc[{a('B', 'T', 'S', 'N', whole=('S',))}] = Qn ·_HN Kc + Qr ·_HR Kr",

@@ -170,8 +170,8 @@ class Sharding:
                                 f"{', '.join(axes)} ({dim} would be sharded {subscripted(dim, axes)})")
 
     def act(self, *dims: str, d_tp: bool = False, whole: tuple[str, ...] = ()) -> str:
-        """An activation's layout: `d_tp` shards d_model over the tensor axes (the book's In[B, D_Y]);
-        the dims in `whole` are not sharded (the keys' S in the scores: gathered)."""
+        """An activation's layout: `d_tp` shards d_model over the tensor axes (the book's
+        In[B, D_Y]); the dims in `whole` are not sharded (the keys' S in the scores: gathered)."""
         out = []
         for d in dims:
             axes = (self.tp if self.layout.sequence_parallel else ()) if (d == "D" and d_tp) \

@@ -4,8 +4,8 @@ The training chapter ("How to Parallelize a Transformer for Training") and the L
 parallelism, FSDP, tensor parallelism, FSDP + TP (for every power-of-two split of the chips) and
 DP + TP, with pure data parallelism over DCN across pods (the training chapter "Scaling Between
 Pods"); on GPUs, pipelines of DP + TP stages (Narayanan et al. 2021, module `pipeline`). Each
-candidate's layer and embedding programs (`shardc.tools.models.programs`) are compiled for the chip; the
-step time is the report's scheduled T_step of the layer times n_layers plus the embedding's, and
+candidate's layer and embedding programs (`shardc.tools.models.programs`) are compiled for the chip;
+the step time is the report's scheduled T_step of the layer times n_layers plus the embedding's, and
 a candidate fits when its memory per device (parameters, gradients, optimizer state and kept
 activations, per layer times n_layers) fits in HBM.
 

@@ -197,9 +197,9 @@ def figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int,
 
 
 def schedule_revised(r, durations: dict[int, float], layout: Layout) -> float:
-    """T_step under the revised training chapter's assumption that the FSDP (data-axis) and TP (tensor-axis)
-    collectives overlap each other, not only compute (the revised training chapter, its section on combining
-    FSDP and tensor parallelism:
+    """T_step under the revised training chapter's assumption that the FSDP (data-axis) and TP
+    (tensor-axis) collectives overlap each other, not only compute (the revised training chapter,
+    its section on combining FSDP and tensor parallelism:
     T_comms = max(T_FSDP, T_TP)): the list schedule of passes/schedule.py with one network
     resource per kind of axis instead of one."""
     return schedule(r.program, durations, lambda op: "network-" + collective_role(op.axes, layout),

@@ -61,6 +61,10 @@ class Options:
     by an AllReduce (Shoeybi et al. 2019)."""
     matmul_precision: MatmulPrecision = "default"
     """`--matmul-precision` of the compiled parts (`passes.context.Options.matmul_precision`)."""
+    dropout: float = 0.0
+    """The dropout rate of the residual additions and of materialised attention's
+    probabilities; above 0 the calibrated step pays their masks' passes
+    (`shardc.tools.plan.framework`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from shardc.tools.plan.accounting import (
     zero_state,
 )
 from shardc.tools.plan.candidates import Candidate, Options, Plan, PlanError
+from shardc.tools.plan.framework import framework_seconds
 from shardc.tools.plan.pipeline import INNER, evaluate_pipeline, stage_layout
 from shardc.tools.plan.stages import pipeline_candidates, pipeline_variants, zero_twins
 from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts, one_layout
@@ -105,6 +106,11 @@ def _check_arguments(card, chip, chips, batch_tokens, seq, options, progress, jo
     if options is not None and not isinstance(options, Options):
         raise TypeError(f"options must be a shardc.tools.plan.candidates.Options, got "
                         f"{described(options)}")
+    if options is not None:
+        rate = options.dropout
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
+            raise ValueError(f"options.dropout must be a rate from 0 to below 1, got "
+                             f"{described(rate)}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of one string, got {described(progress)}")
 
@@ -227,7 +233,7 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
         t_e, exposed = expected_parts(r, t, spans=spans)
-        acc["t_step_expected_s"] += t_e * n
+        acc["t_step_expected_s"] += (t_e + framework_seconds(r, p, chip, layout, options)) * n
         add_exposed(acc, r, exposed, layout, n)
         acc["t_step_overlap_revised_s"] += schedule_revised(r, durations, layout) * n
         add_report(acc, r, p, layout, n)

@@ -92,8 +92,9 @@ def explain(p: Plan) -> list[str]:
     fits = [c for c in p.ranked() if c.fits]
     by_revised = min(fits, key=lambda c: c.figures["t_step_overlap_revised_s"])
     by_max = min(fits, key=lambda c: c.figures["t_lower_s"])
-    out.append(f"  with the revised training chapter's model (FSDP and TP collectives also overlap each other) the best "
-               f"is {by_revised.label()} at {_s(by_revised.figures['t_step_overlap_revised_s'])}"
+    out.append("  with the revised training chapter's model (FSDP and TP collectives also overlap "
+               f"each other) the best is {by_revised.label()} at "
+               f"{_s(by_revised.figures['t_step_overlap_revised_s'])}"
                + (" (the same)" if by_revised is best else f" ({best.label()}: "
                   f"{_s(f['t_step_overlap_revised_s'])})") + ";")
     out.append(f"  with perfect overlap (the book's max(T_math, T_comms)) it is {by_max.label()} at "
@@ -104,7 +105,8 @@ def explain(p: Plan) -> list[str]:
 
 
 def book_figures(p: Plan) -> dict[str, Any] | None:
-    """The training and LLaMA 3 chapters' closed-form conditions for this setting, to set beside the compiler's."""
+    """The training and LLaMA 3 chapters' closed-form conditions for this setting, to set beside the
+    compiler's."""
     from shardc.tools.derive_solve import round_power_of_two
 
     chip, card = p.chip, p.card
@@ -125,11 +127,11 @@ def book_figures(p: Plan) -> dict[str, Any] | None:
              f"FSDP compute-bound iff B/N > alpha / n_axes = {fsdp_min:.0f} (the training chapter, "
              f"{axes} axes): {'holds' if per_chip > fsdp_min else 'fails'}",
              f"FSDP + TP compute-bound iff B/N > 2 alpha^2 / F = {mixed_book:.0f} (the book, "
-             f"M_X M_Y = 2): {'holds' if per_chip > mixed_book else 'fails'}; with the revised training chapter's "
-             f"overlap alpha^2 / (2F) = {mixed_revised:.0f}: "
+             f"M_X M_Y = 2): {'holds' if per_chip > mixed_book else 'fails'}; with the revised "
+             f"training chapter's overlap alpha^2 / (2F) = {mixed_revised:.0f}: "
              f"{'holds' if per_chip > mixed_revised else 'fails'}",
-             f"X_opt = sqrt(2 B N / F) = {x_opt:.0f} (the LLaMA 3 chapter, M_X / M_Y = 2); as a power of "
-             f"two: {x_round}-way FSDP x {n // x_round}-way TP"]
+             f"X_opt = sqrt(2 B N / F) = {x_opt:.0f} (the LLaMA 3 chapter, M_X / M_Y = 2); "
+             f"as a power of two: {x_round}-way FSDP x {n // x_round}-way TP"]
     out: dict[str, Any] = {"alpha": alpha, "tokens_per_chip": per_chip,
                            "fsdp_min_tokens_per_chip": fsdp_min,
                            "fsdp_tp_min_tokens_per_chip_book": mixed_book,

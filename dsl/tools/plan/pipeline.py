@@ -148,6 +148,11 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         schedule_revised,
         zero_state,
     )
+    from shardc.tools.plan.framework import (
+        accumulation_seconds,
+        layer_seconds,
+        optimizer_seconds,
+    )
 
     micro = sequences // pipe.microbatches
     compiled = compile_parts(card, chip, layout, sequences, seq, options)
@@ -168,6 +173,8 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     per: dict[str, tuple[float, float, float]] = {}
     per_e: dict[str, tuple[float, float]] = {}  # the calibrated (expected) figures
     exposed_e: dict[str, dict[int, float]] = {}  # each collective's exposed part, a step
+    optimizer: dict[str, float] = {}  # one Adam step over a part's parameters, calibrated
+    shards = layout.degree("data") if options.zero >= 1 and not layout.fsdp else 1
     for part, r, durations in compiled:
         grads = {f"d{w}" for w in part.groups}
         once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
@@ -180,7 +187,11 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         expected = (r.step_durations(expected=True) if r.calibrated else None) or durations
         rest_e = {i: (0.0 if i in once else d) for i, d in expected.items()}
         t_e, exposed_e[part.name] = expected_parts(r, per[part.name][0] * m, rest_e)
-        per_e[part.name] = (t_e / m, sum(expected[i] for i in once))
+        # the framework's passes and the fp32 accumulation of each microbatch's gradients
+        passes = (layer_seconds(r, chip, options.remat, options.dropout, options.attention)
+                  if part.name == "layer" else 0.0) + accumulation_seconds(r, chip, m)
+        per_e[part.name] = ((t_e + passes) / m, sum(expected[i] for i in once))
+        optimizer[part.name] = optimizer_seconds(r, chip, shards)
     t_layer, t_layer_rev, g_layer = per["layer"]
     t_head, t_head_rev, g_head = per["head"]
     k, last = split_layers(card.n_layers, p, v, t_layer, t_head)
@@ -217,7 +228,9 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     acc["t_step_overlap_revised_s"] = step(t_stage_rev)
     (te_layer, ge_layer), (te_head, ge_head) = per_e["layer"], per_e["head"]
     t_stage_e = max(k * te_layer, last * te_layer + te_head)
-    acc["t_step_expected_s"] = step(t_stage_e, t_send_e, k * ge_layer + ge_head)
+    acc["t_step_expected_s"] = (step(t_stage_e, t_send_e, k * ge_layer + ge_head)
+                                + max(k * optimizer["layer"],
+                                      last * optimizer["layer"] + optimizer["head"]))
     # Exposed communication of the calibrated step: the busiest stage's, each of its
     # microbatch ticks (m + (p - 1) / v of them); the sends of the fill and drain; the
     # gradient reduction left after the last backward pass.

@@ -57,7 +57,8 @@ def plan_dict(p) -> dict:
                     "pipeline_schedule": p.options.schedule,
                     "virtual_stages": p.options.virtual_stages,
                     "microbatch_sequences": p.options.microbatch_sequences,
-                    "sequence_parallel": p.options.sequence_parallel},
+                    "sequence_parallel": p.options.sequence_parallel,
+                    "dropout": p.options.dropout},
         "candidates": [candidate_dict(c) for c in ordered(p)],
         "best": None if best is None else {**candidate_dict(best), "why": explain(p)},
         "book": book_figures(p),
@@ -126,7 +127,8 @@ def plan_text(p) -> str:
     book = book_figures(p)
     if book:
         lines.append("")
-        lines.append("the book's conditions for this setting (the training and LLaMA 3 chapters, and the revised training chapter):")
+        lines.append("the book's conditions for this setting (the training and LLaMA 3 chapters, "
+                     "and the revised training chapter):")
         lines += [f"  {line}" for line in book["lines"]]
     return "\n".join(lines) + "\n"
 
@@ -134,7 +136,8 @@ def plan_text(p) -> str:
 def _extra_options(p) -> str:
     zero = f", ZeRO-{p.options.zero} on replicated weights" if p.options.zero else ""
     sp = "" if p.options.sequence_parallel else ", no sequence parallelism"
-    return zero + sp
+    dropout = f", dropout {p.options.dropout:g}" if p.options.dropout else ""
+    return zero + sp + dropout
 
 
 def _pipeline_note(p) -> list[str]:

@@ -1,5 +1,6 @@
 """The chips a plan runs on and the strategies on them, each as mesh axes with roles placed on
-the slice's physical ICI axes (the training chapter's table; the TPU chapter for pods and their optical cubes)."""
+the slice's physical ICI axes (the training chapter's table; the TPU chapter for pods and their
+optical cubes)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ def pod_chips(chip: Chip) -> int | None:
 
 def choose_slice(chip: Chip, chips: int) -> Slice:
     """The chips a plan runs on: on GPUs every chip; on TPUs a power of two (one slice, or whole
-    pods of the largest power of two a pod holds), or a whole number of pods of which each uses that power of two (a v5p
-    pod of 8960 chips runs 8192: the LLaMA 3 chapter rounds to "2048-way FSDP and 4-way model
-    parallelism")."""
+    pods of the largest power of two a pod holds), or a whole number of pods of which each uses that
+    power of two (a v5p pod of 8960 chips runs 8192: the LLaMA 3 chapter rounds to "2048-way FSDP
+    and 4-way model parallelism")."""
     if chips < 1:
         raise PlanError(f"--chips {chips}: must be at least 1")
     pod = pod_chips(chip)
@@ -108,7 +109,8 @@ def _shape(chip: Chip, n: int, axes: int | None = None) -> tuple[int, ...]:
 
 def _reconfigurable(chip: Chip) -> bool:
     """Slices built of 4x4x4 cubes joined by optical switches can take any cube-multiple shape
-    (the TPU chapter: "reconfigurable cubes of 4x4x4 chips connected by optical wraparound links")."""
+    (the TPU chapter: "reconfigurable cubes of 4x4x4 chips connected by optical wraparound
+    links")."""
     return chip.wraparound == "cube-multiple-4"
 
 
@@ -280,9 +282,9 @@ Phys = list[list[tuple[str, int]]]
 
 def _reshaped(chip: Chip, b: int, s: int, t: int, tp: list[tuple[str, int]]) -> Phys | None:
     """A slice shape of whole 4x4x4 cubes that gives tensor and sequence parallelism a
-    physical axis each (the training chapter: "using the optical switches to reconfigure the topology to
-    have an 8-long axis for model sharding") and the batch the rest, or None when an axis
-    would be shorter than 4 (it would lose the wraparound). A 2-way split shares a batch axis,
+    physical axis each (the training chapter: "using the optical switches to reconfigure the
+    topology to have an 8-long axis for model sharding") and the batch the rest, or None when an
+    axis would be shorter than 4 (it would lose the wraparound). A 2-way split shares a batch axis,
     innermost (a 2-way tensor split on the sequence's axis when that has one)."""
     phys: Phys = []
     if t >= 4:

@@ -14,8 +14,7 @@ from typing import Any
 
 from shardc.driver.api import Compilation, run_pipeline
 from shardc.lang.source import Source
-from shardc.passes.context import MatmulPrecision
-from shardc.passes.cost_model import Model
+from shardc.passes.context import MatmulPrecision, Model
 from shardc.passes.ir import gradient_name
 from shardc.passes.sizes import size_of
 from shardc.tools.xla.compare import (

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.syntax import DTYPES
-from shardc.passes.cost_model import Model
+from shardc.passes.context import Model
 from shardc.passes.ir import Collective, Einsum
 from shardc.passes.layout_cost import local_elements, step_bytes
 from shardc.passes.reshard import Step

@@ -18,7 +18,8 @@ from typing import Any
 
 from shardc.hardware.levels import LEVEL_NAMES, LEVELS
 from shardc.lang.layout import Layout
-from shardc.passes.cost_model import CollectiveTime, Links, Model, collective_time
+from shardc.passes.context import Model
+from shardc.passes.cost_model import CollectiveTime, Links, collective_time
 from shardc.passes.ir import AxisLink, PhysicalAxis, Topology
 from shardc.passes.layout_cost import transfer_time
 from shardc.passes.permute_cost import pairs_time

@@ -104,7 +104,8 @@ class HloCollective:
 
     @property
     def v_elements(self) -> int:
-        """The sharding chapter's V in elements: the larger side (a reduce-scatter's input is G x its output)."""
+        """The sharding chapter's V in elements: the larger side (a reduce-scatter's input is
+        G x its output)."""
         n = self.result_elements
         if self.kind == "ReduceScatter" and self.group_size:
             return n * self.group_size

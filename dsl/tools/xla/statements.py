@@ -66,7 +66,8 @@ class Statement:
     """For the backward pass: the forward statements XLA differentiates (`jax.vjp` of each)."""
     grads: tuple[Operand, ...] = ()
     """For the backward pass: the declared arrays whose gradients shardc computes, each named as
-    the array and in its gradient's requested layout (the jitted function returns them, pinned to these layouts)."""
+    the array and in its gradient's requested layout (the jitted function returns them, pinned to
+    these layouts)."""
 
     @property
     def is_backward(self) -> bool:
