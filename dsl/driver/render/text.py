@@ -122,7 +122,8 @@ class TextWriter(Writer):
             out.append(f"    {'*' if a.chosen else ' '} {decisions.description(d, a)}{cond}")
         regs = decisions.regions(d)
         if regs:
-            out.append("    regions (the plan a compile with the sizes bound would choose):")
+            out.append("    regions (this product's own choice; the whole program's plans: "
+                       "totals by region):")
             out.extend(f"      {decisions.candidate_text(d, reg.order)}   where "
                        f"{decisions.region_text(reg)}" for reg in regs)
         return out
