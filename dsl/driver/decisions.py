@@ -125,8 +125,9 @@ _FINDER = RegionFinder()
 
 
 def regions(d: Decision) -> tuple[Region, ...]:
-    """Where each plan is the one a compile with the sizes bound chooses (passes/regions.py),
-    largest share of the sample first; empty when one plan wins everywhere sampled."""
+    """Where each plan is the product's own cheapest (passes/regions.py; the whole program's
+    objective may run another there, `driver.objective`), largest share of the sample first;
+    empty when one plan wins everywhere sampled."""
     if not d.candidates:
         return ()
     hit = _REGIONS.get(d.candidates)
