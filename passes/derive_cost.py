@@ -202,6 +202,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                          if f.latency_s is not None) if cal is not None else frozenset()
     network |= frozenset(f"ranks:{f.level}" for f in cal.network
                          if f.half_ranks is not None) if cal is not None else frozenset()
+    if cal is not None and cal.clock is not None:
+        network |= {"power-cap"}
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo: dict[tuple[Hashable, ...], OpCost | None] = {}
@@ -337,7 +339,11 @@ def _expected(c: OpCost, syms: HardwareSymbols,
               memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None],
               network: frozenset[str] = frozenset()) -> sp.Expr | None:
     """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
-    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. A collective
+    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. On a chip whose
+    calibration gives its clocks ("power-cap" in `network`), the math runs at the boost clock (k_boost
+    times faster) under the power cap: the op takes at least its math at the power-limited
+    clock, `max(t_call + max(T_math / (eta_mxu k_boost), T_hbm / eta_hbm), T_math / eta_mxu)`
+    (the launch gap, drawing no math power, is repaid by a faster clock). A collective
     pays each calibrated level of `network` at its achievable bus bandwidth
     (`expected_collective`). None (the roofline's time) for a collective on no calibrated
     level and for an op that costs nothing (a slice, or an op fused into another's kernel: the
@@ -349,8 +355,14 @@ def _expected(c: OpCost, syms: HardwareSymbols,
     key = (c.t_math, c.t_hbm)
     if key not in memo:
         hbm = c.t_hbm / syms.eta_hbm
-        body = hbm if c.t_math == 0 else sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
-        memo[key] = syms.t_call + body
+        if c.t_math == 0:
+            memo[key] = syms.t_call + hbm
+        elif "power-cap" in network:  # the calibration gives its clocks
+            math = c.t_math / syms.eta_mxu
+            memo[key] = sp.Max(syms.t_call + sp.Max(math / syms.k_boost, hbm, evaluate=False),
+                               math, evaluate=False)
+        else:
+            memo[key] = syms.t_call + sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
     return memo[key]
 
 
