@@ -255,6 +255,19 @@ def test_the_fit_recovers_known_figures_under_the_power_cap():
         long.flops / (0.68 * rate))
 
 
+@pytest.mark.parametrize("m", [16, 128, 512, 16384])
+def test_the_power_cap_at_a_point_is_the_compile_at_it(m):
+    """With M symbolic, `at` and `value` of T_expected on h200 (each branch of the power cap:
+    memory-bound, math at the boost clock, math at the power-limited clock) equal the compile
+    at that M."""
+    text = "dim M, K=8192, N=8192\nA: bf16[M, K]\nW: bf16[K, N]\nC = A ·_K W\n"
+    r = shardc.compile(text, hw="h200")
+    numeric = shardc.compile(text, hw="h200", set={"M": m})
+    want = numeric.value(numeric.totals["t_expected_s"])
+    assert r.at(M=m).value(r.at(M=m).totals["t_expected_s"]) == pytest.approx(want, rel=1e-12)
+    assert r.value(r.totals["t_expected_s"], M=m) == pytest.approx(want, rel=1e-12)
+
+
 def test_a_clock_table_reads_back_and_sets_k_boost():
     cal = read_calibration_toml(
         GOOD + "[clock]\nboost_mhz = 1980\nsustained_mhz = 1725\npower_w = 566\n", "x.toml")
