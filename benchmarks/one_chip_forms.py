@@ -12,8 +12,10 @@ differ from the shipped fit's in the last grid step:
 a = F / (eta_mxu C) is the math at the power-limited clock, b = H / (eta_hbm W_hbm) the HBM
 traffic, k = boost / power-limited clock (1980 / 1725 MHz, measured, not fitted), w the wave
 quantization of a product (tiles of 128 x 128, 64 rows below 65, over 132 SMs: NVIDIA's
-"Matrix Multiplication Background User's Guide", "Wave Quantization"); every form is floored
-at t_dispatch.
+"Matrix Multiplication Background User's Guide", "Wave Quantization"), n the kernels a call
+runs (2 for a product with fewer tiles of 128 x 128 than SMs, if the library splits K and
+reduces the parts in a second kernel, as CUTLASS's split-K GEMM does; 1 otherwise); every form
+is floored at t_dispatch.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ FORMS = {
     "power cap + p-norm": ("max(t + ((a / k)^p + b^p)^(1/p), a)",
                            np.array([1.5, 2.0, 2.5, 3.0, 4.0, 6.0])),
     "power cap + waves": ("max(t + max(w a / k, b), w a)", None),
+    "power cap + split-K": ("max(n t + max(a / k, b), a)", None),
 }
 ETA_MXU = np.arange(0.60, 0.8001, 0.005)
 ETA_HBM = np.arange(0.85, 0.9501, 0.0025)
@@ -51,17 +54,37 @@ def waves(case: str) -> float:
     >>> waves("sweep_B128"), round(waves("sweep_B512"), 3)
     (2.0625, 1.031)
     """
-    m = re.fullmatch(r"(?:sweep_B|square_|f32_)(\d+)(?:_\w+)?", case)
-    if not m:
+    shape = _product(case)
+    if shape is None:
         return 1.0
-    rows = int(m[1])
-    cols = rows if case.startswith(("square", "f32")) else 8192
+    rows, cols = shape
     tile_rows = 64 if rows <= 64 else 128
     tiles = math.ceil(rows / tile_rows) * math.ceil(cols / 128)
     return math.ceil(tiles / SMS) * SMS / tiles
 
 
-def model(name: str, a, b, w, k, t, x):
+def _product(case: str) -> tuple[int, int] | None:
+    m = re.fullmatch(r"(?:sweep_B|square_|f32_)(\d+)(?:_\w+)?", case)
+    if not m:
+        return None
+    rows = int(m[1])
+    return rows, rows if case.startswith(("square", "f32")) else 8192
+
+
+def kernels(case: str) -> float:
+    """Kernels per call if a product with fewer 128 x 128 tiles than SMs splits K (a second,
+    reducing kernel).
+
+    >>> kernels("sweep_B256"), kernels("sweep_B512"), kernels("ew_add_256MiB")
+    (2.0, 1.0, 1.0)
+    """
+    shape = _product(case)
+    if shape is None:
+        return 1.0
+    return 2.0 if math.ceil(shape[0] / 128) * math.ceil(shape[1] / 128) < SMS else 1.0
+
+
+def model(name: str, a, b, w, k, t, x, n=1.0):
     """The form `name` on broadcast arrays (a, b at eta = 1 already divided by the grids)."""
     fast = a / k
     if name == "max (before)":
@@ -80,6 +103,8 @@ def model(name: str, a, b, w, k, t, x):
         return np.maximum(t + (fast**x + b**x) ** (1 / x), a)
     if name == "power cap + waves":
         return np.maximum(t + np.maximum(w * fast, b), w * a)
+    if name == "power cap + split-K":
+        return np.maximum(n * t + np.maximum(fast, b), a)
     raise ValueError(name)
 
 
@@ -92,6 +117,7 @@ def main() -> None:
     a0 = np.array([r.flops / chip.matmul_rate(r.dtype, r.precision).value for r in rows])
     b0 = np.array([r.bytes / chip.hbm_bw for r in rows])
     w = np.array([waves(r.case) if r.kind == "matmul" else 1.0 for r in rows])
+    n = np.array([kernels(r.case) for r in rows])
     med = np.array([r.median_s for r in rows])
     used = np.array([r.role == "fit" for r in rows])
     em, eh, tc = np.meshgrid(ETA_MXU, ETA_HBM, T_CALL, indexing="ij")
@@ -101,7 +127,7 @@ def main() -> None:
     for name, (_, xs) in FORMS.items():
         best = None
         for x in (xs if xs is not None else [None]):
-            pred = np.maximum(cal.t_dispatch, model(name, a, b, w, k, tc, x))
+            pred = np.maximum(cal.t_dispatch, model(name, a, b, w, k, tc, x, n))
             err = (((pred - med) / med)[..., used] ** 2).sum(axis=-1)
             i = np.unravel_index(int(np.argmin(err)), err.shape)
             if best is None or err[i] < best[0]:
