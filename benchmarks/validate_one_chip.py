@@ -136,7 +136,7 @@ def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
     chip = hardware.load(chip_name)
     clock = read_clock(table_path)
     f = fit(read_table(table_path), lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw,
-            clock.k_boost if clock is not None else 1.0)
+            clock.k_boost if clock is not None else 1.0, exposed=True)
     print(table(f), file=sys.stderr)
     cal = Calibration(
         chip.name, f.eta_mxu, f.eta_hbm, f.t_call, f.t_dispatch, "measured",
@@ -154,7 +154,7 @@ def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
         f.rows,
         # one chip measures no network: keep the shipped collective figures
         network=chip.calibration.network if chip.calibration is not None else (),
-        clock=clock)
+        clock=clock, exposed=f.exposed)
     header = ("NVIDIA H200 SXM calibration: efficiency figures fitted to single ops timed on one "
               "GPU.\nWritten by benchmarks/validate_one_chip.py --fit; the rows are the "
               "measurements.")

@@ -6,7 +6,8 @@ fractions of them, so each fact has one home. Its figures are the values of the 
 efficiency symbols (`passes/symbols.py`):
 
 - `[matmul].efficiency` (eta_mxu): the sustained fraction of the chip's peak FLOP/s a product
-  reaches;
+  reaches; `[matmul].exposed` (c_expose, optional, 0 to 1): the share of a memory-bound
+  product's math its pipeline leaves exposed beside the traffic;
 - `[hbm].efficiency` (eta_hbm): the achievable fraction of the HBM bandwidth;
 - `[call].launch_s` (t_call): a fixed cost per op (a kernel launch);
 - `[call].dispatch_s` (t_dispatch): the floor of one program call (an empty jitted call);
@@ -46,7 +47,7 @@ ROLES = ("fit", "held-out", "excluded")
 
 _TABLES: dict[str, tuple[str, ...]] = {
     "": ("chip", "note"),
-    "matmul": ("efficiency",),
+    "matmul": ("efficiency", "exposed"),
     "hbm": ("efficiency",),
     "call": ("launch_s", "dispatch_s"),
     "clock": ("boost_mhz", "sustained_mhz", "power_w"),
@@ -178,6 +179,10 @@ class Calibration:
     """The boost and power-limited clocks, where the file gives them (else no power cap:
     k_boost is 1)."""
 
+    exposed: float | None = None
+    """c_expose: the share of a memory-bound product's math left exposed beside its HBM
+    traffic, where the file gives it (else none: the max of the two)."""
+
     @property
     def k_boost(self) -> float:
         return self.clock.k_boost if self.clock is not None else 1.0
@@ -258,8 +263,15 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
     network = _network(doc.get("network", {}), where)
     overlap = _overlap(doc, where) if "overlap" in doc else None
     clock = _clock(doc, where) if "clock" in doc else None
+    exposed = None
+    if "exposed" in doc["matmul"]:
+        exposed = _number(doc["matmul"]["exposed"], "[matmul].exposed", "exposed", "matmul",
+                          where)
+        if not 0 <= exposed <= 1:
+            raise where.fail("exposed", "matmul", "field [matmul].exposed must be from 0 to 1, "
+                             f"got {doc['matmul']['exposed']!r}")
     return Calibration(name, eta_mxu, eta_hbm, launch, dispatch, kind, provenance, rows, note,
-                       path, network, overlap, clock)
+                       path, network, overlap, clock, exposed)
 
 
 def _clock(doc: dict, where: _Locator) -> ClockFit:
@@ -493,6 +505,7 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
     if c.note:
         out.append(f"note = {_toml_string(c.note)}")
     out += ["", "[matmul]", f"efficiency = {_num(c.eta_mxu)}   # eta_mxu",
+            *([f"exposed = {_num(c.exposed)}   # c_expose"] if c.exposed is not None else []),
             "", "[hbm]", f"efficiency = {_num(c.eta_hbm)}   # eta_hbm",
             "", "[call]", f"launch_s = {_num(c.t_call)}   # t_call, per op",
             f"dispatch_s = {_num(c.t_dispatch)}   # t_dispatch, per program call",

@@ -204,6 +204,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                          if f.half_ranks is not None) if cal is not None else frozenset()
     if cal is not None and cal.clock is not None:
         network |= {"power-cap"}
+    if cal is not None and cal.exposed is not None:
+        network |= {"exposed-math"}
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo: dict[tuple[Hashable, ...], OpCost | None] = {}
@@ -343,7 +345,9 @@ def _expected(c: OpCost, syms: HardwareSymbols,
     calibration gives its clocks ("power-cap" in `network`), the math runs at the boost clock (k_boost
     times faster) under the power cap: the op takes at least its math at the power-limited
     clock, `max(t_call + max(T_math / (eta_mxu k_boost), T_hbm / eta_hbm), T_math / eta_mxu)`
-    (the launch gap, drawing no math power, is repaid by a faster clock). A collective
+    (the launch gap, drawing no math power, is repaid by a faster clock). Where it gives
+    `c_expose` ("exposed-math"), a memory-bound product's traffic takes `T_hbm / eta_hbm +
+    c_expose x` its math (the share its pipeline stages leave exposed). A collective
     pays each calibrated level of `network` at its achievable bus bandwidth
     (`expected_collective`). None (the roofline's time) for a collective on no calibrated
     level and for an op that costs nothing (a slice, or an op fused into another's kernel: the
@@ -352,17 +356,20 @@ def _expected(c: OpCost, syms: HardwareSymbols,
         return expected_collective(c, syms, network) if network else None
     if c.t_math == 0 and c.t_hbm == 0:
         return None
-    key = (c.t_math, c.t_hbm)
+    key = (c.kind == "einsum", c.t_math, c.t_hbm)
     if key not in memo:
         hbm = c.t_hbm / syms.eta_hbm
+        math = c.t_math / syms.eta_mxu
+        fast = math / syms.k_boost if "power-cap" in network else math
+        if "exposed-math" in network and c.kind == "einsum":  # a product's pipeline stages
+            hbm = hbm + syms.c_expose * fast  # leave c_expose of its math exposed
         if c.t_math == 0:
-            memo[key] = syms.t_call + hbm
+            memo[key] = syms.t_call + c.t_hbm / syms.eta_hbm
         elif "power-cap" in network:  # the calibration gives its clocks
-            math = c.t_math / syms.eta_mxu
-            memo[key] = sp.Max(syms.t_call + sp.Max(math / syms.k_boost, hbm, evaluate=False),
-                               math, evaluate=False)
+            memo[key] = sp.Max(syms.t_call + sp.Max(fast, hbm, evaluate=False), math,
+                               evaluate=False)
         else:
-            memo[key] = syms.t_call + sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
+            memo[key] = syms.t_call + sp.Max(math, hbm, evaluate=False)
     return memo[key]
 
 

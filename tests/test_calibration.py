@@ -79,6 +79,12 @@ HOSTILE = {
     "nan clock": (GOOD + "[clock]\nboost_mhz = nan\nsustained_mhz = 1725\n", ":13:", "finite"),
     "clock without sustained": (GOOD + "[clock]\nboost_mhz = 1980\n", "",
                                 "missing field [clock].sustained_mhz"),
+    "exposed above one": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = 1.5"), ":4:",
+                          "from 0 to 1"),
+    "exposed negative": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = -0.1"), ":4:",
+                         "from 0 to 1"),
+    "exposed nan": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = nan"), ":4:",
+                    "finite"),
     "unknown clock key": (GOOD + "[clock]\nboost_mhz = 1980\nsustain_mhz = 1725\n", ":14:",
                           "did you mean 'sustained_mhz'"),
     "bad precision": (GOOD + '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "f32"\n'
@@ -151,7 +157,9 @@ def test_the_h200_calibration_gives_the_fitted_expectation():
     # the power cap: math at the boost clock after the launch, at least math at the
     # power-limited clock
     assert cal.clock is not None and cal.k_boost == pytest.approx(1980 / 1725)
-    expected = max(cal.t_call + max(math / cal.k_boost, hbm), math)
+    fast = math / cal.k_boost
+    assert cal.exposed is not None and 0 < cal.exposed < 1
+    expected = max(cal.t_call + max(fast, hbm + cal.exposed * fast), math)
     assert r.value(op.t_expected) == pytest.approx(expected, rel=1e-9)
     assert r.value(r.totals["t_expected_s"]) == pytest.approx(
         max(cal.t_dispatch, expected), rel=1e-9)
@@ -182,25 +190,30 @@ def test_set_binds_an_efficiency_within_zero_and_one():
     assert r.value(r.totals["t_expected_s"]) > base.value(base.totals["t_expected_s"])
     with pytest.raises(shardc.CompileError, match="at most 1"):
         shardc.compile(MATMUL, hw="h200", set={"eta_mxu": 1.5})
+    assert shardc.compile(MATMUL, hw="h200", set={"c_expose": 0}).totals  # 0 hides it all
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(shardc.CompileError, match="c_expose"):
+            shardc.compile(MATMUL, hw="h200", set={"c_expose": bad})
 
 
 TPU = dataclasses.replace(hardware.load("tpu-v5e"), calibration=Calibration(
     "tpu-v5e", 1.0, 1.0, 0.0, 0.0, "published", (("kind", "published"), ("source", "a test")),
-    clock=ClockFit(1980.0, 1725.0)))
+    clock=ClockFit(1980.0, 1725.0), exposed=0.4))
 """A chip whose calibration the property's bindings replace (any mesh fits a TPU torus)."""
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(), st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.floats(1e-9, 1e-3),
-       st.floats(1e-9, 1e-3), st.floats(0.5, 4.0))
-def test_t_expected_is_never_below_t_lower(prog, eta_mxu, eta_hbm, t_call, t_dispatch, k_boost):
+       st.floats(1e-9, 1e-3), st.floats(0.5, 4.0), st.floats(0.0, 1.0))
+def test_t_expected_is_never_below_t_lower(prog, eta_mxu, eta_hbm, t_call, t_dispatch, k_boost,
+                                           c_expose):
     """Each op's expected time is at least its math and HBM time (the power cap keeps the
     math at the power-limited clock whatever k_boost is), and the program's at least the sum
     over ops (and the communication), so T_expected >= T_lower for any calibration."""
     text, _ = prog
     r = shardc.compile(text, hw=TPU, set={"eta_mxu": eta_mxu, "eta_hbm": eta_hbm,
                                           "t_call": t_call, "t_dispatch": t_dispatch,
-                                          "k_boost": k_boost})
+                                          "k_boost": k_boost, "c_expose": c_expose})
     lower, expected = r.value(r.totals["t_lower_s"]), r.value(r.totals["t_expected_s"])
     assert lower is not None and expected is not None
     assert expected >= lower * (1 - 1e-12)
@@ -231,10 +244,11 @@ def test_the_fit_recovers_known_figures():
 
 
 def test_the_fit_recovers_known_figures_under_the_power_cap():
-    """With the clocks given (k_boost, not fitted) the fit finds the same figures again, and
-    a long product's time is its math at the power-limited clock: no launch cost added."""
+    """With the clocks given (k_boost, not fitted) the fit finds the same figures again, the
+    exposed share of a memory-bound product's math among them, and a long product's time is
+    its math at the power-limited clock: no launch cost added."""
     rate, w, k = 1e15, 5e12, 1980 / 1725
-    truth = dict(eta_mxu=0.68, eta_hbm=0.9, t_call=1.6e-5, t_dispatch=3.8e-5)
+    truth = dict(eta_mxu=0.68, eta_hbm=0.9, t_call=1.2e-5, t_dispatch=3.8e-5, exposed=0.4)
     rows = [Row("dispatch", "dispatch", "bf16", 0, 0, 3.8e-5, 3.8e-5, 3.8e-5)]
     for m in (16, 128, 256, 512, 1024, 4096, 16384):
         rows.append(Row(f"mm{m}", "matmul", "bf16", 2.0 * m * 8192 * 8192,
@@ -245,10 +259,11 @@ def test_the_fit_recovers_known_figures_under_the_power_cap():
     for r in rows:
         t = predict(r, rate, w, **truth, k_boost=k)
         timed.append(Row(r.case, r.kind, r.dtype, r.flops, r.bytes, t, t, t))
-    f = fit(timed, lambda d, p: rate, w, k)
+    f = fit(timed, lambda d, p: rate, w, k, exposed=True)
     assert f.eta_mxu == pytest.approx(0.68, abs=0.003)
     assert f.eta_hbm == pytest.approx(0.9, abs=0.003)
-    assert f.t_call == pytest.approx(1.6e-5, rel=0.05)
+    assert f.t_call == pytest.approx(1.2e-5, rel=0.05)
+    assert f.exposed == pytest.approx(0.4, abs=0.02)
     assert all(abs(res) < 0.01 for _, res in f.residuals())
     long = rows[6]
     assert predict(long, rate, w, **truth, k_boost=k) == pytest.approx(
@@ -270,14 +285,20 @@ def test_the_power_cap_at_a_point_is_the_compile_at_it(m):
 
 def test_a_clock_table_reads_back_and_sets_k_boost():
     cal = read_calibration_toml(
-        GOOD + "[clock]\nboost_mhz = 1980\nsustained_mhz = 1725\npower_w = 566\n", "x.toml")
-    assert cal.clock == ClockFit(1980.0, 1725.0, 566.0)
+        GOOD.replace("efficiency = 0.5", "efficiency = 0.5\nexposed = 0.25")
+        + "[clock]\nboost_mhz = 1980\nsustained_mhz = 1725\npower_w = 566\n", "x.toml")
+    assert cal.clock == ClockFit(1980.0, 1725.0, 566.0) and cal.exposed == 0.25
     assert read_calibration_toml(calibration_toml(cal), "x.toml") == cal
     assert read_calibration_toml(GOOD, "x.toml").k_boost == 1.0
     base = shardc.compile(MATMUL, hw="h200")
     assert base.value(sp.Symbol("k_boost", positive=True)) == pytest.approx(1980 / 1725)
     slow = shardc.compile(MATMUL, hw="h200", set={"k_boost": 1.0})
     assert slow.value(slow.totals["t_expected_s"]) > base.value(base.totals["t_expected_s"])
+    thin = "dim M=128, K=8192, N=8192\nA: bf16[M, K]\nW: bf16[K, N]\nC = A ·_K W\n"
+    hidden = shardc.compile(thin, hw="h200", set={"c_expose": 0.0})
+    exposed = shardc.compile(thin, hw="h200")
+    assert (exposed.value(exposed.totals["t_expected_s"])
+            > hidden.value(hidden.totals["t_expected_s"]))
 
 
 def test_the_roofline_is_a_bound_on_every_h200_row():
