@@ -63,7 +63,8 @@ def _calibration_lines(chip: Chip) -> list[str]:
         return ["calibration", "  none: T_expected equals T_lower (shardc calibrate writes one)"]
     return ["calibration (T_expected)",
             f"  eta_mxu     {cal.eta_mxu:g}   eta_hbm {cal.eta_hbm:g}   "
-            f"t_call {cal.t_call * 1e6:.3g} us   t_dispatch {cal.t_dispatch * 1e6:.3g} us",
+            f"t_call {cal.t_call * 1e6:.3g} us   t_dispatch {cal.t_dispatch * 1e6:.3g} us"
+            + (f"   c_expose {cal.exposed:g}" if cal.exposed is not None else ""),
             *([f"  clock       {cal.clock.boost_mhz:g} MHz boost, {cal.clock.sustained_mhz:g} MHz "
                f"at the power limit (k_boost {cal.k_boost:.4g})"] if cal.clock is not None
               else []),
