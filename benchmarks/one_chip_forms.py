@@ -4,8 +4,8 @@ docs/calibration.md ("Choosing the form") shows this table: for every candidate 
 op's expected time, the figures fitted to the rows marked `fit` of the H200's calibration
 (`hardware/calibration/h200.toml`, the same split as `validate_one_chip.py --fit`) and each
 row's predicted / measured median. The shipped form is the power cap with exposed math; the
-others are the ones tried before or beside it. Numpy only; a grid search (no closed form), so the figures can
-differ from the shipped fit's in the last grid step:
+others are the ones tried before or beside it. Numpy only; a grid search (no closed form), so
+the figures can differ from the shipped fit's in the last grid step:
 
     python benchmarks/one_chip_forms.py
 

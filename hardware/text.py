@@ -75,9 +75,11 @@ def summary_line(chip: Chip) -> str:
     """One line for `shardc hw list`: name, bf16 rate, HBM, W_ici (W_nvlink) and topology.
 
     >>> from shardc.hardware.chip import load
-    >>> summary_line(load("tpu-v5e"))
-    'tpu-v5e      TPU v5e             bf16 1.97e14 FLOP/s  HBM 16 GB at 8.1e11 B/s  W_ici 9e10 B/s
-    2D torus (full-axis-16)'
+    >>> line = summary_line(load("tpu-v5e"))
+    >>> line[:58]
+    'tpu-v5e      TPU v5e             bf16 1.97e14 FLOP/s  HBM '
+    >>> line[58:]
+    '16 GB at 8.1e11 B/s  W_ici 9e10 B/s  2D torus (full-axis-16)'
     """
     bf16 = chip.flops["bf16"]
     return (

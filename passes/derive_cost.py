@@ -194,7 +194,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
     calibrated = ctx.chip is not None and getattr(ctx.chip, "calibration", None) is not None
-    expected_memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None] = {}  # by (kind, T_math, T_hbm): ops repeat them
+    # by (an einsum?, T_math, T_hbm): ops repeat them
+    expected_memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None] = {}
     cal = getattr(ctx.chip, "calibration", None)
     # the calibrated network levels, and `alpha:<level>` for those that give their own latency
     network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
@@ -326,7 +327,7 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
 
 
 def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
-                   memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None],
+                   memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
                    network: frozenset[str] = frozenset()) -> list[OpCost]:
     """Each op's expected time again once `--attention flash` or fusion changed its roofline
     figures; an op they left alone keeps its own (the same object: no copy)."""
@@ -338,16 +339,16 @@ def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
 
 
 def _expected(c: OpCost, syms: HardwareSymbols,
-              memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None],
+              memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
               network: frozenset[str] = frozenset()) -> sp.Expr | None:
     """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
-    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. On a chip whose
-    calibration gives its clocks ("power-cap" in `network`), the math runs at the boost clock (k_boost
-    times faster) under the power cap: the op takes at least its math at the power-limited
-    clock, `max(t_call + max(T_math / (eta_mxu k_boost), T_hbm / eta_hbm), T_math / eta_mxu)`
-    (the launch gap, drawing no math power, is repaid by a faster clock). Where it gives
-    `c_expose` ("exposed-math"), a memory-bound product's traffic takes `T_hbm / eta_hbm +
-    c_expose x` its math (the share its pipeline stages leave exposed). A collective
+    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. On a chip
+    whose calibration gives its clocks ("power-cap" in `network`), the math runs at the boost
+    clock (k_boost times faster) under the power cap: the op takes at least its math at the
+    power-limited clock, `max(t_call + max(T_math / (eta_mxu k_boost), T_hbm / eta_hbm),
+    T_math / eta_mxu)` (the launch gap, drawing no math power, is repaid by a faster clock).
+    Where it gives `c_expose` ("exposed-math"), a memory-bound product's traffic takes `T_hbm /
+    eta_hbm + c_expose x` its math (the share its pipeline stages leave exposed). A collective
     pays each calibrated level of `network` at its achievable bus bandwidth
     (`expected_collective`). None (the roofline's time) for a collective on no calibrated
     level and for an op that costs nothing (a slice, or an op fused into another's kernel: the

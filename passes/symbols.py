@@ -179,7 +179,8 @@ NETWORK_CALIBRATION_NAMES = frozenset(f"{p}_{lv}" for lv in LEVELS
 """The calibrated network's symbols: eta_ib, n_half_ib, ranks_ib, alpha_ib, ... (one of each
 a level)."""
 
-HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", "k_boost", "c_expose", *CALIBRATION_NAMES, *(f"W_{lv}" for lv in LEVELS),
+HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", "k_boost", "c_expose", *CALIBRATION_NAMES,
+                            *(f"W_{lv}" for lv in LEVELS),
                             *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
                             *NETWORK_CALIBRATION_NAMES})
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
