@@ -27,7 +27,7 @@ from pathlib import Path
 
 from shardc import hardware
 from shardc.driver.api import compile
-from shardc.hardware.calibration import Calibration, Row, calibration_toml
+from shardc.hardware.calibration import Calibration, ClockFit, Row, calibration_toml
 from shardc.tools.calibrate.fit import fit, table
 
 HELD_OUT = ("square_8192", "sweep_B32", "sweep_B128", "sweep_B512", "sweep_B2048",
@@ -116,9 +116,27 @@ def read_table(path: str) -> list[Row]:
     return rows
 
 
+def read_clock(path: str) -> ClockFit | None:
+    """The SM clocks the table's text reports: `SM clock <boost> MHz ..., <sustained> MHz at
+    <power> W` (the start of a loop, and the power-limited clock of the large products).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+    ...     _ = f.write("SM clock 1980 MHz idle-to-start, 1725 MHz at 566 W during the runs")
+    >>> read_clock(f.name); os.unlink(f.name)
+    ClockFit(boost_mhz=1980.0, sustained_mhz=1725.0, power_w=566.0)
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    m = re.search(r"SM clock\s+(\d+(?:\.\d+)?)\s*MHz[^.]*?(\d+(?:\.\d+)?)\s*MHz\s+at\s+"
+                  r"(\d+(?:\.\d+)?)\s*W", text)
+    return ClockFit(float(m[1]), float(m[2]), float(m[3])) if m else None
+
+
 def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
     chip = hardware.load(chip_name)
-    f = fit(read_table(table_path), lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw)
+    clock = read_clock(table_path)
+    f = fit(read_table(table_path), lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw,
+            clock.k_boost if clock is not None else 1.0, exposed=True)
     print(table(f), file=sys.stderr)
     cal = Calibration(
         chip.name, f.eta_mxu, f.eta_hbm, f.t_call, f.t_dispatch, "measured",
@@ -135,7 +153,8 @@ def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
                  "products at each precision) are predicted")),
         f.rows,
         # one chip measures no network: keep the shipped collective figures
-        network=chip.calibration.network if chip.calibration is not None else ())
+        network=chip.calibration.network if chip.calibration is not None else (),
+        clock=clock, exposed=f.exposed)
     header = ("NVIDIA H200 SXM calibration: efficiency figures fitted to single ops timed on one "
               "GPU.\nWritten by benchmarks/validate_one_chip.py --fit; the rows are the "
               "measurements.")

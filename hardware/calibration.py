@@ -6,10 +6,14 @@ fractions of them, so each fact has one home. Its figures are the values of the 
 efficiency symbols (`passes/symbols.py`):
 
 - `[matmul].efficiency` (eta_mxu): the sustained fraction of the chip's peak FLOP/s a product
-  reaches;
+  reaches; `[matmul].exposed` (c_expose, optional, 0 to 1): the share of a memory-bound
+  product's math its pipeline leaves exposed beside the traffic;
 - `[hbm].efficiency` (eta_hbm): the achievable fraction of the HBM bandwidth;
 - `[call].launch_s` (t_call): a fixed cost per op (a kernel launch);
 - `[call].dispatch_s` (t_dispatch): the floor of one program call (an empty jitted call);
+- `[clock]` (optional; k_boost = boost_mhz / sustained_mhz): the SM clock a short or
+  memory-bound kernel runs at and the one a long product sustains at the chip's power limit
+  (docs/cost-model.md, "Expected time": the power cap);
 - `[network.<level>]` (one table per network level: nvlink, ib, ici, pcie, dcn), the achievable
   bus bandwidth of a collective on that level as a function of the bytes per rank n,
   `efficiency * n / (n + half_bytes)` of the link's peak (eta_<level>, n_half_<level>), and
@@ -43,9 +47,10 @@ ROLES = ("fit", "held-out", "excluded")
 
 _TABLES: dict[str, tuple[str, ...]] = {
     "": ("chip", "note"),
-    "matmul": ("efficiency",),
+    "matmul": ("efficiency", "exposed"),
     "hbm": ("efficiency",),
     "call": ("launch_s", "dispatch_s"),
+    "clock": ("boost_mhz", "sustained_mhz", "power_w"),
     "provenance": ("kind", "command", "date", "software", "device", "source", "fit"),
     "overlap": ("prefetch_elements", "contention", "source"),
 }
@@ -54,6 +59,8 @@ NETWORK_LEVELS = LEVELS
 """The levels a `[network.<level>]` table may name."""
 MAX_HALF_BYTES = 1e15
 """The largest half-bandwidth message size a calibration may give (1 PB: past any buffer)."""
+MAX_MHZ = 1e5
+"""The highest clock a `[clock]` table may give (100 GHz: past any chip)."""
 MAX_HALF_RANKS = 2**32
 """The largest group a half size may be measured at (the device count's limit)."""
 _ROW_KEYS = ("case", "kind", "dtype", "precision", "flops", "bytes", "median_s", "min_s",
@@ -122,6 +129,26 @@ class OverlapFit:
 
 
 @dataclass(frozen=True, slots=True)
+class ClockFit:
+    """The SM clocks behind the expected time's power cap (docs/cost-model.md, "Expected
+    time"): a kernel starts at `boost_mhz`; a long product at the chip's power limit
+    (`power_w`, for the record) sustains `sustained_mhz`. Both are measured, not fitted.
+
+    >>> ClockFit(1980.0, 1725.0, 566.0).k_boost
+    1.1478260869565218
+    """
+
+    boost_mhz: float
+    sustained_mhz: float
+    power_w: float | None = None
+
+    @property
+    def k_boost(self) -> float:
+        """How much faster the boost clock is than the sustained one (at least 1)."""
+        return self.boost_mhz / self.sustained_mhz
+
+
+@dataclass(frozen=True, slots=True)
 class Calibration:
     """One chip's efficiency figures and where they come from.
 
@@ -147,6 +174,18 @@ class Calibration:
 
     overlap: OverlapFit | None = None
     """The overlap figures of the calibrated step, where the file gives them."""
+
+    clock: ClockFit | None = None
+    """The boost and power-limited clocks, where the file gives them (else no power cap:
+    k_boost is 1)."""
+
+    exposed: float | None = None
+    """c_expose: the share of a memory-bound product's math left exposed beside its HBM
+    traffic, where the file gives it (else none: the max of the two)."""
+
+    @property
+    def k_boost(self) -> float:
+        return self.clock.k_boost if self.clock is not None else 1.0
 
     def network_fit(self, level: str) -> NetworkFit | None:
         return next((f for f in self.network if f.level == level), None)
@@ -223,8 +262,38 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
     note = _text(doc, "", "note", where) if "note" in doc else ""
     network = _network(doc.get("network", {}), where)
     overlap = _overlap(doc, where) if "overlap" in doc else None
+    clock = _clock(doc, where) if "clock" in doc else None
+    exposed = None
+    if "exposed" in doc["matmul"]:
+        exposed = _number(doc["matmul"]["exposed"], "[matmul].exposed", "exposed", "matmul",
+                          where)
+        if not 0 <= exposed <= 1:
+            raise where.fail("exposed", "matmul", "field [matmul].exposed must be from 0 to 1, "
+                             f"got {doc['matmul']['exposed']!r}")
     return Calibration(name, eta_mxu, eta_hbm, launch, dispatch, kind, provenance, rows, note,
-                       path, network, overlap)
+                       path, network, overlap, clock, exposed)
+
+
+def _clock(doc: dict, where: _Locator) -> ClockFit:
+    """The `[clock]` table: two clocks above 0 and at most `MAX_MHZ`, the boost one at least
+    the sustained one, and optionally the power limit they were measured at."""
+    table = doc["clock"]
+    got = {}
+    for key in ("boost_mhz", "sustained_mhz", "power_w"):
+        if key not in table:
+            if key == "power_w":
+                continue
+            raise where.fail("clock", "", f"missing field [clock].{key}")
+        x = _number(table[key], f"[clock].{key}", key, "clock", where)
+        if not 0 < x <= MAX_MHZ:
+            raise where.fail(key, "clock", f"field [clock].{key} must be above 0 and at most "
+                             f"{MAX_MHZ:g}, got {table[key]!r}")
+        got[key] = x
+    if got["boost_mhz"] < got["sustained_mhz"]:
+        raise where.fail("boost_mhz", "clock", "field [clock].boost_mhz must be at least "
+                         f"[clock].sustained_mhz ({got['sustained_mhz']:g}), got "
+                         f"{table['boost_mhz']!r}")
+    return ClockFit(got["boost_mhz"], got["sustained_mhz"], got.get("power_w"))
 
 
 def _overlap(doc: dict, where: _Locator) -> OverlapFit:
@@ -436,11 +505,17 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
     if c.note:
         out.append(f"note = {_toml_string(c.note)}")
     out += ["", "[matmul]", f"efficiency = {_num(c.eta_mxu)}   # eta_mxu",
+            *([f"exposed = {_num(c.exposed)}   # c_expose"] if c.exposed is not None else []),
             "", "[hbm]", f"efficiency = {_num(c.eta_hbm)}   # eta_hbm",
             "", "[call]", f"launch_s = {_num(c.t_call)}   # t_call, per op",
             f"dispatch_s = {_num(c.t_dispatch)}   # t_dispatch, per program call",
             "", "[provenance]"]
     out += [f"{k} = {_toml_string(v)}" for k, v in c.provenance]
+    if c.clock is not None:
+        out += ["", "[clock]", f"boost_mhz = {_num(c.clock.boost_mhz)}",
+                f"sustained_mhz = {_num(c.clock.sustained_mhz)}"]
+        if c.clock.power_w is not None:
+            out.append(f"power_w = {_num(c.clock.power_w)}")
     for f in c.network:
         out += ["", f"[network.{f.level}]", f"efficiency = {_num(f.efficiency)}   # eta_{f.level}",
                 f"half_bytes = {_num(f.half_bytes)}   # n_half_{f.level}"]

@@ -63,7 +63,11 @@ def _calibration_lines(chip: Chip) -> list[str]:
         return ["calibration", "  none: T_expected equals T_lower (shardc calibrate writes one)"]
     return ["calibration (T_expected)",
             f"  eta_mxu     {cal.eta_mxu:g}   eta_hbm {cal.eta_hbm:g}   "
-            f"t_call {cal.t_call * 1e6:.3g} us   t_dispatch {cal.t_dispatch * 1e6:.3g} us",
+            f"t_call {cal.t_call * 1e6:.3g} us   t_dispatch {cal.t_dispatch * 1e6:.3g} us"
+            + (f"   c_expose {cal.exposed:g}" if cal.exposed is not None else ""),
+            *([f"  clock       {cal.clock.boost_mhz:g} MHz boost, {cal.clock.sustained_mhz:g} MHz "
+               f"at the power limit (k_boost {cal.k_boost:.4g})"] if cal.clock is not None
+              else []),
             f"  source      {cal.describe_source()}"]
 
 
@@ -71,9 +75,11 @@ def summary_line(chip: Chip) -> str:
     """One line for `shardc hw list`: name, bf16 rate, HBM, W_ici (W_nvlink) and topology.
 
     >>> from shardc.hardware.chip import load
-    >>> summary_line(load("tpu-v5e"))
-    'tpu-v5e      TPU v5e             bf16 1.97e14 FLOP/s  HBM 16 GB at 8.1e11 B/s  W_ici 9e10 B/s
-    2D torus (full-axis-16)'
+    >>> line = summary_line(load("tpu-v5e"))
+    >>> line[:58]
+    'tpu-v5e      TPU v5e             bf16 1.97e14 FLOP/s  HBM '
+    >>> line[58:]
+    '16 GB at 8.1e11 B/s  W_ici 9e10 B/s  2D torus (full-axis-16)'
     """
     bf16 = chip.flops["bf16"]
     return (

@@ -196,7 +196,8 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
     calibrated = ctx.chip is not None and getattr(ctx.chip, "calibration", None) is not None
-    expected_memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None] = {}  # by (kind, T_math, T_hbm): ops repeat them
+    # by (an einsum?, T_math, T_hbm): ops repeat them
+    expected_memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None] = {}
     cal = getattr(ctx.chip, "calibration", None)
     # the calibrated network levels, and `alpha:<level>` for those that give their own latency
     network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
@@ -204,6 +205,10 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                          if f.latency_s is not None) if cal is not None else frozenset()
     network |= frozenset(f"ranks:{f.level}" for f in cal.network
                          if f.half_ranks is not None) if cal is not None else frozenset()
+    if cal is not None and cal.clock is not None:
+        network |= {"power-cap"}
+    if cal is not None and cal.exposed is not None:
+        network |= {"exposed-math"}
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo = {} if memo is None else memo
@@ -324,7 +329,7 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
 
 
 def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
-                   memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None],
+                   memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
                    network: frozenset[str] = frozenset()) -> list[OpCost]:
     """Each op's expected time again once `--attention flash` or fusion changed its roofline
     figures; an op they left alone keeps its own (the same object: no copy)."""
@@ -336,10 +341,16 @@ def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
 
 
 def _expected(c: OpCost, syms: HardwareSymbols,
-              memo: dict[tuple[sp.Expr, sp.Expr], sp.Expr | None],
+              memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
               network: frozenset[str] = frozenset()) -> sp.Expr | None:
     """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
-    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. A collective
+    of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. On a chip
+    whose calibration gives its clocks ("power-cap" in `network`), the math runs at the boost
+    clock (k_boost times faster) under the power cap: the op takes at least its math at the
+    power-limited clock, `max(t_call + max(T_math / (eta_mxu k_boost), T_hbm / eta_hbm),
+    T_math / eta_mxu)` (the launch gap, drawing no math power, is repaid by a faster clock).
+    Where it gives `c_expose` ("exposed-math"), a memory-bound product's traffic takes `T_hbm /
+    eta_hbm + c_expose x` its math (the share its pipeline stages leave exposed). A collective
     pays each calibrated level of `network` at its achievable bus bandwidth
     (`expected_collective`). None (the roofline's time) for a collective on no calibrated
     level and for an op that costs nothing (a slice, or an op fused into another's kernel: the
@@ -348,11 +359,20 @@ def _expected(c: OpCost, syms: HardwareSymbols,
         return expected_collective(c, syms, network) if network else None
     if c.t_math == 0 and c.t_hbm == 0:
         return None
-    key = (c.t_math, c.t_hbm)
+    key = (c.kind == "einsum", c.t_math, c.t_hbm)
     if key not in memo:
         hbm = c.t_hbm / syms.eta_hbm
-        body = hbm if c.t_math == 0 else sp.Max(c.t_math / syms.eta_mxu, hbm, evaluate=False)
-        memo[key] = syms.t_call + body
+        math = c.t_math / syms.eta_mxu
+        fast = math / syms.k_boost if "power-cap" in network else math
+        if "exposed-math" in network and c.kind == "einsum":  # a product's pipeline stages
+            hbm = hbm + syms.c_expose * fast  # leave c_expose of its math exposed
+        if c.t_math == 0:
+            memo[key] = syms.t_call + c.t_hbm / syms.eta_hbm
+        elif "power-cap" in network:  # the calibration gives its clocks
+            memo[key] = sp.Max(syms.t_call + sp.Max(fast, hbm, evaluate=False), math,
+                               evaluate=False)
+        else:
+            memo[key] = syms.t_call + sp.Max(math, hbm, evaluate=False)
     return memo[key]
 
 

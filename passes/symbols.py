@@ -112,6 +112,18 @@ class HardwareSymbols:
         """The floor of one program call (an empty jitted call; a calibration)."""
         return sp.Symbol("t_dispatch", nonnegative=True)
 
+    @property
+    def k_boost(self) -> sp.Symbol:
+        """The boost clock over the power-limited one (a calibration's `[clock]`; 1 without
+        one): a short or memory-bound kernel's math runs this much faster than eta_mxu says."""
+        return sp.Symbol("k_boost", positive=True)
+
+    @property
+    def c_expose(self) -> sp.Symbol:
+        """The share of a memory-bound product's math left exposed beside its HBM traffic (a
+        calibration's `[matmul].exposed`)."""
+        return sp.Symbol("c_expose", nonnegative=True)
+
     def eta_net(self, level: str) -> sp.Symbol:
         """The peak fraction of a level's bus bandwidth a large collective reaches (a
         calibration)."""
@@ -150,7 +162,8 @@ class HardwareSymbols:
         return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm, *self.calibration(),
                 *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)]),
                 *(f(lv) for lv in LEVELS
-                  for f in (self.eta_net, self.n_half, self.ranks, self.alpha))]
+                  for f in (self.eta_net, self.n_half, self.ranks, self.alpha)), self.k_boost,
+                self.c_expose]
 
     def is_hardware(self, sym: sp.Symbol) -> bool:
         n = sym.name
@@ -166,7 +179,8 @@ NETWORK_CALIBRATION_NAMES = frozenset(f"{p}_{lv}" for lv in LEVELS
 """The calibrated network's symbols: eta_ib, n_half_ib, ranks_ib, alpha_ib, ... (one of each
 a level)."""
 
-HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", *CALIBRATION_NAMES, *(f"W_{lv}" for lv in LEVELS),
+HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", "k_boost", "c_expose", *CALIBRATION_NAMES,
+                            *(f"W_{lv}" for lv in LEVELS),
                             *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
                             *NETWORK_CALIBRATION_NAMES})
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
@@ -221,6 +235,10 @@ def hardware_values(chip: Chip, syms: HardwareSymbols,
     if cal is not None:
         out.update(zip(syms.calibration(), (cal.eta_mxu, cal.eta_hbm, cal.t_call,
                                             cal.t_dispatch), strict=True))
+        if cal.clock is not None:
+            out[syms.k_boost] = float(cal.k_boost)
+        if cal.exposed is not None:
+            out[syms.c_expose] = float(cal.exposed)
     w, t = chip_links(chip)
     for fit in getattr(cal, "network", ()):
         out[syms.eta_net(fit.level)] = float(fit.efficiency)

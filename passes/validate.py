@@ -6,6 +6,7 @@ Returns the program with subscripts resolved (`I_XY` -> axes X, Y when XY is not
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 
@@ -75,6 +76,8 @@ def check_bindings(program: Program, ctx: Context) -> None:
         elif name in ("eta_mxu", "eta_hbm") or (name.startswith("eta_")
                                                 and is_hardware_name(name)):
             what, check = f"efficiency {name!r}", _efficiency
+        elif name == "c_expose":
+            what, check = f"exposed share {name!r}", _share
         elif is_hardware_name(name):
             what, check = f"hardware figure {name!r}", figure
         else:
@@ -89,7 +92,8 @@ def check_bindings(program: Program, ctx: Context) -> None:
             del ctx.bindings[name]
             rule = ("a size, a mesh axis or a repeat count is a whole number from 1 to 2**63 - 1"
                     if check is whole else "an efficiency is a fraction in (0, 1]"
-                    if check is _efficiency else "a hardware figure is a positive, finite number")
+                    if check is _efficiency else "an exposed share is a fraction from 0 to 1"
+                    if check is _share else "a hardware figure is a positive, finite number")
             message = str(exc).removesuffix(f", got {_shown(value)}")
             ctx.diagnostics.error("N016", f"--set {name}={_shown(value)}: {message}",
                                   notes=(rule,))
@@ -105,6 +109,17 @@ def _efficiency(value: Decimal | float | int, what: str) -> float:
     if out > 1:
         raise NumberError(f"{what} must be at most 1, got {_shown(value)}")
     return out
+
+
+def _share(value: Decimal | float | int, what: str) -> float:
+    """A share bound with --set (c_expose): a finite fraction from 0 to 1; 0 only adds
+    nothing, so T_expected stays at or above T_lower."""
+    if isinstance(value, bool) or not isinstance(value, (Decimal, float, int)):
+        raise NumberError(f"{what} must be a number, got {_shown(value)}")
+    finite = value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)
+    if finite and value < 0:
+        raise NumberError(f"{what} must be from 0 to 1, got {_shown(value)}")
+    return 0.0 if value == 0 else _efficiency(value, what)
 
 
 def _shown(value: Decimal | float) -> str:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from shardc.cli.app import main
 from shardc.hardware.calibration import (
     MAX_ROWS,
     Calibration,
+    ClockFit,
     Row,
     calibration_toml,
     read_calibration_toml,
@@ -70,6 +72,21 @@ HOSTILE = {
                      'flops = 1\nbytes = 1\nmedian_s = -1\nmin_s = 1\np90_s = 1\n', ":18:",
                      "positive"),
     "not toml": ("chip = ", "", "not valid TOML"),
+    "boost below sustained": (GOOD + "[clock]\nboost_mhz = 1500\nsustained_mhz = 1725\n", ":13:",
+                              "at least [clock].sustained_mhz"),
+    "zero clock": (GOOD + "[clock]\nboost_mhz = 1980\nsustained_mhz = 0\n", ":14:",
+                   "above 0"),
+    "nan clock": (GOOD + "[clock]\nboost_mhz = nan\nsustained_mhz = 1725\n", ":13:", "finite"),
+    "clock without sustained": (GOOD + "[clock]\nboost_mhz = 1980\n", "",
+                                "missing field [clock].sustained_mhz"),
+    "exposed above one": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = 1.5"), ":4:",
+                          "from 0 to 1"),
+    "exposed negative": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = -0.1"), ":4:",
+                         "from 0 to 1"),
+    "exposed nan": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = nan"), ":4:",
+                    "finite"),
+    "unknown clock key": (GOOD + "[clock]\nboost_mhz = 1980\nsustain_mhz = 1725\n", ":14:",
+                          "did you mean 'sustained_mhz'"),
     "bad precision": (GOOD + '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "f32"\n'
                       'precision = "extreme"\nflops = 1\nbytes = 1\nmedian_s = 1\nmin_s = 1\n'
                       'p90_s = 1\n', ":16:", "default, high, highest"),
@@ -136,10 +153,16 @@ def test_the_h200_calibration_gives_the_fitted_expectation():
     cal = r.chip.calibration
     op = r.ops[-1]
     flops, moved = 2 * 512 * 8192 * 8192, 2 * (512 * 8192 * 2 + 8192 * 8192)
-    kernel = max(flops / (cal.eta_mxu * 9.89e14), moved / (cal.eta_hbm * 4.8e12))
-    assert r.value(op.t_expected) == pytest.approx(cal.t_call + kernel, rel=1e-9)
+    math, hbm = flops / (cal.eta_mxu * 9.89e14), moved / (cal.eta_hbm * 4.8e12)
+    # the power cap: math at the boost clock after the launch, at least math at the
+    # power-limited clock
+    assert cal.clock is not None and cal.k_boost == pytest.approx(1980 / 1725)
+    fast = math / cal.k_boost
+    assert cal.exposed is not None and 0 < cal.exposed < 1
+    expected = max(cal.t_call + max(fast, hbm + cal.exposed * fast), math)
+    assert r.value(op.t_expected) == pytest.approx(expected, rel=1e-9)
     assert r.value(r.totals["t_expected_s"]) == pytest.approx(
-        max(cal.t_dispatch, cal.t_call + kernel), rel=1e-9)
+        max(cal.t_dispatch, expected), rel=1e-9)
     text = r.to_text()
     assert "T_expected" in text and "calibration of h200" in text
 
@@ -167,22 +190,30 @@ def test_set_binds_an_efficiency_within_zero_and_one():
     assert r.value(r.totals["t_expected_s"]) > base.value(base.totals["t_expected_s"])
     with pytest.raises(shardc.CompileError, match="at most 1"):
         shardc.compile(MATMUL, hw="h200", set={"eta_mxu": 1.5})
+    assert shardc.compile(MATMUL, hw="h200", set={"c_expose": 0}).totals  # 0 hides it all
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(shardc.CompileError, match="c_expose"):
+            shardc.compile(MATMUL, hw="h200", set={"c_expose": bad})
 
 
 TPU = dataclasses.replace(hardware.load("tpu-v5e"), calibration=Calibration(
-    "tpu-v5e", 1.0, 1.0, 0.0, 0.0, "published", (("kind", "published"), ("source", "a test"))))
+    "tpu-v5e", 1.0, 1.0, 0.0, 0.0, "published", (("kind", "published"), ("source", "a test")),
+    clock=ClockFit(1980.0, 1725.0), exposed=0.4))
 """A chip whose calibration the property's bindings replace (any mesh fits a TPU torus)."""
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(), st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.floats(1e-9, 1e-3),
-       st.floats(1e-9, 1e-3))
-def test_t_expected_is_never_below_t_lower(prog, eta_mxu, eta_hbm, t_call, t_dispatch):
-    """Each op's expected time is at least its math and HBM time, and the program's at least
-    the sum over ops (and the communication), so T_expected >= T_lower for any calibration."""
+       st.floats(1e-9, 1e-3), st.floats(0.5, 4.0), st.floats(0.0, 1.0))
+def test_t_expected_is_never_below_t_lower(prog, eta_mxu, eta_hbm, t_call, t_dispatch, k_boost,
+                                           c_expose):
+    """Each op's expected time is at least its math and HBM time (the power cap keeps the
+    math at the power-limited clock whatever k_boost is), and the program's at least the sum
+    over ops (and the communication), so T_expected >= T_lower for any calibration."""
     text, _ = prog
     r = shardc.compile(text, hw=TPU, set={"eta_mxu": eta_mxu, "eta_hbm": eta_hbm,
-                                          "t_call": t_call, "t_dispatch": t_dispatch})
+                                          "t_call": t_call, "t_dispatch": t_dispatch,
+                                          "k_boost": k_boost, "c_expose": c_expose})
     lower, expected = r.value(r.totals["t_lower_s"]), r.value(r.totals["t_expected_s"])
     assert lower is not None and expected is not None
     assert expected >= lower * (1 - 1e-12)
@@ -210,6 +241,64 @@ def test_the_fit_recovers_known_figures():
     assert f.t_call == pytest.approx(1e-5, rel=0.05)
     assert f.t_dispatch == pytest.approx(3e-5)
     assert all(abs(res) < 0.01 for _, res in f.residuals())
+
+
+def test_the_fit_recovers_known_figures_under_the_power_cap():
+    """With the clocks given (k_boost, not fitted) the fit finds the same figures again, the
+    exposed share of a memory-bound product's math among them, and a long product's time is
+    its math at the power-limited clock: no launch cost added."""
+    rate, w, k = 1e15, 5e12, 1980 / 1725
+    truth = dict(eta_mxu=0.68, eta_hbm=0.9, t_call=1.2e-5, t_dispatch=3.8e-5, exposed=0.4)
+    rows = [Row("dispatch", "dispatch", "bf16", 0, 0, 3.8e-5, 3.8e-5, 3.8e-5)]
+    for m in (16, 128, 256, 512, 1024, 4096, 16384):
+        rows.append(Row(f"mm{m}", "matmul", "bf16", 2.0 * m * 8192 * 8192,
+                        2.0 * (2 * m * 8192 + 8192 * 8192), 1, 1, 1))
+    for mib in (64, 256, 1024):
+        rows.append(Row(f"ew{mib}", "elementwise", "bf16", 0, 3 * mib * 2.0**20, 1, 1, 1))
+    timed = []
+    for r in rows:
+        t = predict(r, rate, w, **truth, k_boost=k)
+        timed.append(Row(r.case, r.kind, r.dtype, r.flops, r.bytes, t, t, t))
+    f = fit(timed, lambda d, p: rate, w, k, exposed=True)
+    assert f.eta_mxu == pytest.approx(0.68, abs=0.003)
+    assert f.eta_hbm == pytest.approx(0.9, abs=0.003)
+    assert f.t_call == pytest.approx(1.2e-5, rel=0.05)
+    assert f.exposed == pytest.approx(0.4, abs=0.02)
+    assert all(abs(res) < 0.01 for _, res in f.residuals())
+    long = rows[6]
+    assert predict(long, rate, w, **truth, k_boost=k) == pytest.approx(
+        long.flops / (0.68 * rate))
+
+
+@pytest.mark.parametrize("m", [16, 128, 512, 16384])
+def test_the_power_cap_at_a_point_is_the_compile_at_it(m):
+    """With M symbolic, `at` and `value` of T_expected on h200 (each branch of the power cap:
+    memory-bound, math at the boost clock, math at the power-limited clock) equal the compile
+    at that M."""
+    text = "dim M, K=8192, N=8192\nA: bf16[M, K]\nW: bf16[K, N]\nC = A ·_K W\n"
+    r = shardc.compile(text, hw="h200")
+    numeric = shardc.compile(text, hw="h200", set={"M": m})
+    want = numeric.value(numeric.totals["t_expected_s"])
+    assert r.at(M=m).value(r.at(M=m).totals["t_expected_s"]) == pytest.approx(want, rel=1e-12)
+    assert r.value(r.totals["t_expected_s"], M=m) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_clock_table_reads_back_and_sets_k_boost():
+    cal = read_calibration_toml(
+        GOOD.replace("efficiency = 0.5", "efficiency = 0.5\nexposed = 0.25")
+        + "[clock]\nboost_mhz = 1980\nsustained_mhz = 1725\npower_w = 566\n", "x.toml")
+    assert cal.clock == ClockFit(1980.0, 1725.0, 566.0) and cal.exposed == 0.25
+    assert read_calibration_toml(calibration_toml(cal), "x.toml") == cal
+    assert read_calibration_toml(GOOD, "x.toml").k_boost == 1.0
+    base = shardc.compile(MATMUL, hw="h200")
+    assert base.value(sp.Symbol("k_boost", positive=True)) == pytest.approx(1980 / 1725)
+    slow = shardc.compile(MATMUL, hw="h200", set={"k_boost": 1.0})
+    assert slow.value(slow.totals["t_expected_s"]) > base.value(base.totals["t_expected_s"])
+    thin = "dim M=128, K=8192, N=8192\nA: bf16[M, K]\nW: bf16[K, N]\nC = A ·_K W\n"
+    hidden = shardc.compile(thin, hw="h200", set={"c_expose": 0.0})
+    exposed = shardc.compile(thin, hw="h200")
+    assert (exposed.value(exposed.totals["t_expected_s"])
+            > hidden.value(hidden.totals["t_expected_s"]))
 
 
 def test_the_roofline_is_a_bound_on_every_h200_row():
