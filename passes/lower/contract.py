@@ -6,6 +6,7 @@ alternatives in SymPy for the decision record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import sympy as sp
 
@@ -13,7 +14,7 @@ from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
 from shardc.lang.syntax import Assign, Contract, Expr, Ref
 from shardc.passes.conditions import less_than
-from shardc.passes.cost_model import LEVELS, Links
+from shardc.passes.cost_model import LEVELS, Links, Num
 from shardc.passes.einsum_plan import (
     EinsumPlan,
     Floors,
@@ -25,423 +26,446 @@ from shardc.passes.einsum_plan import (
     search_plans,
 )
 from shardc.passes.ir import Alternative, Decision, Einsum, Value
-from shardc.passes.layout_cost import local_bytes, local_elements, steps_time
+from shardc.passes.layout_cost import SizeOf, local_bytes, local_elements, steps_time
 from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
 from shardc.passes.lower.explain import beat_text, case_reason, whole_program_text
-from shardc.passes.lower.state import LoweringState, derived_name
+from shardc.passes.lower.resharding import apply_steps
+from shardc.passes.lower.state import (
+    LoweringState,
+    Measure,
+    Rank,
+    SearchKey,
+    StepsKey,
+    derived_name,
+)
 from shardc.passes.objective import distinct
 from shardc.passes.regions import Candidate, Recipe
+from shardc.passes.reshard import Step
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
 
-class Contractions(LoweringState):
-    """The lowering of `Contract` expressions, and their decision records."""
-
-    def contract(self, e: Contract, requested: Layout | None, target: str,
-                 stmt: Assign | None, keep_partial: bool = False) -> Value | None:
-        if isinstance(e.lhs, Contract) and id(e) not in self.chain_picks:
-            self.plan_chain(e, requested, keep_partial)
-        joint = self.chain_picks.pop(id(e), None)
-        lv = self.expr(e.lhs, target)
-        rv = self.expr(e.rhs, target)
-        if lv is None or rv is None:
-            return None
-        dtype = promote(lv.dtype, rv.dtype)
-        out_dims = requested.dim_names if requested is not None else output_dims(
-            lv.dims, rv.dims, e.dims)
-        numeric = self.all_known({*(d.dim for d in lv.layout.dims),
-                                  *(d.dim for d in rv.layout.dims), *self.mesh})
-        links, c = self.hw_numbers(dtype)
-        search, objective = self.plan_search(lv, rv, e.dims, out_dims, requested, keep_partial,
-                                             joint.hint if joint is not None else None,
-                                             shared=stmt is not None and stmt.partial)
-        ranked = search.ranked
-        if not ranked:
-            self.error("C009", f"no way to compute {self.fmt(requested, target) if requested else target}"
-                       f" from {self.fmt(lv.layout, lv.array)} and {self.fmt(rv.layout, rv.array)}",
-                       e.span, ("every way of giving the mesh axes to dims either leaves a shard "
-                                "that does not divide its dim or needs partial sums {U_X} that "
-                                "only a contracted dim sharded over X produces",))
-            return None
-        if joint is not None:
-            # Chosen with the contraction that consumes the result (`plan_chain`): the cheapest
-            # plan that leaves the layout the chain's plan gives it (the operands are read in
-            # the layouts it foresaw, so one does).
-            chosen = next(p for p in ranked if p.final == joint.final)
+def contract(st: LoweringState, e: Contract, lv: Value, rv: Value, requested: Layout | None,
+             target: str, stmt: Assign | None, keep_partial: bool = False,
+             joint: JointPick | None = None) -> Value | None:
+    """`lv ·_J rv` (the operands of `e`, lowered by `walk.contract`): the plans searched and
+    ranked, the chosen one emitted and its decision recorded. `joint`: how the chain this
+    product is an inner stage of runs it (`chain_picks`)."""
+    dtype = promote(lv.dtype, rv.dtype)
+    out_dims = requested.dim_names if requested is not None else output_dims(
+        lv.dims, rv.dims, e.dims)
+    numeric = st.all_known({*(d.dim for d in lv.layout.dims),
+                            *(d.dim for d in rv.layout.dims), *st.mesh})
+    links, c = st.hw_numbers(dtype)
+    ranking = plan_search(st, lv, rv, e.dims, out_dims, requested, keep_partial,
+                          joint.hint if joint is not None else None,
+                          shared=stmt is not None and stmt.partial)
+    search, objective = ranking.search, ranking.objective
+    ranked = search.ranked
+    if not ranked:
+        st.error("C009", f"no way to compute {st.fmt(requested, target) if requested else target}"
+                 f" from {st.fmt(lv.layout, lv.array)} and {st.fmt(rv.layout, rv.array)}",
+                 e.span, ("every way of giving the mesh axes to dims either leaves a shard "
+                          "that does not divide its dim or needs partial sums {U_X} that "
+                          "only a contracted dim sharded over X produces",))
+        return None
+    if joint is not None:
+        # Chosen with the contraction that consumes the result (`chain_picks`): the cheapest
+        # plan that leaves the layout the chain's plan gives it (the operands are read in
+        # the layouts it foresaw, so one does).
+        chosen = next(p for p in ranked if p.final == joint.final)
+        ranked = [chosen, *(p for p in ranked if p is not chosen)]
+    ordinal = st.choices
+    st.choices += 1
+    candidates: tuple[Candidate, ...] = ()
+    whole = ""
+    if not numeric and not search.capped:
+        candidates = plan_candidates(st, search.plans, lv.dtype, rv.dtype, dtype, links, c)
+        st.sized_choices += 1
+        pick = st.chooser.choose(ordinal, candidates) if st.chooser else None
+        if pick is not None:
+            chosen = search.plans[pick]
             ranked = [chosen, *(p for p in ranked if p is not chosen)]
-        ordinal = self.choices
-        self.choices += 1
-        candidates: tuple[Candidate, ...] = ()
-        whole = ""
-        if not numeric and not search.capped and self.keep_candidates:
-            candidates = self.candidates(search.plans, lv.dtype, rv.dtype, dtype, links, c)
-            self.sized_choices += 1
-            pick = self.chooser.choose(ordinal, candidates) if self.chooser else None
-            if pick is not None:
-                chosen = search.plans[pick]
-                ranked = [chosen, *(p for p in ranked if p is not chosen)]
-        elif numeric and hasattr(self.chooser, "rank"):
-            # The whole-program search (passes.objective) may run another of the best plans.
-            options = distinct(ranked, lambda p: (p.lhs_steps, p.rhs_steps, p.out_steps))
-            times = [float(objective(p)[1]) for p in options]
-            chosen = options[self.chooser.rank(ordinal, times)]  # type: ignore[union-attr]
-            if chosen is not ranked[0]:
-                whole = whole_program_text(chosen, ranked[0], objective, lv.array, rv.array,
-                                           target)
-            ranked = [chosen, *(p for p in ranked if p is not chosen)]
-        best = ranked[0]
-        line = (stmt.span if stmt is not None else e.span).line
-        self.record_decision(ranked, objective, numeric, line, e, lv, rv, dtype, target,
-                             (search.tried, search.space) if search.capped else None,
-                             candidates, ordinal, joint)
-        beat = (whole if whole else joint.reason(self.ctx.chip is not None) if joint is not None
-                else beat_text(ranked, objective, lv.array, rv.array, target))
-        mesh = tuple(self.mesh)
-        why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
-        why_r = case_reason(lv, rv, e.dims, "rhs", target, mesh)
-        lv2 = self.apply_steps(lv, best.lhs_steps, e.span, why_l, beat)
-        rv2 = self.apply_steps(rv, best.rhs_steps, e.span, why_r, beat)
-        case = case_label(lv.layout, rv.layout, e.dims)
-        name = target if stmt is not None else derived_name(f"{lv.array}·{rv.array}")
-        out = Value(self.fresh(name), name, dtype, best.local_out)
-        v = self.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
-        why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
-        if (stmt is not None and stmt.partial and best.out_steps
-                and all(s.kind in ("AllReduce", "ReduceScatter") for s in best.out_steps)):
-            # One term of a sum the compiler made (a gradient with several contributions):
-            # its partial sums stay unreduced and the sum is reduced once. The plan is ranked
-            # without that reduction (`plan_search`'s `shared`), which the sum pays once.
-            return v
-        return self.apply_steps(v, best.out_steps, e.span, why_o, beat)
+    elif numeric and hasattr(st.chooser, "rank"):
+        # The whole-program search (passes.objective) may run another of the best plans.
+        options = distinct(ranked, lambda p: (p.lhs_steps, p.rhs_steps, p.out_steps))
+        times = [float(objective(p)[1]) for p in options]
+        chosen = options[st.chooser.rank(ordinal, times)]  # type: ignore[union-attr]
+        if chosen is not ranked[0]:
+            whole = whole_program_text(chosen, ranked[0], objective, lv.array, rv.array,
+                                       target)
+        ranked = [chosen, *(p for p in ranked if p is not chosen)]
+    best = ranked[0]
+    line = (stmt.span if stmt is not None else e.span).line
+    record_decision(st, ranked, ranking, numeric, line, e, lv, rv, dtype, target,
+                    (search.tried, search.space) if search.capped else None,
+                    candidates, ordinal, joint)
+    beat = (whole if whole else joint.reason(st.ctx.chip is not None) if joint is not None
+            else beat_text(ranked, objective, lv.array, rv.array, target))
+    mesh = tuple(st.mesh)
+    why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
+    why_r = case_reason(lv, rv, e.dims, "rhs", target, mesh)
+    lv2 = apply_steps(st, lv, best.lhs_steps, e.span, why_l, beat)
+    rv2 = apply_steps(st, rv, best.rhs_steps, e.span, why_r, beat)
+    case = case_label(lv.layout, rv.layout, e.dims)
+    name = target if stmt is not None else derived_name(f"{lv.array}·{rv.array}")
+    out = Value(st.fresh(name), name, dtype, best.local_out)
+    v = st.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
+    why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
+    if (stmt is not None and stmt.partial and best.out_steps
+        and all(s.kind in ("AllReduce", "ReduceScatter") for s in best.out_steps)):
+        # One term of a sum the compiler made (a gradient with several contributions):
+        # its partial sums stay unreduced and the sum is reduced once. The plan is ranked
+        # without that reduction (`plan_search`'s `shared`), which the sum pays once.
+        return v
+    return apply_steps(st, v, best.out_steps, e.span, why_o, beat)
 
-    def plan_chain(self, top: Contract, requested: Layout | None, keep_partial: bool) -> None:
-        """Choose the layouts of a chain's intermediate results together (`passes.lower.chain`),
-        where every operand is an array whose layout is known before lowering and the program
-        declares every size; the picks wait in `chain_picks` for the contractions to be
-        lowered. Under the book's model each product is planned alone, as the book's answers
-        are."""
-        stages: list[Contract] = []
-        x: Expr = top
-        while isinstance(x, Contract):
-            stages.append(x)
-            x = x.lhs
-        stages.reverse()
-        for s in stages[:-1]:
-            self.chain_picks[id(s)] = None  # planned with the chain: alone unless picked below
-        if self.ctx.model != "exact":
-            return
-        leaves = [self.peek(x), *(self.peek(s.rhs) for s in stages)]
-        if any(v is None for v in leaves):
-            return
-        operands = [v for v in leaves if v is not None]
-        names = {*self.mesh, *(d for v in operands for d in v.dims),
-                 *(requested.dim_names if requested is not None else ())}
-        if not self.all_declared(names):
-            # Sizes the program leaves symbolic are planned one product at a time even where a
-            # binding gives them a number, so a report's `at(...)` and a compile with those
-            # bindings choose the same plans (as reshards are priced: `pricing`).
-            return
-        dtypes = [operands[0].dtype]
-        for v in operands[1:]:
-            dtypes.append(promote(dtypes[-1], v.dtype))
-        last = len(stages) - 1
 
-        def options(i: int, lay: Layout) -> list[Option]:
-            s, rv = stages[i], operands[i + 1]
-            lv = Value("", "", dtypes[i], lay)
-            req, kp = (requested, keep_partial) if i == last else (None, False)
-            out_dims = req.dim_names if req is not None else output_dims(
-                lay.dim_names, rv.dims, s.dims)
-            hints: list[Layout | None] = [None]
-            if i < last:
-                hints += stage_hints(out_dims, operands[i + 2].layout, requested)
-            out: list[Option] = []
-            seen: set[tuple[Layout, Layout | None]] = set()
-            for hint in hints:
-                search, objective = self.plan_search(lv, rv, s.dims, out_dims, req, kp, hint)
-                for p in search.ranked:  # the cheapest plan leaving each layout
-                    if (p.final, hint) not in seen:
-                        seen.add((p.final, hint))
-                        out.append((p.final, float(objective(p)[1]), hint))
-            return out
+def chain_picks(st: LoweringState, top: Contract, requested: Layout | None,
+                keep_partial: bool) -> tuple[JointPick | None, ...]:
+    """How the inner contractions of the chain `top` heads (`A ·_J B ·_K C`: its left operands,
+    innermost first) are run: the layouts of the chain's intermediate results chosen together
+    (`passes.lower.chain`), where every operand is an array whose layout is known before
+    lowering and the program declares every size; None for a product planned alone. Under the
+    book's model each product is planned alone, as the book's answers are."""
+    stages: list[Contract] = []
+    x: Expr = top
+    while isinstance(x, Contract):
+        stages.append(x)
+        x = x.lhs
+    stages.reverse()
+    alone: tuple[JointPick | None, ...] = (None,) * (len(stages) - 1)
+    if st.ctx.model != "exact":
+        return alone
+    leaves = [peek(st, x), *(peek(st, s.rhs) for s in stages)]
+    if any(v is None for v in leaves):
+        return alone
+    operands = [v for v in leaves if v is not None]
+    names = {*st.mesh, *(d for v in operands for d in v.dims),
+             *(requested.dim_names if requested is not None else ())}
+    if not st.all_declared(names):
+        # Sizes the program leaves symbolic are planned one product at a time even where a
+        # binding gives them a number, so a report's `at(...)` and a compile with those
+        # bindings choose the same plans (as reshards are priced: `pricing`).
+        return alone
+    dtypes = [operands[0].dtype]
+    for v in operands[1:]:
+        dtypes.append(promote(dtypes[-1], v.dtype))
+    last = len(stages) - 1
 
-        picks = plan_chain(operands[0].layout, len(stages), options)
-        if picks is not None:
-            for s, pick in zip(stages[:-1], picks, strict=True):
-                self.chain_picks[id(s)] = pick
+    def options(i: int, lay: Layout) -> list[Option]:
+        s, rv = stages[i], operands[i + 1]
+        lv = Value("", "", dtypes[i], lay)
+        req, kp = (requested, keep_partial) if i == last else (None, False)
+        out_dims = req.dim_names if req is not None else output_dims(
+            lay.dim_names, rv.dims, s.dims)
+        hints: list[Layout | None] = [None]
+        if i < last:
+            hints += stage_hints(out_dims, operands[i + 2].layout, requested)
+        out: list[Option] = []
+        seen: set[tuple[Layout, Layout | None]] = set()
+        for hint in hints:
+            ranking = plan_search(st, lv, rv, s.dims, out_dims, req, kp, hint)
+            for p in ranking.search.ranked:  # the cheapest plan leaving each layout
+                if (p.final, hint) not in seen:
+                    seen.add((p.final, hint))
+                    out.append((p.final, float(ranking.objective(p)[1]), hint))
+        return out
 
-    def peek(self, e: Expr) -> Value | None:
-        """An operand's dtype and the layout it is read in, without lowering it: a plain use
-        of an array (no renamed dims); None otherwise."""
-        if not isinstance(e, Ref) or e.renames:
-            return None
-        want = e.layout.stripped() if e.layout is not None else None
-        v = self.values.get(e.name)
-        if v is None:
-            return Value(e.name, e.name, "bf16", want) if want is not None else None
-        return v if want is None else Value(v.id, v.array, v.dtype, want)
+    picks = plan_chain(operands[0].layout, len(stages), options)
+    return alone if picks is None else tuple(picks)
 
-    def plan_search(self, lv: Value, rv: Value, contract: tuple[str, ...],
-                    out_dims: tuple[str, ...], requested: Layout | None, keep_partial: bool,
-                    hint: Layout | None = None, shared: bool = False
-                    ) -> tuple[PlanSearch, Callable[[EinsumPlan], tuple]]:
-        """The ranked plans of `lv ·_contract rv` and the objective that ranks them, searched
-        once per statement shape: within a lowering the sizes, topology and chip are fixed, so
-        the ranking depends only on the operands' layouts and dtypes, the request and the hint
-        (docs/benchmarks.md: a chain of 2,000 einsums has two shapes). `shared`: the product
-        is one term of a gradient's sum, whose partial sums the sum reduces once, so a plan
-        that ends in a reduction is ranked without it (Megatron-LM adds the input-gradient
-        terms of grouped-query attention while partial and ReduceScatters the sum once)."""
-        dtype = promote(lv.dtype, rv.dtype)
-        names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *self.mesh}
-        numeric = self.all_known(names)
-        links, c = self.hw_numbers(dtype)
-        topo = self.ctx.topology
-        size_of = self.numeric_size
-        shape = ("search", lv.layout, rv.layout, lv.dtype, rv.dtype, contract, out_dims,
-                 requested, keep_partial, hint, shared)
-        measured: dict[int, tuple[tuple[float, ...], float]] = self.searches.setdefault(
-            ("measured", shape), {})
 
-        # A reshard's time and a local product's size, by value: the plans of a search share
-        # their operands' targets and reshards (each is one of few), and the lowering's sizes,
-        # chip and topology are fixed, so one lowering prices each once.
-        seconds: dict[tuple, float] = self.searches.setdefault(("seconds",), {})
-        flops: dict[tuple, float] = self.searches.setdefault(("flops",), {})
+def peek(st: LoweringState, e: Expr) -> Value | None:
+    """An operand's dtype and the layout it is read in, without lowering it: a plain use
+    of an array (no renamed dims); None otherwise."""
+    if not isinstance(e, Ref) or e.renames:
+        return None
+    want = e.layout.stripped() if e.layout is not None else None
+    v = st.values.get(e.name)
+    if v is None:
+        return Value(e.name, e.name, "bf16", want) if want is not None else None
+    return v if want is None else Value(v.id, v.array, v.dtype, want)
 
-        def reshard_time(steps: tuple, dt: str) -> float:
-            t = seconds.get((steps, dt))
-            if t is None:
-                t = seconds[(steps, dt)] = float(
-                    steps_time(steps, dt, size_of, self.ctx.model, topo, links))
-            return t
 
-        def flops_of(p: EinsumPlan) -> float:
-            f = flops.get((p.lhs_target, p.rhs_target))
-            if f is None:
-                f = flops[(p.lhs_target, p.rhs_target)] = 2.0 * float(
-                    self.einsum_elements(p, size_of))
-            return f
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """What `plan_search` returns: the search of one statement shape, the objective that
+    ranked it (smallest first), and the shape it was searched for."""
 
-        # Only where the program declares every size: a size bound by `--set` (or `at`) is
-        # ranked as the symbolic report's regions rank it (communication and math), so the
-        # compile at a point and the report at it choose alike.
-        declared = numeric and self.all_declared(names)
-        w_hbm = self.hbm_rate() if declared else None
-        hbm: dict[tuple, float] = self.searches.setdefault(("hbm",), {})
+    search: PlanSearch
+    objective: Callable[[EinsumPlan], Rank]
+    key: SearchKey
 
-        def hbm_time(p: EinsumPlan) -> float:
-            """The local product's HBM time (its operands and result read and written once),
-            under the exact model with a chip; 0 otherwise (the book ranks by comms and math)."""
-            if w_hbm is None:
-                return 0.0
-            key = (p.lhs_target, p.rhs_target, p.local_out, lv.dtype, rv.dtype)
-            t = hbm.get(key)
-            if t is None:
-                t = hbm[key] = float(self.einsum_bytes(p, lv.dtype, rv.dtype, size_of)) / w_hbm
-            return t
 
-        def measure(p: EinsumPlan) -> tuple[tuple[float, ...], float]:
-            """Each reshard's time and the FLOPs, by identity as `objective` keys them."""
-            hit = measured.get(id(p))
-            if hit is None:
-                hit = measured[id(p)] = (
-                    (reshard_time(p.lhs_steps, lv.dtype), reshard_time(p.rhs_steps, rv.dtype),
-                     reshard_time(p.out_steps, dtype), hbm_time(p)),
-                    flops_of(p))
-            return hit
+def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ...],
+                out_dims: tuple[str, ...], requested: Layout | None, keep_partial: bool,
+                hint: Layout | None = None, shared: bool = False
+                ) -> Ranking:
+    """The ranked plans of `lv ·_contract rv` and the objective that ranks them, searched
+    once per statement shape: within a lowering the sizes, topology and chip are fixed, so
+    the ranking depends only on the operands' layouts and dtypes, the request and the hint
+    (docs/benchmarks.md: a chain of 2,000 einsums has two shapes). `shared`: the product
+    is one term of a gradient's sum, whose partial sums the sum reduces once, so a plan
+    that ends in a reduction is ranked without it (Megatron-LM adds the input-gradient
+    terms of grouped-query attention while partial and ReduceScatters the sum once)."""
+    dtype = promote(lv.dtype, rv.dtype)
+    names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *st.mesh}
+    numeric = st.all_known(names)
+    links, c = st.hw_numbers(dtype)
+    topo = st.ctx.topology
+    size_of = st.numeric_size
+    caches = st.caches
+    shape: SearchKey = (lv.layout, rv.layout, lv.dtype, rv.dtype, contract, out_dims,
+                        requested, keep_partial, hint, shared)
+    measured = caches.measured.setdefault(shape, {})
 
-        def rank(p: EinsumPlan, floors: Floors = (None, None, None)
-                 ) -> tuple[int, float, float, int]:
-            """The plan's key; with `floors`, a lower bound on the key of the plan with the
-            cheapest reshards (each reshard's floor where given, else its own time)."""
-            times, flops = measure(p)
-            comm = 0.0
-            for t, low in zip(times[:3], floors, strict=True):
-                comm += low if low is not None else t
-            if shared and (floors[2] is not None or all(
-                    s.kind in ("AllReduce", "ReduceScatter") for s in p.out_steps)):
-                comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
-            collectives = len(p.collectives) if floors == (None, None, None) else 0
-            # With every size known, rank by time (comms + compute: under the exact model the
-            # local product's roofline time, the larger of its math and its HBM traffic, as
-            # the report's ops count it); otherwise by communication alone, which gives the
-            # book's defaults and matches the conditions reported.
-            total = comm + max(flops / c if c and numeric else 0.0, times[3])
-            if numeric:
-                return (0, round(total, 15), flops, collectives)
-            # Symbolic sizes: the book's rule for each axis's case first, then cost at the
-            # typical sizes (the report lists the alternatives and when each would win).
-            departures = book_departures(p, lv.layout, rv.layout, contract, requested)
-            return (departures, round(total, 15), flops, collectives)
+    # A reshard's time and a local product's size, by value: the plans of a search share
+    # their operands' targets and reshards (each is one of few), and the lowering's sizes,
+    # chip and topology are fixed, so one lowering prices each once.
+    seconds, flops = caches.seconds, caches.flops
 
-        ranks: dict[int, tuple[int, float, float, int]] = self.searches.setdefault(
-            ("ranks", shape), {})
+    def reshard_time(steps: tuple[Step, ...], dt: str) -> float:
+        t = seconds.get((steps, dt))
+        if t is None:
+            t = seconds[(steps, dt)] = float(
+                steps_time(steps, dt, size_of, st.ctx.model, topo, links))
+        return t
 
-        def objective(p: EinsumPlan) -> tuple[int, float, float, int]:
-            # by identity: the shape's plans live as long as its search does
-            hit = ranks.get(id(p))
-            if hit is None:
-                hit = ranks[id(p)] = rank(p)
-            return hit
-        search = self.searches.get(shape)
-        if search is None:
-            pricings = (self.pricing(lv.dtype, lv.dims), self.pricing(rv.dtype, rv.dims),
-                        self.pricing(dtype, out_dims))
-            # Branch and bound needs the ranking and the reshards priced alike (every dim
-            # declared) and one plan chosen by numbers; where a chooser may pick any plan at a
-            # point (symbolic sizes), every plan's reshards are searched.
-            bounded = numeric and all(self.declared(d) for d in (*lv.dims, *rv.dims))
-            search = self.searches[shape] = search_plans(
-                lv.layout, rv.layout, contract, out_dims, requested, tuple(self.mesh),
-                self.divisible, keep_partial, self.known_sizes(), objective,
-                pricings=pricings, floor=rank if bounded else None, idle=self.ctx.idle_axes,
-                wide=declared,
-                hint=hint)
-        return search, objective
+    def flops_of(p: EinsumPlan) -> float:
+        f = flops.get((p.lhs_target, p.rhs_target))
+        if f is None:
+            f = flops[(p.lhs_target, p.rhs_target)] = 2.0 * float(
+                einsum_elements(p, size_of))
+        return f
 
-    def candidates(self, plans: Sequence[EinsumPlan], ldt: str, rdt: str, dt: str, links: Links,
-                   c: float | None) -> tuple[Candidate, ...]:
-        """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
-        (communication, plus compute at the chip's peak) and FLOPs (`passes.regions`)."""
-        model, topo = self.ctx.model, self.ctx.topology
-        recipes: dict[tuple, Recipe] = self.searches.setdefault(("recipes",), {})
-        out = []
-        for i, p in enumerate(plans):
-            key = ("candidate", p.lhs_steps, p.rhs_steps, p.out_steps, p.lhs_target,
-                   p.rhs_target, ldt, rdt, dt)
-            if key not in self.memo:
-                comm = (steps_time(p.lhs_steps, ldt, self.size_expr, model, topo, links)
-                        + steps_time(p.rhs_steps, rdt, self.size_expr, model, topo, links)
-                        + steps_time(p.out_steps, dt, self.size_expr, model, topo, links))
-                flops = 2 * self.einsum_elements(p, self.size_expr)
-                # Math only, not the product's roofline time that a compile with every size
-                # known ranks by (`plan_search`): a Max in the keys made the regions'
-                # boundaries Max relations and split the FSDP step into three regions.
-                time = comm + flops / c if c else comm
-                self.memo[key] = (as_expr(time), as_expr(flops))
-            time, flops = self.memo[key]
-            local = self.local_layout(p)
-            rkey = (local, ldt, rdt, dt)
-            recipe = recipes.get(rkey)
-            if recipe is None:
-                recipe = recipes[rkey] = self.recipe(local, (ldt, rdt, dt), links, c)
-            out.append(Candidate(i, time, flops, len(p.collectives),
-                                 (p.lhs_steps, p.rhs_steps, p.out_steps), recipe))
-        return tuple(out)
+    # Only where the program declares every size: a size bound by `--set` (or `at`) is
+    # ranked as the symbolic report's regions rank it (communication and math), so the
+    # compile at a point and the report at it choose alike.
+    declared = numeric and st.all_declared(names)
+    w_hbm = hbm_rate(st) if declared else None
+    hbm = caches.hbm
 
-    def recipe(self, local: Layout, dtypes: tuple[str, str, str], links: Links,
-               c: float | None) -> Recipe:
-        """How `candidates` priced a plan, with the chip's figures as symbols where the chip (or
-        `--set`) gives them a number (`passes.regions.symbolic_time`)."""
-        assert self.figures is not None  # hw_numbers ran
-        values = self.figures[1]
-        syms = HardwareSymbols(frozenset(self.dims))
-        w = tuple((lv, syms.w(lv) if syms.w(lv).name in values else links.w[lv]) for lv in LEVELS)
-        t = tuple((lv, syms.t(lv) if syms.t(lv).name in values else links.t[lv]) for lv in LEVELS)
-        return Recipe(dtypes, local, self.ctx.model, self.ctx.topology, w, t,
-                      syms.flops(dtypes[2]) if c else None)
+    def hbm_time(p: EinsumPlan) -> float:
+        """The local product's HBM time (its operands and result read and written once),
+        under the exact model with a chip; 0 otherwise (the book ranks by comms and math)."""
+        if w_hbm is None:
+            return 0.0
+        key = (p.lhs_target, p.rhs_target, p.local_out, lv.dtype, rv.dtype)
+        t = hbm.get(key)
+        if t is None:
+            t = hbm[key] = float(einsum_bytes(p, lv.dtype, rv.dtype, size_of)) / w_hbm
+        return t
 
-    def hbm_rate(self) -> float | None:
-        """W_hbm for ranking plans, or None: the exact model with a chip (or a binding) ranks
-        a plan by its reshards and its local product's roofline time, the larger of its math
-        and its HBM traffic (the report's op time); the book's model by communication and
-        math alone, as the book's answers do."""
-        if self.ctx.model != "exact":
-            return None
-        self.hw_numbers("f32")
-        assert self.figures is not None
-        w = self.figures[1].get(HardwareSymbols(frozenset(self.dims)).w_hbm.name)
-        return float(w) if w else None
+    def measure(p: EinsumPlan) -> Measure:
+        """Each reshard's time, the local product's HBM time and the FLOPs."""
+        hit = measured.get(p)
+        if hit is None:
+            hit = measured[p] = (
+                (reshard_time(p.lhs_steps, lv.dtype), reshard_time(p.rhs_steps, rv.dtype),
+                 reshard_time(p.out_steps, dtype), hbm_time(p)),
+                flops_of(p))
+        return hit
 
-    def einsum_bytes(self, p: EinsumPlan, ldt: str, rdt: str, size_of):
-        """Bytes the local product reads and writes per device, as the report counts them
-        (`passes.derive_cost`): both operands in their targets and the result."""
-        return (local_bytes(p.lhs_target, ldt, size_of) + local_bytes(p.rhs_target, rdt, size_of)
-                + local_bytes(p.local_out, promote(ldt, rdt), size_of))
+    def rank(p: EinsumPlan, floors: Floors = (None, None, None)) -> Rank:
+        """The plan's key; with `floors`, a lower bound on the key of the plan with the
+        cheapest reshards (each reshard's floor where given, else its own time)."""
+        times, flops = measure(p)
+        comm = 0.0
+        for t, low in zip(times[:3], floors, strict=True):
+            comm += low if low is not None else t
+        if shared and (floors[2] is not None or all(
+                s.kind in ("AllReduce", "ReduceScatter") for s in p.out_steps)):
+            comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
+        collectives = len(p.collectives) if floors == (None, None, None) else 0
+        # With every size known, rank by time (comms + compute: under the exact model the
+        # local product's roofline time, the larger of its math and its HBM traffic, as
+        # the report's ops count it); otherwise by communication alone, which gives the
+        # book's defaults and matches the conditions reported.
+        total = comm + max(flops / c if c and numeric else 0.0, times[3])
+        if numeric:
+            return (0, round(total, 15), flops, collectives)
+        # Symbolic sizes: the book's rule for each axis's case first, then cost at the
+        # typical sizes (the report lists the alternatives and when each would win).
+        departures = book_departures(p, lv.layout, rv.layout, contract, requested)
+        return (departures, round(total, 15), flops, collectives)
 
-    def local_layout(self, p: EinsumPlan) -> Layout:
-        """The local product's block: every dim once, with the axes it is sharded over."""
-        seen: dict[str, tuple[str, ...]] = {}
-        for lay in (p.lhs_target, p.rhs_target):
-            for d in lay.dims:
-                seen.setdefault(d.dim, d.axes)
-        return Layout(tuple(DimSharding(d, a) for d, a in seen.items()))
+    ranks = caches.ranks.setdefault(shape, {})
 
-    def einsum_elements(self, p: EinsumPlan, size_of):
-        """Multiply-adds per device of the local product: every dim once, at its shard size."""
-        return local_elements(self.local_layout(p), size_of)
+    def objective(p: EinsumPlan) -> Rank:
+        hit = ranks.get(p)
+        if hit is None:
+            hit = ranks[p] = rank(p)
+        return hit
 
-    def record_decision(self, ranked: list[EinsumPlan], objective, numeric: bool, line: int,
-                        e: Contract, lv: Value, rv: Value, dtype: str, target: str,
-                        search: tuple[int, int] | None = None,
-                        candidates: tuple[Candidate, ...] = (), ordinal: int = -1,
-                        joint: JointPick | None = None) -> None:
-        """The decision record: the distinct plans (at most three, best first), each with its
-        communication time in SymPy and, where sizes are symbolic, the relation under which it
-        would move fewer bytes than the chosen one. Nothing when there is nothing to explain.
-        The alternatives of a ranking met before (the same plans in the same order: a
-        repeated statement shape) are reused. None at all where the compile explains nothing
-        (`Options.explain`): pricing the alternatives in SymPy is a sixth of a plan's time."""
-        if not self.ctx.explain:
-            return
-        memo_key = ("alternatives", tuple(map(id, ranked)), numeric, search is None,
-                    lv.dtype, rv.dtype, dtype)
-        if memo_key not in self.searches:
-            self.searches[memo_key] = self._alternatives(ranked, objective, numeric, lv, rv,
-                                                         dtype, search is None)
-        made = self.searches[memo_key]
-        if made is None:
-            return
-        alts, moves_nothing = made
-        self.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, alts,
-                                       numeric, self.ctx.chip is not None, search,
-                                       moves_nothing, candidates, ordinal,
-                                       (joint.joint, joint.alone) if joint else None))
+    search = caches.searches.get(shape)
+    if search is None:
+        pricings = (st.pricing(lv.dtype, lv.dims), st.pricing(rv.dtype, rv.dims),
+                    st.pricing(dtype, out_dims))
+        # Branch and bound needs the ranking and the reshards priced alike (every dim
+        # declared) and one plan chosen by numbers; where a chooser may pick any plan at a
+        # point (symbolic sizes), every plan's reshards are searched.
+        bounded = numeric and all(st.declared(d) for d in (*lv.dims, *rv.dims))
+        search = caches.searches[shape] = search_plans(
+            lv.layout, rv.layout, contract, out_dims, requested, tuple(st.mesh),
+            st.divisible, keep_partial, st.known_sizes(), objective,
+            pricings=pricings, floor=rank if bounded else None, idle=st.ctx.idle_axes,
+            wide=declared,
+            hint=hint)
+    return Ranking(search, objective, shape)
 
-    def _alternatives(self, ranked: list[EinsumPlan], objective, numeric: bool, lv: Value,
-                      rv: Value, dtype: str, uncapped: bool
-                      ) -> tuple[tuple[Alternative, ...], bool] | None:
-        distinct: list[EinsumPlan] = []
-        seen: set[tuple] = set()
-        for p in ranked:
-            sig = plan_signature(p)
-            if sig not in seen:
-                seen.add(sig)
-                distinct.append(p)
-            if len(distinct) == 3:
-                break
-        if (len(distinct) < 2 or not distinct[0].collectives) and uncapped:
-            return None  # one candidate, or the chosen plan moves nothing: nothing to explain
-        syms = HardwareSymbols(frozenset(self.dims))
-        sym_links = syms.links()
-        t_syms = {syms.t(lv): 0 for lv in LEVELS}
 
-        def sym_cost(p: EinsumPlan) -> sp.Expr:
-            total = sp.Integer(0)
-            for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype),
-                              (p.out_steps, dtype)):
-                total += steps_time(steps, dt, size_symbol, self.ctx.model, self.ctx.topology,
-                                    sym_links)
-            return total
+def plan_candidates(st: LoweringState, plans: Sequence[EinsumPlan], ldt: str, rdt: str, dt: str,
+               links: Links, c: float | None) -> tuple[Candidate, ...]:
+    """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
+    (communication, plus compute at the chip's peak) and FLOPs (`passes.regions`)."""
+    model, topo = st.ctx.model, st.ctx.topology
+    memo, recipes = st.caches.candidates, st.caches.recipes
+    out = []
+    for i, p in enumerate(plans):
+        key = (p.lhs_steps, p.rhs_steps, p.out_steps, p.lhs_target, p.rhs_target, ldt, rdt, dt)
+        if key not in memo:
+            comm = (steps_time(p.lhs_steps, ldt, st.size_expr, model, topo, links)
+                    + steps_time(p.rhs_steps, rdt, st.size_expr, model, topo, links)
+                    + steps_time(p.out_steps, dt, st.size_expr, model, topo, links))
+            flops = 2 * einsum_elements(p, st.size_expr)
+            # Math only, not the product's roofline time that a compile with every size
+            # known ranks by (`plan_search`): a Max in the keys made the regions'
+            # boundaries Max relations and split the FSDP step into three regions.
+            time = comm + flops / c if c else comm
+            memo[key] = (as_expr(time), as_expr(flops))
+        time, flops = memo[key]
+        local = local_layout(p)
+        rkey = (local, ldt, rdt, dt)
+        recipe = recipes.get(rkey)
+        if recipe is None:
+            recipe = recipes[rkey] = recipe_of(st, local, (ldt, rdt, dt), links, c)
+        out.append(Candidate(i, time, flops, len(p.collectives),
+                             (p.lhs_steps, p.rhs_steps, p.out_steps), recipe))
+    return tuple(out)
 
-        def key(p: EinsumPlan) -> tuple:
-            return (p.lhs_steps, p.rhs_steps, p.out_steps, lv.dtype, rv.dtype, dtype)
 
-        chosen_key = key(distinct[0])
-        # Bandwidth terms only (latencies zero): the relation compares bytes moved.
-        bw_best = None if numeric else sym_cost(distinct[0]).subs(t_syms)
-        alts = []
-        for i, p in enumerate(distinct):
-            memo_key = (key(p), chosen_key if i and bw_best is not None else None)
-            if memo_key not in self.memo:
-                cost = sym_cost(p)
-                wins: sp.Basic | None = None
-                if i and bw_best is not None:
-                    rel = False if bw_best == 0 else less_than(cost.subs(t_syms), bw_best)
-                    wins = sp.true if rel is True else sp.false if rel is False else rel
-                self.memo[memo_key] = (cost, wins)
-            cost, wins = self.memo[memo_key]
-            alts.append(Alternative(p.lhs_steps, p.rhs_steps, p.out_steps, cost,
-                                    float(objective(p)[1]), i == 0, wins))
-        return tuple(alts), bool(bw_best == 0)
+def recipe_of(st: LoweringState, local: Layout, dtypes: tuple[str, str, str], links: Links,
+           c: float | None) -> Recipe:
+    """How `plan_candidates` priced a plan, with the chip's figures as symbols where the chip (or
+    `--set`) gives them a number (`passes.regions.symbolic_time`)."""
+    assert st.figures is not None  # hw_numbers ran
+    values = st.figures[1]
+    syms = HardwareSymbols(frozenset(st.dims))
+    w = tuple((lv, syms.w(lv) if syms.w(lv).name in values else links.w[lv]) for lv in LEVELS)
+    t = tuple((lv, syms.t(lv) if syms.t(lv).name in values else links.t[lv]) for lv in LEVELS)
+    return Recipe(dtypes, local, st.ctx.model, st.ctx.topology, w, t,
+                  syms.flops(dtypes[2]) if c else None)
+
+
+def hbm_rate(st: LoweringState) -> float | None:
+    """W_hbm for ranking plans, or None: the exact model with a chip (or a binding) ranks
+    a plan by its reshards and its local product's roofline time, the larger of its math
+    and its HBM traffic (the report's op time); the book's model by communication and
+    math alone, as the book's answers do."""
+    if st.ctx.model != "exact":
+        return None
+    st.hw_numbers("f32")
+    assert st.figures is not None
+    w = st.figures[1].get(HardwareSymbols(frozenset(st.dims)).w_hbm.name)
+    return float(w) if w else None
+
+
+def einsum_bytes(p: EinsumPlan, ldt: str, rdt: str, size_of: SizeOf) -> Num:
+    """Bytes the local product reads and writes per device, as the report counts them
+    (`passes.derive_cost`): both operands in their targets and the result."""
+    return (local_bytes(p.lhs_target, ldt, size_of) + local_bytes(p.rhs_target, rdt, size_of)
+            + local_bytes(p.local_out, promote(ldt, rdt), size_of))
+
+
+def local_layout(p: EinsumPlan) -> Layout:
+    """The local product's block: every dim once, with the axes it is sharded over."""
+    seen: dict[str, tuple[str, ...]] = {}
+    for lay in (p.lhs_target, p.rhs_target):
+        for d in lay.dims:
+            seen.setdefault(d.dim, d.axes)
+    return Layout(tuple(DimSharding(d, a) for d, a in seen.items()))
+
+
+def einsum_elements(p: EinsumPlan, size_of: SizeOf) -> Num:
+    """Multiply-adds per device of the local product: every dim once, at its shard size."""
+    return local_elements(local_layout(p), size_of)
+
+
+def record_decision(st: LoweringState, ranked: list[EinsumPlan], ranking: Ranking,
+                    numeric: bool, line: int, e: Contract, lv: Value, rv: Value, dtype: str,
+                    target: str,
+                    search: tuple[int, int] | None = None,
+                    candidates: tuple[Candidate, ...] = (), ordinal: int = -1,
+                    joint: JointPick | None = None) -> None:
+    """The decision record: the distinct plans (at most three, best first), each with its
+    communication time in SymPy and, where sizes are symbolic, the relation under which it
+    would move fewer bytes than the chosen one. Nothing when there is nothing to explain.
+    The alternatives of a ranking met before (the same plans in the same order: a
+    repeated statement shape) are reused. None at all where the compile explains nothing
+    (`Options.explain`): pricing the alternatives in SymPy is a sixth of a plan's time."""
+    if not st.ctx.explain:
+        return
+    # The ranking's statement shape fixes the objective the alternatives are priced by.
+    memo_key = (ranking.key, tuple(ranked), numeric, search is None)
+    rankings = st.caches.rankings
+    if memo_key not in rankings:
+        rankings[memo_key] = _alternatives(st, ranked, ranking.objective, numeric, lv, rv,
+                                           dtype, search is None)
+    made = rankings[memo_key]
+    if made is None:
+        return
+    alts, moves_nothing = made
+    st.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, alts,
+                                 numeric, st.ctx.chip is not None, search,
+                                 moves_nothing, candidates, ordinal,
+                                 (joint.joint, joint.alone) if joint else None))
+
+
+def _alternatives(st: LoweringState, ranked: list[EinsumPlan],
+                  objective: Callable[[EinsumPlan], Rank], numeric: bool, lv: Value,
+                  rv: Value, dtype: str, uncapped: bool
+                  ) -> tuple[tuple[Alternative, ...], bool] | None:
+    distinct: list[EinsumPlan] = []
+    seen: set[tuple] = set()
+    for p in ranked:
+        sig = plan_signature(p)
+        if sig not in seen:
+            seen.add(sig)
+            distinct.append(p)
+        if len(distinct) == 3:
+            break
+    if (len(distinct) < 2 or not distinct[0].collectives) and uncapped:
+        return None  # one candidate, or the chosen plan moves nothing: nothing to explain
+    syms = HardwareSymbols(frozenset(st.dims))
+    sym_links = syms.links()
+    t_syms = {syms.t(lv): 0 for lv in LEVELS}
+
+    def sym_cost(p: EinsumPlan) -> sp.Expr:
+        total = sp.Integer(0)
+        for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype),
+                          (p.out_steps, dtype)):
+            total += steps_time(steps, dt, size_symbol, st.ctx.model, st.ctx.topology,
+                                sym_links)
+        return total
+
+    def key(p: EinsumPlan) -> StepsKey:
+        return (p.lhs_steps, p.rhs_steps, p.out_steps, lv.dtype, rv.dtype, dtype)
+
+    chosen_key = key(distinct[0])
+    memo = st.caches.alternatives
+    # Bandwidth terms only (latencies zero): the relation compares bytes moved.
+    bw_best = None if numeric else sym_cost(distinct[0]).subs(t_syms)
+    alts = []
+    for i, p in enumerate(distinct):
+        memo_key = (key(p), chosen_key if i and bw_best is not None else None)
+        if memo_key not in memo:
+            cost = sym_cost(p)
+            wins: sp.Basic | None = None
+            if i and bw_best is not None:
+                rel = False if bw_best == 0 else less_than(cost.subs(t_syms), bw_best)
+                wins = sp.true if rel is True else sp.false if rel is False else rel
+            memo[memo_key] = (cost, wins)
+        cost, wins = memo[memo_key]
+        alts.append(Alternative(p.lhs_steps, p.rhs_steps, p.out_steps, cost,
+                                float(objective(p)[1]), i == 0, wins))
+    return tuple(alts), bool(bw_best == 0)

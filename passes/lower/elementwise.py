@@ -4,14 +4,17 @@ both operands to one layout, whichever operand is cheaper to move.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout
-from shardc.lang.syntax import LINEAR_FUNCTIONS, Binary, Call, Expr
+from shardc.lang.source import Span
+from shardc.lang.syntax import LINEAR_FUNCTIONS
 from shardc.passes.cost_model import Num
 from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import local_elements, steps_time
+from shardc.passes.lower.resharding import apply_steps, reshard
 from shardc.passes.lower.state import LoweringState, derived_name
 from shardc.passes.regions import Candidate, plan_key
 from shardc.passes.reshard import Step, plan_reshard
@@ -107,156 +110,138 @@ def _refined(big: Layout, small: Layout, unreduced: frozenset[str]) -> Layout | 
     return Layout(tuple(dims), unreduced) if added else None
 
 
-class ElementwiseOps(LoweringState):
-    """The lowering of `Binary` expressions and unary functions."""
-
-    def elementwise(self, e: Expr, target: str, request: Layout | None = None) -> Value | None:
-        """A statement's right-hand side other than a contraction, its request weighed where
-        operands are aligned: also through the unary functions around a `Binary` (`neg(A + b)`
-        keeps the layout `A + b` takes, so moving the small `b` to the request can beat moving
-        the result, as XLA's partitioner does)."""
-        match e:
-            case Binary():
-                return self.binary(e, target, request)
-            case Call(fn=fn, args=(Binary() | Call() as inner,)):
-                return self.unary(fn, self.elementwise(inner, target, request), e.span)
-        return self.expr(e, target)
-
-    def unary(self, fn: str, a: Value | None, span) -> Value | None:
-        """`fn(a)` elementwise, in `a`'s layout; partial sums reduced first unless `fn` is
-        linear."""
+def unary(st: LoweringState, fn: str, a: Value | None, span: Span) -> Value | None:
+    """`fn(a)` elementwise, in `a`'s layout; partial sums reduced first unless `fn` is
+    linear."""
+    if a is None:
+        return None
+    if a.layout.unreduced and fn not in LINEAR_FUNCTIONS:
+        a = reshard(st, a, a.layout.with_unreduced(frozenset()), span,
+                         f"{fn} is not linear: partial sums are reduced first")
         if a is None:
             return None
-        if a.layout.unreduced and fn not in LINEAR_FUNCTIONS:
-            a = self.reshard(a, a.layout.with_unreduced(frozenset()), span,
-                             f"{fn} is not linear: partial sums are reduced first")
-            if a is None:
-                return None
-        name = derived_name(f"{fn}({a.array})")
-        out = Value(self.fresh(name), name, a.dtype, a.layout)
-        return self.emit(Elementwise(fn, out, (a,), span))
+    name = derived_name(f"{fn}({a.array})")
+    out = Value(st.fresh(name), name, a.dtype, a.layout)
+    return st.emit(Elementwise(fn, out, (a,), span))
 
-    def binary(self, e: Binary, target: str, request: Layout | None = None) -> Value | None:
-        lv = self.expr(e.lhs, target)
-        rv = self.expr(e.rhs, target)
-        if lv is None or rv is None:
+
+def combine(st: LoweringState, op: str, lv: Value | None, rv: Value | None, span: Span,
+            request: Layout | None = None) -> Value | None:
+    """`lv op rv` elementwise, broadcasting by dim name: the partial sums the op cannot
+    combine reduced first, then both operands in the layout that costs least to reach,
+    counting the move of the result to `request` (the statement's left-hand side) after."""
+    if lv is None or rv is None:
+        return None
+    lu, ru = lv.layout.unreduced, rv.layout.unreduced
+    keep: frozenset[str] = frozenset()
+    if op in "+-" and lu == ru:
+        keep = lu
+    elif op == "*" and bool(lu) != bool(ru):
+        u = lu or ru
+        other = rv if lu else lv
+        if not (u & other.layout.used_axes):
+            keep = u
+    why = f"`{op}` cannot combine these partial sums: they are reduced first"
+    if lu - keep:
+        lv = reshard(st, lv, _scatter_target(lv, rv, lu - keep)
+                          or lv.layout.with_unreduced(keep & lu), span, why)
+        if lv is None:
             return None
-        return self.combine(e.op, lv, rv, e.span, request)
+    if ru - keep:
+        rv = reshard(st, rv, _scatter_target(rv, lv, ru - keep)
+                          or rv.layout.with_unreduced(keep & ru), span, why)
+    if lv is None or rv is None:
+        return None
+    big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
+    unreduced = big.layout.unreduced | small.layout.unreduced
+    options = _alignments(st, big, small, unreduced, request)
+    if not options:
+        st.error("C004", f"cannot align the operands of `{op}`", span)
+        return None
+    ordinal = st.choices
+    st.choices += 1
+    pick = None
+    names = {d.dim for v in (small, big) for d in v.layout.dims} | set(st.mesh)
+    sized = len(options) > 1 and not st.all_known(names)
+    st.sized_choices += sized
+    if st.chooser is not None and sized:
+        # Which layout the result takes depends on symbolic sizes: the chooser picks, over
+        # the same key the numeric sort below uses (passes/regions.py).
+        cands = [Candidate(a.order, as_expr(_symbolic_time(st, a, big, small)),
+                           as_expr(local_elements(a.layout, st.size_expr)), 0)
+                 for a in options]
+        pick = st.chooser.choose(ordinal, cands)
+    options.sort(key=lambda a: (plan_key(a.cost, a.elements, 0), a.order))
+    if pick is not None:
+        options.sort(key=lambda a: a.order != pick)
+    best = options[0]
+    why = f"`{op}` needs both operands in one layout"
+    if best.request_steps and len(options) > 1:
+        why += " (the requested one, moving the operands rather than the result)"
+    big = apply_steps(st, big, best.big_steps, span, lambda s: why)
+    small = apply_steps(st, small, best.small_steps, span, lambda s: why)
+    name = derived_name(f"{lv.array}{op}{rv.array}")
+    out = Value(st.fresh(name), name, promote(lv.dtype, rv.dtype), best.layout)
+    args = (big, small) if set(rv.dims) <= set(lv.dims) else (small, big)
+    return st.emit(Elementwise(op, out, args, span))
 
-    def combine(self, op: str, lv: Value | None, rv: Value | None, span,
-                request: Layout | None = None) -> Value | None:
-        """`lv op rv` elementwise, broadcasting by dim name: the partial sums the op cannot
-        combine reduced first, then both operands in the layout that costs least to reach,
-        counting the move of the result to `request` (the statement's left-hand side) after."""
-        if lv is None or rv is None:
-            return None
-        lu, ru = lv.layout.unreduced, rv.layout.unreduced
-        keep: frozenset[str] = frozenset()
-        if op in "+-" and lu == ru:
-            keep = lu
-        elif op == "*" and bool(lu) != bool(ru):
-            u = lu or ru
-            other = rv if lu else lv
-            if not (u & other.layout.used_axes):
-                keep = u
-        why = f"`{op}` cannot combine these partial sums: they are reduced first"
-        if lu - keep:
-            lv = self.reshard(lv, _scatter_target(lv, rv, lu - keep)
-                              or lv.layout.with_unreduced(keep & lu), span, why)
-            if lv is None:
-                return None
-        if ru - keep:
-            rv = self.reshard(rv, _scatter_target(rv, lv, ru - keep)
-                              or rv.layout.with_unreduced(keep & ru), span, why)
-        if lv is None or rv is None:
-            return None
-        big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
-        unreduced = big.layout.unreduced | small.layout.unreduced
-        options = self._alignments(big, small, unreduced, request)
-        if not options:
-            self.error("C004", f"cannot align the operands of `{op}`", span)
-            return None
-        ordinal = self.choices
-        self.choices += 1
-        pick = None
-        names = {d.dim for v in (small, big) for d in v.layout.dims} | set(self.mesh)
-        sized = len(options) > 1 and not self.all_known(names)
-        self.sized_choices += sized
-        if self.chooser is not None and sized:
-            # Which layout the result takes depends on symbolic sizes: the chooser picks, over
-            # the same key the numeric sort below uses (passes/regions.py).
-            cands = [Candidate(a.order, as_expr(self._symbolic_time(a, big, small)),
-                               as_expr(local_elements(a.layout, self.size_expr)), 0)
-                     for a in options]
-            pick = self.chooser.choose(ordinal, cands)
-        options.sort(key=lambda a: (plan_key(a.cost, a.elements, 0), a.order))
-        if pick is not None:
-            options.sort(key=lambda a: a.order != pick)
-        best = options[0]
-        why = f"`{op}` needs both operands in one layout"
-        if best.request_steps and len(options) > 1:
-            why += " (the requested one, moving the operands rather than the result)"
-        big = self.apply_steps(big, best.big_steps, span, lambda s: why)
-        small = self.apply_steps(small, best.small_steps, span, lambda s: why)
-        name = derived_name(f"{lv.array}{op}{rv.array}")
-        out = Value(self.fresh(name), name, promote(lv.dtype, rv.dtype), best.layout)
-        args = (big, small) if set(rv.dims) <= set(lv.dims) else (small, big)
-        return self.emit(Elementwise(op, out, args, span))
 
-    def _alignments(self, big: Value, small: Value, unreduced: frozenset[str],
-                    request: Layout | None) -> list[_Alignment]:
-        """The layouts the result may take, in the order ties keep: the smaller operand follows
-        the bigger; the bigger takes the smaller's shardings on the dims they share; each dim
-        sharded as whichever operand shards it (their union); the statement's request. Each
-        operand moves there the cheapest way; with a request, so does the result after."""
-        used = set(small.layout.sharding_axes)
-        layouts = [
-            big.layout.with_unreduced(unreduced),
-            Layout(tuple(DimSharding(d.dim, small.layout.axes_of(d.dim)) if d.dim in small.dims
-                         else DimSharding(d.dim, tuple(x for x in d.axes if x not in used))
-                         for d in big.layout.dims), unreduced)]
-        for union in (_union(big.layout, small.layout, unreduced),
-                      _refined(big.layout, small.layout, unreduced)):
-            if union is not None and all(self.divisible(d.dim, d.axes) for d in union.dims):
-                layouts.append(union)
-        if request is not None and set(request.dim_names) == set(big.dims):
-            layouts.append(Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims),
-                                  unreduced))
-        out: list[_Alignment] = []
-        for layout in dict.fromkeys(layouts):
-            big_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in big.dims),
-                              big.layout.unreduced)
-            small_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in small.dims),
-                                small.layout.unreduced)
-            sizes = self.known_sizes()
-            big_steps = plan_reshard(big.layout, big_want, sizes,
-                                     self.pricing(big.dtype, big.dims))
-            small_steps = plan_reshard(small.layout, small_want, sizes,
-                                       self.pricing(small.dtype, small.dims))
-            request_steps: list[Step] | None = []
-            if request is not None and layout != request:
-                request_steps = plan_reshard(layout, request, sizes,
-                                             self.pricing(promote(big.dtype, small.dtype),
-                                                          layout.dim_names))
-            if big_steps is None or small_steps is None or request_steps is None:
-                continue
-            cost = (self.cost_steps(big_steps, big.dtype) + self.cost_steps(small_steps, small.dtype)
-                    + self.cost_steps(request_steps, promote(big.dtype, small.dtype)))
-            elements = float(local_elements(layout, self.numeric_size))
-            out.append(_Alignment(len(out), layout, cost, elements, big_steps, small_steps,
-                                  request_steps))
-        return out
+def _alignments(st: LoweringState, big: Value, small: Value, unreduced: frozenset[str],
+                request: Layout | None) -> list[_Alignment]:
+    """The layouts the result may take, in the order ties keep: the smaller operand follows
+    the bigger; the bigger takes the smaller's shardings on the dims they share; each dim
+    sharded as whichever operand shards it (their union); the statement's request. Each
+    operand moves there the cheapest way; with a request, so does the result after."""
+    used = set(small.layout.sharding_axes)
+    layouts = [
+        big.layout.with_unreduced(unreduced),
+        Layout(tuple(DimSharding(d.dim, small.layout.axes_of(d.dim)) if d.dim in small.dims
+                     else DimSharding(d.dim, tuple(x for x in d.axes if x not in used))
+                     for d in big.layout.dims), unreduced)]
+    for union in (_union(big.layout, small.layout, unreduced),
+                  _refined(big.layout, small.layout, unreduced)):
+        if union is not None and all(st.divisible(d.dim, d.axes) for d in union.dims):
+            layouts.append(union)
+    if request is not None and set(request.dim_names) == set(big.dims):
+        layouts.append(Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims),
+                              unreduced))
+    out: list[_Alignment] = []
+    for layout in dict.fromkeys(layouts):
+        big_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in big.dims),
+                          big.layout.unreduced)
+        small_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in small.dims),
+                            small.layout.unreduced)
+        sizes = st.known_sizes()
+        big_steps = plan_reshard(big.layout, big_want, sizes,
+                                 st.pricing(big.dtype, big.dims))
+        small_steps = plan_reshard(small.layout, small_want, sizes,
+                                   st.pricing(small.dtype, small.dims))
+        request_steps: list[Step] | None = []
+        if request is not None and layout != request:
+            request_steps = plan_reshard(layout, request, sizes,
+                                         st.pricing(promote(big.dtype, small.dtype),
+                                                    layout.dim_names))
+        if big_steps is None or small_steps is None or request_steps is None:
+            continue
+        cost = (cost_steps(st, big_steps, big.dtype) + cost_steps(st, small_steps, small.dtype)
+                + cost_steps(st, request_steps, promote(big.dtype, small.dtype)))
+        elements = float(local_elements(layout, st.numeric_size))
+        out.append(_Alignment(len(out), layout, cost, elements, big_steps, small_steps,
+                              request_steps))
+    return out
 
-    def _symbolic_time(self, a: _Alignment, big: Value, small: Value) -> Num:
-        total: Num = 0
-        for steps, dtype in ((a.big_steps, big.dtype), (a.small_steps, small.dtype),
-                             (a.request_steps, promote(big.dtype, small.dtype))):
-            total = total + steps_time(steps, dtype, self.size_expr, self.ctx.model,
-                                       self.ctx.topology, self.hw_numbers(dtype)[0])
-        return total
 
-    def cost_steps(self, steps, dtype: str) -> float:
-        links, _ = self.hw_numbers(dtype)
-        return float(steps_time(steps, dtype, self.numeric_size, self.ctx.model,
-                                self.ctx.topology, links))
+def _symbolic_time(st: LoweringState, a: _Alignment, big: Value, small: Value) -> Num:
+    total: Num = 0
+    for steps, dtype in ((a.big_steps, big.dtype), (a.small_steps, small.dtype),
+                         (a.request_steps, promote(big.dtype, small.dtype))):
+        total = total + steps_time(steps, dtype, st.size_expr, st.ctx.model,
+                                   st.ctx.topology, st.hw_numbers(dtype)[0])
+    return total
+
+
+def cost_steps(st: LoweringState, steps: Sequence[Step], dtype: str) -> float:
+    links, _ = st.hw_numbers(dtype)
+    return float(steps_time(steps, dtype, st.numeric_size, st.ctx.model,
+                            st.ctx.topology, links))
 

@@ -1,31 +1,32 @@
-"""The lowering's state (sizes, values and ops emitted so far) and the resharding every part of
-it uses: a value is brought to a layout by reshard's plan, each step recorded with its reason.
+"""The lowering's state: the sizes, values and ops emitted so far, and the planner's memos
+(`PlanCaches`, typed). One `LoweringState` is made per lowering and passed to every part of it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shardc.lang.input_limits import MAX_DERIVED_NAME
-from shardc.lang.layout import Layout, format_axes
+from shardc.lang.layout import Layout
 from shardc.lang.source import Span
-from shardc.lang.syntax import Assign, Contract, Expr
+from shardc.lang.syntax import Times
 from shardc.passes.context import Context
 from shardc.passes.cost_model import Links
-from shardc.passes.ir import Collective, Decision, LocalSlice, Op, Value
+from shardc.passes.einsum_plan import EinsumPlan, PlanSearch
+from shardc.passes.ir import Alternative, Collective, Decision, LocalSlice, Op, Value
 from shardc.passes.layout_cost import Pricing
-from shardc.passes.lower.explain import describe_step
-from shardc.passes.reshard import Step, plan_reshard
+from shardc.passes.reshard import Step
 from shardc.passes.sizes import size_of
 from shardc.passes.symbols import HardwareSymbols, planning_figures, size_symbol
 
 if TYPE_CHECKING:
     import sympy as sp
 
-    from shardc.passes.regions import Chooser
+    from shardc.passes.regions import Chooser, Recipe
+
 
 def derived_name(text: str) -> str:
     """The name an intermediate value is shown by (`exp(A-max_S(A))`), elided in the middle past
@@ -50,11 +51,64 @@ TYPICAL_AXIS = 4
 then lists the alternatives with the condition under which each would win."""
 
 
-@dataclass
+SearchKey = tuple[Layout, Layout, str, str, tuple[str, ...], tuple[str, ...], "Layout | None",
+                  bool, "Layout | None", bool]
+"""A contraction's statement shape, as the plan search sees it: the operands' layouts and
+dtypes, the contracted dims, the output dims, the request, whether partial sums are kept, the
+chain's hint and whether the product is one term of a sum (`contract.plan_search`)."""
+
+Rank = tuple[int, float, float, int]
+"""A plan's key in the ranking, smallest first (`contract.plan_search`)."""
+
+Measure = tuple[tuple[float, float, float, float], float]
+"""A plan's three reshard times, its local product's HBM time, and its FLOPs."""
+
+StepsKey = tuple[tuple[Step, ...], tuple[Step, ...], tuple[Step, ...], str, str, str]
+"""A plan's reshards on the left operand, the right one and the result, with their dtypes."""
+
+
+@dataclass(slots=True)
+class PlanCaches:
+    """The planner's memos for one lowering. Within a lowering the sizes, topology, chip and
+    cost model are fixed, so each key holds everything else a result depends on; programs
+    repeat statement shapes, and searching and pricing in SymPy dominated planning before
+    (docs/benchmarks.md, "What is cached")."""
+
+    searches: dict[SearchKey, PlanSearch] = field(default_factory=dict)
+    """The plan search of each statement shape."""
+    ranks: dict[SearchKey, dict[EinsumPlan, Rank]] = field(default_factory=dict)
+    """Each plan's rank within its statement shape's search."""
+    measured: dict[SearchKey, dict[EinsumPlan, Measure]] = field(default_factory=dict)
+    seconds: dict[tuple[tuple[Step, ...], str], float] = field(default_factory=dict)
+    """A reshard's time by its steps and dtype."""
+    flops: dict[tuple[Layout, Layout], float] = field(default_factory=dict)
+    """A local product's FLOPs by its operands' targets."""
+    hbm: dict[tuple[Layout, Layout, Layout, str, str], float] = field(default_factory=dict)
+    """A local product's HBM time by its operands' targets, its result and the dtypes."""
+    candidates: dict[tuple[tuple[Step, ...], tuple[Step, ...], tuple[Step, ...], Layout, Layout,
+                           str, str, str], tuple[sp.Expr, sp.Expr]] = field(default_factory=dict)
+    """A plan's time and FLOPs over the symbolic sizes (`contract.plan_candidates`)."""
+    recipes: dict[tuple[Layout, str, str, str], Recipe] = field(default_factory=dict)
+    """How a plan's local product was priced (`contract.recipe_of`)."""
+    rankings: dict[tuple[SearchKey, tuple[EinsumPlan, ...], bool, bool],
+                   tuple[tuple[Alternative, ...], bool] | None] = field(default_factory=dict)
+    """A ranking's alternatives for the decision record, by its statement shape and its plans
+    in order (`contract.record_decision`)."""
+    alternatives: dict[tuple[StepsKey, StepsKey | None], tuple[sp.Expr, sp.Basic | None]] = (
+        field(default_factory=dict))
+    """An alternative's time in SymPy and the relation under which it beats the chosen plan."""
+    pricings: dict[tuple[str, tuple[str, ...]], Pricing] = field(default_factory=dict)
+    """How the reshard planner prices each (dtype, dims) (`LoweringState.pricing`)."""
+
+
+@dataclass(slots=True)
 class LoweringState:
-    """What the statement walk has seen and emitted; the parts of the lowering share it."""
+    """What the statement walk has seen and emitted, passed to every part of the lowering: the
+    one mutable object of the pass, which ends with it (`walk.insert_collectives`)."""
 
     ctx: Context
+    chooser: Chooser | None = None
+    """Picks the plan where the ranking depends on symbolic sizes (None: the book's default)."""
     name: str = ""
     mesh: dict[str, int | None] = field(default_factory=dict)
     dims: dict[str, int | None] = field(default_factory=dict)
@@ -65,34 +119,22 @@ class LoweringState:
     decisions: list[Decision] = field(default_factory=list)
     counter: dict[str, int] = field(default_factory=dict)
     failed: bool = False
-    # Per-compilation memo of decision formulas: programs repeat statement shapes, and building
-    # and printing SymPy costs dominated planning before (docs/benchmarks.md).
-    memo: dict[tuple, tuple[sp.Expr, sp.Basic | None]] = field(default_factory=dict)
-    chain_picks: dict[int, Any] = field(default_factory=dict)
-    """By the id of each inner contraction of a chain planned together: its `JointPick`, or
-    None where it is planned alone (`Contractions.plan_chain`)."""
-    searches: dict[tuple, Any] = field(default_factory=dict)
-    """The plan search of each statement shape (`Contractions.contract`)."""
-    resharded: dict[tuple, Value] = field(default_factory=dict)
-    copies: dict[str, list[Value]] = field(default_factory=dict)
-    """By value id: the copies `apply_steps` made of it in one step (`cached_source`)."""
-    pricings: dict[tuple, Pricing] = field(default_factory=dict)
-    """How the reshard planner prices each (dtype, dims) (`pricing`)."""
-    figures: tuple | None = None
     params: set[str] = field(default_factory=set)
-    array_times: dict[str, tuple] = field(default_factory=dict)
+    array_times: dict[str, Times] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     """`B = A` with nothing to do: B names A's blocks (alias -> the array it names)."""
-    chooser: Chooser | None = None
-    """Picks the plan where the ranking depends on symbolic sizes (None: the book's default)."""
-    keep_candidates: bool = True
-    """Key every plan of such a contraction over the symbolic sizes (`passes.regions`)."""
     choices: int = 0
     sized_choices: int = 0
     """Choice points met so far (contractions and elementwise alignments): a chooser's ordinal."""
-
+    resharded: dict[tuple[str, Layout], Value] = field(default_factory=dict)
+    """An array brought to a layout, by (the value's id, the layout) (`resharding.apply_steps`)."""
+    copies: dict[str, list[Value]] = field(default_factory=dict)
+    """By value id: the copies `apply_steps` made of it in one step (`cached_source`)."""
+    figures: tuple[Links, dict[str, float | sp.Expr]] | None = None
+    """The chip's link figures and figure values for planning (`hw_numbers`), once per run."""
     size_cache: dict[str, float | None] = field(default_factory=dict)
     """`known`'s answers; the walk empties it when a `mesh` or `dim` statement changes them."""
+    caches: PlanCaches = field(default_factory=PlanCaches)
 
     # ---- sizes -------------------------------------------------------------------------------
     def known(self, name: str) -> float | None:
@@ -131,17 +173,18 @@ class LoweringState:
         left symbolic and in the compile that binds it (`Report.at`), as the plans of a
         contraction are (`passes.regions`)."""
         key = (dtype, tuple(dims))
-        hit = self.pricings.get(key)
+        hit = self.caches.pricings.get(key)
         if hit is None:  # one object per array shape: the planner's memo key compares by identity
             known = {d: v for d in dims if self.declared(d) and (v := self.known(d)) is not None}
-            hit = self.pricings[key] = Pricing.of(dtype, known, float(TYPICAL_DIM), self.ctx.model,
-                                                  self.ctx.topology, self.hw_numbers(dtype)[0])
+            hit = self.caches.pricings[key] = Pricing.of(
+                dtype, known, float(TYPICAL_DIM), self.ctx.model, self.ctx.topology,
+                self.hw_numbers(dtype)[0])
         return hit
 
-    def all_known(self, names) -> bool:
+    def all_known(self, names: Iterable[str]) -> bool:
         return all(self.known(n) is not None for n in names)
 
-    def all_declared(self, names) -> bool:
+    def all_declared(self, names: Iterable[str]) -> bool:
         """Every name is a dim or mesh axis the program gives a number (`--set` aside)."""
         return all((self.dims if n in self.dims else self.mesh).get(n) is not None
                    for n in names)
@@ -204,90 +247,6 @@ class LoweringState:
     def fmt(self, layout: Layout, name: str) -> str:
         return layout.format(name, tuple(self.mesh))
 
-    def ordered(self, axes) -> tuple[str, ...]:
+    def ordered(self, axes: Iterable[str]) -> tuple[str, ...]:
         order = list(self.mesh)
         return tuple(sorted(axes, key=lambda a: order.index(a) if a in order else len(order)))
-
-    # ---- the walk and the contraction search (walk.py, contract.py) ---------------------------
-    def expr(self, e: Expr, target: str) -> Value | None:
-        raise NotImplementedError
-
-    def contract(self, e: Contract, requested: Layout | None, target: str,
-                 stmt: Assign | None, keep_partial: bool = False) -> Value | None:
-        raise NotImplementedError
-
-    # ---- resharding --------------------------------------------------------------------------
-    def reshard(self, v: Value, want: Layout, span: Span, why: str,
-                name: str | None = None) -> Value | None:
-        if v.layout == want:
-            return v
-        sizes, pricing = self.known_sizes(), self.pricing(v.dtype, v.dims)
-        v = self.cached_source(v, want, sizes, pricing)
-        if v.layout == want:
-            return v
-        steps = plan_reshard(v.layout, want, sizes, pricing)
-        if steps is None:
-            extra = want.unreduced - v.layout.unreduced
-            shown = name or v.array
-            self.error("C004", f"cannot make {self.fmt(want, shown)} from "
-                       f"{self.fmt(v.layout, v.array)}: "
-                       f"no collective creates partial sums over {format_axes(self.ordered(extra))}",
-                       span, ("partial sums {U_X} come from contracting a dim sharded over X",))
-            return None
-        return self.apply_steps(v, steps, span, lambda s: why)
-
-    def cached_source(self, v: Value, want: Layout, sizes: dict[str, float],
-                      pricing) -> Value:
-        """The copy of `v` to reshard from: `v`, or a layout of it an earlier reshard made
-        (`resharded`), where every mesh axis's size is known, under the exact model, and
-        resharding that copy costs strictly less (`R0[I, K_Y] = E; R1[I, K_X] = E` slices
-        R1 from the whole E that R0's reshard gathered, rather than gather E again).
-        Parameters are gathered again where needed (`apply_steps`)."""
-        if (self.ctx.model != "exact" or v.array in self.params or v.id not in self.copies
-                or any(a not in sizes for a in self.mesh)):
-            return v
-        copies: list[Value] = []
-        frontier = [v.id]
-        seen = {v.id}
-        while frontier and len(copies) < 16:
-            for u in self.copies.get(frontier.pop(), ()):
-                if u.id not in seen:
-                    seen.add(u.id)
-                    copies.append(u)
-                    frontier.append(u.id)
-
-        def cost(u: Value) -> float | None:
-            steps = plan_reshard(u.layout, want, sizes, pricing)
-            return None if steps is None else pricing.time(steps, sizes)
-
-        best, best_cost = v, cost(v)
-        for u in copies:
-            c = cost(u)
-            if c is not None and (best_cost is None or c < best_cost * (1 - 1e-9)):
-                best, best_cost = u, c
-        return best
-
-    def apply_steps(self, v: Value, steps: Sequence[Step], span: Span,
-                    why: Callable[[Step], str], beat: str = "") -> Value:
-        for s in steps:
-            # An activation already brought to this layout is reused (the backward pass reads
-            # the forward's gathered input, as the book's algorithms do); parameters are
-            # gathered again where needed, so FSDP keeps only its shard between uses.
-            key = (v.id, s.dst)
-            if key in self.resharded and v.array not in self.params:
-                v = self.resharded[key]
-                continue
-            out = Value(self.fresh(v.array), v.array, v.dtype, s.dst)
-            if s.kind == "slice":
-                v = self.emit(LocalSlice(out, v, span, f"{why(s)}: free local slice over "
-                                         f"{format_axes(s.axes)}"))
-            else:
-                reason = f"{why(s)}: {describe_step(s, v.array, tuple(self.mesh))}"
-                if beat:
-                    reason += f"; {beat}"
-                v = self.emit(Collective(s.kind, out, v, s.axes, s.dim, span,  # type: ignore[arg-type]
-                                         reason))
-            self.resharded[key] = v
-            self.copies.setdefault(key[0], []).append(v)
-        return v
-
