@@ -258,13 +258,13 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
 
     def measure(p: EinsumPlan) -> Measure:
         """Each reshard's time, the local product's HBM time and the FLOPs."""
-        hit = measured.get(p)
-        if hit is None:
-            hit = measured[p] = (
+        hit = measured.get(id(p))
+        if hit is None or hit[0] is not p:
+            hit = measured[id(p)] = (p, (
                 (reshard_time(p.lhs_steps, lv.dtype), reshard_time(p.rhs_steps, rv.dtype),
                  reshard_time(p.out_steps, dtype), hbm_time(p)),
-                flops_of(p))
-        return hit
+                flops_of(p)))
+        return hit[1]
 
     def rank(p: EinsumPlan, floors: Floors = (None, None, None)) -> Rank:
         """The plan's key; with `floors`, a lower bound on the key of the plan with the
@@ -292,10 +292,10 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
     ranks = caches.ranks.setdefault(shape, {})
 
     def objective(p: EinsumPlan) -> Rank:
-        hit = ranks.get(p)
-        if hit is None:
-            hit = ranks[p] = rank(p)
-        return hit
+        hit = ranks.get(id(p))
+        if hit is None or hit[0] is not p:
+            hit = ranks[id(p)] = (p, rank(p))
+        return hit[1]
 
     search = caches.searches.get(shape)
     if search is None:
@@ -405,8 +405,9 @@ def record_decision(st: LoweringState, ranked: list[EinsumPlan], ranking: Rankin
     (`Options.explain`): pricing the alternatives in SymPy is a sixth of a plan's time."""
     if not st.ctx.explain:
         return
-    # The ranking's statement shape fixes the objective the alternatives are priced by.
-    memo_key = (ranking.key, tuple(ranked), numeric, search is None)
+    # The ranking's statement shape fixes the objective the alternatives are priced by; its
+    # plans, by identity, live in the shape's search (`PlanCaches.searches`) for the lowering.
+    memo_key = (ranking.key, tuple(map(id, ranked)), numeric, search is None)
     rankings = st.caches.rankings
     if memo_key not in rankings:
         rankings[memo_key] = _alternatives(st, ranked, ranking.objective, numeric, lv, rv,

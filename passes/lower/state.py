@@ -76,9 +76,13 @@ class PlanCaches:
 
     searches: dict[SearchKey, PlanSearch] = field(default_factory=dict)
     """The plan search of each statement shape."""
-    ranks: dict[SearchKey, dict[EinsumPlan, Rank]] = field(default_factory=dict)
-    """Each plan's rank within its statement shape's search."""
-    measured: dict[SearchKey, dict[EinsumPlan, Measure]] = field(default_factory=dict)
+    ranks: dict[SearchKey, dict[int, tuple[EinsumPlan, Rank]]] = field(default_factory=dict)
+    """Each plan's rank within its statement shape's search, by identity with the plan itself
+    (a plan's hash is a dozen Python calls, and the search asks for every rank many times;
+    kept with the plan, an id is never reused while its entry lives)."""
+    measured: dict[SearchKey, dict[int, tuple[EinsumPlan, Measure]]] = field(
+        default_factory=dict)
+    """Each plan's reshard, HBM and FLOP figures, keyed as `ranks`."""
     seconds: dict[tuple[tuple[Step, ...], str], float] = field(default_factory=dict)
     """A reshard's time by its steps and dtype."""
     flops: dict[tuple[Layout, Layout], float] = field(default_factory=dict)
@@ -90,10 +94,10 @@ class PlanCaches:
     """A plan's time and FLOPs over the symbolic sizes (`contract.plan_candidates`)."""
     recipes: dict[tuple[Layout, str, str, str], Recipe] = field(default_factory=dict)
     """How a plan's local product was priced (`contract.recipe_of`)."""
-    rankings: dict[tuple[SearchKey, tuple[EinsumPlan, ...], bool, bool],
+    rankings: dict[tuple[SearchKey, tuple[int, ...], bool, bool],
                    tuple[tuple[Alternative, ...], bool] | None] = field(default_factory=dict)
     """A ranking's alternatives for the decision record, by its statement shape and its plans
-    in order (`contract.record_decision`)."""
+    in order, by identity: they live in `searches` (`contract.record_decision`)."""
     alternatives: dict[tuple[StepsKey, StepsKey | None], tuple[sp.Expr, sp.Basic | None]] = (
         field(default_factory=dict))
     """An alternative's time in SymPy and the relation under which it beats the chosen plan."""
