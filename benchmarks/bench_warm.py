@@ -2,7 +2,7 @@
 again in the same process after a small edit to one statement, with and without printing the
 text report. CPU time of each recompile, medians.
 
-Usage: python benchmarks/bench_warm.py [--repeat 11]
+Usage: python benchmarks/bench_warm.py [--repeat 11] [--stats]
 
 Edits, each applied alone to the original program: a size (`B=128` -> `B=256`), the last
 contraction's requested layout (its first subscript dropped), and an appended comment (the text
@@ -49,6 +49,8 @@ def edits(text: str) -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=11)
+    ap.add_argument("--stats", action="store_true",
+                    help="then each process-wide table's hits, misses and size (passes.memo)")
     args = ap.parse_args()
     import shardc
     from shardc.passes import memo
@@ -77,6 +79,10 @@ def main() -> None:
                     printed.append((t2 - t) * 1e3)
             print(f"| {Path(path).name} | {what} | {cold:.0f} | "
                   f"{statistics.median(compiled):.1f} | {statistics.median(printed):.1f} |")
+    if args.stats:
+        print("\n| table | hits | misses | entries | size |\n|---|---|---|---|---|")
+        for s in memo.stats():
+            print(f"| `{s.name}` | {s.hits:,} | {s.misses:,} | {s.size:,} | {s.maxsize:,} |")
 
 
 if __name__ == "__main__":

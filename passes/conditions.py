@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sympy as sp
 
-from shardc.passes.memo import memoized
+from shardc.passes.memo import LESS_THAN, SEPARATE, memoized
 
 CANCEL_MAX_SYMBOLS = 16
 """`cancel` is a multivariate gcd, exponential in the symbols: a chain of 25 symbolic einsums
@@ -24,7 +24,7 @@ def _separate_key(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]
     return (lhs, rhs, hw)
 
 
-@memoized("conditions.separate", _separate_key)
+@memoized(SEPARATE, _separate_key)
 def separate(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> sp.Rel:
     """`lhs > rhs` rewritten as `program-part > hardware-part` where the ratio allows it."""
     ratio = sp.together(lhs / rhs)
@@ -49,7 +49,7 @@ def separate(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> 
     return sp.StrictGreaterThan(p, sp.factor_terms(1 / h), evaluate=False)
 
 
-@memoized("conditions.less_than", lambda a, b: (a, b))
+@memoized(LESS_THAN, lambda a, b: (a, b))
 def less_than(a: sp.Expr, b: sp.Expr) -> sp.Rel | bool:
     """`a < b` with common positive factors cancelled; True/False when decided.
 

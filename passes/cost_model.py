@@ -20,7 +20,7 @@ from shardc.hardware.levels import LEVELS as LEVELS  # re-exported: passes/lower
 from shardc.hardware.levels import SWITCHED
 from shardc.passes.context import Model
 from shardc.passes.ir import PhysicalAxis, Topology
-from shardc.passes.memo import memoized, typed
+from shardc.passes.memo import COLLECTIVE_TIME, memoized, typed
 
 Num: TypeAlias = float | int | sp.Expr
 
@@ -157,7 +157,7 @@ def _collective_key(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str
             links.memo_key())
 
 
-@memoized("cost_model.collective_time", _collective_key)
+@memoized(COLLECTIVE_TIME, _collective_key)
 def collective_time(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
                     model: Model, topo: Topology | None, links: Links) -> CollectiveTime:
     """Time of `op` moving `v` bytes over mesh `axes`, level by level.

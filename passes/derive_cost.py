@@ -40,7 +40,7 @@ from shardc.passes.layout_cost import (
     step_bytes,
     transfer_time,
 )
-from shardc.passes.memo import memoized, typed
+from shardc.passes.memo import CROSSOVER, memoized, typed
 from shardc.passes.memory import kept_activations
 from shardc.passes.reshard import Step
 from shardc.passes.schedule import classify
@@ -601,8 +601,7 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
     raise AssertionError(op)
 
 
-@memoized("derive_cost.crossover",
-          lambda lat, moved, bw: (typed(lat), typed(moved), typed(bw)))
+@memoized(CROSSOVER, lambda lat, moved, bw: (typed(lat), typed(moved), typed(bw)))
 def _crossover(lat: sp.Expr, moved: sp.Expr, bw: sp.Expr) -> sp.Expr:
     """The bytes at which a collective's latency equals its bandwidth time. A `cancel`, the
     slowest part of costing a collective, and the same few formulas come back in every

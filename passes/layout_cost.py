@@ -23,7 +23,7 @@ from shardc.passes.cost_model import (
     sprod,
 )
 from shardc.passes.ir import Topology
-from shardc.passes.memo import memoized, typed
+from shardc.passes.memo import ELEMENTS, memoized, typed
 from shardc.passes.permute_cost import permute_time
 from shardc.passes.reshard_rules import Step
 
@@ -42,7 +42,7 @@ def local_elements(layout: Layout, size_of: SizeOf) -> Num:
                                     for n, axes in sizes))
 
 
-@memoized("layout_cost.elements", lambda sizes: sizes)
+@memoized(ELEMENTS, lambda sizes: sizes)
 def _symbolic_elements(sizes: tuple[tuple[tuple[type, Num], tuple[tuple[type, Num], ...]], ...]
                        ) -> Num:
     out: Num = 1

@@ -22,7 +22,7 @@ from shardc.lang.send import SendAxis
 from shardc.passes.context import Model
 from shardc.passes.cost_model import CollectiveTime, Links, Num, is_number, smax
 from shardc.passes.ir import Topology
-from shardc.passes.memo import memoized, typed
+from shardc.passes.memo import PERMUTE_PAIRS, PERMUTE_TIME, memoized, typed
 from shardc.passes.send_cost import send_time
 
 Coords = tuple[int, ...]
@@ -36,7 +36,7 @@ v5p chips spent 12 of its 16 s CPU pricing 310 permutes over up to 4,096 pairs e
 point sends); with 64 it is back near its 3-5 s."""
 
 
-@memoized("permute_cost.pairs", lambda src, dst, sizes: (src, dst, tuple(sorted(sizes.items()))))
+@memoized(PERMUTE_PAIRS, lambda src, dst, sizes: (src, dst, tuple(sorted(sizes.items()))))
 def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
                   ) -> tuple[tuple[str, ...], Pairs] | None:
     """The axes whose coordinates may change and the (source, target) coordinates on them of a
@@ -176,7 +176,7 @@ def _permute_key(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num]
             topo, links.memo_key())
 
 
-@memoized("permute_cost.permute_time", _permute_key)
+@memoized(PERMUTE_TIME, _permute_key)
 def permute_time(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num],
                  known: Callable[[str], int | None], model: Model, topo: Topology | None,
                  links: Links) -> CollectiveTime | None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import sympy as sp
 
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.passes.memo import LAMBDA_FUNCTIONS, LAMBDA_PRINTERS, REGION_SAMPLES, memoized
 
 if TYPE_CHECKING:
     from shardc.passes.context import Model
@@ -107,13 +108,7 @@ class Chooser(Protocol):
         ...
 
 
-_FUNCTIONS: dict[tuple[sp.Expr, str], tuple[tuple[str, ...], Callable[..., Any]]] = {}
-_MAX_FUNCTIONS = 20_000
-
-
-_PRINTERS: dict[str, Any] = {}
-
-
+@memoized(LAMBDA_PRINTERS, lambda modules: modules)
 def _printer(modules: str) -> Any:
     """`lambdify`'s own printer for `modules`, except that a Float prints every digit of its
     double (`repr`), not 15: `1.33333333333333*J` at J=3 gives 15.99999999999999 where the
@@ -124,32 +119,24 @@ def _printer(modules: str) -> Any:
     >>> sp.lambdify([J], 12 * J / sp.Float(9.0) + 12, printer=_printer("math"))(3.0)
     16.0
     """
-    if modules not in _PRINTERS:
-        from sympy.printing.numpy import NumPyPrinter
-        from sympy.printing.pycode import PythonCodePrinter
+    from sympy.printing.numpy import NumPyPrinter
+    from sympy.printing.pycode import PythonCodePrinter
 
-        base = NumPyPrinter if modules == "numpy" else PythonCodePrinter
+    base = NumPyPrinter if modules == "numpy" else PythonCodePrinter
 
-        class Printer(base):  # type: ignore[valid-type, misc]
-            def _print_Float(self, expr: sp.Float) -> str:
-                return repr(float(expr))
+    class Printer(base):  # type: ignore[valid-type, misc]
+        def _print_Float(self, expr: sp.Float) -> str:
+            return repr(float(expr))
 
-        _PRINTERS[modules] = Printer({"fully_qualified_modules": False, "inline": True,
-                                      "allow_unknown_functions": True, "user_functions": {}})
-    return _PRINTERS[modules]
+    return Printer({"fully_qualified_modules": False, "inline": True,
+                    "allow_unknown_functions": True, "user_functions": {}})
 
 
+@memoized(LAMBDA_FUNCTIONS, lambda expr, modules: (expr, modules))
 def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
-    key = (expr, modules)
-    hit = _FUNCTIONS.get(key)
-    if hit is None:
-        if len(_FUNCTIONS) >= _MAX_FUNCTIONS:
-            _FUNCTIONS.clear()
-        syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
-        hit = (tuple(s.name for s in syms),
-               sp.lambdify(syms, expr, modules=modules, printer=_printer(modules)))
-        _FUNCTIONS[key] = hit
-    return hit
+    syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    return (tuple(s.name for s in syms),
+            sp.lambdify(syms, expr, modules=modules, printer=_printer(modules)))
 
 
 def evaluate(expr: sp.Expr, point: Mapping[str, float]) -> float | None:
@@ -183,6 +170,12 @@ class AtPoint:
 # ---- regions over a sample of points -------------------------------------------------------
 SAMPLES = 4096
 """Points per sample; sizes spread over 2**0 .. 2**36 (mesh axes 2**0 .. 2**12), log-uniform."""
+
+
+@memoized(REGION_SAMPLES, lambda names, mesh: (names, mesh))
+def _sample(names: tuple[str, ...], mesh: frozenset[str]) -> dict[str, Any]:
+    """`sample_points`, kept (read only) for the next decision over the same sizes."""
+    return sample_points(names, mesh)
 
 
 def sample_points(names: Sequence[str], mesh: frozenset[str] = frozenset(),
@@ -292,22 +285,19 @@ class Region:
         return sp.And(*self.bounds) if self.bounds else sp.true
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class RegionFinder:
-    """Regions of a decision's candidates over a sample of the free sizes (cached per set of
-    size names)."""
+    """Regions of a decision's candidates over a sample of the free sizes (one sample per set
+    of size names and mesh axes, `passes.memo.REGION_SAMPLES`)."""
 
     mesh: frozenset[str] = frozenset()
-    _samples: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
 
     def regions(self, candidates: Sequence[Candidate]) -> tuple[Region, ...]:
         names = tuple(sorted({s.name for c in candidates
                               for s in (c.time.free_symbols | c.flops.free_symbols)}))
         if not names:
             return ()
-        if names not in self._samples:
-            self._samples[names] = sample_points(names, self.mesh)
-        won = winners(candidates, self._samples[names])
+        won = winners(candidates, _sample(names, self.mesh))
         import numpy as np
 
         orders, counts = np.unique(won, return_counts=True)

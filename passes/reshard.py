@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from shardc.lang.layout import DimSharding, Layout
 from shardc.passes.layout_cost import Pricing
-from shardc.passes.memo import memoized
+from shardc.passes.memo import RESHARD_FLOOR, RESHARD_IN_ORDER, RESHARD_PLAN, memoized
 from shardc.passes.reshard_rules import Refusal, Step, transfer
 from shardc.passes.reshard_search import cheapest_plan, lower_bound
 
@@ -116,7 +116,7 @@ def _known(axes: AxisSizes | None) -> dict[str, float] | None:
     return {a: n for a, n in axes if n is not None}
 
 
-@memoized("reshard.in-order", lambda src, dst, axes: (src, dst, axes))
+@memoized(RESHARD_IN_ORDER, lambda src, dst, axes: (src, dst, axes))
 def _in_order(src: Layout, dst: Layout, axes: AxisSizes | None) -> tuple[Step, ...] | None:
     sizes = None if axes is None else {a: n for a, n in axes if n is not None}
     steps = plan_in_order(src, dst, sizes or None)
@@ -148,7 +148,7 @@ def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
     return len(kinds) <= 1
 
 
-@memoized("reshard.plan", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
+@memoized(RESHARD_PLAN, lambda src, dst, axes, pricing: (src, dst, axes, pricing))
 def _planned(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing
              ) -> tuple[Step, ...] | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
@@ -159,7 +159,7 @@ def _planned(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing
     return tuple(cheapest_plan(src, dst, sizes, pricing, steps))
 
 
-@memoized("reshard.floor", lambda src, dst, axes, pricing: (src, dst, axes, pricing))
+@memoized(RESHARD_FLOOR, lambda src, dst, axes, pricing: (src, dst, axes, pricing))
 def _floor(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing) -> float | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)

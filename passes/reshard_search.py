@@ -43,12 +43,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from shardc.lang.layout import DimSharding, Layout
-from shardc.passes.cost_model import Links
 from shardc.passes.layout_cost import Pricing
-from shardc.passes.memo import MAX_ENTRIES, register
+from shardc.passes.memo import MAX_ENTRIES, RESHARD_BYTES, RESHARD_COSTS
 from shardc.passes.reshard_rules import Step
 
 MAX_EXPANDED = 64
@@ -65,12 +64,6 @@ State = tuple[Dims, frozenset[str]]
 Move = tuple[str, str, int | None, State, float, float]
 """(kind, axes, dim index, the layout after, the step's time, the shards after)."""
 
-_COSTS: dict[Hashable, tuple[Links, dict[tuple[object, ...], float]]] = register(
-    "reshard_search.costs")
-"""By machine (cost model, topology, link figures) and axis sizes: the links, and the step times
-by (kind, axes, V)."""
-_BYTES: dict[tuple[Pricing, tuple[str, ...]], float] = register("reshard_search.bytes")
-"""The whole array's bytes by (pricing, dims)."""
 
 
 def cheapest_plan(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing,
@@ -137,16 +130,13 @@ class _Search:
         # Times depend on V, not on which array: arrays of one machine share them.
         context = (pricing.model, pricing.topology, pricing.w, pricing.t,
                    tuple(self.sizes.items()))
-        if len(_COSTS) >= MAX_ENTRIES:
-            _COSTS.clear()
-        if context not in _COSTS:
-            _COSTS[context] = (pricing.links(), {})
-        self.links, self.costs = _COSTS[context]
-        whole = _BYTES.get((pricing, self.order))
+        machine = RESHARD_COSTS.get(context)
+        if machine is None:
+            machine = RESHARD_COSTS[context] = (pricing.links(), {})
+        self.links, self.costs = machine
+        whole = RESHARD_BYTES.get((pricing, self.order))
         if whole is None:
-            if len(_BYTES) >= MAX_ENTRIES:
-                _BYTES.clear()
-            whole = _BYTES[pricing, self.order] = pricing.block_bytes(self.order, 1.0)
+            whole = RESHARD_BYTES[pricing, self.order] = pricing.block_bytes(self.order, 1.0)
         self.whole_bytes: float = whole
         # On a switched level (NVLink, PCIe, InfiniBand, DCN) a ring over N devices pays N - 1
         # latency steps, and rings over each axis in turn sum(n_i - 1) for the same bytes:

@@ -12,7 +12,6 @@ latency).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, SupportsFloat
@@ -21,6 +20,7 @@ import sympy as sp
 
 from shardc.hardware.levels import LEVELS, PER_HOP
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
+from shardc.passes.memo import SIZE_SYMBOL, memoized
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
@@ -52,7 +52,7 @@ def as_expr(value: sp.Basic | int | float) -> sp.Basic:
     raise TypeError(f"not a number or an expression: {type(value).__name__}")
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(SIZE_SYMBOL, lambda name: name)
 def size_symbol(name: str) -> sp.Symbol:
     """A dimension or mesh-axis size (SymPy interns symbols, but building one with its
     assumptions costs 7 us: a 2,000-statement program asks 26,000 times)."""

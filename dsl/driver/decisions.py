@@ -5,7 +5,6 @@ format prints decisions through these functions.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +20,7 @@ from shardc.passes.ir import Alternative, Decision
 from shardc.passes.lower.chain import chain_note
 from shardc.passes.lower.explain import describe_steps
 from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM
+from shardc.passes.memo import DECISION_REGIONS, RELATION_TEXT, memoized
 from shardc.passes.regions import Region, RegionFinder
 
 
@@ -130,16 +130,10 @@ def regions(d: Decision) -> tuple[Region, ...]:
     empty when one plan wins everywhere sampled."""
     if not d.candidates:
         return ()
-    hit = _REGIONS.get(d.candidates)
+    hit = DECISION_REGIONS.get(d.candidates)
     if hit is None:
-        hit = _FINDER.regions(d.candidates)
-        if len(_REGIONS) > 4096:
-            _REGIONS.clear()
-        _REGIONS[d.candidates] = hit
+        hit = DECISION_REGIONS[d.candidates] = _FINDER.regions(d.candidates)
     return hit
-
-
-_REGIONS: dict[tuple, tuple[Region, ...]] = {}
 
 
 def candidate_text(d: Decision, order: int) -> str:
@@ -148,7 +142,7 @@ def candidate_text(d: Decision, order: int) -> str:
     return describe_steps(*c.steps, d.lhs, d.rhs, d.target)
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(RELATION_TEXT, lambda rel: rel)
 def relation_text(rel: sp.Basic) -> str:
     """A region's bound, solved for its size where it is linear in one (`B > 7659.4`).
 

@@ -23,13 +23,11 @@ import sympy as sp
 from sympy.core.mul import _keep_coeff
 
 from shardc.driver.formulas import code_printer
-from shardc.passes.memo import MAX_ENTRIES, register
+from shardc.passes.memo import EVALUATE_RECIPES
 
 UNSUPPORTED: Any = object()
 """What `evaluate` returns for a formula it cannot walk."""
 
-_RECIPES: dict[sp.Basic, tuple] = register("evaluate.recipes")
-"""How each distinct node is computed (its children in the printer's order), per process."""
 
 
 class _Unsupported(Exception):
@@ -71,11 +69,10 @@ def evaluate(exprs: Iterable[sp.Basic], env: Mapping[sp.Symbol, float]) -> list[
 
 
 def _recipe(e: sp.Basic) -> tuple:
-    hit = _RECIPES.get(e)
+    """How `e` is computed (its children in the printer's order), once per process."""
+    hit = EVALUATE_RECIPES.get(e)
     if hit is None:
-        if len(_RECIPES) >= MAX_ENTRIES:
-            _RECIPES.clear()
-        hit = _RECIPES[e] = _make_recipe(e)
+        hit = EVALUATE_RECIPES[e] = _make_recipe(e)
     return hit
 
 

@@ -4,8 +4,8 @@ A report repeats a few distinct formulas many times (every op of a repeated stat
 the same bytes, time and FLOPs): a 1,000-einsum chain prints 28 distinct formulas 38,000 times.
 SymPy's printers cost about 0.5 ms a call, so every renderer (text, Markdown, LaTeX, JSON)
 prints through `text` and `latex`, which keep each result keyed by the expression. The caches
-live for the process (the notebook and the language server print the same formulas again) and
-are emptied when they pass `passes.memo.MAX_ENTRIES`, or by `passes.memo.clear()`.
+live for the process (the notebook and the language server print the same formulas again):
+they are `passes.memo`'s tables (`FORMULA_TEXT`, `FORMULA_LATEX`, the printers' terms).
 """
 
 from __future__ import annotations
@@ -14,11 +14,17 @@ from typing import Any
 
 import sympy as sp
 
-from shardc.passes.memo import MAX_ENTRIES, register
+from shardc.passes.memo import (
+    CODE_TERMS,
+    FORMULA_LATEX,
+    FORMULA_TEXT,
+    LATEX_TERMS,
+    PRINTERS,
+    STR_TERMS,
+    Table,
+    memoized,
+)
 from shardc.passes.symbols import as_expr
-
-_TEXT: dict[Any, str] = register("formulas.text")
-_LATEX: dict[Any, str] = register("formulas.latex")
 
 
 class _Names(dict):
@@ -38,7 +44,7 @@ def _memo_printer(base: Any) -> Any:
     kept."""
 
     class Memo(base):
-        _done: dict[Any, str]
+        _done: Table[Any, str]
 
         def _print(self, expr: Any, **kwargs: Any) -> str:
             if kwargs:
@@ -46,8 +52,6 @@ def _memo_printer(base: Any) -> Any:
             key = (type(expr), expr, self._print_level == 0)
             hit = self._done.get(key)
             if hit is None:
-                if len(self._done) >= MAX_ENTRIES:
-                    self._done.clear()
                 hit = self._done[key] = super()._print(expr)
             return hit
 
@@ -55,39 +59,29 @@ def _memo_printer(base: Any) -> Any:
     return Memo
 
 
-_STR: Any = None
-_TEX: Any = None
-
-
+@memoized(PRINTERS, lambda: "text-latex")
 def _printers() -> tuple[Any, Any]:
-    global _STR, _TEX
-    if _STR is None:
-        from sympy.printing.latex import LatexPrinter
-        from sympy.printing.str import StrPrinter
+    """The text and LaTeX printers, built on first use."""
+    from sympy.printing.latex import LatexPrinter
+    from sympy.printing.str import StrPrinter
 
-        str_cls, tex_cls = _memo_printer(StrPrinter), _memo_printer(LatexPrinter)
-        str_cls._done = register("formulas.str-terms")
-        tex_cls._done = register("formulas.latex-terms")
-        _STR, _TEX = str_cls(), tex_cls({"symbol_names": _Names()})
-    return _STR, _TEX
+    str_cls, tex_cls = _memo_printer(StrPrinter), _memo_printer(LatexPrinter)
+    str_cls._done = STR_TERMS
+    tex_cls._done = LATEX_TERMS
+    return str_cls(), tex_cls({"symbol_names": _Names()})
 
 
-_CODE: Any = None
-
-
+@memoized(PRINTERS, lambda: "code")
 def code_printer() -> Any:
     """The printer `sympy.lambdify(..., modules="math")` makes for itself, printing each
     subexpression once per process: a report's formulas share most of their terms, and
     printing them was most of a `lambdify` (the same code, so the same numbers)."""
-    global _CODE
-    if _CODE is None:
-        from sympy.printing.pycode import PythonCodePrinter
+    from sympy.printing.pycode import PythonCodePrinter
 
-        cls = _memo_printer(PythonCodePrinter)
-        cls._done = register("formulas.code-terms")
-        _CODE = cls({"fully_qualified_modules": False, "inline": True,
-                     "allow_unknown_functions": True, "user_functions": {}})
-    return _CODE
+    cls = _memo_printer(PythonCodePrinter)
+    cls._done = CODE_TERMS
+    return cls({"fully_qualified_modules": False, "inline": True,
+                "allow_unknown_functions": True, "user_functions": {}})
 
 
 def text(expr: Any) -> str:
@@ -98,11 +92,9 @@ def text(expr: Any) -> str:
     ('2*B/3', True, '0.5*B')
     """
     key = (type(expr), expr)  # 2 and 2.0 are equal keys, but print differently
-    hit = _TEXT.get(key)
+    hit = FORMULA_TEXT.get(key)
     if hit is None:
-        if len(_TEXT) >= MAX_ENTRIES:
-            _TEXT.clear()
-        hit = _TEXT[key] = _printers()[0].doprint(expr) if isinstance(expr, sp.Basic) \
+        hit = FORMULA_TEXT[key] = _printers()[0].doprint(expr) if isinstance(expr, sp.Basic) \
             else str(expr)
     return hit
 
@@ -130,11 +122,9 @@ def latex(expr: Any) -> str:
     \\frac{W_{\\mathrm{hbm}}}{B}
     """
     key = (type(expr), expr)
-    hit = _LATEX.get(key)
+    hit = FORMULA_LATEX.get(key)
     if hit is None:
-        if len(_LATEX) >= MAX_ENTRIES:
-            _LATEX.clear()
-        hit = _LATEX[key] = _printers()[1].doprint(as_expr(expr))
+        hit = FORMULA_LATEX[key] = _printers()[1].doprint(as_expr(expr))
     return hit
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cache, partial
+from functools import partial
 
 import sympy as sp
 from lark import Lark, Token, Transformer, Tree
@@ -16,6 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from shardc.lang.input_limits import MAX_NESTING
 from shardc.lang.numeric import NumberError, parse_decimal, parse_number
+from shardc.passes.memo import USER_EXPR_PARSER, memoized
 
 MAX_LENGTH = 1_000
 """Characters in one formula."""
@@ -110,7 +111,7 @@ RELATIONS = {">": sp.StrictGreaterThan, "<": sp.StrictLessThan, ">=": sp.Greater
 
 
 # ---- parsing ---------------------------------------------------------------------------------
-@cache
+@memoized(USER_EXPR_PARSER, lambda: "expr")
 def _lark() -> Lark:
     from importlib.resources import files
 

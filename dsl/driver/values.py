@@ -16,19 +16,14 @@ from shardc.driver.document import OP_FIELDS
 from shardc.driver.evaluate import UNSUPPORTED, evaluate
 from shardc.driver.formulas import code_printer
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
-from shardc.passes.memo import MAX_ENTRIES, register
+from shardc.passes.memo import REPORT_FUNCTIONS, REPORT_VALUES
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import as_expr, hardware_values, size_symbol
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
 
-_VALUES: dict[Any, float | None] = register("report.values")
-"""Each formula's value under the values of its symbols, shared by every report of the process
-(`Report.at`, the regions and a recompile evaluate the same formulas again)."""
-_FUNCTIONS: dict[Any, Callable[..., Any]] = register("report.functions")
-"""Generated functions evaluating a list of formulas, kept for the next report whose formulas
-are the same (at most 256: each holds the source of its formulas)."""
+_UNSEEN: Any = object()
 
 
 def environment(r: Report) -> dict[sp.Symbol, float]:
@@ -49,7 +44,8 @@ def environment(r: Report) -> dict[sp.Symbol, float]:
 
 def evaluate_all(r: Report, exprs: list[sp.Expr]) -> None:
     """Every formula's value under the environment, computed by one walk over those no earlier
-    report has evaluated under the same values (`_VALUES`, process-wide)."""
+    report has evaluated under the same values (`passes.memo.REPORT_VALUES`: `Report.at`, the
+    regions and a recompile evaluate the same formulas again)."""
     env = environment(r)
     cache = r.memo.values
     ready: list[sp.Expr] = []
@@ -64,22 +60,21 @@ def evaluate_all(r: Report, exprs: list[sp.Expr]) -> None:
             cache[e] = None
             continue
         key = (e, frozenset((s, env[s]) for s in free))
-        if key in _VALUES:
-            cache[e] = _VALUES[key]
+        seen = REPORT_VALUES.get(key, _UNSEEN)
+        if seen is not _UNSEEN:
+            cache[e] = seen
         else:
             ready.append(e)
             keys.append(key)
     if not ready:
         return
-    if len(_VALUES) + len(ready) > MAX_ENTRIES:
-        _VALUES.clear()
     # The walk gives lambdify's numbers bit for bit (shardc.driver.evaluate); a formula with a
     # node it does not know goes through lambdify.
     walked = evaluate(ready, env)
     rest = [(e, k) for e, k, v in zip(ready, keys, walked, strict=True) if v is UNSUPPORTED]
     for e, key, v in zip(ready, keys, walked, strict=True):
         if v is not UNSUPPORTED:
-            cache[e] = _VALUES[key] = finite(v)
+            cache[e] = REPORT_VALUES[key] = finite(v)
     if rest:
         _lambdify_all(r, [e for e, _ in rest], [k for _, k in rest], env)
 
@@ -91,11 +86,9 @@ def _lambdify_all(r: Report, ready: list[sp.Expr], keys: list[tuple],
     # The same formulas under other values (a plan's candidates, a size edited in a notebook):
     # the generated function is kept, keyed by the formulas.
     fkey = (tuple(ready), tuple(args))
-    fn = _FUNCTIONS.get(fkey)
+    fn = REPORT_FUNCTIONS.get(fkey)
     if fn is None:
-        if len(_FUNCTIONS) >= 256:
-            _FUNCTIONS.clear()
-        fn = _FUNCTIONS[fkey] = sp.lambdify(args, ready, modules="math", printer=code_printer())
+        fn = REPORT_FUNCTIONS[fkey] = sp.lambdify(args, ready, modules="math", printer=code_printer())
     try:
         values = fn(*[env[a] for a in args])
     except ZeroDivisionError:
@@ -103,7 +96,7 @@ def _lambdify_all(r: Report, ready: list[sp.Expr], keys: list[tuple],
         # of a mesh axis of one device): it has no number; the others do.
         values = [_divided(e, args, env) for e in ready]
     for e, key, v in zip(ready, keys, values, strict=True):
-        r.memo.values[e] = _VALUES[key] = finite(v)
+        r.memo.values[e] = REPORT_VALUES[key] = finite(v)
 
 
 def names(r: Report) -> dict[str, sp.Symbol]:

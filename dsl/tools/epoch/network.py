@@ -9,12 +9,12 @@ bidirectional volume over bidirectional bandwidth (ambiguity 4).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 
 import numpy as np
 
+from shardc.passes.memo import EPOCH_COMPOSITIONS, memoized
 from shardc.tools.epoch.presets import NetworkLevel
 
 DIMS = ("dp", "ff", "model", "pp", "ep")
@@ -44,7 +44,7 @@ def level_bits(levels: tuple[NetworkLevel, ...]) -> list[int | None]:
     return out
 
 
-@functools.cache
+@memoized(EPOCH_COMPOSITIONS, lambda most, parts: (most, parts))
 def _compositions(most: int, parts: int) -> np.ndarray:
     """Every way to write 0, 1, ..., `most` as an ordered sum of `parts` non-negative integers,
     by total (read-only: one array per argument pair, shared by every search)."""
