@@ -19,6 +19,7 @@ from shardc.passes.einsum_plan import (
     EinsumPlan,
     Floors,
     PlanSearch,
+    Signature,
     book_departures,
     case_label,
     output_dims,
@@ -427,7 +428,7 @@ def _alternatives(st: LoweringState, ranked: list[EinsumPlan],
                   rv: Value, dtype: str, uncapped: bool
                   ) -> tuple[tuple[Alternative, ...], bool] | None:
     distinct: list[EinsumPlan] = []
-    seen: set[tuple] = set()
+    seen: set[Signature] = set()
     for p in ranked:
         sig = plan_signature(p)
         if sig not in seen:

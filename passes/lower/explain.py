@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shardc.lang.layout import format_axes
-from shardc.passes.einsum_plan import EinsumPlan, classify_axis
+from shardc.passes.einsum_plan import EinsumPlan, Rank, classify_axis
 from shardc.passes.ir import Value
 from shardc.passes.reshard import Step
 
@@ -100,7 +100,7 @@ def describe_plan(p: EinsumPlan, lhs: str, rhs: str, target: str) -> str:
     return describe_steps(p.lhs_steps, p.rhs_steps, p.out_steps, lhs, rhs, target)
 
 
-def beat_text(ranked: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple], lhs: str,
+def beat_text(ranked: list[EinsumPlan], objective: Callable[[EinsumPlan], Rank], lhs: str,
               rhs: str, target: str) -> str:
     """`chosen over <runner-up> (N.Nx the cost)`, for the reasons of inserted collectives."""
     if len(ranked) < 2:
@@ -126,7 +126,7 @@ def beat_text(ranked: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple]
 
 
 def whole_program_text(chosen: EinsumPlan, alone: EinsumPlan,
-                       objective: Callable[[EinsumPlan], tuple], lhs: str, rhs: str,
+                       objective: Callable[[EinsumPlan], Rank], lhs: str, rhs: str,
                        target: str) -> str:
     """Why a product runs a plan that is not its own cheapest: the whole program's objective
     chose it (`passes.objective`)."""

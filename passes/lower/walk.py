@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
+from shardc.lang.source import Span
 from shardc.lang.syntax import (
     ArrayDecl,
     Assign,
@@ -268,7 +269,7 @@ def reduce(st: LoweringState, e: Reduce, target: str) -> Value | None:
     return combine(st, "/", ex, total, e.span)
 
 
-def reduction(st: LoweringState, kind: str, a: Value, dims: tuple[str, ...], span) -> Value:
+def reduction(st: LoweringState, kind: str, a: Value, dims: tuple[str, ...], span: Span) -> Value:
     """A local reduction over `dims`; a sum over a sharded dim is a partial sum."""
     axes = frozenset(x for d in a.layout.dims if d.dim in dims for x in d.axes)
     kept = tuple(d for d in a.layout.dims if d.dim not in dims)
@@ -278,7 +279,7 @@ def reduction(st: LoweringState, kind: str, a: Value, dims: tuple[str, ...], spa
     return st.emit(Reduction(kind, out, a, dims, span))
 
 
-def maximum(st: LoweringState, a: Value, dims: tuple[str, ...], span) -> Value:
+def maximum(st: LoweringState, a: Value, dims: tuple[str, ...], span: Span) -> Value:
     """The maximum over `dims`: local, then an AllReduce of the maximum over the axes that
     shard them."""
     local = reduction(st, "max", a, dims, span)
