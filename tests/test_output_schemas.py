@@ -55,7 +55,7 @@ def cli_json(*args: str) -> Any:
 FSDP = ("mesh X\ndim B, D=8192, F=32768\nhardware tpu-v5p\nIn: bf16[B_X, D]\n"
         "param W_in: bf16[D_X, F]\nparam W_out: bf16[F, D_X]\nTmp[B_X, F] = In ·_D W_in\n"
         "Out[B_X, D] = Tmp ·_F W_out\nbackward\n")
-"""FSDP with B free: its plans change at B = 7680 (tests/test_regions.py), so derive gives
+"""FSDP with B free: its plans change with B (tests/test_regions.py), so derive gives
 `by_region`."""
 FSDP_TP = ("mesh X @ici(x, y), Y @ici(z)\ndim B, D=8192, F\nhardware tpu-v5p\n"
            "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
@@ -221,7 +221,7 @@ def test_real_output_follows_its_schema(case: str, output: Callable[[str], Any])
 def test_the_cases_reach_the_optional_parts(output: Callable[[str], Any]) -> None:
     """The cases cover what is there only sometimes: a null best, by_region, splits."""
     assert output("plan")["best"]["why"] and output("plan-none-fits")["best"] is None
-    assert len(output("derive-by-region")["by_region"]["regions"]) == 2
+    assert len(output("derive-by-region")["by_region"]["regions"]) > 1
     assert output("derive-splits")["splits"]["skipped"]
     assert any(c["solved"] for c in output("derive-solve-for")["conditions"])
     assert output("sweep")["plan"] is not None and isinstance(output("sweep-several"), list)

@@ -391,3 +391,28 @@ def collectives_text(r):
     from shardc.driver.regions import collectives as names
 
     return names(r)
+
+
+def test_a_region_narrower_than_the_scan_step_keeps_its_interval() -> None:
+    """The scan's points are 1.7% apart; a region such as 7491 <= B < 7612 (1.6% wide) is
+    found from the relation's own numbers."""
+    from shardc.tools.derive_regions import intervals
+
+    b = sp.Symbol("B", positive=True)
+    (lo, hi), = intervals(sp.And(b >= 7491, b < 7612), b, {})
+    assert lo == pytest.approx(7491) and hi == pytest.approx(7612)
+    assert intervals(sp.And(b >= 7491, b < 7491.5), b, {}) != []
+
+
+def test_derive_past_its_budget_keeps_the_regions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past REGIONS_SECONDS the regions still come, with intervals and no closed forms."""
+    import shardc.lang.input_limits as limits
+    from shardc.tools.derive_regions import solve_by_region
+
+    r = shardc.compile(FSDP, set={"X": 16})
+    assert r.regions()  # found within the budget; only the solving runs past it
+    monkeypatch.setattr(limits, "REGIONS_SECONDS", 0.0)
+    out = solve_by_region(r, "B")
+    assert out is not None and len(out["regions"]) == len(r.regions()) > 1
+    assert all(c["solved"] is None for g in out["regions"] for c in g["conditions"])
+    assert all(g["intervals"] for g in out["regions"])

@@ -80,6 +80,11 @@ def intervals(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float],
     if holds is None:
         return None
     xs = [lo * (hi / lo) ** (k / (SCAN - 1)) for k in range(SCAN)] if hi > lo else [lo]
+    # A region narrower than the grid's step (1.7%) would fall between two points: the
+    # relation's own numbers, and the float just below each, are scanned too.
+    marks = {m for n in _numbers(rel, env) if lo < n < hi
+             for m in (n, math.nextafter(n, -math.inf))}
+    xs = sorted(set(xs) | marks)
     states = [holds(x) for x in xs]
     out: list[tuple[float, float]] = []
     start = xs[0] if states[0] else None
@@ -95,6 +100,19 @@ def intervals(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float],
             start = None
     if start is not None:
         out.append((start, xs[-1]))
+    return out
+
+
+def _numbers(rel: sp.Basic, env: dict[sp.Symbol, float]) -> list[float]:
+    """The finite numbers in `rel` once the other sizes take their values (a region's bound
+    such as `B >= 7491` gives 7491)."""
+    if not isinstance(rel, sp.Basic):
+        return []
+    bound = rel.xreplace({s: env[s] for s in rel.free_symbols if s in env})
+    out = []
+    for n in bound.atoms(sp.Number):
+        if n.is_finite:
+            out.append(float(n))
     return out
 
 
@@ -162,8 +180,8 @@ def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
     there with the intervals where it holds; and per condition name, the union over regions.
     A report whose plans do not depend on the sizes is one region (`derived`, its derivation,
     saves deriving it again); `solve=False` leaves out the closed forms (`solved` is None),
-    keeping the intervals. None when there are too many regions, `var` is not one size,
-    or past REGIONS_SECONDS of CPU time beyond finding the regions."""
+    keeping the intervals, as do the regions reached past REGIONS_SECONDS of CPU time beyond
+    finding the regions. None when there are too many regions or `var` is not one size."""
     import time
 
     from shardc.driver.regions import condition_text
@@ -181,8 +199,8 @@ def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
     union: dict[str, list[dict[str, Any]]] = {}
     start = time.process_time()
     for v in regions:
-        if time.process_time() - start > REGIONS_SECONDS:
-            return None
+        # Past the budget the regions still come, with their intervals but no closed forms.
+        solve_here = solve and time.process_time() - start <= REGIONS_SECONDS
         span = intervals(v.condition, sym, env)
         if span is None:
             return None
@@ -192,7 +210,7 @@ def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
              derive(v.result, v.result.program.backward_line, overlaps=overlaps))
         conds = []
         for c in d.conditions:
-            s = solve_for(c.relation, var) if solve else None
+            s = solve_for(c.relation, var) if solve_here else None
             holds = intervals(c.relation, sym, env)
             pieces = _intersect(holds, span) if holds is not None else []
             entry = {"name": c.name, "expr": str(c.relation),
