@@ -1,7 +1,7 @@
 """shardc: a symbolic cost-model compiler for sharded tensor programs.
 
-`shardc.compile(program)` returns a cost report, `shardc.parse(program)` the validated program;
-both raise `shardc.CompileError` with positioned diagnostics. The layers below are
+`shardc.compile(program, options=None, **overrides)` returns a cost report (`shardc.Options`
+declares every option), `shardc.parse(program)` the validated program; both raise `shardc.CompileError` with positioned diagnostics. The layers below are
 `shardc.hardware`, `shardc.lang`, `shardc.passes`, `shardc.driver`, `shardc.tools` and
 `shardc.cli` (imports go one way only; tests/test_layers.py).
 
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["CompileError", "compile", "parse"]
+__all__ = ["CompileError", "Options", "compile", "parse"]
 
 if TYPE_CHECKING:
     from shardc.driver.api import compile, parse
     from shardc.lang.diagnostics import CompileError
+    from shardc.passes.context import Options
 
 
 def __getattr__(name: str) -> Any:
@@ -34,4 +35,8 @@ def __getattr__(name: str) -> Any:
         from shardc.lang.diagnostics import CompileError
 
         return CompileError
+    if name == "Options":  # every compile option, declared once
+        from shardc.passes.context import Options
+
+        return Options
     raise AttributeError(f"module 'shardc' has no attribute {name!r}")

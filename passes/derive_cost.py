@@ -7,8 +7,9 @@ Formulas and their sources are in docs/cost-model.md. Hardware quantities stay s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import sympy as sp
@@ -49,6 +50,7 @@ from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import HardwareSymbols, as_expr, count_expr, size_symbol, times_count
 
 if TYPE_CHECKING:
+    from shardc.hardware import Chip
     from shardc.passes.fusion import Fusion
 
 ZERO = sp.Integer(0)
@@ -185,20 +187,24 @@ def summed(terms: list[tuple[Any, Any]]) -> sp.Expr:
 
 
 def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = None,
-                memo: dict[tuple[Hashable, ...], OpCost | None] | None = None) -> ProgramCost:
+                memo: dict[tuple[Hashable, ...], OpCost | None] | None = None, *,
+                chip: Chip | None = None,
+                bindings: Mapping[str, float] = MappingProxyType({})) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
     program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root.
     `memo` keeps each op shape's formulas for the next program costed in the same context (the
-    whole-program search costs many lowerings of one program)."""
+    whole-program search costs many lowerings of one program). `chip` (`Unit.chip`) gives the
+    calibration and the rates; `bindings` (`Unit.bindings`) the mesh sizes a Send's distances
+    need."""
     syms = HardwareSymbols(frozenset(n for n, _ in program.dims) | frozenset(program.mesh_axes))
-    _rate_assumptions(program, ctx)
+    _rate_assumptions(program, ctx, chip)
     mesh = program.mesh_axes
     n_devices = sp.Mul(*[size_symbol(a) for a in mesh]) if mesh else sp.Integer(1)
     costs: list[OpCost] = []
-    calibrated = ctx.chip is not None and getattr(ctx.chip, "calibration", None) is not None
+    calibrated = chip is not None and getattr(chip, "calibration", None) is not None
     # by (an einsum?, T_math, T_hbm): ops repeat them
     expected_memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None] = {}
-    cal = getattr(ctx.chip, "calibration", None)
+    cal = getattr(chip, "calibration", None)
     # the calibrated network levels, and `alpha:<level>` for those that give their own latency
     network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
     network |= frozenset(f"alpha:{f.level}" for f in cal.network
@@ -223,7 +229,7 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                                src=_src_text(op, mesh), dst=op.out.format(mesh),
                                reason=_reason(op))
         else:
-            c = _op_cost(index, op, ctx, syms, mesh, program.mesh, program.topology)
+            c = _op_cost(index, op, ctx, syms, mesh, program.mesh, program.topology, bindings)
             if c is not None and calibrated:
                 c = dataclasses.replace(c, expected=_expected(c, syms, expected_memo, network))
             if key is not None:
@@ -307,10 +313,10 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                        _blocks(program, charged), redo, ctx.options.matmul_precision)
 
 
-def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
+def _rate_assumptions(program: CompiledProgram, ctx: Context, chip: Chip | None) -> None:
     """H030: a product whose dtype the chip file gives no rate for runs at another dtype's
     rate (`Chip.matmul_rate`); warn once per dtype, at its first product, naming the rate."""
-    if ctx.chip is None:
+    if chip is None:
         return
     said: set[str] = set()
     for op in program.ops:
@@ -319,12 +325,12 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context) -> None:
             if dtype in said:
                 continue
             said.add(dtype)
-            rate = ctx.chip.matmul_rate(dtype, ctx.options.matmul_precision)
+            rate = chip.matmul_rate(dtype, ctx.options.matmul_precision)
             if rate.assumption is not None:
                 ctx.diagnostics.warning(
                     "H030", rate.assumption, op.span,
-                    notes=(f"{ctx.chip.name}'s chip file lists rates for "
-                           f"{', '.join(ctx.chip.flops)}; {dtype} products are timed at "
+                    notes=(f"{chip.name}'s chip file lists rates for "
+                           f"{', '.join(chip.flops)}; {dtype} products are timed at "
                            f"{rate.value:.4g} FLOP/s",))
 
 
@@ -523,7 +529,8 @@ def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols
 
 def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
              mesh: tuple[str, ...], program_mesh: tuple[tuple[str, int | None], ...] = (),
-             topology: Topology | None = None) -> OpCost | None:
+             topology: Topology | None = None,
+             bindings: Mapping[str, float] = MappingProxyType({})) -> OpCost | None:
     line = op.span.line
     match op:
         case Input():
@@ -554,11 +561,11 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
                 moved = ZERO  # every axis has one device: nothing moves
             if kind == "Send":  # point-to-point: distances need the axes' sizes
                 t = send_time(moved, op.send, size_symbol, ctx.model, topology, syms.links(),
-                              _known_size(program_mesh, ctx))
+                              _known_size(program_mesh, bindings))
             else:
                 t = transfer_time(kind, moved, axes, src.layout, out.layout, size_symbol,
                                   ctx.model, topology, syms.links(),
-                                  _known_size(program_mesh, ctx))
+                                  _known_size(program_mesh, bindings))
             bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
             crossover = (_crossover(lat, moved, bw) if bw != 0 and moved != 0 and ctx.explain
                          else None)
@@ -626,10 +633,10 @@ def _shape_key(op: Op) -> tuple[Hashable, ...] | None:
     return None
 
 
-def _known_size(program_mesh: Iterable[tuple[str, int | None]], ctx: Context
+def _known_size(program_mesh: Iterable[tuple[str, int | None]], bindings: Mapping[str, float]
                 ) -> Callable[[str], int | None]:
     """Mesh axis sizes where declared or bound, else None: a Send's distances depend on them."""
-    return known_sizes(program_mesh, ctx.bindings).get
+    return known_sizes(program_mesh, bindings).get
 
 
 def _array_of(op: Op) -> str:

@@ -19,13 +19,10 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, TypeVar, get_args
 
+from shardc.passes.context import Objective
 from shardc.passes.regions import Candidate, Chooser, evaluate, plan_key
-
-Objective = Literal["t_lower", "t_upper", "step", "statement"]
-"""`--objective`: what the plans of a program are chosen to minimize (`statement`: each
-contraction's own time, no search: the plans of a planner without this module)."""
 
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 

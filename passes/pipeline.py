@@ -9,9 +9,10 @@ into the context.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args
 
 from shardc.passes.context import Context
@@ -34,8 +35,14 @@ class Unit:
     """The surface program: parsed, validated, with its backward pass derived."""
     backward_line: int | None = None
     """The line of the program's `backward` statement (None without one)."""
+    bindings: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}))
+    """The options' bindings that `validate` passed (`passes.validate.Validated`): the sizes and
+    figures every later pass reads."""
     chip: Chip | None = None
+    """The chip, once `resolve-hardware` has run: its one home in a compile."""
     topology: Topology | None = None
+    """Where each mesh axis lives, once `resolve-topology` has run."""
     compiled: CompiledProgram | None = None
     """The per-device program; it carries the backward line and the params."""
     fusion: Fusion | None = None
@@ -72,7 +79,8 @@ class Validate:
         from shardc.passes.validate import validate
 
         assert unit.program is not None
-        return dataclasses.replace(unit, program=validate(unit.program, ctx))
+        program, bindings = validate(unit.program, ctx)
+        return dataclasses.replace(unit, program=program, bindings=bindings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +101,8 @@ class DeriveBackward:
         derived = derive_backward(unit.program, ctx)
         if derived is unit.program or ctx.diagnostics.has_errors:
             return unit
-        return dataclasses.replace(unit, program=validate(derived, ctx),
+        program, bindings = validate(derived, ctx)
+        return dataclasses.replace(unit, program=program, bindings=bindings,
                                    backward_line=backward_line(unit.program))
 
 
@@ -140,7 +149,7 @@ class ResolveTopology:
         from shardc.passes.topology import resolve_topology
 
         assert unit.program is not None
-        topology = resolve_topology(unit.program, _with_hardware(unit, ctx))
+        topology = resolve_topology(unit.program, ctx, unit.chip, unit.bindings)
         return dataclasses.replace(unit, topology=topology)
 
 
@@ -159,7 +168,8 @@ class InsertCollectives:
         from shardc.passes.lower import insert_collectives
 
         assert unit.program is not None
-        compiled = insert_collectives(unit.program, _with_hardware(unit, ctx), self.chooser)
+        compiled = insert_collectives(unit.program, ctx, self.chooser, chip=unit.chip,
+                                      topology=unit.topology, bindings=unit.bindings)
         if self.verify and not ctx.diagnostics.has_errors:
             from shardc.passes.verify import verify_ir
 
@@ -198,9 +208,9 @@ class DeriveCost:
         from shardc.passes.derive_cost import derive_cost
 
         assert unit.compiled is not None
-        return dataclasses.replace(unit, cost=derive_cost(unit.compiled,
-                                                          _with_hardware(unit, ctx),
-                                                          unit.fusion, self.memo))
+        return dataclasses.replace(unit, cost=derive_cost(unit.compiled, ctx, unit.fusion,
+                                                          self.memo, chip=unit.chip,
+                                                          bindings=unit.bindings))
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,13 +261,6 @@ def run_passes(ctx: Context, passes: tuple[Pass, ...] = PIPELINE,
         if unit.program is None or ctx.diagnostics.has_errors or p.name == stop_after:
             break
     return unit
-
-
-def _with_hardware(unit: Unit, ctx: Context) -> Context:
-    """The context the passes after `resolve-topology` read the chip and topology from."""
-    if ctx.chip is unit.chip and ctx.topology is unit.topology:
-        return ctx
-    return dataclasses.replace(ctx, chip=unit.chip, topology=unit.topology)
 
 
 def relower(unit: Unit, ctx: Context, chooser: Chooser) -> Unit:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from shardc.hardware.levels import FAST_LINKS, LEVELS
@@ -24,15 +25,16 @@ if TYPE_CHECKING:
     from shardc.hardware import Chip
 
 
-def resolve_topology(program: Program, ctx: Context) -> Topology:
-    """The `resolve-topology` pass: where each mesh axis lives (the program's mesh against the
-    chip's physical axes and network levels)."""
+def resolve_topology(program: Program, ctx: Context, chip: Chip | None = None,
+                     bindings: Mapping[str, float] = MappingProxyType({})) -> Topology:
+    """The `resolve-topology` pass: where each mesh axis lives (the program's mesh against
+    `chip`'s physical axes and network levels, with mesh sizes from the validated `bindings`)."""
     mesh = next((s for s in program.statements if isinstance(s, MeshDecl)), None)
-    return _resolve(mesh.axes if mesh else (), ctx)
+    return _resolve(mesh.axes if mesh else (), ctx, chip, bindings)
 
 
-def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
-    chip = ctx.chip
+def _resolve(axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None,
+             bindings: Mapping[str, float]) -> Topology:
     family = "none" if chip is None else chip.family
     fast = "nvlink" if chip is not None and chip.link_kind == "nvlink" else "ici"
     levels: dict[str, str] = {}
@@ -54,7 +56,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context) -> Topology:
                 notes=("NVLink, PCIe, InfiniBand and DCN are switched: every chip reaches "
                        "every other one",))
         levels[ax.name] = level
-    sizes = {ax.name: size_of(ax.name, {ax.name: ax.size}, ctx.bindings) for ax in axes}
+    sizes = {ax.name: size_of(ax.name, {ax.name: ax.size}, bindings) for ax in axes}
     if _too_large(axes, sizes, levels, chip, ctx):  # before any search over the device count
         return Topology(tuple(AxisLink(ax.name, levels[ax.name], (), 1, None, sizes[ax.name])
                               for ax in axes), (), family)

@@ -7,8 +7,10 @@ Returns the program with subscripts resolved (`I_XY` -> axes X, Y when XY is not
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
+from types import MappingProxyType
+from typing import NamedTuple
 
 from shardc.hardware.levels import LEVELS
 from shardc.lang.numeric import NumberError, figure, whole
@@ -34,12 +36,20 @@ from shardc.passes.validate_expr import check_expr
 from shardc.passes.validate_layout import check_layout, through_layout
 
 
-def validate(program: Program, ctx: Context) -> Program:
+class Validated(NamedTuple):
+    """What `validate` returns: the program with its subscripts resolved, and the options'
+    bindings that passed N016 (ints and floats; the later passes read these, not the options)."""
+
+    program: Program
+    bindings: Mapping[str, float]
+
+
+def validate(program: Program, ctx: Context) -> Validated:
     """The `validate` pass: check a program and resolve its subscripts; report user errors
     (into `ctx.diagnostics`), never raise them. Layouts: `validate_layout`; expressions:
     `validate_expr`; what the walk knows: `validate_env.Env`."""
-    check_bindings(program, ctx)
-    env = Env(bindings=ctx.validated_bindings())
+    bindings = check_bindings(program, ctx)
+    env = Env(bindings=dict(bindings))
     meshes = [s for s in program.statements if isinstance(s, MeshDecl)]
     env.later_mesh_line = meshes[0].span.line if meshes else 0
     out: list[Stmt] = []
@@ -49,26 +59,28 @@ def validate(program: Program, ctx: Context) -> Program:
             out.append(new)
     for count in program.repeats:
         _check_count(count, env, ctx)
-    for name in ctx.bindings:
+    for name in bindings:
         if name not in env.dims and name not in env.mesh and not is_hardware_name(name):
             ctx.diagnostics.error(
                 "N010", f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
                 "hardware quantity of this program",
                 notes=("known: " + ", ".join([*env.dims, *env.mesh]) if env.dims or env.mesh
                        else "the program declares no dims or mesh axes",))
-    return Program(tuple(out), program.repeats)
+    return Validated(Program(tuple(out), program.repeats), MappingProxyType(bindings))
 
 
-def check_bindings(program: Program, ctx: Context) -> None:
+def check_bindings(program: Program, ctx: Context) -> dict[str, float]:
     """N016: a `--set` value outside its name's domain. Sizes, mesh axes and repeat counts are
     positive whole numbers; hardware figures positive, finite, normal floats. A bad binding is
     reported and dropped, so no later check divides by it. A good Decimal (from the CLI) is
-    stored as an int (a size, exact however large) or a float (a figure)."""
+    stored as an int (a size, exact however large) or a float (a figure). Returns the bindings
+    that passed, in the options' order; the options are left as given."""
     dims = {d.name for s in program.statements if isinstance(s, DimDecl) for d in s.dims}
     axes = {a.name for s in program.statements if isinstance(s, MeshDecl) for a in s.axes}
     counts = {n for c in program.repeats for n in c.names}
     check: Callable[[Decimal | float | int, str], float]
-    for name, value in list(ctx.bindings.items()):
+    out: dict[str, float] = {}
+    for name, value in ctx.options.bindings.items():
         if name in dims or name in axes:
             what = (f"{'mesh axis' if name in axes else 'dimension'} {name!r}"
                     + (" (a repeat count)" if name in counts else ""))
@@ -83,13 +95,11 @@ def check_bindings(program: Program, ctx: Context) -> None:
         else:
             # N010, below: the name is unknown; the value is only kept as a float (exact
             # Decimals from the command line are finite and in a float's range).
-            if isinstance(value, Decimal):
-                ctx.bindings[name] = float(value)
+            out[name] = float(value) if isinstance(value, Decimal) else value
             continue
         try:
             checked = check(value, what)
         except NumberError as exc:
-            del ctx.bindings[name]
             rule = ("a size, a mesh axis or a repeat count is a whole number from 1 to 2**63 - 1"
                     if check is whole else "an efficiency is a fraction in (0, 1]"
                     if check is _efficiency else "an exposed share is a fraction from 0 to 1"
@@ -98,8 +108,8 @@ def check_bindings(program: Program, ctx: Context) -> None:
             ctx.diagnostics.error("N016", f"--set {name}={_shown(value)}: {message}",
                                   notes=(rule,))
             continue
-        if isinstance(value, Decimal):
-            ctx.bindings[name] = checked
+        out[name] = checked if isinstance(value, Decimal) else value
+    return out
 
 
 def _efficiency(value: Decimal | float | int, what: str) -> float:

@@ -67,9 +67,29 @@ def test_options_and_context_are_frozen():
         opts.bindings["B"] = 16  # type: ignore[index]
     ctx = Context(Source("t", ""), options=opts)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        ctx.chip = None  # type: ignore[misc]
-    ctx.bindings["B"] = 16  # validate's working copy, not the options
-    assert opts.bindings["B"] == 8
+        ctx.options = opts  # type: ignore[misc]
+
+
+def test_validate_returns_the_bindings_it_passed():
+    """The later passes read `Unit.bindings`, what `validate` returned: the good bindings as
+    numbers, the bad one (N016) dropped; the options keep what the caller gave."""
+    from decimal import Decimal
+
+    opts = Options(bindings={"B": Decimal(8), "D": Decimal("0.5"), "C": Decimal("2e14")})
+    ctx = Context(Source("t", "mesh X=2\ndim B, D=4\nA: bf16[B_X, D]\n"), options=opts)
+    unit = run_passes(ctx, stop_after="validate")
+    assert [d.code for d in ctx.diagnostics.items] == ["N016"]
+    assert dict(unit.bindings) == {"B": 8, "C": 2e14}
+    assert type(unit.bindings["B"]) is int and opts.bindings["B"] == Decimal(8)
+    with pytest.raises(TypeError):
+        unit.bindings["B"] = 16  # type: ignore[index]
+
+
+def test_the_chip_lives_in_the_unit_only():
+    """One home for the chip and topology: the unit the passes hand on, not the context."""
+    unit = run_passes(Context(Source("t", TRAIN), options=Options(hw="tpu-v5e")))
+    assert unit.chip is not None and unit.chip.name == "tpu-v5e" and unit.topology is not None
+    assert not hasattr(Context(Source("t", "")), "chip")
 
 
 def test_the_compiled_program_carries_the_backward_line_and_params():

@@ -138,7 +138,7 @@ def _topology(mesh_line: str, chip: str):
     from shardc.driver.api import run_pipeline
     from shardc.lang.source import Source
 
-    r = run_pipeline(Source("t", mesh_line + "\n"), hardware.load(chip),
+    r = run_pipeline(Source("t", mesh_line + "\n"), hw=hardware.load(chip),
                      stop_after="insert-collectives")
     # ICI axes of more chips than the pod (16^3 on a v5e) are H020: no slice holds them.
     assume(not any(d.code == "H020" for d in r.diagnostics.items))

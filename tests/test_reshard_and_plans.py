@@ -317,7 +317,7 @@ def test_a_permute_between_different_axes_in_a_program_simulates():
                              "owns it in b[J_X]")
     assert compiled_reshard(text.replace("1048576", "1024"))[0] == [("AllGather", "Y"),
                                                                     ("slice", "")]
-    prog = run_pipeline(Source("<t>", text), None, "exact", {}).compiled
+    prog = run_pipeline(Source("<t>", text)).compiled
     sizes = {"J": 1048576, "X": 4, "Y": 4}
     check(prog, random_inputs(prog, sizes, np.random.default_rng(0)), sizes)
 
@@ -410,7 +410,7 @@ def test_a_searched_reshard_computes_the_reshard(case, hw, seed):
     if not dst.unreduced <= src.unreduced:
         return
     text = _text(src, dst, sizes)
-    result = run_pipeline(Source("<prop>", text), hw, "exact", {})
+    result = run_pipeline(Source("<prop>", text), hw=hw)
     if result.diagnostics.has_errors:  # a mesh the chip cannot hold: not this property
         assert all(d.code.startswith("H") for d in result.diagnostics.errors()), text
         return

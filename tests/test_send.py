@@ -221,7 +221,7 @@ def test_send_time_without_topology_is_a_ring():
 
 # ---- the simulator -------------------------------------------------------------------------------
 def compiled(text: str):
-    result = run_pipeline(Source("<send>", text), None, "exact", {})
+    result = run_pipeline(Source("<send>", text))
     assert not result.diagnostics.has_errors, result.rendered()
     return result.compiled
 

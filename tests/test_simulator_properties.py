@@ -14,7 +14,7 @@ from shardc.tools.simulate import check, random_inputs
 
 
 def compile_program(text: str, bindings: dict[str, int]) -> Compilation:
-    return run_pipeline(Source("<prop>", text), None, "exact", bindings)
+    return run_pipeline(Source("<prop>", text), set=bindings)
 
 
 def assert_simulates(text: str, sizes: dict[str, int], seed: int) -> None:

@@ -35,7 +35,7 @@ def program(name: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_derived_backward_pass_simulates(name):
-    result = run_pipeline(Source(name, program(name)), None, "exact", SMALL[name])
+    result = run_pipeline(Source(name, program(name)), set=SMALL[name])
     assert not result.diagnostics.has_errors, result.rendered()
     prog = result.compiled
     sizes = {**{n: s for n, s in prog.mesh if s is not None}, **SMALL[name]}

@@ -10,13 +10,14 @@ import gc
 import os
 import sys
 import traceback
-from typing import get_args
 
 from shardc.cli.inputs import (
     COST_MODELS,
     add_cost_model_flag,
     add_objective_flag,
+    add_option_flags,
     add_precision_flag,
+    options_from,
     parse_binding,
     parse_number,
     read_program,
@@ -26,7 +27,6 @@ from shardc.cli.style import print_diagnostics
 from shardc.cli.termwrap import write_result
 from shardc.driver.files import CliIOError, check_writable, chip_path, write_text
 from shardc.lang.visible import visible, visible_lines
-from shardc.passes.context import Attention, Optimizer, Remat
 
 __all__ = ["COST_MODELS", "add_cost_model_flag", "add_precision_flag", "build_parser", "main",
            "parse_binding", "parse_number"]
@@ -60,30 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="compile a program to a cost report")
     c.add_argument("program", help="path to a .shard file ('-' reads standard input)")
-    c.add_argument("--hw", help="chip name (see `shardc hw list`) or path to a chip TOML")
+    add_option_flags(c, "hw")
     c.add_argument("--calibration", metavar="FILE",
                    help="a calibration file for --hw (written by `shardc calibrate`): its "
                    "efficiency figures give T_expected instead of the chip's shipped one")
-    c.add_argument("--on", choices=["roofline", "expected"], default="roofline",
-                   help="state the conditions on the roofline's rates (default) or on the "
-                   "calibrated expectation's (C*eta_mxu, W_hbm*eta_hbm)")
+    add_option_flags(c, "on")
     c.add_argument("--format", choices=["text", "md", "json", "latex"], default="text")
     add_cost_model_flag(c)
-    c.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
-                   metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
+    add_option_flags(c, "bindings")
     c.add_argument("-o", "--output", help="write the report here instead of stdout")
-    c.add_argument("--optimizer", choices=get_args(Optimizer), default="adam",
-                   help="optimizer state counted in a training step's memory: adam (default; "
-                   "mixed precision, an fp32 master copy and two fp32 moments: 16 bytes per "
-                   "bf16 parameter with its gradient), adam-8bit (8-bit moments), "
-                   "adam-no-master (the book's two moments, no master copy), sgd (the master "
-                   "copy only) or none")
-    c.add_argument("--attention", choices=get_args(Attention), default="materialized",
-                   help="materialized (default): the attention scores and probabilities are "
-                   "written to HBM and kept for the backward pass; flash: they stay on chip "
-                   "and the backward pass recomputes them (FlashAttention)")
-    c.add_argument("--remat", choices=get_args(Remat), default="none",
-                   help="activations kept for the backward pass (default: keep all)")
+    add_option_flags(c, "optimizer", "attention", "remat")
     c.add_argument("--only", metavar="SECTIONS",
                    help="text format: the header and only these sections, comma-separated, of "
                    "summary, repeats, memory, topology, conditions, decisions, ops, why, regions")
@@ -96,10 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("check", help="parse, validate and insert collectives; report problems")
     k.add_argument("program")
-    k.add_argument("--hw")
-    k.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
-                   metavar="NAME=VALUE")
-    add_precision_flag(k)
+    add_option_flags(k, "hw", "bindings", "matmul_precision")
     add_objective_flag(k)
 
     from shardc.cli import lsp
@@ -183,10 +166,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         except hardware.HardwareError as exc:
             print_diagnostics(f"shardc: error[H001]: {exc}")
             return 1
-    result = run_pipeline(source, hw, args.model, dict(args.bindings),
-                          optimizer=args.optimizer, remat=args.remat, attention=args.attention,
-                          matmul_precision=args.matmul_precision, on=args.on,
-                          objective=args.objective)
+    result = run_pipeline(source, options_from(args, hw=hw))
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.report is None:
@@ -216,9 +196,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     source = read_program(args.program)
     # With --objective the plans are chosen for the whole program, which needs its costs.
-    result = run_pipeline(source, args.hw, "exact", dict(args.bindings),
-                          stop_after=None if args.objective else "insert-collectives",
-                          matmul_precision=args.matmul_precision, objective=args.objective)
+    result = run_pipeline(source, options_from(args),
+                          stop_after=None if args.objective else "insert-collectives")
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.diagnostics.has_errors or result.compiled is None:

@@ -13,7 +13,7 @@ from shardc.lang.visible import visible_lines
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.inputs import add_cost_model_flag, add_objective_flag, parse_binding
+    from shardc.cli.inputs import add_cost_model_flag, add_objective_flag, add_option_flags
 
     p = sub.add_parser("derive", help="solve compute-bound conditions; optimal mesh sizes")
     p.add_argument("program")
@@ -29,31 +29,27 @@ def add_parser(sub) -> None:
     p.add_argument("--overlap", choices=["sum", "max", "both"], default="both",
                    help="communication over several axis groups: summed (the book), overlapped "
                    "(max, the revised training chapter), or both (default)")
-    p.add_argument("--hw")
+    add_option_flags(p, "hw")
     add_cost_model_flag(p, default="book", help="book: the training chapter's accounting (the "
                         "pass with the most communication per FLOP, full rings; default); exact: "
                         "the whole step as compiled (--model is the same flag)")
-    p.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
-                   metavar="NAME=VALUE")
+    add_option_flags(p, "bindings")
     p.add_argument("--format", choices=["text", "json", "latex"], default="text")
-    p.add_argument("--on", choices=["roofline", "expected"], default="roofline",
-                   help="state the conditions on the roofline's rates (default) or on the "
-                   "calibrated expectation's (C*eta_mxu, W_hbm*eta_hbm)")
+    add_option_flags(p, "on")
     add_objective_flag(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from shardc.cli.inputs import read_program
+    from shardc.cli.inputs import options_from, read_program
     from shardc.cli.termwrap import write_result
     from shardc.driver.api import run_pipeline
     from shardc.driver.json_text import strict_dumps
     from shardc.tools.derive import derive
 
     source = read_program(args.program)
-    result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
-                          matmul_precision=args.matmul_precision, on=args.on,
-                          objective=args.objective)
+    options = options_from(args)
+    result = run_pipeline(source, options)
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.report is None:
@@ -108,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
         bound = dict(args.bindings)
         checked = None if {args.optimize, args.partner} & bound.keys() else scan(
-            lambda split: run_pipeline(source, args.hw, args.model, {**bound, **split},
-                                       matmul_precision=args.matmul_precision),
+            lambda split: run_pipeline(source, options, on="roofline", objective=None,
+                                       set={**bound, **split}),
             args.optimize, args.partner, devices)
         if checked is not None:
             out["splits"] = checked.to_dict()

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Mapping
 from decimal import Decimal
+from typing import TYPE_CHECKING, Any, get_args
 
 from shardc.driver.files import CliIOError, read_text
 from shardc.lang.input_limits import MAX_SOURCE_BYTES
@@ -14,44 +16,71 @@ from shardc.lang.numeric import NumberError, parse_decimal, parse_number
 from shardc.lang.quoting import clipped, quoted
 from shardc.lang.source import Source
 from shardc.lang.visible import visible_lines
+from shardc.passes.context import Model
 
-__all__ = ["COST_MODELS", "add_cost_model_flag", "add_objective_flag", "add_precision_flag",
-           "parse_binding",
-           "parse_number", "read_program", "usage_error"]
+if TYPE_CHECKING:
+    from shardc.passes.context import Options
 
-COST_MODELS = ("exact", "book")
+__all__ = ["COST_MODELS", "add_cost_model_flag", "add_objective_flag", "add_option_flags",
+           "add_precision_flag", "options_from", "parse_binding", "parse_number", "read_program",
+           "usage_error"]
+
+COST_MODELS = get_args(Model)
+
+
+def add_option_flags(p: argparse.ArgumentParser, *names: str,
+                     help: Mapping[str, str] | None = None,
+                     default: Mapping[str, Any] | None = None) -> None:
+    """A flag for each compile option named, as `passes.context.Options` declares it (flags,
+    choices, default, help); `help` and `default` give a command's own wording or default.
+    `options_from` reads them back."""
+    from shardc.passes.context import OPTIONS
+
+    for name in names:
+        declared = OPTIONS[name]
+        meta = declared.metadata
+        kw: dict[str, Any] = {"dest": name, "help": (help or {}).get(name, meta["help"])}
+        if name == "bindings":
+            kw.update(action="append", default=[], type=parse_binding, metavar="NAME=VALUE")
+        else:
+            kw["default"] = (default or {}).get(name, declared.default)
+        if meta["choices"]:
+            kw["choices"] = meta["choices"]
+            if len(meta["flags"]) > 1:  # one spelling of the choices for both flags
+                kw["metavar"] = "{" + ",".join(meta["choices"]) + "}"
+        p.add_argument(*meta["flags"], **kw)
+
+
+def options_from(args: argparse.Namespace, **overrides: Any) -> Options:
+    """The compile options a command's flags (`add_option_flags`) set, with `overrides`."""
+    from shardc.driver.options import options_with
+    from shardc.passes.context import OPTIONS
+
+    given = {n: getattr(args, n) for n in OPTIONS if n in vars(args)}
+    if "bindings" in given:
+        given["bindings"] = dict(given["bindings"])
+    return options_with(None, {**given, **overrides})
 
 
 def add_cost_model_flag(p: argparse.ArgumentParser, *, default: str = "exact",
                         help: str | None = None) -> None:
     """The collective cost model: `--cost-model`, the spelling every subcommand takes, and
-    `--model`, its short spelling everywhere but `plan` (where `--model` was the model card)."""
-    p.add_argument("--cost-model", "--model", dest="model", choices=COST_MODELS, default=default,
-                   metavar="{exact,book}",
-                   help=help or f"collective cost model: exact ring or the book's formulas "
-                   f"(default {default}; --model is the same flag)")
-    add_precision_flag(p)
+    `--model`, its short spelling everywhere but `plan` (where `--model` was the model card);
+    and beside it `--matmul-precision`."""
+    add_option_flags(p, "model", "matmul_precision", help={"model": help} if help else None,
+                     default={"model": default})
 
 
 def add_precision_flag(p: argparse.ArgumentParser) -> None:
     """`--matmul-precision`: how products of f32 operands run, as JAX's `jax.lax.Precision`
     (`passes.context.Options.matmul_precision`); beside every `--cost-model`."""
-    p.add_argument("--matmul-precision", dest="matmul_precision",
-                   choices=("default", "high", "highest"), default="default",
-                   help="f32 products as jax.lax.Precision runs them: on NVIDIA GPUs default "
-                   "and high use TF32 tensor cores and highest full f32; on TPUs default is "
-                   "one bf16 pass, high three, highest six (default: default)")
+    add_option_flags(p, "matmul_precision")
 
 
 def add_objective_flag(p: argparse.ArgumentParser) -> None:
     """`--objective`: what the plans minimize for the whole program
     (`passes.objective.OBJECTIVES`)."""
-    p.add_argument("--objective", choices=("t_lower", "t_upper", "step", "statement"),
-                   default=None,
-                   help="choose the contractions' plans together for the whole program's "
-                   "T_lower, T_upper or scheduled step time (default: step for a training "
-                   "step, t_lower otherwise), or each for itself (statement); see "
-                   "docs/cost-model.md")
+    add_option_flags(p, "objective")
 
 
 def parse_binding(text: str) -> tuple[str, Decimal]:

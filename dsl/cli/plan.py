@@ -15,7 +15,7 @@ from shardc.cli.termwrap import write_result
 from shardc.driver.json_text import strict_dumps
 from shardc.lang.quoting import quoted
 from shardc.lang.visible import visible, visible_lines
-from shardc.passes.context import Attention, Optimizer, PipelineSchedule, Remat
+from shardc.passes.context import PipelineSchedule
 
 STRATEGIES = ("single", "dp", "fsdp", "tp", "fsdp-tp", "dp-tp")
 PIPELINED = ("pp-dp", "pp-dp-tp", "pp-fsdp", "pp-fsdp-tp")
@@ -26,7 +26,7 @@ class InputError(Exception):
 
 
 def add_parser(sub) -> None:
-    from shardc.cli.inputs import COST_MODELS, add_precision_flag
+    from shardc.cli.inputs import COST_MODELS, add_option_flags, add_precision_flag
 
     m = sub.add_parser("model", help="model cards: list, show derived numbers, write programs")
     ms = m.add_subparsers(dest="model_command", required=True, metavar="ACTION")
@@ -80,10 +80,7 @@ def add_parser(sub) -> None:
     p.add_argument("--batch", help="tokens per step (4Mi = 4*2^20 = 1024 sequences of 4096, "
                    "4M = 4*10^6; default: the card's)")
     p.add_argument("--seq", help="sequence length (default: the card's)")
-    p.add_argument("--optimizer", choices=get_args(Optimizer), default="adam")
-    p.add_argument("--remat", choices=get_args(Remat), default="none")
-    p.add_argument("--attention", choices=get_args(Attention), default="materialized",
-                   help="flash: attention scores stay on chip (FlashAttention)")
+    add_option_flags(p, "optimizer", "remat", "attention")
     p.add_argument("--cost-model", dest="cost_model", choices=COST_MODELS, default="exact",
                    help="collective costs: exact ring (default) or the book's formulas")
     add_precision_flag(p)
@@ -293,7 +290,7 @@ def run_program(args: argparse.Namespace) -> int:
     except ShardingError as exc:
         raise InputError(str(exc)) from None
     # The program must compile as far as the collectives, or it is not worth printing.
-    result = run_pipeline(Source(f"<{card.name} {args.part}>", prog.text), args.hw,
+    result = run_pipeline(Source(f"<{card.name} {args.part}>", prog.text), hw=args.hw,
                           stop_after="insert-collectives")
     if result.diagnostics.has_errors:
         print_diagnostics(result.rendered())

@@ -11,7 +11,13 @@ import argparse
 import sys
 from typing import IO, Any
 
-from shardc.cli.inputs import add_cost_model_flag, parse_binding, read_program, usage_error
+from shardc.cli.inputs import (
+    add_cost_model_flag,
+    add_option_flags,
+    options_from,
+    read_program,
+    usage_error,
+)
 from shardc.cli.style import print_diagnostics
 
 DESCRIPTION = """\
@@ -66,10 +72,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="the arrays to draw (default: every array, in program order)")
     p.add_argument("--ops", action="store_true",
                    help="also draw each value a collective makes (of the ARRAYs, if named)")
-    p.add_argument("--hw", help="chip name or path to a chip TOML (the plan may depend on it)")
+    add_option_flags(p, "hw", help={"hw": "chip name or path to a chip TOML (the plan may "
+                                    "depend on it)"})
     add_cost_model_flag(p)
-    p.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
-                   metavar="NAME=VALUE", help="bind a dim or mesh axis (its blocks are drawn)")
+    add_option_flags(p, "bindings",
+                     help={"bindings": "bind a dim or mesh axis (its blocks are drawn)"})
     p.add_argument("--max-blocks", type=max_blocks, default=MAX_BLOCKS, metavar="N",
                    help=f"blocks drawn along a side before the middle ones are elided (2 to "
                    f"{MAX_BLOCKS_LIMIT}; default {MAX_BLOCKS})")
@@ -84,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from shardc.lang.quoting import quoted
 
     source = read_program(args.program)
-    result = run_pipeline(source, args.hw, args.model, dict(args.bindings),
-                          matmul_precision=args.matmul_precision)
+    result = run_pipeline(source, options_from(args))
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.report is None:

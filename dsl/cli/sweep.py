@@ -22,13 +22,14 @@ NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'shardc[plot]'"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from shardc.cli.inputs import add_cost_model_flag, add_objective_flag
+    from shardc.cli.inputs import add_cost_model_flag, add_objective_flag, add_option_flags
 
     p = subparsers.add_parser("sweep", help="evaluate quantities over a grid of sizes; "
                               "table, csv, json or a plot", description=DESCRIPTION)
     p.add_argument("programs", nargs="+", metavar="PROG",
                    help="one .shard file, or several to compare (one plot, a legend entry each)")
-    p.add_argument("--hw", help="chip name or TOML (overrides the programs' hardware line)")
+    add_option_flags(p, "hw",
+                     help={"hw": "chip name or TOML (overrides the programs' hardware line)"})
     add_cost_model_flag(p)
     add_objective_flag(p)
     p.add_argument("--set", dest="settings", action="append", default=[],
@@ -139,14 +140,15 @@ def _sweep_one(args: argparse.Namespace, path: str, fixed: dict[str, float], gri
     """Compile one program and sweep it (appended to `sweeps`, its own chip file to `chips`;
     `evaluated`: the plot's own quantities, evaluated but not printed); an exit code after
     diagnostics, else 0."""
-    from shardc.cli.inputs import read_program
+    from shardc.cli.inputs import options_from, read_program
     from shardc.driver.api import run_pipeline
     from shardc.tools import sweep as sw
 
     if progress:
         progress(f"compiling {path}")
     source = read_program(path)
-    parsed = run_pipeline(source, args.hw, args.model, stop_after="validate")
+    options = options_from(args)
+    parsed = run_pipeline(source, options, stop_after="validate")
     if parsed.diagnostics.has_errors or parsed.program is None:
         print_diagnostics(parsed.rendered())
         return 1
@@ -154,11 +156,9 @@ def _sweep_one(args: argparse.Namespace, path: str, fixed: dict[str, float], gri
     # The swept sizes are compiled symbolic, so each point gets the plan a compile with its
     # sizes bound chooses; where the program needs them known, at the program's values.
     swept = [g.name for g in grids if g.name in sw.known_names(parsed.program)]
-    result = run_pipeline(source, args.hw, args.model, fixed, free=swept,
-                          matmul_precision=args.matmul_precision, objective=args.objective)
+    result = run_pipeline(source, options, set=fixed, free=swept)
     if swept and result.report is None:
-        result = run_pipeline(source, args.hw, args.model, fixed,
-                              matmul_precision=args.matmul_precision, objective=args.objective)
+        result = run_pipeline(source, options, set=fixed)
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.report is None:

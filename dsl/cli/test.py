@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from shardc.cli.inputs import add_cost_model_flag, read_program, usage_error
+from shardc.cli.inputs import add_cost_model_flag, add_option_flags, read_program, usage_error
 from shardc.lang.visible import visible, visible_lines
 
 
@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "size (docs/testing.md)")
     t.add_argument("files", nargs="+", metavar="FILE",
                    help="paths to .shard files, or folders (their .shard files at any depth)")
-    t.add_argument("--hw", help="chip for programs without a `hardware` line (name or TOML)")
+    add_option_flags(t, "hw",
+                     help={"hw": "chip for programs without a `hardware` line (name or TOML)"})
     add_cost_model_flag(t)
     t.add_argument("--examples", type=_examples, default=None, metavar="N",
                    help="points a sampled expectation is tried at (default 100)")

@@ -18,17 +18,17 @@ MAX_DEVICES = 256
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from shardc.cli.inputs import add_cost_model_flag, parse_binding
+    from shardc.cli.inputs import add_cost_model_flag, add_option_flags
 
     x = sub.add_parser("xla-check", help="compare shardc's collectives with XLA's SPMD "
                        "partitioner on fake CPU devices (needs JAX)")
     x.add_argument("programs", nargs="+", metavar="PROG", help="paths to .shard files")
     x.add_argument("--format", choices=["text", "json", "md"], default="text",
                    help="md: one table row per statement (the table in docs/xla-check.md)")
-    x.add_argument("--hw", help="chip name or TOML (overrides the program's hardware line)")
+    add_option_flags(x, "hw",
+                     help={"hw": "chip name or TOML (overrides the program's hardware line)"})
     add_cost_model_flag(x)
-    x.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
-                   metavar="NAME=VALUE", help="bind a dim, mesh axis or hardware symbol")
+    add_option_flags(x, "bindings")
     x.add_argument("--max-devices", type=_positive_devices, default=MAX_DEVICES,
                    help=f"skip programs whose mesh has more devices (default {MAX_DEVICES})")
     x.set_defaults(run=run_check)
@@ -37,10 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "statement (profile it on real chips)")
     e.add_argument("program", metavar="PROG")
     e.add_argument("-o", "--output", required=True, help="the script to write (prog.py)")
-    e.add_argument("--hw")
+    add_option_flags(e, "hw")
     add_cost_model_flag(e)
-    e.add_argument("--set", dest="bindings", action="append", default=[], type=parse_binding,
-                   metavar="NAME=VALUE")
+    add_option_flags(e, "bindings")
     e.set_defaults(run=run_export)
 
 

@@ -112,7 +112,7 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
         from shardc.driver.regions import free_sizes
 
         again = dataclasses.replace(
-            r, cost=unit.cost, chip=unit.chip, bindings=ctx.validated_bindings(), warnings=[],
+            r, cost=unit.cost, chip=unit.chip, bindings=dict(unit.bindings), warnings=[],
             memory=unit.memory, recipe=recipe, shown_region=None, settled=False, memo=Memo(),
             objective_note=None)
         if not free_sizes(again):  # as a compile at these sizes: the whole program's plans

@@ -382,5 +382,5 @@ def derive_program(source_or_path, hw: str | None = None, model: str = "book",
     from shardc.driver.api import as_source
 
     source = as_source(source_or_path)
-    report = api.compile(source, hw=hw, model=model, set=set)  # type: ignore[arg-type]
+    report = api.compile(source, hw=hw, model=model, set=set)
     return derive(report, report.program.backward_line, **kw)

@@ -100,7 +100,7 @@ def contract(st: LoweringState, e: Contract, lv: Value, rv: Value, requested: La
     record_decision(st, ranked, ranking, numeric, line, e, lv, rv, dtype, target,
                     (search.tried, search.space) if search.capped else None,
                     candidates, ordinal, joint)
-    beat = (whole if whole else joint.reason(st.ctx.chip is not None) if joint is not None
+    beat = (whole if whole else joint.reason(st.chip is not None) if joint is not None
             else beat_text(ranked, objective, lv.array, rv.array, target))
     mesh = tuple(st.mesh)
     why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
@@ -213,7 +213,7 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
     names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *st.mesh}
     numeric = st.all_known(names)
     links, c = st.hw_numbers(dtype)
-    topo = st.ctx.topology
+    topo = st.topology
     size_of = st.numeric_size
     caches = st.caches
     shape: SearchKey = (lv.layout, rv.layout, lv.dtype, rv.dtype, contract, out_dims,
@@ -319,7 +319,7 @@ def plan_candidates(st: LoweringState, plans: Sequence[EinsumPlan], ldt: str, rd
                links: Links, c: float | None) -> tuple[Candidate, ...]:
     """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
     (communication, plus compute at the chip's peak) and FLOPs (`passes.regions`)."""
-    model, topo = st.ctx.model, st.ctx.topology
+    model, topo = st.ctx.model, st.topology
     memo, recipes = st.caches.candidates, st.caches.recipes
     out = []
     for i, p in enumerate(plans):
@@ -354,7 +354,7 @@ def recipe_of(st: LoweringState, local: Layout, dtypes: tuple[str, str, str], li
     syms = HardwareSymbols(frozenset(st.dims))
     w = tuple((lv, syms.w(lv) if syms.w(lv).name in values else links.w[lv]) for lv in LEVELS)
     t = tuple((lv, syms.t(lv) if syms.t(lv).name in values else links.t[lv]) for lv in LEVELS)
-    return Recipe(dtypes, local, st.ctx.model, st.ctx.topology, w, t,
+    return Recipe(dtypes, local, st.ctx.model, st.topology, w, t,
                   syms.flops(dtypes[2]) if c else None)
 
 
@@ -418,7 +418,7 @@ def record_decision(st: LoweringState, ranked: list[EinsumPlan], ranking: Rankin
         return
     alts, moves_nothing = made
     st.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, alts,
-                                 numeric, st.ctx.chip is not None, search,
+                                 numeric, st.chip is not None, search,
                                  moves_nothing, candidates, ordinal,
                                  (joint.joint, joint.alone) if joint else None))
 
@@ -446,7 +446,7 @@ def _alternatives(st: LoweringState, ranked: list[EinsumPlan],
         total = sp.Integer(0)
         for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype),
                           (p.out_steps, dtype)):
-            total += steps_time(steps, dt, size_symbol, st.ctx.model, st.ctx.topology,
+            total += steps_time(steps, dt, size_symbol, st.ctx.model, st.topology,
                                 sym_links)
         return total
 

@@ -236,12 +236,12 @@ def _symbolic_time(st: LoweringState, a: _Alignment, big: Value, small: Value) -
     for steps, dtype in ((a.big_steps, big.dtype), (a.small_steps, small.dtype),
                          (a.request_steps, promote(big.dtype, small.dtype))):
         total = total + steps_time(steps, dtype, st.size_expr, st.ctx.model,
-                                   st.ctx.topology, st.hw_numbers(dtype)[0])
+                                   st.topology, st.hw_numbers(dtype)[0])
     return total
 
 
 def cost_steps(st: LoweringState, steps: Sequence[Step], dtype: str) -> float:
     links, _ = st.hw_numbers(dtype)
     return float(steps_time(steps, dtype, st.numeric_size, st.ctx.model,
-                            st.ctx.topology, links))
+                            st.topology, links))
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,7 +16,7 @@ from shardc.lang.syntax import Times
 from shardc.passes.context import Context
 from shardc.passes.cost_model import Links
 from shardc.passes.einsum_plan import EinsumPlan, PlanSearch
-from shardc.passes.ir import Alternative, Collective, Decision, LocalSlice, Op, Value
+from shardc.passes.ir import Alternative, Collective, Decision, LocalSlice, Op, Topology, Value
 from shardc.passes.layout_cost import Pricing
 from shardc.passes.reshard import Step
 from shardc.passes.sizes import size_of
@@ -25,6 +25,7 @@ from shardc.passes.symbols import HardwareSymbols, planning_figures, size_symbol
 if TYPE_CHECKING:
     import sympy as sp
 
+    from shardc.hardware import Chip
     from shardc.passes.regions import Chooser, Recipe
 
 
@@ -113,6 +114,12 @@ class LoweringState:
     ctx: Context
     chooser: Chooser | None = None
     """Picks the plan where the ranking depends on symbolic sizes (None: the book's default)."""
+    chip: Chip | None = None
+    """The chip (`Unit.chip`): planning reads its link figures and rates."""
+    topology: Topology | None = None
+    """Where each mesh axis lives (`Unit.topology`)."""
+    bindings: Mapping[str, float] = field(default_factory=dict)
+    """The validated bindings (`Unit.bindings`): sizes bound with `--set`."""
     name: str = ""
     mesh: dict[str, int | None] = field(default_factory=dict)
     dims: dict[str, int | None] = field(default_factory=dict)
@@ -147,7 +154,7 @@ class LoweringState:
             return self.size_cache[name]
         except KeyError:
             pass
-        v = size_of(name, self.dims if name in self.dims else self.mesh, self.ctx.bindings)
+        v = size_of(name, self.dims if name in self.dims else self.mesh, self.bindings)
         out = self.size_cache[name] = None if v is None else float(v)
         return out
 
@@ -181,7 +188,7 @@ class LoweringState:
         if hit is None:  # one object per array shape: the planner's memo key compares by identity
             known = {d: v for d in dims if self.declared(d) and (v := self.known(d)) is not None}
             hit = self.caches.pricings[key] = Pricing.of(
-                dtype, known, float(TYPICAL_DIM), self.ctx.model, self.ctx.topology,
+                dtype, known, float(TYPICAL_DIM), self.ctx.model, self.topology,
                 self.hw_numbers(dtype)[0])
         return hit
 
@@ -208,7 +215,7 @@ class LoweringState:
     def hw_numbers(self, dtype: str) -> tuple[Links, float | None]:
         """Link figures and C for planning (passes.symbols.planning_figures), once per run."""
         if self.figures is None:
-            self.figures = planning_figures(self.ctx.chip, self.ctx.bindings,
+            self.figures = planning_figures(self.chip, self.bindings,
                                             frozenset(self.dims),
                                             self.ctx.options.matmul_precision)
         links, values = self.figures

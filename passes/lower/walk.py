@@ -7,6 +7,9 @@ requests go through `passes.reshard`. Every inserted collective records why.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.source import Span
@@ -26,7 +29,15 @@ from shardc.lang.syntax import (
     Ref,
 )
 from shardc.passes.context import Context
-from shardc.passes.ir import Collective, CompiledProgram, Elementwise, Input, Reduction, Value
+from shardc.passes.ir import (
+    Collective,
+    CompiledProgram,
+    Elementwise,
+    Input,
+    Reduction,
+    Topology,
+    Value,
+)
 from shardc.passes.lower import contract as contraction
 from shardc.passes.lower.chain import JointPick
 from shardc.passes.lower.elementwise import combine, unary
@@ -35,16 +46,21 @@ from shardc.passes.lower.resharding import reshard
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
 from shardc.passes.regions import Chooser
 
+if TYPE_CHECKING:
+    from shardc.hardware import Chip
 
-def insert_collectives(program: Program, ctx: Context, chooser: Chooser | None = None
-                       ) -> CompiledProgram:
+
+def insert_collectives(program: Program, ctx: Context, chooser: Chooser | None = None, *,
+                       chip: Chip | None = None, topology: Topology | None = None,
+                       bindings: Mapping[str, float] = MappingProxyType({})) -> CompiledProgram:
     """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
-    the collectives its layouts need. Where the ranking of a contraction's plans depends on
+    the collectives its layouts need, on `chip` and `topology` with the validated `bindings`
+    (what `passes.pipeline.Unit` holds). Where the ranking of a contraction's plans depends on
     symbolic sizes, `chooser` picks (`passes.regions.AtPoint`: as a compile at those sizes
     would); without one, the book's default. A chooser with a `shared` dict (the whole-program
     search's, `passes.objective.Forced`) lends its plan caches to every lowering of the same
     program and context: they depend only on statement shapes, not on the plans chosen."""
-    st = LoweringState(ctx, chooser)
+    st = LoweringState(ctx, chooser, chip, topology, bindings)
     shared = getattr(chooser, "shared", None)
     if shared is not None:
         st.caches = shared.setdefault("caches", PlanCaches())
@@ -86,7 +102,7 @@ def walk(st: LoweringState, program: Program) -> CompiledProgram:
     return CompiledProgram(
         st.name, tuple(st.mesh.items()), tuple(st.dims.items()), st.hardware,
         tuple(st.ops), tuple(st.arrays.values()), tuple(st.decisions),
-        st.ctx.topology, tuple(sorted(st.params)), program.repeats,
+        st.topology, tuple(sorted(st.params)), program.repeats,
         tuple(st.array_times.items()), sized_choices=st.sized_choices,
         aliases=tuple(st.aliases.items()))
 

@@ -88,8 +88,8 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
             matmul_precision: MatmulPrecision = "default") -> Prepared | Compilation:
     """Run shardc on the program; a Compilation (with its diagnostics) when it has errors."""
     bindings = dict(bindings or {})
-    first = run_pipeline(source, hw, model, bindings, stop_after="insert-collectives",
-                         matmul_precision=matmul_precision)
+    first = run_pipeline(source, hw=hw, model=model, set=bindings,
+                         stop_after="insert-collectives", matmul_precision=matmul_precision)
     if first.diagnostics.has_errors or first.compiled is None:
         return first
     axes, dims = _symbolic(first)
@@ -107,7 +107,8 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
         notes.append(f"{', '.join(free)} symbolic: checked at {size} (the planner's typical "
                      "size, a multiple of the device count); bind with --set")
         bindings.update({d: size for d in free})
-    result = run_pipeline(source, hw, model, bindings, matmul_precision=matmul_precision)
+    result = run_pipeline(source, hw=hw, model=model, set=bindings,
+                          matmul_precision=matmul_precision)
     if result.diagnostics.has_errors or result.compiled is None or result.program is None:
         return result
     prog = result.compiled
