@@ -18,7 +18,7 @@ from shardc.passes.reshard_rules import Step
 if TYPE_CHECKING:
     import sympy as sp
 
-    from shardc.passes.regions import Candidate
+    from shardc.passes.symbolic_plans import Candidate
 
 
 def gradient_name(array: str) -> str:
@@ -199,7 +199,7 @@ class Decision:
     """The chosen plan's collectives move no bytes (latency only): no alternative can win."""
     candidates: tuple[Candidate, ...] = ()
     """Where the ranking depends on symbolic sizes: every plan the search found, keyed as the
-    planner keys plans with every size known (`passes.regions`); empty otherwise."""
+    planner keys plans with every size known (`passes.symbolic_plans`); empty otherwise."""
     ordinal: int = -1
     """Which contraction of the program this is (0 for the first), as `Chooser`s count them."""
     chain: tuple[float, float] | None = None
@@ -234,7 +234,7 @@ class CompiledProgram:
     """The line of the `backward` statement, whose derived ops carry its span; None without
     one. Set by the pipeline from what `derive-backward` returned."""
     sized_choices: int = 0
-    """How many plan choices depend on symbolic sizes (`passes.regions`): 0 means binding them
+    """How many plan choices depend on symbolic sizes (`passes.symbolic_plans`): 0 means binding them
     changes no op, only the numbers."""
     aliases: tuple[tuple[str, str], ...] = ()
     """`B = A` (no layout, nothing to do): (B, A), B another name for A's blocks. Memory counts

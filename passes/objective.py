@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
 from shardc.passes.context import Objective
-from shardc.passes.regions import Candidate, Chooser, evaluate, plan_key
+from shardc.passes.symbolic_plans import Candidate, Chooser, evaluate, plan_key
 
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 
@@ -98,7 +98,7 @@ class Forced:
     `sweep`-th elsewhere (0: the per-statement choice; an option a contraction lacks falls back
     to 0), recording how many options each has (`seen`).
 
-    Options are ranked as the planner ranks plans at `point` (`passes.regions.plan_key`, then
+    Options are ranked as the planner ranks plans at `point` (`passes.symbolic_plans.plan_key`, then
     the search's order), distinct by reshard steps, so a symbolic report evaluated at a point
     (`base` an `AtPoint`) and a compile with the point's sizes bound run the same search. Where
     `base` is None, a contraction whose ranking depends on symbolic sizes keeps its default."""
@@ -165,7 +165,7 @@ class Forced:
 def ranked(candidates: Sequence[Candidate], point: Mapping[str, float]
            ) -> list[tuple[float, Candidate]] | None:
     """A contraction's options at `point`: its plans ranked as the planner ranks them there
-    (`passes.regions.plan_key`, then the search's order), distinct by reshard steps, at most
+    (`passes.symbolic_plans.plan_key`, then the search's order), distinct by reshard steps, at most
     `MAX_OPTIONS`, each with its own time (None where a size has no value)."""
     keyed = []
     for c in candidates:

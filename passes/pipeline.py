@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from shardc.passes.fusion import Fusion
     from shardc.passes.ir import CompiledProgram, Topology
     from shardc.passes.memory import Memory
-    from shardc.passes.regions import Chooser
+    from shardc.passes.symbolic_plans import Chooser
 
 
 @dataclass(frozen=True, slots=True)

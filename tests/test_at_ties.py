@@ -8,7 +8,7 @@ from __future__ import annotations
 import sympy as sp
 
 import shardc
-from shardc.passes.regions import AtPoint, Candidate, evaluate, winners
+from shardc.passes.symbolic_plans import AtPoint, Candidate, evaluate, winners
 from tests.test_regions import assert_same
 
 TIED = """mesh X=1, Y=3

@@ -254,7 +254,7 @@ def test_optimize_is_checked_by_compiling_every_split(capsys, tmp_path):
     s = d["splits"]
     assert [(x["X"], x["Y"]) for x in s["splits"]] == [(4 ** k, 64 // 4 ** k) for k in range(4)]
     plans = {p["plan"]: p["collectives"] for p in s["plans"]}
-    from shardc.driver.regions import collectives
+    from shardc.driver.region_totals import collectives
 
     # X spans two physical axes: a square, so X = 2, 8, 32 are refused (H014)
     assert [(x["X"], x["why"][:4]) for x in s["skipped"]] == [(2, "H014"), (8, "H014"),

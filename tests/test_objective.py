@@ -38,7 +38,7 @@ def fsdp(b: int) -> str:
 def per_statement(r):
     """The report of `r`'s program with each contraction's own cheapest plan (the search's
     starting point), evaluated as `r` is."""
-    from shardc.driver.regions import lowered
+    from shardc.driver.region_totals import lowered
 
     return lowered(r, Forced())
 

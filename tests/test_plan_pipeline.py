@@ -16,7 +16,7 @@ from shardc import hardware
 from shardc.tools import models
 from shardc.tools import plan as P
 from shardc.tools.plan.candidates import Options, Pipeline
-from shardc.tools.plan.pipeline import bubble_fraction, in_flight, split_layers
+from shardc.tools.plan.pipeline_parallel import bubble_fraction, in_flight, split_layers
 from shardc.tools.plan.strategies import replicated_memory
 
 H100 = hardware.load("h100")

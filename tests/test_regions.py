@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import shardc
 from shardc.driver.boundaries import boundaries
-from shardc.passes.regions import AtPoint, Candidate, RegionFinder, plan_key, winners
+from shardc.passes.symbolic_plans import AtPoint, Candidate, RegionFinder, plan_key, winners
 from shardc.testing.strategies import programs
 
 EXAMPLES = int(os.environ.get("SHARDC_REGION_EXAMPLES", "150"))
@@ -310,7 +310,7 @@ def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
 
     import sympy as sp
 
-    from shardc.driver.regions import plan_of
+    from shardc.driver.region_totals import plan_of
 
     r = shardc.compile(FSDP, set={"X": 16}, objective="statement")  # each contraction alone
     regions = r.regions()
@@ -388,7 +388,7 @@ def test_a_boundary_in_the_book_model_keeps_exact_rationals():
 
 
 def collectives_text(r):
-    from shardc.driver.regions import collectives as names
+    from shardc.driver.region_totals import collectives as names
 
     return names(r)
 
@@ -396,7 +396,7 @@ def collectives_text(r):
 def test_a_region_narrower_than_the_scan_step_keeps_its_interval() -> None:
     """The scan's points are 1.7% apart; a region such as 7491 <= B < 7612 (1.6% wide) is
     found from the relation's own numbers."""
-    from shardc.tools.derive_regions import intervals
+    from shardc.tools.derive_by_region import intervals
 
     b = sp.Symbol("B", positive=True)
     (lo, hi), = intervals(sp.And(b >= 7491, b < 7612), b, {})
@@ -407,7 +407,7 @@ def test_a_region_narrower_than_the_scan_step_keeps_its_interval() -> None:
 def test_derive_past_its_budget_keeps_the_regions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past REGIONS_SECONDS the regions still come, with intervals and no closed forms."""
     import shardc.lang.input_limits as limits
-    from shardc.tools.derive_regions import solve_by_region
+    from shardc.tools.derive_by_region import solve_by_region
 
     r = shardc.compile(FSDP, set={"X": 16})
     assert r.regions()  # found within the budget; only the solving runs past it

@@ -252,7 +252,7 @@ def test_each_point_has_the_plan_and_numbers_of_the_compile_at_it(model, boundar
 
 def sw_collectives(r):
     """The collectives as a sweep's plan lists them."""
-    from shardc.driver.regions import collectives
+    from shardc.driver.region_totals import collectives
 
     return collectives(r)
 

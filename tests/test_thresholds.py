@@ -2,7 +2,7 @@
 
 For a generated program with one size left free (the others bound), `derive --solve-for` gives,
 for each of the report's conditions, the intervals of that size where it holds, region by region
-(`tools.derive_regions.solve_by_region`). Compiling with the size bound to whole multiples of
+(`tools.derive_by_region.solve_by_region`). Compiling with the size bound to whole multiples of
 its shard count, the condition must hold exactly inside those intervals: at sample sizes, and
 at the crossover bisection finds between two samples that disagree, which must sit on a solved
 threshold."""
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import shardc
 from shardc.testing.strategies import programs
-from shardc.tools.derive_regions import solve_by_region
+from shardc.tools.derive_by_region import solve_by_region
 
 EXAMPLES = int(os.environ.get("SHARDC_THRESHOLD_EXAMPLES", "300"))
 """About 0.3 s each (a compile per size tried): 300 in CI, 10,000 under `-m slow`."""

@@ -81,14 +81,14 @@ def run(args: argparse.Namespace) -> int:
             return 2
     out = to_dict(d, target)
     if isinstance(target, str):
-        from shardc.tools.derive_regions import solve_by_region
+        from shardc.tools.derive_by_region import solve_by_region
 
         by_region = solve_by_region(result.report, target, overlaps, d)
         if by_region is not None:
             out["solve_for"] = target
             if len(by_region["regions"]) > 1:
                 out["by_region"] = by_region
-            from shardc.tools.derive_regions import union
+            from shardc.tools.derive_by_region import union
 
             for c in out["conditions"]:
                 if c["name"] not in by_region["holds"]:
@@ -293,7 +293,7 @@ def _split_lines(d: dict, rounded: int | None) -> list[str]:
 
 def _where(out: dict, pieces: list) -> str:
     """Intervals of the size solved for as text: `B < 5736.14 or B > 40800`."""
-    from shardc.tools.derive_regions import interval_text
+    from shardc.tools.derive_by_region import interval_text
 
     var = out["solve_for"]
     return " or ".join(interval_text(var, lo, hi) for lo, hi in pieces) or f"for no {var}"
@@ -304,7 +304,7 @@ def _region_lines(by: dict | None) -> list[str]:
     solved there, and where it holds."""
     if not by:
         return []
-    from shardc.tools.derive_regions import interval_text
+    from shardc.tools.derive_by_region import interval_text
 
     var = by["var"]
     out = [f"  by region of the plans ({var} solved in each; the program a compile with {var} "

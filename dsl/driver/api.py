@@ -99,7 +99,7 @@ def run_pipeline(source: Source, options: Options | None = None, *,
                              **({"objective": objective} if objective is not None else {})}
     report = Report(unit.cost, unit.chip, dict(unit.bindings), memory=unit.memory,
                     options=shown, recipe=Recipe(source, unit, ctx, on, shared))
-    from shardc.driver.regions import free_sizes
+    from shardc.driver.region_totals import free_sizes
 
     if not free_sizes(report):  # every size known: plans for the whole program's objective
         from shardc.driver.objective import choose

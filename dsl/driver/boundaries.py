@@ -12,7 +12,7 @@ import sympy as sp
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
-    from shardc.passes.regions import Candidate
+    from shardc.passes.symbolic_plans import Candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def exact_figures(r: Report) -> dict[sp.Symbol, sp.Expr]:
 def _same(formula: sp.Expr, numeric: sp.Expr, env: dict[str, float], free: list[str]) -> bool:
     """Whether `formula` at `env` is `numeric` (the lowering's float formula over the free
     sizes), at three points of the free sizes."""
-    from shardc.passes.regions import evaluate
+    from shardc.passes.symbolic_plans import evaluate
 
     for scale in (3.0, 1024.0, 1.0e6):
         point = {**env, **{n: scale * (k + 2) for k, n in enumerate(free)}}
@@ -70,8 +70,8 @@ def _same(formula: sp.Expr, numeric: sp.Expr, env: dict[str, float], free: list[
 
 def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None) -> Boundary:
     """Where `sides[0]` is cheaper than `sides[1]` (the bound `rel` of a region), solved; the
-    relation alone (`passes.regions.exact`) where the formulas divide by zero at the sizes."""
-    from shardc.passes.regions import exact
+    relation alone (`passes.symbolic_plans.exact`) where the formulas divide by zero at the sizes."""
+    from shardc.passes.symbolic_plans import exact
 
     try:
         return _boundary(r, rel, sides)
@@ -80,8 +80,8 @@ def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None
 
 
 def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None) -> Boundary:
-    from shardc.passes.regions import cheaper, exact, symbolic_time
     from shardc.passes.sizes import known_sizes
+    from shardc.passes.symbolic_plans import cheaper, exact, symbolic_time
 
     fallback = Boundary(exact(rel))
     if sides is None:
@@ -132,7 +132,7 @@ def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | Non
 
 
 def boundaries(r: Report, variant: Any) -> tuple[Boundary, ...]:
-    """Each bound of a region (`passes.regions.Variant`) solved (`boundary`; kept on the
+    """Each bound of a region (`passes.symbolic_plans.Variant`) solved (`boundary`; kept on the
     variant by `solve_all`)."""
     if variant.solved is not None:
         return variant.solved

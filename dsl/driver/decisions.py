@@ -21,7 +21,7 @@ from shardc.passes.lower.chain import chain_note
 from shardc.passes.lower.explain import describe_steps
 from shardc.passes.lower.state import TYPICAL_AXIS, TYPICAL_DIM
 from shardc.passes.memo import DECISION_REGIONS, RELATION_TEXT, memoized
-from shardc.passes.regions import Region, RegionFinder
+from shardc.passes.symbolic_plans import Region, RegionFinder
 
 
 class Decisions(tuple[Decision, ...]):
@@ -72,7 +72,7 @@ def decided_by(d: Decision) -> str:
     """`numbers` (every size known) or `default` (the book's rule), and whether the plan search
     was capped."""
     # With sizes left symbolic, a report's plans are those of one region of the sizes
-    # (`shardc.driver.regions.settle`): a choice with candidates is the region's.
+    # (`shardc.driver.region_totals.settle`): a choice with candidates is the region's.
     text = "numbers" if d.numeric else "region of the sizes" if d.candidates else "default"
     if d.search is not None:
         tried, space = d.search
@@ -125,7 +125,7 @@ _FINDER = RegionFinder()
 
 
 def regions(d: Decision) -> tuple[Region, ...]:
-    """Where each plan is the product's own cheapest (passes/regions.py; the whole program's
+    """Where each plan is the product's own cheapest (passes/symbolic_plans.py; the whole program's
     objective may run another there, `driver.objective`), largest share of the sample first;
     empty when one plan wins everywhere sampled."""
     if not d.candidates:

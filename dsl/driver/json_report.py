@@ -10,7 +10,7 @@ from shardc.driver import decisions
 from shardc.driver.document import OP_FIELDS, TOTALS
 from shardc.driver.formulas import latex, text
 from shardc.driver.json_text import dumps, strict_dumps
-from shardc.driver.regions import as_json, has_lines
+from shardc.driver.region_totals import as_json, has_lines
 from shardc.driver.sections import expected_note
 
 SCHEMA = "shardc.report/1"

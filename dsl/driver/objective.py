@@ -154,7 +154,7 @@ def fixed(r: Report, point: Mapping[str, float]) -> Report:
 
 def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
               names: list[str], plan_of: Callable[[Report], Any]) -> tuple[Any, ...]:
-    """The regions of `found` (the per-statement plans' regions, `passes.regions.variants`)
+    """The regions of `found` (the per-statement plans' regions, `passes.symbolic_plans.variants`)
     re-drawn for the whole program's objective. The candidates are each region's program and
     the programs the search picks (`Report.at`) inside each region and on each side of every
     boundary found so far (those sides probed again), until no new one appears (`REFINE`
@@ -165,12 +165,12 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
 
     Only where one size is free; with more, `found` is returned as it is (docs/cost-model.md:
     the report at a point, `Report.at`, still runs the search). `plan_of` tells programs
-    apart (`driver.regions.plan_of`)."""
+    apart (`driver.region_totals.plan_of`)."""
     import numpy as np
 
     from shardc.driver.recipe import relower
     from shardc.passes.objective import REL_TOL, Forced
-    from shardc.passes.regions import AtPoint, Variant, classify
+    from shardc.passes.symbolic_plans import AtPoint, Variant, classify
     from shardc.passes.symbols import size_symbol
 
     if len(names) != 1 or not found or r.recipe is None:

@@ -81,9 +81,9 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
         return recompile(r, merged).evaluate()
     if r.recipe is not None and r.program.sized_choices and symbolic & bound:
         # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
-        # compile with these sizes bound does (passes/regions.py), and cost that program.
-        from shardc.driver.regions import settle
-        from shardc.passes.regions import AtPoint
+        # compile with these sizes bound does (passes/symbolic_plans.py), and cost that program.
+        from shardc.driver.region_totals import settle
+        from shardc.passes.symbolic_plans import AtPoint
 
         point = {n: float(v) for n, v in known_sizes(
             (*r.program.dims, *r.program.mesh), merged).items()}
@@ -109,7 +109,7 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
     out = None
     if not ctx.diagnostics.has_errors and unit.cost is not None:
         from shardc.driver.objective import choose
-        from shardc.driver.regions import free_sizes
+        from shardc.driver.region_totals import free_sizes
 
         again = dataclasses.replace(
             r, cost=unit.cost, chip=unit.chip, bindings=dict(unit.bindings), warnings=[],
@@ -126,7 +126,7 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
 def finish(r: Report, diags: Diagnostics) -> Report | None:
     """The report a compile returns: plans by region where they depend on symbolic sizes,
     K003 (None: it overflows), K001/K002 and N015 warnings, then the warnings' text."""
-    from shardc.driver.regions import settle
+    from shardc.driver.region_totals import settle
 
     r = settle(r)
     if overflows(r, diags):

@@ -30,7 +30,7 @@ class Recipe:
 
 
 def relower(recipe: Recipe, chooser: Any) -> tuple[ProgramCost, Memory | None]:
-    """The program lowered again with the plans a `passes.regions.Chooser` picks, costed."""
+    """The program lowered again with the plans a `passes.symbolic_plans.Chooser` picks, costed."""
     from shardc.lang.diagnostics import Diagnostics
     from shardc.passes.pipeline import relower as again
 

@@ -45,11 +45,11 @@ class Report:
     compile the program again from it. None for a report built by hand."""
     shown_region: tuple[str, float] | None = None
     """Where the plan this report's ops, decisions and conditions show holds, and its share of
-    the sample, when the plans depend on sizes left symbolic (`shardc.driver.regions.settle`);
+    the sample, when the plans depend on sizes left symbolic (`shardc.driver.region_totals.settle`);
     None where one plan holds everywhere."""
     settled: Any = False
     """The regions `regions.settle` found when it chose the plans this report shows
-    (`passes.regions.Variant`s; None: too many; False: not settled, `regions()` finds them
+    (`passes.symbolic_plans.Variant`s; None: too many; False: not settled, `regions()` finds them
     on first use)."""
     objective_note: tuple[str, float, float] | None = None
     """(objective, its value, the per-statement plans' value) where the whole-program search
@@ -208,22 +208,22 @@ class Report:
     def op_bound(self, c) -> str | None:
         return step.op_bound(self, c)
 
-    # ---- regions (shardc.driver.regions) -----------------------------------------------------
+    # ---- regions (shardc.driver.region_totals) -----------------------------------------------------
     def regions(self) -> tuple[Any, ...] | None:
-        """The whole program in each region of its symbolic sizes (`passes.regions.Variant`s,
-        largest share first; `shardc.driver.regions.find`); empty with one region, None past
+        """The whole program in each region of its symbolic sizes (`passes.symbolic_plans.Variant`s,
+        largest share first; `shardc.driver.region_totals.find`); empty with one region, None past
         the limits."""
         if self.settled is not False:
             return self.settled
         if self.memo.regions is False:
-            from shardc.driver.regions import find
+            from shardc.driver.region_totals import find
 
             self.memo.regions = find(self)
         return self.memo.regions
 
     def piecewise(self, name: str) -> sp.Expr:
         """A total as a `Piecewise` over the regions; the total itself with one region."""
-        from shardc.driver.regions import piecewise
+        from shardc.driver.region_totals import piecewise
 
         return piecewise(self, name)
 

@@ -28,7 +28,7 @@ from shardc.driver.document import (
     Utilization,
     Warning,
 )
-from shardc.driver.regions import collectives, condition_text, has_lines, shown_text
+from shardc.driver.region_totals import collectives, condition_text, has_lines, shown_text
 from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shardc.driver import api
-from shardc.driver.regions import free_sizes
+from shardc.driver.region_totals import free_sizes
 from shardc.lang.diagnostics import CompileError, Diagnostics
 from shardc.lang.expect import (
     Expectation,

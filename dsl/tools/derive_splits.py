@@ -97,7 +97,7 @@ def scan(compile_at: Callable[[dict[str, int]], Compilation], var: str, partner:
     >>> [(x.size, x.partner_size) for x in s.splits], s.plans
     ([(1, 8), (2, 4), (4, 2), (8, 1)], ('AllGather_XY(A)',))
     """
-    from shardc.driver.regions import collectives
+    from shardc.driver.region_totals import collectives
 
     if devices < 1:
         return None

@@ -381,7 +381,7 @@ def _expressions(report: Report, quantities: Sequence[str], extra: Sequence[str]
 def _plan_notes(report: Report, grids: Sequence[Grid], found: tuple | None,
                 plans: Sequence[Any]) -> tuple[str, ...]:
     """How the sweep chose the plans: per point (several plans), or fixed where it could not."""
-    from shardc.driver.regions import free_sizes
+    from shardc.driver.region_totals import free_sizes
     from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 
     if plans:

@@ -1,11 +1,11 @@
 """The plans a sweep's grid reaches: where the cheapest plan of a contraction depends on a swept
 size, each point is evaluated with the plans a compile with that point's sizes bound would
-choose (`passes.regions`), and the points where the plan changes are found along the first
+choose (`passes.symbolic_plans`), and the points where the plan changes are found along the first
 axis.
 
 The program is lowered once per combination of plans that some grid point reaches
-(`passes.regions.variants` over the grid's points); each point belongs to exactly one of them
-(`passes.regions.classify`), and the sweep's quantities are that variant's formulas there.
+(`passes.symbolic_plans.variants` over the grid's points); each point belongs to exactly one of them
+(`passes.symbolic_plans.classify`), and the sweep's quantities are that variant's formulas there.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from shardc.tools.sweep_grid import Grid, refine
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
-    from shardc.passes.regions import Variant
+    from shardc.passes.symbolic_plans import Variant
 
 LETTERS = string.ascii_uppercase
 
@@ -57,7 +57,7 @@ class PlanChange:
 
 def swept_free(report: Report, grids: Sequence[Grid]) -> list[str]:
     """The grid axes that are sizes the report leaves symbolic (so plans may change)."""
-    from shardc.driver.regions import free_sizes
+    from shardc.driver.region_totals import free_sizes
 
     free = set(free_sizes(report))
     return [g.name for g in grids if g.name in free]
@@ -73,16 +73,16 @@ def find(report: Report, grids: Sequence[Grid]) -> tuple[Variant, ...] | None:
     """The variants the grid's points reach: () when the report's own plans hold over the
     whole grid, one variant when another single plan does, None when there are more than
     `MAX_REGIONS` or they take too long to find."""
-    from shardc.driver import regions
+    from shardc.driver import region_totals
 
     names = swept_free(report, grids)
     if not names:
         return ()
-    return regions.find(report, grid_points(grids, names))
+    return region_totals.find(report, grid_points(grids, names))
 
 
 def plans(found: Sequence[Variant]) -> tuple[Plan, ...]:
-    from shardc.driver.regions import collectives, condition_text
+    from shardc.driver.region_totals import collectives, condition_text
 
     return tuple(Plan(LETTERS[k], collectives(v.result), condition_text(v), v.share)
                  for k, v in enumerate(found))
@@ -100,7 +100,7 @@ class Piecewise:
         self.names = list(names)
 
     def plan(self, coords: Sequence[np.ndarray]) -> np.ndarray:
-        from shardc.passes.regions import classify
+        from shardc.passes.symbolic_plans import classify
 
         shape = np.broadcast_shapes(*(np.shape(c) for c in coords))
         at = {n: np.broadcast_to(c, shape).ravel()

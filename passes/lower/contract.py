@@ -40,7 +40,7 @@ from shardc.passes.lower.state import (
     derived_name,
 )
 from shardc.passes.objective import distinct
-from shardc.passes.regions import Candidate, Recipe
+from shardc.passes.symbolic_plans import Candidate, Recipe
 from shardc.passes.reshard import Step
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
@@ -318,7 +318,7 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
 def plan_candidates(st: LoweringState, plans: Sequence[EinsumPlan], ldt: str, rdt: str, dt: str,
                links: Links, c: float | None) -> tuple[Candidate, ...]:
     """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
-    (communication, plus compute at the chip's peak) and FLOPs (`passes.regions`)."""
+    (communication, plus compute at the chip's peak) and FLOPs (`passes.symbolic_plans`)."""
     model, topo = st.ctx.model, st.topology
     memo, recipes = st.caches.candidates, st.caches.recipes
     out = []
@@ -348,7 +348,7 @@ def plan_candidates(st: LoweringState, plans: Sequence[EinsumPlan], ldt: str, rd
 def recipe_of(st: LoweringState, local: Layout, dtypes: tuple[str, str, str], links: Links,
            c: float | None) -> Recipe:
     """How `plan_candidates` priced a plan, with the chip's figures as symbols where the chip (or
-    `--set`) gives them a number (`passes.regions.symbolic_time`)."""
+    `--set`) gives them a number (`passes.symbolic_plans.symbolic_time`)."""
     assert st.figures is not None  # hw_numbers ran
     values = st.figures[1]
     syms = HardwareSymbols(frozenset(st.dims))

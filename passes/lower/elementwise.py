@@ -16,7 +16,7 @@ from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.resharding import apply_steps, reshard
 from shardc.passes.lower.state import LoweringState, derived_name
-from shardc.passes.regions import Candidate, plan_key
+from shardc.passes.symbolic_plans import Candidate, plan_key
 from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.symbols import as_expr
 
@@ -166,7 +166,7 @@ def combine(st: LoweringState, op: str, lv: Value | None, rv: Value | None, span
     st.sized_choices += sized
     if st.chooser is not None and sized:
         # Which layout the result takes depends on symbolic sizes: the chooser picks, over
-        # the same key the numeric sort below uses (passes/regions.py).
+        # the same key the numeric sort below uses (passes/symbolic_plans.py).
         cands = [Candidate(a.order, as_expr(_symbolic_time(st, a, big, small)),
                            as_expr(local_elements(a.layout, st.size_expr)), 0)
                  for a in options]

@@ -113,7 +113,7 @@ def beat_text(ranked: list[EinsumPlan], objective: Callable[[EinsumPlan], Rank],
             continue
         other = objective(p)[1]
         if best > 0 and other / best < 0.9995:
-            # Picked for a region of sizes left symbolic (`passes.regions`): it loses at the
+            # Picked for a region of sizes left symbolic (`passes.symbolic_plans`): it loses at the
             # typical sizes the objective ranks by, and wins where the region holds.
             return (f"chosen over {desc} for this region of the symbolic sizes (at typical "
                     f"sizes that plan costs {other / best:.3g}x)")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import sympy as sp
 
     from shardc.hardware import Chip
-    from shardc.passes.regions import Chooser, Recipe
+    from shardc.passes.symbolic_plans import Chooser, Recipe
 
 
 def derived_name(text: str) -> str:
@@ -182,7 +182,7 @@ class LoweringState:
         dim at its size where the program declares one, else at TYPICAL_DIM, even when a
         binding gives it a size: a reshard's plan must be the same in a report with a size
         left symbolic and in the compile that binds it (`Report.at`), as the plans of a
-        contraction are (`passes.regions`)."""
+        contraction are (`passes.symbolic_plans`)."""
         key = (dtype, tuple(dims))
         hit = self.caches.pricings.get(key)
         if hit is None:  # one object per array shape: the planner's memo key compares by identity

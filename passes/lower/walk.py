@@ -44,7 +44,7 @@ from shardc.passes.lower.elementwise import combine, unary
 from shardc.passes.lower.explicit import explicit_collective
 from shardc.passes.lower.resharding import reshard
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
-from shardc.passes.regions import Chooser
+from shardc.passes.symbolic_plans import Chooser
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
@@ -56,7 +56,7 @@ def insert_collectives(program: Program, ctx: Context, chooser: Chooser | None =
     """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
     the collectives its layouts need, on `chip` and `topology` with the validated `bindings`
     (what `passes.pipeline.Unit` holds). Where the ranking of a contraction's plans depends on
-    symbolic sizes, `chooser` picks (`passes.regions.AtPoint`: as a compile at those sizes
+    symbolic sizes, `chooser` picks (`passes.symbolic_plans.AtPoint`: as a compile at those sizes
     would); without one, the book's default. A chooser with a `shared` dict (the whole-program
     search's, `passes.objective.Forced`) lends its plan caches to every lowering of the same
     program and context: they depend only on statement shapes, not on the plans chosen."""

@@ -25,7 +25,7 @@ from shardc.tools.plan.accounting import (
 )
 from shardc.tools.plan.candidates import Candidate, Options, Plan, PlanError
 from shardc.tools.plan.framework import framework_seconds
-from shardc.tools.plan.pipeline import INNER, evaluate_pipeline, stage_layout
+from shardc.tools.plan.pipeline_parallel import INNER, evaluate_pipeline, stage_layout
 from shardc.tools.plan.stages import pipeline_candidates, pipeline_variants, zero_twins
 from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts, one_layout
 

@@ -14,7 +14,7 @@ from shardc.passes.context import PipelineSchedule
 from shardc.tools.models import ModelCard
 from shardc.tools.models.sharding import ShardingError
 from shardc.tools.plan.candidates import Candidate, Options, Pipeline, Slice
-from shardc.tools.plan.pipeline import in_flight, stage_layout
+from shardc.tools.plan.pipeline_parallel import in_flight, stage_layout
 
 
 def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int,

@@ -1,5 +1,5 @@
 """Totals by region: the whole program lowered in each region of its symbolic sizes
-(`Report.regions`, `passes.regions.variants`), written by `shardc.driver.sections.regions`.
+(`Report.regions`, `passes.symbolic_plans.variants`), written by `shardc.driver.sections.regions`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
-    from shardc.passes.regions import Variant
+    from shardc.passes.symbolic_plans import Variant
 
 TOTALS = (("T_lower", "t_lower_s", "s"), ("T_expected", "t_expected_s", "s"),
           ("T_comms", "t_comms_s", "s"),
@@ -31,7 +31,7 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     too many. One variant where a single plan wins everywhere but it is not the report's
     default (the book's rule at symbolic sizes): the numbers a compile at any point gives are
     that variant's, not the report's."""
-    from shardc.passes.regions import variants
+    from shardc.passes.symbolic_plans import variants
 
     free = free_sizes(r)
     if not free or r.recipe is None or not r.program.sized_choices:
@@ -40,7 +40,7 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     def lower(chooser):
         return lowered(r, chooser)
     from shardc.driver.objective import partition
-    from shardc.passes.regions import sample_points
+    from shardc.passes.symbolic_plans import sample_points
 
     points = sample_points(free, frozenset(r.program.mesh_axes)) if points is None else points
     found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
@@ -63,8 +63,8 @@ def settle(r: Report) -> Report:
       the region it holds in.
 
     Programs whose plans depend on no symbolic size are returned as they are."""
-    from shardc.passes.regions import Majority, Variant, sample_points, variants
     from shardc.passes.sizes import known_sizes
+    from shardc.passes.symbolic_plans import Majority, Variant, sample_points, variants
 
     free = free_sizes(r)
     if not free or r.recipe is None or not r.program.sized_choices:

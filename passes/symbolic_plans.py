@@ -1,0 +1,505 @@
+"""Plan choices that depend on sizes left symbolic.
+
+With every size of a contraction known, the planner ranks its plans by one key: the time `T`
+(communication, plus compute at the chip's peak when there is a chip; the planning figures of
+`passes.symbols.planning_figures` otherwise), rounded to 1e-15 s, then FLOPs, then the number
+of collectives, then the order the search enumerates them in (`plan_key`). Where sizes are
+symbolic the same key is a function of them: each plan's `T` and FLOPs become SymPy formulas over
+the free sizes (a `Candidate`), hardware figures staying numbers.
+
+This module evaluates those keys: at one point (`AtPoint`, the plan a compile with those sizes
+bound chooses), and over a fixed sample of points (`winners`, the plans that are cheapest
+somewhere: the report's regions, each with the relations that bound it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import sympy as sp
+
+from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.passes.memo import LAMBDA_FUNCTIONS, LAMBDA_PRINTERS, REGION_SAMPLES, memoized
+
+if TYPE_CHECKING:
+    from shardc.passes.context import Model
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One plan of a contraction, keyed as the planner keys it, over the free sizes."""
+
+    order: int
+    """Its place in the search's enumeration (the last tie-break)."""
+    time: sp.Expr
+    flops: sp.Expr
+    collectives: int
+    steps: tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]] = ((), (), ())
+    """Its reshard steps on the left operand, the right operand and the result."""
+    recipe: Recipe | None = field(default=None, compare=False)
+    """How `time` was priced, to price it again with every size and figure a symbol
+    (`symbolic_time`): a region's boundary as a formula."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """What a candidate's time is made of besides its steps: the dtypes of the operands and
+    the result, the local product's block (`local`: each dim with its axes), the cost model,
+    the topology, the chip's figures by level (`w`, `t`: a symbol where the chip or `--set`
+    gives a number, else the planning default, a number) and the FLOP/s rate's symbol (None:
+    no chip, communication alone)."""
+
+    dtypes: tuple[str, str, str]
+    local: Any
+    model: Model
+    topology: Any
+    w: tuple[tuple[str, Any], ...]
+    t: tuple[tuple[str, Any], ...]
+    rate: sp.Symbol | None
+
+
+def symbolic_time(c: Candidate, sizes: Mapping[str, int] | None = None) -> sp.Expr | None:
+    """`c.time` with the chip's figures as symbols (`W_ici`, `t_hop`, `C`) and every size a
+    symbol, or the sizes in `sizes` as their numbers (a mesh axis's number decides its ring);
+    None without a recipe. The same functions price it as the lowering did, so at the
+    figures and sizes the compile used it is `c.time` (`boundary` checks that).
+
+    >>> symbolic_time(Candidate(0, sp.Integer(0), sp.Integer(0), 0)) is None
+    True
+    """
+    r = c.recipe
+    if r is None:
+        return None
+    from shardc.passes.cost_model import Links
+    from shardc.passes.layout_cost import local_elements, steps_time
+    from shardc.passes.symbols import as_expr, size_symbol
+
+    known = sizes or {}
+
+    def size_of(name: str) -> Any:
+        return known[name] if name in known else size_symbol(name)
+
+    links = Links(dict(r.w), dict(r.t))
+    total: Any = 0
+    for steps, dtype in zip(c.steps, r.dtypes, strict=True):
+        total = total + steps_time(steps, dtype, size_of, r.model, r.topology, links)
+    if r.rate is not None:
+        total = total + 2 * local_elements(r.local, size_of) / r.rate
+    return as_expr(total)
+
+
+def plan_key(time: float, flops: float, collectives: int) -> tuple[float, float, int]:
+    """The planner's ranking key of a plan with every size known (lower is better).
+
+    >>> plan_key(1.0000000000000002e-3, 8.0, 1) == plan_key(1e-3, 8.0, 1)
+    True
+    """
+    return (round(time, 15), flops, collectives)
+
+
+class Chooser(Protocol):
+    """Picks the plan of a contraction whose ranking depends on symbolic sizes."""
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        """The `order` of the plan to emit for the `ordinal`-th contraction of the program, or
+        None for the book's default."""
+        ...
+
+
+@memoized(LAMBDA_PRINTERS, lambda modules: modules)
+def _printer(modules: str) -> Any:
+    """`lambdify`'s own printer for `modules`, except that a Float prints every digit of its
+    double (`repr`), not 15: `1.33333333333333*J` at J=3 gives 15.99999999999999 where the
+    planner, computing in doubles, gets 16.0, and an exact tie between plans would break
+    differently at a point than in a compile with the point's sizes bound.
+
+    >>> J = sp.Symbol("J")
+    >>> sp.lambdify([J], 12 * J / sp.Float(9.0) + 12, printer=_printer("math"))(3.0)
+    16.0
+    """
+    from sympy.printing.numpy import NumPyPrinter
+    from sympy.printing.pycode import PythonCodePrinter
+
+    base = NumPyPrinter if modules == "numpy" else PythonCodePrinter
+
+    class Printer(base):  # type: ignore[valid-type, misc]
+        def _print_Float(self, expr: sp.Float) -> str:
+            return repr(float(expr))
+
+    return Printer({"fully_qualified_modules": False, "inline": True,
+                    "allow_unknown_functions": True, "user_functions": {}})
+
+
+@memoized(LAMBDA_FUNCTIONS, lambda expr, modules: (expr, modules))
+def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
+    syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    return (tuple(s.name for s in syms),
+            sp.lambdify(syms, expr, modules=modules, printer=_printer(modules)))
+
+
+def evaluate(expr: sp.Expr, point: Mapping[str, float]) -> float | None:
+    """`expr` at `point` (a number per size name), in floats; None when a size is missing."""
+    if not expr.free_symbols:
+        return float(expr)
+    names, fn = _function(expr, "math")
+    if any(n not in point for n in names):
+        return None
+    return float(fn(*[float(point[n]) for n in names]))
+
+
+@dataclass
+class AtPoint:
+    """The plan a compile with the sizes of `point` bound would choose, at every contraction."""
+
+    point: Mapping[str, float]
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        best: tuple[tuple[float, float, int], int] | None = None
+        for c in candidates:
+            t, f = evaluate(c.time, self.point), evaluate(c.flops, self.point)
+            if t is None or f is None:
+                return None
+            key = (plan_key(t, f, c.collectives), c.order)
+            if best is None or key < best:
+                best = key
+        return None if best is None else best[1]
+
+
+# ---- regions over a sample of points -------------------------------------------------------
+SAMPLES = 4096
+"""Points per sample; sizes spread over 2**0 .. 2**36 (mesh axes 2**0 .. 2**12), log-uniform."""
+
+
+@memoized(REGION_SAMPLES, lambda names, mesh: (names, mesh))
+def _sample(names: tuple[str, ...], mesh: frozenset[str]) -> dict[str, Any]:
+    """`sample_points`, kept (read only) for the next decision over the same sizes."""
+    return sample_points(names, mesh)
+
+
+def sample_points(names: Sequence[str], mesh: frozenset[str] = frozenset(),
+                  n: int = SAMPLES) -> dict[str, Any]:
+    """A fixed, quasi-random sample (a Halton sequence) of whole sizes for `names`."""
+    import numpy as np
+
+    primes = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
+    idx = np.arange(1, n + 1)
+    out: dict[str, Any] = {}
+    for k, name in enumerate(sorted(names)):
+        base = primes[k % len(primes)]
+        u = np.zeros(n)
+        f, i = 1.0, idx.copy()
+        while i.any():
+            f /= base
+            u += f * (i % base)
+            i //= base
+        top = 12 if name in mesh else 36
+        out[name] = np.rint(2.0 ** (u * top))
+    return out
+
+
+def winners(candidates: Sequence[Candidate], points: Mapping[str, Any]) -> Any:
+    """The `order` of the winning candidate at each sample point (numpy array)."""
+    import numpy as np
+
+    size = len(next(iter(points.values()))) if points else 1
+
+    def values(expr: sp.Expr) -> Any:
+        if not expr.free_symbols:
+            return np.full(size, float(expr))
+        names, fn = _function(expr, "numpy")
+        return np.broadcast_to(np.asarray(fn(*[points[n] for n in names]), dtype=float), size)
+
+    cands = sorted(candidates, key=lambda c: c.order)
+    t = np.round(np.vstack([values(c.time) for c in cands]), 15)
+    ok = t == t.min(axis=0)
+    f = np.where(ok, np.vstack([values(c.flops) for c in cands]), np.inf)
+    ok &= f == f.min(axis=0)
+    m = np.where(ok, np.array([[c.collectives] for c in cands], dtype=float), np.inf)
+    ok &= m == m.min(axis=0)
+    orders = np.array([c.order for c in cands])
+    return orders[ok.argmax(axis=0)]
+
+
+def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
+    """`a < b` as a relation between two sums of positive terms, the common monomial factor of
+    `b - a` divided out (sizes are positive); True/False when the sign is fixed. A cheaper
+    `passes.conditions.less_than` for times with floating-point coefficients.
+
+    >>> B, D = sp.symbols("B D", positive=True)
+    >>> cheaper(2.0 * B * D, B * D + 3.0 * B**2)
+    1.0*D < 3.0*B
+    """
+    diff = sp.expand(b - a)  # > 0 where a is cheaper
+    terms = sp.Add.make_args(diff)
+    syms = diff.free_symbols
+    if not syms:
+        return bool(diff > 0)
+    common = {s: min(sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict().get(s, 0) for t in terms)
+              for s in syms}
+    factor = sp.Mul(*[s ** e for s, e in common.items() if e])
+    pos: list[sp.Expr] = []
+    neg: list[sp.Expr] = []
+    for t in terms:
+        t = sp.expand(t / factor)
+        (neg if t.could_extract_minus_sign() else pos).append(t)
+    if not neg:
+        return True
+    if not pos:
+        return False
+    # Scale so a size term has coefficient 1, on the smaller side where it has one.
+    lead = next((t for t in (*neg, *pos) if t.free_symbols), neg[0])
+    scale = abs(lead.as_coeff_Mul()[0])
+    lhs = sp.expand(sp.Add(*[-t for t in neg]) / scale)
+    rhs = sp.expand(sp.Add(*pos) / scale)
+    return lhs < rhs
+
+
+def exact(e: sp.Basic) -> sp.Basic:
+    """`e` with each floating-point number (a chip figure folded into a plan's time) as the
+    exact rational of its shortest decimal, which gives the same double back: a boundary
+    reads `765940063476563/100000000000 < B`, not `7659.40063476563 < 1.0*B`.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> exact(sp.Float(0.5) * B < sp.Float(7659.40063476563))
+    B/2 < 765940063476563/100000000000
+    """
+    floats = e.atoms(sp.Float)
+    if not floats:
+        return e
+    return e.xreplace({f: sp.Rational(repr(float(f))) for f in floats})
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Where one plan is the cheapest: it beats each other winner (`bounds`, simplified
+    relations over the free sizes); `share` is the fraction of the sample it wins."""
+
+    order: int
+    bounds: tuple[sp.Basic, ...]
+    share: float
+
+    @property
+    def condition(self) -> sp.Basic:
+        return sp.And(*self.bounds) if self.bounds else sp.true
+
+
+@dataclass(frozen=True, slots=True)
+class RegionFinder:
+    """Regions of a decision's candidates over a sample of the free sizes (one sample per set
+    of size names and mesh axes, `passes.memo.REGION_SAMPLES`)."""
+
+    mesh: frozenset[str] = frozenset()
+
+    def regions(self, candidates: Sequence[Candidate]) -> tuple[Region, ...]:
+        names = tuple(sorted({s.name for c in candidates
+                              for s in (c.time.free_symbols | c.flops.free_symbols)}))
+        if not names:
+            return ()
+        won = winners(candidates, _sample(names, self.mesh))
+        import numpy as np
+
+        orders, counts = np.unique(won, return_counts=True)
+        if len(orders) < 2:
+            return ()
+        by_order = {c.order: c for c in candidates}
+        out = []
+        for o, k in zip(orders.tolist(), counts.tolist(), strict=True):
+            me = by_order[o]
+            bounds = []
+            for other in orders.tolist():
+                if other == o:
+                    continue
+                rel = cheaper(me.time, by_order[other].time)
+                if rel is not True:
+                    bounds.append(sp.false if rel is False else rel)
+            out.append(Region(o, tuple(dict.fromkeys(bounds)), k / len(won)))
+        return tuple(sorted(out, key=lambda r: -r.share))
+
+
+# ---- variants: the whole program in each region ------------------------------------------
+class Branch(Exception):
+    """Raised by `OnSample` where the winners of a choice differ across the sample points that
+    reach it: the enumeration lowers once per winner."""
+
+    def __init__(self, ordinal: int, candidates: Sequence[Candidate], orders: list[int]):
+        super().__init__(ordinal)
+        self.ordinal, self.candidates, self.orders = ordinal, candidates, orders
+
+
+@dataclass
+class OnSample:
+    """A chooser over a sample of points: at each choice it keeps the points whose winner is
+    the plan `forced` names (or the only winner left), and raises `Branch` where several
+    plans win on the points left."""
+
+    points: Mapping[str, Any]
+    forced: Mapping[int, int]
+    mask: Any = None
+    bounds: list[sp.Basic] = field(default_factory=list)
+    path: list[tuple[tuple[Candidate, ...], int]] = field(default_factory=list)
+    """Each choice made on the sample, in order: its candidates and the plan picked."""
+    sides: dict[sp.Basic, tuple[Candidate, Candidate]] = field(default_factory=dict)
+    """Each bound's two plans: the one picked, and the one it is cheaper than there."""
+
+    def bound(self, me: Candidate, other: Candidate) -> None:
+        """Where `me` is cheaper than `other`, as a relation over the free sizes."""
+        rel = cheaper(me.time, other.time)
+        if rel is not True:
+            rel = sp.false if rel is False else rel
+            self.bounds.append(rel)
+            self.sides.setdefault(rel, (me, other))
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        import numpy as np
+
+        names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+        if not names <= self.points.keys():
+            return None
+        won = winners(candidates, self.points)
+        if self.mask is None:
+            self.mask = np.ones(len(won), dtype=bool)
+        present = sorted(set(won[self.mask].tolist()))
+        if ordinal in self.forced:
+            pick = self.forced[ordinal]
+            me = next(c for c in candidates if c.order == pick)
+            for other in present:
+                if other != pick:
+                    self.bound(me, next(c for c in candidates if c.order == other))
+        elif len(present) == 1:
+            pick = present[0]
+        elif not present:
+            return None
+        else:
+            raise Branch(ordinal, candidates, present)
+        self.mask = self.mask & (won == pick)
+        self.path.append((tuple(candidates), pick))
+        return pick
+
+
+@dataclass
+class Majority(OnSample):
+    """A chooser over a sample of points that never branches: where several plans win on the
+    points left, it takes the one that wins on most of them (ties: the lower `order`). The
+    program it lowers is the one a compile at each point still in `mask` chooses, and `bounds`
+    is the region it holds in. `splits` counts the plans it set aside: the program has at least
+    `1 + splits` regions on the sample (each plan set aside wins at some point, which lies in
+    another region)."""
+
+    splits: int = 0
+
+    def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
+        import numpy as np
+
+        names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+        if not names <= self.points.keys():
+            return None
+        if self.mask is None:
+            self.mask = np.ones(len(next(iter(self.points.values()))), dtype=bool)
+        # Only the points still in the region matter (fewer at every choice).
+        at = np.flatnonzero(self.mask)
+        won = winners(candidates, {k: v[at] for k, v in self.points.items()})
+        orders, counts = np.unique(won, return_counts=True)
+        if not len(orders):
+            return None
+        pick = int(orders[np.argmax(counts)])  # np.unique sorts: the first maximum is lowest
+        if len(orders) > 1:
+            self.splits += len(orders) - 1
+            me = next(c for c in candidates if c.order == pick)
+            for other in orders.tolist():
+                if other != pick:
+                    self.bound(me, next(c for c in candidates if c.order == other))
+        self.mask = self.mask.copy()
+        self.mask[at[won != pick]] = False
+        self.path.append((tuple(candidates), pick))
+        return pick
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """The program lowered with one plan per choice: `forced` names the plans where the sample
+    split, `bounds` the relations that hold there, `share` the fraction of the sample."""
+
+    forced: tuple[tuple[int, int], ...]
+    bounds: tuple[sp.Basic, ...]
+    share: float
+    result: Any
+    path: tuple[tuple[tuple[Candidate, ...], int], ...] = ()
+    """The choices the sample made on the way, in order (`OnSample.path`): a point is in this
+    variant exactly where each of them has the plan picked as its winner (`classify`)."""
+    sides: tuple[tuple[Candidate, Candidate], ...] = ()
+    """Each bound's two plans (`OnSample.sides`), in the order of `bounds`."""
+    solved: tuple[Any, ...] | None = None
+    """Each bound solved (`shardc.driver.boundaries.Boundary`), once the driver has."""
+
+    @property
+    def condition(self) -> sp.Basic:
+        return sp.And(*self.bounds) if self.bounds else sp.true
+
+
+def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
+             mesh: frozenset[str] = frozenset(), cap: int = MAX_REGIONS,
+             seconds: float = REGIONS_SECONDS, points: Mapping[str, Any] | None = None
+             ) -> tuple[Variant, ...] | None:
+    """Every region of the whole program on the sample (`sample_points`, or `points`: an array
+    of values per size name, e.g. a sweep's grid): lower once per combination of winners that
+    some point reaches (a choice's winners depend on the layouts earlier choices made). None
+    when there are more than `cap`, or past `seconds` of CPU time."""
+    import time
+
+    start = time.process_time()
+    if points is None:
+        points = sample_points(names, mesh)
+    todo: list[dict[int, int]] = [{}]
+    out: list[Variant] = []
+    while todo:
+        if time.process_time() - start > seconds:
+            return None
+        forced = todo.pop()
+        chooser = OnSample(points, forced)
+        try:
+            result = lower(chooser)
+        except Branch as b:
+            todo.extend({**forced, b.ordinal: o} for o in reversed(b.orders))
+            if len(out) + len(todo) > cap:
+                return None
+            continue
+        share = float(chooser.mask.mean()) if chooser.mask is not None else 1.0
+        if share > 0:
+            bounds = tuple(dict.fromkeys(chooser.bounds))
+            out.append(Variant(tuple(sorted(forced.items())), bounds, share, result,
+                               tuple(chooser.path), tuple(chooser.sides[b] for b in bounds)))
+    return tuple(sorted(out, key=lambda v: -v.share))
+
+
+def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
+    """The index in `found` of the variant each point is in (numpy int array; -1 where none
+    is: a region the enumeration's sample did not reach). Exact: a point is in a variant where
+    every choice on its path has the variant's plan as the winner there, as a compile with the
+    point's sizes bound would choose (`AtPoint`).
+
+    A variant without a path (its program made no choice that depends on these sizes) holds
+    every point."""
+    import numpy as np
+
+    size = len(next(iter(points.values()))) if points else 1
+    out = np.full(size, -1, dtype=np.int64)
+    for k, v in enumerate(found):
+        mask = out < 0
+        if not v.path and v.bounds:  # drawn by its bounds (`driver.objective.partition`)
+            for b in v.bounds:
+                names, fn = _function(b, "numpy")
+                mask &= np.broadcast_to(np.asarray(fn(*[points[n] for n in names]), dtype=bool),
+                                        size)
+        for candidates, pick in v.path:
+            if not mask.any():
+                break
+            mask &= winners(candidates, points) == pick
+        out[mask] = k
+    return out
+
+
+__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "Recipe", "Region",
+           "RegionFinder", "Variant", "classify", "evaluate", "exact", "plan_key", "sample_points",
+           "symbolic_time", "variants", "winners"]
