@@ -1,7 +1,8 @@
 """shardc: a symbolic cost-model compiler for sharded tensor programs.
 
 `shardc.compile(program, options=None, **overrides)` returns a cost report (`shardc.Options`
-declares every option), `shardc.parse(program)` the validated program; both raise `shardc.CompileError` with positioned diagnostics. The layers below are
+declares every option), `shardc.parse(program)` the validated program; both raise
+`shardc.CompileError` with positioned diagnostics. The layers below are
 `shardc.hardware`, `shardc.lang`, `shardc.passes`, `shardc.driver`, `shardc.tools` and
 `shardc.cli` (imports go one way only; tests/test_layers.py).
 

@@ -234,8 +234,8 @@ class CompiledProgram:
     """The line of the `backward` statement, whose derived ops carry its span; None without
     one. Set by the pipeline from what `derive-backward` returned."""
     sized_choices: int = 0
-    """How many plan choices depend on symbolic sizes (`passes.symbolic_plans`): 0 means binding them
-    changes no op, only the numbers."""
+    """How many plan choices depend on symbolic sizes (`passes.symbolic_plans`): 0 means binding
+    them changes no op, only the numbers."""
     aliases: tuple[tuple[str, str], ...] = ()
     """`B = A` (no layout, nothing to do): (B, A), B another name for A's blocks. Memory counts
     the blocks once, under A."""

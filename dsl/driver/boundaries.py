@@ -70,7 +70,8 @@ def _same(formula: sp.Expr, numeric: sp.Expr, env: dict[str, float], free: list[
 
 def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None) -> Boundary:
     """Where `sides[0]` is cheaper than `sides[1]` (the bound `rel` of a region), solved; the
-    relation alone (`passes.symbolic_plans.exact`) where the formulas divide by zero at the sizes."""
+    relation alone (`passes.symbolic_plans.exact`) where the formulas divide by zero at the
+    sizes."""
     from shardc.passes.symbolic_plans import exact
 
     try:

@@ -208,7 +208,7 @@ class Report:
     def op_bound(self, c) -> str | None:
         return step.op_bound(self, c)
 
-    # ---- regions (shardc.driver.region_totals) -----------------------------------------------------
+    # ---- regions (shardc.driver.region_totals) -----------------------------------------------
     def regions(self) -> tuple[Any, ...] | None:
         """The whole program in each region of its symbolic sizes (`passes.symbolic_plans.Variant`s,
         largest share first; `shardc.driver.region_totals.find`); empty with one region, None past
