@@ -40,8 +40,8 @@ from shardc.passes.lower.state import (
     derived_name,
 )
 from shardc.passes.objective import distinct
-from shardc.passes.symbolic_plans import Candidate, Recipe
 from shardc.passes.reshard import Step
+from shardc.passes.symbolic_plans import Candidate, Recipe
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
 

@@ -16,8 +16,8 @@ from shardc.passes.ir import Elementwise, Value
 from shardc.passes.layout_cost import local_elements, steps_time
 from shardc.passes.lower.resharding import apply_steps, reshard
 from shardc.passes.lower.state import LoweringState, derived_name
-from shardc.passes.symbolic_plans import Candidate, plan_key
 from shardc.passes.reshard import Step, plan_reshard
+from shardc.passes.symbolic_plans import Candidate, plan_key
 from shardc.passes.symbols import as_expr
 
 
