@@ -134,9 +134,9 @@ class _Space:
             held = {lay.axes_of(d) for lay in (self.lhs, self.rhs, self.requested)
                     if lay is not None and d in lay.dim_names
                     and sorted(lay.axes_of(d)) == sorted(axes)}
-            if len(held) > 1:
-                axes.sort(key=functools.partial(self.order_key, d))
-                first = tuple(axes)
+            axes.sort(key=functools.partial(self.order_key, d))
+            first = tuple(axes)
+            if held - {first}:  # `[J, K_XY]` is held, the request's `K_Y` orders Y first
                 options.append([(d, first), *((d, o) for o in sorted(held) if o != first)])
         if not options:
             return []

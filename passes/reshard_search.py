@@ -421,6 +421,33 @@ class _Search:
                 c = self.sub_block_cost(state, moved)
                 if c < budget:
                     yield "CollectivePermute", moved, None, self.goal, c, self.target_shards
+            # Or to the target with idle axes added, in finer blocks, then gathered: on a 4x4
+            # v5e `[I_X, J] -> [I_Y, J_X]` (each block from the nearest of its four holders)
+            # costs less than slicing Y onto J and permuting `[I_X, J_Y]`, whose blocks have
+            # one holder each.
+            if sums == self.goal[1] and self.finer and self.idle:
+                for new in self._finer_with_idle(dims, shape):
+                    shards_new = self.prod("".join(new))
+                    moved = "".join(dict.fromkeys("".join(dims) + "".join(new)))
+                    c = self._permute(("sub-block", state, new), self.whole_bytes / shards_new,
+                                      moved, state, (new, sums))
+                    if c < budget:
+                        yield "CollectivePermute", moved, None, (new, sums), c, shards_new
+
+    def _finer_with_idle(self, dims: Dims, shape: list[float]) -> Iterator[Dims]:
+        """The target with one idle axis (not in `dims`) appended to one of its dims, where
+        every block of the result lies in one block of `dims` and some dim is finer."""
+        used = set("".join(dims))
+        for a in self.idle:
+            if a in used:
+                continue
+            for i in self.dims:
+                new = _put(self.target, i, self.target[i] + a)
+                new_shape = [self.prod(x) for x in new]
+                if (all(n % s == 0 and self.fits(k, n)
+                        for k, (n, s) in enumerate(zip(new_shape, shape, strict=True)))
+                        and any(n > s for n, s in zip(new_shape, shape, strict=True))):
+                    yield new
 
     def _permutes(self, dims: Dims, sums: frozenset[str], free: frozenset[str],
                   shape: list[float]) -> Iterator[tuple[str, Dims]]:

@@ -239,11 +239,12 @@ def moves(plan):
     # both (3V/(4W)). On lines of two (below) it is V/W, still below the gather's 3V/(2W).
     (L({"J": ("Y",)}), L({"J": ("X",)}), {"X": 2, "Y": 2},
      [("CollectivePermute", ("Y", "X"), "[J_X]")]),
-    # Slice onto a dim the target gives other axes (no finer than the target shards it), then
-    # one permute puts every axis in place: XLA's reshard of `C[I_X, K] -> [I_Z, K_YX]`, where
-    # the fixed order does an AllToAll of the whole block.
+    # One permute into finer blocks puts every axis in place, each block sent by the holder
+    # whose send is cheapest (passes/permute_cost.py; slicing Z and Y onto K first and
+    # permuting, XLA's reshard of `C[I_X, K] -> [I_Z, K_YX]`, leaves each block one holder),
+    # where the fixed order does an AllToAll of the whole block.
     (L({"I": ("X",), "K": ()}), L({"I": ("Z",), "K": ("Y", "X")}), {"X": 2, "Y": 2, "Z": 2},
-     [("slice", ("Z", "Y"), "[I_X, K_ZY]"), ("CollectivePermute", ("X", "Z", "Y"), "[I_Z, K_YX]")]),
+     [("CollectivePermute", ("X", "Z", "Y"), "[I_Z, K_YX]")]),
 ], ids=["L_Y->L_X", "J_Y->J_X-4x4", "I_ZX->I_XY", "K_X,J_Y->J_XY", "I_YX->J_Y", "J_Y->J_X-2x2",
         "I_X->I_Z,K_YX"])
 def test_the_search_finds_what_the_fixed_order_misses(src, dst, sizes, expected):

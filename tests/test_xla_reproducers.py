@@ -10,7 +10,7 @@ import pytest
 
 from shardc.lang.source import Source
 from shardc.tools.xla.check import CheckResult, Prepared, prepare
-from shardc.tools.xla.compare import AGREE, OURS_CHEAPER, SKIPPED
+from shardc.tools.xla.compare import AGREE, OURS_CHEAPER, SAME_COST, SKIPPED
 from shardc.tools.xla.lower import configure_devices
 
 pytest.importorskip("jax")
@@ -76,15 +76,17 @@ def test_a_chain_with_a_two_axis_gather_on_nvlink() -> None:
     assert row.verdict in FINE, row
 
 
-@pytest.mark.xfail(strict=False, reason="both sides now move A with one collective-permute "
-                   "(two AllToAlls before); on h100 they cost the same, on tpu-v5e shardc's "
-                   "permute routes its blocks over longer torus paths (12.7 us) than XLA's "
-                   "pairs (8.83 us)")
 @pytest.mark.parametrize("chip", ["h100", "tpu-v5e"])
 def test_a_reshard_between_two_axes_is_one_permute(chip: str) -> None:
+    """Both sides move A with one collective-permute (two AllToAlls before). On tpu-v5e each
+    block now comes from the holder XLA's pairs take (two X-hops away, its send leaving on
+    both axes' ports: 8.83 us), not the neighbour on Y (12.7 us). XLA permutes the block it
+    sliced from A (xla-check calls it "a function of A"), so the two read as the same cost."""
     row = _row(_check(f"mesh X=4, Y=2\ndim J=1024, K=1024\nhardware {chip}\n"
                       "A: f32[J, K_Y]\nB[J_Y, K_X] = A\n"), "B")
-    assert row.verdict in FINE, row
+    assert row.verdict in (*FINE, SAME_COST), row
+    assert [(c.op, c.bytes, c.time) for c in row.ours] == [
+        (c.op, c.bytes, pytest.approx(c.time)) for c in row.xla]
 
 
 def test_a_reshard_that_is_no_op_hands_xla_the_requested_layout() -> None:

@@ -112,13 +112,24 @@ def contract(st: LoweringState, e: Contract, lv: Value, rv: Value, requested: La
     out = Value(st.fresh(name), name, dtype, best.local_out)
     v = st.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
     why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
-    if (stmt is not None and stmt.partial and best.out_steps
-        and all(s.kind in ("AllReduce", "ReduceScatter") for s in best.out_steps)):
+    if stmt is not None and stmt.partial and shared_steps(best.out_steps):
         # One term of a sum the compiler made (a gradient with several contributions):
-        # its partial sums stay unreduced and the sum is reduced once. The plan is ranked
-        # without that reduction (`plan_search`'s `shared`), which the sum pays once.
+        # its partial sums stay unreduced and the sum is reduced once, or its blocks stay
+        # sharded and the sum is gathered once. The plan is ranked without that reduction
+        # or gather (`plan_search`'s `shared`), which the sum pays once.
         return v
     return apply_steps(st, v, best.out_steps, e.span, why_o, beat)
+
+
+def shared_steps(steps: Sequence[Step]) -> bool:
+    """Whether the steps that take one term of a sum to the sum's layout can be left to the
+    sum, paid once for all its terms: reductions of partial sums (Megatron-LM's backward pass
+    reduces the sum of a layer input's gradients once), or gathers (each term of a gradient
+    gathered over X before the sum moves X times what one gather of the sum does: XLA sums
+    the terms of dIn sharded and gathers once)."""
+    kinds = {s.kind for s in steps}
+    return bool(kinds) and (kinds <= {"AllReduce", "ReduceScatter"}
+                            or "AllGather" in kinds and kinds <= {"AllGather", "slice"})
 
 
 def chain_picks(st: LoweringState, top: Contract, requested: Layout | None,
@@ -274,8 +285,7 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
         comm = 0.0
         for t, low in zip(times[:3], floors, strict=True):
             comm += low if low is not None else t
-        if shared and (floors[2] is not None or all(
-                s.kind in ("AllReduce", "ReduceScatter") for s in p.out_steps)):
+        if shared and (floors[2] is not None or shared_steps(p.out_steps)):
             comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
         collectives = len(p.collectives) if floors == (None, None, None) else 0
         # With every size known, rank by time (comms + compute: under the exact model the
