@@ -24,7 +24,7 @@ from shardc.passes.symbols import as_expr
 
 
 @dataclass(frozen=True, slots=True)
-class _Alignment:
+class Alignment:
     """One layout for an elementwise result: how each operand gets there, and the result on
     to the statement's request."""
 
@@ -256,7 +256,7 @@ def combine(st: LoweringState, op: str, lv: Value | None, rv: Value | None, span
 
 
 def _alignments(st: LoweringState, big: Value, small: Value, unreduced: frozenset[str],
-                request: Layout | None, then: Then | None = None) -> list[_Alignment]:
+                request: Layout | None, then: Then | None = None) -> list[Alignment]:
     """The layouts the result may take, in the order ties keep: the smaller operand follows
     the bigger; the bigger takes the smaller's shardings on the dims they share; each dim
     sharded as whichever operand shards it (their union); the statement's request; then,
@@ -272,7 +272,7 @@ def _alignments(st: LoweringState, big: Value, small: Value, unreduced: frozense
 
 
 def _align(st: LoweringState, big: Value, small: Value, unreduced: frozenset[str],
-           request: Layout | None, then: Then | None) -> list[_Alignment]:
+           request: Layout | None, then: Then | None) -> list[Alignment]:
     used = set(small.layout.sharding_axes)
     layouts = [
         big.layout.with_unreduced(unreduced),
@@ -297,7 +297,7 @@ def _align(st: LoweringState, big: Value, small: Value, unreduced: frozenset[str
                 and a not in unreduced]
         layouts += [lay.with_unreduced(unreduced)
                     for lay in wide_layouts(big.dims, axes, st.divisible)]
-    out: list[_Alignment] = []
+    out: list[Alignment] = []
     for layout in dict.fromkeys(layouts):
         big_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in big.dims),
                           big.layout.unreduced)
@@ -318,12 +318,12 @@ def _align(st: LoweringState, big: Value, small: Value, unreduced: frozenset[str
         cost = (cost_steps(st, big_steps, big.dtype) + cost_steps(st, small_steps, small.dtype)
                 + cost_steps(st, request_steps, promote(big.dtype, small.dtype)))
         elements = float(local_elements(layout, st.numeric_size))
-        out.append(_Alignment(len(out), layout, cost, elements, big_steps, small_steps,
+        out.append(Alignment(len(out), layout, cost, elements, big_steps, small_steps,
                               request_steps))
     return out
 
 
-def _symbolic_time(st: LoweringState, a: _Alignment, big: Value, small: Value) -> Num:
+def _symbolic_time(st: LoweringState, a: Alignment, big: Value, small: Value) -> Num:
     total: Num = 0
     for steps, dtype in ((a.big_steps, big.dtype), (a.small_steps, small.dtype),
                          (a.request_steps, promote(big.dtype, small.dtype))):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import sympy as sp
 
     from shardc.hardware import Chip
-    from shardc.passes.lower.elementwise import _Alignment
+    from shardc.passes.lower.elementwise import Alignment
     from shardc.passes.symbolic_plans import Chooser, Recipe
 
 
@@ -96,7 +96,7 @@ class PlanCaches:
     """A plan's time and FLOPs over the symbolic sizes (`contract.plan_candidates`)."""
     recipes: dict[tuple[Layout, str, str, str], Recipe] = field(default_factory=dict)
     """How a plan's local product was priced (`contract.recipe_of`)."""
-    alignments: dict[tuple[object, ...], list[_Alignment]] = field(default_factory=dict)
+    alignments: dict[tuple[object, ...], list[Alignment]] = field(default_factory=dict)
     """An elementwise op's candidate layouts by its operands, request and consumer
     (`elementwise._alignments`)."""
     summed: dict[tuple[object, ...], Layout | None] = field(default_factory=dict)
