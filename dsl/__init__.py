@@ -4,7 +4,7 @@
 declares every option), `shardc.parse(program)` the validated program; both raise
 `shardc.CompileError` with positioned diagnostics. The layers below are
 `shardc.hardware`, `shardc.lang`, `shardc.passes`, `shardc.driver`, `shardc.tools` and
-`shardc.cli` (imports go one way only; tests/test_layers.py).
+`shardc.cli` (imports go one way only; tests/project/test_layers.py).
 
 >>> import shardc
 >>> r = shardc.compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"

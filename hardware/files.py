@@ -1,7 +1,7 @@
 """Reading a chip file the user named: a regular file, UTF-8, at most `MAX_CHIP_BYTES`.
 
 The same rules as `shardc.driver.files.read_text` (hardware/ imports nothing above it, so the few
-lines are repeated here; tests/test_boundaries.py checks that the two limits agree).
+lines are repeated here; tests/lang/test_boundaries.py checks that the two limits agree).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ MAX_WHOLE = 2**63 - 1
 QUOTE_WIDTH = 120
 """The most characters of a value a message quotes; equals
 `shardc.lang.diagnostics.QUOTE_WIDTH` (hardware/ imports nothing above it, so the few lines of
-`quoted` are repeated here; tests/test_boundaries.py checks they agree)."""
+`quoted` are repeated here; tests/lang/test_boundaries.py checks they agree)."""
 
 POD_SHAPE = re.compile(r"[1-9][0-9]{0,4}(x[1-9][0-9]{0,4}){0,7}")
 """A TPU pod's shape: at most eight axes of at most 99999 chips (v5p: 16x20x28)."""

@@ -244,7 +244,7 @@ class _Search:
         cheapest such (gathering in several steps costs more than in one, into a bigger block
         more than into a smaller one); the partial sums the target does not keep
         need a reduction, at least a ReduceScatter of them on the smallest block they can have.
-        Admissible under the cost model's formulas as far as tests/test_reshard_and_plans.py
+        Admissible under the cost model's formulas as far as tests/passes/test_reshard_and_plans.py
         checks it; were it not somewhere, the search could miss a cheaper plan there, never
         return a dearer one."""
         out = 0.0
@@ -319,7 +319,7 @@ class _Search:
 
     def steps(self, parent: dict[State, tuple[State, str, str, int | None]]) -> list[Step]:
         """The path to the goal as steps (consecutive slices merged). Each collective is
-        `transfer`'s rule by construction (tests/test_reshard_and_plans.py checks it)."""
+        `transfer`'s rule by construction (tests/passes/test_reshard_and_plans.py checks it)."""
         path: list[tuple[State, str, str, int | None, State]] = []
         state = self.goal
         while state != self.start:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 # The property tests draw the same examples on every run (`derandomize`), so that the README's
 # test command and CI give one answer for one commit. `SHARDC_HYPOTHESIS=explore` draws new
 # ones each run (and `pytest -m slow` runs the long properties): what that finds becomes an
-# `@example` (tests/test_thresholds.py has one). No deadline: hypothesis's default fails an
+# `@example` (tests/tools/test_thresholds.py has one). No deadline: hypothesis's default fails an
 # example that takes 200 ms of wall clock, which a loaded machine turns into a flaky test.
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("explore", derandomize=False, deadline=None)

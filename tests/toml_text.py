@@ -1,5 +1,6 @@
 """A parsed TOML document written back as TOML, for tests that edit a shipped chip file or model
-card and hand the result to its loader (tests/test_chip_schema.py, tests/test_card_schema.py)."""
+card and hand the result to its loader (tests/hardware/test_chip_schema.py,
+tests/tools/test_card_schema.py)."""
 
 from __future__ import annotations
 

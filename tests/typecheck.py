@@ -16,7 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 TREE = ROOT / "build" / "typecheck"
 # Subpackages that live in their own top-level folder (pyproject's package-dir).
 SUBPACKAGES = ("passes", "hardware", "grammar")

@@ -52,7 +52,7 @@ MIN_POINT = sys.float_info.min
 
 SIZE_PATTERN = r"[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?(?:Ki|Mi|Gi|Ti|[kKMGT])?"
 """An unsigned number as a program writes a size (`4096`, `8_192`, `4Ki`, `1.5k`, `1e6`); the
-grammar's SIZE terminal is this pattern (tests/test_numbers.py checks they agree)."""
+grammar's SIZE terminal is this pattern (tests/lang/test_numbers.py checks they agree)."""
 _NUMBER = re.compile(r"[+-]?(\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)([eE][+-]?\d+)?"
                      r"(Ki|Mi|Gi|Ti|[kKMGT])?")
 _HINT = "try 4096, 4_096, 1e6, 4M = 4*10^6 or 4Mi = 4*2^20"

@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
+
 CPU_LIMIT_S = 10.0
 """The CPU seconds (user + system, every thread of the child) a case may use."""
 CPU_KILL_S = 20

@@ -1,0 +1,1 @@
+"""Tests of `shardc.cli`: commands, streams and exit codes, goldens, hostile input."""

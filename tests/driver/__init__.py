@@ -1,0 +1,1 @@
+"""Tests of `shardc.driver`: compile(), the report as a value and its writers."""

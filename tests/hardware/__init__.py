@@ -1,0 +1,1 @@
+"""Tests of `shardc.hardware`: chip files, their schema, rates and calibrations."""

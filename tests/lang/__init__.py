@@ -1,0 +1,1 @@
+"""Tests of `shardc.lang`: the parser, numbers and the limits on input."""

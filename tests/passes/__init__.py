@@ -1,0 +1,1 @@
+"""Tests of `shardc.passes`: validation, lowering, collectives, costs, schedule."""

@@ -1,0 +1,1 @@
+"""Whole-project checks: layers, lint, citations, packaging, docs, the book corpus."""

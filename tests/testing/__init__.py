@@ -1,0 +1,1 @@
+"""Tests of `shardc.testing`: strategies, checkers, the oracle, `# expect:` lines."""

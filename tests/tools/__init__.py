@@ -1,0 +1,1 @@
+"""Tests of `shardc.tools`: derive, sweep, simulate, plan, limits, xla-check, lsp."""
