@@ -560,3 +560,11 @@ def test_doctests(module: object) -> None:
 
 def test_chip_type_is_exported() -> None:
     assert Chip is chip_module.Chip and hardware.describe is text_module.describe
+
+
+def test_the_old_report_path_names_the_same_functions():
+    """`shardc.hardware.report` moved to `shardc.hardware.text`; the old path re-exports it."""
+    from shardc.hardware import report, text
+
+    assert report.describe is text.describe and report.summary_line is text.summary_line
+    assert report.describe(load("h100")) == text.describe(load("h100"))
