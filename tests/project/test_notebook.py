@@ -75,8 +75,12 @@ def small_plan():
 
 
 def test_plan_repr_is_one_short_line(small_plan):
+    from shardc.tools.plan import notebook
+
     text = repr(small_plan)
     assert text == "<shardc.Plan llama2-13b on 16 tpu-v5p: 8 candidates, best fsdp (X=16) 0.930 s>"
+    assert notebook.short_repr(small_plan) == text  # the notebook module is where it is written
+    assert notebook.render_html(small_plan) == small_plan._repr_html_()
 
 
 def test_plan_html_ranks_the_candidates_and_collapses_the_explanation(small_plan):

@@ -74,3 +74,14 @@ def test_plot(capsys, tmp_path):
     assert code == 0 and "simulated" in out
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {target}" in err
+
+
+def test_every_plot_panel_names_presets_that_exist():
+    """A renamed preset would drop out of its panel without a word."""
+    pytest.importorskip("matplotlib")
+    from shardc.tools.epoch.plot import PANELS
+    from shardc.tools.epoch.presets import PRESETS
+
+    assert PANELS and all(names for _, names in PANELS)
+    missing = [n for _, names in PANELS for n in names if n not in PRESETS]
+    assert not missing, missing
