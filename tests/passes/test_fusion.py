@@ -141,6 +141,29 @@ def test_a_value_read_outside_the_group_is_written() -> None:
     assert _bytes(r) == 4 * 1024 * 2048 * 2  # read A, B; write C, D
 
 
+def test_a_group_is_priced_once_at_its_root() -> None:
+    """`fused_costs` over the ops' own costs: the root carries the group's bytes (read A and B,
+    write C), the members none, and each op keeps its FLOPs."""
+    from shardc.passes.fusion_cost import fused_costs
+
+    ctx = Context(Source("<t>", DIMS + "A: bf16[I, J]\nB: bf16[I, J]\nC = exp(silu(A) * B)\n"))
+    unit = run_passes(ctx)
+    alone = derive_cost(unit.compiled, ctx)
+    fusion = fuse_elementwise(unit.compiled, "gpu")
+    fused = fused_costs(list(alone.ops), unit.compiled, fusion, alone.symbols, False)
+    (group,) = fusion.groups
+    sizes = {sp.Symbol(n, positive=True, integer=True): v for n, v in unit.compiled.dims}
+    for before, after in zip(alone.ops, fused, strict=True):
+        assert after.flops == before.flops
+        if after.index == group.root:
+            assert after.fusion == "loop" and after.fused_into is None
+            assert after.hbm_bytes.subs(sizes) == 3 * 1024 * 2048 * 2
+        else:
+            assert after.fused_into == group.root and after.hbm_bytes == 0 and after.time == 0
+    assert [c.hbm_bytes for c in fused] == [c.hbm_bytes for c in derive_cost(
+        unit.compiled, ctx, fusion).ops]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_fusion_never_adds_bytes_or_changes_flops(prog) -> None:

@@ -1,7 +1,7 @@
 """The parts the validate pass is built from, each from its own module: sizes with `--set`
 applied (`shardc.passes.sizes`), the walk's environment and its diagnostics' helpers
-(`.validate_env`), mesh axes in a subscript (`.validate_layout`), the checks of a `Send`
-(`.validate_send`), the names of hardware (`.validate`), and conditions in the book's form
+(`.validate_env`), an expression's dtype and dims (`.validate_expr`), mesh axes in a
+subscript (`.validate_layout`), the checks of a `Send` (`.validate_send`), the names of hardware (`.validate`), and conditions in the book's form
 (`.conditions`). The pass as a whole is tests/passes/test_validate_pass.py's."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from shardc.passes.context import Context
 from shardc.passes.sizes import known_sizes, size_of
 from shardc.passes.validate import is_hardware_name
 from shardc.passes.validate_env import Env, did_you_mean, where
+from shardc.passes.validate_expr import check_expr
 from shardc.passes.validate_layout import mesh_axes_note, resolve_axes
 from shardc.passes.validate_send import check_send
 
@@ -102,3 +103,23 @@ def test_less_than_decides_as_the_numbers_do(i, j, k):
         point = {I: i, J: j, K: k}
         truth = bool(a.subs(point) < b.subs(point))
         assert (rel if isinstance(rel, bool) else bool(rel.subs(point))) == truth
+
+
+@pytest.mark.parametrize(("expr", "want"), [
+    ("A ·_J B", ("f32", ("I", "K"))),       # the product's dims; bf16 with f32 promotes
+    ("A + S", ("bf16", ("I", "J"))), ("exp(A) * S", ("bf16", ("I", "J"))),
+    ("Sum_{J}(A)", ("bf16", ("I",))),
+    ("A + B", "S010"), ("gelo(A)", "N012"), ("Q", "N011"), ("A ·_K B", "S009"),
+])
+def test_an_expressions_dtype_and_dims_or_its_diagnostic(expr, want):
+    source = Source("t.shard", f"C = {expr}\n")
+    program = parse(source, Diagnostics())
+    env = Env(mesh={"X": 2}, mesh_declared=True, dims={"I": 8, "J": 8, "K": 8},
+              arrays={"A": ("bf16", ("I", "J")), "B": ("f32", ("J", "K")),
+                      "S": ("bf16", ("I", "J"))})
+    ctx = Context(source)
+    got = check_expr(program.statements[0].expr, env, ctx)
+    if isinstance(want, tuple):
+        assert got is not None and got[1:] == want and not ctx.diagnostics.items
+    else:
+        assert got is None and [d.code for d in ctx.diagnostics.items] == [want]
