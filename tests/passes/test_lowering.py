@@ -76,3 +76,20 @@ def test_the_planner_takes_its_steps_from_the_layout_rules():
 def test_explicit_collectives_break_named_rules(kind, axes, dim, refusal):
     lay = L({"I": ("X", "Y"), "J": ()}, {"Z"})
     assert transfer(lay, kind, axes, dim) == refusal
+
+
+def test_the_pass_is_the_walk_and_it_inserts_the_cases_collectives():
+    """`insert-collectives` runs `passes.lower.walk.insert_collectives`; on the sharding
+    chapter's Case 3 (both operands shard the contracted dim) it inserts the AllReduce."""
+    from shardc.lang.source import Source
+    from shardc.passes import lower
+    from shardc.passes.context import Context
+    from shardc.passes.lower import walk
+    from shardc.passes.pipeline import run_passes
+
+    assert lower.insert_collectives is walk.insert_collectives
+    text = "mesh X=2\ndim I=8, J=8, K=8\nA: bf16[I, J_X]\nB: bf16[J_X, K]\nC[I, K] = A ·_J B\n"
+    unit = run_passes(Context(Source("t.shard", text)), stop_after="insert-collectives")
+    kinds = [(type(op).__name__, getattr(op, "op", "")) for op in unit.compiled.ops]
+    assert kinds[-2:] == [("Einsum", ""), ("Collective", "AllReduce")]
+    assert unit.compiled.ops[-1].reason.startswith("Case 3")
