@@ -175,8 +175,10 @@ def placed() -> dict[str, str]:
     return {p.stem: p.parent.name for p in TESTS.glob("*/test_*.py")}
 
 
-def _tracked_text_files() -> list[Path]:
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+def _text_files() -> list[Path]:
+    """The repository's text files, tracked or not yet (git's ignores apply)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                         cwd=ROOT, capture_output=True, check=True)
     paths = [ROOT / name for name in out.stdout.decode().split("\0") if name]
     return [p for p in paths if p.is_file() and p.name not in NOT_REWRITTEN
             and (p.suffix in TEXT or p.parent.name == ".ci")]
@@ -192,7 +194,7 @@ def stale_references(where: dict[str, str]) -> dict[Path, int]:
     """Text files that still name a test module by its old top-level path, with the count."""
     out = {}
     patterns = {name: _reference(name, folder) for name, folder in where.items()}
-    for path in _tracked_text_files():
+    for path in _text_files():
         text = path.read_text(encoding="utf-8", errors="replace")
         n = sum(len(p.findall(text)) for p in patterns.values())
         if n:
