@@ -6,7 +6,8 @@ the file -> folder table and moves files into place; run it after adding a test 
     python -m tests.mirror --check    # say what is out of place; exit 1 if anything is
 
 A file the table does not name goes where its imports point (`infer_folder`); add it to FOLDERS
-so the choice is written down. Moving a file also rewrites `Path(__file__)...` roots into
+so the choice is written down. Modules not named `test_*.py` (conftest.py, paths.py, the shared
+helpers) stay at tests/. Moving a file also rewrites `Path(__file__)...` roots into
 `tests.paths.ROOT`, and every reference to its old path (`tests/test_x.py`, `tests.test_x`) in
 the repository's text files, CHANGELOG.md aside (history names the paths of its day).
 """
@@ -69,15 +70,12 @@ TITLES = {
     "passes": "Tests of `shardc.passes`: validation, lowering, collectives, costs, schedule.",
     "driver": "Tests of `shardc.driver`: compile(), the report as a value and its writers.",
     "tools": "Tests of `shardc.tools`: derive, sweep, simulate, plan, limits, xla-check, lsp.",
-    "cli": "Tests of `shardc.cli`: commands, streams and exit codes, goldens, hostile input.",
+    "cli": "Tests of `shardc.cli`: commands, streams, exit codes, error output, hostile input.",
     "testing": "Tests of `shardc.testing`: strategies, checkers, the oracle, `# expect:` lines.",
-    "project": "Whole-project checks: layers, lint, citations, packaging, docs, the book corpus.",
+    "project": "Whole-project checks: goldens, layers, lint, citations, packaging, docs, the "
+               "book corpus.",
 }
 """The one-line docstring of each folder's `__init__.py`."""
-
-KEPT = frozenset({"__init__.py", "conftest.py", "paths.py", "mirror.py", "typecheck.py",
-                  "toml_text.py"})
-"""Modules that stay at tests/: pytest's conftest and helpers shared by several folders."""
 
 NOT_REWRITTEN = ("CHANGELOG.md",)
 TEXT = {".py", ".md", ".toml", ".json", ".ipynb", ".lark", ".txt", ".yaml", ".shard", ".cfg"}

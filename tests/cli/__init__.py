@@ -1,1 +1,1 @@
-"""Tests of `shardc.cli`: commands, streams and exit codes, goldens, hostile input."""
+"""Tests of `shardc.cli`: commands, streams, exit codes, error output, hostile input."""

@@ -1,1 +1,1 @@
-"""Whole-project checks: layers, lint, citations, packaging, docs, the book corpus."""
+"""Whole-project checks: goldens, layers, lint, citations, packaging, docs, the book corpus."""
