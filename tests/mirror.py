@@ -249,7 +249,8 @@ def leftover_file_uses(path: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.mirror", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tests.mirror",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="report only; exit 1 when anything is "
                     "out of place")
     args = ap.parse_args(argv)

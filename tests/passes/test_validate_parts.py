@@ -1,8 +1,9 @@
 """The parts the validate pass is built from, each from its own module: sizes with `--set`
 applied (`shardc.passes.sizes`), the walk's environment and its diagnostics' helpers
 (`.validate_env`), an expression's dtype and dims (`.validate_expr`), mesh axes in a
-subscript (`.validate_layout`), the checks of a `Send` (`.validate_send`), the names of hardware (`.validate`), and conditions in the book's form
-(`.conditions`). The pass as a whole is tests/passes/test_validate_pass.py's."""
+subscript (`.validate_layout`), the checks of a `Send` (`.validate_send`), the names of
+hardware (`.validate`), and conditions in the book's form (`.conditions`). The pass as a whole
+is tests/passes/test_validate_pass.py's."""
 
 from __future__ import annotations
 
