@@ -554,7 +554,8 @@ def test_every_number_in_a_shipped_file_says_where_it_comes_from(name: str) -> N
 
 @pytest.mark.parametrize("module", [chip_module, text_module, schema_module])
 def test_doctests(module: object) -> None:
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)  # type: ignore[arg-type]
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE  # as tests/project/test_doctests.py
+    result = doctest.testmod(module, optionflags=flags)  # type: ignore[arg-type]
     assert result.failed == 0 and result.attempted > 0
 
 
