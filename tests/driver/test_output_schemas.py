@@ -21,8 +21,8 @@ import jsonschema
 import pytest
 
 from shardc.cli.app import main
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "programs"
 NAMES = ("report", "plan", "derive", "sweep", "limits", "model-show", "xla-check")
 """Every schema a command's `--format json` output names."""

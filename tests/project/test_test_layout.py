@@ -1,13 +1,13 @@
 """The tests mirror the package (tests/mirror.py): each test file in its layer's folder, every
-folder a package (so two files of one name in two folders are two modules), and no text naming a
-test file by a path it has left."""
+folder a package (so two files of one name in two folders are two modules), no text naming a
+test file by a path it has left, and no test finding the repository from its own place."""
 
 from __future__ import annotations
 
 import doctest
 
 import tests.mirror
-from tests.mirror import FOLDERS, misplaced, placed, stale_references
+from tests.mirror import FOLDERS, misplaced, own_roots, placed, stale_references
 from tests.paths import ROOT, TESTS
 
 
@@ -32,6 +32,12 @@ def test_no_text_names_an_old_test_path():
     stale = stale_references(placed())
     assert not stale, "run `python -m tests.mirror` to update:\n" + "\n".join(
         f"{p.relative_to(ROOT)}: {n}" for p, n in stale.items())
+
+
+def test_no_test_file_finds_the_repository_from_its_own_place():
+    rooted = [str(p.relative_to(ROOT)) for p in own_roots()]
+    assert not rooted, "use tests.paths.ROOT (`python -m tests.mirror` rewrites them): " + \
+        ", ".join(rooted)
 
 
 def test_the_mirror_examples():
