@@ -49,7 +49,7 @@ FOLDERS: dict[str, tuple[str, ...]] = {
               "test_card_schema", "test_plan", "test_plan_pipeline", "test_published_runs",
               "test_validation", "test_xla", "test_xla_random", "test_xla_reproducers",
               "test_lsp", "test_tool_parts", "test_xla_statements",
-              "test_sweep_plans", "test_plan_accounting"),
+              "test_sweep_plans", "test_plan_accounting", "test_plan_framework"),
     "cli": ("test_cli_and_api", "test_errors", "test_fuzz", "test_fuzz_inputs",
             "test_fuzz_options", "test_hostile", "test_show", "test_terminal", "test_termwrap",
             "test_command_modules"),
