@@ -38,7 +38,7 @@ FOLDERS: dict[str, tuple[str, ...]] = {
                "test_rename", "test_repeat", "test_reshard_and_plans", "test_schedule",
                "test_send", "test_validate_pass", "test_verify", "test_at_ties",
                "test_properties", "test_strategy_programs", "test_validate_parts",
-               "test_reshard_rules", "test_backward_rules"),
+               "test_reshard_rules", "test_backward_rules", "test_objective"),
     "driver": ("test_document", "test_evaluate", "test_json_text", "test_regions",
                "test_report_api", "test_explain", "test_user_expr", "test_output_schemas",
                "test_schemas", "test_writers", "test_report_functions",

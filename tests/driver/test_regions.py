@@ -159,7 +159,8 @@ def test_regions_of_two_plans_meet_at_their_crossover():
 
 
 def test_the_fsdp_step_has_two_regions_split_at_the_crossover():
-    """Each contraction planned for itself (the whole step's regions: tests/test_objective.py)."""
+    """Each contraction planned for itself (the whole step's regions:
+    tests/passes/test_objective.py)."""
     r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
     regions = r.regions()
     assert len(regions) == 2
