@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import shardc
 from shardc.passes import memo
-from tests.test_layers import MODULES, ROOT, layer_of
+from tests.project.test_layers import MODULES, ROOT, layer_of
 
 CACHE_DECORATORS = {"lru_cache", "cache"}
 EMPTY_CONTAINERS = {"dict", "set", "OrderedDict", "defaultdict", "WeakKeyDictionary",
