@@ -13,8 +13,9 @@ Nothing a key leaves out can change a result, so entries never go stale; each ta
 
 The caches of one compile are not here: they are fields of the object the compile passes
 around (`passes.lower.state.PlanCaches`, `shardc.driver.caches.Memo`). The tables are listed,
-with what each holds, in docs/benchmarks.md ("What is cached"); tests/project/test_layers.py checks
-that no other module of `passes`, the driver, the tools or the CLI keeps a cache of its own.
+with what each holds, in docs/benchmarks.md ("What is cached"); tests/project/test_layers.py
+checks that no other module of `passes`, the driver, the tools or the CLI keeps a cache of its
+own.
 """
 
 from __future__ import annotations
