@@ -29,8 +29,12 @@ def whole_process(path: Path, repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "shardc.cli.app", "compile", str(path)], cwd=ROOT,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "shardc.cli.app", "compile", str(path)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -97,8 +101,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="10,100,500,1000,2000")
     ap.add_argument("--profile", type=int, default=0, help="cProfile a program of N statements")
     args = ap.parse_args()
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}, {platform.system()}")
+    print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}, {platform.system()}"
+    )
     print()
     print("| program | whole-process `shardc compile` (median s) |")
     print("|---|---|")
@@ -110,8 +116,10 @@ def main() -> None:
     for name, t in startup(args.repeat).items():
         print(f"| {name} | {t:.3f} |")
     print()
-    print("| statements | whole process (median s) | parse | validate | insert-collectives | "
-          "derive-cost | evaluate | print |")
+    print(
+        "| statements | whole process (median s) | parse | validate | insert-collectives | "
+        "derive-cost | evaluate | print |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):

@@ -72,16 +72,22 @@ def one_session(text: str, changes: int) -> tuple[float, float, list[float]]:
     startup = time.perf_counter() - t0
     c.send(method="initialized", params={})
     t0 = time.perf_counter()
-    c.send(method="textDocument/didOpen", params={"textDocument": {
-        "uri": URI, "languageId": "shard", "version": 1, "text": text}})
+    c.send(
+        method="textDocument/didOpen",
+        params={"textDocument": {"uri": URI, "languageId": "shard", "version": 1, "text": text}},
+    )
     c.wait_for("textDocument/publishDiagnostics")
     opened = time.perf_counter() - t0
     changed = []
     for k in range(changes):
         t0 = time.perf_counter()
-        c.send(method="textDocument/didChange", params={
-            "textDocument": {"uri": URI, "version": k + 2},
-            "contentChanges": [{"text": text + f"# edit {k}\n"}]})
+        c.send(
+            method="textDocument/didChange",
+            params={
+                "textDocument": {"uri": URI, "version": k + 2},
+                "contentChanges": [{"text": text + f"# edit {k}\n"}],
+            },
+        )
         c.wait_for("textDocument/publishDiagnostics")
         changed.append(time.perf_counter() - t0)
     c.close()
@@ -96,14 +102,18 @@ def main() -> None:
     args = ap.parse_args()
     if args.server:
         SERVER[:] = shlex.split(args.server)
-    docs = {"mlp-fsdp-train.shard": (ROOT / "programs/mlp-fsdp-train.shard").read_text(),
-            f"generated, {args.statements} statements": program(args.statements)}
+    docs = {
+        "mlp-fsdp-train.shard": (ROOT / "programs/mlp-fsdp-train.shard").read_text(),
+        f"generated, {args.statements} statements": program(args.statements),
+    }
     for name, text in docs.items():
         runs = [one_session(text, 3) for _ in range(args.repeat)]
         med = statistics.median
-        print(f"{name}: initialize {med(r[0] for r in runs) * 1000:.0f} ms, "
-              f"didOpen -> diagnostics {med(r[1] for r in runs) * 1000:.0f} ms, "
-              f"didChange -> diagnostics {med(x for r in runs for x in r[2]) * 1000:.0f} ms")
+        print(
+            f"{name}: initialize {med(r[0] for r in runs) * 1000:.0f} ms, "
+            f"didOpen -> diagnostics {med(r[1] for r in runs) * 1000:.0f} ms, "
+            f"didChange -> diagnostics {med(x for r in runs for x in r[2]) * 1000:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -50,9 +50,13 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    cases = {"program(200)": program(200), "shapes(200)": shapes(200, 1),
-             "chain(500)": chain(500), "layers(4)": layers(4),
-             "oracle kinds x 50 (h100)": small(50)}
+    cases = {
+        "program(200)": program(200),
+        "shapes(200)": shapes(200, 1),
+        "chain(500)": chain(500),
+        "layers(4)": layers(4),
+        "oracle kinds x 50 (h100)": small(50),
+    }
     print("| numeric program | before (CPU s) | now (CPU s) | ratio now/before (paired median) |")
     print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,8 +69,11 @@ def main() -> None:
                 old.append(cpu(args.baseline, cmd))
                 new.append(cpu(ROOT, cmd))
             ratio = statistics.median(n / o for n, o in zip(new, old, strict=True))
-            print(f"| {name} | {statistics.median(old):.2f} | {statistics.median(new):.2f} | "
-                  f"{ratio:.2f} |", flush=True)
+            print(
+                f"| {name} | {statistics.median(old):.2f} | {statistics.median(new):.2f} | "
+                f"{ratio:.2f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

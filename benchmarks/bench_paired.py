@@ -32,8 +32,10 @@ def main() -> None:
         old.append(cpu(args.baseline, cmd))
         new.append(cpu(ROOT, cmd))
     ratio = statistics.median(n / o for n, o in zip(new, old, strict=True))
-    print(f"| `shardc {' '.join(cmd)}` | {statistics.median(old):.2f} | "
-          f"{statistics.median(new):.2f} | {ratio:.2f} |")
+    print(
+        f"| `shardc {' '.join(cmd)}` | {statistics.median(old):.2f} | "
+        f"{statistics.median(new):.2f} | {ratio:.2f} |"
+    )
 
 
 if __name__ == "__main__":

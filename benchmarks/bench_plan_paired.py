@@ -29,8 +29,12 @@ def run(root: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one whole `shardc plan` process from the checkout `root`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", LOADER, str(root), *COMMAND], check=True,
-                   stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"})
+    subprocess.run(
+        [sys.executable, "-c", LOADER, str(root), *COMMAND],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -51,8 +55,7 @@ def main() -> None:
     for i, what in enumerate(("wall (s)", "CPU (s)")):
         a, b = [x[i] for x in old], [x[i] for x in new]
         ratio = statistics.median(n / o for n, o in zip(b, a, strict=True))
-        print(f"| {what} | {statistics.median(a):.2f} | {statistics.median(b):.2f} | "
-              f"{ratio:.2f} |")
+        print(f"| {what} | {statistics.median(a):.2f} | {statistics.median(b):.2f} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from benchmarks.gen import program  # noqa: E402
 
 # Runs the CLI of the checkout at argv[1] without installing it: the package-dir mapping of
 # pyproject.toml, by hand (dsl/ is `shardc`; passes/, hardware/, grammar/ its subpackages).
-LOADER = r'''
+LOADER = r"""
 import importlib.util, sys
 root = sys.argv.pop(1)
 def load(name, path, sub):
@@ -43,13 +43,17 @@ for sub in ("passes", "hardware", "grammar"):
 spec.loader.exec_module(pkg)
 from shardc.cli import main
 sys.exit(main(sys.argv[1:]))
-'''
+"""
 
 
 def cpu(root: Path, args: list[str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-c", LOADER, str(root), *args], check=True,
-                   stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"})
+    subprocess.run(
+        [sys.executable, "-c", LOADER, str(root), *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -73,8 +77,10 @@ def main() -> None:
                 old.append(cpu(args.baseline, cmd))
                 new.append(cpu(ROOT, cmd))
             ratio = statistics.median(n / o for n, o in zip(new, old, strict=True))
-            print(f"| {fmt} | {statistics.median(old):.2f} | {statistics.median(new):.2f} | "
-                  f"{ratio:.2f} |")
+            print(
+                f"| {fmt} | {statistics.median(old):.2f} | {statistics.median(new):.2f} | "
+                f"{ratio:.2f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_regions import LOADER  # noqa: E402
 
-CHILD = LOADER.replace("from shardc.cli import main\nsys.exit(main(sys.argv[1:]))", r'''
+CHILD = LOADER.replace(
+    "from shardc.cli import main\nsys.exit(main(sys.argv[1:]))",
+    r"""
 import json, time
 import shardc
 program = sys.argv[1]
@@ -42,12 +44,18 @@ for fmt, write in (("text", lambda x: x.to_text()), ("json", lambda x: x.to_json
     rs = [fresh() for _ in range(3)]
     timed(f"write {fmt} x3", lambda: [write(x) for x in rs])
 print(json.dumps(out))
-''')
+""",
+)
 
 
 def run(root: Path, program: str) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), program], check=True,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), program],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -66,8 +74,10 @@ def main() -> None:
     print("|---|---|---|---|")
     for key in old[0]:
         ratio = statistics.median(n[key] / o[key] for n, o in zip(new, old, strict=True))
-        print(f"| {key} | {statistics.median(o[key] for o in old):.3f} | "
-              f"{statistics.median(n[key] for n in new):.3f} | {ratio:.2f} |")
+        print(
+            f"| {key} | {statistics.median(o[key] for o in old):.3f} | "
+            f"{statistics.median(n[key] for n in new):.3f} | {ratio:.2f} |"
+        )
 
 
 if __name__ == "__main__":

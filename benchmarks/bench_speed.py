@@ -40,18 +40,25 @@ then every module is compiled from source on every run, 0.1 s of a small compile
 
 
 # The child reports its own peak RSS: `wait4`'s would include the parent's pages at fork.
-REPORT_RSS = ("import atexit, resource, runpy, sys; atexit.register(lambda: print('MAXRSS', "
-              "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); "
-              "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__') "
-              "if sys.argv[0].endswith('.py') else runpy.run_module(sys.argv[0], "
-              "run_name='__main__', alter_sys=True)")
+REPORT_RSS = (
+    "import atexit, resource, runpy, sys; atexit.register(lambda: print('MAXRSS', "
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__') "
+    "if sys.argv[0].endswith('.py') else runpy.run_module(sys.argv[0], "
+    "run_name='__main__', alter_sys=True)"
+)
 
 
 def run(cmd: list[str]) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MB) of one whole process, output discarded: `cmd` is a module
     name or a script, then its arguments."""
-    proc = subprocess.Popen([PY, "-c", REPORT_RSS, *cmd], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=ENV)
+    proc = subprocess.Popen(
+        [PY, "-c", REPORT_RSS, *cmd],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
     assert proc.stderr is not None
     err = proc.stderr.read().decode(errors="replace")
     _, status, usage = os.wait4(proc.pid, 0)
@@ -80,9 +87,11 @@ def main() -> None:
     from importlib.metadata import version
 
     jv = "" if args.no_jax else f"; jax {version('jax')}"
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-          f"{platform.python_version()}{jv}; CPU time of each whole process, medians of "
-          f"{args.repeat}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}{jv}; CPU time of each whole process, medians of "
+        f"{args.repeat}"
+    )
     from benchmarks.bench_xla import jax_script
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,8 +102,10 @@ def main() -> None:
             print()
             print(f"### {kind}")
             print()
-            print("| n | einsums | format | shardc CPU (s) | peak RSS (MB) | JAX CPU (s) | "
-                  "shardc / JAX (paired median) |")
+            print(
+                "| n | einsums | format | shardc CPU (s) | peak RSS (MB) | JAX CPU (s) | "
+                "shardc / JAX (paired median) |"
+            )
             print("|---|---|---|---|---|---|---|")
             slopes: dict[str, list[tuple[int, float]]] = {f: [] for f in formats}
             for n in sizes:
@@ -117,8 +128,9 @@ def main() -> None:
                     rss = max(m for _, m in ours[f])
                     slopes[f].append((einsums, t))
                     if theirs:
-                        ratio = statistics.median(c / j for (c, _), j in
-                                                  zip(ours[f], theirs, strict=True))
+                        ratio = statistics.median(
+                            c / j for (c, _), j in zip(ours[f], theirs, strict=True)
+                        )
                         jt = f"{statistics.median(theirs):.2f}"
                         rt = f"{ratio:.2f}"
                     else:
@@ -130,8 +142,10 @@ def main() -> None:
                 if e1 > e0:
                     per = (t1 - t0) / (e1 - e0) * 1e3
                     growth = math.log(t1 / t0) / math.log(e1 / e0)
-                    print(f"- {f}: {per:.2f} ms per einsum from {e0} to {e1} einsums; "
-                          f"growth exponent {growth:.2f}")
+                    print(
+                        f"- {f}: {per:.2f} ms per einsum from {e0} to {e1} einsums; "
+                        f"growth exponent {growth:.2f}"
+                    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ PLAN = ["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "-
 def run(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one process, its output discarded."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=ENV)
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -59,17 +60,25 @@ def startup(repeat: int) -> None:
             theirs.append(run([PY, "-c", "import sympy"])[1])
             ours.append(run(shardc("compile", str(path)))[1])
     diff = statistics.median(o - s for o, s in zip(ours, theirs, strict=True))
-    print("| one-statement `shardc compile` (CPU s) | `python -c 'import sympy'` (CPU s) | "
-          "difference, paired (s) |")
+    print(
+        "| one-statement `shardc compile` (CPU s) | `python -c 'import sympy'` (CPU s) | "
+        "difference, paired (s) |"
+    )
     print("|---|---|---|")
     print(f"| {span(ours)} | {span(theirs)} | {diff:.2f} |")
 
 
 def commands(repeat: int, which: list[str]) -> None:
-    rows = {"plan": [("`shardc " + " ".join(PLAN) + "`", shardc(*PLAN)),
-                     ("`... --jobs 1`", shardc(*PLAN, "--jobs", "1"))],
-            "limits": [("`shardc limits`", shardc("limits")),
-                       ("`shardc limits --format json`", shardc("limits", "--format", "json"))]}
+    rows = {
+        "plan": [
+            ("`shardc " + " ".join(PLAN) + "`", shardc(*PLAN)),
+            ("`... --jobs 1`", shardc(*PLAN, "--jobs", "1")),
+        ],
+        "limits": [
+            ("`shardc limits`", shardc("limits")),
+            ("`shardc limits --format json`", shardc("limits", "--format", "json")),
+        ],
+    }
     todo = [r for w in which if w in rows for r in rows[w]]
     walls: dict[str, list[float]] = {name: [] for name, _ in todo}
     cpus: dict[str, list[float]] = {name: [] for name, _ in todo}
@@ -90,8 +99,10 @@ def main() -> None:
     ap.add_argument("--only", default="startup,plan,limits")
     args = ap.parse_args()
     which = args.only.split(",")
-    print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {args.repeat} repetitions; "
-          "medians (min-max)\n")
+    print(
+        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {args.repeat} repetitions; "
+        "medians (min-max)\n"
+    )
     if "startup" in which:
         startup(args.repeat)
         print()

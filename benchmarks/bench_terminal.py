@@ -23,16 +23,18 @@ import time
 COMMAND = [sys.executable, "-m", "shardc", "hw", "show", "tpu-v5e"]
 
 
-def _walls(runs: list[tuple[str, list[str], dict[str, str]]], repeat: int
-           ) -> list[tuple[str, float]]:
+def _walls(
+    runs: list[tuple[str, list[str], dict[str, str]]], repeat: int
+) -> list[tuple[str, float]]:
     """Each run's median wall time in ms; the runs interleaved (one of each per round), so
     that a change of the machine's load falls on all of them alike."""
     times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     for _ in range(repeat):
         for name, argv, env in runs:
             start = time.perf_counter()
-            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           check=True)
+            subprocess.run(
+                argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+            )
             times[name].append(time.perf_counter() - start)
     return [(name, statistics.median(t) * 1e3) for name, t in times.items()]
 
@@ -41,10 +43,13 @@ def _import_ms(module: str, repeat: int) -> float:
     """The cumulative import time of `module` in a fresh interpreter, in ms (the median)."""
     times = []
     for _ in range(repeat):
-        err = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
-                             capture_output=True, text=True, check=True).stderr
-        last = [line for line in err.splitlines()
-                if re.search(rf"\|\s+{re.escape(module)}$", line)]
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
+        last = [line for line in err.splitlines() if re.search(rf"\|\s+{re.escape(module)}$", line)]
         times.append(int(last[-1].split("|")[1]) / 1e3)
     return statistics.median(times)
 
@@ -58,8 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = [("piped", COMMAND, env)]
     if shutil.which("script"):
         inner = ["script", "-qec", shlex.join(COMMAND), "/dev/null"]
-        runs += [("terminal, NO_COLOR=1", inner, {**env, "NO_COLOR": "1"}),
-                 ("terminal, colour", inner, env)]
+        runs += [
+            ("terminal, NO_COLOR=1", inner, {**env, "NO_COLOR": "1"}),
+            ("terminal, colour", inner, env),
+        ]
     rows = _walls(runs, args.repeat)
     print(f"`{' '.join(['shardc', *COMMAND[3:]])}`, median of {args.repeat} runs")
     print("| run | wall ms |\n|---|---|")

@@ -49,8 +49,14 @@ def run(calls: int, repeat: int) -> list[tuple[str, float, float]]:
             assert a == b, "the cached function disagrees with a fresh one"
             new.append(t1 - t0)
             old.append(t2 - t1)
-        rows.append((name, statistics.median(old), statistics.median(new),
-                     statistics.median(o / n for o, n in zip(old, new, strict=True))))
+        rows.append(
+            (
+                name,
+                statistics.median(old),
+                statistics.median(new),
+                statistics.median(o / n for o, n in zip(old, new, strict=True)),
+            )
+        )
     return rows
 
 
@@ -59,8 +65,10 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    print(f"| quantity | {args.calls} calls, lambdify per call (s) | cached (s) | "
-          "ratio (paired median) |")
+    print(
+        f"| quantity | {args.calls} calls, lambdify per call (s) | cached (s) | "
+        "ratio (paired median) |"
+    )
     print("|---|---|---|---|")
     for name, old, new, ratio in run(args.calls, args.repeat):
         print(f"| {name} | {old:.3f} | {new:.4f} | {ratio:.0f}x |")

@@ -23,8 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PROGRAMS = ("programs/q4-matmul-strategies.shard", "programs/mlp-fsdp-train.shard",
-            "programs/mlp-fsdp-tp-layers-train.shard")
+PROGRAMS = (
+    "programs/q4-matmul-strategies.shard",
+    "programs/mlp-fsdp-train.shard",
+    "programs/mlp-fsdp-tp-layers-train.shard",
+)
 
 
 def edits(text: str) -> dict[str, str]:
@@ -39,7 +42,7 @@ def edits(text: str) -> dict[str, str]:
         if m2:  # the request without its first subscript: `Out[B_X, D]` -> `Out[B, D]`
             request = re.sub(r"_\{?[A-Z]+\}?", "", m2.group(2), count=1)
             if request != m2.group(2):
-                changed = lines[:k] + [m2.group(1) + request + m2.group(3)] + lines[k + 1:]
+                changed = lines[:k] + [m2.group(1) + request + m2.group(3)] + lines[k + 1 :]
                 out["a request"] = "\n".join(changed) + "\n"
             break
     out["a comment"] = text + "# edited\n"
@@ -49,15 +52,17 @@ def edits(text: str) -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=11)
-    ap.add_argument("--stats", action="store_true",
-                    help="then each process-wide table's hits, misses and size (passes.memo)")
+    ap.add_argument(
+        "--stats",
+        action="store_true",
+        help="then each process-wide table's hits, misses and size (passes.memo)",
+    )
     args = ap.parse_args()
     import shardc
     from shardc.passes import memo
 
     shardc.compile("mesh X=2\ndim I=4\nA: f32[I_X]\nB = A\n")  # imports, grammar tables
-    print("| program | edit | cold compile (ms) | warm compile (ms) | warm compile + text "
-          "(ms) |")
+    print("| program | edit | cold compile (ms) | warm compile (ms) | warm compile + text (ms) |")
     print("|---|---|---|---|---|")
     for path in PROGRAMS:
         text = (ROOT / path).read_text()
@@ -77,8 +82,10 @@ def main() -> None:
                 if k % 2 == 0:
                     compiled.append((t1 - t) * 1e3)
                     printed.append((t2 - t) * 1e3)
-            print(f"| {Path(path).name} | {what} | {cold:.0f} | "
-                  f"{statistics.median(compiled):.1f} | {statistics.median(printed):.1f} |")
+            print(
+                f"| {Path(path).name} | {what} | {cold:.0f} | "
+                f"{statistics.median(compiled):.1f} | {statistics.median(printed):.1f} |"
+            )
     if args.stats:
         print("\n| table | hits | misses | entries | size |\n|---|---|---|---|---|")
         for s in memo.stats():

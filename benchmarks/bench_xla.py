@@ -26,10 +26,12 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.gen import program  # noqa: E402
 
 BOOK_EXAMPLE = ROOT / "programs" / "q4-matmul-strategies.shard"
-SHARDC = ("import resource, sys; from shardc.cli.app import main; code = main(['compile', sys.argv[1]]); "
-          "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
-          "sys.exit(code)")
-JAX_SCRIPT = '''\
+SHARDC = (
+    "import resource, sys; from shardc.cli.app import main; code = main(['compile', sys.argv[1]]); "
+    "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
+    "sys.exit(code)"
+)
+JAX_SCRIPT = """\
 import json, os, resource, sys, time
 t0 = time.perf_counter()
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count={devices}"
@@ -52,7 +54,7 @@ compiled = lowered.compile()
 t3 = time.perf_counter()
 print(json.dumps({{"import": t1 - t0, "lower": t2 - t1, "compile": t3 - t2,
                   "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
-'''
+"""
 
 
 def chain(n: int) -> str:
@@ -76,19 +78,33 @@ def jax_script(text: str) -> str:
         for x in st.inputs:
             if x.name not in defined:
                 shape = tuple(p.sizes[d] for d in x.dims)
-                args.append(f"jax.ShapeDtypeStruct({shape}, jnp.{JAX_DTYPES[x.dtype]}, "
-                            f"sharding=spec({spec_args(x.layout)}))")
+                args.append(
+                    f"jax.ShapeDtypeStruct({shape}, jnp.{JAX_DTYPES[x.dtype]}, "
+                    f"sharding=spec({spec_args(x.layout)}))"
+                )
                 defined.add(x.name)
         defined.add(st.target)
-    return JAX_SCRIPT.format(devices=8, shape=tuple(p.mesh.values()), axes=tuple(p.mesh),
-                             n_axes=len(p.mesh), prelude=PRELUDE, function=function,
-                             args=",\n        ".join(args))
+    return JAX_SCRIPT.format(
+        devices=8,
+        shape=tuple(p.mesh.values()),
+        axes=tuple(p.mesh),
+        n_axes=len(p.mesh),
+        prelude=PRELUDE,
+        function=function,
+        args=",\n        ".join(args),
+    )
 
 
 def timed(cmd: list[str]) -> tuple[float, str, str]:
     t0 = time.perf_counter()
-    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return time.perf_counter() - t0, run.stdout, run.stderr
 
 
@@ -115,22 +131,28 @@ def sweep_rate(points: int = 1_000_000) -> tuple[str, float]:
     expr = report.totals["t_lower_s"]
     env = report.environment()
     free = sorted(expr.free_symbols - set(env), key=lambda s: s.name)
-    fn = sp.lambdify(free, expr.subs({s: v for s, v in env.items() if s in expr.free_symbols}),
-                     modules="numpy")
+    fn = sp.lambdify(
+        free, expr.subs({s: v for s, v in env.items() if s in expr.free_symbols}), modules="numpy"
+    )
     side = round(points ** (1 / len(free)))
     axes = np.meshgrid(*[np.linspace(1024, 65536, side) for _ in free], indexing="ij")
     fn(*axes)  # warm up
     t0 = time.perf_counter()
     fn(*axes)
     return f"T_lower({', '.join(s.name for s in free)})", side ** len(free) / (
-        time.perf_counter() - t0)
+        time.perf_counter() - t0
+    )
 
 
 def importtime() -> list[tuple[str, float]]:
     """The costliest imports of a book-example compile (cumulative, from -X importtime)."""
-    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "shardc.cli.app", "compile",
-                          str(BOOK_EXAMPLE)], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "shardc.cli.app", "compile", str(BOOK_EXAMPLE)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     rows = []
     for line in run.stderr.splitlines():
         m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
@@ -146,12 +168,16 @@ def main() -> None:
     args = ap.parse_args()
     import jax
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-          f"{platform.python_version()}, {platform.system()}; jax {jax.__version__}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, {platform.system()}; jax {jax.__version__}"
+    )
     print()
-    print("| statements | einsums | shardc compile (s) | shardc peak RSS (MB) | ms / statement | "
-          "JAX whole process (s) | JAX lower + compile (s) | JAX peak RSS (MB) | "
-          "JAX / shardc |")
+    print(
+        "| statements | einsums | shardc compile (s) | shardc peak RSS (MB) | ms / statement | "
+        "JAX whole process (s) | JAX lower + compile (s) | JAX peak RSS (MB) | "
+        "JAX / shardc |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
@@ -165,14 +191,18 @@ def main() -> None:
             t_jax = statistics.median(t for t, _ in theirs)
             inner = statistics.median(d["lower"] + d["compile"] for _, d in theirs)
             einsums = text.count("·_")
-            print(f"| {n} | {einsums} | {t_ours:.3f} | {max(m for _, m in ours):.0f} | "
-                  f"{1e3 * t_ours / n:.2f} | {t_jax:.3f} | {inner:.3f} | "
-                  f"{max(d['maxrss_kib'] for _, d in theirs) / 1024:.0f} | "
-                  f"{t_jax / t_ours:.2f} |")
+            print(
+                f"| {n} | {einsums} | {t_ours:.3f} | {max(m for _, m in ours):.0f} | "
+                f"{1e3 * t_ours / n:.2f} | {t_jax:.3f} | {inner:.3f} | "
+                f"{max(d['maxrss_kib'] for _, d in theirs) / 1024:.0f} | "
+                f"{t_jax / t_ours:.2f} |"
+            )
     print()
     book = statistics.median(shardc_run(BOOK_EXAMPLE)[0] for _ in range(5))
-    print(f"whole-process `shardc compile {BOOK_EXAMPLE.relative_to(ROOT)}`: {book:.3f} s "
-          "(median of 5)")
+    print(
+        f"whole-process `shardc compile {BOOK_EXAMPLE.relative_to(ROOT)}`: {book:.3f} s "
+        "(median of 5)"
+    )
     print()
     print("| import (cumulative, top level) | s |")
     print("|---|---|")
@@ -180,8 +210,10 @@ def main() -> None:
         print(f"| {name} | {t:.3f} |")
     print()
     what, rate = sweep_rate()
-    print(f"sweep: {what} of programs/two-chip.shard over a numpy grid: {rate:.3g} points/s "
-          "(one sympy.lambdify, numpy backend)")
+    print(
+        f"sweep: {what} of programs/two-chip.shard over a numpy grid: {rate:.3g} points/s "
+        "(one sympy.lambdify, numpy backend)"
+    )
 
 
 if __name__ == "__main__":

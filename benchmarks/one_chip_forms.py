@@ -37,14 +37,20 @@ FORMS = {
     "waves": ("t + max(w a, b)", None),
     "exposed math": ("t + max(a, b + c a)", np.arange(0.0, 1.0001, 0.02)),
     "power cap": ("max(t + max(a / k, b), a)", None),
-    "power cap + overlap": ("max(t + max(a / k, b) + c min(a / k, b), a)",
-                            np.arange(0.0, 1.0001, 0.05)),
-    "power cap + p-norm": ("max(t + ((a / k)^p + b^p)^(1/p), a)",
-                           np.array([1.5, 2.0, 2.5, 3.0, 4.0, 6.0])),
+    "power cap + overlap": (
+        "max(t + max(a / k, b) + c min(a / k, b), a)",
+        np.arange(0.0, 1.0001, 0.05),
+    ),
+    "power cap + p-norm": (
+        "max(t + ((a / k)^p + b^p)^(1/p), a)",
+        np.array([1.5, 2.0, 2.5, 3.0, 4.0, 6.0]),
+    ),
     "power cap + waves": ("max(t + max(w a / k, b), w a)", None),
     "power cap + split-K": ("max(n t + max(a / k, b), a)", None),
-    "power cap + exposed math (shipped)": ("max(t + max(a / k, b + c a / k), a)",
-                                           np.arange(0.0, 1.0001, 0.02)),
+    "power cap + exposed math (shipped)": (
+        "max(t + max(a / k, b + c a / k), a)",
+        np.arange(0.0, 1.0001, 0.02),
+    ),
 }
 ETA_MXU = np.arange(0.60, 0.8001, 0.005)
 ETA_HBM = np.arange(0.85, 0.9501, 0.0025)
@@ -133,7 +139,7 @@ def main() -> None:
     results = {}
     for name, (_, xs) in FORMS.items():
         best = None
-        for x in (xs if xs is not None else [None]):
+        for x in xs if xs is not None else [None]:
             pred = np.maximum(cal.t_dispatch, model(name, a, b, w, k, tc, x, n))
             err = (((pred - med) / med)[..., used] ** 2).sum(axis=-1)
             i = np.unravel_index(int(np.argmin(err)), err.shape)
@@ -153,9 +159,15 @@ def main() -> None:
         print(f"| {r.case} | {r.role} | " + " | ".join(cells) + " |")
     inside = [int((abs(results[n][4] - 1) <= 0.10 + 1e-9).sum()) for n in names]
     print("| rows within 10% | | " + " | ".join(f"{c} of {len(rows)}" for c in inside) + " |")
-    print("| fitted: eta_mxu, eta_hbm, t_call (, c or p) | | " + " | ".join(
-        f"{results[n][0]:.3f}, {results[n][1]:.4f}, {results[n][2] * 1e6:.1f} us"
-        + (f", {results[n][3]:g}" if results[n][3] is not None else "") for n in names) + " |")
+    print(
+        "| fitted: eta_mxu, eta_hbm, t_call (, c or p) | | "
+        + " | ".join(
+            f"{results[n][0]:.3f}, {results[n][1]:.4f}, {results[n][2] * 1e6:.1f} us"
+            + (f", {results[n][3]:g}" if results[n][3] is not None else "")
+            for n in names
+        )
+        + " |"
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,7 @@ class Row:
     def expected_ratio(self) -> float | None:
         """The calibrated step over the measured step (1 is exact)."""
         m = self.measured_step_s
-        return None if m is None or self.t_step_expected_s is None else \
-            self.t_step_expected_s / m
+        return None if m is None or self.t_step_expected_s is None else self.t_step_expected_s / m
 
 
 def runs() -> list[dict]:
@@ -69,11 +68,15 @@ def evaluate(run: dict) -> Row:
 
     card = models.load(run["card"])
     chip = hardware.load(run["hw"])
-    options = Options(remat=run.get("remat", "none"), attention=run.get("attention", "materialized"),
-                      zero=run.get("zero", 0), schedule=run.get("schedule", "1f1b"),
-                      virtual_stages=run.get("virtual_stages", 2),
-                      sequence_parallel=run.get("sequence_parallel", True),
-                      dropout=run.get("dropout", 0.0))
+    options = Options(
+        remat=run.get("remat", "none"),
+        attention=run.get("attention", "materialized"),
+        zero=run.get("zero", 0),
+        schedule=run.get("schedule", "1f1b"),
+        virtual_stages=run.get("virtual_stages", 2),
+        sequence_parallel=run.get("sequence_parallel", True),
+        dropout=run.get("dropout", 0.0),
+    )
     only = _layout_flag(run["layout"], chip, run["chips"])
     seq = run.get("seq", card.seq_len)
     p = plan(card, chip, run["chips"], run["sequences"] * seq, seq, options=options, only=only)
@@ -84,28 +87,41 @@ def evaluate(run: dict) -> Row:
     else:
         scale = 0.75 if run.get("recompute") else 1.0
         measured = run["tflops_per_gpu"] * 1e12 * scale / peak
-    flags = [f"--{k} {run[k]}" for k in ("seq", "remat", "attention", "zero", "dropout")
-             if k in run]
+    flags = [
+        f"--{k} {run[k]}" for k in ("seq", "remat", "attention", "zero", "dropout") if k in run
+    ]
     if "schedule" in run:
         flags.append(f"--pipeline-schedule {run['schedule']}")
     if "virtual_stages" in run:
         flags.append(f"--virtual-stages {run['virtual_stages']}")
     if not run.get("sequence_parallel", True):
         flags.append("--no-sequence-parallel")
-    command = (f"shardc plan --card {run['card']} --hw {run['hw']} --chips {run['chips']} "
-               f"--batch {run['sequences'] * seq} --layout '{run['layout']}' "
-               + " ".join(flags)).strip()
+    command = (
+        f"shardc plan --card {run['card']} --hw {run['hw']} --chips {run['chips']} "
+        f"--batch {run['sequences'] * seq} --layout '{run['layout']}' " + " ".join(flags)
+    ).strip()
     f = c.figures
-    return Row(run["set"], run["label"], run["source"], command, measured,
-               f.get("mfu") if c.evaluated else None, f.get("t_step_s"),
-               f.get("fits") if c.evaluated else None, c.reason,
-               f.get("mfu_expected") if c.evaluated else None, f.get("t_step_expected_s"))
+    return Row(
+        run["set"],
+        run["label"],
+        run["source"],
+        command,
+        measured,
+        f.get("mfu") if c.evaluated else None,
+        f.get("t_step_s"),
+        f.get("fits") if c.evaluated else None,
+        c.reason,
+        f.get("mfu_expected") if c.evaluated else None,
+        f.get("t_step_expected_s"),
+    )
 
 
 def table(rows: list[Row]) -> str:
-    out = ["| set | run | measured MFU | roofline MFU | calibrated MFU | measured step | "
-           "roofline step | calibrated step | calibrated / measured | fits | command |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| set | run | measured MFU | roofline MFU | calibrated MFU | measured step | "
+        "roofline step | calibrated step | calibrated / measured | fits | command |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{x:.1%}"
@@ -115,12 +131,15 @@ def table(rows: list[Row]) -> str:
 
     for r in rows:
         er = r.expected_ratio
-        ratio = "-" if er is None else f"{er:.2f}" + (" (within 15%)" if abs(er - 1) <= 0.15
-                                                     else "")
+        ratio = (
+            "-" if er is None else f"{er:.2f}" + (" (within 15%)" if abs(er - 1) <= 0.15 else "")
+        )
         fits = {True: "yes", False: "no", None: "-"}[r.fits]
-        out.append(f"| {r.set} | {r.label} | {r.measured_mfu:.1%} | {pct(r.predicted_mfu)} | "
-                   f"{pct(r.expected_mfu)} | {sec(r.measured_step_s)} | {sec(r.t_step_s)} | "
-                   f"{sec(r.t_step_expected_s)} | {ratio} | {fits} | `{r.command}` |")
+        out.append(
+            f"| {r.set} | {r.label} | {r.measured_mfu:.1%} | {pct(r.predicted_mfu)} | "
+            f"{pct(r.expected_mfu)} | {sec(r.measured_step_s)} | {sec(r.t_step_s)} | "
+            f"{sec(r.t_step_expected_s)} | {ratio} | {fits} | `{r.command}` |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -130,8 +149,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = [evaluate(r) for r in runs()]
     if args.json:
-        json.dump([{**r.__dict__, "ratio": r.ratio, "measured_step_s": r.measured_step_s,
-                    "expected_ratio": r.expected_ratio} for r in rows], sys.stdout, indent=2)
+        json.dump(
+            [
+                {
+                    **r.__dict__,
+                    "ratio": r.ratio,
+                    "measured_step_s": r.measured_step_s,
+                    "expected_ratio": r.expected_ratio,
+                }
+                for r in rows
+            ],
+            sys.stdout,
+            indent=2,
+        )
         print()
     else:
         sys.stdout.write(table(rows))

@@ -30,16 +30,30 @@ from shardc.driver.api import compile
 from shardc.hardware.calibration import Calibration, ClockFit, Row, calibration_toml
 from shardc.tools.calibrate.fit import fit, table
 
-HELD_OUT = ("square_8192", "sweep_B32", "sweep_B128", "sweep_B512", "sweep_B2048",
-            "sweep_B8192", "ew_mul_256MiB", "ew_add_512MiB", "ew_mul_1024MiB", "ew_add_2048MiB",
-            "ew_silu_mul_256MiB", "ew_silu_mul_512MiB", "ew_silu_mul_1024MiB",
-            "ew_silu_mul_2048MiB")
+HELD_OUT = (
+    "square_8192",
+    "sweep_B32",
+    "sweep_B128",
+    "sweep_B512",
+    "sweep_B2048",
+    "sweep_B8192",
+    "ew_mul_256MiB",
+    "ew_add_512MiB",
+    "ew_mul_1024MiB",
+    "ew_add_2048MiB",
+    "ew_silu_mul_256MiB",
+    "ew_silu_mul_512MiB",
+    "ew_silu_mul_1024MiB",
+    "ew_silu_mul_2048MiB",
+)
 """Rows the fit never sees: every other size of each sweep, every fused silu(A) * B, and (in
 `row`) every f32 product."""
 
-DEPENDS = {"f32": "f32 rate: the chip file's TF32 (default, high) or f32 (highest) rate, "
-                  "with --matmul-precision",
-           "silu": "fusion: silu and * in one kernel (3 array passes), as XLA fuses them"}
+DEPENDS = {
+    "f32": "f32 rate: the chip file's TF32 (default, high) or f32 (highest) rate, "
+    "with --matmul-precision",
+    "silu": "fusion: silu and * in one kernel (3 array passes), as XLA fuses them",
+}
 
 
 def shape(case: str) -> tuple[str, str, dict[str, int]]:
@@ -89,8 +103,9 @@ def row(case: str, median: float, low: float, p90: float) -> Row:
         moved = width * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])
         role = "held-out" if case in HELD_OUT or dtype == "f32" else "fit"
         precision = case.rsplit("_", 1)[1] if dtype == "f32" else "default"
-        return Row(case, "matmul", dtype, flops, float(moved), median, low, p90, role, None, "",
-                   precision)
+        return Row(
+            case, "matmul", dtype, flops, float(moved), median, low, p90, role, None, "", precision
+        )
     moved = 3.0 * width * s["R"] * s["M"]
     role = "held-out" if case in HELD_OUT else "fit"
     return Row(case, "elementwise", dtype, 0.0, moved, median, low, p90, role)
@@ -127,37 +142,65 @@ def read_clock(path: str) -> ClockFit | None:
     ClockFit(boost_mhz=1980.0, sustained_mhz=1725.0, power_w=566.0)
     """
     text = Path(path).read_text(encoding="utf-8")
-    m = re.search(r"SM clock\s+(\d+(?:\.\d+)?)\s*MHz[^.]*?(\d+(?:\.\d+)?)\s*MHz\s+at\s+"
-                  r"(\d+(?:\.\d+)?)\s*W", text)
+    m = re.search(
+        r"SM clock\s+(\d+(?:\.\d+)?)\s*MHz[^.]*?(\d+(?:\.\d+)?)\s*MHz\s+at\s+"
+        r"(\d+(?:\.\d+)?)\s*W",
+        text,
+    )
     return ClockFit(float(m[1]), float(m[2]), float(m[3])) if m else None
 
 
 def write_fit(table_path: str, out: str, chip_name: str = "h200") -> None:
     chip = hardware.load(chip_name)
     clock = read_clock(table_path)
-    f = fit(read_table(table_path), lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw,
-            clock.k_boost if clock is not None else 1.0, exposed=True)
+    f = fit(
+        read_table(table_path),
+        lambda d, p: chip.matmul_rate(d, p).value,
+        chip.hbm_bw,
+        clock.k_boost if clock is not None else 1.0,
+        exposed=True,
+    )
     print(table(f), file=sys.stderr)
     cal = Calibration(
-        chip.name, f.eta_mxu, f.eta_hbm, f.t_call, f.t_dispatch, "measured",
-        (("kind", "measured"),
-         ("command", "single ops timed with JAX: a loop of calls lasting at least 5 ms ended by "
-                     "block_until_ready, 30 samples after 3 warm-up calls; fitted by "
-                     "benchmarks/validate_one_chip.py --fit"),
-         ("date", "2026-11-27"),
-         ("software", "JAX 0.11.2, XLA:GPU (cuBLASLt)"),
-         ("device", "NVIDIA H200 SXM (SM clock 1980 MHz at start, 1725 MHz power-limited at "
-                    "566 W in large products)"),
-         ("fit", "least squares on relative error of the median over the rows with role "
-                 "\"fit\"; \"held-out\" rows (every other size, the fused silu(A) * B, the f32 "
-                 "products at each precision) are predicted")),
+        chip.name,
+        f.eta_mxu,
+        f.eta_hbm,
+        f.t_call,
+        f.t_dispatch,
+        "measured",
+        (
+            ("kind", "measured"),
+            (
+                "command",
+                "single ops timed with JAX: a loop of calls lasting at least 5 ms ended by "
+                "block_until_ready, 30 samples after 3 warm-up calls; fitted by "
+                "benchmarks/validate_one_chip.py --fit",
+            ),
+            ("date", "2026-11-27"),
+            ("software", "JAX 0.11.2, XLA:GPU (cuBLASLt)"),
+            (
+                "device",
+                "NVIDIA H200 SXM (SM clock 1980 MHz at start, 1725 MHz power-limited at "
+                "566 W in large products)",
+            ),
+            (
+                "fit",
+                "least squares on relative error of the median over the rows with role "
+                '"fit"; "held-out" rows (every other size, the fused silu(A) * B, the f32 '
+                "products at each precision) are predicted",
+            ),
+        ),
         f.rows,
         # one chip measures no network: keep the shipped collective figures
         network=chip.calibration.network if chip.calibration is not None else (),
-        clock=clock, exposed=f.exposed)
-    header = ("NVIDIA H200 SXM calibration: efficiency figures fitted to single ops timed on one "
-              "GPU.\nWritten by benchmarks/validate_one_chip.py --fit; the rows are the "
-              "measurements.")
+        clock=clock,
+        exposed=f.exposed,
+    )
+    header = (
+        "NVIDIA H200 SXM calibration: efficiency figures fitted to single ops timed on one "
+        "GPU.\nWritten by benchmarks/validate_one_chip.py --fit; the rows are the "
+        "measurements."
+    )
     Path(out).write_text(calibration_toml(cal, header), encoding="utf-8")
 
 
@@ -171,19 +214,24 @@ def validate(chip_name: str = "h200") -> str:
     chip = hardware.load(chip_name)
     cal = chip.calibration
     assert cal is not None, f"{chip_name} has no calibration"
-    out = ["| case | role | T_lower | T_expected | median | min | T_lower/min | "
-           "T_expected/median | depends on |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| case | role | T_lower | T_expected | median | min | T_lower/min | "
+        "T_expected/median | depends on |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in cal.rows:
         if r.kind == "dispatch":
             continue
-        rep = compile(program(r.case), hw=chip, name=f"{r.case}.shard",
-                      matmul_precision=r.precision)  # type: ignore[arg-type]
+        rep = compile(
+            program(r.case), hw=chip, name=f"{r.case}.shard", matmul_precision=r.precision
+        )  # type: ignore[arg-type]
         low = rep.value(rep.totals["t_lower_s"])
         exp = rep.value(rep.totals["t_expected_s"])
         dep = next((v.split(":")[0] for k, v in DEPENDS.items() if k in r.case), "")
-        out.append(f"| {r.case} | {r.role} | {_fmt(low)} | {_fmt(exp)} | {_fmt(r.median_s)} | "
-                   f"{_fmt(r.min_s)} | {low / r.min_s:.2f} | {exp / r.median_s:.2f} | {dep} |")
+        out.append(
+            f"| {r.case} | {r.role} | {_fmt(low)} | {_fmt(exp)} | {_fmt(r.median_s)} | "
+            f"{_fmt(r.min_s)} | {low / r.min_s:.2f} | {exp / r.median_s:.2f} | {dep} |"
+        )
     return "\n".join(out) + "\n"
 
 

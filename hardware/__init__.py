@@ -42,9 +42,26 @@ __all__ = [
     "summary_line",
 ]
 
-_HOME = {"DTYPES": "schema", "RATES": "schema", **dict.fromkeys(
-    ("FALLBACKS", "PRECISIONS", "Rate", "Chip", "FlopsTable", "HardwareError", "available",
-     "describe", "load", "load_calibration", "summary_line"), "chip")}
+_HOME = {
+    "DTYPES": "schema",
+    "RATES": "schema",
+    **dict.fromkeys(
+        (
+            "FALLBACKS",
+            "PRECISIONS",
+            "Rate",
+            "Chip",
+            "FlopsTable",
+            "HardwareError",
+            "available",
+            "describe",
+            "load",
+            "load_calibration",
+            "summary_line",
+        ),
+        "chip",
+    ),
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -63,12 +63,23 @@ MAX_MHZ = 1e5
 """The highest clock a `[clock]` table may give (100 GHz: past any chip)."""
 MAX_HALF_RANKS = 2**32
 """The largest group a half size may be measured at (the device count's limit)."""
-_ROW_KEYS = ("case", "kind", "dtype", "precision", "flops", "bytes", "median_s", "min_s",
-             "p90_s", "fitted_s", "role", "note")
+_ROW_KEYS = (
+    "case",
+    "kind",
+    "dtype",
+    "precision",
+    "flops",
+    "bytes",
+    "median_s",
+    "min_s",
+    "p90_s",
+    "fitted_s",
+    "role",
+    "note",
+)
 PRECISIONS = ("default", "high", "highest")
 """A product's `jax.lax.Precision` (what an f32 product's rate depends on)."""
-_REQUIRED = {"measured": ("command", "date", "software", "device", "fit"),
-             "published": ("source",)}
+_REQUIRED = {"measured": ("command", "date", "software", "device", "fit"), "published": ("source",)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +203,12 @@ class Calibration:
 
     def values(self) -> dict[str, float]:
         """The efficiency symbols' values, by symbol name."""
-        return {"eta_mxu": self.eta_mxu, "eta_hbm": self.eta_hbm, "t_call": self.t_call,
-                "t_dispatch": self.t_dispatch}
+        return {
+            "eta_mxu": self.eta_mxu,
+            "eta_hbm": self.eta_hbm,
+            "t_call": self.t_call,
+            "t_dispatch": self.t_dispatch,
+        }
 
     def describe_source(self) -> str:
         p = dict(self.provenance)
@@ -241,23 +256,30 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
             raise where.fail(table, "", f"missing table [{table}]")
     name = _text(doc, "", "chip", where)
     if chip is not None and name != chip:
-        raise where.fail("chip", "", f"field chip is {name!r} but this calibration is for "
-                         f"{chip!r}")
+        raise where.fail("chip", "", f"field chip is {name!r} but this calibration is for {chip!r}")
     eta_mxu = _fraction(doc, "matmul", "efficiency", where)
     eta_hbm = _fraction(doc, "hbm", "efficiency", where)
     launch = _floor(doc, "call", "launch_s", where)
     dispatch = _floor(doc, "call", "dispatch_s", where)
     kind = _text(doc, "provenance", "kind", where)
     if kind not in PROVENANCE_KINDS:
-        raise where.fail("kind", "provenance", f"field [provenance].kind is {kind!r}; expected "
-                         f"one of {', '.join(PROVENANCE_KINDS)}")
+        raise where.fail(
+            "kind",
+            "provenance",
+            f"field [provenance].kind is {kind!r}; expected one of {', '.join(PROVENANCE_KINDS)}",
+        )
     prov = doc["provenance"]
     for key in _REQUIRED[kind]:
         if key not in prov:
-            raise where.fail("kind", "provenance", f"missing field [provenance].{key} (a "
-                             f"{kind} calibration says {', '.join(_REQUIRED[kind])})")
-    provenance = tuple((k, _text(doc, "provenance", k, where)) for k in _TABLES["provenance"]
-                       if k in prov)
+            raise where.fail(
+                "kind",
+                "provenance",
+                f"missing field [provenance].{key} (a "
+                f"{kind} calibration says {', '.join(_REQUIRED[kind])})",
+            )
+    provenance = tuple(
+        (k, _text(doc, "provenance", k, where)) for k in _TABLES["provenance"] if k in prov
+    )
     rows = _rows(doc.get("rows", []), where)
     note = _text(doc, "", "note", where) if "note" in doc else ""
     network = _network(doc.get("network", {}), where)
@@ -265,13 +287,29 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
     clock = _clock(doc, where) if "clock" in doc else None
     exposed = None
     if "exposed" in doc["matmul"]:
-        exposed = _number(doc["matmul"]["exposed"], "[matmul].exposed", "exposed", "matmul",
-                          where)
+        exposed = _number(doc["matmul"]["exposed"], "[matmul].exposed", "exposed", "matmul", where)
         if not 0 <= exposed <= 1:
-            raise where.fail("exposed", "matmul", "field [matmul].exposed must be from 0 to 1, "
-                             f"got {doc['matmul']['exposed']!r}")
-    return Calibration(name, eta_mxu, eta_hbm, launch, dispatch, kind, provenance, rows, note,
-                       path, network, overlap, clock, exposed)
+            raise where.fail(
+                "exposed",
+                "matmul",
+                f"field [matmul].exposed must be from 0 to 1, got {doc['matmul']['exposed']!r}",
+            )
+    return Calibration(
+        name,
+        eta_mxu,
+        eta_hbm,
+        launch,
+        dispatch,
+        kind,
+        provenance,
+        rows,
+        note,
+        path,
+        network,
+        overlap,
+        clock,
+        exposed,
+    )
 
 
 def _clock(doc: dict, where: _Locator) -> ClockFit:
@@ -286,13 +324,20 @@ def _clock(doc: dict, where: _Locator) -> ClockFit:
             raise where.fail("clock", "", f"missing field [clock].{key}")
         x = _number(table[key], f"[clock].{key}", key, "clock", where)
         if not 0 < x <= MAX_MHZ:
-            raise where.fail(key, "clock", f"field [clock].{key} must be above 0 and at most "
-                             f"{MAX_MHZ:g}, got {table[key]!r}")
+            raise where.fail(
+                key,
+                "clock",
+                f"field [clock].{key} must be above 0 and at most {MAX_MHZ:g}, got {table[key]!r}",
+            )
         got[key] = x
     if got["boost_mhz"] < got["sustained_mhz"]:
-        raise where.fail("boost_mhz", "clock", "field [clock].boost_mhz must be at least "
-                         f"[clock].sustained_mhz ({got['sustained_mhz']:g}), got "
-                         f"{table['boost_mhz']!r}")
+        raise where.fail(
+            "boost_mhz",
+            "clock",
+            "field [clock].boost_mhz must be at least "
+            f"[clock].sustained_mhz ({got['sustained_mhz']:g}), got "
+            f"{table['boost_mhz']!r}",
+        )
     return ClockFit(got["boost_mhz"], got["sustained_mhz"], got.get("power_w"))
 
 
@@ -303,40 +348,63 @@ def _overlap(doc: dict, where: _Locator) -> OverlapFit:
     source = _text(doc, "overlap", "source", where)
     elements = contention = None
     if "prefetch_elements" in table:
-        elements = _number(table["prefetch_elements"], "[overlap].prefetch_elements",
-                           "prefetch_elements", "overlap", where)
+        elements = _number(
+            table["prefetch_elements"],
+            "[overlap].prefetch_elements",
+            "prefetch_elements",
+            "overlap",
+            where,
+        )
         if not 0 <= elements <= MAX_HALF_BYTES:
-            raise where.fail("prefetch_elements", "overlap", "field [overlap].prefetch_elements "
-                             f"must be from 0 to {MAX_HALF_BYTES:g}, got "
-                             f"{table['prefetch_elements']!r}")
+            raise where.fail(
+                "prefetch_elements",
+                "overlap",
+                "field [overlap].prefetch_elements "
+                f"must be from 0 to {MAX_HALF_BYTES:g}, got "
+                f"{table['prefetch_elements']!r}",
+            )
     if "contention" in table:
-        contention = _number(table["contention"], "[overlap].contention", "contention",
-                             "overlap", where)
+        contention = _number(
+            table["contention"], "[overlap].contention", "contention", "overlap", where
+        )
         if not 0 <= contention <= 1:
-            raise where.fail("contention", "overlap", "field [overlap].contention must be "
-                             f"from 0 to 1, got {table['contention']!r}")
+            raise where.fail(
+                "contention",
+                "overlap",
+                f"field [overlap].contention must be from 0 to 1, got {table['contention']!r}",
+            )
     return OverlapFit(source, elements, contention)
 
 
 def _network(value: Any, where: _Locator) -> tuple[NetworkFit, ...]:
     """The `[network.<level>]` tables: each level's efficiency curve, latency and source."""
     if not isinstance(value, dict):
-        raise where.fail("network", "", f"[network] must be a table of levels "
-                         f"([network.ib], ...), got {describe_value(value)[:80]}")
+        raise where.fail(
+            "network",
+            "",
+            f"[network] must be a table of levels "
+            f"([network.ib], ...), got {describe_value(value)[:80]}",
+        )
     fits: dict[str, NetworkFit] = {}
     for level, table in value.items():
         name = f"network.{level}"
         if level not in NETWORK_LEVELS:
-            raise where.fail(name, "", f"unknown network level [network.{level}]"
-                             f"{did_you_mean(level, NETWORK_LEVELS)}; expected one of "
-                             f"{', '.join(NETWORK_LEVELS)}")
+            raise where.fail(
+                name,
+                "",
+                f"unknown network level [network.{level}]"
+                f"{did_you_mean(level, NETWORK_LEVELS)}; expected one of "
+                f"{', '.join(NETWORK_LEVELS)}",
+            )
         if not isinstance(table, dict):
-            raise where.fail(name, "", f"[network.{level}] must be a table, got "
-                             f"{describe_value(table)[:80]}")
+            raise where.fail(
+                name, "", f"[network.{level}] must be a table, got {describe_value(table)[:80]}"
+            )
         for key in table:
             if key not in _NETWORK_KEYS:
-                raise where.fail(key, name, f"unknown field [{name}].{key}"
-                                 f"{did_you_mean(key, _NETWORK_KEYS)}")
+                raise where.fail(
+                    key, name, f"unknown field [{name}].{key}{did_you_mean(key, _NETWORK_KEYS)}"
+                )
         sub = {name: table}
         for key in ("efficiency", "half_bytes", "source"):
             if key not in table:
@@ -344,21 +412,29 @@ def _network(value: Any, where: _Locator) -> tuple[NetworkFit, ...]:
         eta = _fraction(sub, name, "efficiency", where)
         half = _number(table["half_bytes"], f"[{name}].half_bytes", "half_bytes", name, where)
         if not 0 <= half <= MAX_HALF_BYTES:
-            raise where.fail("half_bytes", name, f"field [{name}].half_bytes must be from 0 to "
-                             f"{MAX_HALF_BYTES:g} bytes, got {table['half_bytes']!r}")
+            raise where.fail(
+                "half_bytes",
+                name,
+                f"field [{name}].half_bytes must be from 0 to "
+                f"{MAX_HALF_BYTES:g} bytes, got {table['half_bytes']!r}",
+            )
         latency = _floor(sub, name, "latency_s", where) if "latency_s" in table else None
         ranks = None
         if "half_ranks" in table:
-            ranks = _number(table["half_ranks"], f"[{name}].half_ranks", "half_ranks", name,
-                            where)
+            ranks = _number(table["half_ranks"], f"[{name}].half_ranks", "half_ranks", name, where)
             if not 2 <= ranks <= MAX_HALF_RANKS or not float(ranks).is_integer():
-                raise where.fail("half_ranks", name, f"field [{name}].half_ranks must be a "
-                                 f"whole number from 2 to {MAX_HALF_RANKS:g}, got "
-                                 f"{table['half_ranks']!r}")
+                raise where.fail(
+                    "half_ranks",
+                    name,
+                    f"field [{name}].half_ranks must be a "
+                    f"whole number from 2 to {MAX_HALF_RANKS:g}, got "
+                    f"{table['half_ranks']!r}",
+                )
         source = _text(sub, name, "source", where)
         note = _text(sub, name, "note", where) if "note" in table else ""
-        fits[level] = NetworkFit(level, eta, half, source, latency, note,
-                                 None if ranks is None else float(ranks))
+        fits[level] = NetworkFit(
+            level, eta, half, source, latency, note, None if ranks is None else float(ranks)
+        )
     return tuple(fits[lv] for lv in NETWORK_LEVELS if lv in fits)
 
 
@@ -378,17 +454,19 @@ class _Locator:
                 seen += 1 if current == table else 0
                 continue
             if s.startswith("[") and "]" in s:
-                current = s[1:s.index("]")].strip()
+                current = s[1 : s.index("]")].strip()
                 if not table and current == key:
                     return n
                 continue
-            if current == table and (index is None or seen == index) and re.match(
-                    rf"\"?{re.escape(key)}\"?\s*=", s):
+            if (
+                current == table
+                and (index is None or seen == index)
+                and re.match(rf"\"?{re.escape(key)}\"?\s*=", s)
+            ):
                 return n
         return None
 
-    def fail(self, key: str, table: str, message: str, index: int | None = None
-             ) -> HardwareError:
+    def fail(self, key: str, table: str, message: str, index: int | None = None) -> HardwareError:
         n = self.line(key, table, index)
         at = f"{self.path}:{n}" if n is not None else self.path
         field = f"[{table}].{key}" if table else key
@@ -401,16 +479,22 @@ def _text(doc: dict, table: str, key: str, where: _Locator) -> str:
     if value is None:
         raise where.fail(key, table, f"missing field {field}")
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
-        raise where.fail(key, table, f"field {field} must be a non-empty string of at most "
-                         f"{MAX_TEXT} characters, got {describe_value(value)[:80]}")
+        raise where.fail(
+            key,
+            table,
+            f"field {field} must be a non-empty string of at most "
+            f"{MAX_TEXT} characters, got {describe_value(value)[:80]}",
+        )
     return value
 
 
-def _number(value: Any, field: str, key: str, table: str, where: _Locator,
-            index: int | None = None) -> float:
+def _number(
+    value: Any, field: str, key: str, table: str, where: _Locator, index: int | None = None
+) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise where.fail(key, table, f"field {field} must be a number, got "
-                         f"{describe_value(value)[:80]}", index)
+        raise where.fail(
+            key, table, f"field {field} must be a number, got {describe_value(value)[:80]}", index
+        )
     if not math.isfinite(value):
         raise where.fail(key, table, f"field {field} must be finite, got {value!r}", index)
     return float(value)
@@ -432,26 +516,36 @@ def _floor(doc: dict, table: str, key: str, where: _Locator) -> float:
         raise where.fail(table, "", f"missing field {field}")
     x = _number(doc[table][key], field, key, table, where)
     if x < 0 or x > 1:
-        raise where.fail(key, table, f"field {field} must be from 0 to 1 second, got "
-                         f"{doc[table][key]!r}")
+        raise where.fail(
+            key, table, f"field {field} must be from 0 to 1 second, got {doc[table][key]!r}"
+        )
     return x
 
 
 def _rows(value: Any, where: _Locator) -> tuple[Row, ...]:
     if not isinstance(value, list):
-        raise where.fail("rows", "", f"rows must be an array of tables ([[rows]]), got "
-                         f"{describe_value(value)[:80]}")
+        raise where.fail(
+            "rows",
+            "",
+            f"rows must be an array of tables ([[rows]]), got {describe_value(value)[:80]}",
+        )
     if len(value) > MAX_ROWS:
-        raise where.fail("rows", "", f"{len(value)} [[rows]]: more than the limit of "
-                         f"{MAX_ROWS}")
+        raise where.fail("rows", "", f"{len(value)} [[rows]]: more than the limit of {MAX_ROWS}")
     out = []
     for i, row in enumerate(value):
         if not isinstance(row, dict):
-            raise where.fail("rows", "", f"rows[{i}] must be a table, got {describe_value(row)[:80]}")
+            raise where.fail(
+                "rows", "", f"rows[{i}] must be a table, got {describe_value(row)[:80]}"
+            )
         for key in row:
             if key not in _ROW_KEYS:
-                raise where.fail(key, "rows", f"unknown field {key!r} in [[rows]] number "
-                                 f"{i + 1}{did_you_mean(key, _ROW_KEYS)}", i)
+                raise where.fail(
+                    key,
+                    "rows",
+                    f"unknown field {key!r} in [[rows]] number "
+                    f"{i + 1}{did_you_mean(key, _ROW_KEYS)}",
+                    i,
+                )
         fields: dict[str, Any] = {}
         for key in ("case", "kind", "dtype"):
             if not isinstance(row.get(key), str) or not row[key] or len(row[key]) > MAX_TEXT:
@@ -464,21 +558,35 @@ def _rows(value: Any, where: _Locator) -> tuple[Row, ...]:
                 raise where.fail("case", "rows", f"[[rows]] number {i + 1} needs {key}", i)
             x = _number(row[key], f"rows[{i}].{key}", key, "rows", where, i)
             if x < 0 or (key.endswith("_s") and x <= 0):
-                raise where.fail(key, "rows", f"field rows[{i}].{key} must be "
-                                 f"{'positive' if key.endswith('_s') else 'at least 0'}, got "
-                                 f"{row[key]!r}", i)
+                raise where.fail(
+                    key,
+                    "rows",
+                    f"field rows[{i}].{key} must be "
+                    f"{'positive' if key.endswith('_s') else 'at least 0'}, got "
+                    f"{row[key]!r}",
+                    i,
+                )
             fields[key] = x
         role = row.get("role", "fit")
         if role not in ROLES:
-            raise where.fail("role", "rows", f"field rows[{i}].role is {role!r}; expected one "
-                             f"of {', '.join(ROLES)}", i)
+            raise where.fail(
+                "role",
+                "rows",
+                f"field rows[{i}].role is {role!r}; expected one of {', '.join(ROLES)}",
+                i,
+            )
         note = row.get("note", "")
         if not isinstance(note, str) or len(note) > MAX_TEXT:
             raise where.fail("note", "rows", f"field rows[{i}].note must be a string", i)
         precision = row.get("precision", "default")
         if precision not in PRECISIONS:
-            raise where.fail("precision", "rows", f"field rows[{i}].precision is "
-                             f"{str(precision)[:40]!r}; expected one of {', '.join(PRECISIONS)}", i)
+            raise where.fail(
+                "precision",
+                "rows",
+                f"field rows[{i}].precision is "
+                f"{str(precision)[:40]!r}; expected one of {', '.join(PRECISIONS)}",
+                i,
+            )
         out.append(Row(role=role, note=note, precision=precision, **fields))
     return tuple(out)
 
@@ -504,21 +612,38 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
     out.append(f"chip = {_toml_string(c.chip)}")
     if c.note:
         out.append(f"note = {_toml_string(c.note)}")
-    out += ["", "[matmul]", f"efficiency = {_num(c.eta_mxu)}   # eta_mxu",
-            *([f"exposed = {_num(c.exposed)}   # c_expose"] if c.exposed is not None else []),
-            "", "[hbm]", f"efficiency = {_num(c.eta_hbm)}   # eta_hbm",
-            "", "[call]", f"launch_s = {_num(c.t_call)}   # t_call, per op",
-            f"dispatch_s = {_num(c.t_dispatch)}   # t_dispatch, per program call",
-            "", "[provenance]"]
+    out += [
+        "",
+        "[matmul]",
+        f"efficiency = {_num(c.eta_mxu)}   # eta_mxu",
+        *([f"exposed = {_num(c.exposed)}   # c_expose"] if c.exposed is not None else []),
+        "",
+        "[hbm]",
+        f"efficiency = {_num(c.eta_hbm)}   # eta_hbm",
+        "",
+        "[call]",
+        f"launch_s = {_num(c.t_call)}   # t_call, per op",
+        f"dispatch_s = {_num(c.t_dispatch)}   # t_dispatch, per program call",
+        "",
+        "[provenance]",
+    ]
     out += [f"{k} = {_toml_string(v)}" for k, v in c.provenance]
     if c.clock is not None:
-        out += ["", "[clock]", f"boost_mhz = {_num(c.clock.boost_mhz)}",
-                f"sustained_mhz = {_num(c.clock.sustained_mhz)}"]
+        out += [
+            "",
+            "[clock]",
+            f"boost_mhz = {_num(c.clock.boost_mhz)}",
+            f"sustained_mhz = {_num(c.clock.sustained_mhz)}",
+        ]
         if c.clock.power_w is not None:
             out.append(f"power_w = {_num(c.clock.power_w)}")
     for f in c.network:
-        out += ["", f"[network.{f.level}]", f"efficiency = {_num(f.efficiency)}   # eta_{f.level}",
-                f"half_bytes = {_num(f.half_bytes)}   # n_half_{f.level}"]
+        out += [
+            "",
+            f"[network.{f.level}]",
+            f"efficiency = {_num(f.efficiency)}   # eta_{f.level}",
+            f"half_bytes = {_num(f.half_bytes)}   # n_half_{f.level}",
+        ]
         if f.half_ranks is not None:
             out.append(f"half_ranks = {_num(f.half_ranks)}   # ranks_{f.level}")
         if f.latency_s is not None:
@@ -535,13 +660,19 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
             out.append(f"contention = {_num(o.contention)}")
         out.append(f"source = {_toml_string(o.source)}")
     for r in c.rows:
-        out += ["", "[[rows]]", f"case = {_toml_string(r.case)}",
-                f"kind = {_toml_string(r.kind)}", f"dtype = {_toml_string(r.dtype)}",
-                *([f"precision = {_toml_string(r.precision)}"] if r.precision != "default"
-                  else []),
-                f"flops = {_num(r.flops)}", f"bytes = {_num(r.bytes)}",
-                f"median_s = {_num(r.median_s)}", f"min_s = {_num(r.min_s)}",
-                f"p90_s = {_num(r.p90_s)}"]
+        out += [
+            "",
+            "[[rows]]",
+            f"case = {_toml_string(r.case)}",
+            f"kind = {_toml_string(r.kind)}",
+            f"dtype = {_toml_string(r.dtype)}",
+            *([f"precision = {_toml_string(r.precision)}"] if r.precision != "default" else []),
+            f"flops = {_num(r.flops)}",
+            f"bytes = {_num(r.bytes)}",
+            f"median_s = {_num(r.median_s)}",
+            f"min_s = {_num(r.min_s)}",
+            f"p90_s = {_num(r.p90_s)}",
+        ]
         if r.fitted_s is not None:
             out.append(f"fitted_s = {_num(r.fitted_s)}")
         out.append(f"role = {_toml_string(r.role)}")

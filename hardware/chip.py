@@ -210,8 +210,9 @@ class Chip:
         'tpu-v5e has no int4 rate; using its int8 rate'
         """
         if precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {precision!r}; expected one of "
-                             f"{', '.join(PRECISIONS)}")
+            raise ValueError(
+                f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}"
+            )
         if dtype == "f32" and self.family == "tpu":
             passes = TPU_PASSES[precision]
             bf16 = self.flops["bf16"]
@@ -227,8 +228,11 @@ class Chip:
         """Peak f32 rate of the vector units (CUDA cores, a TPU's VPU): where elementwise
         arithmetic runs. Falls back like `matmul_rate`, saying so."""
         value, used = self.flops_for("f32")
-        return Rate(value, used, None if used == "f32" else
-                    f"{self.name} has no f32 vector rate; using its {used} rate")
+        return Rate(
+            value,
+            used,
+            None if used == "f32" else f"{self.name} has no f32 vector rate; using its {used} rate",
+        )
 
     def hbm_intensity(self, dtype: str = "bf16") -> float:
         """Critical intensity C / W_hbm (FLOP/byte) above which a product of `dtype` is
@@ -293,7 +297,9 @@ class Chip:
         return {
             "ici": self.axis_bw if self.link_kind == "ici" else None,
             "nvlink": self.axis_bw if self.link_kind == "nvlink" else None,
-            "pcie": self.pcie_bw, "ib": self.ib_bw_per_gpu, "dcn": self.dcn_bw_per_chip,
+            "pcie": self.pcie_bw,
+            "ib": self.ib_bw_per_gpu,
+            "dcn": self.dcn_bw_per_chip,
         }[level]
 
     def latency(self, level: str) -> float | None:
@@ -469,8 +475,11 @@ def _resolve(name: str, shipped: dict[str, Traversable]) -> str:
     if wanted in by_alias:
         return by_alias[wanted]
     # A high cutoff: "tpu-v6" should suggest tpu-v6e, but "tpu-v9" nothing (not tpu-v4).
-    close = (difflib.get_close_matches(wanted, [*shipped, *by_alias], n=1, cutoff=0.85)
-             if len(wanted) < 200 else [])
+    close = (
+        difflib.get_close_matches(wanted, [*shipped, *by_alias], n=1, cutoff=0.85)
+        if len(wanted) < 200
+        else []
+    )
     hint = f" (did you mean {by_alias.get(close[0], close[0])!r}?)" if close else ""
     known = ", ".join(sorted(shipped))
     raise HardwareError(

@@ -28,27 +28,35 @@ def read_chip_file(path: str) -> str:
     except FileNotFoundError:
         raise HardwareError(f"{path}: no such chip file", path=path) from None
     except OSError as exc:
-        raise HardwareError(f"{path}: cannot read chip file: {exc.strerror or exc}",
-                            path=path) from None
+        raise HardwareError(
+            f"{path}: cannot read chip file: {exc.strerror or exc}", path=path
+        ) from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
             raise HardwareError(f"{path}: is a directory, not a chip file", path=path)
         if not stat.S_ISREG(mode):
-            raise HardwareError(f"{path}: not a regular file (a FIFO, socket or device); give a "
-                                "chip TOML file", path=path)
+            raise HardwareError(
+                f"{path}: not a regular file (a FIFO, socket or device); give a chip TOML file",
+                path=path,
+            )
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(MAX_CHIP_BYTES + 1)
     except OSError as exc:
-        raise HardwareError(f"{path}: cannot read chip file: {exc.strerror or exc}",
-                            path=path) from None
+        raise HardwareError(
+            f"{path}: cannot read chip file: {exc.strerror or exc}", path=path
+        ) from None
     finally:
         os.close(fd)
     if len(data) > MAX_CHIP_BYTES:
-        raise HardwareError(f"{path}: larger than the limit of {MAX_CHIP_BYTES // 2**20} MiB "
-                            "for a chip file", path=path)
+        raise HardwareError(
+            f"{path}: larger than the limit of {MAX_CHIP_BYTES // 2**20} MiB for a chip file",
+            path=path,
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise HardwareError(f"{path}: not UTF-8 text (byte {exc.start}: "
-                            f"{data[exc.start:exc.start + 1]!r})", path=path) from None
+        raise HardwareError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
+            path=path,
+        ) from None

@@ -24,7 +24,7 @@ SHIPPED = "chip.schema.json"
 
 _TABLE_DOCS = {
     "flops": "dense peak FLOP/s (OP/s for integers) per dtype; a dtype left out takes "
-             "another's rate, ending at bf16's (Chip.flops_for)",
+    "another's rate, ending at bf16's (Chip.flops_for)",
     "memory": "high-bandwidth memory",
     "ici": "the chip's own fast link: a TPU's ICI torus, or a GPU's NVLink behind a switch",
     "dcn": "TPU: the data-centre network between pods",
@@ -46,8 +46,12 @@ def chip_json_schema() -> dict[str, Any]:
     """
     top: dict[str, Any] = {}
     tables: dict[str, dict[str, Any]] = {
-        "flops": {**_table("flops"), "required": ["bf16"],
-                  "properties": {d: _positive("number") for d in RATES}}}
+        "flops": {
+            **_table("flops"),
+            "required": ["bf16"],
+            "properties": {d: _positive("number") for d in RATES},
+        }
+    }
     for spec in FIELDS:
         if spec.table:
             table = tables.setdefault(spec.table, _table(spec.table))
@@ -57,10 +61,16 @@ def chip_json_schema() -> dict[str, Any]:
         else:
             top[spec.key] = _field(spec)
     for name in TOP_LEVEL_EXTRAS:
-        top[name] = {"type": "array", "items": {"type": "string", "minLength": 1},
-                     "description": _EXTRA_DOCS[name]}
-    tables["sources"] = {"type": "object", "description": _TABLE_DOCS["sources"],
-                         "additionalProperties": {"type": "string"}}
+        top[name] = {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "description": _EXTRA_DOCS[name],
+        }
+    tables["sources"] = {
+        "type": "object",
+        "description": _TABLE_DOCS["sources"],
+        "additionalProperties": {"type": "string"},
+    }
     assert set(FREE_TABLES) == {"flops", "sources"}, "a new free table needs a schema here"
     for table in tables.values():
         if table.get("required") == []:
@@ -72,10 +82,10 @@ def chip_json_schema() -> dict[str, Any]:
         "$id": "https://shardc.dev/schemas/shardc.chip-1.json",
         "title": "shardc chip file",
         "description": "A chip TOML file (hardware/*.toml, or one of your own) after TOML "
-                       "parsing. Generated from shardc.hardware.schema.FIELDS; print it with "
-                       "`shardc hw schema`. A schema cannot say that `name` equals the file "
-                       "name, that [ici].link_bw_bidi is twice [ici].link_bw_uni or that "
-                       "numbers are finite: `shardc hw show FILE` checks those too.",
+        "parsing. Generated from shardc.hardware.schema.FIELDS; print it with "
+        "`shardc hw schema`. A schema cannot say that `name` equals the file "
+        "name, that [ici].link_bw_bidi is twice [ici].link_bw_uni or that "
+        "numbers are finite: `shardc hw show FILE` checks those too.",
         "type": "object",
         "required": required,
         "additionalProperties": False,
@@ -90,8 +100,13 @@ def chip_json_schema_text() -> str:
 
 
 def _table(name: str) -> dict[str, Any]:
-    return {"type": "object", "description": _TABLE_DOCS[name], "required": [],
-            "additionalProperties": False, "properties": {}}
+    return {
+        "type": "object",
+        "description": _TABLE_DOCS[name],
+        "required": [],
+        "additionalProperties": False,
+        "properties": {},
+    }
 
 
 def _positive(kind: str) -> dict[str, Any]:
@@ -133,8 +148,9 @@ def _rules() -> list[dict[str, Any]]:
     tpu.append(_at("pod_shape", {"pattern": f"^(?:{POD_SHAPE.pattern})$"}))
     domain = next(s for s in FIELDS if s.attr == "nvlink_domain")
     gpu = rules[[*FAMILY_NEEDS].index("gpu")]["then"]["allOf"]
-    gpu.append({"required": [domain.table],
-                "properties": {domain.table: {"required": [domain.key]}}})
+    gpu.append(
+        {"required": [domain.table], "properties": {domain.table: {"required": [domain.key]}}}
+    )
     rules.append({"if": _when("wraparound", "switched"), "then": _at("ici_axes", {"const": 1})})
     return rules
 

@@ -18,6 +18,5 @@ SWITCHED = ("nvlink", "pcie", "ib", "dcn")
 PER_HOP = ("ici", "nvlink", "pcie")
 """Levels whose latency is paid per hop (`t_hop`); the others pay `t_<level>` per step."""
 
-LEVEL_NAMES = {"ici": "ICI", "nvlink": "NVLink", "pcie": "PCIe", "ib": "InfiniBand",
-               "dcn": "DCN"}
+LEVEL_NAMES = {"ici": "ICI", "nvlink": "NVLink", "pcie": "PCIe", "ib": "InfiniBand", "dcn": "DCN"}
 """Each level as prose writes it."""

@@ -83,45 +83,132 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("name", "", "name", "str", doc="the chip's name; equals the file name without .toml"),
     FieldSpec("display_name", "", "display_name", "str", doc="the name reports print"),
     FieldSpec("vendor", "", "vendor", "str", doc="who makes the chip"),
-    FieldSpec("family", "", "family", "str", choices=FAMILIES,
-              doc="tpu (a torus of ICI links) or gpu (NVLink behind a switch)"),
+    FieldSpec(
+        "family",
+        "",
+        "family",
+        "str",
+        choices=FAMILIES,
+        doc="tpu (a torus of ICI links) or gpu (NVLink behind a switch)",
+    ),
     FieldSpec("hbm_bytes", "memory", "hbm_bytes", "number", doc="HBM capacity, bytes"),
     FieldSpec("hbm_bw", "memory", "hbm_bw", "number", doc="HBM bandwidth W_hbm, bytes/s"),
-    FieldSpec("link_kind", "ici", "kind", "str", choices=LINK_KINDS,
-              doc="the chip's fast link: ici (TPU) or nvlink (GPU)"),
-    FieldSpec("link_bw_uni", "ici", "link_bw_uni", "number",
-              doc="one link, one direction, bytes/s"),
-    FieldSpec("link_bw_bidi", "ici", "link_bw_bidi", "number",
-              doc="one link, both directions, bytes/s; twice link_bw_uni"),
-    FieldSpec("links_per_axis", "ici", "links_per_axis", "int",
-              doc="links one chip drives along one mesh axis"),
-    FieldSpec("axis_bw", "ici", "axis_bw", "number",
-              doc="W_ici: bytes/s per chip that one collective over one mesh axis gets"),
-    FieldSpec("hop_latency_s", "ici", "hop_latency_s", "number",
-              doc="fixed cost of one hop, seconds (the book's T_min)"),
-    FieldSpec("ici_axes", "ici", "axes", "int",
-              doc="physical torus axes (2 or 3); 1 for a switched GPU domain"),
-    FieldSpec("wraparound", "ici", "wraparound", "str", choices=WRAPAROUND_RULES,
-              doc="the rule for which mesh axes get a wraparound link (Chip.wraps)"),
-    FieldSpec("wraparound_note", "ici", "wraparound_note", "str",
-              doc="the source's words for the wraparound rule"),
-    FieldSpec("dcn_bw_per_chip", "dcn", "bw_per_chip", "number", required=False,
-              doc="data-centre network egress per chip, one way, bytes/s"),
-    FieldSpec("chips_per_host", "dcn", "chips_per_host", "int", required=False,
-              doc="chips per host"),
-    FieldSpec("dcn_latency_s", "dcn", "latency_s", "number", required=False,
-              doc="latency of one DCN transfer, seconds"),
-    FieldSpec("ib_bw_per_gpu", "ib", "bw_per_gpu", "number", required=False,
-              doc="InfiniBand between NVLink domains, one way per GPU, bytes/s"),
-    FieldSpec("ib_latency_s", "ib", "latency_s", "number", required=False,
-              doc="latency of one InfiniBand transfer, seconds"),
-    FieldSpec("nvlink_domain", "ib", "domain_size", "int", required=False,
-              doc="GPUs in one NVLink domain (required for GPUs)"),
-    FieldSpec("pod_shape", "pod", "shape", "str", required=False,
-              doc="TPU: the largest ICI pod, chips per axis joined by x (16x20x28); "
-              "GPU: the node, in words"),
-    FieldSpec("pcie_bw", "pod", "pcie_bw", "number", required=False,
-              doc="host PCIe, one way, bytes/s"),
+    FieldSpec(
+        "link_kind",
+        "ici",
+        "kind",
+        "str",
+        choices=LINK_KINDS,
+        doc="the chip's fast link: ici (TPU) or nvlink (GPU)",
+    ),
+    FieldSpec(
+        "link_bw_uni", "ici", "link_bw_uni", "number", doc="one link, one direction, bytes/s"
+    ),
+    FieldSpec(
+        "link_bw_bidi",
+        "ici",
+        "link_bw_bidi",
+        "number",
+        doc="one link, both directions, bytes/s; twice link_bw_uni",
+    ),
+    FieldSpec(
+        "links_per_axis",
+        "ici",
+        "links_per_axis",
+        "int",
+        doc="links one chip drives along one mesh axis",
+    ),
+    FieldSpec(
+        "axis_bw",
+        "ici",
+        "axis_bw",
+        "number",
+        doc="W_ici: bytes/s per chip that one collective over one mesh axis gets",
+    ),
+    FieldSpec(
+        "hop_latency_s",
+        "ici",
+        "hop_latency_s",
+        "number",
+        doc="fixed cost of one hop, seconds (the book's T_min)",
+    ),
+    FieldSpec(
+        "ici_axes",
+        "ici",
+        "axes",
+        "int",
+        doc="physical torus axes (2 or 3); 1 for a switched GPU domain",
+    ),
+    FieldSpec(
+        "wraparound",
+        "ici",
+        "wraparound",
+        "str",
+        choices=WRAPAROUND_RULES,
+        doc="the rule for which mesh axes get a wraparound link (Chip.wraps)",
+    ),
+    FieldSpec(
+        "wraparound_note",
+        "ici",
+        "wraparound_note",
+        "str",
+        doc="the source's words for the wraparound rule",
+    ),
+    FieldSpec(
+        "dcn_bw_per_chip",
+        "dcn",
+        "bw_per_chip",
+        "number",
+        required=False,
+        doc="data-centre network egress per chip, one way, bytes/s",
+    ),
+    FieldSpec(
+        "chips_per_host", "dcn", "chips_per_host", "int", required=False, doc="chips per host"
+    ),
+    FieldSpec(
+        "dcn_latency_s",
+        "dcn",
+        "latency_s",
+        "number",
+        required=False,
+        doc="latency of one DCN transfer, seconds",
+    ),
+    FieldSpec(
+        "ib_bw_per_gpu",
+        "ib",
+        "bw_per_gpu",
+        "number",
+        required=False,
+        doc="InfiniBand between NVLink domains, one way per GPU, bytes/s",
+    ),
+    FieldSpec(
+        "ib_latency_s",
+        "ib",
+        "latency_s",
+        "number",
+        required=False,
+        doc="latency of one InfiniBand transfer, seconds",
+    ),
+    FieldSpec(
+        "nvlink_domain",
+        "ib",
+        "domain_size",
+        "int",
+        required=False,
+        doc="GPUs in one NVLink domain (required for GPUs)",
+    ),
+    FieldSpec(
+        "pod_shape",
+        "pod",
+        "shape",
+        "str",
+        required=False,
+        doc="TPU: the largest ICI pod, chips per axis joined by x (16x20x28); "
+        "GPU: the node, in words",
+    ),
+    FieldSpec(
+        "pcie_bw", "pod", "pcie_bw", "number", required=False, doc="host PCIe, one way, bytes/s"
+    ),
 )
 
 FAMILY_NEEDS: dict[str, dict[str, str]] = {
@@ -164,8 +251,9 @@ def read_chip_toml(text: str, path: str, stem: str | None) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise HardwareError(f"{path}: not valid TOML: {exc}", path=path) from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
-        raise HardwareError(f"{path}: not valid TOML: arrays or tables nested too deeply",
-                            path=path) from None
+        raise HardwareError(
+            f"{path}: not valid TOML: arrays or tables nested too deeply", path=path
+        ) from None
     _check_layout(doc, path)
     values: dict[str, Any] = {spec.attr: _scalar(doc, spec, path) for spec in FIELDS}
     values["flops"] = _flops(doc["flops"], path)
@@ -182,8 +270,7 @@ def quoted(value: Any) -> str:
     True
     """
     if isinstance(value, str) and len(value) > QUOTE_WIDTH:
-        return (repr(value[:QUOTE_WIDTH]).rstrip("'\"")
-                + f"... ({len(value):,} characters in all)")
+        return repr(value[:QUOTE_WIDTH]).rstrip("'\"") + f"... ({len(value):,} characters in all)"
     text = repr(value)
     if len(text) <= QUOTE_WIDTH:
         return text
@@ -240,12 +327,15 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
     if kind == "str":
         if not isinstance(value, str) or not value.strip():
             raise _fail(
-                path, where, f"field {where} must be a non-empty string, got {describe_value(value)}"
+                path,
+                where,
+                f"field {where} must be a non-empty string, got {describe_value(value)}",
             )
         if choices and value not in choices:
             raise _fail(
-                path, where, f"field {where} is {quoted(value)}; expected one of "
-                f"{', '.join(choices)}"
+                path,
+                where,
+                f"field {where} is {quoted(value)}; expected one of {', '.join(choices)}",
             )
         return value
     # bool is an int subclass in Python; `links_per_axis = true` is a typo, not the number 1.
@@ -256,21 +346,27 @@ def _typed(value: Any, kind: Kind, where: str, path: str, choices: tuple[str, ..
         raise _fail(path, where, f"field {where} must be an integer, got {quoted(value)}")
     if kind == "int":
         if value <= 0 or value > MAX_WHOLE:
-            raise _fail(path, where, f"field {where} must be a whole number from 1 to "
-                        f"2**63 - 1, got {quoted(value)}")
+            raise _fail(
+                path,
+                where,
+                f"field {where} must be a whole number from 1 to 2**63 - 1, got {quoted(value)}",
+            )
         return value
     try:
         out = float(value)
     except OverflowError:  # a TOML integer past a float's range
         out = math.inf
     if not math.isfinite(out) or out <= 0:
-        raise _fail(path, where, f"field {where} must be positive and finite, got "
-                    f"{quoted(value)}")
+        raise _fail(path, where, f"field {where} must be positive and finite, got {quoted(value)}")
     low, high = FIGURE_RANGE
     if not low <= out <= high:
-        raise _fail(path, where, f"field {where} = {out:g} is outside a chip figure's range, "
-                    f"{low:g} to {high:g} (SI units; past it, ratios of two figures such as "
-                    "C / W_hbm overflow or underflow a float)")
+        raise _fail(
+            path,
+            where,
+            f"field {where} = {out:g} is outside a chip figure's range, "
+            f"{low:g} to {high:g} (SI units; past it, ratios of two figures such as "
+            "C / W_hbm overflow or underflow a float)",
+        )
     return out
 
 
@@ -281,8 +377,7 @@ def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
             raise _fail(
                 path,
                 f"[flops].{_clip(dtype)}",
-                f"unknown dtype [flops].{_clip(dtype)}{hint}; expected some of "
-                f"{', '.join(RATES)}",
+                f"unknown dtype [flops].{_clip(dtype)}{hint}; expected some of {', '.join(RATES)}",
             )
     if "bf16" not in table:
         raise _fail(
@@ -291,9 +386,7 @@ def _flops(table: dict[str, Any], path: str) -> tuple[tuple[str, float], ...]:
             "missing field [flops].bf16 (other dtypes fall back to the bf16 rate)",
         )
     # Kept in RATES order so two files that list the same rates compare equal.
-    return tuple(
-        (d, _typed(table[d], "number", f"[flops].{d}", path)) for d in RATES if d in table
-    )
+    return tuple((d, _typed(table[d], "number", f"[flops].{d}", path)) for d in RATES if d in table)
 
 
 def _aliases(value: Any, path: str) -> tuple[str, ...]:
@@ -360,7 +453,7 @@ def _check_consistency(values: dict[str, Any], path: str, stem: str | None) -> N
             path,
             "[pod].shape",
             f"field [pod].shape is {quoted(shape)}; a TPU pod is chips per ICI axis joined by 'x', "
-            "each a whole number from 1 to 99999 (\"16x20x28\")",
+            'each a whole number from 1 to 99999 ("16x20x28")',
         )
     if values["family"] == "gpu" and values["nvlink_domain"] is None:
         raise _fail(

@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING
 
 from shardc.hardware.schema import DTYPES, PRECISIONS
 
-_UNITS = {"f32": "vector units", "tf32": "tensor cores", "bf16": "matrix units",
-          "f16": "matrix units", "fp8": "matrix units", "int8": "matrix units",
-          "int4": "matrix units"}
+_UNITS = {
+    "f32": "vector units",
+    "tf32": "tensor cores",
+    "bf16": "matrix units",
+    "f16": "matrix units",
+    "fp8": "matrix units",
+    "int8": "matrix units",
+    "int4": "matrix units",
+}
 """Where each `[flops]` rate runs: f32 on the vector units (CUDA cores, a TPU's VPU), the
 others on the tensor cores (GPU) or MXUs (TPU)."""
 
@@ -40,8 +46,9 @@ def describe(chip: Chip) -> str:
     lines.append("compute (dense peak per chip)")
     for dtype, rate in chip.flops.items():
         unit = "OP/s" if dtype.startswith("int") else "FLOP/s"
-        lines.append(f"  {dtype:<11} {_e(rate)} {unit} ({_si(rate, unit)}) on the "
-                     f"{_units(chip, dtype)}")
+        lines.append(
+            f"  {dtype:<11} {_e(rate)} {unit} ({_si(rate, unit)}) on the {_units(chip, dtype)}"
+        )
     lines.extend(f"  {line}" for line in _fallback_lines(chip))
     lines.append(_f32_products(chip))
     lines += [
@@ -61,14 +68,21 @@ def _calibration_lines(chip: Chip) -> list[str]:
     cal = chip.calibration
     if cal is None:
         return ["calibration", "  none: T_expected equals T_lower (shardc calibrate writes one)"]
-    return ["calibration (T_expected)",
-            f"  eta_mxu     {cal.eta_mxu:g}   eta_hbm {cal.eta_hbm:g}   "
-            f"t_call {cal.t_call * 1e6:.3g} us   t_dispatch {cal.t_dispatch * 1e6:.3g} us"
-            + (f"   c_expose {cal.exposed:g}" if cal.exposed is not None else ""),
-            *([f"  clock       {cal.clock.boost_mhz:g} MHz boost, {cal.clock.sustained_mhz:g} MHz "
-               f"at the power limit (k_boost {cal.k_boost:.4g})"] if cal.clock is not None
-              else []),
-            f"  source      {cal.describe_source()}"]
+    return [
+        "calibration (T_expected)",
+        f"  eta_mxu     {cal.eta_mxu:g}   eta_hbm {cal.eta_hbm:g}   "
+        f"t_call {cal.t_call * 1e6:.3g} us   t_dispatch {cal.t_dispatch * 1e6:.3g} us"
+        + (f"   c_expose {cal.exposed:g}" if cal.exposed is not None else ""),
+        *(
+            [
+                f"  clock       {cal.clock.boost_mhz:g} MHz boost, {cal.clock.sustained_mhz:g} MHz "
+                f"at the power limit (k_boost {cal.k_boost:.4g})"
+            ]
+            if cal.clock is not None
+            else []
+        ),
+        f"  source      {cal.describe_source()}",
+    ]
 
 
 def summary_line(chip: Chip) -> str:
@@ -134,8 +148,7 @@ def _link_lines(chip: Chip) -> list[str]:
         f"interconnect: {kind}, {_topology(chip)}",
         f"  link        {_e(uni)} B/s one way, {_e(chip.link_bw_bidi)} B/s both ways; "
         f"{chip.links_per_axis} link{'s' if chip.links_per_axis > 1 else ''} per mesh axis",
-        f"  {_fast(chip):<11} {_e(chip.axis_bw)} B/s per chip for a collective over one mesh "
-        "axis",
+        f"  {_fast(chip):<11} {_e(chip.axis_bw)} B/s per chip for a collective over one mesh axis",
         f"  hop latency {_e(t_hop)} s; latency-bound below W_uni * t_hop = "
         f"{_e(uni)} * {_e(t_hop)} = {_si(chip.latency_bound_bytes, 'B')}",
         textwrap.fill(
@@ -150,11 +163,20 @@ def _link_lines(chip: Chip) -> list[str]:
 def _network_lines(chip: Chip) -> list[str]:
     lines = []
     if chip.dcn_bw_per_chip is not None:
-        per_host = (f"; {_e(chip.dcn_bw_per_chip * chip.chips_per_host)} B/s per host shared by "
-                    f"its {chip.chips_per_host} chips" if chip.chips_per_host else "")
-        lat = (f"; latency {_e(chip.dcn_latency_s)} s (assumed)"
-               if chip.dcn_latency_s is not None else "")
-        lines.append(f"  DCN         {_e(chip.dcn_bw_per_chip)} B/s per chip (egress){per_host}{lat}")
+        per_host = (
+            f"; {_e(chip.dcn_bw_per_chip * chip.chips_per_host)} B/s per host shared by "
+            f"its {chip.chips_per_host} chips"
+            if chip.chips_per_host
+            else ""
+        )
+        lat = (
+            f"; latency {_e(chip.dcn_latency_s)} s (assumed)"
+            if chip.dcn_latency_s is not None
+            else ""
+        )
+        lines.append(
+            f"  DCN         {_e(chip.dcn_bw_per_chip)} B/s per chip (egress){per_host}{lat}"
+        )
     if chip.chips_per_host is not None:
         lines.append(f"  host        {chip.chips_per_host} chips")
     if chip.ib_bw_per_gpu is not None:
@@ -173,8 +195,7 @@ def _intensity_lines(chip: Chip) -> list[str]:
     if chip.scaleout_bw is not None:
         rows.append(("W_dcn" if chip.dcn_bw_per_chip is not None else "W_ib", chip.scaleout_bw))
     # Each other dtype's products turn compute-bound at its own rate over W_hbm.
-    others = [f"{d} {chip.matmul_rate(d).value / chip.hbm_bw:.0f}" for d in DTYPES
-              if d != "bf16"]
+    others = [f"{d} {chip.matmul_rate(d).value / chip.hbm_bw:.0f}" for d in DTYPES if d != "bf16"]
     return [
         "critical intensities (bf16, FLOP/byte)",
         *(f"  C / {label:<7} {_e(c)} / {_e(bw)} = {c / bw:.0f}" for label, bw in rows),

@@ -35,8 +35,13 @@ from shardc.passes.context import Context
 from shardc.passes.ir import gradient_name
 
 DERIVATIVES = {
-    "gelu": "gelu_grad", "silu": "silu_grad", "relu": "relu_grad", "sigmoid": "sigmoid_grad",
-    "tanh": "tanh_grad", "exp": "exp", "square": "square_grad",
+    "gelu": "gelu_grad",
+    "silu": "silu_grad",
+    "relu": "relu_grad",
+    "sigmoid": "sigmoid_grad",
+    "tanh": "tanh_grad",
+    "exp": "exp",
+    "square": "square_grad",
 }
 """f -> the elementwise function computing f'(x); `neg` and `copy` are linear."""
 
@@ -98,8 +103,11 @@ class _Deriver:
         if not marks:
             return program
         if len(marks) > 1:
-            self.ctx.diagnostics.error("K010", "a program has at most one `backward` statement",
-                                       program.statements[marks[1]].span)
+            self.ctx.diagnostics.error(
+                "K010",
+                "a program has at most one `backward` statement",
+                program.statements[marks[1]].span,
+            )
             return program
         at = marks[0]
         forward: list[Stmt] = []
@@ -108,21 +116,21 @@ class _Deriver:
         span = program.statements[at].span
         assigns = [s for s in forward if isinstance(s, Assign)]
         if not assigns:
-            self.ctx.diagnostics.error("K011", "`backward` has no forward computation above it",
-                                       span)
+            self.ctx.diagnostics.error(
+                "K011", "`backward` has no forward computation above it", span
+            )
             return program
         self.out = list(forward)
         self.derive(assigns, span)
         if self.failed:
             return program
-        return Program(tuple(self.out) + tuple(program.statements[at + 1:]), program.repeats)
+        return Program(tuple(self.out) + tuple(program.statements[at + 1 :]), program.repeats)
 
     # ---- the forward pass, one op per statement ----------------------------------------------
     def normalize(self, stmt: Stmt) -> list[Stmt]:
         match stmt:
             case ArrayDecl(name=name, dtype=dtype, layout=layout, param=param):
-                self.arrays[name] = _Array(layout.dim_names, dtype, layout, param, True,
-                                           stmt.times)
+                self.arrays[name] = _Array(layout.dim_names, dtype, layout, param, True, stmt.times)
                 return [stmt]
             case Assign(target=target, layout=layout, expr=expr):
                 self.times = stmt.times
@@ -132,8 +140,10 @@ class _Deriver:
                 if layout is not None:
                     dims = layout.dim_names
                 self.arrays[target] = _Array(dims, dtype, layout, times=stmt.times)
-                return [*hoisted, Assign(target, layout, top, stmt.span, stmt.target_span,
-                                         stmt.times)]
+                return [
+                    *hoisted,
+                    Assign(target, layout, top, stmt.span, stmt.target_span, stmt.times),
+                ]
         return [stmt]
 
     def flat(self, e: Expr, hoisted: list[Stmt], top: bool = False) -> Expr:
@@ -146,19 +156,31 @@ class _Deriver:
                     self.arrays[name] = _Array(layout.dim_names, "bf16", layout, False, True)
                 return e
             case Contract(lhs=lhs, rhs=rhs, dims=dims):
-                new = Contract(self.operand(lhs, hoisted), self.operand(rhs, hoisted), dims,
-                               e.span, e.dims_span)
+                new = Contract(
+                    self.operand(lhs, hoisted),
+                    self.operand(rhs, hoisted),
+                    dims,
+                    e.span,
+                    e.dims_span,
+                )
             case Binary(op=op, lhs=lhs, rhs=rhs):
                 new = Binary(op, self.operand(lhs, hoisted), self.operand(rhs, hoisted), e.span)
             case Call(fn=fn, args=args):
                 new = Call(fn, tuple(self.operand(a, hoisted) for a in args), e.span)
             case CollectiveCall(kind=kind, axes=axes, dim=dim, arg=arg):
-                inner = arg if isinstance(arg, Contract) and kind in (
-                    "AllReduce", "ReduceScatter") else None
+                inner = (
+                    arg
+                    if isinstance(arg, Contract) and kind in ("AllReduce", "ReduceScatter")
+                    else None
+                )
                 if inner is not None:  # AllReduce_X(A ·_J B) keeps its product's partial sums
-                    arg2: Expr = Contract(self.operand(inner.lhs, hoisted),
-                                          self.operand(inner.rhs, hoisted), inner.dims,
-                                          inner.span, inner.dims_span)
+                    arg2: Expr = Contract(
+                        self.operand(inner.lhs, hoisted),
+                        self.operand(inner.rhs, hoisted),
+                        inner.dims,
+                        inner.span,
+                        inner.dims_span,
+                    )
                 else:
                     arg2 = self.operand(arg, hoisted)
                 new = CollectiveCall(kind, axes, dim, arg2, e.span, e.sub_span, e.send)
@@ -185,7 +207,7 @@ class _Deriver:
             case Contract(lhs=Ref(name=a), rhs=Ref(name=b)):
                 base = f"{a}_{b}"
             case Binary(op=op, lhs=Ref(name=a), rhs=Ref(name=b)):
-                base = f"{a}_{ {'+': 'plus', '-': 'minus', '*': 'times'}[op]}_{b}"
+                base = f"{a}_{ {'+': 'plus', '-': 'minus', '*': 'times'}[op] }_{b}"
             case _:
                 base = "t"
         name, k = base, 1
@@ -217,8 +239,9 @@ class _Deriver:
                 dims, dtype = self.type_of(arg)
                 if kind == "Broadcast":
                     return rdims, dtype
-                return (dims if kind == "softmax" else
-                        tuple(d for d in dims if d not in rdims)), dtype
+                return (
+                    dims if kind == "softmax" else tuple(d for d in dims if d not in rdims)
+                ), dtype
         raise AssertionError(e)
 
     # ---- the backward pass -------------------------------------------------------------------
@@ -236,8 +259,9 @@ class _Deriver:
             name = gradient_name(name)
         return name
 
-    def emit(self, name: str, expr: Expr, span: Span, layout: Layout | None = None,
-             partial: bool = False) -> Ref:
+    def emit(
+        self, name: str, expr: Expr, span: Span, layout: Layout | None = None, partial: bool = False
+    ) -> Ref:
         dims, dtype = self.type_of(expr)
         if layout is not None:
             dims = layout.dim_names
@@ -253,13 +277,18 @@ class _Deriver:
         inner = e.expr
         if isinstance(inner, Ref) and not inner.renames:
             return Ref(inner.name, None, span, e.back)
-        tmp = self.emit(self.fresh(gradient_name(name)), inner, span,
-                        self.term_layout(name, inner, e.back) if partial else None,
-                        partial=partial)
+        tmp = self.emit(
+            self.fresh(gradient_name(name)),
+            inner,
+            span,
+            self.term_layout(name, inner, e.back) if partial else None,
+            partial=partial,
+        )
         return Ref(tmp.name, None, span, e.back)
 
-    def term_layout(self, name: str, e: Expr, back: tuple[tuple[str, str], ...] = ()
-                    ) -> Layout | None:
+    def term_layout(
+        self, name: str, e: Expr, back: tuple[tuple[str, str], ...] = ()
+    ) -> Layout | None:
         """The layout one product of a sum of contributions to d<name> is planned for: the
         gradient's own (in the use's dims, for a renamed use), so that the term's product is
         ranked as the sum is reduced, by a ReduceScatter to a sharded gradient rather than an
@@ -280,9 +309,12 @@ class _Deriver:
         out = self.arrays[last.target]
         if out.layout is None:
             self.ctx.diagnostics.error(
-                "K012", f"the forward pass ends in {last.target!r}, whose layout is inferred; "
-                "`backward` needs it to give the incoming gradient a layout", last.target_span,
-                notes=(f"write the layout on the left: {last.target}[...] = ...",))
+                "K012",
+                f"the forward pass ends in {last.target!r}, whose layout is inferred; "
+                "`backward` needs it to give the incoming gradient a layout",
+                last.target_span,
+                notes=(f"write the layout on the left: {last.target}[...] = ...",),
+            )
             self.failed = True
             return
         seed = self.grad_name(last.target)
@@ -291,7 +323,8 @@ class _Deriver:
         # Each contribution to a gradient runs as often as the statement it comes from (a
         # layer's dIn once per layer); a sum of several, as often as the array it is for.
         parts: dict[str, list[tuple[Expr, Times]]] = {
-            last.target: [(Ref(seed, None, span), last.times)]}
+            last.target: [(Ref(seed, None, span), last.times)]
+        }
         done: dict[str, Ref] = {last.target: Ref(seed, None, span)}
 
         def grad_of(name: str) -> Ref | None:
@@ -316,9 +349,17 @@ class _Deriver:
                     # Each term may stay a partial sum: the sum is reduced once, to the
                     # gradient's layout (Megatron-LM's one reduction per branch point).
                     e = self.unrename(e, name, span, partial=True)
-                    refs.append(e if isinstance(e, Ref)
-                                else self.emit(self.fresh(gradient_name(name)), e, span,
-                                               self.term_layout(name, e), partial=True))
+                    refs.append(
+                        e
+                        if isinstance(e, Ref)
+                        else self.emit(
+                            self.fresh(gradient_name(name)),
+                            e,
+                            span,
+                            self.term_layout(name, e),
+                            partial=True,
+                        )
+                    )
                 expr: Expr = refs[0]
                 for r in refs[1:]:
                     expr = Binary("+", expr, r, span)
@@ -332,8 +373,7 @@ class _Deriver:
             if g is None:
                 continue  # does not reach the output
             self.times = stmt.times
-            for name, contribution in self.rules(stmt.expr, g, span,
-                                                 Ref(stmt.target, None, span)):
+            for name, contribution in self.rules(stmt.expr, g, span, Ref(stmt.target, None, span)):
                 if self.failed:
                     return
                 parts.setdefault(name, []).append((contribution, stmt.times))
@@ -353,8 +393,9 @@ class _Deriver:
             return None
         return a.layout.with_unreduced(frozenset())
 
-    def rules(self, e: Expr, g: Ref, span: Span, result: Ref | None = None
-              ) -> list[tuple[str, Expr]]:
+    def rules(
+        self, e: Expr, g: Ref, span: Span, result: Ref | None = None
+    ) -> list[tuple[str, Expr]]:
         """(array, contribution to its gradient) for one forward op with output gradient g;
         `result` is the op's own result where the statement assigns it (exp's slope is its value,
         so the backward pass reads the result instead of computing exp again from the input:
@@ -384,8 +425,10 @@ class _Deriver:
                     return [(a, named_back(lhs, g)), (b, named_back(rhs, g))]
                 if op == "-":
                     return [(a, named_back(lhs, g)), (b, named_back(rhs, Call("neg", (g,), span)))]
-                return [(a, named_back(lhs, Binary("*", g, rhs, span))),
-                        (b, named_back(rhs, Binary("*", g, lhs, span)))]
+                return [
+                    (a, named_back(lhs, Binary("*", g, rhs, span))),
+                    (b, named_back(rhs, Binary("*", g, lhs, span))),
+                ]
             case Call(fn=fn, args=(Ref(name=x) as arg,)):
                 if fn in ("copy",):
                     return [(x, named_back(arg, g))]
@@ -396,17 +439,19 @@ class _Deriver:
                 if fn not in DERIVATIVES:
                     self.unsupported(f"the derivative of {fn}", span)
                     return []
-                slope = self.emit(self.fresh(f"{DERIVATIVES[fn]}_{x}"),
-                                  Call(DERIVATIVES[fn], (arg,), span), span)
+                slope = self.emit(
+                    self.fresh(f"{DERIVATIVES[fn]}_{x}"), Call(DERIVATIVES[fn], (arg,), span), span
+                )
                 return [(x, named_back(arg, Binary("*", g, slope, span)))]
             case Reduce(kind="softmax", dims=dims, arg=Ref(name=x) as arg) if result is not None:
                 # dA = P * (g - Sum_S(g * P)), P the softmax's own result
-                gp = self.emit(self.fresh(f"softmax_grad_{x}"), Binary("*", g, result, span),
-                               span)
-                total = self.emit(self.fresh(f"softmax_grad_{x}"), Reduce("Sum", dims, gp, span,
-                                                                          span), span)
-                centred = self.emit(self.fresh(f"softmax_grad_{x}"),
-                                    Binary("-", g, total, span), span)
+                gp = self.emit(self.fresh(f"softmax_grad_{x}"), Binary("*", g, result, span), span)
+                total = self.emit(
+                    self.fresh(f"softmax_grad_{x}"), Reduce("Sum", dims, gp, span, span), span
+                )
+                centred = self.emit(
+                    self.fresh(f"softmax_grad_{x}"), Binary("-", g, total, span), span
+                )
                 return [(x, named_back(arg, Binary("*", result, centred, span)))]
             case Reduce(kind="Sum", arg=Ref(name=x) as arg):
                 # d Sum_D(A) = dOut copied along D
@@ -416,10 +461,8 @@ class _Deriver:
                 # dA = dOut copied along D where A is the maximum, 0 elsewhere: the mask
                 # max_mask(A - Max_D(A)) is 1 where the difference is 0. Ties each get the
                 # whole gradient (jax.grad splits it among them); the cost is the same.
-                diff = self.emit(self.fresh(f"max_grad_{x}"), Binary("-", arg, result, span),
-                                 span)
-                mask = self.emit(self.fresh(f"max_grad_{x}"), Call("max_mask", (diff,), span),
-                                 span)
+                diff = self.emit(self.fresh(f"max_grad_{x}"), Binary("-", arg, result, span), span)
+                mask = self.emit(self.fresh(f"max_grad_{x}"), Call("max_mask", (diff,), span), span)
                 return [(x, named_back(arg, Binary("*", mask, g, span)))]
             case Reduce(kind=kind, dims=dims):
                 self.unsupported(f"the gradient of {kind}_{{{','.join(dims)}}}", span)
@@ -428,8 +471,15 @@ class _Deriver:
                 # A shift by +k moves each block k devices on; its gradient moves the
                 # gradient's blocks back by -k (a pipeline sends gradients to earlier stages).
                 back = tuple(m.reversed() for m in send)
-                return [(x, CollectiveCall("Send", tuple(m.axis for m in back), None, c, span,
-                                           span, back)) for x, c in self.rules(arg, g, span)]
+                return [
+                    (
+                        x,
+                        CollectiveCall(
+                            "Send", tuple(m.axis for m in back), None, c, span, span, back
+                        ),
+                    )
+                    for x, c in self.rules(arg, g, span)
+                ]
             case CollectiveCall(arg=arg):
                 # A collective moves or sums values without changing what they are: its
                 # gradient passes through (the compiler inserts the dual collective; a
@@ -438,13 +488,22 @@ class _Deriver:
         self.unsupported("this expression", span)
         return []
 
-    def broadcast_rules(self, op: str, lhs: Ref, rhs: Ref, ld: tuple[str, ...],
-                        rd: tuple[str, ...], g: Ref, span: Span) -> list[tuple[str, Expr]]:
+    def broadcast_rules(
+        self,
+        op: str,
+        lhs: Ref,
+        rhs: Ref,
+        ld: tuple[str, ...],
+        rd: tuple[str, ...],
+        g: Ref,
+        span: Span,
+    ) -> list[tuple[str, Expr]]:
         """`A[B, D] op b[D]`: the larger operand's gradient as for equal dims; the smaller one's
         summed over the dims it lacks (it was copied along them)."""
         small_is_lhs = set(ld) < set(rd)
-        extra = tuple(d for d in (rd if small_is_lhs else ld) if d not in (ld if small_is_lhs
-                                                                         else rd))
+        extra = tuple(
+            d for d in (rd if small_is_lhs else ld) if d not in (ld if small_is_lhs else rd)
+        )
 
         def term(for_lhs: bool) -> Expr:
             if op == "*":
@@ -464,17 +523,27 @@ class _Deriver:
     def wants(self, name: str) -> bool:
         return name in self.arrays
 
-    def product(self, x: Ref, y: Ref, k: tuple[str, ...], dims: tuple[str, ...], span: Span,
-                target: str) -> Expr | None:
+    def product(
+        self, x: Ref, y: Ref, k: tuple[str, ...], dims: tuple[str, ...], span: Span, target: str
+    ) -> Expr | None:
         if not k:
-            self.unsupported(f"the gradient of {target!r}: an outer product has no contracted "
-                             "dims to write it with", span)
+            self.unsupported(
+                f"the gradient of {target!r}: an outer product has no contracted "
+                "dims to write it with",
+                span,
+            )
             return None
         return Contract(x, y, k, span, span)
 
     def unsupported(self, what: str, span: Span) -> None:
-        self.ctx.diagnostics.error("K013", f"`backward` cannot derive {what}", span,
-                                   notes=("supported: contractions, + - * (a broadcast operand's "
-                                          "gradient summed back), Sum_{D}, Max_{D}, softmax_{S}, and "
-                                          "gelu silu relu sigmoid tanh exp square neg copy",))
+        self.ctx.diagnostics.error(
+            "K013",
+            f"`backward` cannot derive {what}",
+            span,
+            notes=(
+                "supported: contractions, + - * (a broadcast operand's "
+                "gradient summed back), Sum_{D}, Max_{D}, softmax_{S}, and "
+                "gelu silu relu sigmoid tanh exp square neg copy",
+            ),
+        )
         self.failed = True

@@ -18,8 +18,9 @@ CANCEL_MAX_SYMBOLS = 16
 denominator; the condition is the same, written less compactly."""
 
 
-def _separate_key(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]
-                  ) -> tuple[sp.Expr, sp.Expr, frozenset[sp.Symbol]]:
+def _separate_key(
+    lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]
+) -> tuple[sp.Expr, sp.Expr, frozenset[sp.Symbol]]:
     hw = frozenset(s for e in (lhs, rhs) for s in getattr(e, "free_symbols", ()) if is_hw(s))
     return (lhs, rhs, hw)
 
@@ -38,8 +39,7 @@ def separate(lhs: sp.Expr, rhs: sp.Expr, is_hw: Callable[[sp.Symbol], bool]) -> 
         if syms and all(is_hw(s) for s in syms):
             hw.append(f)
         elif any(is_hw(s) for s in syms):
-            return sp.StrictGreaterThan(sp.factor_terms(lhs), sp.factor_terms(rhs),
-                                        evaluate=False)
+            return sp.StrictGreaterThan(sp.factor_terms(lhs), sp.factor_terms(rhs), evaluate=False)
         else:
             prog.append(f)
     p = sp.Mul(*prog)

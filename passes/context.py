@@ -36,8 +36,15 @@ On = Literal["roofline", "expected"]
 """`--on`: the rates the report's conditions are stated on (`Report.conditions`)."""
 
 
-def option(default: Any = None, *, help: str, flags: tuple[str, ...] = (),
-           choices: tuple[str, ...] = (), alias: str | None = None, factory: Any = None) -> Any:
+def option(
+    default: Any = None,
+    *,
+    help: str,
+    flags: tuple[str, ...] = (),
+    choices: tuple[str, ...] = (),
+    alias: str | None = None,
+    factory: Any = None,
+) -> Any:
     """One compile option, declared once: its default, its doc (`help`), the command-line
     `flags` that set it (none: API only), its `choices`, and the keyword `alias` by which
     `compile` also takes it. The CLI (`shardc.cli.inputs.add_option_flags`), `compile`'s
@@ -54,74 +61,101 @@ class Options:
     compile flags and of the language server, declared here once (`option`)."""
 
     hw: str | Chip | None = option(
-        None, flags=("--hw",),
-        help="chip name (see `shardc hw list`) or path to a chip TOML")
+        None, flags=("--hw",), help="chip name (see `shardc hw list`) or path to a chip TOML"
+    )
     """A chip name, a path to a chip TOML, or a Chip; None: the program's `hardware` line."""
     model: Model = option(
-        "exact", flags=("--cost-model", "--model"), choices=get_args(Model),
+        "exact",
+        flags=("--cost-model", "--model"),
+        choices=get_args(Model),
         help="collective cost model: exact ring or the book's formulas (default %(default)s; "
-        "--model is the same flag)")
+        "--model is the same flag)",
+    )
     optimizer: Optimizer = option(
-        "adam", flags=("--optimizer",), choices=get_args(Optimizer),
+        "adam",
+        flags=("--optimizer",),
+        choices=get_args(Optimizer),
         help="optimizer state counted in a training step's memory: adam (default; mixed "
         "precision, an fp32 master copy and two fp32 moments: 16 bytes per bf16 parameter "
         "with its gradient), adam-8bit (8-bit moments), adam-no-master (the book's two "
-        "moments, no master copy), sgd (the master copy only) or none")
+        "moments, no master copy), sgd (the master copy only) or none",
+    )
     remat: Remat = option(
-        "none", flags=("--remat",), choices=get_args(Remat),
-        help="activations kept for the backward pass (default: keep all)")
+        "none",
+        flags=("--remat",),
+        choices=get_args(Remat),
+        help="activations kept for the backward pass (default: keep all)",
+    )
     bindings: Mapping[str, float | Decimal] = option(
-        flags=("--set",), alias="set", factory=lambda: MappingProxyType({}),
-        help="bind a dim, mesh axis or hardware symbol")
+        flags=("--set",),
+        alias="set",
+        factory=lambda: MappingProxyType({}),
+        help="bind a dim, mesh axis or hardware symbol",
+    )
     """Values bound from the command line (`--set B=4096`; `set=` in `compile`): dims, mesh
     axes or hardware symbols, as given (the CLI gives exact Decimals); read-only. `validate`
     checks them and hands on the good ones (`passes.pipeline.Unit.bindings`)."""
     free: frozenset[str] = option(
         frozenset(),
-        help="declared dims or mesh axes to leave symbolic (`shardc sweep` varies them)")
+        help="declared dims or mesh axes to leave symbolic (`shardc sweep` varies them)",
+    )
     attention: Attention = option(
-        "materialized", flags=("--attention",), choices=get_args(Attention),
+        "materialized",
+        flags=("--attention",),
+        choices=get_args(Attention),
         help="materialized (default): the attention scores and probabilities are written to "
         "HBM and kept for the backward pass; flash: they stay on chip and the backward pass "
-        "recomputes them (FlashAttention)")
+        "recomputes them (FlashAttention)",
+    )
     """`flash`: the attention core (`passes.memory.attention_core`) stays on chip, as
     FlashAttention tiles it (Dao et al. 2022): it is neither written to HBM nor kept for the
     backward pass, which recomputes it from the queries and keys and a row statistic."""
     explain: bool = option(
-        True, help="build what only a printed report shows (decision records, crossover sizes)")
+        True, help="build what only a printed report shows (decision records, crossover sizes)"
+    )
     """Build what only a printed report shows: each contraction's decision record (its
     alternatives' costs as formulas) and each collective's crossover size. False for a caller
     that reads only numbers (the planner): they are the same, and a sixth of the time less.
     A switch of the `insert-collectives` pass, declared here until the lowering's state
     carries it (`passes.lower`)."""
     idle_axes: bool = option(
-        True, help="let a contraction split its product over a mesh axis it does not use")
+        True, help="let a contraction split its product over a mesh axis it does not use"
+    )
     """Under the exact model, let a contraction split its product over a mesh axis neither
     operand nor its request uses (`passes.einsum_plan._idle_axes`). False leaves such axes idle:
     the planner, whose generated programs give every axis a role, where the wider search cost
     15% of its time and changed no ranking. A switch of the `insert-collectives` pass, declared
     here until the lowering's state carries it (`passes.lower`)."""
     matmul_precision: MatmulPrecision = option(
-        "default", flags=("--matmul-precision",), choices=get_args(MatmulPrecision),
+        "default",
+        flags=("--matmul-precision",),
+        choices=get_args(MatmulPrecision),
         help="f32 products as jax.lax.Precision runs them: on NVIDIA GPUs default and high use "
         "TF32 tensor cores and highest full f32; on TPUs default is one bf16 pass, high three, "
-        "highest six (default: default)")
+        "highest six (default: default)",
+    )
     """The precision of products of f32 operands, with JAX's meaning on the chip's backend:
     on an NVIDIA GPU DEFAULT and HIGH run TF32 on the tensor cores and HIGHEST full f32 on the
     CUDA cores; on a TPU DEFAULT is one bf16 pass, HIGH three, HIGHEST six
     (https://docs.jax.dev/en/latest/_autosummary/jax.lax.Precision.html)."""
     on: On = option(
-        "roofline", flags=("--on",), choices=get_args(On),
+        "roofline",
+        flags=("--on",),
+        choices=get_args(On),
         help="state the conditions on the roofline's rates (default) or on the calibrated "
-        "expectation's (C*eta_mxu, W_hbm*eta_hbm)")
+        "expectation's (C*eta_mxu, W_hbm*eta_hbm)",
+    )
     """The report's, not the passes': `on="expected"` states the conditions on the calibrated
     rates (`Report.conditions`)."""
 
     objective: Objective | None = option(
-        None, flags=("--objective",), choices=get_args(Objective),
+        None,
+        flags=("--objective",),
+        choices=get_args(Objective),
         help="choose the contractions' plans together for the whole program's T_lower, T_upper "
         "or scheduled step time (default: step for a training step, t_lower otherwise), or each "
-        "for itself (statement); see docs/cost-model.md")
+        "for itself (statement); see docs/cost-model.md",
+    )
     """`--objective`: what the plans minimize for the whole program (`passes.objective`;
     None: the default for the program)."""
 

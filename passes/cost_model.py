@@ -78,8 +78,10 @@ class Links:
         after construction."""
         key = self._key
         if key is None:
-            key = (tuple((lv, typed(x)) for lv, x in self.w.items()),
-                   tuple((lv, typed(x)) for lv, x in self.t.items()))
+            key = (
+                tuple((lv, typed(x)) for lv, x in self.w.items()),
+                tuple((lv, typed(x)) for lv, x in self.t.items()),
+            )
             object.__setattr__(self, "_key", key)
         return key
 
@@ -98,8 +100,9 @@ class Ring:
     ring: bool
 
 
-def ring_level(op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model, w: Num,
-               t: Num) -> tuple[Num, Num]:
+def ring_level(
+    op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model, w: Num, t: Num
+) -> tuple[Num, Num]:
     """(bandwidth term, latency term) on ICI: the sharding chapter's ring formulas, Pop Quiz 2's
     line."""
     # A ring sends both ways (the bidirectional W); a line, or a ring of two, is limited by
@@ -124,8 +127,12 @@ def ring_level(op: str, v: Num, rings: Sequence[Ring], total: Num, model: Model,
         if model == "book":
             bw = smax(*[v * r.n / (4 * wp) for r, wp in zip(rings, widths, strict=True)])
         else:
-            bw = smax(*[v * sfloor(r.n * r.n / 4) / (r.n * wp)
-                        for r, wp in zip(rings, widths, strict=True)])
+            bw = smax(
+                *[
+                    v * sfloor(r.n * r.n / 4) / (r.n * wp)
+                    for r, wp in zip(rings, widths, strict=True)
+                ]
+            )
         return bw, lat
     frac = 1 if (model == "book" and all_rings) else (total - 1) / total
     bw = v * frac / sum(widths)
@@ -151,15 +158,36 @@ def combine(model: Model, bw: Num, lat: Num) -> Num:
     return smax(bw, lat) if model == "book" else bw + lat
 
 
-def _collective_key(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
-                    model: Model, topo: Topology | None, links: Links) -> tuple[Hashable, ...]:
-    return (op, typed(v), tuple(axes), tuple(typed(size_of(a)) for a in axes), model, topo,
-            links.memo_key())
+def _collective_key(
+    op: str,
+    v: Num,
+    axes: Sequence[str],
+    size_of: Callable[[str], Num],
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+) -> tuple[Hashable, ...]:
+    return (
+        op,
+        typed(v),
+        tuple(axes),
+        tuple(typed(size_of(a)) for a in axes),
+        model,
+        topo,
+        links.memo_key(),
+    )
 
 
 @memoized(COLLECTIVE_TIME, _collective_key)
-def collective_time(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str], Num],
-                    model: Model, topo: Topology | None, links: Links) -> CollectiveTime:
+def collective_time(
+    op: str,
+    v: Num,
+    axes: Sequence[str],
+    size_of: Callable[[str], Num],
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+) -> CollectiveTime:
     """Time of `op` moving `v` bytes over mesh `axes`, level by level.
 
     Hierarchical (the sharding chapter for ICI; the usual reduce-inside, across, then inside again):
@@ -193,8 +221,9 @@ def collective_time(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str
     def level_terms(kind: str, lv: str, vol: Num) -> tuple[Num, Num]:
         if lv in SWITCHED:
             return switched_level(kind, vol, sizes[lv], model, links.w[lv], links.t[lv])
-        return ring_level(kind, vol, _rings(parts[lv], topo, symbolic), sizes[lv], model,
-                          links.w[lv], links.t[lv])
+        return ring_level(
+            kind, vol, _rings(parts[lv], topo, symbolic), sizes[lv], model, links.w[lv], links.t[lv]
+        )
 
     per_level: list[tuple[str, Num, Num]] = []
     if op in ("AllToAll", "CollectivePermute"):
@@ -222,12 +251,14 @@ def collective_time(op: str, v: Num, axes: Sequence[str], size_of: Callable[[str
     lat_total = sum(x for _, _, x in per_level)
     levels = tuple((lv, combine(model, b, x)) for lv, b, x in per_level)
     time = sum(t for _, t in levels) if len(levels) > 1 else levels[0][1]
-    return CollectiveTime(time, bw_total, lat_total, levels,
-                          tuple((lv, b) for lv, b, _ in per_level))
+    return CollectiveTime(
+        time, bw_total, lat_total, levels, tuple((lv, b) for lv, b, _ in per_level)
+    )
 
 
-def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool = False
-           ) -> list[Ring]:
+def _rings(
+    parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool = False
+) -> list[Ring]:
     """Group the ICI axes of a collective by physical axis."""
     if topo is None:
         return [Ring(n, 1, True) for _, n in parts]
@@ -239,14 +270,22 @@ def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool =
         if len(phys) > 1:  # one mesh axis spanning several physical axes: each is a full axis
             for p in phys:
                 pa = topo.phys(p)
-                groups[p] = (pa.length if pa.length is not None else n ** sp.Rational(
-                    1, len(phys)), 1, pa, pa.length)
+                groups[p] = (
+                    pa.length if pa.length is not None else n ** sp.Rational(1, len(phys)),
+                    1,
+                    pa,
+                    pa.length,
+                )
             continue
         pa = topo.phys(phys[0])
         if phys[0] in groups:
             m, stride, _, known = groups[phys[0]]
-            groups[phys[0]] = (m * n, min(stride, link.stride), pa,
-                               None if known is None or link.size is None else known * link.size)
+            groups[phys[0]] = (
+                m * n,
+                min(stride, link.stride),
+                pa,
+                None if known is None or link.size is None else known * link.size,
+            )
         else:
             groups[phys[0]] = (n, link.stride, pa, link.size)
     rings = []
@@ -261,8 +300,9 @@ def _rings(parts: list[tuple[str, Num]], topo: Topology | None, symbolic: bool =
     return rings
 
 
-def ring_collective_time(op: str, v: Num, sizes: list[Num], model: Model, w: Num,
-                         t: Num) -> CollectiveTime:
+def ring_collective_time(
+    op: str, v: Num, sizes: list[Num], model: Model, w: Num, t: Num
+) -> CollectiveTime:
     """`op` over full rings of the given sizes (the first, topology-free model of the sharding
     chapter).
 

@@ -156,8 +156,9 @@ class ProgramCost:
     """Ops the backward pass runs again under --remat (charged twice in the totals)."""
     matmul_precision: str = "default"
     """`--matmul-precision`: which rate `C_f32` takes (`Chip.matmul_rate`)."""
-    _conditions: list[tuple[ConditionCost, ...]] = field(default_factory=list, repr=False,
-                                                          compare=False)
+    _conditions: list[tuple[ConditionCost, ...]] = field(
+        default_factory=list, repr=False, compare=False
+    )
 
     @property
     def conditions(self) -> tuple[ConditionCost, ...]:
@@ -166,8 +167,16 @@ class ProgramCost:
         return self._conditions[0]
 
 
-BLOCK_FIGURES = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
-                 "t_comms_s", "t_compute_s")
+BLOCK_FIGURES = (
+    "flops",
+    "flops_per_device",
+    "hbm_bytes",
+    "comm_bytes",
+    "t_math_s",
+    "t_hbm_s",
+    "t_comms_s",
+    "t_compute_s",
+)
 """What a report gives per iteration and in total for each `repeat` block."""
 
 
@@ -182,14 +191,20 @@ def summed(terms: list[tuple[Any, Any]]) -> sp.Expr:
     """
     from collections import Counter
 
-    return sp.Add(*[x * count * k if k > 1 else x * count
-                    for (x, count), k in Counter(terms).items()])
+    return sp.Add(
+        *[x * count * k if k > 1 else x * count for (x, count), k in Counter(terms).items()]
+    )
 
 
-def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = None,
-                memo: dict[tuple[Hashable, ...], OpCost | None] | None = None, *,
-                chip: Chip | None = None,
-                bindings: Mapping[str, float] = MappingProxyType({})) -> ProgramCost:
+def derive_cost(
+    program: CompiledProgram,
+    ctx: Context,
+    fusion: Fusion | None = None,
+    memo: dict[tuple[Hashable, ...], OpCost | None] | None = None,
+    *,
+    chip: Chip | None = None,
+    bindings: Mapping[str, float] = MappingProxyType({}),
+) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
     program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root.
     `memo` keeps each op shape's formulas for the next program costed in the same context (the
@@ -207,10 +222,16 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     cal = getattr(chip, "calibration", None)
     # the calibrated network levels, and `alpha:<level>` for those that give their own latency
     network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
-    network |= frozenset(f"alpha:{f.level}" for f in cal.network
-                         if f.latency_s is not None) if cal is not None else frozenset()
-    network |= frozenset(f"ranks:{f.level}" for f in cal.network
-                         if f.half_ranks is not None) if cal is not None else frozenset()
+    network |= (
+        frozenset(f"alpha:{f.level}" for f in cal.network if f.latency_s is not None)
+        if cal is not None
+        else frozenset()
+    )
+    network |= (
+        frozenset(f"ranks:{f.level}" for f in cal.network if f.half_ranks is not None)
+        if cal is not None
+        else frozenset()
+    )
     if cal is not None and cal.clock is not None:
         network |= {"power-cap"}
     if cal is not None and cal.exposed is not None:
@@ -225,9 +246,14 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
         if key is not None and key in memo:
             c = memo[key]
             if c is not None:
-                changes.update(index=index, line=op.span.line, array=_array_of(op),
-                               src=_src_text(op, mesh), dst=op.out.format(mesh),
-                               reason=_reason(op))
+                changes.update(
+                    index=index,
+                    line=op.span.line,
+                    array=_array_of(op),
+                    src=_src_text(op, mesh),
+                    dst=op.out.format(mesh),
+                    reason=_reason(op),
+                )
         else:
             c = _op_cost(index, op, ctx, syms, mesh, program.mesh, program.topology, bindings)
             if c is not None and calibrated:
@@ -241,7 +267,9 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
                 changes.update(count=times_count(op.times), times=tuple(t.line for t in op.times))
             costs.append(dataclasses.replace(c, **changes) if changes else c)
     made = dict(program.array_times)
-    block: dict[tuple[Layout, str], tuple[sp.Expr, sp.Expr]] = {}  # per (layout, dtype): arrays repeat them
+    block: dict[
+        tuple[Layout, str], tuple[sp.Expr, sp.Expr]
+    ] = {}  # per (layout, dtype): arrays repeat them
 
     def sizes(v: Value) -> tuple[sp.Expr, sp.Expr]:
         key = (v.layout, v.dtype)
@@ -249,9 +277,11 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
             b = local_bytes(v.layout, v.dtype, size_symbol)
             block[key] = (b, b * n_devices)
         return block[key]
-    arrays = tuple(ArrayCost(v.array, v.dtype, v.format(mesh), *sizes(v),
-                             times_count(made.get(v.array, ())))
-                   for v in program.arrays)
+
+    arrays = tuple(
+        ArrayCost(v.array, v.dtype, v.format(mesh), *sizes(v), times_count(made.get(v.array, ())))
+        for v in program.arrays
+    )
     aliases = dict(program.aliases)
 
     if ctx.attention == "flash" and program.backward_line is not None:
@@ -273,13 +303,21 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     t_math, t_hbm = total("t_math"), total("t_hbm")
     t_comms = summed([(c.time, c.count) for c in charged if c.kind == "collective"])
     totals = {
-        "flops": total("flops"), "flops_per_device": total("flops_per_device"),
-        "hbm_bytes": total("hbm_bytes"), "comm_bytes": total("comm_bytes"),
-        "t_math_s": t_math, "t_hbm_s": t_hbm, "t_comms_s": t_comms,
-        "t_lower_s": sp.Max(t_math, t_hbm, t_comms, evaluate=False), "t_upper_s": t_math + t_hbm + t_comms,
+        "flops": total("flops"),
+        "flops_per_device": total("flops_per_device"),
+        "hbm_bytes": total("hbm_bytes"),
+        "comm_bytes": total("comm_bytes"),
+        "t_math_s": t_math,
+        "t_hbm_s": t_hbm,
+        "t_comms_s": t_comms,
+        "t_lower_s": sp.Max(t_math, t_hbm, t_comms, evaluate=False),
+        "t_upper_s": t_math + t_hbm + t_comms,
         # An alias (`B = A`) names blocks already counted under A: storage is counted once.
-        "memory_per_device_bytes": summed([(a.bytes_per_device, a.count) for a in arrays
-                                           if a.name not in aliases]) if arrays else ZERO,
+        "memory_per_device_bytes": summed(
+            [(a.bytes_per_device, a.count) for a in arrays if a.name not in aliases]
+        )
+        if arrays
+        else ZERO,
     }
     level_terms: dict[str, list[tuple[sp.Expr, sp.Expr]]] = {}
     bw_terms: dict[str, list[tuple[sp.Expr, sp.Expr]]] = {}
@@ -293,24 +331,40 @@ def derive_cost(program: CompiledProgram, ctx: Context, fusion: Fusion | None = 
     bw_by_level = {lv: summed(xs) for lv, xs in bw_terms.items()}
     totals.update({f"t_comms_{lv}_s": x for lv, x in by_level.items()})
     t_compute = summed([(c.time, c.count) for c in charged if c.kind != "collective"])
-    t_critical = summed([(c.time, c.count) for c in charged
-                         if c.kind == "collective" and not c.overlap])
-    totals.update({
-        "t_compute_s": t_compute,
-        "t_step_max_s": sp.Max(t_compute, t_comms, evaluate=False),
-        "t_step_sum_s": t_compute + t_comms,
-        "t_comms_critical_s": t_critical,
-    })
+    t_critical = summed(
+        [(c.time, c.count) for c in charged if c.kind == "collective" and not c.overlap]
+    )
+    totals.update(
+        {
+            "t_compute_s": t_compute,
+            "t_step_max_s": sp.Max(t_compute, t_comms, evaluate=False),
+            "t_step_sum_s": t_compute + t_comms,
+            "t_comms_critical_s": t_critical,
+        }
+    )
     totals["t_expected_s"] = _expected_total(charged, totals, syms, calibrated)
     if again:
         totals["t_recompute_s"] = summed([(c.time, c.count) for c in again])
-        totals["recompute_flops_per_device"] = summed([(c.flops_per_device, c.count)
-                                                       for c in again])
+        totals["recompute_flops_per_device"] = summed(
+            [(c.flops_per_device, c.count) for c in again]
+        )
+
     def conditions() -> tuple[ConditionCost, ...]:
         # `charged`: the collectives run again count here as in T_comms and T_math
         return _conditions(program, charged, t_math, t_hbm, bw_by_level, syms)
-    return ProgramCost(program, ctx.model, tuple(costs), arrays, totals, conditions, syms,
-                       _blocks(program, charged), redo, ctx.options.matmul_precision)
+
+    return ProgramCost(
+        program,
+        ctx.model,
+        tuple(costs),
+        arrays,
+        totals,
+        conditions,
+        syms,
+        _blocks(program, charged),
+        redo,
+        ctx.options.matmul_precision,
+    )
 
 
 def _rate_assumptions(program: CompiledProgram, ctx: Context, chip: Chip | None) -> None:
@@ -328,15 +382,23 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context, chip: Chip | None)
             rate = chip.matmul_rate(dtype, ctx.options.matmul_precision)
             if rate.assumption is not None:
                 ctx.diagnostics.warning(
-                    "H030", rate.assumption, op.span,
-                    notes=(f"{chip.name}'s chip file lists rates for "
-                           f"{', '.join(chip.flops)}; {dtype} products are timed at "
-                           f"{rate.value:.4g} FLOP/s",))
+                    "H030",
+                    rate.assumption,
+                    op.span,
+                    notes=(
+                        f"{chip.name}'s chip file lists rates for "
+                        f"{', '.join(chip.flops)}; {dtype} products are timed at "
+                        f"{rate.value:.4g} FLOP/s",
+                    ),
+                )
 
 
-def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
-                   memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
-                   network: frozenset[str] = frozenset()) -> list[OpCost]:
+def _with_expected(
+    costs: list[OpCost],
+    syms: HardwareSymbols,
+    memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
+    network: frozenset[str] = frozenset(),
+) -> list[OpCost]:
     """Each op's expected time again once `--attention flash` or fusion changed its roofline
     figures; an op they left alone keeps its own (the same object: no copy)."""
     out = []
@@ -346,9 +408,12 @@ def _with_expected(costs: list[OpCost], syms: HardwareSymbols,
     return out
 
 
-def _expected(c: OpCost, syms: HardwareSymbols,
-              memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
-              network: frozenset[str] = frozenset()) -> sp.Expr | None:
+def _expected(
+    c: OpCost,
+    syms: HardwareSymbols,
+    memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
+    network: frozenset[str] = frozenset(),
+) -> sp.Expr | None:
     """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
     of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. On a chip
     whose calibration gives its clocks ("power-cap" in `network`), the math runs at the boost
@@ -375,15 +440,17 @@ def _expected(c: OpCost, syms: HardwareSymbols,
         if c.t_math == 0:
             memo[key] = syms.t_call + c.t_hbm / syms.eta_hbm
         elif "power-cap" in network:  # the calibration gives its clocks
-            memo[key] = sp.Max(syms.t_call + sp.Max(fast, hbm, evaluate=False), math,
-                               evaluate=False)
+            memo[key] = sp.Max(
+                syms.t_call + sp.Max(fast, hbm, evaluate=False), math, evaluate=False
+            )
         else:
             memo[key] = syms.t_call + sp.Max(math, hbm, evaluate=False)
     return memo[key]
 
 
-def expected_collective(c: OpCost, syms: HardwareSymbols, network: frozenset[str]
-                        ) -> sp.Expr | None:
+def expected_collective(
+    c: OpCost, syms: HardwareSymbols, network: frozenset[str]
+) -> sp.Expr | None:
     """A collective's expected time (docs/cost-model.md, "Calibrated collectives"): each level's
     roofline time with its peak bandwidth W_<level> replaced by the achievable bus bandwidth
     W_<level> * eta_<level> * n / (n + n_half_<level>), n the bytes per rank (the op's V, the
@@ -412,8 +479,9 @@ def expected_collective(c: OpCost, syms: HardwareSymbols, network: frozenset[str
     return sp.Add(*parts)
 
 
-def _expected_total(charged: list[OpCost], totals: dict[str, sp.Expr], syms: HardwareSymbols,
-                    calibrated: bool) -> sp.Expr:
+def _expected_total(
+    charged: list[OpCost], totals: dict[str, sp.Expr], syms: HardwareSymbols, calibrated: bool
+) -> sp.Expr:
     """The program's expected time: its ops one after another (a device runs its kernels in
     turn), the collectives that nothing overlaps added, at least the whole communication time
     and at least one program call (t_dispatch). Never below T_lower: each op's expected time is
@@ -436,38 +504,58 @@ def _expected_total(charged: list[OpCost], totals: dict[str, sp.Expr], syms: Har
     return sp.Max(*terms, evaluate=False)
 
 
-def _conditions(program: CompiledProgram, costs: list[OpCost], t_math: sp.Expr,
-                t_hbm: sp.Expr, bw_by_level: dict[str, sp.Expr], syms: HardwareSymbols
-                ) -> tuple[ConditionCost, ...]:
+def _conditions(
+    program: CompiledProgram,
+    costs: list[OpCost],
+    t_math: sp.Expr,
+    t_hbm: sp.Expr,
+    bw_by_level: dict[str, sp.Expr],
+    syms: HardwareSymbols,
+) -> tuple[ConditionCost, ...]:
     """The report's conditions: compute against HBM, against communication (the whole step,
     the backward pass, each network level), each as `program part > hardware ratio`."""
     conditions: list[ConditionCost] = []
     if t_math != 0 and t_hbm != 0:
         rel = separate(t_math, t_hbm, syms.is_hardware)
-        conditions.append(ConditionCost(
-            "compute-vs-hbm", "compute-bound rather than HBM-bound (T_math > T_hbm)", rel))
+        conditions.append(
+            ConditionCost(
+                "compute-vs-hbm", "compute-bound rather than HBM-bound (T_math > T_hbm)", rel
+            )
+        )
     t_comms_bw = summed([(c.t_bandwidth, c.count) for c in costs if c.kind == "collective"])
     if t_math != 0 and t_comms_bw != 0:
         rel = separate(t_math, t_comms_bw, syms.is_hardware)
-        conditions.append(ConditionCost(
-            "compute-vs-comms", "compute-bound rather than communication-bound "
-            "(T_math > T_comms, bandwidth terms)", rel))
+        conditions.append(
+            ConditionCost(
+                "compute-vs-comms",
+                "compute-bound rather than communication-bound (T_math > T_comms, bandwidth terms)",
+                rel,
+            )
+        )
     if program.backward_line is not None:
         bwd = [c for c in costs if c.line == program.backward_line]
         m_b = summed([(c.t_math, c.count) for c in bwd])
         c_b = summed([(c.t_bandwidth, c.count) for c in bwd if c.kind == "collective"])
         if m_b != 0 and c_b != 0:
-            conditions.append(ConditionCost(
-                "backward-compute-vs-comms", "the backward pass compute-bound (its T_math > its "
-                "T_comms, bandwidth terms; the training chapter states DP and FSDP this way)",
-                separate(m_b, c_b, syms.is_hardware)))
+            conditions.append(
+                ConditionCost(
+                    "backward-compute-vs-comms",
+                    "the backward pass compute-bound (its T_math > its "
+                    "T_comms, bandwidth terms; the training chapter states DP and FSDP this way)",
+                    separate(m_b, c_b, syms.is_hardware),
+                )
+            )
     if t_math != 0 and len(bw_by_level) > 1:
         for lv, bw in bw_by_level.items():
             if bw != 0:
-                conditions.append(ConditionCost(
-                    f"compute-vs-{lv}", f"compute-bound over the {LEVEL_NAMES[lv]} part alone "
-                    f"(T_math > T_comms on {lv}, bandwidth terms)",
-                    separate(t_math, bw, syms.is_hardware)))
+                conditions.append(
+                    ConditionCost(
+                        f"compute-vs-{lv}",
+                        f"compute-bound over the {LEVEL_NAMES[lv]} part alone "
+                        f"(T_math > T_comms on {lv}, bandwidth terms)",
+                        separate(t_math, bw, syms.is_hardware),
+                    )
+                )
     return tuple(conditions)
 
 
@@ -500,8 +588,7 @@ def _figure(c: OpCost, key: str) -> sp.Expr:
     return getattr(c, key)
 
 
-def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols
-           ) -> list[OpCost]:
+def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols) -> list[OpCost]:
     """`--attention flash`: the attention core (the scores, the probabilities and their
     gradients) stays on chip, so the ops that make or read it move only their other operands
     through HBM (Dao et al. 2022, "FlashAttention", section 3.2: O(N^2 d^2 / M) HBM accesses
@@ -513,24 +600,37 @@ def _flash(costs: list[OpCost], program: CompiledProgram, syms: HardwareSymbols
     out = []
     for c in costs:
         op = program.ops[c.index]
-        values = ((op.lhs, op.rhs, op.out) if isinstance(op, Einsum)
-                  else (*op.args, op.out) if isinstance(op, Elementwise)
-                  else (op.src, op.out) if isinstance(op, Reduction) else ())
+        values = (
+            (op.lhs, op.rhs, op.out)
+            if isinstance(op, Einsum)
+            else (*op.args, op.out)
+            if isinstance(op, Elementwise)
+            else (op.src, op.out)
+            if isinstance(op, Reduction)
+            else ()
+        )
         if not any(v.id in core for v in values):
             out.append(c)
             continue
-        hbm = sum((local_bytes(v.layout, v.dtype, size_symbol) for v in values
-                   if v.id not in core), ZERO)
+        hbm = sum(
+            (local_bytes(v.layout, v.dtype, size_symbol) for v in values if v.id not in core), ZERO
+        )
         t_hbm = hbm / syms.w_hbm
         time = sp.Max(c.t_math, t_hbm, evaluate=False) if c.kind == "einsum" else t_hbm
         out.append(dataclasses.replace(c, hbm_bytes=hbm, t_hbm=t_hbm, time=time))
     return out
 
 
-def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
-             mesh: tuple[str, ...], program_mesh: tuple[tuple[str, int | None], ...] = (),
-             topology: Topology | None = None,
-             bindings: Mapping[str, float] = MappingProxyType({})) -> OpCost | None:
+def _op_cost(
+    index: int,
+    op: Op,
+    ctx: Context,
+    syms: HardwareSymbols,
+    mesh: tuple[str, ...],
+    program_mesh: tuple[tuple[str, int | None], ...] = (),
+    topology: Topology | None = None,
+    bindings: Mapping[str, float] = MappingProxyType({}),
+) -> OpCost | None:
     line = op.span.line
     match op:
         case Input():
@@ -544,15 +644,27 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
             full = Layout(tuple(DimSharding(d, a) for d, a in every.items()))
             flops = 2 * global_elements(full, size_symbol)
             fpd = 2 * local_elements(full, size_symbol)
-            hbm = sum((local_bytes(v.layout, v.dtype, size_symbol) for v in (lhs, rhs, out)),
-                      ZERO)
+            hbm = sum((local_bytes(v.layout, v.dtype, size_symbol) for v in (lhs, rhs, out)), ZERO)
             src = _src_text(op, mesh)
             t_math = fpd / syms.flops(dtype)
             t_hbm = hbm / syms.w_hbm
-            return OpCost(index, line, "einsum", "einsum", (), out.array, src, out.format(mesh),
-                          op.case, flops=flops, flops_per_device=fpd, hbm_bytes=hbm,
-                          time=sp.Max(t_math, t_hbm, evaluate=False), t_math=t_math,
-                          t_hbm=t_hbm)
+            return OpCost(
+                index,
+                line,
+                "einsum",
+                "einsum",
+                (),
+                out.array,
+                src,
+                out.format(mesh),
+                op.case,
+                flops=flops,
+                flops_per_device=fpd,
+                hbm_bytes=hbm,
+                time=sp.Max(t_math, t_hbm, evaluate=False),
+                t_math=t_math,
+                t_hbm=t_hbm,
+            )
         case Collective(op=kind, out=out, src=src, axes=axes, dim=dim):
             step = Step(kind, axes, dim, src.layout, out.layout)
             moved = step_bytes(step, src.dtype, size_symbol)
@@ -560,38 +672,95 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
             if all(known.get(a) == 1 for a in axes):
                 moved = ZERO  # every axis has one device: nothing moves
             if kind == "Send":  # point-to-point: distances need the axes' sizes
-                t = send_time(moved, op.send, size_symbol, ctx.model, topology, syms.links(),
-                              _known_size(program_mesh, bindings))
+                t = send_time(
+                    moved,
+                    op.send,
+                    size_symbol,
+                    ctx.model,
+                    topology,
+                    syms.links(),
+                    _known_size(program_mesh, bindings),
+                )
             else:
-                t = transfer_time(kind, moved, axes, src.layout, out.layout, size_symbol,
-                                  ctx.model, topology, syms.links(),
-                                  _known_size(program_mesh, bindings))
+                t = transfer_time(
+                    kind,
+                    moved,
+                    axes,
+                    src.layout,
+                    out.layout,
+                    size_symbol,
+                    ctx.model,
+                    topology,
+                    syms.links(),
+                    _known_size(program_mesh, bindings),
+                )
             bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
-            crossover = (_crossover(lat, moved, bw) if bw != 0 and moved != 0 and ctx.explain
-                         else None)
-            name = (format_send(op.send) if kind == "Send"
-                    else f"{kind}(max)" if op.combine == "max" else kind)
-            return OpCost(index, line, "collective", name, axes, src.array, src.format(mesh),
-                          out.format(mesh), op.reason, comm_bytes=as_expr(moved),
-                          time=as_expr(t.time), t_bandwidth=bw, t_latency=lat,
-                          levels=tuple((lv, as_expr(x)) for lv, x in t.levels),
-                          level_bandwidths=tuple((lv, as_expr(x)) for lv, x in t.bandwidths),
-                          crossover_bytes=crossover)
+            crossover = (
+                _crossover(lat, moved, bw) if bw != 0 and moved != 0 and ctx.explain else None
+            )
+            name = (
+                format_send(op.send)
+                if kind == "Send"
+                else f"{kind}(max)"
+                if op.combine == "max"
+                else kind
+            )
+            return OpCost(
+                index,
+                line,
+                "collective",
+                name,
+                axes,
+                src.array,
+                src.format(mesh),
+                out.format(mesh),
+                op.reason,
+                comm_bytes=as_expr(moved),
+                time=as_expr(t.time),
+                t_bandwidth=bw,
+                t_latency=lat,
+                levels=tuple((lv, as_expr(x)) for lv, x in t.levels),
+                level_bandwidths=tuple((lv, as_expr(x)) for lv, x in t.bandwidths),
+                crossover_bytes=crossover,
+            )
         case LocalSlice(out=out, src=src):
-            return OpCost(index, line, "elementwise", "slice", (), src.array, src.format(mesh),
-                          out.format(mesh), op.reason)
+            return OpCost(
+                index,
+                line,
+                "elementwise",
+                "slice",
+                (),
+                src.array,
+                src.format(mesh),
+                out.format(mesh),
+                op.reason,
+            )
         case Reduction(kind=kind, out=out, src=src, dims=dims):
             # one FLOP per element reduced (a broadcast copies: none); HBM-bound like
             # elementwise work
             flops = ZERO if kind == "broadcast" else global_elements(src.layout, size_symbol)
             fpd = ZERO if kind == "broadcast" else local_elements(src.layout, size_symbol)
             hbm = local_bytes(src.layout, src.dtype, size_symbol) + local_bytes(
-                out.layout, out.dtype, size_symbol)
+                out.layout, out.dtype, size_symbol
+            )
             t_hbm = hbm / syms.w_hbm
-            return OpCost(index, line, "elementwise", f"{kind}_{format_axes(dims)}", (),
-                          out.array, src.format(mesh), out.format(mesh), "", flops=flops,
-                          flops_per_device=fpd, hbm_bytes=hbm, time=t_hbm, t_math=ZERO,
-                          t_hbm=t_hbm)
+            return OpCost(
+                index,
+                line,
+                "elementwise",
+                f"{kind}_{format_axes(dims)}",
+                (),
+                out.array,
+                src.format(mesh),
+                out.format(mesh),
+                "",
+                flops=flops,
+                flops_per_device=fpd,
+                hbm_bytes=hbm,
+                time=t_hbm,
+                t_math=ZERO,
+                t_hbm=t_hbm,
+            )
         case Elementwise(fn=fn, out=out, args=args):
             per = ELEMENTWISE_FUNCTIONS.get(fn, BINARY_FLOPS)
             flops = per * global_elements(out.layout, size_symbol)
@@ -602,9 +771,23 @@ def _op_cost(index: int, op: Op, ctx: Context, syms: HardwareSymbols,
             t_math = ZERO
             t_hbm = hbm / syms.w_hbm
             src_text = _src_text(op, mesh)
-            return OpCost(index, line, "elementwise", fn, (), out.array, src_text,
-                          out.format(mesh), "", flops=flops, flops_per_device=fpd,
-                          hbm_bytes=hbm, time=t_hbm, t_math=t_math, t_hbm=t_hbm)
+            return OpCost(
+                index,
+                line,
+                "elementwise",
+                fn,
+                (),
+                out.array,
+                src_text,
+                out.format(mesh),
+                "",
+                flops=flops,
+                flops_per_device=fpd,
+                hbm_bytes=hbm,
+                time=t_hbm,
+                t_math=t_math,
+                t_hbm=t_hbm,
+            )
     raise AssertionError(op)
 
 
@@ -620,21 +803,45 @@ def _shape_key(op: Op) -> tuple[Hashable, ...] | None:
     """What an op's formulas depend on: everything but the names."""
     match op:
         case Einsum(out=out, lhs=lhs, rhs=rhs, contract=contract):
-            return ("einsum", lhs.layout, rhs.layout, out.layout, lhs.dtype, rhs.dtype,
-                    out.dtype, contract, op.case)
+            return (
+                "einsum",
+                lhs.layout,
+                rhs.layout,
+                out.layout,
+                lhs.dtype,
+                rhs.dtype,
+                out.dtype,
+                contract,
+                op.case,
+            )
         case Collective(op=kind, out=out, src=src, axes=axes, dim=dim):
-            return ("collective", kind, src.layout, out.layout, src.dtype, axes, dim, op.send,
-                    op.combine)
+            return (
+                "collective",
+                kind,
+                src.layout,
+                out.layout,
+                src.dtype,
+                axes,
+                dim,
+                op.send,
+                op.combine,
+            )
         case Reduction(kind=kind, out=out, src=src, dims=dims):
             return ("reduction", kind, src.layout, out.layout, src.dtype, dims)
         case Elementwise(fn=fn, out=out, args=args):
-            return ("elementwise", fn, out.layout, out.dtype,
-                    tuple((a.layout, a.dtype) for a in args))
+            return (
+                "elementwise",
+                fn,
+                out.layout,
+                out.dtype,
+                tuple((a.layout, a.dtype) for a in args),
+            )
     return None
 
 
-def _known_size(program_mesh: Iterable[tuple[str, int | None]], bindings: Mapping[str, float]
-                ) -> Callable[[str], int | None]:
+def _known_size(
+    program_mesh: Iterable[tuple[str, int | None]], bindings: Mapping[str, float]
+) -> Callable[[str], int | None]:
     """Mesh axis sizes where declared or bound, else None: a Send's distances depend on them."""
     return known_sizes(program_mesh, bindings).get
 
@@ -644,8 +851,11 @@ def _array_of(op: Op) -> str:
 
 
 def _reason(op: Op) -> str:
-    return op.reason if isinstance(op, (Collective, LocalSlice)) else (
-        op.case if isinstance(op, Einsum) else "")
+    return (
+        op.reason
+        if isinstance(op, (Collective, LocalSlice))
+        else (op.case if isinstance(op, Einsum) else "")
+    )
 
 
 def _src_text(op: Op, mesh: tuple[str, ...]) -> str:
@@ -655,7 +865,9 @@ def _src_text(op: Op, mesh: tuple[str, ...]) -> str:
         case Collective(src=src) | LocalSlice(src=src) | Reduction(src=src):
             return src.format(mesh)
         case Elementwise(fn=fn, args=args):
-            return f" {fn} ".join(a.format(mesh) for a in args) if len(args) > 1 else (
-                f"{fn}({args[0].format(mesh)})")
+            return (
+                f" {fn} ".join(a.format(mesh) for a in args)
+                if len(args) > 1
+                else (f"{fn}({args[0].format(mesh)})")
+            )
     return ""
-

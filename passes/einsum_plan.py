@@ -37,16 +37,25 @@ class EinsumPlan:
 
     @property
     def collectives(self) -> list[tuple[str, Step]]:
-        return [(side, s) for side, steps in (("lhs", self.lhs_steps), ("rhs", self.rhs_steps),
-                                              ("out", self.out_steps))
-                for s in steps if s.kind != "slice"]
+        return [
+            (side, s)
+            for side, steps in (
+                ("lhs", self.lhs_steps),
+                ("rhs", self.rhs_steps),
+                ("out", self.out_steps),
+            )
+            for s in steps
+            if s.kind != "slice"
+        ]
 
 
-def output_dims(lhs: tuple[str, ...], rhs: tuple[str, ...], contract: tuple[str, ...]
-                ) -> tuple[str, ...]:
+def output_dims(
+    lhs: tuple[str, ...], rhs: tuple[str, ...], contract: tuple[str, ...]
+) -> tuple[str, ...]:
     """Einsum convention: the left operand's kept dims, then the right's new ones."""
     return tuple(d for d in lhs if d not in contract) + tuple(
-        d for d in rhs if d not in contract and d not in lhs)
+        d for d in rhs if d not in contract and d not in lhs
+    )
 
 
 Pricings = tuple[Pricing | None, Pricing | None, Pricing | None]
@@ -108,7 +117,8 @@ class _Space:
         dim's axes otherwise than the fixed order (`reorder`)."""
         return (bool(self.extra) and any(r in self.extra for r in p.roles)) or (
             bool(self.reordered)
-            and (p.lhs_target, p.rhs_target, p.local_out, p.final) in self.reordered)
+            and (p.lhs_target, p.rhs_target, p.local_out, p.final) in self.reordered
+        )
 
     def keep(self, ranked: list[EinsumPlan]) -> list[EinsumPlan]:
         """`ranked` without the widened plans unless one of them wins."""
@@ -131,9 +141,11 @@ class _Space:
                 continue
             # Only the orders the operands and the request already hold the dim in: moving
             # the permute from one operand to the other is what a different order buys.
-            held = {lay.axes_of(d) for lay in (self.lhs, self.rhs, self.requested)
-                    if lay is not None and d in lay.dim_names
-                    and sorted(lay.axes_of(d)) == sorted(axes)}
+            held = {
+                lay.axes_of(d)
+                for lay in (self.lhs, self.rhs, self.requested)
+                if lay is not None and d in lay.dim_names and sorted(lay.axes_of(d)) == sorted(axes)
+            }
             axes.sort(key=functools.partial(self.order_key, d))
             first = tuple(axes)
             if held - {first}:  # `[J, K_XY]` is held, the request's `K_Y` orders Y first
@@ -152,13 +164,24 @@ class _Space:
                 return 99
             axes = lay.axes_of(d)
             return axes.index(a) if a in axes else 99
-        order = self.mesh_order
-        return (pos(self.requested), pos(self.hint), pos(self.lhs), pos(self.rhs),
-                order.index(a) if a in order else 99)
 
-    def plan(self, combo: tuple[str | None, ...], seen: set[Layouts], search: bool = True,
-             reshards: dict[tuple[str | Layout, ...], list[Step] | None] | None = None,
-             orders: Mapping[str, tuple[str, ...]] | None = None) -> EinsumPlan | None:
+        order = self.mesh_order
+        return (
+            pos(self.requested),
+            pos(self.hint),
+            pos(self.lhs),
+            pos(self.rhs),
+            order.index(a) if a in order else 99,
+        )
+
+    def plan(
+        self,
+        combo: tuple[str | None, ...],
+        seen: set[Layouts],
+        search: bool = True,
+        reshards: dict[tuple[str | Layout, ...], list[Step] | None] | None = None,
+        orders: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> EinsumPlan | None:
         """The plan for one role per involved axis; None if invalid or already in `seen`.
         Its reshards are the cheapest found (`plan_reshard`), or with `search=False` the fixed
         order's (`refine` searches later). `reshards` keeps them by target for the plans of
@@ -188,9 +211,13 @@ class _Space:
         if self.requested is not None:
             final = self.requested
         else:
-            final = Layout(tuple(DimSharding(d.dim, tuple(a for a in d.axes if a not in self.idle))
-                                 for d in local_out.dims),
-                           local_out.unreduced - self.idle if self.keep_partial else frozenset())
+            final = Layout(
+                tuple(
+                    DimSharding(d.dim, tuple(a for a in d.axes if a not in self.idle))
+                    for d in local_out.dims
+                ),
+                local_out.unreduced - self.idle if self.keep_partial else frozenset(),
+            )
         key = (lhs_t, rhs_t, local_out, final)
         if key in seen:
             return None
@@ -198,8 +225,9 @@ class _Space:
         pl, pr, po = self.pricings
         known = {} if reshards is None else reshards
 
-        def reshard(key: tuple[str | Layout, ...], src: Layout, dst: Layout, pricing: Pricing | None
-                    ) -> list[Step] | None:
+        def reshard(
+            key: tuple[str | Layout, ...], src: Layout, dst: Layout, pricing: Pricing | None
+        ) -> list[Step] | None:
             if key not in known:
                 known[key] = plan_reshard(src, dst, self.sizes, pricing, search)
             return known[key]
@@ -209,42 +237,72 @@ class _Space:
         os_ = reshard(("out", local_out, final), local_out, final, po)
         if ls is None or rs is None or os_ is None:
             return None
-        return EinsumPlan(tuple(zip(self.involved, combo, strict=True)), lhs_t, rhs_t,
-                          local_out, final, tuple(ls), tuple(rs), tuple(os_))
+        return EinsumPlan(
+            tuple(zip(self.involved, combo, strict=True)),
+            lhs_t,
+            rhs_t,
+            local_out,
+            final,
+            tuple(ls),
+            tuple(rs),
+            tuple(os_),
+        )
 
     def refine(self, p: EinsumPlan) -> EinsumPlan:
         """`p` with the cheapest reshards the search finds (the same roles and layouts)."""
         pl, pr, po = self.pricings
-        steps = (plan_reshard(self.lhs, p.lhs_target, self.sizes, pl),
-                 plan_reshard(self.rhs, p.rhs_target, self.sizes, pr),
-                 plan_reshard(p.local_out, p.final, self.sizes, po))
+        steps = (
+            plan_reshard(self.lhs, p.lhs_target, self.sizes, pl),
+            plan_reshard(self.rhs, p.rhs_target, self.sizes, pr),
+            plan_reshard(p.local_out, p.final, self.sizes, po),
+        )
         assert all(s is not None for s in steps)  # the fixed order found them
-        return dataclasses.replace(p, lhs_steps=tuple(steps[0] or ()),
-                                   rhs_steps=tuple(steps[1] or ()),
-                                   out_steps=tuple(steps[2] or ()))
+        return dataclasses.replace(
+            p,
+            lhs_steps=tuple(steps[0] or ()),
+            rhs_steps=tuple(steps[1] or ()),
+            out_steps=tuple(steps[2] or ()),
+        )
 
     def floors(self, p: EinsumPlan) -> Floors:
         """A lower bound on the time of each of `refine(p)`'s reshards (None: it keeps `p`'s)."""
         pl, pr, po = self.pricings
-        return (reshard_floor(self.lhs, p.lhs_target, self.sizes, pl),
-                reshard_floor(self.rhs, p.rhs_target, self.sizes, pr),
-                reshard_floor(p.local_out, p.final, self.sizes, po))
+        return (
+            reshard_floor(self.lhs, p.lhs_target, self.sizes, pl),
+            reshard_floor(self.rhs, p.rhs_target, self.sizes, pr),
+            reshard_floor(p.local_out, p.final, self.sizes, po),
+        )
 
 
-def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[str, ...],
-           requested: Layout | None, mesh_order: tuple[str, ...],
-           divisible: Callable[[str, tuple[str, ...]], bool], keep_partial: bool,
-           sizes: Mapping[str, float] | None, pricings: Pricings = NO_PRICING,
-           idle: bool = True, hint: Layout | None = None, wide: bool = False) -> _Space:
+def _space(
+    lhs: Layout,
+    rhs: Layout,
+    contract: tuple[str, ...],
+    out_dims: tuple[str, ...],
+    requested: Layout | None,
+    mesh_order: tuple[str, ...],
+    divisible: Callable[[str, tuple[str, ...]], bool],
+    keep_partial: bool,
+    sizes: Mapping[str, float] | None,
+    pricings: Pricings = NO_PRICING,
+    idle: bool = True,
+    hint: Layout | None = None,
+    wide: bool = False,
+) -> _Space:
     # Partial sums of one operand pass through the product when the other does not touch them.
     pass_l = lhs.unreduced if not (lhs.unreduced & rhs.used_axes) else frozenset()
     pass_r = rhs.unreduced if not (rhs.unreduced & lhs.used_axes) else frozenset()
     passthrough = pass_l | pass_r
     involved: list[str] = []
-    for a in (*lhs.sharding_axes, *rhs.sharding_axes, *lhs.unreduced, *rhs.unreduced,
-              *(requested.sharding_axes if requested else ()),
-              *(sorted(requested.unreduced) if requested else ()),
-              *(hint.sharding_axes if hint else ())):
+    for a in (
+        *lhs.sharding_axes,
+        *rhs.sharding_axes,
+        *lhs.unreduced,
+        *rhs.unreduced,
+        *(requested.sharding_axes if requested else ()),
+        *(sorted(requested.unreduced) if requested else ()),
+        *(hint.sharding_axes if hint else ()),
+    ):
         if a not in involved and a not in passthrough:
             involved.append(a)
     involved.sort(key=lambda a: mesh_order.index(a) if a in mesh_order else len(mesh_order))
@@ -277,33 +335,61 @@ def _space(lhs: Layout, rhs: Layout, contract: tuple[str, ...], out_dims: tuple[
             held = [d for lay in (lhs, rhs) if a in lay.used_axes for d in lay.dim_names]
             return tuple(dict.fromkeys((*(d for d in held if d not in contract), *contract)))
 
-        widened = [(*c, *(d for d in more(a) if d not in c))
-                   for a, c in zip(involved, choices, strict=True)]
-        extra = frozenset((a, d) for a, c, w in zip(involved, choices, widened, strict=True)
-                          for d in w[len(c):])
+        widened = [
+            (*c, *(d for d in more(a) if d not in c))
+            for a, c in zip(involved, choices, strict=True)
+        ]
+        extra = frozenset(
+            (a, d) for a, c, w in zip(involved, choices, widened, strict=True) for d in w[len(c) :]
+        )
         choices = widened
-    unused = (_idle_axes(mesh_order, {*involved, *passthrough}, sizes)
-              if idle and model == "exact" else [])
+    unused = (
+        _idle_axes(mesh_order, {*involved, *passthrough}, sizes)
+        if idle and model == "exact"
+        else []
+    )
     if sizes is not None and not (idle and model == "exact"):
         # Nor do the reshards slice an idle axis onto a dim they gather (`passes.reshard`):
         # the book's model and `idle_axes=False` leave idle axes idle.
-        sizes = {k: v for k, v in sizes.items()
-                 if k not in mesh_order or k in involved or k in passthrough}
+        sizes = {
+            k: v
+            for k, v in sizes.items()
+            if k not in mesh_order or k in involved or k in passthrough
+        }
     if unused:
         # No role first: the plans without them keep their order (and ties their winner).
-        every = tuple(d for d in dict.fromkeys((*lhs.dim_names, *rhs.dim_names))
-                      if d not in contract)
+        every = tuple(
+            d for d in dict.fromkeys((*lhs.dim_names, *rhs.dim_names)) if d not in contract
+        )
         involved += unused
         choices += [(None, *every)] * len(unused)
         order = sorted(range(len(involved)), key=lambda i: mesh_order.index(involved[i]))
         involved, choices = [involved[i] for i in order], [choices[i] for i in order]
-    return _Space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible, keep_partial,
-                  sizes, tuple(involved), tuple(choices), pass_l, pass_r, pricings,
-                  frozenset(unused), hint, extra, idle and wide and model == "exact")
+    return _Space(
+        lhs,
+        rhs,
+        contract,
+        out_dims,
+        requested,
+        mesh_order,
+        divisible,
+        keep_partial,
+        sizes,
+        tuple(involved),
+        tuple(choices),
+        pass_l,
+        pass_r,
+        pricings,
+        frozenset(unused),
+        hint,
+        extra,
+        idle and wide and model == "exact",
+    )
 
 
-def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, float] | None
-               ) -> list[str]:
+def _idle_axes(
+    mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, float] | None
+) -> list[str]:
     """The mesh axes of known size above 1 that the contraction does not use. Under the exact
     cost model (the book's model leaves them idle, as its answers do) each may shard a dim of
     the product, as XLA's partitioner does: an operand that holds the dim whole slices
@@ -321,20 +407,43 @@ def _idle_axes(mesh_order: tuple[str, ...], used: set[str], sizes: Mapping[str, 
     return [a for a in mesh_order if a not in used and (sizes.get(a) or 1) > 1]
 
 
-def enumerate_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
-                    out_dims: tuple[str, ...], requested: Layout | None,
-                    mesh_order: tuple[str, ...],
-                    divisible: Callable[[str, tuple[str, ...]], bool],
-                    keep_partial: bool = False,
-                    sizes: Mapping[str, float] | None = None, *,
-                    pricings: Pricings = NO_PRICING, search: bool = True,
-                    idle: bool = True, hint: Layout | None = None) -> list[EinsumPlan]:
+def enumerate_plans(
+    lhs: Layout,
+    rhs: Layout,
+    contract: tuple[str, ...],
+    out_dims: tuple[str, ...],
+    requested: Layout | None,
+    mesh_order: tuple[str, ...],
+    divisible: Callable[[str, tuple[str, ...]], bool],
+    keep_partial: bool = False,
+    sizes: Mapping[str, float] | None = None,
+    *,
+    pricings: Pricings = NO_PRICING,
+    search: bool = True,
+    idle: bool = True,
+    hint: Layout | None = None,
+) -> list[EinsumPlan]:
     """Every valid plan (deduplicated), in a stable order that lists keeping roles first.
 
     Exponential in the involved axes: `search_plans` calls it only below PLAN_SEARCH_LIMIT.
     """
-    return _enumerate(_space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                             keep_partial, sizes, pricings, idle, hint), search)
+    return _enumerate(
+        _space(
+            lhs,
+            rhs,
+            contract,
+            out_dims,
+            requested,
+            mesh_order,
+            divisible,
+            keep_partial,
+            sizes,
+            pricings,
+            idle,
+            hint,
+        ),
+        search,
+    )
 
 
 def _enumerate(space: _Space, search: bool) -> list[EinsumPlan]:
@@ -367,21 +476,32 @@ class PlanSearch:
         """What the decision record says about the search ("" when it was exhaustive)."""
         if not self.capped:
             return ""
-        return (f"search capped: {self.tried:,} of {self.space:,} role assignments tried "
-                f"(local search from the current layouts and from gathering everything; "
-                f"exhaustive up to {PLAN_SEARCH_LIMIT:,})")
+        return (
+            f"search capped: {self.tried:,} of {self.space:,} role assignments tried "
+            f"(local search from the current layouts and from gathering everything; "
+            f"exhaustive up to {PLAN_SEARCH_LIMIT:,})"
+        )
 
 
-def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
-                 out_dims: tuple[str, ...], requested: Layout | None,
-                 mesh_order: tuple[str, ...],
-                 divisible: Callable[[str, tuple[str, ...]], bool],
-                 keep_partial: bool, sizes: Mapping[str, float] | None,
-                 objective: Callable[[EinsumPlan], Rank], limit: int = PLAN_SEARCH_LIMIT, *,
-                 pricings: Pricings = NO_PRICING,
-                 floor: Callable[[EinsumPlan, Floors], Rank] | None = None,
-                 idle: bool = True, hint: Layout | None = None, wide: bool = False
-                 ) -> PlanSearch:
+def search_plans(
+    lhs: Layout,
+    rhs: Layout,
+    contract: tuple[str, ...],
+    out_dims: tuple[str, ...],
+    requested: Layout | None,
+    mesh_order: tuple[str, ...],
+    divisible: Callable[[str, tuple[str, ...]], bool],
+    keep_partial: bool,
+    sizes: Mapping[str, float] | None,
+    objective: Callable[[EinsumPlan], Rank],
+    limit: int = PLAN_SEARCH_LIMIT,
+    *,
+    pricings: Pricings = NO_PRICING,
+    floor: Callable[[EinsumPlan, Floors], Rank] | None = None,
+    idle: bool = True,
+    hint: Layout | None = None,
+    wide: bool = False,
+) -> PlanSearch:
     """The plans ranked by `objective`: all of them when there are at most `limit` role
     assignments, otherwise the best found by changing one axis's role at a time (evaluating at
     most PLAN_SEARCH_LIMIT assignments). `pricings` price the reshards of the left operand,
@@ -392,15 +512,29 @@ def search_plans(lhs: Layout, rhs: Layout, contract: tuple[str, ...],
     that may rank among the first `KEPT` distinct ones (`_refine_best`); the others keep the
     fixed order's. `hint` (only where nothing is requested) widens the roles toward the layout
     the result's consumer wants (`_Space.hint`)."""
-    space = _space(lhs, rhs, contract, out_dims, requested, mesh_order, divisible,
-                   keep_partial, sizes, pricings, idle, hint, wide)
+    space = _space(
+        lhs,
+        rhs,
+        contract,
+        out_dims,
+        requested,
+        mesh_order,
+        divisible,
+        keep_partial,
+        sizes,
+        pricings,
+        idle,
+        hint,
+        wide,
+    )
     total = space.size
     if total <= limit:
         plans = _enumerate(space, floor is None)
         if floor is not None:
             plans = _refine_best(space, plans, objective, floor)
-        return PlanSearch(space.keep(rank_plans(plans, objective)), total, total, False,
-                          tuple(plans))
+        return PlanSearch(
+            space.keep(rank_plans(plans, objective)), total, total, False, tuple(plans)
+        )
     plans, tried = _local_search(space, objective, PLAN_SEARCH_LIMIT)
     return PlanSearch(space.keep(rank_plans(plans, objective)), total, tried, True, tuple(plans))
 
@@ -409,8 +543,12 @@ KEPT = 3
 """Distinct plans the decision record lists: `_refine_best` settles these exactly."""
 
 
-def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[EinsumPlan], Rank],
-                 floor: Callable[[EinsumPlan, Floors], Rank]) -> list[EinsumPlan]:
+def _refine_best(
+    space: _Space,
+    plans: list[EinsumPlan],
+    objective: Callable[[EinsumPlan], Rank],
+    floor: Callable[[EinsumPlan, Floors], Rank],
+) -> list[EinsumPlan]:
     """Branch and bound over the plans (with the fixed order's reshards), cheapest first:
     refine a plan (search its reshards) unless `KEPT` distinct refined plans already rank below
     a lower bound on its refined objective: its objective with no communication, then with each
@@ -422,8 +560,9 @@ def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[Ei
     for i in sorted(range(len(plans)), key=lambda i: (objective(plans[i]), i)):
         p = plans[i]
         kept = sorted(best.values())[:KEPT]
-        if len(kept) == KEPT and (floor(p, free) > kept[-1]
-                                  or floor(p, space.floors(p)) > kept[-1]):
+        if len(kept) == KEPT and (
+            floor(p, free) > kept[-1] or floor(p, space.floors(p)) > kept[-1]
+        ):
             continue
         out[i] = refined = space.refine(p)
         sig, value = plan_signature(refined), objective(refined)
@@ -434,14 +573,16 @@ def _refine_best(space: _Space, plans: list[EinsumPlan], objective: Callable[[Ei
 def plan_signature(p: EinsumPlan) -> Signature:
     """What `describe_plan` shows of a plan (each step's kind, axes and dim; a slice's dim is not
     shown): plans with the same signature read the same and are listed once."""
-    return tuple((side, s.kind, s.axes, None if s.kind == "slice" else s.dim)
-                 for side, steps in (("lhs", p.lhs_steps), ("rhs", p.rhs_steps),
-                                     ("out", p.out_steps))
-                 for s in steps)
+    return tuple(
+        (side, s.kind, s.axes, None if s.kind == "slice" else s.dim)
+        for side, steps in (("lhs", p.lhs_steps), ("rhs", p.rhs_steps), ("out", p.out_steps))
+        for s in steps
+    )
 
 
-def _local_search(space: _Space, objective: Callable[[EinsumPlan], Rank], limit: int
-                  ) -> tuple[list[EinsumPlan], int]:
+def _local_search(
+    space: _Space, objective: Callable[[EinsumPlan], Rank], limit: int
+) -> tuple[list[EinsumPlan], int]:
     """Coordinate descent over the roles from two seeds (keep every role; gather everything):
     take the first single-axis change that improves the objective until none does, or until
     `limit` assignments have been evaluated. Returns the valid plans met and the count tried."""
@@ -467,22 +608,34 @@ def _local_search(space: _Space, objective: Callable[[EinsumPlan], Rank], limit:
                 for d in opts:
                     if d == current[i] or len(found) >= limit:
                         continue
-                    cand = (*current[:i], d, *current[i + 1:])
+                    cand = (*current[:i], d, *current[i + 1 :])
                     s = score(cand)
                     if s is not None and (best is None or s < best):
                         current, best, improved = cand, s, True
     return plans, len(found)
 
 
-def rank_plans(plans: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple[Num, ...]]
-               ) -> list[EinsumPlan]:
+def rank_plans(
+    plans: list[EinsumPlan], objective: Callable[[EinsumPlan], tuple[Num, ...]]
+) -> list[EinsumPlan]:
     """Sort by the objective; ties keep enumeration order (current layouts first)."""
-    return [p for _, _, p in sorted(
-        ((objective(p), i, p) for i, p in enumerate(plans)), key=lambda t: (t[0], t[1]))]
+    return [
+        p
+        for _, _, p in sorted(
+            ((objective(p), i, p) for i, p in enumerate(plans)), key=lambda t: (t[0], t[1])
+        )
+    ]
 
 
-CaseKind = Literal["same-contracted", "one-contracted", "both-contracted", "both-free",
-                   "same-free", "one-free", "unused"]
+CaseKind = Literal[
+    "same-contracted",
+    "one-contracted",
+    "both-contracted",
+    "both-free",
+    "same-free",
+    "one-free",
+    "unused",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,8 +660,12 @@ class AxisCase:
     def case(self) -> int:
         """The book's case number: 2 for a contracted dim of one side, 3 for both, 4 for free
         dims of both, 1 otherwise (batch dims sharded alike are kept, as in Case 1)."""
-        return {"same-contracted": 3, "one-contracted": 2, "both-contracted": 2,
-                "both-free": 4}.get(self.kind, 1)
+        return {
+            "same-contracted": 3,
+            "one-contracted": 2,
+            "both-contracted": 2,
+            "both-free": 4,
+        }.get(self.kind, 1)
 
     @property
     def contracted_dim(self) -> str | None:
@@ -550,8 +707,9 @@ def case_label(lhs: Layout, rhs: Layout, contract: tuple[str, ...]) -> str:
     >>> case_label(Layout.of({"I": ("X",), "J": ()}), Layout.of({"J": (), "K": ()}), ("J",))
     'Case 1'
     """
-    cases = {classify_axis(a, lhs, rhs, contract).case
-             for a in lhs.sharding_axes + rhs.sharding_axes}
+    cases = {
+        classify_axis(a, lhs, rhs, contract).case for a in lhs.sharding_axes + rhs.sharding_axes
+    }
     return "Case " + "+".join(str(c) for c in sorted(cases or {1}))
 
 
@@ -577,8 +735,13 @@ def book_roles(c: AxisCase) -> set[str | None] | None:
             return {d for d in (c.lhs_dim, c.rhs_dim) if d is not None}
 
 
-def book_departures(plan: EinsumPlan, lhs: Layout, rhs: Layout, contract: tuple[str, ...],
-                    requested: Layout | None = None) -> int:
+def book_departures(
+    plan: EinsumPlan,
+    lhs: Layout,
+    rhs: Layout,
+    contract: tuple[str, ...],
+    requested: Layout | None = None,
+) -> int:
     """How many mesh axes the plan treats differently from the sharding chapter's rule for their
     case (`book_roles`). Used to pick the default when sizes are symbolic and the numbers cannot
     decide.

@@ -143,11 +143,12 @@ def fuse_elementwise(program: CompiledProgram, backend: str) -> Fusion:
         if roles[i] == "boundary":
             continue
         readers = consumers.get(op.out.id, [])
-        if not readers or any(roles[k] == "boundary" or ops[k].times != op.times
-                              or side(k) != side(i) for k in readers):
+        if not readers or any(
+            roles[k] == "boundary" or ops[k].times != op.times or side(k) != side(i)
+            for k in readers
+        ):
             continue
-        if not all(_fuses(i, k, ops, roles, producer, consumers, groups, backend)
-                   for k in readers):
+        if not all(_fuses(i, k, ops, roles, producer, consumers, groups, backend) for k in readers):
             continue
         roots = dict.fromkeys(groups.find(x) for x in (i, *readers))
         merged = [m for r in roots for m in groups.members[r]]
@@ -163,15 +164,28 @@ def fuse_elementwise(program: CompiledProgram, backend: str) -> Fusion:
             continue
         members = sorted(members)
         matmuls = [i for i in members if roles[i] == "matmul"]
-        kind = ("output" if matmuls else
-                "input" if any(roles[i] == "reduction" for i in members) else "loop")
+        kind = (
+            "output"
+            if matmuls
+            else "input"
+            if any(roles[i] == "reduction" for i in members)
+            else "loop"
+        )
         out.append(FusionGroup(matmuls[0] if matmuls else members[-1], tuple(members), kind))
     out.sort(key=lambda g: g.members[0])
     return Fusion(tuple(out), backend)
 
 
-def _fuses(i: int, j: int, ops: Sequence[Op], roles: Sequence[str], producer: Mapping[str, int],
-           consumers: Mapping[str, list[int]], groups: _Groups, backend: str) -> bool:
+def _fuses(
+    i: int,
+    j: int,
+    ops: Sequence[Op],
+    roles: Sequence[str],
+    producer: Mapping[str, int],
+    consumers: Mapping[str, list[int]],
+    groups: _Groups,
+    backend: str,
+) -> bool:
     """Whether XLA fuses producer op i into consumer op j (or j into i's matmul)."""
     ri, rj = roles[i], roles[j]
     gi, gj = groups.find(i), groups.find(j)
@@ -181,11 +195,17 @@ def _fuses(i: int, j: int, ops: Sequence[Op], roles: Sequence[str], producer: Ma
         # add may take the activation after it (cuBLASLt's BIAS_RELU / BIAS_GELU)
         if backend == "tpu" or not has_matmul:
             return True
-        return (backend == "gpu" and groups.find(i) == gi and groups.count(gi, "matmul") == 1
-                and len(groups.members[gi]) == 2 and not groups.count(gj, "matmul")
-                and len(groups.members[gj]) == 1 and isinstance(op_j := ops[j], Elementwise)
-                and op_j.fn in EPILOGUE_ACTIVATIONS
-                and consumers.get(ops[i].out.id, []) == [j])
+        return (
+            backend == "gpu"
+            and groups.find(i) == gi
+            and groups.count(gi, "matmul") == 1
+            and len(groups.members[gi]) == 2
+            and not groups.count(gj, "matmul")
+            and len(groups.members[gj]) == 1
+            and isinstance(op_j := ops[j], Elementwise)
+            and op_j.fn in EPILOGUE_ACTIVATIONS
+            and consumers.get(ops[i].out.id, []) == [j]
+        )
     if ri == "reduction" and rj == "elementwise":
         return _diamond(i, j, ops, producer) and not (backend != "tpu" and has_matmul)
     if ri == "matmul" and rj == "elementwise":
@@ -225,19 +245,24 @@ def _diamond(i: int, j: int, ops: Sequence[Op], producer: Mapping[str, int]) -> 
     if src in reads:
         return True
     k = producer.get(src)
-    return k is not None and isinstance(maker := ops[k], Elementwise) and bool(
-        reads & {v.id for v in maker.args})
+    return (
+        k is not None
+        and isinstance(maker := ops[k], Elementwise)
+        and bool(reads & {v.id for v in maker.args})
+    )
 
 
-def _leaves_and_returns(members: list[int], ops: Sequence[Op],
-                        consumers: Mapping[str, list[int]]) -> bool:
+def _leaves_and_returns(
+    members: list[int], ops: Sequence[Op], consumers: Mapping[str, list[int]]
+) -> bool:
     """Whether some path leaves `members` and comes back: fusing them would make a kernel that
     waits for its own output."""
     inside = set(members)
     last = max(inside)
     seen: set[int] = set()
-    stack = [k for m in inside for k in consumers.get(ops[m].out.id, ())
-             if k not in inside and k < last]
+    stack = [
+        k for m in inside for k in consumers.get(ops[m].out.id, ()) if k not in inside and k < last
+    ]
     while stack:
         k = stack.pop()
         if k in seen:

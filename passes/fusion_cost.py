@@ -18,8 +18,13 @@ if TYPE_CHECKING:
     from shardc.passes.derive_cost import OpCost
 
 
-def fused_costs(costs: list[OpCost], program: CompiledProgram, fusion: Fusion,
-                syms: HardwareSymbols, flash: bool) -> list[OpCost]:
+def fused_costs(
+    costs: list[OpCost],
+    program: CompiledProgram,
+    fusion: Fusion,
+    syms: HardwareSymbols,
+    flash: bool,
+) -> list[OpCost]:
     """Each fused group as one kernel: it reads each value from outside the group once and
     writes each value an op outside the group reads (or that no op reads: a result); what
     passes between its ops stays on chip. The root carries those bytes and the group's time
@@ -42,8 +47,16 @@ def fused_costs(costs: list[OpCost], program: CompiledProgram, fusion: Fusion,
         if g is None:
             out.append(c)
         elif c.index != g.root:
-            out.append(dataclasses.replace(c, hbm_bytes=sp.S.Zero, t_hbm=sp.S.Zero, t_math=sp.S.Zero,
-                                           time=sp.S.Zero, fused_into=g.root))
+            out.append(
+                dataclasses.replace(
+                    c,
+                    hbm_bytes=sp.S.Zero,
+                    t_hbm=sp.S.Zero,
+                    t_math=sp.S.Zero,
+                    time=sp.S.Zero,
+                    fused_into=g.root,
+                )
+            )
         else:
             inside = set(g.members)
             made = {program.ops[i].out.id: program.ops[i].out for i in inside}
@@ -52,13 +65,25 @@ def fused_costs(costs: list[OpCost], program: CompiledProgram, fusion: Fusion,
                 for v in operands(program.ops[i]):
                     if v.id not in made:
                         reads.setdefault(v.id, v)
-            writes = [v for vid, v in made.items() if not read_by.get(vid, set()) <= inside
-                      or vid not in read_by]
-            hbm = sum((local_bytes(v.layout, v.dtype, size_symbol)
-                       for v in (*reads.values(), *writes) if v.id not in core), sp.S.Zero)
+            writes = [
+                v
+                for vid, v in made.items()
+                if not read_by.get(vid, set()) <= inside or vid not in read_by
+            ]
+            hbm = sum(
+                (
+                    local_bytes(v.layout, v.dtype, size_symbol)
+                    for v in (*reads.values(), *writes)
+                    if v.id not in core
+                ),
+                sp.S.Zero,
+            )
             t_math = sp.Add(*[by_index[i].t_math for i in g.members if i in by_index])
             t_hbm = hbm / syms.w_hbm
             time = sp.Max(t_math, t_hbm, evaluate=False) if t_math != 0 else t_hbm
-            out.append(dataclasses.replace(c, hbm_bytes=hbm, t_hbm=t_hbm, t_math=t_math,
-                                           time=time, fusion=g.kind))
+            out.append(
+                dataclasses.replace(
+                    c, hbm_bytes=hbm, t_hbm=t_hbm, t_math=t_math, time=time, fusion=g.kind
+                )
+            )
     return out

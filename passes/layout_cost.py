@@ -38,13 +38,13 @@ def local_elements(layout: Layout, size_of: SizeOf) -> Num:
         for n, axes in sizes:
             out = out * n / sprod(axes)
         return out
-    return _symbolic_elements(tuple((typed(n), tuple(typed(a) for a in axes))
-                                    for n, axes in sizes))
+    return _symbolic_elements(tuple((typed(n), tuple(typed(a) for a in axes)) for n, axes in sizes))
 
 
 @memoized(ELEMENTS, lambda sizes: sizes)
-def _symbolic_elements(sizes: tuple[tuple[tuple[type, Num], tuple[tuple[type, Num], ...]], ...]
-                       ) -> Num:
+def _symbolic_elements(
+    sizes: tuple[tuple[tuple[type, Num], tuple[tuple[type, Num], ...]], ...],
+) -> Num:
     out: Num = 1
     for (_, n), axes in sizes:
         out = out * n / sprod(a for _, a in axes)
@@ -94,25 +94,53 @@ def step_bytes(step: Step, dtype: str, size_of: SizeOf) -> Num:
 
 def numbers_of(size_of: SizeOf) -> Callable[[str], int | None]:
     """The sizes `size_of` gives as numbers, None where it gives a symbol."""
+
     def known(name: str) -> int | None:
         n = size_of(name)
         return int(n) if is_number(n) else None
+
     return known
 
 
-def step_time(step: Step, dtype: str, size_of: SizeOf, model: Model, topo: Topology | None,
-              links: Links, known: Callable[[str], int | None] | None = None) -> CollectiveTime:
+def step_time(
+    step: Step,
+    dtype: str,
+    size_of: SizeOf,
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+    known: Callable[[str], int | None] | None = None,
+) -> CollectiveTime:
     """A step's time; a CollectivePermute over its pairs of devices where the mesh axes' sizes
     are `known` (by default, where `size_of` gives numbers): `passes.permute_cost`."""
     if step.kind == "slice":
         return CollectiveTime(0, 0, 0)
-    return transfer_time(step.kind, step_bytes(step, dtype, size_of), step.axes, step.src,
-                         step.dst, size_of, model, topo, links, known)
+    return transfer_time(
+        step.kind,
+        step_bytes(step, dtype, size_of),
+        step.axes,
+        step.src,
+        step.dst,
+        size_of,
+        model,
+        topo,
+        links,
+        known,
+    )
 
 
-def transfer_time(kind: str, v: Num, axes: Sequence[str], src: Layout, dst: Layout,
-                  size_of: SizeOf, model: Model, topo: Topology | None, links: Links,
-                  known: Callable[[str], int | None] | None = None) -> CollectiveTime:
+def transfer_time(
+    kind: str,
+    v: Num,
+    axes: Sequence[str],
+    src: Layout,
+    dst: Layout,
+    size_of: SizeOf,
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+    known: Callable[[str], int | None] | None = None,
+) -> CollectiveTime:
     """A collective of V = `v` bytes from `src` to `dst` over `axes`: `collective_time`, but a
     CollectivePermute over its pairs of devices (`passes.permute_cost`) where the mesh axes'
     sizes are `known` (by default, where `size_of` gives numbers) and few enough to list."""
@@ -123,8 +151,14 @@ def transfer_time(kind: str, v: Num, axes: Sequence[str], src: Layout, dst: Layo
     return collective_time(kind, v, axes, size_of, model, topo, links)
 
 
-def steps_time(steps: Sequence[Step], dtype: str, size_of: SizeOf, model: Model,
-               topo: Topology | None, links: Links) -> Num:
+def steps_time(
+    steps: Sequence[Step],
+    dtype: str,
+    size_of: SizeOf,
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+) -> Num:
     total: Num = 0
     for s in steps:
         total = total + step_time(s, dtype, size_of, model, topo, links).time
@@ -157,23 +191,42 @@ class Pricing:
 
     def __post_init__(self) -> None:
         # Hashed once: a memo key part, and the topology's hash walks every link.
-        object.__setattr__(self, "_hash", hash((self.dtype, self.dims, self.typical_dim,
-                                                self.model, self.topology, self.w, self.t)))
+        object.__setattr__(
+            self,
+            "_hash",
+            hash(
+                (self.dtype, self.dims, self.typical_dim, self.model, self.topology, self.w, self.t)
+            ),
+        )
 
     def __hash__(self) -> int:
         return self._hash
 
     def __reduce__(self) -> tuple[type[Pricing], tuple[object, ...]]:
         # Rebuilt by the constructor: the cached hash of strings differs between processes.
-        return (Pricing, (self.dtype, self.dims, self.typical_dim, self.model, self.topology,
-                          self.w, self.t))
+        return (
+            Pricing,
+            (self.dtype, self.dims, self.typical_dim, self.model, self.topology, self.w, self.t),
+        )
 
     @staticmethod
-    def of(dtype: str, dims: Mapping[str, float], typical_dim: float, model: Model,
-           topology: Topology | None, links: Links) -> Pricing:
-        return Pricing(dtype, tuple(dims.items()), typical_dim, model, topology,
-                       tuple((lv, float(x)) for lv, x in links.w.items()),
-                       tuple((lv, float(x)) for lv, x in links.t.items()))
+    def of(
+        dtype: str,
+        dims: Mapping[str, float],
+        typical_dim: float,
+        model: Model,
+        topology: Topology | None,
+        links: Links,
+    ) -> Pricing:
+        return Pricing(
+            dtype,
+            tuple(dims.items()),
+            typical_dim,
+            model,
+            topology,
+            tuple((lv, float(x)) for lv, x in links.w.items()),
+            tuple((lv, float(x)) for lv, x in links.t.items()),
+        )
 
     def links(self) -> Links:
         return Links(dict(self.w), dict(self.t)) if self.w else Links.uniform(1.0, 0.0)
@@ -185,28 +238,47 @@ class Pricing:
             if name in dims:
                 return dims[name]
             return axis_sizes[name] if name in axis_sizes else self.typical_dim
+
         return size_of
 
-    def time(self, steps: Sequence[Step], axis_sizes: Mapping[str, float],
-             links: Links | None = None) -> float:
+    def time(
+        self, steps: Sequence[Step], axis_sizes: Mapping[str, float], links: Links | None = None
+    ) -> float:
         """Seconds (or bytes / W) of `steps` with the mesh axes at `axis_sizes`: `steps_time`."""
-        return float(steps_time(steps, self.dtype, self.size_of(axis_sizes), self.model,
-                                self.topology, links or self.links()))
+        return float(
+            steps_time(
+                steps,
+                self.dtype,
+                self.size_of(axis_sizes),
+                self.model,
+                self.topology,
+                links or self.links(),
+            )
+        )
 
     def block_bytes(self, dims: Sequence[str], shards: float) -> float:
         """Bytes of one device's block of an array over `dims` split `shards` ways in all."""
         whole = Layout(tuple(DimSharding(d) for d in dims))
         return float(local_bytes(whole, self.dtype, self.size_of({}))) / shards
 
-    def collective(self, kind: str, axes: tuple[str, ...], v: float,
-                   axis_sizes: Mapping[str, float], links: Links, src: Layout | None = None,
-                   dst: Layout | None = None) -> float:
+    def collective(
+        self,
+        kind: str,
+        axes: tuple[str, ...],
+        v: float,
+        axis_sizes: Mapping[str, float],
+        links: Links,
+        src: Layout | None = None,
+        dst: Layout | None = None,
+    ) -> float:
         """Seconds of one collective with V = `v` bytes over `axes`, as `step_time` prices it
         (a CollectivePermute needs its layouts, `src` and `dst`)."""
         size_of = self.size_of(axis_sizes)
         if src is not None and dst is not None:
-            return float(transfer_time(kind, v, axes, src, dst, size_of, self.model,
-                                       self.topology, links).time)
+            return float(
+                transfer_time(
+                    kind, v, axes, src, dst, size_of, self.model, self.topology, links
+                ).time
+            )
         assert kind != "CollectivePermute", "a permute is priced over its layouts"
-        return float(collective_time(kind, v, axes, size_of, self.model, self.topology,
-                                     links).time)
+        return float(collective_time(kind, v, axes, size_of, self.model, self.topology, links).time)

@@ -112,79 +112,115 @@ def _table(name: str, holds: str, maxsize: int = MAX_ENTRIES) -> Table[Any, Any]
 
 # ---- passes ----------------------------------------------------------------------------------
 SIZE_SYMBOL: Table[str, sp.Symbol] = _table(
-    "symbols.size-symbol", "a size's SymPy symbol (positive integer), by name", 4096)
+    "symbols.size-symbol", "a size's SymPy symbol (positive integer), by name", 4096
+)
 COLLECTIVE_TIME: Table[Hashable, CollectiveTime] = _table(
-    "cost_model.collective_time", "a collective's time per level, by the op, its bytes, its "
-    "axes and their sizes, the model, the topology and the link figures")
+    "cost_model.collective_time",
+    "a collective's time per level, by the op, its bytes, its "
+    "axes and their sizes, the model, the topology and the link figures",
+)
 PERMUTE_PAIRS: Table[Hashable, tuple[tuple[str, ...], list[Any]] | None] = _table(
-    "permute_cost.pairs", "a CollectivePermute's sending axes and device pairs, by the two "
-    "layouts and the axis sizes")
+    "permute_cost.pairs",
+    "a CollectivePermute's sending axes and device pairs, by the two layouts and the axis sizes",
+)
 PERMUTE_TIME: Table[Hashable, CollectiveTime | None] = _table(
-    "permute_cost.permute_time", "a CollectivePermute's time, by its bytes, the two layouts, "
-    "the axis sizes, the model, the topology and the link figures")
+    "permute_cost.permute_time",
+    "a CollectivePermute's time, by its bytes, the two layouts, "
+    "the axis sizes, the model, the topology and the link figures",
+)
 CROSSOVER: Table[Hashable, sp.Expr] = _table(
-    "derive_cost.crossover", "a collective's crossover size (a `cancel`), by its latency, bytes "
-    "and bandwidth formulas")
+    "derive_cost.crossover",
+    "a collective's crossover size (a `cancel`), by its latency, bytes and bandwidth formulas",
+)
 RESHARD_IN_ORDER: Table[Hashable, tuple[Step, ...] | None] = _table(
-    "reshard.in-order", "a reshard's fixed-order plan, by the two layouts and their axes' sizes")
+    "reshard.in-order", "a reshard's fixed-order plan, by the two layouts and their axes' sizes"
+)
 RESHARD_PLAN: Table[Hashable, tuple[Step, ...] | None] = _table(
-    "reshard.plan", "a reshard's searched plan, by the two layouts, the axis sizes and the "
-    "`Pricing` (dtype, declared dims, model, topology, link figures)")
+    "reshard.plan",
+    "a reshard's searched plan, by the two layouts, the axis sizes and the "
+    "`Pricing` (dtype, declared dims, model, topology, link figures)",
+)
 RESHARD_FLOOR: Table[Hashable, float | None] = _table(
-    "reshard.floor", "a lower bound on a reshard's time, keyed as `reshard.plan`")
+    "reshard.floor", "a lower bound on a reshard's time, keyed as `reshard.plan`"
+)
 RESHARD_COSTS: Table[Hashable, tuple[Links, dict[tuple[object, ...], float]]] = _table(
-    "reshard_search.costs", "the reshard search's links and step times (by kind, axes and V), "
-    "by model, topology, link figures and axis sizes")
+    "reshard_search.costs",
+    "the reshard search's links and step times (by kind, axes and V), "
+    "by model, topology, link figures and axis sizes",
+)
 RESHARD_BYTES: Table[tuple[Pricing, tuple[str, ...]], float] = _table(
-    "reshard_search.bytes", "an array's whole bytes, by its `Pricing` and dims")
+    "reshard_search.bytes", "an array's whole bytes, by its `Pricing` and dims"
+)
 ELEMENTS: Table[Hashable, Num] = _table(
-    "layout_cost.elements", "a block's element count, by each dim's size and its axes' sizes")
+    "layout_cost.elements", "a block's element count, by each dim's size and its axes' sizes"
+)
 SEPARATE: Table[Hashable, sp.Rel] = _table(
-    "conditions.separate", "a condition between two formulas, by the formulas and which of "
-    "their symbols are hardware")
+    "conditions.separate",
+    "a condition between two formulas, by the formulas and which of their symbols are hardware",
+)
 LESS_THAN: Table[Hashable, sp.Rel | bool] = _table(
-    "conditions.less_than", "the relation under which one formula is below another, by the two")
+    "conditions.less_than", "the relation under which one formula is below another, by the two"
+)
 LAMBDA_FUNCTIONS: Table[Hashable, tuple[tuple[str, ...], Callable[..., Any]]] = _table(
-    "regions.functions", "a formula compiled by `lambdify` with its arguments, by formula and "
-    "modules", 20_000)
+    "regions.functions",
+    "a formula compiled by `lambdify` with its arguments, by formula and modules",
+    20_000,
+)
 LAMBDA_PRINTERS: Table[str, Any] = _table(
-    "regions.printers", "`lambdify`'s printer that keeps every digit of a Float, by modules", 8)
+    "regions.printers", "`lambdify`'s printer that keeps every digit of a Float, by modules", 8
+)
 REGION_SAMPLES: Table[Hashable, dict[str, Any]] = _table(
-    "regions.samples", "the sample of sizes regions are found over, by the sizes' names and the "
-    "mesh axes", 256)
+    "regions.samples",
+    "the sample of sizes regions are found over, by the sizes' names and the mesh axes",
+    256,
+)
 
 # ---- the driver ------------------------------------------------------------------------------
 REPORT_VALUES: Table[Hashable, float | None] = _table(
-    "report.values", "a formula's number, by the formula and the values of its symbols")
+    "report.values", "a formula's number, by the formula and the values of its symbols"
+)
 REPORT_FUNCTIONS: Table[Hashable, Callable[..., Any]] = _table(
-    "report.functions", "the generated function that evaluates a list of formulas together, "
-    "by the list", 256)
+    "report.functions",
+    "the generated function that evaluates a list of formulas together, by the list",
+    256,
+)
 EVALUATE_RECIPES: Table[Hashable, tuple[Any, ...]] = _table(
-    "evaluate.recipes", "how a formula is evaluated in numpy, by formula")
+    "evaluate.recipes", "how a formula is evaluated in numpy, by formula"
+)
 FORMULA_TEXT: Table[Hashable, str] = _table(
-    "formulas.text", "a formula's text, by the expression and its type")
+    "formulas.text", "a formula's text, by the expression and its type"
+)
 FORMULA_LATEX: Table[Hashable, str] = _table(
-    "formulas.latex", "a formula's LaTeX, by the expression and its type")
+    "formulas.latex", "a formula's LaTeX, by the expression and its type"
+)
 STR_TERMS: Table[Hashable, str] = _table(
-    "formulas.str-terms", "a printed subterm's text, by the subterm and its type")
+    "formulas.str-terms", "a printed subterm's text, by the subterm and its type"
+)
 LATEX_TERMS: Table[Hashable, str] = _table(
-    "formulas.latex-terms", "a printed subterm's LaTeX, by the subterm and its type")
+    "formulas.latex-terms", "a printed subterm's LaTeX, by the subterm and its type"
+)
 CODE_TERMS: Table[Hashable, str] = _table(
-    "formulas.code-terms", "a printed subterm's numpy code, by the subterm and its type")
+    "formulas.code-terms", "a printed subterm's numpy code, by the subterm and its type"
+)
 PRINTERS: Table[str, Any] = _table(
-    "formulas.printers", "the text, LaTeX and code printers (built on first use), by kind", 8)
+    "formulas.printers", "the text, LaTeX and code printers (built on first use), by kind", 8
+)
 DECISION_REGIONS: Table[Hashable, tuple[Any, ...]] = _table(
-    "decisions.regions", "the regions where each plan of a decision wins, by its candidates",
-    4096)
+    "decisions.regions", "the regions where each plan of a decision wins, by its candidates", 4096
+)
 RELATION_TEXT: Table[Hashable, str] = _table(
-    "decisions.relation-text", "a region's bound solved for its size, by the relation", 4096)
+    "decisions.relation-text", "a region's bound solved for its size, by the relation", 4096
+)
 USER_EXPR_PARSER: Table[str, Any] = _table(
-    "user-expr.parser", "the parser of user expressions (`--where`, `--minimize`), built once", 1)
+    "user-expr.parser", "the parser of user expressions (`--where`, `--minimize`), built once", 1
+)
 
 # ---- the tools -------------------------------------------------------------------------------
 EPOCH_COMPOSITIONS: Table[Hashable, Any] = _table(
-    "epoch.compositions", "the ordered sums of 0..most in `parts` parts (a read-only array), "
-    "by (most, parts)", 256)
+    "epoch.compositions",
+    "the ordered sums of 0..most in `parts` parts (a read-only array), by (most, parts)",
+    256,
+)
 
 
 def typed(x: Any) -> tuple[type, Any]:
@@ -220,7 +256,9 @@ def memoized(table: Table[Any, Any], key: Callable[..., Hashable]) -> Callable[[
             table.hits += 1
             entry.used = next(clock)
             return entry.value
+
         return wrapper  # type: ignore[return-value]
+
     return decorate
 
 
@@ -252,5 +290,15 @@ def stats() -> tuple[Stats, ...]:
     return tuple(Stats(t.name, t.hits, t.misses, len(t), t.maxsize) for t in TABLES.values())
 
 
-__all__ = ["MAX_ENTRIES", "TABLES", "Entry", "Stats", "Table", "clear", "memoized", "sizes", "stats",
-           "typed"]
+__all__ = [
+    "MAX_ENTRIES",
+    "TABLES",
+    "Entry",
+    "Stats",
+    "Table",
+    "clear",
+    "memoized",
+    "sizes",
+    "stats",
+    "typed",
+]

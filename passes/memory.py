@@ -51,20 +51,30 @@ class OptimizerState:
         >>> adam.bytes_per_parameter("bf16"), adam.bytes_per_parameter("f32")
         (12, 8)
         """
-        return (MASTER_BYTES if self.master and nbytes(dtype) < MASTER_BYTES else 0
-                ) + self.moment_bytes
+        return (
+            MASTER_BYTES if self.master and nbytes(dtype) < MASTER_BYTES else 0
+        ) + self.moment_bytes
 
 
 MASTER_BYTES = 4
 OPTIMIZERS: dict[str, OptimizerState] = {
-    "adam": OptimizerState(True, 8, "mixed-precision Adam: fp32 master weights and two fp32 "
-                           "moments (ZeRO's 16 bytes per parameter with bf16 weights and "
-                           "gradients: Rajbhandari et al. 2020)"),
-    "adam-8bit": OptimizerState(True, 2, "Adam with 8-bit moments (Dettmers et al. 2022) and "
-                                "fp32 master weights"),
-    "adam-no-master": OptimizerState(False, 8, "Adam's two fp32 moments updating the weights "
-                                     "in place, no master copy (the book's 8 bytes per "
-                                     "parameter of state)"),
+    "adam": OptimizerState(
+        True,
+        8,
+        "mixed-precision Adam: fp32 master weights and two fp32 "
+        "moments (ZeRO's 16 bytes per parameter with bf16 weights and "
+        "gradients: Rajbhandari et al. 2020)",
+    ),
+    "adam-8bit": OptimizerState(
+        True, 2, "Adam with 8-bit moments (Dettmers et al. 2022) and fp32 master weights"
+    ),
+    "adam-no-master": OptimizerState(
+        False,
+        8,
+        "Adam's two fp32 moments updating the weights "
+        "in place, no master copy (the book's 8 bytes per "
+        "parameter of state)",
+    ),
     "sgd": OptimizerState(True, 0, "SGD without momentum: the fp32 master weights only"),
     "none": OptimizerState(False, 0, "no optimizer state"),
 }
@@ -86,9 +96,9 @@ class Memory:
         return self.parameters + self.gradients + self.optimizer + self.activations
 
 
-def kept_activations(program: CompiledProgram, remat: Remat,
-                     attention: Attention = "materialized"
-                     ) -> tuple[dict[str, Value], tuple[int, ...]]:
+def kept_activations(
+    program: CompiledProgram, remat: Remat, attention: Attention = "materialized"
+) -> tuple[dict[str, Value], tuple[int, ...]]:
     """The forward values the backward pass reads that the policy keeps (by value id), and the
     indices of the ops the backward pass runs again to rebuild the rest.
 
@@ -143,8 +153,11 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     saved: dict[str, Value] = {}
     redo: set[int] = set()
     seen: set[tuple[str, str]] = set()
-    core = (attention_core(program, line) if remat == "selective" or attention == "flash"
-            else frozenset())
+    core = (
+        attention_core(program, line)
+        if remat == "selective" or attention == "flash"
+        else frozenset()
+    )
     # What the backward pass reads, and whether a matmul reads it: an elementwise result that
     # only elementwise gradients read, made from values the backward pass keeps anyway, is made
     # again from them (Megatron-LM's fused activation kernels keep silu's input, not silu(x):
@@ -159,8 +172,11 @@ def kept_activations(program: CompiledProgram, remat: Remat,
                 by_matmul.update(ins)
 
     def fused(origin: Op, value_id: str) -> bool:
-        return (isinstance(origin, Elementwise) and value_id not in by_matmul
-                and all(v in read or v in params for v in distinct_inputs(origin)))
+        return (
+            isinstance(origin, Elementwise)
+            and value_id not in by_matmul
+            and all(v in read or v in params for v in distinct_inputs(origin))
+        )
 
     def need(value_node: tuple[str, str]) -> None:
         """The backward pass (or an op it runs again) reads this value: keep it or rebuild it."""
@@ -179,21 +195,24 @@ def kept_activations(program: CompiledProgram, remat: Remat,
             for vid in distinct_inputs(origin):
                 need(("value", vid))
             return
-        if keeps_all and remat == "gathered":   # as read: nothing runs again
+        if keeps_all and remat == "gathered":  # as read: nothing runs again
             op = links[0][2]
             saved[op.out.id] = op.out
             return
-        if isinstance(origin, Input) or keeps_all or (
-                remat == "matmuls" and isinstance(origin, Einsum) and origin.out.id not in core):
+        if (
+            isinstance(origin, Input)
+            or keeps_all
+            or (remat == "matmuls" and isinstance(origin, Einsum) and origin.out.id not in core)
+        ):
             k = max(range(len(links)), key=lambda j: spread(links[j][2].out))
             best = links[k][2].out
             saved[best.id] = best
             # the collectives from the kept copy to the one read run again
             redo.update(j for _, j, _ in links[:k])
             return
-        redo.update(j for _, j, _ in links[:-1])   # the collectives on the way, and
+        redo.update(j for _, j, _ in links[:-1])  # the collectives on the way, and
         if isinstance(origin, (Einsum, Elementwise)):
-            redo.add(i)                              # the op itself
+            redo.add(i)  # the op itself
         for vid in distinct_inputs(origin):
             need(("value", vid))
 
@@ -204,8 +223,7 @@ def kept_activations(program: CompiledProgram, remat: Remat,
     return saved, tuple(sorted(redo))
 
 
-def attention_core(program: CompiledProgram, line: int, backward: bool = False
-                   ) -> frozenset[str]:
+def attention_core(program: CompiledProgram, line: int, backward: bool = False) -> frozenset[str]:
     """The values `--remat selective` recomputes (Korthikanti et al. 2022, "Reducing Activation
     Recomputation in Large Transformer Models", section 5: the attention core, large in memory
     and cheap to recompute): the result of a product of two activations that is larger than
@@ -228,8 +246,11 @@ def attention_core(program: CompiledProgram, line: int, backward: bool = False
                 core.add(op.out.id)
             continue
         if isinstance(op, Einsum):
-            if (op.lhs.array not in params and op.rhs.array not in params
-                    and elements(op.out) > max(elements(op.lhs), elements(op.rhs))):
+            if (
+                op.lhs.array not in params
+                and op.rhs.array not in params
+                and elements(op.out) > max(elements(op.lhs), elements(op.rhs))
+            ):
                 core.add(op.out.id)
                 shapes.add(frozenset(op.out.dims))
         elif isinstance(op, Elementwise):
@@ -255,8 +276,12 @@ def flash_statistics(program: CompiledProgram, count: dict[str, sp.Expr]) -> lis
     return out
 
 
-def training_memory(program: CompiledProgram, optimizer: Optimizer, remat: Remat,
-                    attention: Attention = "materialized") -> Memory | None:
+def training_memory(
+    program: CompiledProgram,
+    optimizer: Optimizer,
+    remat: Remat,
+    attention: Attention = "materialized",
+) -> Memory | None:
     """None for a program without parameters; activations kept for the program's own
     backward pass (`program.backward_line`)."""
     if not program.params:
@@ -266,23 +291,36 @@ def training_memory(program: CompiledProgram, optimizer: Optimizer, remat: Remat
     # An array made inside `repeat L { }` exists once per iteration (a layer's weights).
     count = {op.out.id: times_count(op.times) for op in program.ops}
     p_vals = [v for v in inputs.values() if v.array in params]
-    parameters = sp.Add(*[local_bytes(v.layout, v.dtype, size_symbol) * count[v.id]
-                          for v in p_vals])
+    parameters = sp.Add(
+        *[local_bytes(v.layout, v.dtype, size_symbol) * count[v.id] for v in p_vals]
+    )
     param_of = {gradient_name(p): p for p in params}
     g_vals = {v.array: v for v in program.arrays if v.array in param_of}
     # A gradient is accumulated in place: as many copies as its parameter has (a weight used in
     # every tick of a pipeline's `repeat` still has one gradient).
     p_count = {v.array: count[v.id] for v in p_vals}
-    gradients = sp.Add(*[local_bytes(v.layout, v.dtype, size_symbol) * p_count[param_of[v.array]]
-                         for v in g_vals.values()])
+    gradients = sp.Add(
+        *[
+            local_bytes(v.layout, v.dtype, size_symbol) * p_count[param_of[v.array]]
+            for v in g_vals.values()
+        ]
+    )
     state = OPTIMIZERS[optimizer]
-    optimizer_bytes = sp.Add(*[state.bytes_per_parameter(v.dtype)
-                               * local_elements(v.layout, size_symbol) * count[v.id]
-                               for v in p_vals])
+    optimizer_bytes = sp.Add(
+        *[
+            state.bytes_per_parameter(v.dtype) * local_elements(v.layout, size_symbol) * count[v.id]
+            for v in p_vals
+        ]
+    )
     saved = kept_activations(program, remat, attention)[0]
-    activations = sp.Add(*[local_bytes(v.layout, v.dtype, size_symbol) * count[v.id]
-                           for v in saved.values()],
-                         *(flash_statistics(program, count)
-                           if attention == "flash" and remat != "block" else ()))
-    return Memory(as_expr(parameters), as_expr(gradients), as_expr(optimizer_bytes),
-                  as_expr(activations), tuple(sorted(v.array for v in saved.values())))
+    activations = sp.Add(
+        *[local_bytes(v.layout, v.dtype, size_symbol) * count[v.id] for v in saved.values()],
+        *(flash_statistics(program, count) if attention == "flash" and remat != "block" else ()),
+    )
+    return Memory(
+        as_expr(parameters),
+        as_expr(gradients),
+        as_expr(optimizer_bytes),
+        as_expr(activations),
+        tuple(sorted(v.array for v in saved.values())),
+    )

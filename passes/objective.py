@@ -30,7 +30,7 @@ OBJECTIVE_TEXT: dict[Objective, str] = {
     "t_lower": "T_lower, the roofline max(T_math, T_hbm, T_comms)",
     "t_upper": "T_upper, the sum T_math + T_hbm + T_comms",
     "step": "T_step of the list schedule (prefetched gathers, asynchronous reductions, "
-            "collective matmuls)",
+    "collective matmuls)",
     "statement": "each contraction's own time (no whole-program search)",
 }
 
@@ -72,8 +72,9 @@ def default_objective(training: bool) -> Objective:
     return "step" if training else "t_lower"
 
 
-def distinct(items: Sequence[Any], steps: Callable[[Any], tuple[Any, ...]], limit: int = MAX_OPTIONS
-             ) -> list[Any]:
+def distinct(
+    items: Sequence[Any], steps: Callable[[Any], tuple[Any, ...]], limit: int = MAX_OPTIONS
+) -> list[Any]:
     """The first `limit` items with distinct reshard steps, in order (plans that move the same
     data the same way are one option).
 
@@ -127,8 +128,7 @@ class Forced:
         self.picked[ordinal] = r
         return r
 
-    def admits(self, picked: Mapping[int, Any], options: Mapping[int, tuple[Any, ...]]
-               ) -> bool:
+    def admits(self, picked: Mapping[int, Any], options: Mapping[int, tuple[Any, ...]]) -> bool:
         """Whether every plan of `picked` (another chooser's `picked`) is among `options`
         (`options_at`): whether the search there could run that vector."""
         return all(v in options.get(k, (v,)) for k, v in picked.items())
@@ -145,7 +145,7 @@ class Forced:
         if options is None:
             return None
         pick = options[self.rank(ordinal, [t for t, _ in options])][1]
-        self.options[ordinal] = tuple(c.steps for _, c in options[:self.seen[ordinal]])
+        self.options[ordinal] = tuple(c.steps for _, c in options[: self.seen[ordinal]])
         self.picked[ordinal] = pick.steps
         return int(pick.order)
 
@@ -162,8 +162,9 @@ class Forced:
         return out
 
 
-def ranked(candidates: Sequence[Candidate], point: Mapping[str, float]
-           ) -> list[tuple[float, Candidate]] | None:
+def ranked(
+    candidates: Sequence[Candidate], point: Mapping[str, float]
+) -> list[tuple[float, Candidate]] | None:
     """A contraction's options at `point`: its plans ranked as the planner ranks them there
     (`passes.symbolic_plans.plan_key`, then the search's order), distinct by reshard steps, at most
     `MAX_OPTIONS`, each with its own time (None where a size has no value)."""
@@ -191,8 +192,12 @@ class Searched:
     lowerings: int = 0
 
 
-def search(lower: Callable[[Forced], R], cost: Callable[[R], float | None],
-           base: Chooser | None = None, first: tuple[R, Forced] | None = None) -> Searched:
+def search(
+    lower: Callable[[Forced], R],
+    cost: Callable[[R], float | None],
+    base: Chooser | None = None,
+    first: tuple[R, Forced] | None = None,
+) -> Searched:
     """The plan vector minimizing `cost`, starting from the per-statement choice (`first`,
     lowered already with a `Forced` that recorded its options, or lowered here): every vector
     of the options, in order, the first of equal cost kept (the per-statement one wins ties).
@@ -225,5 +230,18 @@ def search(lower: Callable[[Forced], R], cost: Callable[[R], float | None],
     return Searched(best, best_value, greedy, runs)
 
 
-__all__ = ["EXHAUSTIVE", "MAX_OPTIONS", "NEAR", "OBJECTIVES", "OBJECTIVE_TEXT", "WORK", "Forced",
-           "Objective", "Searched", "default_objective", "distinct", "ranked", "search"]
+__all__ = [
+    "EXHAUSTIVE",
+    "MAX_OPTIONS",
+    "NEAR",
+    "OBJECTIVES",
+    "OBJECTIVE_TEXT",
+    "WORK",
+    "Forced",
+    "Objective",
+    "Searched",
+    "default_objective",
+    "distinct",
+    "ranked",
+    "search",
+]

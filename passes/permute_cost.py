@@ -39,8 +39,9 @@ point sends); with 64 it is back near its 3-5 s."""
 
 
 @memoized(PERMUTE_PAIRS, lambda src, dst, sizes: (src, dst, tuple(sorted(sizes.items()))))
-def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
-                  ) -> tuple[tuple[str, ...], Pairs] | None:
+def permute_pairs(
+    src: Layout, dst: Layout, sizes: Mapping[str, int]
+) -> tuple[tuple[str, ...], Pairs] | None:
     """The axes whose coordinates may change and the (source, target) coordinates on them of a
     CollectivePermute from `src` to `dst`: each device's block goes to the device holding it in
     `dst`. Where a block has replicas, the replica index (the axes `src` leaves free, sorted,
@@ -63,8 +64,10 @@ def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
     if math.prod(n.values()) > MAX_DEVICES:
         return None
     dims = dst.dim_names
-    if any(math.prod(n[a] for a in src.axes_of(d)) != math.prod(n[a] for a in dst.axes_of(d))
-           for d in dims):
+    if any(
+        math.prod(n[a] for a in src.axes_of(d)) != math.prod(n[a] for a in dst.axes_of(d))
+        for d in dims
+    ):
         return _sub_block_pairs(src, dst, axes, n)
     src_free = [a for a in axes if a not in src.sharding_axes]
     dst_free = [a for a in axes if a not in dst.sharding_axes]
@@ -79,8 +82,9 @@ def permute_pairs(src: Layout, dst: Layout, sizes: Mapping[str, int]
     return axes, pairs
 
 
-def _sub_block_pairs(src: Layout, dst: Layout, axes: tuple[str, ...], n: Mapping[str, int]
-                     ) -> tuple[tuple[str, ...], Pairs] | None:
+def _sub_block_pairs(
+    src: Layout, dst: Layout, axes: tuple[str, ...], n: Mapping[str, int]
+) -> tuple[tuple[str, ...], Pairs] | None:
     """The pairs of a permute into finer blocks: each of `dst`'s blocks lies in one of
     `src`'s (every dim splits into a multiple of its shards), so each device slices the block
     it needs locally where it holds it, and otherwise receives it from the holder that agrees
@@ -111,24 +115,33 @@ def _sub_block_pairs(src: Layout, dst: Layout, axes: tuple[str, ...], n: Mapping
     return axes, pairs
 
 
-def _nearest_holders(src: Layout, dst: Layout, axes: tuple[str, ...], n: Mapping[str, int],
-                     cost: Callable[[Coords, Coords], SendKey]) -> Pairs:
+def _nearest_holders(
+    src: Layout,
+    dst: Layout,
+    axes: tuple[str, ...],
+    n: Mapping[str, int],
+    cost: Callable[[Coords, Coords], SendKey],
+) -> Pairs:
     """The pairs of a permute into finer blocks (`_sub_block_pairs`) with each block's source
     chosen among all the devices that hold it: each holder sends one block (itself included),
     and the costliest send (`cost`, an order on sends) is as cheap as an assignment makes it
     (a bottleneck matching per block of `src`). XLA's partitioner chooses so: on a 4x2 v5e,
     `[J, K_Y] -> [J_Y, K_X]` sends from holders two X-hops away, whose sends leave on both
     axes' ports (8.8 us), not from the neighbour on Y (12.7 us)."""
-    ratio = {d: math.prod(n[a] for a in dst.axes_of(d)) // math.prod(n[a] for a in src.axes_of(d))
-             for d in dst.dim_names}
+    ratio = {
+        d: math.prod(n[a] for a in dst.axes_of(d)) // math.prod(n[a] for a in src.axes_of(d))
+        for d in dst.dim_names
+    }
     holders: dict[tuple[int, ...], list[Coords]] = {}
     needers: dict[tuple[int, ...], list[Coords]] = {}
     for coords in itertools.product(*(range(n[a]) for a in axes)):
         c = dict(zip(axes, coords, strict=True))
-        holders.setdefault(tuple(_index(c, src.axes_of(d), n) for d in dst.dim_names),
-                           []).append(coords)
-        needers.setdefault(tuple(_index(c, dst.axes_of(d), n) // ratio[d]
-                                 for d in dst.dim_names), []).append(coords)
+        holders.setdefault(tuple(_index(c, src.axes_of(d), n) for d in dst.dim_names), []).append(
+            coords
+        )
+        needers.setdefault(
+            tuple(_index(c, dst.axes_of(d), n) // ratio[d] for d in dst.dim_names), []
+        ).append(coords)
     pairs: Pairs = []
     for block, want in needers.items():
         have = holders[block]
@@ -148,12 +161,18 @@ def _nearest_holders(src: Layout, dst: Layout, axes: tuple[str, ...], n: Mapping
     return pairs
 
 
-def _matching(want: list[Coords], have: list[Coords], keys: Mapping[tuple[Coords, Coords], SendKey],
-              bound: SendKey) -> dict[Coords, Coords] | None:
+def _matching(
+    want: list[Coords],
+    have: list[Coords],
+    keys: Mapping[tuple[Coords, Coords], SendKey],
+    bound: SendKey,
+) -> dict[Coords, Coords] | None:
     """A source for each device of `want`, each of `have` used once, every send's key at most
     `bound` (augmenting paths, cheapest sends tried first); None where there is none."""
-    options = {r: sorted((h for h in have if keys[(h, r)] <= bound), key=lambda h: keys[(h, r)])
-               for r in want}
+    options = {
+        r: sorted((h for h in have if keys[(h, r)] <= bound), key=lambda h: keys[(h, r)])
+        for r in want
+    }
     owner: dict[Coords, Coords] = {}
 
     def augment(r: Coords, seen: set[Coords]) -> bool:
@@ -186,9 +205,16 @@ def _spread(i: int, axes: Sequence[str], n: Mapping[str, int], out: dict[str, in
         i //= n[a]
 
 
-def pairs_time(v: Num, axes: Sequence[str], pairs: Pairs, size_of: Callable[[str], Num],
-               known: Callable[[str], int | None], model: Model, topo: Topology | None,
-               links: Links) -> CollectiveTime:
+def pairs_time(
+    v: Num,
+    axes: Sequence[str],
+    pairs: Pairs,
+    size_of: Callable[[str], Num],
+    known: Callable[[str], int | None],
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+) -> CollectiveTime:
     """Time of sending `v` bytes from each source to its target (coordinates on `axes`, of
     sizes `known`): one shift when every device sends the same way on every axis, else the
     slowest point Send (the ones no other is at least as slow as in bandwidth and latency;
@@ -199,13 +225,17 @@ def pairs_time(v: Num, axes: Sequence[str], pairs: Pairs, size_of: Callable[[str
     lengths = [known(a) or 1 for a in axes]
     shifts = [{(t[k] - s[k]) % m for s, t in moving} for k, m in enumerate(lengths)]
     if len(moving) == math.prod(lengths) and all(len(d) == 1 for d in shifts):
-        moves = [SendAxis(a, shift=d if 2 * d <= m else d - m)
-                 for a, m, (d,) in zip(axes, lengths, shifts, strict=True) if d]
+        moves = [
+            SendAxis(a, shift=d if 2 * d <= m else d - m)
+            for a, m, (d,) in zip(axes, lengths, shifts, strict=True)
+            if d
+        ]
         return send_time(v, moves, size_of, model, topo, links, known)
     times: list[CollectiveTime] = []
-    for point in dict.fromkeys(tuple(SendAxis(a, src=s[k], dst=t[k])
-                                     for k, a in enumerate(axes) if s[k] != t[k])
-                               for s, t in moving):
+    for point in dict.fromkeys(
+        tuple(SendAxis(a, src=s[k], dst=t[k]) for k, a in enumerate(axes) if s[k] != t[k])
+        for s, t in moving
+    ):
         times.append(send_time(v, point, size_of, model, topo, links, known))
     if all(is_number(x.time) for x in times):
         return max(times, key=lambda x: float(x.time))
@@ -213,15 +243,19 @@ def pairs_time(v: Num, axes: Sequence[str], pairs: Pairs, size_of: Callable[[str
     slowest = list({x.time: x for x in slowest}.values())
     if len(slowest) == 1:
         return slowest[0]
-    return CollectiveTime(smax(*[x.time for x in slowest]), smax(*[x.bandwidth for x in slowest]),
-                          smax(*[x.latency for x in slowest]))
+    return CollectiveTime(
+        smax(*[x.time for x in slowest]),
+        smax(*[x.bandwidth for x in slowest]),
+        smax(*[x.latency for x in slowest]),
+    )
 
 
 def _slower(a: CollectiveTime, b: CollectiveTime) -> bool:
     """`a` takes at least `b`'s bandwidth and latency time for every positive size (and is not
     the same)."""
-    return a.time != b.time and all(_at_least(x, y) for x, y in ((a.bandwidth, b.bandwidth),
-                                                                   (a.latency, b.latency)))
+    return a.time != b.time and all(
+        _at_least(x, y) for x, y in ((a.bandwidth, b.bandwidth), (a.latency, b.latency))
+    )
 
 
 def _at_least(x: Num, y: Num) -> bool:
@@ -230,18 +264,39 @@ def _at_least(x: Num, y: Num) -> bool:
     return d >= 0 if is_number(d) else isinstance(d, sp.Expr) and d.is_nonnegative is True
 
 
-def _permute_key(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num],
-                 known: Callable[[str], int | None], model: Model, topo: Topology | None,
-                 links: Links) -> tuple[Hashable, ...]:
+def _permute_key(
+    v: Num,
+    src: Layout,
+    dst: Layout,
+    size_of: Callable[[str], Num],
+    known: Callable[[str], int | None],
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+) -> tuple[Hashable, ...]:
     axes = sorted({*src.sharding_axes, *dst.sharding_axes})
-    return (typed(v), src, dst, tuple((a, typed(size_of(a)), known(a)) for a in axes), model,
-            topo, links.memo_key())
+    return (
+        typed(v),
+        src,
+        dst,
+        tuple((a, typed(size_of(a)), known(a)) for a in axes),
+        model,
+        topo,
+        links.memo_key(),
+    )
 
 
 @memoized(PERMUTE_TIME, _permute_key)
-def permute_time(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num],
-                 known: Callable[[str], int | None], model: Model, topo: Topology | None,
-                 links: Links) -> CollectiveTime | None:
+def permute_time(
+    v: Num,
+    src: Layout,
+    dst: Layout,
+    size_of: Callable[[str], Num],
+    known: Callable[[str], int | None],
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+) -> CollectiveTime | None:
     """A CollectivePermute from `src` to `dst` priced over its pairs (`permute_pairs`,
     `pairs_time`), or None where they cannot be listed (an axis of unknown size, too many
     devices)."""
@@ -252,8 +307,10 @@ def permute_time(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num]
         return None
     names, pairs = found
     n = {a: sizes[a] for a in names}
-    if any(math.prod(n[a] for a in src.axes_of(d)) != math.prod(n[a] for a in dst.axes_of(d))
-           for d in dst.dim_names):
+    if any(
+        math.prod(n[a] for a in src.axes_of(d)) != math.prod(n[a] for a in dst.axes_of(d))
+        for d in dst.dim_names
+    ):
         # Into finer blocks: several devices hold each block; the sends are ranked by their
         # bandwidth term, then their latency, at unit figures (the same pairs for a report's
         # formulas and a planner's numbers), and the fixed pairs kept unless beaten.
@@ -263,8 +320,9 @@ def permute_time(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num]
         sends: dict[tuple[SendAxis, ...], SendKey] = {}
 
         def cost(h: Coords, r: Coords) -> SendKey:
-            point = tuple(SendAxis(a, src=h[k], dst=r[k]) for k, a in enumerate(names)
-                          if h[k] != r[k])
+            point = tuple(
+                SendAxis(a, src=h[k], dst=r[k]) for k, a in enumerate(names) if h[k] != r[k]
+            )
             if not point:
                 return (0.0, 0.0)
             if point not in sends:
@@ -283,7 +341,9 @@ def permute_time(v: Num, src: Layout, dst: Layout, size_of: Callable[[str], Num]
             t_fixed = pairs_time(v, names, pairs, size_of, sizes.get, model, topo, links)
             if is_number(t_near.time) and is_number(t_fixed.time):
                 return t_near if t_near.time < t_fixed.time else t_fixed
-            return CollectiveTime(smin(t_near.time, t_fixed.time),
-                                  smin(t_near.bandwidth, t_fixed.bandwidth),
-                                  smin(t_near.latency, t_fixed.latency))
+            return CollectiveTime(
+                smin(t_near.time, t_fixed.time),
+                smin(t_near.bandwidth, t_fixed.bandwidth),
+                smin(t_near.latency, t_fixed.latency),
+            )
     return pairs_time(v, names, pairs, size_of, sizes.get, model, topo, links)

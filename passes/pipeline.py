@@ -35,8 +35,7 @@ class Unit:
     """The surface program: parsed, validated, with its backward pass derived."""
     backward_line: int | None = None
     """The line of the program's `backward` statement (None without one)."""
-    bindings: Mapping[str, float] = dataclasses.field(
-        default_factory=lambda: MappingProxyType({}))
+    bindings: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     """The options' bindings that `validate` passed (`passes.validate.Validated`): the sizes and
     figures every later pass reads."""
     chip: Chip | None = None
@@ -102,8 +101,9 @@ class DeriveBackward:
         if derived is unit.program or ctx.diagnostics.has_errors:
             return unit
         program, bindings = validate(derived, ctx)
-        return dataclasses.replace(unit, program=program, bindings=bindings,
-                                   backward_line=backward_line(unit.program))
+        return dataclasses.replace(
+            unit, program=program, bindings=bindings, backward_line=backward_line(unit.program)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +168,14 @@ class InsertCollectives:
         from shardc.passes.lower import insert_collectives
 
         assert unit.program is not None
-        compiled = insert_collectives(unit.program, ctx, self.chooser, chip=unit.chip,
-                                      topology=unit.topology, bindings=unit.bindings)
+        compiled = insert_collectives(
+            unit.program,
+            ctx,
+            self.chooser,
+            chip=unit.chip,
+            topology=unit.topology,
+            bindings=unit.bindings,
+        )
         if self.verify and not ctx.diagnostics.has_errors:
             from shardc.passes.verify import verify_ir
 
@@ -201,16 +207,20 @@ class FuseElementwise:
 class DeriveCost:
     name: ClassVar[str] = "derive-cost"
     memo: dict[tuple[Hashable, ...], OpCost | None] | None = dataclasses.field(
-        default=None, compare=False, hash=False)
+        default=None, compare=False, hash=False
+    )
     """Op formulas by shape, kept from one run to the next in one context (`derive_cost`)."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.derive_cost import derive_cost
 
         assert unit.compiled is not None
-        return dataclasses.replace(unit, cost=derive_cost(unit.compiled, ctx, unit.fusion,
-                                                          self.memo, chip=unit.chip,
-                                                          bindings=unit.bindings))
+        return dataclasses.replace(
+            unit,
+            cost=derive_cost(
+                unit.compiled, ctx, unit.fusion, self.memo, chip=unit.chip, bindings=unit.bindings
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,26 +231,46 @@ class TrainingMemory:
         from shardc.passes.memory import training_memory
 
         assert unit.compiled is not None
-        return dataclasses.replace(unit, memory=training_memory(unit.compiled, ctx.optimizer,
-                                                                ctx.remat, ctx.attention))
+        return dataclasses.replace(
+            unit, memory=training_memory(unit.compiled, ctx.optimizer, ctx.remat, ctx.attention)
+        )
 
 
-PIPELINE: tuple[Pass, ...] = (Parse(), Validate(), DeriveBackward(), ResolveHardware(),
-                              ResolveTopology(), InsertCollectives(), FuseElementwise(),
-                              DeriveCost(), TrainingMemory())
+PIPELINE: tuple[Pass, ...] = (
+    Parse(),
+    Validate(),
+    DeriveBackward(),
+    ResolveHardware(),
+    ResolveTopology(),
+    InsertCollectives(),
+    FuseElementwise(),
+    DeriveCost(),
+    TrainingMemory(),
+)
 """Every pass, in the order they run."""
 
-PassName = Literal["parse", "validate", "derive-backward", "resolve-hardware",
-                   "resolve-topology", "insert-collectives", "fuse-elementwise", "derive-cost",
-                   "training-memory"]
+PassName = Literal[
+    "parse",
+    "validate",
+    "derive-backward",
+    "resolve-hardware",
+    "resolve-topology",
+    "insert-collectives",
+    "fuse-elementwise",
+    "derive-cost",
+    "training-memory",
+]
 """A pass's name, for `stop_after` (tests check it lists `PIPELINE`'s names in order)."""
 
 PASS_NAMES: tuple[PassName, ...] = get_args(PassName)
 
 
-def run_passes(ctx: Context, passes: tuple[Pass, ...] = PIPELINE,
-               stop_after: PassName | None = None,
-               on_pass: Callable[[Pass, Unit], None] | None = None) -> Unit:
+def run_passes(
+    ctx: Context,
+    passes: tuple[Pass, ...] = PIPELINE,
+    stop_after: PassName | None = None,
+    on_pass: Callable[[Pass, Unit], None] | None = None,
+) -> Unit:
     """Run `passes` in order on `ctx.source`, stopping after the one named `stop_after` or at the
     first pass that leaves an error (or no program). `on_pass(pass_, unit)` sees each result.
 
@@ -251,8 +281,9 @@ def run_passes(ctx: Context, passes: tuple[Pass, ...] = PIPELINE,
     (True, None)
     """
     if stop_after is not None and stop_after not in PASS_NAMES:
-        raise ValueError(f"stop_after: no pass named {stop_after!r} (passes: "
-                         f"{', '.join(PASS_NAMES)})")
+        raise ValueError(
+            f"stop_after: no pass named {stop_after!r} (passes: {', '.join(PASS_NAMES)})"
+        )
     unit = Unit()
     for p in passes:
         unit = p.run(unit, ctx)

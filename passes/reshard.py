@@ -33,8 +33,13 @@ BYTES = Pricing("f32", ())
 """The pricing of a caller that gives sizes but no machine: bytes over W, topology-free."""
 
 
-def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None,
-                 pricing: Pricing | None = None, search: bool = True) -> list[Step] | None:
+def plan_reshard(
+    src: Layout,
+    dst: Layout,
+    sizes: Mapping[str, float] | None = None,
+    pricing: Pricing | None = None,
+    search: bool = True,
+) -> list[Step] | None:
     """Steps from `src` to `dst` (same dims, any order), or None when impossible.
 
     Impossible means `dst` holds partial sums that `src` does not: no collective creates them.
@@ -54,8 +59,11 @@ def plan_reshard(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = N
     [('AllToAll', ('X',), 'A[K, J_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[K, J_XY]')]
     """
     axes = _axes(src, dst, sizes, pricing)
-    steps = _planned(src, dst, axes, pricing or BYTES) if search else _in_order(
-        src, dst, _axes(src, dst, sizes))
+    steps = (
+        _planned(src, dst, axes, pricing or BYTES)
+        if search
+        else _in_order(src, dst, _axes(src, dst, sizes))
+    )
     return None if steps is None else list(steps)
 
 
@@ -63,8 +71,12 @@ AxisSizes = tuple[tuple[str, float | None], ...]
 """A memo key's part of the sizes: (axis, its size or None where symbolic), by name."""
 
 
-def reshard_floor(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None,
-                  pricing: Pricing | None = None) -> float | None:
+def reshard_floor(
+    src: Layout,
+    dst: Layout,
+    sizes: Mapping[str, float] | None = None,
+    pricing: Pricing | None = None,
+) -> float | None:
     """A lower bound on the time of `plan_reshard`'s plan under `pricing`, cheaper to find
     than the plan (`passes.reshard_search.lower_bound`); None where that plan is the fixed
     order's (a symbolic axis, a plan the search cannot beat) or there is none.
@@ -79,8 +91,9 @@ def reshard_floor(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = 
     return _floor(src, dst, _axes(src, dst, sizes, pricing), pricing or BYTES)
 
 
-def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None,
-          pricing: Pricing | None = None) -> AxisSizes | None:
+def _axes(
+    src: Layout, dst: Layout, sizes: Mapping[str, float] | None, pricing: Pricing | None = None
+) -> AxisSizes | None:
     """The memo key's part of `sizes`: the sizes of the axes the two layouts use, and of the
     mesh axes (`pricing`'s topology) of more than one device they leave idle, where the plan
     gathers (the search may slice one onto the gathered dim and gather over both)."""
@@ -88,12 +101,20 @@ def _axes(src: Layout, dst: Layout, sizes: Mapping[str, float] | None,
         return None
     used = {*src.sharding_axes, *dst.sharding_axes, *src.unreduced}
     idle: set[str] = set()
-    if pricing is not None and pricing.topology is not None and (not set(
-            src.sharding_axes) <= set(dst.sharding_axes)  # something to gather
-            or pricing.model == "exact" and src.dims != dst.dims):  # or to move
-        idle = {x.axis for x in pricing.topology.links
-                if x.axis not in used and x.axis not in dst.unreduced
-                and (sizes.get(x.axis) or 1) > 1}
+    if (
+        pricing is not None
+        and pricing.topology is not None
+        and (
+            not set(src.sharding_axes) <= set(dst.sharding_axes)  # something to gather
+            or pricing.model == "exact"
+            and src.dims != dst.dims
+        )
+    ):  # or to move
+        idle = {
+            x.axis
+            for x in pricing.topology.links
+            if x.axis not in used and x.axis not in dst.unreduced and (sizes.get(x.axis) or 1) > 1
+        }
     return tuple((a, sizes.get(a)) for a in sorted(used | idle))
 
 
@@ -129,8 +150,10 @@ def _splits(steps: tuple[Step, ...], pricing: Pricing) -> bool:
     if pricing.model != "exact" or pricing.topology is None:
         return False
     switched = {x.axis for x in pricing.topology.links if x.level != "ici"}
-    return any(s.kind in ("AllGather", "AllReduce") and len(s.axes) > 1
-               and switched.issuperset(s.axes) for s in steps)
+    return any(
+        s.kind in ("AllGather", "AllReduce") and len(s.axes) > 1 and switched.issuperset(s.axes)
+        for s in steps
+    )
 
 
 def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
@@ -149,12 +172,16 @@ def _final(steps: tuple[Step, ...], idle: bool = False) -> bool:
 
 
 @memoized(RESHARD_PLAN, lambda src, dst, axes, pricing: (src, dst, axes, pricing))
-def _planned(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing
-             ) -> tuple[Step, ...] | None:
+def _planned(
+    src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing
+) -> tuple[Step, ...] | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or (_final(steps, _idle(src, dst, axes))
-                                          and not _splits(steps, pricing)):
+    if (
+        steps is None
+        or sizes is None
+        or (_final(steps, _idle(src, dst, axes)) and not _splits(steps, pricing))
+    ):
         return steps
     return tuple(cheapest_plan(src, dst, sizes, pricing, steps))
 
@@ -163,8 +190,11 @@ def _planned(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing
 def _floor(src: Layout, dst: Layout, axes: AxisSizes | None, pricing: Pricing) -> float | None:
     steps = _in_order(src, dst, _used(src, dst, axes))
     sizes = _known(axes)
-    if steps is None or sizes is None or (_final(steps, _idle(src, dst, axes))
-                                          and not _splits(steps, pricing)):
+    if (
+        steps is None
+        or sizes is None
+        or (_final(steps, _idle(src, dst, axes)) and not _splits(steps, pricing))
+    ):
         return None
     return lower_bound(src, dst, sizes, pricing, steps)
 
@@ -200,18 +230,21 @@ def _permute(src: Layout, dst: Layout, sizes: Mapping[str, float] | None) -> Ste
             return None
         for d in dst.dim_names:
             if math.prod(sizes[a] for a in src.axes_of(d)) != math.prod(
-                    sizes[a] for a in dst.axes_of(d)):
+                sizes[a] for a in dst.axes_of(d)
+            ):
                 return None
     # A block's new owner can differ in every axis of a dim whose tuple changes (L_XYZ ->
     # L_ZY moves data across Y too, though Y keeps its place), so the group is all of them.
     changed = {d for d in dst.dim_names if src.axes_of(d) != dst.axes_of(d)}
-    moved = tuple(a for a in src.sharding_axes
-                  if src.dim_of_axis(a) in changed or dst.dim_of_axis(a) in changed)
+    moved = tuple(
+        a
+        for a in src.sharding_axes
+        if src.dim_of_axis(a) in changed or dst.dim_of_axis(a) in changed
+    )
     return Step("CollectivePermute", moved, None, src, dst) if moved else None
 
 
-def _size_one_relabel(src: Layout, dst: Layout, sizes: Mapping[str, float] | None
-                      ) -> Step | None:
+def _size_one_relabel(src: Layout, dst: Layout, sizes: Mapping[str, float] | None) -> Step | None:
     """A free local slice when `src` and `dst` differ only in where axes of size 1 sit.
 
     An axis of size 1 splits nothing, so moving it between dims moves no data
@@ -224,18 +257,24 @@ def _size_one_relabel(src: Layout, dst: Layout, sizes: Mapping[str, float] | Non
         return None
 
     def without(lay: Layout) -> Layout:
-        return Layout(tuple(DimSharding(d.dim, tuple(a for a in d.axes if a not in ones))
-                            for d in lay.dims), lay.unreduced)
+        return Layout(
+            tuple(DimSharding(d.dim, tuple(a for a in d.axes if a not in ones)) for d in lay.dims),
+            lay.unreduced,
+        )
 
     if without(src) != without(dst.reordered(src.dim_names)):
         return None
-    moved = tuple(a for a in (*src.sharding_axes, *dst.sharding_axes)
-                  if a in ones and src.dim_of_axis(a) != dst.dim_of_axis(a))
+    moved = tuple(
+        a
+        for a in (*src.sharding_axes, *dst.sharding_axes)
+        if a in ones and src.dim_of_axis(a) != dst.dim_of_axis(a)
+    )
     return Step("slice", tuple(dict.fromkeys(moved)), None, src, dst) if moved else None
 
 
-def plan_in_order(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None
-                  ) -> list[Step] | None:
+def plan_in_order(
+    src: Layout, dst: Layout, sizes: Mapping[str, float] | None = None
+) -> list[Step] | None:
     """The book's fixed order (the module's docstring), or None when impossible: the plan where
     sizes are symbolic, and the bound the search must beat where they are known.
 
@@ -272,8 +311,7 @@ def plan_in_order(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = 
 
     def emit(kind: str, axes: tuple[str, ...], dim: str | None, before: Layout) -> None:
         # A slice is already applied to `cur`; a collective's effect is `transfer`'s rule.
-        after = _layout(cur, order, cur_u) if kind == "slice" else transfer(before, kind, axes,
-                                                                            dim)
+        after = _layout(cur, order, cur_u) if kind == "slice" else transfer(before, kind, axes, dim)
         assert isinstance(after, Layout), after
         for d in after.dims:
             cur[d.dim][:] = d.axes
@@ -299,7 +337,7 @@ def plan_in_order(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = 
         for d in order:
             run: list[str] = []
             if prefix_ok(d):
-                for a in target[d][len(cur[d]):]:
+                for a in target[d][len(cur[d]) :]:
                     if a not in cur_u or a in t_u:
                         break
                     run.append(a)
@@ -316,7 +354,7 @@ def plan_in_order(src: Layout, dst: Layout, sizes: Mapping[str, float] | None = 
             d2 = target_dim.get(cur[d1][-1])
             if d2 is None or d2 == d1 or not prefix_ok(d2):
                 continue
-            want = target[d2][len(cur[d2]):]
+            want = target[d2][len(cur[d2]) :]
             tail = 0
             for k in range(1, len(cur[d1]) + 1):
                 if cur[d1][-k:] == want[:k] and k <= len(cur[d1]) - _kept(cur[d1], target[d1]):

@@ -37,8 +37,9 @@ class Refusal:
     dim: str | None = None
 
 
-def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None = None
-             ) -> Layout | Refusal:
+def transfer(
+    layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None = None
+) -> Layout | Refusal:
     """What one collective does to a layout (the sharding chapter): the one home of these rules,
     used by the planner below and by the explicit collectives a program writes.
 
@@ -59,7 +60,7 @@ def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None =
             for d in layout.dims:
                 gone = tuple(x for x in d.axes if x in axes)
                 keep = d.axes[: len(d.axes) - len(gone)]
-                if gone and d.axes[len(keep):] != gone:
+                if gone and d.axes[len(keep) :] != gone:
                     return Refusal("not-innermost", gone, d.dim)
                 dims.append(DimSharding(d.dim, keep))
             return Layout(tuple(dims), layout.unreduced)
@@ -70,8 +71,13 @@ def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None =
             if kind == "AllReduce":
                 return layout.with_unreduced(layout.unreduced - set(axes))
             assert dim is not None
-            return Layout(tuple(DimSharding(d.dim, d.axes + axes if d.dim == dim else d.axes)
-                                for d in layout.dims), layout.unreduced - set(axes))
+            return Layout(
+                tuple(
+                    DimSharding(d.dim, d.axes + axes if d.dim == dim else d.axes)
+                    for d in layout.dims
+                ),
+                layout.unreduced - set(axes),
+            )
         case "AllToAll":
             assert dim is not None
             cur = {d.dim: list(d.axes) for d in layout.dims}
@@ -83,10 +89,11 @@ def transfer(layout: Layout, kind: str, axes: tuple[str, ...], dim: str | None =
                 by_src.setdefault(src, []).append(x)
             for src, moved in by_src.items():
                 # The moved axes must be the innermost run of their dim, in order.
-                if cur[src][-len(moved):] != moved:
+                if cur[src][-len(moved) :] != moved:
                     return Refusal("not-innermost", tuple(moved), src)
-                del cur[src][-len(moved):]
+                del cur[src][-len(moved) :]
                 cur[dim].extend(moved)
-            return Layout(tuple(DimSharding(d.dim, tuple(cur[d.dim])) for d in layout.dims),
-                          layout.unreduced)
+            return Layout(
+                tuple(DimSharding(d.dim, tuple(cur[d.dim])) for d in layout.dims), layout.unreduced
+            )
     raise AssertionError(f"no layout rule for {kind}")

@@ -65,9 +65,9 @@ Move = tuple[str, str, int | None, State, float, float]
 """(kind, axes, dim index, the layout after, the step's time, the shards after)."""
 
 
-
-def cheapest_plan(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing,
-                  bound: Sequence[Step]) -> list[Step]:
+def cheapest_plan(
+    src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing, bound: Sequence[Step]
+) -> list[Step]:
     """The cheapest steps from `src` to `dst` the search finds under `pricing` with the mesh
     axes at `sizes` (every axis of both layouts), or `bound` (a valid plan) when none is
     strictly cheaper.
@@ -87,8 +87,9 @@ def cheapest_plan(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing:
     return list(bound) if path is None else path
 
 
-def lower_bound(src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing,
-                bound: Sequence[Step]) -> float:
+def lower_bound(
+    src: Layout, dst: Layout, sizes: Mapping[str, float], pricing: Pricing, bound: Sequence[Step]
+) -> float:
     """A lower bound on the time of `cheapest_plan(src, dst, sizes, pricing, bound)`: the
     search's estimate at the start, at most the bound's own time."""
     search = _Search(src, dst, sizes, pricing)
@@ -114,22 +115,26 @@ class _Search:
         self.products: dict[str, float] = {"": 1.0}
         self.every = "".join(self.code[a] for a in names)
         self.target: Dims = tuple(self.encode(d.axes) for d in dst.dims)
-        self.start: State = (tuple(self.encode(held[d]) for d in self.order),
-                             frozenset(self.encode(src.unreduced)))
+        self.start: State = (
+            tuple(self.encode(held[d]) for d in self.order),
+            frozenset(self.encode(src.unreduced)),
+        )
         self.goal: State = (self.target, frozenset(self.encode(dst.unreduced)))
         self.kept_sums = self.goal[1]
         self.wanted = "".join(self.target)
         self.home = {a: i for i, axes in enumerate(self.target) for a in axes}
-        self.idle = "".join(self.code[a] for a in names if a not in {
-            *dst.sharding_axes, *src.sharding_axes, *src.unreduced, *dst.unreduced})
+        self.idle = "".join(
+            self.code[a]
+            for a in names
+            if a not in {*dst.sharding_axes, *src.sharding_axes, *src.unreduced, *dst.unreduced}
+        )
         self.dims = [i for i, axes in enumerate(self.target) if axes or self.start[0][i]]
         known = dict(pricing.dims)
         self.extent = [known.get(d) for d in self.order]
         self.target_shape = tuple(self.prod(t) for t in self.target)
         self.target_shards = self.prod(self.wanted)
         # Times depend on V, not on which array: arrays of one machine share them.
-        context = (pricing.model, pricing.topology, pricing.w, pricing.t,
-                   tuple(self.sizes.items()))
+        context = (pricing.model, pricing.topology, pricing.w, pricing.t, tuple(self.sizes.items()))
         machine = RESHARD_COSTS.get(context)
         if machine is None:
             machine = RESHARD_COSTS[context] = (pricing.links(), {})
@@ -141,21 +146,28 @@ class _Search:
         # On a switched level (NVLink, PCIe, InfiniBand, DCN) a ring over N devices pays N - 1
         # latency steps, and rings over each axis in turn sum(n_i - 1) for the same bytes:
         # there an AllGather or an AllReduce may follow one of its kind (the exact model).
-        self.repeat = pricing.model == "exact" and pricing.topology is not None and sum(
-            1 for x in pricing.topology.links
-            if x.level != "ici" and self.sizes.get(x.axis, 1) > 1) > 1
+        self.repeat = (
+            pricing.model == "exact"
+            and pricing.topology is not None
+            and sum(
+                1
+                for x in pricing.topology.links
+                if x.level != "ici" and self.sizes.get(x.axis, 1) > 1
+            )
+            > 1
+        )
         # Permutes into finer blocks (the exact model; the book's has no such collective):
         # priced over their pairs, so only where those can be listed.
-        self.finer = pricing.model == "exact" and math.prod(
-            self.sizes.values()) <= 64
+        self.finer = pricing.model == "exact" and math.prod(self.sizes.values()) <= 64
         self._gather_bound: dict[float, float] = {}
         self._reduce_bound: dict[frozenset[str], float] = {}
         self._layouts: dict[State, Layout] = {}
 
     # ---- sizes, layouts and costs ---------------------------------------------------------
     def encode(self, axes: Sequence[str] | frozenset[str]) -> str:
-        return "".join(self.code[a] for a in (sorted(axes) if isinstance(axes, frozenset)
-                                               else axes))
+        return "".join(
+            self.code[a] for a in (sorted(axes) if isinstance(axes, frozenset) else axes)
+        )
 
     def decode(self, axes: str) -> tuple[str, ...]:
         return tuple(self.names[ord(c) - 0x41] for c in axes)
@@ -180,9 +192,11 @@ class _Search:
         if out is None:
             dims, sums = state
             out = self._layouts[state] = Layout(
-                tuple(DimSharding(d, self.decode(a)) for d, a in zip(self.order, dims,
-                                                                      strict=True)),
-                frozenset(self.decode("".join(sums))))
+                tuple(
+                    DimSharding(d, self.decode(a)) for d, a in zip(self.order, dims, strict=True)
+                ),
+                frozenset(self.decode("".join(sums))),
+            )
         return out
 
     def time(self, steps: Sequence[Step]) -> float:
@@ -191,12 +205,19 @@ class _Search:
         for step in steps:
             if step.kind == "CollectivePermute":
                 total += self.pricing.collective(
-                    step.kind, step.axes, self.whole_bytes / self.prod(self.encode(
-                        step.dst.sharding_axes)), self.sizes, self.links, step.src, step.dst)
+                    step.kind,
+                    step.axes,
+                    self.whole_bytes / self.prod(self.encode(step.dst.sharding_axes)),
+                    self.sizes,
+                    self.links,
+                    step.src,
+                    step.dst,
+                )
             elif step.kind != "slice":
                 side = step.dst if step.kind == "AllGather" else step.src
-                total += self.cost(step.kind, self.encode(step.axes),
-                                   self.prod(self.encode(side.sharding_axes)))
+                total += self.cost(
+                    step.kind, self.encode(step.axes), self.prod(self.encode(side.sharding_axes))
+                )
         return total
 
     def cost(self, kind: str, axes: str, shards: float) -> float:
@@ -208,23 +229,35 @@ class _Search:
         if c is None:
             if len(self.costs) >= MAX_ENTRIES:
                 self.costs.clear()
-            c = self.costs[key] = self.pricing.collective(kind, self.decode(axes), v,
-                                                          self.sizes, self.links)
+            c = self.costs[key] = self.pricing.collective(
+                kind, self.decode(axes), v, self.sizes, self.links
+            )
         return c
 
     def permute_cost(self, state: State, new: Dims, moved: str, shards: float) -> float:
         """A CollectivePermute's time from `state` to `new` (its partial sums kept): it
         depends on which device sends to which, not only on the axes (`passes.permute_cost`)."""
-        return self._permute(("CollectivePermute", state, new), self.whole_bytes / shards,
-                             moved, state, (new, state[1]))
+        return self._permute(
+            ("CollectivePermute", state, new),
+            self.whole_bytes / shards,
+            moved,
+            state,
+            (new, state[1]),
+        )
 
     def sub_block_cost(self, state: State, moved: str) -> float:
         """A CollectivePermute from `state` to the goal in finer blocks: V is the goal's."""
-        return self._permute(("sub-block", state, self.goal),
-                             self.whole_bytes / self.target_shards, moved, state, self.goal)
+        return self._permute(
+            ("sub-block", state, self.goal),
+            self.whole_bytes / self.target_shards,
+            moved,
+            state,
+            self.goal,
+        )
 
-    def _permute(self, key: tuple[object, ...], v: float, moved: str, source: State,
-                 target: State) -> float:
+    def _permute(
+        self, key: tuple[object, ...], v: float, moved: str, source: State, target: State
+    ) -> float:
         """A CollectivePermute of `v` bytes a device from `source` to `target`, memoized in
         `costs` under `key` and `v`."""
         key = (*key, v)
@@ -233,8 +266,14 @@ class _Search:
             if len(self.costs) >= MAX_ENTRIES:
                 self.costs.clear()
             c = self.costs[key] = self.pricing.collective(
-                "CollectivePermute", self.decode(moved), v, self.sizes, self.links,
-                self.layout(source), self.layout(target))
+                "CollectivePermute",
+                self.decode(moved),
+                v,
+                self.sizes,
+                self.links,
+                self.layout(source),
+                self.layout(target),
+            )
         return c
 
     def estimate(self, shards: float, sums: frozenset[str]) -> float:
@@ -271,8 +310,9 @@ class _Search:
             lb = self._reduce_bound.get(free)
             if lb is None:
                 most = self.prod("".join(a for a in self.size if a not in free))
-                lb = self._reduce_bound[free] = self.cost("ReduceScatter",
-                                                          "".join(sorted(free)), most)
+                lb = self._reduce_bound[free] = self.cost(
+                    "ReduceScatter", "".join(sorted(free)), most
+                )
             out += lb
         return out
 
@@ -287,8 +327,7 @@ class _Search:
             return None
         best: dict[State, tuple[float, int]] = {start: (0.0, 0)}
         parent: dict[State, tuple[State, str, str, int | None]] = {}
-        heap: list[tuple[float, int, int, float, State, float]] = [
-            (h0, 0, 0, 0.0, start, shards0)]
+        heap: list[tuple[float, int, int, float, State, float]] = [(h0, 0, 0, 0.0, start, shards0)]
         pushed = expanded = 0
         estimate = self.estimate
         while heap:
@@ -301,8 +340,9 @@ class _Search:
             if expanded > MAX_EXPANDED:
                 break
             last = parent[state][1] if state in parent else ""
-            for kind, axes, dim, after, c, after_shards in self.moves(state, shards, last,
-                                                                      limit - g):
+            for kind, axes, dim, after, c, after_shards in self.moves(
+                state, shards, last, limit - g
+            ):
                 g2, n2 = g + c, n + (kind != "slice")
                 if best.get(after, (math.inf, 0)) <= (g2, n2):
                     continue
@@ -341,12 +381,20 @@ class _Search:
         """The moves from `state` (with `shards` shards) that cost less than `budget`, each with
         its cost and the shards after it; `last` is the kind of move that reached `state`."""
         dims, sums = state
-        size, target, home, cost, prod, fits = (self.size, self.target, self.home, self.cost,
-                                                self.prod, self.fits)
+        size, target, home, cost, prod, fits = (
+            self.size,
+            self.target,
+            self.home,
+            self.cost,
+            self.prod,
+            self.fits,
+        )
         shape = [prod(axes) for axes in dims]
         used = set("".join(dims)) | sums
-        kept = [len(axes) if axes == t else _common(axes, t)
-                for axes, t in zip(dims, target, strict=True)]
+        kept = [
+            len(axes) if axes == t else _common(axes, t)
+            for axes, t in zip(dims, target, strict=True)
+        ]
         ts = self.target_shape
         for a in self.wanted:  # free slices
             if a not in used:
@@ -355,25 +403,40 @@ class _Search:
                     # than the target shards it (the block shape a permute to it needs)
                     finer = shape[i] * size[a]
                     if (i == home[a] or ts[i] % finer == 0) and fits(i, finer):
-                        yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
-                               shards * size[a])
+                        yield (
+                            "slice",
+                            a,
+                            None,
+                            (_put(dims, i, dims[i] + a), sums),
+                            0.0,
+                            shards * size[a],
+                        )
         gathers = any(kept[i] < len(dims[i]) for i in self.dims)
         for a in self.idle:  # an idle axis onto a dim that still gathers (then both at once)
             if a not in used:  # or, with `finer`, onto any dim while another gathers
                 for i in self.dims:
-                    if ((kept[i] < len(dims[i]) or self.finer and gathers)
-                            and fits(i, shape[i] * size[a])):
-                        yield ("slice", a, None, (_put(dims, i, dims[i] + a), sums), 0.0,
-                               shards * size[a])
+                    if (kept[i] < len(dims[i]) or self.finer and gathers) and fits(
+                        i, shape[i] * size[a]
+                    ):
+                        yield (
+                            "slice",
+                            a,
+                            None,
+                            (_put(dims, i, dims[i] + a), sums),
+                            0.0,
+                            shards * size[a],
+                        )
         if last != "AllGather" or self.repeat:  # the innermost axes of dims past their prefix
-            ranges = [range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
-                      for i in range(len(dims))]
+            ranges = [
+                range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
+                for i in range(len(dims))
+            ]
             for ks in itertools.islice(itertools.product(*ranges), 1, None):
-                gone = "".join(axes[len(axes) - k:] for axes, k in zip(dims, ks, strict=True))
+                gone = "".join(axes[len(axes) - k :] for axes, k in zip(dims, ks, strict=True))
                 after = shards / prod(gone)
                 c = cost("AllGather", gone, after)
                 if c < budget:
-                    new = tuple(axes[:len(axes) - k] for axes, k in zip(dims, ks, strict=True))
+                    new = tuple(axes[: len(axes) - k] for axes, k in zip(dims, ks, strict=True))
                     yield "AllGather", gone, None, (new, sums), c, after
         for i in self.dims:  # AllToAll of an innermost run to a dim the target gives it
             for k in range(1, len(dims[i]) - kept[i] + 1):
@@ -395,9 +458,14 @@ class _Search:
                         if fits(j, shape[j] * n):
                             c = cost("ReduceScatter", run, shards)
                             if c < budget:
-                                yield ("ReduceScatter", run, j,
-                                       (_put(dims, j, dims[j] + run), sums - set(run)), c,
-                                       shards * n)
+                                yield (
+                                    "ReduceScatter",
+                                    run,
+                                    j,
+                                    (_put(dims, j, dims[j] + run), sums - set(run)),
+                                    c,
+                                    shards * n,
+                                )
             if last != "AllReduce" or self.repeat:
                 ordered = sorted(free)
                 for r in range(1, len(ordered) + 1):
@@ -414,9 +482,13 @@ class _Search:
             # Straight to the target in finer blocks: each device slices its block where it
             # holds it and receives it otherwise (`permute_cost`: one send of the target's
             # block; XLA's `[J, K_Y] -> [J_Y, K_X]`).
-            if (sums == self.goal[1] and dims != target and self.finer
-                    and all(t % s == 0 for t, s in zip(ts, shape, strict=True))
-                    and any(t > s for t, s in zip(ts, shape, strict=True))):
+            if (
+                sums == self.goal[1]
+                and dims != target
+                and self.finer
+                and all(t % s == 0 for t, s in zip(ts, shape, strict=True))
+                and any(t > s for t, s in zip(ts, shape, strict=True))
+            ):
                 moved = "".join(dict.fromkeys("".join(dims) + "".join(target)))
                 c = self.sub_block_cost(state, moved)
                 if c < budget:
@@ -429,8 +501,13 @@ class _Search:
                 for new in self._finer_with_idle(dims, shape):
                     shards_new = self.prod("".join(new))
                     moved = "".join(dict.fromkeys("".join(dims) + "".join(new)))
-                    c = self._permute(("sub-block", state, new), self.whole_bytes / shards_new,
-                                      moved, state, (new, sums))
+                    c = self._permute(
+                        ("sub-block", state, new),
+                        self.whole_bytes / shards_new,
+                        moved,
+                        state,
+                        (new, sums),
+                    )
                     if c < budget:
                         yield "CollectivePermute", moved, None, (new, sums), c, shards_new
 
@@ -444,13 +521,15 @@ class _Search:
             for i in self.dims:
                 new = _put(self.target, i, self.target[i] + a)
                 new_shape = [self.prod(x) for x in new]
-                if (all(n % s == 0 and self.fits(k, n)
-                        for k, (n, s) in enumerate(zip(new_shape, shape, strict=True)))
-                        and any(n > s for n, s in zip(new_shape, shape, strict=True))):
+                if all(
+                    n % s == 0 and self.fits(k, n)
+                    for k, (n, s) in enumerate(zip(new_shape, shape, strict=True))
+                ) and any(n > s for n, s in zip(new_shape, shape, strict=True)):
                     yield new
 
-    def _permutes(self, dims: Dims, sums: frozenset[str], free: frozenset[str],
-                  shape: list[float]) -> Iterator[tuple[str, Dims]]:
+    def _permutes(
+        self, dims: Dims, sums: frozenset[str], free: frozenset[str], shape: list[float]
+    ) -> Iterator[tuple[str, Dims]]:
         """Permutes to the target or a layout one step from it, in this layout's block shape:
         the target itself; with an innermost run of dim j on dim i (then AllToAll it back);
         without an innermost run of partial sums (then ReduceScatter it); with this layout's
@@ -465,15 +544,21 @@ class _Search:
             for j, i in (diff, diff[::-1]):
                 p = ts[j] / shape[j]
                 if p > 1 and shape[i] == ts[i] * p:
-                    targets.extend(_put(_put(t, j, t[j][:-k]), i, t[i] + t[j][-k:])
-                                   for k in range(1, len(t[j]) + 1) if prod(t[j][-k:]) == p)
+                    targets.extend(
+                        _put(_put(t, j, t[j][:-k]), i, t[i] + t[j][-k:])
+                        for k in range(1, len(t[j]) + 1)
+                        if prod(t[j][-k:]) == p
+                    )
         elif len(diff) == 1:
             j = diff[0]
             p = ts[j] / shape[j]
             for k in range(1, len(t[j]) + 1):
                 run = t[j][-k:]
-                if prod(run) == p and free.issuperset(run) and sums.isdisjoint(
-                        set(self.wanted) - set(run)):
+                if (
+                    prod(run) == p
+                    and free.issuperset(run)
+                    and sums.isdisjoint(set(self.wanted) - set(run))
+                ):
                     targets.append(_put(t, j, t[j][:-k]))
         extra = "".join(a for a in "".join(dims) if a not in self.home)
         if extra and len(extra) <= MAX_EXTRA and not clash:
@@ -485,13 +570,17 @@ class _Search:
                 continue
             seen.add(new)
             changed = [i for i in range(len(dims)) if dims[i] != new[i]]
-            moved = "".join(dict.fromkeys([*(a for i in changed for a in dims[i]),
-                                           *(a for i in changed for a in new[i])]))
+            moved = "".join(
+                dict.fromkeys(
+                    [*(a for i in changed for a in dims[i]), *(a for i in changed for a in new[i])]
+                )
+            )
             yield moved, new
 
     def _with_extra(self, extra: str, need: list[float], shape: list[float]) -> Iterator[Dims]:
         """The target with `extra` appended to dims so that each dim has `need` times its
         shards (then an AllGather of `extra` reaches the target), in `shape`."""
+
         def place(k: int, left: list[float], where: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
             if k == len(extra):
                 if all(x == 1 for x in left):
@@ -503,6 +592,7 @@ class _Search:
                     left[i] /= n
                     yield from place(k + 1, left, (*where, i))
                     left[i] *= n
+
         for where in place(0, list(need), ()):
             if all(self.fits(i, shape[i]) for i in set(where)):
                 new = list(self.target)
@@ -520,4 +610,4 @@ def _common(axes: str, target: str) -> int:
 
 
 def _put(dims: Dims, i: int, axes: str) -> Dims:
-    return (*dims[:i], axes, *dims[i + 1:])
+    return (*dims[:i], axes, *dims[i + 1 :])

@@ -69,9 +69,9 @@ def classify(program: CompiledProgram) -> dict[int, str]:
     return out
 
 
-def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float],
-                       weights: bool = True
-                       ) -> tuple[dict[int, dict[str, tuple[int, float]]], dict[int, tuple[int, float]]]:
+def collective_matmuls(
+    program: CompiledProgram, axis_sizes: Mapping[str, float], weights: bool = True
+) -> tuple[dict[int, dict[str, tuple[int, float]]], dict[int, tuple[int, float]]]:
     """The collective matmuls of a program: for each einsum, the AllGathers that feed it (by the
     operand's value id: the gather's op index and its group size n), and for each ReduceScatter
     of an einsum's result, that einsum and n. Groups of unknown or unit size are left out.
@@ -94,9 +94,14 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
             for v in (op.lhs, op.rhs):
                 j = producer.get(v.id)
                 src = program.ops[j] if j is not None else None
-                if j is not None and isinstance(src, Collective) and src.op == "AllGather" \
-                        and not src.send and (weights or src.src.array not in params) \
-                        and (n := group(src)) is not None:
+                if (
+                    j is not None
+                    and isinstance(src, Collective)
+                    and src.op == "AllGather"
+                    and not src.send
+                    and (weights or src.src.array not in params)
+                    and (n := group(src)) is not None
+                ):
                     feeds.setdefault(i, {})[v.id] = (j, n)
         elif isinstance(op, Collective) and op.op == "ReduceScatter" and not op.send:
             j = _last_product(program, producer, op.src.id)
@@ -105,8 +110,7 @@ def collective_matmuls(program: CompiledProgram, axis_sizes: Mapping[str, float]
     return feeds, drains
 
 
-def _last_product(program: CompiledProgram, producer: Mapping[str, int], value: str
-                  ) -> int | None:
+def _last_product(program: CompiledProgram, producer: Mapping[str, int], value: str) -> int | None:
     """The einsum a ReduceScatter's source comes from: its producer, or, for a sum of partial
     terms (a gradient's contributions added before their one reduction), the last einsum among
     the terms, which the reduction can drain block by block as it would that einsum's."""
@@ -122,18 +126,25 @@ def _last_product(program: CompiledProgram, producer: Mapping[str, int], value: 
     return None
 
 
-def schedule(program: CompiledProgram, durations: dict[int, float],
-             network: Callable[[Collective], str] | None = None,
-             axis_sizes: Mapping[str, float] | None = None, weights: bool = True,
-             busy_after: Mapping[int, float] | None = None) -> float:
+def schedule(
+    program: CompiledProgram,
+    durations: dict[int, float],
+    network: Callable[[Collective], str] | None = None,
+    axis_sizes: Mapping[str, float] | None = None,
+    weights: bool = True,
+    busy_after: Mapping[int, float] | None = None,
+) -> float:
     """Makespan of the list schedule (`timeline`)."""
     return timeline(program, durations, network, axis_sizes, weights, busy_after)[0]
 
 
-def exposed(program: CompiledProgram, durations: dict[int, float],
-            network: Callable[[Collective], str] | None = None,
-            axis_sizes: Mapping[str, float] | None = None, weights: bool = True
-            ) -> dict[int, float]:
+def exposed(
+    program: CompiledProgram,
+    durations: dict[int, float],
+    network: Callable[[Collective], str] | None = None,
+    axis_sizes: Mapping[str, float] | None = None,
+    weights: bool = True,
+) -> dict[int, float]:
     """Each collective's exposed part in the list schedule (`timeline`): the time it runs
     while the compute resource is idle, by op index. A gather the first matmul waits on and the
     last reduction, which nothing follows, are exposed whole; a gradient reduction overlaps
@@ -161,12 +172,15 @@ def exposed_parts(spans: Mapping[int, tuple[float, float, str]]) -> dict[int, fl
     return out
 
 
-def timeline(program: CompiledProgram, durations: dict[int, float],
-             network: Callable[[Collective], str] | None = None,
-             axis_sizes: Mapping[str, float] | None = None, weights: bool = True,
-             busy_after: Mapping[int, float] | None = None,
-             ahead: Mapping[int, float] | None = None
-             ) -> tuple[float, dict[int, tuple[float, float, str]]]:
+def timeline(
+    program: CompiledProgram,
+    durations: dict[int, float],
+    network: Callable[[Collective], str] | None = None,
+    axis_sizes: Mapping[str, float] | None = None,
+    weights: bool = True,
+    busy_after: Mapping[int, float] | None = None,
+    ahead: Mapping[int, float] | None = None,
+) -> tuple[float, dict[int, tuple[float, float, str]]]:
     """(Makespan, each op's (start, finish, "compute" | "network")) of a list schedule on the
     program graph: ops in program order (a topological
     order of the graph), each on its resource (compute or network) as soon as its inputs are
@@ -178,8 +192,7 @@ def timeline(program: CompiledProgram, durations: dict[int, float],
     the critical path: the network carries it, nothing waits for it). `ahead` bounds a
     prefetch: the op starts no sooner than that many seconds before the compute resource is
     free for the work after it (a gather whose buffer holds only part of the weight)."""
-    feeds, drains = (collective_matmuls(program, axis_sizes, weights) if axis_sizes
-                     else ({}, {}))
+    feeds, drains = collective_matmuls(program, axis_sizes, weights) if axis_sizes else ({}, {})
     ready: dict[tuple[str, str], float] = {}
     started: dict[int, float] = {}
     spans: dict[int, tuple[float, float, str]] = {}
@@ -191,8 +204,13 @@ def timeline(program: CompiledProgram, durations: dict[int, float],
             ready[made] = 0.0
             continue
         fed = feeds.get(i, {})
-        start_after = max((started[fed[v][0]] if v in fed else ready.get(("value", v), 0.0)
-                           for v in distinct_inputs(op)), default=0.0)
+        start_after = max(
+            (
+                started[fed[v][0]] if v in fed else ready.get(("value", v), 0.0)
+                for v in distinct_inputs(op)
+            ),
+            default=0.0,
+        )
         if i in drains:  # a ReduceScatter starts on its matmul's first block
             e, n = drains[i]
             start_after = started[e] + durations.get(e, 0.0) / n
@@ -215,18 +233,24 @@ def timeline(program: CompiledProgram, durations: dict[int, float],
             finish = max(finish, ready[("value", program.ops[e].out.id)] + took / n)
         started[i] = start
         # a matmul waiting on its last gathered block is idle, not busy, past its own time
-        spans[i] = ((start, finish, "network") if isinstance(op, Collective)
-                    else (start, min(finish, start + took), "compute"))
+        spans[i] = (
+            (start, finish, "network")
+            if isinstance(op, Collective)
+            else (start, min(finish, start + took), "compute")
+        )
         free[resource] = finish + (busy_after.get(i, 0.0) if busy_after else 0.0)
         ready[made] = finish
         end = max(end, free[resource])
     return end, spans
 
 
-def expected_schedule(program: CompiledProgram, durations: dict[int, float],
-                      busy_after: Mapping[int, float] | None = None,
-                      ahead: Mapping[int, float] | None = None,
-                      contention: float = CONTENTION) -> tuple[float, dict[int, float]]:
+def expected_schedule(
+    program: CompiledProgram,
+    durations: dict[int, float],
+    busy_after: Mapping[int, float] | None = None,
+    ahead: Mapping[int, float] | None = None,
+    contention: float = CONTENTION,
+) -> tuple[float, dict[int, float]]:
     """The calibrated step of a GPU program and each collective's exposed part: overlap that
     can fail (docs/cost-model.md, "Overlap in the calibrated step").
 
@@ -242,8 +266,9 @@ def expected_schedule(program: CompiledProgram, durations: dict[int, float],
       grows by `contention` x the hidden communication."""
     end, spans = timeline(program, durations, None, None, False, busy_after, ahead)
     parts = exposed_parts(spans)
-    hidden = sum(b - a for i, (a, b, kind) in spans.items() if kind == "network") \
-        - sum(parts.values())
+    hidden = sum(b - a for i, (a, b, kind) in spans.items() if kind == "network") - sum(
+        parts.values()
+    )
     return end + contention * max(0.0, hidden), parts
 
 

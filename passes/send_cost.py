@@ -39,9 +39,15 @@ class _Leg:
     load: Num = 0
 
 
-def send_time(v: Num, moves: Sequence[SendAxis], size_of: Callable[[str], Num], model: Model,
-              topo: Topology | None, links: Links,
-              known: Callable[[str], int | None] | None = None) -> CollectiveTime:
+def send_time(
+    v: Num,
+    moves: Sequence[SendAxis],
+    size_of: Callable[[str], Num],
+    model: Model,
+    topo: Topology | None,
+    links: Links,
+    known: Callable[[str], int | None] | None = None,
+) -> CollectiveTime:
     """Time of a Send of `v` bytes per device; `moves` are its `shardc.lang.send.SendAxis` entries.
 
     `size_of` gives each axis's size as it appears in formulas (a symbol, or a number); `known`
@@ -56,9 +62,11 @@ def send_time(v: Num, moves: Sequence[SendAxis], size_of: Callable[[str], Num], 
     (2.0, True)
     """
     if known is None:
+
         def known(a: str) -> int | None:
             n = size_of(a)
             return int(n) if is_number(n) else None
+
     ici: list[_Leg] = []
     switched: set[str] = set()
     shift = any(m.shift is not None for m in moves)
@@ -93,34 +101,50 @@ def send_time(v: Num, moves: Sequence[SendAxis], size_of: Callable[[str], Num], 
         return CollectiveTime(0, 0, 0, ())
     levels = tuple((lv, combine(model, b, x)) for lv, b, x in per_level)
     time = sum(x for _, x in levels) if len(levels) > 1 else levels[0][1]
-    return CollectiveTime(time, sum(b for _, b, _ in per_level), sum(x for _, _, x in per_level),
-                          levels, tuple((lv, b) for lv, b, _ in per_level))
+    return CollectiveTime(
+        time,
+        sum(b for _, b, _ in per_level),
+        sum(x for _, _, x in per_level),
+        levels,
+        tuple((lv, b) for lv, b, _ in per_level),
+    )
 
 
-def _legs(m: SendAxis, n: Num, n_known: int | None, link: AxisLink | None,
-          topo: Topology | None) -> list[_Leg]:
+def _legs(
+    m: SendAxis, n: Num, n_known: int | None, link: AxisLink | None, topo: Topology | None
+) -> list[_Leg]:
     """The physical ICI axes one Send entry moves along (several for a spanning mesh axis)."""
     phys = (link.physical or (m.axis,)) if link is not None else (m.axis,)
     if topo is None or link is None or len(phys) == 1:
         pa = topo.phys(phys[0]) if topo is not None else None
         ring = pa is None or (pa.wrap and (pa.length is None or pa.length >= 3))
         stride = link.stride if link is not None else 1
-        return [_point_leg(phys[0], _offset(m), n_known, ring, stride) if m.shift is None
-                else _shift_leg(phys[0], m.shift, n, n_known, ring, stride)]
+        return [
+            _point_leg(phys[0], _offset(m), n_known, ring, stride)
+            if m.shift is None
+            else _shift_leg(phys[0], m.shift, n, n_known, ring, stride)
+        ]
     maybe_lengths = [topo.phys(p).length for p in phys]
     lengths = [length for length in maybe_lengths if length is not None]
     if n_known is None or len(lengths) < len(maybe_lengths):
         # A symbolic axis spanning several physical ones: one ring of n, as symbolic axes are.
-        return [_point_leg(phys[0], _offset(m), n_known, True, 1) if m.shift is None
-                else _shift_leg(phys[0], m.shift, n, n_known, True, 1)]
+        return [
+            _point_leg(phys[0], _offset(m), n_known, True, 1)
+            if m.shift is None
+            else _shift_leg(phys[0], m.shift, n, n_known, True, 1)
+        ]
     rings = [topo.phys(p).wrap and length >= 3 for p, length in zip(phys, lengths, strict=True)]
     if m.shift is None:
         src, dst = _ends(m)
         pairs = zip(_digits(src, lengths), _digits(dst, lengths), strict=True)
-        return [_point_leg(p, b - a, length, ring, 1)
-                for p, length, ring, (a, b) in zip(phys, lengths, rings, pairs, strict=True)]
-    return [_Leg(p, far, load=load)
-            for p, (load, far) in zip(phys, _routed(m.shift, lengths, rings), strict=True)]
+        return [
+            _point_leg(p, b - a, length, ring, 1)
+            for p, length, ring, (a, b) in zip(phys, lengths, rings, pairs, strict=True)
+        ]
+    return [
+        _Leg(p, far, load=load)
+        for p, (load, far) in zip(phys, _routed(m.shift, lengths, rings), strict=True)
+    ]
 
 
 def _ends(m: SendAxis) -> tuple[int, int]:
@@ -188,7 +212,7 @@ def _routed(k: int, lengths: list[int], rings: list[bool]) -> list[tuple[Num, in
                 ways = [(1, d, sp.Rational(1, 2)), (-1, d, sp.Rational(1, 2))]
             else:
                 ways = [(1, d, 1)] if 2 * d < length else [(-1, length - d, 1)]
-            rest = (tuple(there[:j]), tuple(here[j + 1:]))  # axes before j are routed already
+            rest = (tuple(there[:j]), tuple(here[j + 1 :]))  # axes before j are routed already
             for step, hops, share in ways:
                 far = max(far, hops)
                 p = here[j]

@@ -27,8 +27,7 @@ def size_of(name: str, declared: Mapping[str, int | None], bindings: Bindings) -
     return declared.get(name)
 
 
-def known_sizes(declared: Iterable[tuple[str, int | None]], bindings: Bindings
-                ) -> dict[str, int]:
+def known_sizes(declared: Iterable[tuple[str, int | None]], bindings: Bindings) -> dict[str, int]:
     """Every declared name whose size is a number, `--set` applied; declaration order.
 
     >>> known_sizes([("B", None), ("D", 512), ("X", 4)], {"B": 4096, "X": 8})

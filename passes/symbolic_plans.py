@@ -128,15 +128,23 @@ def _printer(modules: str) -> Any:
         def _print_Float(self, expr: sp.Float) -> str:
             return repr(float(expr))
 
-    return Printer({"fully_qualified_modules": False, "inline": True,
-                    "allow_unknown_functions": True, "user_functions": {}})
+    return Printer(
+        {
+            "fully_qualified_modules": False,
+            "inline": True,
+            "allow_unknown_functions": True,
+            "user_functions": {},
+        }
+    )
 
 
 @memoized(LAMBDA_FUNCTIONS, lambda expr, modules: (expr, modules))
 def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
     syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
-    return (tuple(s.name for s in syms),
-            sp.lambdify(syms, expr, modules=modules, printer=_printer(modules)))
+    return (
+        tuple(s.name for s in syms),
+        sp.lambdify(syms, expr, modules=modules, printer=_printer(modules)),
+    )
 
 
 def evaluate(expr: sp.Expr, point: Mapping[str, float]) -> float | None:
@@ -178,8 +186,9 @@ def _sample(names: tuple[str, ...], mesh: frozenset[str]) -> dict[str, Any]:
     return sample_points(names, mesh)
 
 
-def sample_points(names: Sequence[str], mesh: frozenset[str] = frozenset(),
-                  n: int = SAMPLES) -> dict[str, Any]:
+def sample_points(
+    names: Sequence[str], mesh: frozenset[str] = frozenset(), n: int = SAMPLES
+) -> dict[str, Any]:
     """A fixed, quasi-random sample (a Halton sequence) of whole sizes for `names`."""
     import numpy as np
 
@@ -236,9 +245,10 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     syms = diff.free_symbols
     if not syms:
         return bool(diff > 0)
-    common = {s: min(sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict().get(s, 0) for t in terms)
-              for s in syms}
-    factor = sp.Mul(*[s ** e for s, e in common.items() if e])
+    common = {
+        s: min(sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict().get(s, 0) for t in terms) for s in syms
+    }
+    factor = sp.Mul(*[s**e for s, e in common.items() if e])
     pos: list[sp.Expr] = []
     neg: list[sp.Expr] = []
     for t in terms:
@@ -293,8 +303,11 @@ class RegionFinder:
     mesh: frozenset[str] = frozenset()
 
     def regions(self, candidates: Sequence[Candidate]) -> tuple[Region, ...]:
-        names = tuple(sorted({s.name for c in candidates
-                              for s in (c.time.free_symbols | c.flops.free_symbols)}))
+        names = tuple(
+            sorted(
+                {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+            )
+        )
         if not names:
             return ()
         won = winners(candidates, _sample(names, self.mesh))
@@ -438,10 +451,14 @@ class Variant:
         return sp.And(*self.bounds) if self.bounds else sp.true
 
 
-def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
-             mesh: frozenset[str] = frozenset(), cap: int = MAX_REGIONS,
-             seconds: float = REGIONS_SECONDS, points: Mapping[str, Any] | None = None
-             ) -> tuple[Variant, ...] | None:
+def variants(
+    lower: Callable[[Chooser], Any],
+    names: Sequence[str],
+    mesh: frozenset[str] = frozenset(),
+    cap: int = MAX_REGIONS,
+    seconds: float = REGIONS_SECONDS,
+    points: Mapping[str, Any] | None = None,
+) -> tuple[Variant, ...] | None:
     """Every region of the whole program on the sample (`sample_points`, or `points`: an array
     of values per size name, e.g. a sweep's grid): lower once per combination of winners that
     some point reaches (a choice's winners depend on the layouts earlier choices made). None
@@ -468,8 +485,16 @@ def variants(lower: Callable[[Chooser], Any], names: Sequence[str],
         share = float(chooser.mask.mean()) if chooser.mask is not None else 1.0
         if share > 0:
             bounds = tuple(dict.fromkeys(chooser.bounds))
-            out.append(Variant(tuple(sorted(forced.items())), bounds, share, result,
-                               tuple(chooser.path), tuple(chooser.sides[b] for b in bounds)))
+            out.append(
+                Variant(
+                    tuple(sorted(forced.items())),
+                    bounds,
+                    share,
+                    result,
+                    tuple(chooser.path),
+                    tuple(chooser.sides[b] for b in bounds),
+                )
+            )
     return tuple(sorted(out, key=lambda v: -v.share))
 
 
@@ -490,8 +515,9 @@ def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
         if not v.path and v.bounds:  # drawn by its bounds (`driver.objective.partition`)
             for b in v.bounds:
                 names, fn = _function(b, "numpy")
-                mask &= np.broadcast_to(np.asarray(fn(*[points[n] for n in names]), dtype=bool),
-                                        size)
+                mask &= np.broadcast_to(
+                    np.asarray(fn(*[points[n] for n in names]), dtype=bool), size
+                )
         for candidates, pick in v.path:
             if not mask.any():
                 break
@@ -500,6 +526,23 @@ def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
     return out
 
 
-__all__ = ["AtPoint", "Branch", "Candidate", "Chooser", "Majority", "OnSample", "Recipe", "Region",
-           "RegionFinder", "Variant", "classify", "evaluate", "exact", "plan_key", "sample_points",
-           "symbolic_time", "variants", "winners"]
+__all__ = [
+    "AtPoint",
+    "Branch",
+    "Candidate",
+    "Chooser",
+    "Majority",
+    "OnSample",
+    "Recipe",
+    "Region",
+    "RegionFinder",
+    "Variant",
+    "classify",
+    "evaluate",
+    "exact",
+    "plan_key",
+    "sample_points",
+    "symbolic_time",
+    "variants",
+    "winners",
+]

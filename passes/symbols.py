@@ -150,8 +150,7 @@ class HardwareSymbols:
 
     def t(self, level: str) -> sp.Symbol:
         """Latency of a level: t_hop per ICI/NVLink/PCIe hop, t_ib and t_dcn per step."""
-        return self.t_hop if level in PER_HOP else sp.Symbol(
-            f"t_{level}", positive=True)
+        return self.t_hop if level in PER_HOP else sp.Symbol(f"t_{level}", positive=True)
 
     def links(self) -> Links:
         from shardc.passes.cost_model import Links
@@ -159,35 +158,52 @@ class HardwareSymbols:
         return Links({lv: self.w(lv) for lv in LEVELS}, {lv: self.t(lv) for lv in LEVELS})
 
     def all_for(self, dtypes: set[str]) -> list[sp.Symbol]:
-        return [*(self.flops(d) for d in sorted(dtypes)), self.w_hbm, *self.calibration(),
-                *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)]),
-                *(f(lv) for lv in LEVELS
-                  for f in (self.eta_net, self.n_half, self.ranks, self.alpha)), self.k_boost,
-                self.c_expose]
+        return [
+            *(self.flops(d) for d in sorted(dtypes)),
+            self.w_hbm,
+            *self.calibration(),
+            *dict.fromkeys([*(self.w(lv) for lv in LEVELS), *(self.t(lv) for lv in LEVELS)]),
+            *(f(lv) for lv in LEVELS for f in (self.eta_net, self.n_half, self.ranks, self.alpha)),
+            self.k_boost,
+            self.c_expose,
+        ]
 
     def is_hardware(self, sym: sp.Symbol) -> bool:
         n = sym.name
-        return n in HARDWARE_NAMES or (n == "C" and "C" not in self.taken) or (
-            n.startswith("C_") and n[2:] in DTYPE_NAMES)
+        return (
+            n in HARDWARE_NAMES
+            or (n == "C" and "C" not in self.taken)
+            or (n.startswith("C_") and n[2:] in DTYPE_NAMES)
+        )
 
 
 CALIBRATION_NAMES = ("eta_mxu", "eta_hbm", "t_call", "t_dispatch")
 """The efficiency symbols, in the order of `HardwareSymbols.calibration`."""
 
-NETWORK_CALIBRATION_NAMES = frozenset(f"{p}_{lv}" for lv in LEVELS
-                                      for p in ("eta", "n_half", "ranks", "alpha"))
+NETWORK_CALIBRATION_NAMES = frozenset(
+    f"{p}_{lv}" for lv in LEVELS for p in ("eta", "n_half", "ranks", "alpha")
+)
 """The calibrated network's symbols: eta_ib, n_half_ib, ranks_ib, alpha_ib, ... (one of each
 a level)."""
 
-HARDWARE_NAMES = frozenset({"W_hbm", "t_hop", "k_boost", "c_expose", *CALIBRATION_NAMES,
-                            *(f"W_{lv}" for lv in LEVELS),
-                            *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
-                            *NETWORK_CALIBRATION_NAMES})
+HARDWARE_NAMES = frozenset(
+    {
+        "W_hbm",
+        "t_hop",
+        "k_boost",
+        "c_expose",
+        *CALIBRATION_NAMES,
+        *(f"W_{lv}" for lv in LEVELS),
+        *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
+        *NETWORK_CALIBRATION_NAMES,
+    }
+)
 """Names of the hardware symbols other than the FLOP/s rates (C, C_int8, ...)."""
 
 
-def on_expected(expr: sp.Basic, syms: HardwareSymbols, dtypes: Iterable[str] = DTYPE_NAMES
-                ) -> sp.Basic:
+def on_expected(
+    expr: sp.Basic, syms: HardwareSymbols, dtypes: Iterable[str] = DTYPE_NAMES
+) -> sp.Basic:
     """A roofline formula or condition restated on the expected time: every FLOP/s rate C is
     C * eta_mxu and W_hbm is W_hbm * eta_hbm (the network keeps its rates: it is not
     calibrated). A condition `program part > C/W_hbm` becomes `> C eta_mxu/(W_hbm eta_hbm)`;
@@ -206,24 +222,33 @@ def chip_links(chip: Chip) -> tuple[dict[str, float | None], dict[str, float | N
     return ({lv: chip.bandwidth(lv) for lv in LEVELS}, {lv: chip.latency(lv) for lv in LEVELS})
 
 
-def planning_figures(chip: Chip | None, bindings: Mapping[str, SupportsFloat],
-                     taken: frozenset[str] = frozenset(), precision: str = "default"
-                     ) -> tuple[Links, dict[str, float]]:
+def planning_figures(
+    chip: Chip | None,
+    bindings: Mapping[str, SupportsFloat],
+    taken: frozenset[str] = frozenset(),
+    precision: str = "default",
+) -> tuple[Links, dict[str, float]]:
     """Numbers for planning: (Links by level, {symbol name: value}) from the chip, then
     `--set` bindings. A level without a figure counts bandwidth only (W=1, t=0)."""
     from shardc.passes.cost_model import Links
 
     syms = HardwareSymbols(taken)
-    values = ({s.name: v for s, v in hardware_values(chip, syms, precision).items()}
-              if chip is not None else {})
+    values = (
+        {s.name: v for s, v in hardware_values(chip, syms, precision).items()}
+        if chip is not None
+        else {}
+    )
     values.update({k: float(v) for k, v in bindings.items()})
-    links = Links({lv: float(values.get(syms.w(lv).name, 1.0)) for lv in LEVELS},
-                  {lv: float(values.get(syms.t(lv).name, 0.0)) for lv in LEVELS})
+    links = Links(
+        {lv: float(values.get(syms.w(lv).name, 1.0)) for lv in LEVELS},
+        {lv: float(values.get(syms.t(lv).name, 0.0)) for lv in LEVELS},
+    )
     return links, values
 
 
-def hardware_values(chip: Chip, syms: HardwareSymbols,
-                    precision: str = "default") -> dict[sp.Symbol, float]:
+def hardware_values(
+    chip: Chip, syms: HardwareSymbols, precision: str = "default"
+) -> dict[sp.Symbol, float]:
     """Numbers for every hardware symbol the chip has a figure for. `C_<dtype>` is the peak
     rate of a product of that dtype (`Chip.matmul_rate`): an f32 product's follows the
     `--matmul-precision` (TF32 on an NVIDIA GPU by default, bf16 passes on a TPU)."""
@@ -233,8 +258,13 @@ def hardware_values(chip: Chip, syms: HardwareSymbols,
     out[syms.w_hbm] = float(chip.hbm_bw)
     cal = getattr(chip, "calibration", None)
     if cal is not None:
-        out.update(zip(syms.calibration(), (cal.eta_mxu, cal.eta_hbm, cal.t_call,
-                                            cal.t_dispatch), strict=True))
+        out.update(
+            zip(
+                syms.calibration(),
+                (cal.eta_mxu, cal.eta_hbm, cal.t_call, cal.t_dispatch),
+                strict=True,
+            )
+        )
         if cal.clock is not None:
             out[syms.k_boost] = float(cal.k_boost)
         if cal.exposed is not None:

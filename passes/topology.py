@@ -25,16 +25,21 @@ if TYPE_CHECKING:
     from shardc.hardware import Chip
 
 
-def resolve_topology(program: Program, ctx: Context, chip: Chip | None = None,
-                     bindings: Mapping[str, float] = MappingProxyType({})) -> Topology:
+def resolve_topology(
+    program: Program,
+    ctx: Context,
+    chip: Chip | None = None,
+    bindings: Mapping[str, float] = MappingProxyType({}),
+) -> Topology:
     """The `resolve-topology` pass: where each mesh axis lives (the program's mesh against
     `chip`'s physical axes and network levels, with mesh sizes from the validated `bindings`)."""
     mesh = next((s for s in program.statements if isinstance(s, MeshDecl)), None)
     return _resolve(mesh.axes if mesh else (), ctx, chip, bindings)
 
 
-def _resolve(axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None,
-             bindings: Mapping[str, float]) -> Topology:
+def _resolve(
+    axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None, bindings: Mapping[str, float]
+) -> Topology:
     family = "none" if chip is None else chip.family
     fast = "nvlink" if chip is not None and chip.link_kind == "nvlink" else "ici"
     levels: dict[str, str] = {}
@@ -44,22 +49,34 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None,
             level = fast  # `@ici` on a GPU (or `@nvlink` on a TPU) names the chip's fast link
         if chip is not None and not chip.has_level(level):
             ctx.diagnostics.error(
-                "H015", f"{chip.name} has no figure for @{level} (mesh axis {ax.name!r})",
+                "H015",
+                f"{chip.name} has no figure for @{level} (mesh axis {ax.name!r})",
                 ax.attr_span if ax.attr_span.line else ax.span,
-                notes=(f"add the figure to a chip TOML of your own (docs/hardware.md) or use "
-                       f"another link; {chip.name} has: "
-                       + ", ".join(x for x in LEVELS if chip.has_level(x)),))
+                notes=(
+                    f"add the figure to a chip TOML of your own (docs/hardware.md) or use "
+                    f"another link; {chip.name} has: "
+                    + ", ".join(x for x in LEVELS if chip.has_level(x)),
+                ),
+            )
         if level != "ici" and (ax.physical or ax.wrap is not None):
             ctx.diagnostics.error(
-                "H012", f"mesh axis {ax.name!r} is on {level}, where physical axes and "
-                "`wrap`/`nowrap` mean nothing", ax.attr_span if ax.attr_span.line else ax.span,
-                notes=("NVLink, PCIe, InfiniBand and DCN are switched: every chip reaches "
-                       "every other one",))
+                "H012",
+                f"mesh axis {ax.name!r} is on {level}, where physical axes and "
+                "`wrap`/`nowrap` mean nothing",
+                ax.attr_span if ax.attr_span.line else ax.span,
+                notes=(
+                    "NVLink, PCIe, InfiniBand and DCN are switched: every chip reaches "
+                    "every other one",
+                ),
+            )
         levels[ax.name] = level
     sizes = {ax.name: size_of(ax.name, {ax.name: ax.size}, bindings) for ax in axes}
     if _too_large(axes, sizes, levels, chip, ctx):  # before any search over the device count
-        return Topology(tuple(AxisLink(ax.name, levels[ax.name], (), 1, None, sizes[ax.name])
-                              for ax in axes), (), family)
+        return Topology(
+            tuple(AxisLink(ax.name, levels[ax.name], (), 1, None, sizes[ax.name]) for ax in axes),
+            (),
+            family,
+        )
 
     # ICI: physical axes, their lengths, strides of mesh axes sharing one.
     ici = [ax for ax in axes if levels[ax.name] == "ici"]
@@ -87,7 +104,7 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None,
         known = [sizes[u.name] for u in users]
         lengths[p] = None if None in known else math.prod(known)  # type: ignore[arg-type]
         for i, u in enumerate(users):
-            later = [sizes[v.name] for v in users[i + 1:]]
+            later = [sizes[v.name] for v in users[i + 1 :]]
             strides[u.name] = math.prod(s for s in later if s is not None)
     for ax in ici:
         k = len(placement[ax.name])
@@ -95,16 +112,25 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None,
         if laid is None and k > 1 and n is not None and round(n ** (1 / k)) ** k != n:
             # Checked again here: --set may bind a size validate could not see.
             ctx.diagnostics.error(
-                "H014", f"mesh axis {ax.name!r} of size {n} cannot span {k} physical axes "
-                "evenly", ax.attr_span if ax.attr_span.line else ax.span,
-                notes=("a mesh axis spanning k physical axes has size n^k: each physical axis "
-                       "gets n chips",))
+                "H014",
+                f"mesh axis {ax.name!r} of size {n} cannot span {k} physical axes evenly",
+                ax.attr_span if ax.attr_span.line else ax.span,
+                notes=(
+                    "a mesh axis spanning k physical axes has size n^k: each physical axis "
+                    "gets n chips",
+                ),
+            )
     if chip is not None and chip.link_kind == "ici" and len(on_phys) > chip.ici_axes:
         ctx.diagnostics.warning(
-            "H017", f"the mesh uses {len(on_phys)} physical ICI axes but {chip.name} is a "
-            f"{chip.ici_axes}D torus", axes[0].span,
-            notes=("name shared physical axes, e.g. `mesh A=2 @ici(x), B=2 @ici(x), ...`; "
-                   "wraparound is decided on the axes as declared",))
+            "H017",
+            f"the mesh uses {len(on_phys)} physical ICI axes but {chip.name} is a "
+            f"{chip.ici_axes}D torus",
+            axes[0].span,
+            notes=(
+                "name shared physical axes, e.g. `mesh A=2 @ici(x), B=2 @ici(x), ...`; "
+                "wraparound is decided on the axes as declared",
+            ),
+        )
     if laid is not None and chip is not None:  # (a layout is found only on a chip's pod)
         _say_laid_out(ici, laid, chip, ctx)
     else:
@@ -114,11 +140,15 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None,
         if len({u.wrap for u in said}) > 1:
             other = next(u for u in said if u.wrap != said[0].wrap)
             ctx.diagnostics.error(
-                "H018", f"physical axis {p!r} is both `{said[0].flag}` (mesh axis "
+                "H018",
+                f"physical axis {p!r} is both `{said[0].flag}` (mesh axis "
                 f"{said[0].name!r}) and `{other.flag}` (mesh axis {other.name!r})",
                 other.attr_span if other.attr_span.line else other.span,
-                notes=("mesh axes sharing a physical axis share its wraparound: say it once, "
-                       "or the same way on each",))
+                notes=(
+                    "mesh axes sharing a physical axis share its wraparound: say it once, "
+                    "or the same way on each",
+                ),
+            )
     physical = tuple(_wrap(p, lengths, on_phys[p], chip) for p in on_phys)
 
     # NVLink: which part of each axis shares a domain (mesh order is major first).
@@ -140,18 +170,33 @@ def _resolve(axes: tuple[MeshAxis, ...], ctx: Context, chip: Chip | None,
             inner[ax.name] = split
             if n % split != 0:
                 ctx.diagnostics.error(
-                    "H016", f"mesh axis {ax.name!r} of size {n} does not split evenly across "
-                    f"NVLink domains of {domain} GPUs", ax.span)
+                    "H016",
+                    f"mesh axis {ax.name!r} of size {n} does not split evenly across "
+                    f"NVLink domains of {domain} GPUs",
+                    ax.span,
+                )
         stride *= n
     links = tuple(
-        AxisLink(ax.name, levels[ax.name], placement.get(ax.name, ()), strides.get(ax.name, 1),
-                 inner.get(ax.name), sizes[ax.name])
-        for ax in axes)
+        AxisLink(
+            ax.name,
+            levels[ax.name],
+            placement.get(ax.name, ()),
+            strides.get(ax.name, 1),
+            inner.get(ax.name),
+            sizes[ax.name],
+        )
+        for ax in axes
+    )
     return Topology(links, physical, family)
 
 
-def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
-               levels: dict[str, str], chip: Chip | None, ctx: Context) -> bool:
+def _too_large(
+    axes: tuple[MeshAxis, ...],
+    sizes: dict[str, int | None],
+    levels: dict[str, str],
+    chip: Chip | None,
+    ctx: Context,
+) -> bool:
     """S015 or H020 (`mesh_limit`) on the mesh's largest axis. The same check for every caller
     (compile, check, `Report.at`, regions, plan, the language server, xla-check), since all of
     them run this pass; it comes before the slice search, which it keeps to a pod's counts."""
@@ -160,13 +205,15 @@ def _too_large(axes: tuple[MeshAxis, ...], sizes: dict[str, int | None],
     if problem is None:
         return False
     code, message, note, name = problem
-    ctx.diagnostics.error(code, message, next(ax.span for ax in axes if ax.name == name),
-                          notes=(note,))
+    ctx.diagnostics.error(
+        code, message, next(ax.span for ax in axes if ax.name == name), notes=(note,)
+    )
     return True
 
 
-def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip: Chip | None
-               ) -> tuple[str, str, str, str] | None:
+def mesh_limit(
+    sizes: Mapping[str, int], levels: Mapping[str, str], chip: Chip | None
+) -> tuple[str, str, str, str] | None:
     """(code, message, note, the axis to point at) for mesh sizes no machine holds, or None:
     H020 for ICI axes needing more chips than a TPU's largest slice (its pod), S015 for more than
     MAX_MESH_DEVICES devices in all. `Report.at` and `Report.value` check their bindings here too.
@@ -184,21 +231,32 @@ def mesh_limit(sizes: Mapping[str, int], levels: Mapping[str, str], chip: Chip |
     ici = [a for a in sizes if levels.get(a, "ici") == "ici"]
     n = math.prod(sizes[a] for a in ici)
     if chip is not None and dims and ici and n > math.prod(dims):
-        dcn = ("put the axes beyond one pod on DCN (`mesh P=2 @dcn, ...`: pods joined by the "
-               "data-centre network)" if chip.has_level("dcn") else "use fewer chips")
-        return ("H020", f"the mesh's ICI axes hold {_count_text(n)} chips "
-                f"({', '.join(f'{a}={_count_text(sizes[a])}' for a in ici)}), more than the "
-                f"largest slice of a {chip.name}: its pod, {'x'.join(map(str, dims))} "
-                f"({math.prod(dims):,} chips)",
-                f"a slice is at most one pod (the TPU chapter: \"the maximum pod size\"); {dcn}",
-                max(ici, key=lambda a: sizes[a]))
+        dcn = (
+            "put the axes beyond one pod on DCN (`mesh P=2 @dcn, ...`: pods joined by the "
+            "data-centre network)"
+            if chip.has_level("dcn")
+            else "use fewer chips"
+        )
+        return (
+            "H020",
+            f"the mesh's ICI axes hold {_count_text(n)} chips "
+            f"({', '.join(f'{a}={_count_text(sizes[a])}' for a in ici)}), more than the "
+            f"largest slice of a {chip.name}: its pod, {'x'.join(map(str, dims))} "
+            f"({math.prod(dims):,} chips)",
+            f'a slice is at most one pod (the TPU chapter: "the maximum pod size"); {dcn}',
+            max(ici, key=lambda a: sizes[a]),
+        )
     total = math.prod(sizes.values())
     if total > MAX_MESH_DEVICES:
         shown = ", ".join(f"{a}={_count_text(v)}" for a, v in sizes.items())
-        return ("S015", f"the mesh has {_count_text(total)} devices ({shown}), more than the "
-                f"limit of {MAX_MESH_DEVICES:,}",
-                f"a mesh holds at most {MAX_MESH_DEVICES:,} devices (docs/language.md, "
-                "\"Limits\"), far above any machine built", biggest)
+        return (
+            "S015",
+            f"the mesh has {_count_text(total)} devices ({shown}), more than the "
+            f"limit of {MAX_MESH_DEVICES:,}",
+            f"a mesh holds at most {MAX_MESH_DEVICES:,} devices (docs/language.md, "
+            '"Limits"), far above any machine built',
+            biggest,
+        )
     return None
 
 
@@ -212,8 +270,9 @@ def _count_text(n: int) -> str:
     return f"{n:,}" if n < 10**20 else f"about 10^{math.floor(math.log10(n))}"
 
 
-def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip: Chip | None
-                 ) -> dict[str, tuple[tuple[str, int], ...]] | None:
+def _device_mesh(
+    ici: list[MeshAxis], sizes: dict[str, int | None], chip: Chip | None
+) -> dict[str, tuple[tuple[str, int], ...]] | None:
     """Where JAX would put mesh axes that make no slice the chip has, as declared (`mesh X=256`
     on a v5p, each axis its own physical axis): the same chips as the most even slice the chip
     has (4x8x8), each mesh axis over a set of its physical axes whose lengths multiply to its
@@ -242,8 +301,10 @@ def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip: Chip |
             return None  # a unit axis has no physical axis to take
         found = None
         for k in range(len(free), 0, -1):
-            found = next((c for c in itertools.combinations(free, k)
-                          if math.prod(free[p] for p in c) == n), None)
+            found = next(
+                (c for c in itertools.combinations(free, k) if math.prod(free[p] for p in c) == n),
+                None,
+            )
             if found is not None:
                 break
         if found is None:
@@ -252,25 +313,35 @@ def _device_mesh(ici: list[MeshAxis], sizes: dict[str, int | None], chip: Chip |
     return None if free else {ax.name: out[ax.name] for ax in ici}
 
 
-def _say_laid_out(ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ...]], chip: Chip,
-                  ctx: Context) -> None:
+def _say_laid_out(
+    ici: list[MeshAxis], laid: dict[str, tuple[tuple[str, int], ...]], chip: Chip, ctx: Context
+) -> None:
     """H019 for a mesh laid out as JAX would lay it out (`_device_mesh`)."""
     declared = "x".join(str(math.prod(n for _, n in laid[ax.name])) for ax in ici)
     slice_ = "x".join(str(n) for _, n in sorted(p for spans in laid.values() for p in spans))
-    where = ", ".join(f"{ax.name} over {' x '.join(f'{p} ({n})' for p, n in laid[ax.name])}"
-                      for ax in ici)
+    where = ", ".join(
+        f"{ax.name} over {' x '.join(f'{p} ({n})' for p, n in laid[ax.name])}" for ax in ici
+    )
     ax = max(ici, key=lambda a: math.prod(n for _, n in laid[a.name]))
     ctx.diagnostics.warning(
-        "H019", f"the mesh's ICI axes make a {declared} slice, which a {chip.name} cannot have: "
+        "H019",
+        f"the mesh's ICI axes make a {declared} slice, which a {chip.name} cannot have: "
         f"it is laid out and costed as a {slice_} slice ({where})",
         ax.attr_span if ax.attr_span.line else ax.span,
-        notes=("as jax.experimental.mesh_utils.create_device_mesh places mesh axes on a TPU "
-               "torus; name the physical axes with @ici(...) to place them otherwise",))
+        notes=(
+            "as jax.experimental.mesh_utils.create_device_mesh places mesh axes on a TPU "
+            "torus; name the physical axes with @ici(...) to place them otherwise",
+        ),
+    )
 
 
-def _check_pod(on_phys: dict[str, list[MeshAxis]], lengths: dict[str, int | None],
-               placement: dict[str, tuple[str, ...]], chip: Chip | None, ctx: Context
-               ) -> None:
+def _check_pod(
+    on_phys: dict[str, list[MeshAxis]],
+    lengths: dict[str, int | None],
+    placement: dict[str, tuple[str, ...]],
+    chip: Chip | None,
+    ctx: Context,
+) -> None:
     """H019: the mesh's ICI axes make a slice the chip cannot have. It is costed as declared
     (each physical axis one ring or line of its length); the note gives the same chips as a
     slice the chip has, as JAX's `mesh_utils.create_device_mesh` would lay them out."""
@@ -286,14 +357,24 @@ def _check_pod(on_phys: dict[str, list[MeshAxis]], lengths: dict[str, int | None
     ax = on_phys[p][0]
     n = math.prod(shape)
     fix = _valid_slice(n, chip.wraparound, dims)
-    note = (f"the same {n} chips as a {'x'.join(map(str, fix))} slice: "
-            + ", ".join(f"{ax.name}{i + 1}={m} @ici({'xyz'[i] if len(fix) <= 3 else i})"
-                        for i, m in enumerate(fix) if m > 1)
-            if fix else f"{n} chips do not fit a {chip.name} pod ({chip.pod_shape})")
+    note = (
+        f"the same {n} chips as a {'x'.join(map(str, fix))} slice: "
+        + ", ".join(
+            f"{ax.name}{i + 1}={m} @ici({'xyz'[i] if len(fix) <= 3 else i})"
+            for i, m in enumerate(fix)
+            if m > 1
+        )
+        if fix
+        else f"{n} chips do not fit a {chip.name} pod ({chip.pod_shape})"
+    )
     ctx.diagnostics.warning(
-        "H019", f"the mesh's ICI axes make a {shown} slice, which a "
+        "H019",
+        f"the mesh's ICI axes make a {shown} slice, which a "
         f"{chip.name} cannot have ({why}): it is costed as declared, each physical axis one ring "
-        "or line of its length", ax.attr_span if ax.attr_span.line else ax.span, notes=(note,))
+        "or line of its length",
+        ax.attr_span if ax.attr_span.line else ax.span,
+        notes=(note,),
+    )
 
 
 def _slice_problem(shape: tuple[int, ...], rule: str, dims: tuple[int, ...]) -> str | None:
@@ -321,12 +402,14 @@ def _slice_problem(shape: tuple[int, ...], rule: str, dims: tuple[int, ...]) -> 
         # along the pod's axes.
         padded = (*shape, *(1,) * (len(dims) - len(shape)))
         if any(s % 4 for s in padded) and max(shape) > max(dims):
-            return (f"its pod is {'x'.join(map(str, dims))}, and longer axes need slices of whole "
-                    "4x4x4 cubes: every side a multiple of 4")
+            return (
+                f"its pod is {'x'.join(map(str, dims))}, and longer axes need slices of whole "
+                "4x4x4 cubes: every side a multiple of 4"
+            )
         return None
-    if len(shape) > len(dims) or any(s > d for s, d in zip(sorted(shape, reverse=True),
-                                                           sorted(dims, reverse=True),
-                                                           strict=False)):
+    if len(shape) > len(dims) or any(
+        s > d for s, d in zip(sorted(shape, reverse=True), sorted(dims, reverse=True), strict=False)
+    ):
         return f"its pod is {'x'.join(map(str, dims))}"
     return None
 
@@ -344,8 +427,7 @@ def _valid_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | 
     return _slice_search(n, rule, dims)[0]
 
 
-def _slice_search(n: int, rule: str, dims: tuple[int, ...]
-                  ) -> tuple[tuple[int, ...] | None, int]:
+def _slice_search(n: int, rule: str, dims: tuple[int, ...]) -> tuple[tuple[int, ...] | None, int]:
     """`_valid_slice` and the candidate shapes it looked at: none for more chips than the pod
     holds; otherwise the k-sided shapes (ascending sides) made from n's divisors, found from its
     prime factors once, at most MAX_SLICE_STEPS of them."""
@@ -364,7 +446,8 @@ def _slice_search(n: int, rule: str, dims: tuple[int, ...]
             steps += 1
             shape = (*sides, left)
             if _slice_problem(shape, rule, dims) is None and (
-                    best is None or _evenness(shape) < _evenness(best)):
+                best is None or _evenness(shape) < _evenness(best)
+            ):
                 best = shape
             continue
         for i in range(len(divisors) - 1, low - 1, -1):  # pushed largest first: smallest first out
@@ -400,8 +483,9 @@ def _evenness(shape: tuple[int, ...]) -> tuple[int, float]:
     return max(shape), max(shape) / min(shape)
 
 
-def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip: Chip | None
-          ) -> PhysicalAxis:
+def _wrap(
+    p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip: Chip | None
+) -> PhysicalAxis:
     length = lengths[p]
     overrides = {u.wrap for u in users if u.wrap is not None}
     if overrides:  # conflicting ones are H018
@@ -412,5 +496,4 @@ def _wrap(p: str, lengths: dict[str, int | None], users: list[MeshAxis], chip: C
     if length is None or any(v is None for v in lengths.values()):
         return PhysicalAxis(p, length, True, "symbolic size: assumed a full ring")
     shape = tuple(v for v in lengths.values() if v is not None)
-    return PhysicalAxis(p, length, chip.wraps(shape)[list(lengths).index(p)],
-                        chip.wraps_why(shape))
+    return PhysicalAxis(p, length, chip.wraps(shape)[list(lengths).index(p)], chip.wraps_why(shape))

@@ -62,10 +62,15 @@ def validate(program: Program, ctx: Context) -> Validated:
     for name in bindings:
         if name not in env.dims and name not in env.mesh and not is_hardware_name(name):
             ctx.diagnostics.error(
-                "N010", f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
+                "N010",
+                f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
                 "hardware quantity of this program",
-                notes=("known: " + ", ".join([*env.dims, *env.mesh]) if env.dims or env.mesh
-                       else "the program declares no dims or mesh axes",))
+                notes=(
+                    "known: " + ", ".join([*env.dims, *env.mesh])
+                    if env.dims or env.mesh
+                    else "the program declares no dims or mesh axes",
+                ),
+            )
     return Validated(Program(tuple(out), program.repeats), MappingProxyType(bindings))
 
 
@@ -82,11 +87,11 @@ def check_bindings(program: Program, ctx: Context) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, value in ctx.options.bindings.items():
         if name in dims or name in axes:
-            what = (f"{'mesh axis' if name in axes else 'dimension'} {name!r}"
-                    + (" (a repeat count)" if name in counts else ""))
+            what = f"{'mesh axis' if name in axes else 'dimension'} {name!r}" + (
+                " (a repeat count)" if name in counts else ""
+            )
             check = whole
-        elif name in ("eta_mxu", "eta_hbm") or (name.startswith("eta_")
-                                                and is_hardware_name(name)):
+        elif name in ("eta_mxu", "eta_hbm") or (name.startswith("eta_") and is_hardware_name(name)):
             what, check = f"efficiency {name!r}", _efficiency
         elif name == "c_expose":
             what, check = f"exposed share {name!r}", _share
@@ -100,13 +105,17 @@ def check_bindings(program: Program, ctx: Context) -> dict[str, float]:
         try:
             checked = check(value, what)
         except NumberError as exc:
-            rule = ("a size, a mesh axis or a repeat count is a whole number from 1 to 2**63 - 1"
-                    if check is whole else "an efficiency is a fraction in (0, 1]"
-                    if check is _efficiency else "an exposed share is a fraction from 0 to 1"
-                    if check is _share else "a hardware figure is a positive, finite number")
+            rule = (
+                "a size, a mesh axis or a repeat count is a whole number from 1 to 2**63 - 1"
+                if check is whole
+                else "an efficiency is a fraction in (0, 1]"
+                if check is _efficiency
+                else "an exposed share is a fraction from 0 to 1"
+                if check is _share
+                else "a hardware figure is a positive, finite number"
+            )
             message = str(exc).removesuffix(f", got {_shown(value)}")
-            ctx.diagnostics.error("N016", f"--set {name}={_shown(value)}: {message}",
-                                  notes=(rule,))
+            ctx.diagnostics.error("N016", f"--set {name}={_shown(value)}: {message}", notes=(rule,))
             continue
         out[name] = checked if isinstance(value, Decimal) else value
     return out
@@ -154,29 +163,47 @@ def _check_stmt(stmt: Stmt, env: Env, ctx: Context) -> Stmt | None:
     match stmt:
         case MeshDecl(axes=axes):
             if env.mesh_declared:
-                d.error("N001", "the mesh is declared twice", stmt.span,
-                        f"the first `mesh` is on line {env.mesh_line}",
-                        notes=("declare every mesh axis in one `mesh` statement",))
+                d.error(
+                    "N001",
+                    "the mesh is declared twice",
+                    stmt.span,
+                    f"the first `mesh` is on line {env.mesh_line}",
+                    notes=("declare every mesh axis in one `mesh` statement",),
+                )
                 return None
             env.mesh_declared = True
             env.mesh_line = stmt.span.line
             for ax in axes:
                 if ax.name in env.mesh:
-                    d.error("N002", f"mesh axis {ax.name!r} is declared twice", ax.span,
-                            f"first declared at column {env.spans[ax.name].col}",
-                            ("each mesh axis is declared once, with one size",))
+                    d.error(
+                        "N002",
+                        f"mesh axis {ax.name!r} is declared twice",
+                        ax.span,
+                        f"first declared at column {env.spans[ax.name].col}",
+                        ("each mesh axis is declared once, with one size",),
+                    )
                 elif ax.name in env.dims:
-                    d.error("N003", f"{ax.name!r} is already a dimension; mesh axes and "
-                            "dimensions need different names", ax.span,
-                            f"dimension {ax.name!r} is declared on "
-                            f"{where(env.spans[ax.name])}")
+                    d.error(
+                        "N003",
+                        f"{ax.name!r} is already a dimension; mesh axes and "
+                        "dimensions need different names",
+                        ax.span,
+                        f"dimension {ax.name!r} is declared on {where(env.spans[ax.name])}",
+                    )
                 elif "_" in ax.name:
-                    d.error("N005", f"mesh axis name {ax.name!r} contains '_'", ax.span,
-                            notes=("'_' introduces a sharding subscript: I_X is I sharded "
-                                   "over X",))
+                    d.error(
+                        "N005",
+                        f"mesh axis name {ax.name!r} contains '_'",
+                        ax.span,
+                        notes=("'_' introduces a sharding subscript: I_X is I sharded over X",),
+                    )
                 elif ax.size is not None and ax.size < 1:
-                    d.error("N004", f"mesh axis {ax.name!r} has size {ax.size}", ax.span,
-                            notes=("a mesh axis has at least one device",))
+                    d.error(
+                        "N004",
+                        f"mesh axis {ax.name!r} has size {ax.size}",
+                        ax.span,
+                        notes=("a mesh axis has at least one device",),
+                    )
                 else:
                     # A bad attribute is reported but the axis still exists: no cascade of
                     # "unknown mesh axis" errors at every use.
@@ -188,24 +215,37 @@ def _check_stmt(stmt: Stmt, env: Env, ctx: Context) -> Stmt | None:
         case DimDecl(dims=dims):
             for dim in dims:
                 if dim.name in env.mesh:
-                    d.error("N003", f"{dim.name!r} is already a mesh axis; mesh axes and "
-                            "dimensions need different names", dim.span,
-                            f"mesh axis {dim.name!r} is declared on "
-                            f"{where(env.spans[dim.name])}")
+                    d.error(
+                        "N003",
+                        f"{dim.name!r} is already a mesh axis; mesh axes and "
+                        "dimensions need different names",
+                        dim.span,
+                        f"mesh axis {dim.name!r} is declared on {where(env.spans[dim.name])}",
+                    )
                 elif "_" in dim.name:
-                    d.error("N005", f"dimension name {dim.name!r} contains '_'", dim.span,
-                            notes=("'_' introduces a sharding subscript: I_X is I sharded over X",))
+                    d.error(
+                        "N005",
+                        f"dimension name {dim.name!r} contains '_'",
+                        dim.span,
+                        notes=("'_' introduces a sharding subscript: I_X is I sharded over X",),
+                    )
                 elif dim.name in env.dims and env.dims[dim.name] != dim.size:
                     old = env.dims[dim.name]
-                    d.error("N006", f"dimension {dim.name!r} is given two sizes "
-                            f"({fmt_size(old)} and {fmt_size(dim.size)})", dim.span,
-                            f"first declared on {where(env.spans[dim.name])} with "
-                            f"size {fmt_size(old)}",
-                            ("a dimension has one size; `dim I` without a size leaves it "
-                             "symbolic",))
+                    d.error(
+                        "N006",
+                        f"dimension {dim.name!r} is given two sizes "
+                        f"({fmt_size(old)} and {fmt_size(dim.size)})",
+                        dim.span,
+                        f"first declared on {where(env.spans[dim.name])} with size {fmt_size(old)}",
+                        ("a dimension has one size; `dim I` without a size leaves it symbolic",),
+                    )
                 elif dim.size is not None and dim.size < 1:
-                    d.error("N004", f"dimension {dim.name!r} has size {dim.size}", dim.span,
-                            notes=("a dimension has at least one element",))
+                    d.error(
+                        "N004",
+                        f"dimension {dim.name!r} has size {dim.size}",
+                        dim.span,
+                        notes=("a dimension has at least one element",),
+                    )
                 else:
                     env.dims[dim.name] = dim.size
                     env.spans.setdefault(dim.name, dim.span)
@@ -216,13 +256,22 @@ def _check_stmt(stmt: Stmt, env: Env, ctx: Context) -> Stmt | None:
             if not _free_name(name, stmt.span, ctx):
                 return None
             if dtype not in DTYPES:
-                d.error("N007", f"unknown dtype {dtype!r}", stmt.dtype_span,
-                        did_you_mean(dtype, DTYPES), notes=("dtypes: " + ", ".join(DTYPES),))
+                d.error(
+                    "N007",
+                    f"unknown dtype {dtype!r}",
+                    stmt.dtype_span,
+                    did_you_mean(dtype, DTYPES),
+                    notes=("dtypes: " + ", ".join(DTYPES),),
+                )
                 dtype = "bf16"
             if name in env.arrays:
-                d.error("N008", f"array {name!r} is declared twice", stmt.span,
-                        f"first defined on {where(env.array_lines.get(name, 0))}",
-                        ("to give an array a new layout write `A2[I, J_X] = A`",))
+                d.error(
+                    "N008",
+                    f"array {name!r} is declared twice",
+                    stmt.span,
+                    f"first defined on {where(env.array_lines.get(name, 0))}",
+                    ("to give an array a new layout write `A2[I, J_X] = A`",),
+                )
             new_layout = check_layout(layout, name, stmt.span, env, ctx)
             if new_layout is None:
                 env.failed.add(name)
@@ -230,8 +279,9 @@ def _check_stmt(stmt: Stmt, env: Env, ctx: Context) -> Stmt | None:
             env.arrays[name] = (dtype, new_layout.dim_names)
             env.array_lines.setdefault(name, stmt.span.line)
             env.failed.discard(name)
-            return ArrayDecl(name, dtype, new_layout, stmt.span, stmt.dtype_span, stmt.param,
-                             stmt.times)
+            return ArrayDecl(
+                name, dtype, new_layout, stmt.span, stmt.dtype_span, stmt.param, stmt.times
+            )
         case Assign(target=target, layout=layout, expr=expr):
             if not _free_name(target, stmt.target_span, ctx):
                 return None
@@ -247,20 +297,24 @@ def _check_stmt(stmt: Stmt, env: Env, ctx: Context) -> Stmt | None:
                     env.failed.add(target)
                     return None
                 if sorted(new_layout.dim_names) != sorted(out_dims):
-                    d.error("S005", f"{target!r} is written with dims "
-                            f"[{', '.join(new_layout.dim_names)}] but the expression gives "
-                            f"[{', '.join(out_dims)}]", through_layout(stmt.target_span, ctx),
-                            f"the expression gives [{', '.join(out_dims)}]",
-                            notes=("a left-hand side names every dim of the result, in any "
-                                   "order",))
+                    d.error(
+                        "S005",
+                        f"{target!r} is written with dims "
+                        f"[{', '.join(new_layout.dim_names)}] but the expression gives "
+                        f"[{', '.join(out_dims)}]",
+                        through_layout(stmt.target_span, ctx),
+                        f"the expression gives [{', '.join(out_dims)}]",
+                        notes=("a left-hand side names every dim of the result, in any order",),
+                    )
                     env.failed.add(target)
                     return None
                 out_dims = new_layout.dim_names
             env.arrays[target] = (dtype, out_dims)
             env.array_lines.setdefault(target, stmt.span.line)
             env.failed.discard(target)
-            return Assign(target, new_layout, new_expr, stmt.span, stmt.target_span, stmt.times,
-                          stmt.partial)
+            return Assign(
+                target, new_layout, new_expr, stmt.span, stmt.target_span, stmt.times, stmt.partial
+            )
     return stmt
 
 
@@ -269,31 +323,43 @@ def _check_count(count: Count, env: Env, ctx: Context) -> None:
     for name in count.names:
         if name not in env.dims and name not in env.mesh:
             ctx.diagnostics.error(
-                "R001", f"the count of `repeat` names {name!r}, which is not a dimension or "
-                "mesh axis", count.span, did_you_mean(name, [*env.dims, *env.mesh]),
-                notes=("a count is a whole number, a dim or a mesh axis, or a sum or product "
-                       "of those: repeat L {, repeat M + P - 1 {",))
+                "R001",
+                f"the count of `repeat` names {name!r}, which is not a dimension or mesh axis",
+                count.span,
+                did_you_mean(name, [*env.dims, *env.mesh]),
+                notes=(
+                    "a count is a whole number, a dim or a mesh axis, or a sum or product "
+                    "of those: repeat L {, repeat M + P - 1 {",
+                ),
+            )
             return
     sizes = {n: v for n in count.names if (v := env.size(n)) is not None}
     if len(sizes) == len(count.names):
         value = count.evaluate(sizes)
         if value < 1:
             ctx.diagnostics.error(
-                "R002", f"`repeat {count.text}` runs {value} times", count.span,
-                notes=("a repeat block runs at least once",))
+                "R002",
+                f"`repeat {count.text}` runs {value} times",
+                count.span,
+                notes=("a repeat block runs at least once",),
+            )
         return
     # Some names symbolic: the count as a polynomial in them. `L - L` is 0 whatever L is (its
     # per-iteration costs were 0/0 = nan), and `1 - L` or `-L`, with no positive term, is at
     # most 0 for every size of at least 1.
-    poly = count.fold(_Poly.number, lambda n: _Poly.number(sizes[n]) if n in sizes
-                      else _Poly.name(n))
+    poly = count.fold(
+        _Poly.number, lambda n: _Poly.number(sizes[n]) if n in sizes else _Poly.name(n)
+    )
     most = poly.most_when_nonpositive()
     if most is not None and most < 1:
         free = ", ".join(sorted(set(count.names) - sizes.keys()))
         runs = f"{most} times" if poly.is_constant() else f"at most {most} times"
         ctx.diagnostics.error(
-            "R002", f"`repeat {count.text}` runs {runs} for every value of {free}", count.span,
-            notes=("a repeat block runs at least once",))
+            "R002",
+            f"`repeat {count.text}` runs {runs} for every value of {free}",
+            count.span,
+            notes=("a repeat block runs at least once",),
+        )
 
 
 class _Poly:
@@ -349,19 +415,34 @@ LINKS = LEVELS
 def _check_mesh_attributes(ax: MeshAxis, ctx: Context) -> bool:
     d = ctx.diagnostics
     if ax.link is not None and ax.link not in LINKS:
-        d.error("H010", f"unknown link {ax.link!r} for mesh axis {ax.name!r}", ax.attr_span,
-                did_you_mean(ax.link, LINKS),
-                notes=("links: " + ", ".join(f"@{x}" for x in LINKS) + "; without `@` an axis "
-                       "uses the chip's fast link (ICI on TPUs, NVLink on GPUs)",))
+        d.error(
+            "H010",
+            f"unknown link {ax.link!r} for mesh axis {ax.name!r}",
+            ax.attr_span,
+            did_you_mean(ax.link, LINKS),
+            notes=(
+                "links: " + ", ".join(f"@{x}" for x in LINKS) + "; without `@` an axis "
+                "uses the chip's fast link (ICI on TPUs, NVLink on GPUs)",
+            ),
+        )
         return False
     if ax.flag is not None and ax.wrap is None:
-        d.error("H011", f"unknown mesh axis attribute {ax.flag!r}", ax.attr_span,
-                notes=("after the link, an axis may say `wrap` or `nowrap`",))
+        d.error(
+            "H011",
+            f"unknown mesh axis attribute {ax.flag!r}",
+            ax.attr_span,
+            notes=("after the link, an axis may say `wrap` or `nowrap`",),
+        )
         return False
     if ax.physical and ax.link not in (None, "ici"):
-        d.error("H012", f"physical axes are named for ICI links only, not @{ax.link}",
-                ax.attr_span, notes=("NVLink, PCIe, InfiniBand and DCN are switched: every "
-                                     "chip reaches every other one",))
+        d.error(
+            "H012",
+            f"physical axes are named for ICI links only, not @{ax.link}",
+            ax.attr_span,
+            notes=(
+                "NVLink, PCIe, InfiniBand and DCN are switched: every chip reaches every other one",
+            ),
+        )
         return False
     if ax.wrap is not None and ax.link not in (None, "ici"):
         d.error("H012", f"`{ax.flag}` applies to ICI rings, not @{ax.link}", ax.attr_span)
@@ -372,10 +453,16 @@ def _check_mesh_attributes(ax: MeshAxis, ctx: Context) -> bool:
     if len(ax.physical) > 1 and ax.size is not None:
         root = round(ax.size ** (1 / len(ax.physical)))
         if root ** len(ax.physical) != ax.size:
-            d.error("H014", f"mesh axis {ax.name!r} of size {ax.size} cannot span "
-                    f"{len(ax.physical)} physical axes evenly", ax.attr_span,
-                    notes=("a mesh axis spanning k physical axes has size n^k: each physical "
-                           "axis gets n chips",))
+            d.error(
+                "H014",
+                f"mesh axis {ax.name!r} of size {ax.size} cannot span "
+                f"{len(ax.physical)} physical axes evenly",
+                ax.attr_span,
+                notes=(
+                    "a mesh axis spanning k physical axes has size n^k: each physical "
+                    "axis gets n chips",
+                ),
+            )
             return False
     return True
 
@@ -392,18 +479,26 @@ def _check_physical_sharing(axes: Iterable[MeshAxis], ctx: Context) -> None:
             a = spanning[0]
             other = next(b for b in on if b is not a)
             ctx.diagnostics.error(
-                "H013", f"mesh axis {a.name!r} spans physical axes {', '.join(a.physical)} but "
-                f"{other.name!r} also uses {p!r}", a.attr_span,
-                notes=("several mesh axes may share one physical axis, or one mesh axis may "
-                       "span several, not both",))
+                "H013",
+                f"mesh axis {a.name!r} spans physical axes {', '.join(a.physical)} but "
+                f"{other.name!r} also uses {p!r}",
+                a.attr_span,
+                notes=(
+                    "several mesh axes may share one physical axis, or one mesh axis may "
+                    "span several, not both",
+                ),
+            )
 
 
 def _free_name(name: str, span: Span, ctx: Context) -> bool:
     """Array names may not start like a collective: `AllGather_X` always lexes as one."""
     for kind in COLLECTIVE_KINDS:
         if name.startswith(kind + "_"):
-            ctx.diagnostics.error("N014", f"array name {name!r} starts like the collective "
-                                  f"{kind}", span, notes=(f"names beginning `{kind}_` are "
-                                                          "reserved for collectives",))
+            ctx.diagnostics.error(
+                "N014",
+                f"array name {name!r} starts like the collective {kind}",
+                span,
+                notes=(f"names beginning `{kind}_` are reserved for collectives",),
+            )
             return False
     return True

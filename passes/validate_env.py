@@ -1,7 +1,6 @@
 """What `validate` knows while it walks a program (`Env`: the mesh, dims, arrays, bindings and
 where each was declared), and the small helpers its diagnostics share."""
 
-
 from __future__ import annotations
 
 import difflib

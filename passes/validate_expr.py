@@ -1,7 +1,6 @@
 """Validating expressions: references, contractions, elementwise ops, calls and explicit
 collectives get their dims and dtype, or a diagnostic with its span."""
 
-
 from __future__ import annotations
 
 import difflib
@@ -30,8 +29,10 @@ Checked = tuple[Expr, str, tuple[str, ...]]
 """An expression checked: resolved, with its dtype and dims."""
 
 _COLLECTIVE_EXAMPLES = {
-    "AllGather": "AllGather_X(A)", "AllReduce": "AllReduce_X(A)",
-    "ReduceScatter": "ReduceScatter_{X,K}(A)", "AllToAll": "AllToAll_{X,K}(A)",
+    "AllGather": "AllGather_X(A)",
+    "AllReduce": "AllReduce_X(A)",
+    "ReduceScatter": "ReduceScatter_{X,K}(A)",
+    "AllToAll": "AllToAll_{X,K}(A)",
     "Send": "Send_{X: 0->3}(A) or Send_{X: +1}(A)",
 }
 
@@ -76,25 +77,32 @@ def _check_ref(expr: Ref, env: Env, ctx: Context) -> Checked | None:
         env.array_lines.setdefault(name, expr.span.line)
         return Ref(name, new_layout, expr.span), "bf16", new_layout.dim_names
     if name not in env.arrays:
-        notes = ("declare it, e.g. `A: bf16[I, J_X]`, or give it a layout at its "
-                 "first use",)
-        d.error("N011", f"undefined array {name!r}", expr.span,
-                did_you_mean(name, env.arrays), notes=notes)
+        notes = ("declare it, e.g. `A: bf16[I, J_X]`, or give it a layout at its first use",)
+        d.error(
+            "N011",
+            f"undefined array {name!r}",
+            expr.span,
+            did_you_mean(name, env.arrays),
+            notes=notes,
+        )
         return None
     dtype, dims = env.arrays[name]
     return expr, dtype, dims
 
 
-def _check_renamed(expr: Ref, layout: Layout | None, env: Env, ctx: Context
-                   ) -> Checked | None:
+def _check_renamed(expr: Ref, layout: Layout | None, env: Env, ctx: Context) -> Checked | None:
     """`In[B, T->S, D]`: an existing array, each renamed dim one of its own, renamed to a
     declared dim of the same size that the array does not already have."""
     d = ctx.diagnostics
     name = expr.name
     if name not in env.arrays:
-        d.error("S013", f"{name!r} is renamed before it exists", expr.span,
-                "no array to rename", notes=("a rename reads an array: declare or compute it "
-                                             "first",))
+        d.error(
+            "S013",
+            f"{name!r} is renamed before it exists",
+            expr.span,
+            "no array to rename",
+            notes=("a rename reads an array: declare or compute it first",),
+        )
         return None
     dtype, dims = env.arrays[name]
     olds = [old for old, _ in expr.renames]
@@ -106,16 +114,22 @@ def _check_renamed(expr: Ref, layout: Layout | None, env: Env, ctx: Context
         elif olds.count(old) > 1 or news.count(new) > 1:
             problem = f"{old!r} or {new!r} is renamed twice"
         elif new in dims and new not in olds:
-            problem = (f"{name!r} already has a dimension {new!r}: renaming {old!r} to it "
-                       "would give the array two")
+            problem = (
+                f"{name!r} already has a dimension {new!r}: renaming {old!r} to it "
+                "would give the array two"
+            )
         else:
             a, b = env.size(old), env.size(new)
             if a is not None and b is not None and a != b:
-                problem = (f"renaming {old!r} ({a}) to {new!r} ({b}) needs equal sizes")
+                problem = f"renaming {old!r} ({a}) to {new!r} ({b}) needs equal sizes"
         if problem is not None:
-            d.error("S013", problem, expr.span, f"{old}->{new}",
-                    notes=("`A[T->S, D]` reads A with its dim T called S; T and S have one "
-                           "size",))
+            d.error(
+                "S013",
+                problem,
+                expr.span,
+                f"{old}->{new}",
+                notes=("`A[T->S, D]` reads A with its dim T called S; T and S have one size",),
+            )
             return None
     used = expr.used_dims(dims)
     if layout is None:
@@ -125,21 +139,29 @@ def _check_renamed(expr: Ref, layout: Layout | None, env: Env, ctx: Context
     return Ref(name, layout, expr.span, expr.renames), dtype, used
 
 
-def _use_layout_ok(expr: Ref, what: str, dims: tuple[str, ...], layout: Layout, ctx: Context
-                   ) -> bool:
+def _use_layout_ok(
+    expr: Ref, what: str, dims: tuple[str, ...], layout: Layout, ctx: Context
+) -> bool:
     """A layout on a use: every dim of the array (`dims`), in any order (S005), and no
     partial sums (S008). False after reporting."""
     d = ctx.diagnostics
     if sorted(dims) != sorted(layout.dim_names):
-        d.error("S005", f"{what} has dims [{', '.join(dims)}] but is written "
-                f"[{', '.join(layout.dim_names)}]", expr.span,
-                f"expected the dims [{', '.join(dims)}], in any order",
-                notes=("a layout on a use names every dim of the array",))
+        d.error(
+            "S005",
+            f"{what} has dims [{', '.join(dims)}] but is written [{', '.join(layout.dim_names)}]",
+            expr.span,
+            f"expected the dims [{', '.join(dims)}], in any order",
+            notes=("a layout on a use names every dim of the array",),
+        )
         return False
     if layout.unreduced:
-        d.error("S008", f"a use of {expr.name!r} cannot request partial sums",
-                unreduced_span(expr.span, ctx), "partial sums requested here",
-                notes=("only declarations and left-hand sides may say {U_X}",))
+        d.error(
+            "S008",
+            f"a use of {expr.name!r} cannot request partial sums",
+            unreduced_span(expr.span, ctx),
+            "partial sums requested here",
+            notes=("only declarations and left-hand sides may say {U_X}",),
+        )
         return False
     return True
 
@@ -156,25 +178,31 @@ def _check_contract(expr: Contract, env: Env, ctx: Context) -> Checked | None:
         return None
     for k, dim in enumerate(cdims):
         if dim in cdims[:k]:
-            d.error("S006", f"dimension {dim!r} appears twice in the contraction "
-                    f"·_{_subscript(expr.dims)}", expr.dims_span,
-                    notes=("list each contracted dimension once: ·_{N,H}",))
+            d.error(
+                "S006",
+                f"dimension {dim!r} appears twice in the contraction ·_{_subscript(expr.dims)}",
+                expr.dims_span,
+                notes=("list each contracted dimension once: ·_{N,H}",),
+            )
             return None
     for cd in cdims:
         for side, dims_, e in (("left", ld, expr.lhs), ("right", rd, expr.rhs)):
             if cd not in dims_:
-                d.error("S009", f"contraction over {cd!r}, which the {side} operand "
-                        f"{_describe(e)} lacks (its dims: {', '.join(dims_)})",
-                        expr.dims_span, notes=("both operands of ·_J must have dim J",))
+                d.error(
+                    "S009",
+                    f"contraction over {cd!r}, which the {side} operand "
+                    f"{_describe(e)} lacks (its dims: {', '.join(dims_)})",
+                    expr.dims_span,
+                    notes=("both operands of ·_J must have dim J",),
+                )
                 return None
-    out = [x for x in ld if x not in cdims] + [
-        x for x in rd if x not in cdims and x not in ld]
-    return (Contract(le, re_, tuple(cdims), expr.span, expr.dims_span),
-            promote(lt, rt), tuple(out))
+    out = [x for x in ld if x not in cdims] + [x for x in rd if x not in cdims and x not in ld]
+    return (Contract(le, re_, tuple(cdims), expr.span, expr.dims_span), promote(lt, rt), tuple(out))
 
 
-def _subscript_dims(parts: tuple[str, ...], present: tuple[str, ...], what: str, span: Span,
-                    env: Env, ctx: Context) -> list[str] | None:
+def _subscript_dims(
+    parts: tuple[str, ...], present: tuple[str, ...], what: str, span: Span, env: Env, ctx: Context
+) -> list[str] | None:
     """The dims a subscript names (`·_J`, `Sum_{N,H}`): each entry a declared dim or one of
     the operands', or a run of one-letter declared dims (`·_KH` is K and H); N009 otherwise."""
     out: list[str] = []
@@ -185,9 +213,12 @@ def _subscript_dims(parts: tuple[str, ...], present: tuple[str, ...], what: str,
             out.extend(p)
         else:
             ctx.diagnostics.error(
-                "N009", f"{what} over undeclared dimension {p!r}", span,
+                "N009",
+                f"{what} over undeclared dimension {p!r}",
+                span,
                 did_you_mean(p, env.dims),
-                notes=(f"declare it with `dim {p}` (symbolic) or `dim {p}=1024`",))
+                notes=(f"declare it with `dim {p}` (symbolic) or `dim {p}=1024`",),
+            )
             return None
     return out
 
@@ -204,10 +235,15 @@ def _check_binary(expr: Binary, env: Env, ctx: Context) -> Checked | None:
         dims = rd
     else:
         ctx.diagnostics.error(
-            "S010", f"cannot broadcast [{', '.join(ld)}] {expr.op} [{', '.join(rd)}]",
-            expr.span, "neither operand's dims include the other's",
-            notes=("in an elementwise op one operand's dims must include the other's "
-                   "(bias[F] + X[B, F])",))
+            "S010",
+            f"cannot broadcast [{', '.join(ld)}] {expr.op} [{', '.join(rd)}]",
+            expr.span,
+            "neither operand's dims include the other's",
+            notes=(
+                "in an elementwise op one operand's dims must include the other's "
+                "(bias[F] + X[B, F])",
+            ),
+        )
         return None
     return Binary(expr.op, le, re_, expr.span), promote(lt, rt), dims
 
@@ -228,26 +264,42 @@ def _check_reduce(expr: Reduce, env: Env, ctx: Context) -> Checked | None:
         return None
     for k, dim in enumerate(wanted):
         if dim in wanted[:k]:
-            d.error("S006", f"dimension {dim!r} appears twice in {expr.kind}_{{"
-                    f"{','.join(expr.dims)}}}", expr.sub_span,
-                    notes=("list each reduced dimension once: Sum_{N,H}",))
+            d.error(
+                "S006",
+                f"dimension {dim!r} appears twice in {expr.kind}_{{{','.join(expr.dims)}}}",
+                expr.sub_span,
+                notes=("list each reduced dimension once: Sum_{N,H}",),
+            )
             return None
         if dim not in dims:
-            d.error("S014", f"{expr.kind} over {dim!r}, which {_describe(arg)} does not have "
-                    f"(its dims are [{', '.join(dims)}])", expr.sub_span,
-                    f"not a dimension of {_describe(arg)}",
-                    notes=("a reduction names dimensions of its operand",))
+            d.error(
+                "S014",
+                f"{expr.kind} over {dim!r}, which {_describe(arg)} does not have "
+                f"(its dims are [{', '.join(dims)}])",
+                expr.sub_span,
+                f"not a dimension of {_describe(arg)}",
+                notes=("a reduction names dimensions of its operand",),
+            )
             return None
     if expr.kind == "softmax" and len(wanted) != 1:
-        d.error("S014", f"softmax normalises over one dimension, not {len(wanted)}",
-                expr.sub_span, "one dimension here",
-                notes=("softmax_{S}(A) divides exp(A) by its sum over S",))
+        d.error(
+            "S014",
+            f"softmax normalises over one dimension, not {len(wanted)}",
+            expr.sub_span,
+            "one dimension here",
+            notes=("softmax_{S}(A) divides exp(A) by its sum over S",),
+        )
         return None
     out = dims if expr.kind == "softmax" else tuple(x for x in dims if x not in wanted)
     if not out:
-        d.error("S014", f"{expr.kind} over every dimension of {_describe(arg)} leaves a "
-                "scalar, which the language has no layout for", expr.sub_span,
-                "every dimension", notes=("keep at least one dimension",))
+        d.error(
+            "S014",
+            f"{expr.kind} over every dimension of {_describe(arg)} leaves a "
+            "scalar, which the language has no layout for",
+            expr.sub_span,
+            "every dimension",
+            notes=("keep at least one dimension",),
+        )
         return None
     return Reduce(expr.kind, tuple(wanted), arg, expr.span, expr.sub_span), dtype, out
 
@@ -259,11 +311,18 @@ def _check_call(expr: Call, env: Env, ctx: Context) -> Checked | None:
     if fn not in ELEMENTWISE_FUNCTIONS:
         head = fn.rstrip("_")
         if head in COLLECTIVE_KINDS:
-            d.error("C002", f"{head} needs the mesh axes it works over", name_span,
-                    f"write {_COLLECTIVE_EXAMPLES[head]}",
-                    (SEND_NOTE,) if head == "Send" else
-                    ("a collective names its mesh axes in a subscript: AllGather_X, "
-                     "AllGather_XY or AllGather_{data,model}",))
+            d.error(
+                "C002",
+                f"{head} needs the mesh axes it works over",
+                name_span,
+                f"write {_COLLECTIVE_EXAMPLES[head]}",
+                (SEND_NOTE,)
+                if head == "Send"
+                else (
+                    "a collective names its mesh axes in a subscript: AllGather_X, "
+                    "AllGather_XY or AllGather_{data,model}",
+                ),
+            )
             return None
         known = [*ELEMENTWISE_FUNCTIONS, *COLLECTIVE_KINDS]
         head, sep, sub = fn.partition("_")
@@ -273,15 +332,25 @@ def _check_call(expr: Call, env: Env, ctx: Context) -> Checked | None:
             label = f"did you mean {close + sep + sub!r}?"
         if fn.lower() in ("softmax", "sum", "max"):
             label = f"write {fn}_{{D}}(...) with the dimension it reduces"
-        d.error("N012", f"unknown function {fn!r}", name_span, label,
-                notes=("elementwise functions: " + ", ".join(ELEMENTWISE_FUNCTIONS) + "; "
-                       "reductions: Sum_{D}(A), Max_{D}(A), softmax_{S}(A); "
-                       "collectives: " + ", ".join(_COLLECTIVE_EXAMPLES.values()),))
+        d.error(
+            "N012",
+            f"unknown function {fn!r}",
+            name_span,
+            label,
+            notes=(
+                "elementwise functions: " + ", ".join(ELEMENTWISE_FUNCTIONS) + "; "
+                "reductions: Sum_{D}(A), Max_{D}(A), softmax_{S}(A); "
+                "collectives: " + ", ".join(_COLLECTIVE_EXAMPLES.values()),
+            ),
+        )
         return None
     if len(args) != 1:
-        d.error("N013", f"{fn!r} takes one argument, got {len(args)}", expr.span,
-                notes=("elementwise functions apply to one array; combine arrays with "
-                       "+, -, * or ·_J",))
+        d.error(
+            "N013",
+            f"{fn!r} takes one argument, got {len(args)}",
+            expr.span,
+            notes=("elementwise functions apply to one array; combine arrays with +, -, * or ·_J",),
+        )
         return None
     ac = check_expr(args[0], env, ctx)
     if ac is None:
@@ -302,33 +371,58 @@ def _check_collective(expr: CollectiveCall, env: Env, ctx: Context) -> Checked |
         return CollectiveCall(kind, parts, None, ae, expr.span, expr.sub_span, expr.send), at, ad
     written = f"{kind}_{_subscript(parts) if dim is None else _braced(parts, dim)}"
     if kind in ("ReduceScatter", "AllToAll") and dim is None:
-        d.error("C001", f"{written} does not say which dimension it shards", expr.sub_span,
-                f"write {kind}_{_braced(parts, 'K')} to shard dimension K",
-                notes=(f"{kind}_{{X,K}} works over mesh axis X and shards dim K",))
+        d.error(
+            "C001",
+            f"{written} does not say which dimension it shards",
+            expr.sub_span,
+            f"write {kind}_{_braced(parts, 'K')} to shard dimension K",
+            notes=(f"{kind}_{{X,K}} works over mesh axis X and shards dim K",),
+        )
         return None
     if not parts:
-        d.error("C002", f"{kind} needs at least one mesh axis", expr.sub_span,
-                f"write {_COLLECTIVE_EXAMPLES[kind]}")
+        d.error(
+            "C002",
+            f"{kind} needs at least one mesh axis",
+            expr.sub_span,
+            f"write {_COLLECTIVE_EXAMPLES[kind]}",
+        )
         return None
     res = resolve_axes(parts, env)
     if isinstance(res, str):
-        d.error("S001", f"unknown mesh axis {res!r} in {written}", expr.sub_span,
-                notes=(mesh_axes_note(env),))
+        d.error(
+            "S001",
+            f"unknown mesh axis {res!r} in {written}",
+            expr.sub_span,
+            notes=(mesh_axes_note(env),),
+        )
         return None
     for k, ax in enumerate(res):
         if ax in res[:k]:
-            d.error("C010", f"mesh axis {ax!r} appears twice in {written}", expr.sub_span,
-                    f"second use of {ax!r}", ("name each mesh axis of a collective once",))
+            d.error(
+                "C010",
+                f"mesh axis {ax!r} appears twice in {written}",
+                expr.sub_span,
+                f"second use of {ax!r}",
+                ("name each mesh axis of a collective once",),
+            )
             return None
     if dim is not None and dim not in ad:
         if dim in env.mesh:
-            d.error("C003", f"{written} ends in {dim!r}, which is a mesh axis, not a dimension",
-                    expr.sub_span, f"expected a dimension of the argument: {', '.join(ad)}",
-                    (f"the last entry of {kind}_{{X,K}} is the dimension K it shards",))
+            d.error(
+                "C003",
+                f"{written} ends in {dim!r}, which is a mesh axis, not a dimension",
+                expr.sub_span,
+                f"expected a dimension of the argument: {', '.join(ad)}",
+                (f"the last entry of {kind}_{{X,K}} is the dimension K it shards",),
+            )
         else:
-            d.error("C003", f"{kind} shards dimension {dim!r}, which its argument lacks "
-                    f"(dims: {', '.join(ad)})", expr.sub_span,
-                    notes=(f"the last entry of {kind}_{{X,K}} is the dimension K it shards",))
+            d.error(
+                "C003",
+                f"{kind} shards dimension {dim!r}, which its argument lacks "
+                f"(dims: {', '.join(ad)})",
+                expr.sub_span,
+                notes=(f"the last entry of {kind}_{{X,K}} is the dimension K it shards",),
+            )
         return None
     return CollectiveCall(kind, res, dim, ae, expr.span, expr.sub_span), at, ad
 

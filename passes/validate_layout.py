@@ -1,7 +1,6 @@
 """Validating layouts: each subscript names declared mesh axes (S001-S003, S012), an axis shards
 one dim at most, and a sharded dim divides by its shards (S004)."""
 
-
 from __future__ import annotations
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
@@ -63,8 +62,7 @@ def mesh_axes_note(env: Env) -> str:
     return "mesh axes: " + ", ".join(env.mesh) if env.mesh else "the mesh declares no axes"
 
 
-def check_layout(layout: Layout, array: str, anchor: Span, env: Env,
-                  ctx: Context) -> Layout | None:
+def check_layout(layout: Layout, array: str, anchor: Span, env: Env, ctx: Context) -> Layout | None:
     d = ctx.diagnostics
     ok = True
     seen_axes: dict[str, str] = {}
@@ -72,15 +70,23 @@ def check_layout(layout: Layout, array: str, anchor: Span, env: Env,
     dims: list[DimSharding] = []
     for ds in layout.dims:
         if ds.dim not in env.dims:
-            d.error("N009", f"undeclared dimension {ds.dim!r} in {array!r}", ds.span,
-                    did_you_mean(ds.dim, env.dims),
-                    notes=(f"declare it with `dim {ds.dim}` (symbolic) or "
-                           f"`dim {ds.dim}=1024`",))
+            d.error(
+                "N009",
+                f"undeclared dimension {ds.dim!r} in {array!r}",
+                ds.span,
+                did_you_mean(ds.dim, env.dims),
+                notes=(f"declare it with `dim {ds.dim}` (symbolic) or `dim {ds.dim}=1024`",),
+            )
             ok = False
             continue
         if ds.dim in seen_dims:
-            d.error("S006", f"dimension {ds.dim!r} appears twice in {array!r}", ds.span,
-                    f"second {ds.dim!r}", ("an array names each of its dimensions once",))
+            d.error(
+                "S006",
+                f"dimension {ds.dim!r} appears twice in {array!r}",
+                ds.span,
+                f"second {ds.dim!r}",
+                ("an array names each of its dimensions once",),
+            )
             ok = False
             continue
         seen_dims.add(ds.dim)
@@ -88,28 +94,49 @@ def check_layout(layout: Layout, array: str, anchor: Span, env: Env,
         if ds.axes:
             if not env.mesh_declared:
                 later = env.later_mesh_line
-                d.error("S007", f"{array!r} is sharded but no mesh is declared", ds.span,
-                        notes=(f"the mesh is declared on line {later}, after this statement; "
-                               "declare it first" if later else
-                               "declare the mesh first, e.g. `mesh X=8, Y=4`",))
+                d.error(
+                    "S007",
+                    f"{array!r} is sharded but no mesh is declared",
+                    ds.span,
+                    notes=(
+                        f"the mesh is declared on line {later}, after this statement; "
+                        "declare it first"
+                        if later
+                        else "declare the mesh first, e.g. `mesh X=8, Y=4`",
+                    ),
+                )
                 ok = False
                 continue
             res = resolve_axes(ds.axes, env)
             if isinstance(res, str):
-                d.error("S001", f"unknown mesh axis {res!r} in {array!r}", ds.span,
-                        notes=(mesh_axes_note(env), *_comma_note(res)))
+                d.error(
+                    "S001",
+                    f"unknown mesh axis {res!r} in {array!r}",
+                    ds.span,
+                    notes=(mesh_axes_note(env), *_comma_note(res)),
+                )
                 ok = False
                 continue
             axes = res
             for k, ax in enumerate(axes):
                 if ax in axes[:k]:
-                    d.error("S002", f"mesh axis {ax!r} appears twice in the sharding of "
-                            f"{ds.dim!r} in {array!r}", ds.span, f"second use of {ax!r}",
-                            (_ONE_AXIS_ONCE,))
+                    d.error(
+                        "S002",
+                        f"mesh axis {ax!r} appears twice in the sharding of "
+                        f"{ds.dim!r} in {array!r}",
+                        ds.span,
+                        f"second use of {ax!r}",
+                        (_ONE_AXIS_ONCE,),
+                    )
                     ok = False
                 elif ax in seen_axes:
-                    d.error("S002", f"mesh axis {ax!r} shards two dimensions of {array!r}",
-                            ds.span, f"second use of {ax!r}", (_ONE_AXIS_ONCE,))
+                    d.error(
+                        "S002",
+                        f"mesh axis {ax!r} shards two dimensions of {array!r}",
+                        ds.span,
+                        f"second use of {ax!r}",
+                        (_ONE_AXIS_ONCE,),
+                    )
                     ok = False
                 seen_axes.setdefault(ax, ds.dim)
             if ok:
@@ -119,16 +146,24 @@ def check_layout(layout: Layout, array: str, anchor: Span, env: Env,
     for part in sorted(layout.unreduced):
         res = resolve_axes((part,), env)
         if isinstance(res, str):
-            d.error("S001", f"unknown mesh axis {res!r} in the partial sums of {array!r}",
-                    unreduced_span(anchor, ctx), notes=(mesh_axes_note(env),))
+            d.error(
+                "S001",
+                f"unknown mesh axis {res!r} in the partial sums of {array!r}",
+                unreduced_span(anchor, ctx),
+                notes=(mesh_axes_note(env),),
+            )
             ok = False
             continue
         for ax in res:
             if ax in seen_axes:
-                d.error("S003", f"mesh axis {ax!r} both shards {seen_axes[ax]!r} and holds "
-                        f"partial sums of {array!r}", unreduced_span(anchor, ctx),
-                        f"{ax!r} already shards {seen_axes[ax]!r}",
-                        notes=("an axis is either a sharding axis or an unreduced axis",))
+                d.error(
+                    "S003",
+                    f"mesh axis {ax!r} both shards {seen_axes[ax]!r} and holds "
+                    f"partial sums of {array!r}",
+                    unreduced_span(anchor, ctx),
+                    f"{ax!r} already shards {seen_axes[ax]!r}",
+                    notes=("an axis is either a sharding axis or an unreduced axis",),
+                )
                 ok = False
             unreduced.add(ax)
     if not ok:
@@ -136,8 +171,9 @@ def check_layout(layout: Layout, array: str, anchor: Span, env: Env,
     return Layout(tuple(dims), frozenset(unreduced))
 
 
-def _check_divisible(dim: str, axes: tuple[str, ...], array: str, span: Span, env: Env,
-                     ctx: Context) -> None:
+def _check_divisible(
+    dim: str, axes: tuple[str, ...], array: str, span: Span, env: Env, ctx: Context
+) -> None:
     size = env.size(dim)
     shards = 1
     for ax in axes:
@@ -147,6 +183,9 @@ def _check_divisible(dim: str, axes: tuple[str, ...], array: str, span: Span, en
         shards *= s
     if size is not None and size % shards != 0:
         ctx.diagnostics.error(
-            "S004", f"dimension {dim!r} of size {size} is not divisible by its "
-            f"{shards} shards over {format_axes(axes)} in {array!r}", span,
-            notes=("every shard of a dimension has the same size",))
+            "S004",
+            f"dimension {dim!r} of size {size} is not divisible by its "
+            f"{shards} shards over {format_axes(axes)} in {array!r}",
+            span,
+            notes=("every shard of a dimension has the same size",),
+        )

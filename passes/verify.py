@@ -37,11 +37,15 @@ def verify_ir(program: CompiledProgram) -> CompiledProgram:
         for v in operands(op):
             have = made.get(v.id)
             if have is None:
-                raise IRError(f"{_where(i, op, order)}: reads {v.format(order)} as value "
-                              f"'{v.id}', which no earlier op makes")
+                raise IRError(
+                    f"{_where(i, op, order)}: reads {v.format(order)} as value "
+                    f"'{v.id}', which no earlier op makes"
+                )
             if v.layout != have.layout and not v.layout.relabels(have.layout):
-                raise IRError(f"{_where(i, op, order)}: reads value '{v.id}' as "
-                              f"{v.format(order)}, but it was made as {have.format(order)}")
+                raise IRError(
+                    f"{_where(i, op, order)}: reads value '{v.id}' as "
+                    f"{v.format(order)}, but it was made as {have.format(order)}"
+                )
         if op.out.id in made:
             raise IRError(f"{_where(i, op, order)}: makes value '{op.out.id}' again")
         made[op.out.id] = op.out

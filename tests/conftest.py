@@ -21,8 +21,11 @@ settings.load_profile(os.environ.get("SHARDC_HYPOTHESIS", "ci"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-goldens", action="store_true",
-                     help="rewrite tests/golden and tests/errors expectations")
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite tests/golden and tests/errors expectations",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

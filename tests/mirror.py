@@ -29,40 +29,129 @@ LAYERS = ("hardware", "lang", "passes", "driver", "tools", "cli", "testing")
 users' test helpers (`shardc.testing`)."""
 
 FOLDERS: dict[str, tuple[str, ...]] = {
-    "hardware": ("test_hardware", "test_chip_schema", "test_rates", "test_calibration",
-                 "test_network_calibration"),
-    "lang": ("test_parser", "test_numbers", "test_checked_numbers", "test_input_limits",
-             "test_boundaries", "test_safety", "test_dtypes_and_units", "test_text_limits"),
-    "passes": ("test_backward", "test_chain_plans", "test_elementwise_plans", "test_fusion",
-               "test_lowering", "test_permute_cost", "test_pipeline", "test_reductions",
-               "test_rename", "test_repeat", "test_reshard_and_plans", "test_schedule",
-               "test_send", "test_validate_pass", "test_verify", "test_at_ties",
-               "test_properties", "test_strategy_programs", "test_validate_parts",
-               "test_reshard_rules", "test_backward_rules", "test_objective", "test_memo",
-               "test_regions_alias",
-               "test_lowering_parts"),
-    "driver": ("test_document", "test_evaluate", "test_json_text", "test_regions",
-               "test_report_api", "test_explain", "test_user_expr", "test_output_schemas",
-               "test_options",
-               "test_schemas", "test_writers", "test_report_functions",
-               "test_user_expr_syntax"),
-    "tools": ("test_derive", "test_thresholds", "test_sweep", "test_simulate",
-              "test_derive_regions_alias",
-              "test_simulator_properties", "test_epoch_cli", "test_epoch_closed_form",
-              "test_epoch_consistency", "test_epoch_simulator", "test_models", "test_hf_config",
-              "test_card_schema", "test_plan", "test_plan_pipeline", "test_published_runs",
-              "test_validation", "test_xla", "test_xla_random", "test_xla_reproducers",
-              "test_lsp", "test_tool_parts", "test_xla_statements",
-              "test_sweep_plans", "test_plan_accounting", "test_plan_framework"),
-    "cli": ("test_cli_and_api", "test_errors", "test_fuzz", "test_fuzz_inputs",
-            "test_fuzz_options", "test_hostile", "test_show", "test_terminal", "test_termwrap",
-            "test_command_modules"),
-    "testing": ("test_testing", "test_testing_docs", "test_oracle", "test_expect",
-                "test_expect_parts"),
-    "project": ("test_golden", "test_citations", "test_layers", "test_lint", "test_packaging",
-                "test_doctests", "test_no_eval", "test_notebook", "test_book", "test_book_corpus",
-                "test_measured_bound", "test_textmate", "test_vscode_extension",
-                "test_modules_tested", "test_test_layout"),
+    "hardware": (
+        "test_hardware",
+        "test_chip_schema",
+        "test_rates",
+        "test_calibration",
+        "test_network_calibration",
+    ),
+    "lang": (
+        "test_parser",
+        "test_numbers",
+        "test_checked_numbers",
+        "test_input_limits",
+        "test_boundaries",
+        "test_safety",
+        "test_dtypes_and_units",
+        "test_text_limits",
+    ),
+    "passes": (
+        "test_backward",
+        "test_chain_plans",
+        "test_elementwise_plans",
+        "test_fusion",
+        "test_lowering",
+        "test_permute_cost",
+        "test_pipeline",
+        "test_reductions",
+        "test_rename",
+        "test_repeat",
+        "test_reshard_and_plans",
+        "test_schedule",
+        "test_send",
+        "test_validate_pass",
+        "test_verify",
+        "test_at_ties",
+        "test_properties",
+        "test_strategy_programs",
+        "test_validate_parts",
+        "test_reshard_rules",
+        "test_backward_rules",
+        "test_objective",
+        "test_memo",
+        "test_regions_alias",
+        "test_lowering_parts",
+    ),
+    "driver": (
+        "test_document",
+        "test_evaluate",
+        "test_json_text",
+        "test_regions",
+        "test_report_api",
+        "test_explain",
+        "test_user_expr",
+        "test_output_schemas",
+        "test_options",
+        "test_schemas",
+        "test_writers",
+        "test_report_functions",
+        "test_user_expr_syntax",
+    ),
+    "tools": (
+        "test_derive",
+        "test_thresholds",
+        "test_sweep",
+        "test_simulate",
+        "test_derive_regions_alias",
+        "test_simulator_properties",
+        "test_epoch_cli",
+        "test_epoch_closed_form",
+        "test_epoch_consistency",
+        "test_epoch_simulator",
+        "test_models",
+        "test_hf_config",
+        "test_card_schema",
+        "test_plan",
+        "test_plan_pipeline",
+        "test_published_runs",
+        "test_validation",
+        "test_xla",
+        "test_xla_random",
+        "test_xla_reproducers",
+        "test_lsp",
+        "test_tool_parts",
+        "test_xla_statements",
+        "test_sweep_plans",
+        "test_plan_accounting",
+        "test_plan_framework",
+    ),
+    "cli": (
+        "test_cli_and_api",
+        "test_errors",
+        "test_fuzz",
+        "test_fuzz_inputs",
+        "test_fuzz_options",
+        "test_hostile",
+        "test_show",
+        "test_terminal",
+        "test_termwrap",
+        "test_command_modules",
+    ),
+    "testing": (
+        "test_testing",
+        "test_testing_docs",
+        "test_oracle",
+        "test_expect",
+        "test_expect_parts",
+    ),
+    "project": (
+        "test_golden",
+        "test_citations",
+        "test_layers",
+        "test_lint",
+        "test_packaging",
+        "test_doctests",
+        "test_no_eval",
+        "test_notebook",
+        "test_book",
+        "test_book_corpus",
+        "test_measured_bound",
+        "test_textmate",
+        "test_vscode_extension",
+        "test_modules_tested",
+        "test_test_layout",
+    ),
 }
 """Each test module (by name) and its folder. A module whose subject spans layers goes where its
 main subject lives; the goldens and the book corpus, every program through the whole compiler,
@@ -77,7 +166,7 @@ TITLES = {
     "cli": "Tests of `shardc.cli`: commands, streams, exit codes, error output, hostile input.",
     "testing": "Tests of `shardc.testing`: strategies, checkers, the oracle, `# expect:` lines.",
     "project": "Whole-project checks: goldens, layers, lint, citations, packaging, docs, the "
-               "book corpus.",
+    "book corpus.",
 }
 """The one-line docstring of each folder's `__init__.py`."""
 
@@ -99,8 +188,15 @@ def folder_of(name: str) -> str | None:
     return None
 
 
-RUNNERS = frozenset({"shardc", "shardc.cli.app", "shardc.driver.api", "shardc.lang.source",
-                     "shardc.testing.strategies"})
+RUNNERS = frozenset(
+    {
+        "shardc",
+        "shardc.cli.app",
+        "shardc.driver.api",
+        "shardc.lang.source",
+        "shardc.testing.strategies",
+    }
+)
 """Modules most tests import to run something (a command in-process, a compile, a source, a
 generated program): they say nothing about what a test is about."""
 
@@ -149,10 +245,16 @@ def fix_roots(text: str) -> str:
     names = sorted(set(used) | set(have.group(1).split(", ") if have else ()))
     line = f"from tests.paths import {', '.join(names)}"
     if have:
-        return text[:have.start()] + line + text[have.end():]
+        return text[: have.start()] + line + text[have.end() :]
     # After the last top-level import; `ruff check --fix` then sorts it into its block.
-    last = max((node.end_lineno or 0 for node in ast.parse(text).body
-                if isinstance(node, ast.Import | ast.ImportFrom)), default=0)
+    last = max(
+        (
+            node.end_lineno or 0
+            for node in ast.parse(text).body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        ),
+        default=0,
+    )
     lines = text.split("\n")
     lines.insert(last, "\n" + line)
     return "\n".join(lines)
@@ -179,11 +281,20 @@ def placed() -> dict[str, str]:
 
 def _text_files() -> list[Path]:
     """The repository's text files, tracked or not yet (git's ignores apply)."""
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                         cwd=ROOT, capture_output=True, check=True)
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
     paths = [ROOT / name for name in out.stdout.decode().split("\0") if name]
-    return [p for p in paths if p.is_file() and p.name not in NOT_REWRITTEN
-            and (p.suffix in TEXT or p.parent.name == ".ci")]
+    return [
+        p
+        for p in paths
+        if p.is_file()
+        and p.name not in NOT_REWRITTEN
+        and (p.suffix in TEXT or p.parent.name == ".ci")
+    ]
 
 
 def _reference(name: str, folder: str) -> re.Pattern[str]:
@@ -248,22 +359,29 @@ def move(path: Path, folder: str) -> Path:
 def own_roots() -> list[Path]:
     """Test files in a folder that still find the repository from their own place
     (`Path(__file__).parent.parent`): a merge can bring one back into a moved file."""
-    return [p for p in sorted(TESTS.glob("*/test_*.py"))
-            if any(pattern.search(p.read_text(encoding="utf-8")) for pattern, _ in _ROOTS)]
+    return [
+        p
+        for p in sorted(TESTS.glob("*/test_*.py"))
+        if any(pattern.search(p.read_text(encoding="utf-8")) for pattern, _ in _ROOTS)
+    ]
 
 
 def leftover_file_uses(path: Path) -> list[str]:
     """Lines that still locate things from the file's own place (other than its own name)."""
-    return [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
-            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if "__file__" in line and "Path(__file__).name" not in line]
+    return [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "__file__" in line and "Path(__file__).name" not in line
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.mirror",
-                                 description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="report only; exit 1 when anything is "
-                    "out of place")
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.mirror", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="report only; exit 1 when anything is out of place"
+    )
     args = ap.parse_args(argv)
     todo = misplaced()
     if args.check:
@@ -290,8 +408,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"references updated: {path.relative_to(ROOT)}")
     touched = [str(p) for p in moved + [c for c in changed if c.suffix == ".py"]]
     if touched:  # the import a move added, sorted into place; an import it left unused, gone
-        subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--fix", "--quiet",
-                        "--select", "I,F401", *touched], cwd=ROOT, check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ruff",
+                "check",
+                "--no-cache",
+                "--fix",
+                "--quiet",
+                "--select",
+                "I,F401",
+                *touched,
+            ],
+            cwd=ROOT,
+            check=False,
+        )
     for path in moved:
         for line in leftover_file_uses(path):
             print(f"check by hand: {line}")

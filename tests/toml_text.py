@@ -15,6 +15,7 @@ def to_toml(doc: dict[str, Any]) -> str:
     >>> to_toml({"name": "x", "t": {"a": 1, "r": {"value": 2.0}}})
     'name = "x"\\n\\n[t]\\n"a" = 1\\n"r" = {"value" = 2.0}\\n'
     """
+
     def value(v: Any) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -25,7 +26,11 @@ def to_toml(doc: dict[str, Any]) -> str:
         if isinstance(v, dict):
             return "{" + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + "}"
         return repr(v)
+
     top = [f"{k} = {value(v)}" for k, v in doc.items() if not isinstance(v, dict)]
-    tables = [f"[{k}]\n" + "".join(f"{json.dumps(i)} = {value(x)}\n" for i, x in v.items())
-              for k, v in doc.items() if isinstance(v, dict)]
+    tables = [
+        f"[{k}]\n" + "".join(f"{json.dumps(i)} = {value(x)}\n" for i, x in v.items())
+        for k, v in doc.items()
+        if isinstance(v, dict)
+    ]
     return "\n".join(top) + "\n\n" + "\n".join(tables)

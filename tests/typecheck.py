@@ -41,15 +41,25 @@ def real_path(line: str) -> str:
     """Map `shardc/passes/x.py:3: ...` back to `passes/x.py:3: ...`."""
     if not line.startswith("shardc/"):
         return line
-    rest = line[len("shardc/"):]
+    rest = line[len("shardc/") :]
     head = rest.split("/", 1)[0]
     return rest if head in SUBPACKAGES else "dsl/" + rest
 
 
 def run(argv: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     build_tree()
-    cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-           "--cache-dir", str(ROOT / "build" / "mypy-cache"), "-p", "shardc", *(argv or [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),
+        "--cache-dir",
+        str(ROOT / "build" / "mypy-cache"),
+        "-p",
+        "shardc",
+        *(argv or []),
+    ]
     env = {**os.environ, "MYPYPATH": ""}
     return subprocess.run(cmd, cwd=TREE, capture_output=True, text=True, env=env)
 

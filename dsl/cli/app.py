@@ -28,8 +28,15 @@ from shardc.cli.termwrap import write_result
 from shardc.driver.files import CliIOError, check_writable, chip_path, write_text
 from shardc.lang.visible import visible, visible_lines
 
-__all__ = ["COST_MODELS", "add_cost_model_flag", "add_precision_flag", "build_parser", "main",
-           "parse_binding", "parse_number"]
+__all__ = [
+    "COST_MODELS",
+    "add_cost_model_flag",
+    "add_precision_flag",
+    "build_parser",
+    "main",
+    "parse_binding",
+    "parse_number",
+]
 
 
 def _installed_version() -> str:
@@ -53,32 +60,46 @@ class _Version(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="shardc",
-        description="Compile sharded tensor programs (.shard) to symbolic cost reports.")
-    p.add_argument("--version", action=_Version, nargs=0,
-                   help="print the installed version of shardc and exit")
+        description="Compile sharded tensor programs (.shard) to symbolic cost reports.",
+    )
+    p.add_argument(
+        "--version", action=_Version, nargs=0, help="print the installed version of shardc and exit"
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("compile", help="compile a program to a cost report")
     c.add_argument("program", help="path to a .shard file ('-' reads standard input)")
     add_option_flags(c, "hw")
-    c.add_argument("--calibration", metavar="FILE",
-                   help="a calibration file for --hw (written by `shardc calibrate`): its "
-                   "efficiency figures give T_expected instead of the chip's shipped one")
+    c.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a calibration file for --hw (written by `shardc calibrate`): its "
+        "efficiency figures give T_expected instead of the chip's shipped one",
+    )
     add_option_flags(c, "on")
     c.add_argument("--format", choices=["text", "md", "json", "latex"], default="text")
     add_cost_model_flag(c)
     add_option_flags(c, "bindings")
     c.add_argument("-o", "--output", help="write the report here instead of stdout")
     add_option_flags(c, "optimizer", "attention", "remat")
-    c.add_argument("--only", metavar="SECTIONS",
-                   help="text format: the header and only these sections, comma-separated, of "
-                   "summary, repeats, memory, topology, conditions, decisions, ops, why, regions")
-    c.add_argument("--summary", action="store_true",
-                   help="text format: a short report (--only summary,repeats,memory,conditions)")
+    c.add_argument(
+        "--only",
+        metavar="SECTIONS",
+        help="text format: the header and only these sections, comma-separated, of "
+        "summary, repeats, memory, topology, conditions, decisions, ops, why, regions",
+    )
+    c.add_argument(
+        "--summary",
+        action="store_true",
+        help="text format: a short report (--only summary,repeats,memory,conditions)",
+    )
     add_objective_flag(c)
-    c.add_argument("--regions", action="store_true",
-                   help="also lower the program in each region of its symbolic sizes and give "
-                        "the totals there (text, md, json)")
+    c.add_argument(
+        "--regions",
+        action="store_true",
+        help="also lower the program in each region of its symbolic sizes and give "
+        "the totals there (text, md, json)",
+    )
 
     k = sub.add_parser("check", help="parse, validate and insert collectives; report problems")
     k.add_argument("program")
@@ -87,9 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     from shardc.cli import lsp
 
-    lsp.add_arguments(sub.add_parser(
-        "lsp", help="a language server over stdio: diagnostics as you type and costs on hover, "
-        "for editors"))
+    lsp.add_arguments(
+        sub.add_parser(
+            "lsp",
+            help="a language server over stdio: diagnostics as you type and costs on hover, "
+            "for editors",
+        )
+    )
 
     h = sub.add_parser("hw", help="list or show chip specs")
     hs = h.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
@@ -102,9 +127,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-EXTENSIONS = ("shardc.cli.limits", "shardc.cli.xla", "shardc.cli.sweep", "shardc.cli.derive",
-              "shardc.cli.plan", "shardc.cli.calibrate", "shardc.cli.test",
-              "shardc.cli.show")
+EXTENSIONS = (
+    "shardc.cli.limits",
+    "shardc.cli.xla",
+    "shardc.cli.sweep",
+    "shardc.cli.derive",
+    "shardc.cli.plan",
+    "shardc.cli.calibrate",
+    "shardc.cli.test",
+    "shardc.cli.show",
+)
 """Modules adding subcommands: each has `add_parser(subparsers)`, which registers its commands
 with `set_defaults(run=...)`, a function taking the parsed args and returning an exit code.
 They must import cheaply (no numpy/sympy at import time)."""
@@ -130,15 +162,19 @@ def _sections(args: argparse.Namespace) -> frozenset[str] | None | int:
     if args.only is None and not args.summary:
         return None
     if args.format != "text":
-        return usage_error(f"{'--only' if args.only is not None else '--summary'} applies to "
-                      f"--format text, not {args.format}")
+        return usage_error(
+            f"{'--only' if args.only is not None else '--summary'} applies to "
+            f"--format text, not {args.format}"
+        )
     names = {"summary", "repeats", "memory", "conditions"} if args.summary else set()
     if args.only is not None:
         names |= {n.strip() for n in args.only.split(",") if n.strip()}
         unknown = sorted(names - SECTIONS.keys())
         if unknown or not names:
-            return usage_error(f"--only: unknown section {', '.join(unknown) or '(none given)'}; "
-                          f"choose from {', '.join(SECTIONS)}")
+            return usage_error(
+                f"--only: unknown section {', '.join(unknown) or '(none given)'}; "
+                f"choose from {', '.join(SECTIONS)}"
+            )
     return frozenset(names)
 
 
@@ -151,8 +187,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     source = read_program(args.program)
     if args.output:
         try:  # before compiling: a bad -o should not cost a compile
-            check_writable(args.output, flag="-o",
-                           inputs=(args.program, chip_path(args.hw)))
+            check_writable(args.output, flag="-o", inputs=(args.program, chip_path(args.hw)))
         except CliIOError as exc:
             return usage_error(str(exc))
     hw = args.hw
@@ -173,14 +208,18 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         return 1
     r = result.report
     reg = args.regions
-    text = {"text": lambda: r.to_text(regions=reg, only=only),
-            "md": lambda: r.to_markdown(regions=reg),
-            "json": lambda: r.to_json(regions=reg) + "\n",
-            "latex": lambda: r.to_latex(regions=reg)}[args.format]()
+    text = {
+        "text": lambda: r.to_text(regions=reg, only=only),
+        "md": lambda: r.to_markdown(regions=reg),
+        "json": lambda: r.to_json(regions=reg) + "\n",
+        "latex": lambda: r.to_latex(regions=reg),
+    }[args.format]()
     if args.output:
         try:
             chip = r.chip.path if r.chip is not None else None
-            write_text(args.output, text, flag="-o", inputs=(args.program, chip_path(args.hw), chip))
+            write_text(
+                args.output, text, flag="-o", inputs=(args.program, chip_path(args.hw), chip)
+            )
         except CliIOError as exc:
             return usage_error(str(exc))
     elif args.format == "text":
@@ -196,8 +235,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     source = read_program(args.program)
     # With --objective the plans are chosen for the whole program, which needs its costs.
-    result = run_pipeline(source, options_from(args),
-                          stop_after=None if args.objective else "insert-collectives")
+    result = run_pipeline(
+        source, options_from(args), stop_after=None if args.objective else "insert-collectives"
+    )
     if result.diagnostics.items:
         print_diagnostics(result.rendered())
     if result.diagnostics.has_errors or result.compiled is None:
@@ -206,8 +246,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         result.compiled = result.report.program
     n_coll = sum(isinstance(op, Collective) for op in result.compiled.ops)
     n_stmt = len(result.program.statements) if result.program else 0
-    print(f"{visible(source.name)}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "
-          f"{n_coll} collectives)")
+    print(
+        f"{visible(source.name)}: ok ({n_stmt} statements, {len(result.compiled.ops)} ops, "
+        f"{n_coll} collectives)"
+    )
     return 0
 
 
@@ -262,9 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a compiler bug, never a user error
         if os.environ.get("SHARDC_DEBUG"):
             traceback.print_exc()
-        print_diagnostics(f"shardc: internal error (this is a bug in shardc): "
-                          f"{type(exc).__name__}: {visible_lines(str(exc))}\n"
-                          "note: rerun with SHARDC_DEBUG=1 to see the traceback")
+        print_diagnostics(
+            f"shardc: internal error (this is a bug in shardc): "
+            f"{type(exc).__name__}: {visible_lines(str(exc))}\n"
+            "note: rerun with SHARDC_DEBUG=1 to see the traceback"
+        )
         return 3
     return 2
 

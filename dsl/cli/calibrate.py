@@ -20,16 +20,27 @@ output). Load it with `shardc compile --hw NAME --calibration FILE`."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("calibrate", help="measure a chip's efficiency with JAX and write "
-                              "its calibration file", description=DESCRIPTION)
+    p = subparsers.add_parser(
+        "calibrate",
+        help="measure a chip's efficiency with JAX and write its calibration file",
+        description=DESCRIPTION,
+    )
     p.add_argument("--hw", required=True, help="the chip whose peaks the fit divides by")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the calibration here (default: standard output; the table of "
-                        "residuals then goes to standard error)")
-    p.add_argument("--quick", action="store_true", help="fewer cases and samples (under a "
-                   "minute on one GPU)")
-    p.add_argument("--cpu", action="store_true", help="run on the CPU with tiny sizes (the same "
-                   "code path, for CI)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the calibration here (default: standard output; the table of "
+        "residuals then goes to standard error)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="fewer cases and samples (under a minute on one GPU)"
+    )
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="run on the CPU with tiny sizes (the same code path, for CI)",
+    )
     p.set_defaults(run=run)
 
 
@@ -55,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         import jax  # noqa: F401
     except ModuleNotFoundError:
-        print("shardc: error: `shardc calibrate` needs JAX (pip install 'shardc[jax]')",
-              file=sys.stderr)
+        print(
+            "shardc: error: `shardc calibrate` needs JAX (pip install 'shardc[jax]')",
+            file=sys.stderr,
+        )
         return 1
     from shardc.hardware.calibration import Calibration, calibration_toml
     from shardc.tools.calibrate import bench
@@ -75,25 +88,48 @@ def run(args: argparse.Namespace) -> int:
         rows = bench.run(plan, _bar)
     # the clocks are read beside the runs, not by them: keep the shipped file's power cap
     clock = chip.calibration.clock if chip.calibration is not None else None
-    f = fit(rows, lambda d, p: chip.matmul_rate(d, p).value, chip.hbm_bw,
-            clock.k_boost if clock is not None else 1.0, exposed=True)
+    f = fit(
+        rows,
+        lambda d, p: chip.matmul_rate(d, p).value,
+        chip.hbm_bw,
+        clock.k_boost if clock is not None else 1.0,
+        exposed=True,
+    )
     env = bench.environment()
-    command = "shardc calibrate --hw " + args.hw + (" --quick" if args.quick else "") + (
-        " --cpu" if args.cpu else "")
+    command = (
+        "shardc calibrate --hw "
+        + args.hw
+        + (" --quick" if args.quick else "")
+        + (" --cpu" if args.cpu else "")
+    )
     import datetime
 
     cal = Calibration(
-        chip.name, f.eta_mxu, f.eta_hbm, f.t_call, f.t_dispatch, "measured",
-        (("kind", "measured"), ("command", command),
-         ("date", datetime.date.today().isoformat()), ("software", env["software"]),
-         ("device", env["device"]),
-         ("fit", "least squares on the relative error of the median over the rows with role "
-                 "\"fit\"; \"held-out\" rows are predicted")),
+        chip.name,
+        f.eta_mxu,
+        f.eta_hbm,
+        f.t_call,
+        f.t_dispatch,
+        "measured",
+        (
+            ("kind", "measured"),
+            ("command", command),
+            ("date", datetime.date.today().isoformat()),
+            ("software", env["software"]),
+            ("device", env["device"]),
+            (
+                "fit",
+                "least squares on the relative error of the median over the rows with role "
+                '"fit"; "held-out" rows are predicted',
+            ),
+        ),
         f.rows,
         # one chip measures no network: keep the shipped collective and overlap figures
         network=chip.calibration.network if chip.calibration is not None else (),
         overlap=chip.calibration.overlap if chip.calibration is not None else None,
-        clock=clock, exposed=f.exposed)
+        clock=clock,
+        exposed=f.exposed,
+    )
     header = f"{chip.display_name} calibration written by `{command}`."
     text = calibration_toml(cal, header)
     if args.output:

@@ -17,22 +17,42 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("derive", help="solve compute-bound conditions; optimal mesh sizes")
     p.add_argument("program")
-    p.add_argument("--solve-for", dest="var", metavar="VAR",
-                   help="solve every condition for this variable or monomial (B, F, Y; B/X: "
-                   "the per-device batch)")
-    p.add_argument("--optimize", metavar="AXIS",
-                   help="the mesh axis whose size minimizes communication")
-    p.add_argument("--with", dest="partner", metavar="AXIS",
-                   help="the axis it trades devices with (AXIS * partner = --devices)")
-    p.add_argument("--devices", metavar="N", help="devices shared by the two axes (a number or "
-                   "a name to keep symbolic; default N)")
-    p.add_argument("--overlap", choices=["sum", "max", "both"], default="both",
-                   help="communication over several axis groups: summed (the book), overlapped "
-                   "(max, the revised training chapter), or both (default)")
+    p.add_argument(
+        "--solve-for",
+        dest="var",
+        metavar="VAR",
+        help="solve every condition for this variable or monomial (B, F, Y; B/X: "
+        "the per-device batch)",
+    )
+    p.add_argument(
+        "--optimize", metavar="AXIS", help="the mesh axis whose size minimizes communication"
+    )
+    p.add_argument(
+        "--with",
+        dest="partner",
+        metavar="AXIS",
+        help="the axis it trades devices with (AXIS * partner = --devices)",
+    )
+    p.add_argument(
+        "--devices",
+        metavar="N",
+        help="devices shared by the two axes (a number or a name to keep symbolic; default N)",
+    )
+    p.add_argument(
+        "--overlap",
+        choices=["sum", "max", "both"],
+        default="both",
+        help="communication over several axis groups: summed (the book), overlapped "
+        "(max, the revised training chapter), or both (default)",
+    )
     add_option_flags(p, "hw")
-    add_cost_model_flag(p, default="book", help="book: the training chapter's accounting (the "
-                        "pass with the most communication per FLOP, full rings; default); exact: "
-                        "the whole step as compiled (--model is the same flag)")
+    add_cost_model_flag(
+        p,
+        default="book",
+        help="book: the training chapter's accounting (the "
+        "pass with the most communication per FLOP, full rings; default); exact: "
+        "the whole step as compiled (--model is the same flag)",
+    )
     add_option_flags(p, "bindings")
     p.add_argument("--format", choices=["text", "json", "latex"], default="text")
     add_option_flags(p, "on")
@@ -55,8 +75,10 @@ def run(args: argparse.Namespace) -> int:
     if result.report is None:
         return 1
     if args.optimize and not args.partner:
-        print("shardc: error: --optimize needs --with AXIS (the axis it trades devices with)",
-              file=sys.stderr)
+        print(
+            "shardc: error: --optimize needs --with AXIS (the axis it trades devices with)",
+            file=sys.stderr,
+        )
         return 2
     try:
         devices = check_options(args, result.report)
@@ -65,8 +87,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     overlaps = ("sum", "max") if args.overlap == "both" else (args.overlap,)
     try:
-        d = derive(result.report, result.report.program.backward_line, overlaps=overlaps,
-                   optimize=args.optimize, partner=args.partner, devices=devices)
+        d = derive(
+            result.report,
+            result.report.program.backward_line,
+            overlaps=overlaps,
+            optimize=args.optimize,
+            partner=args.partner,
+            devices=devices,
+        )
     except ValueError as exc:
         print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 2
@@ -94,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
                 if c["name"] not in by_region["holds"]:
                     continue
                 # where the condition holds over every region, sorted and joined
-                holds = [list(p) for p in union([p["interval"]
-                                                 for p in by_region["holds"][c["name"]]])]
+                holds = [
+                    list(p) for p in union([p["interval"] for p in by_region["holds"][c["name"]]])
+                ]
                 c["intervals"] = holds
                 if c["solved"] is not None:
                     c["solved"]["intervals"] = holds
@@ -103,10 +132,18 @@ def run(args: argparse.Namespace) -> int:
         from shardc.tools.derive_splits import scan
 
         bound = dict(args.bindings)
-        checked = None if {args.optimize, args.partner} & bound.keys() else scan(
-            lambda split: run_pipeline(source, options, on="roofline", objective=None,
-                                       set={**bound, **split}),
-            args.optimize, args.partner, devices)
+        checked = (
+            None
+            if {args.optimize, args.partner} & bound.keys()
+            else scan(
+                lambda split: run_pipeline(
+                    source, options, on="roofline", objective=None, set={**bound, **split}
+                ),
+                args.optimize,
+                args.partner,
+                devices,
+            )
+        )
         if checked is not None:
             out["splits"] = checked.to_dict()
     if args.format == "json":
@@ -131,11 +168,15 @@ def check_options(args: argparse.Namespace, report) -> int | str | None:
     axes = list(report.program.mesh_axes)
     for flag, axis in (("--optimize", args.optimize), ("--with", args.partner)):
         if axis is not None and axis not in axes:
-            raise UsageError(f"{flag} {axis[:80]!r} is not a mesh axis of {report.name} "
-                             f"(mesh axes: {', '.join(axes) or 'none'})")
+            raise UsageError(
+                f"{flag} {axis[:80]!r} is not a mesh axis of {report.name} "
+                f"(mesh axes: {', '.join(axes) or 'none'})"
+            )
     if args.optimize is not None and args.optimize == args.partner:
-        raise UsageError(f"--with {args.partner!r} is the axis --optimize varies; give the "
-                         "other mesh axis it trades devices with")
+        raise UsageError(
+            f"--with {args.partner!r} is the axis --optimize varies; give the "
+            "other mesh axis it trades devices with"
+        )
     if args.devices is None:
         return None
     text = args.devices.strip()
@@ -144,8 +185,9 @@ def check_options(args: argparse.Namespace, report) -> int | str | None:
             return whole(parse_decimal(text), "--devices")
         except NumberError as exc:
             message = str(exc)
-            raise UsageError(message if "--devices" in message else f"--devices: {message}"
-                             ) from None
+            raise UsageError(
+                message if "--devices" in message else f"--devices: {message}"
+            ) from None
     try:
         node = parse(text)
     except ExprError as exc:
@@ -155,12 +197,16 @@ def check_options(args: argparse.Namespace, report) -> int | str | None:
     from shardc.tools.derive import NOT_NUMBERS
 
     if node.name.lower() in NOT_NUMBERS:
-        raise UsageError(f"--devices {node.name!r} is not a number of devices: give a positive "
-                         "whole number (8960) or a name for the count (N)")
+        raise UsageError(
+            f"--devices {node.name!r} is not a number of devices: give a positive "
+            "whole number (8960) or a name for the count (N)"
+        )
     taken = [n for n, _ in (*report.program.dims, *report.program.mesh)]
     if node.name in taken:
-        raise UsageError(f"--devices {node.name!r} is already a dimension or mesh axis of "
-                         f"{report.name}; pick another name (default N)")
+        raise UsageError(
+            f"--devices {node.name!r} is already a dimension or mesh axis of "
+            f"{report.name}; pick another name (default N)"
+        )
     return node.name
 
 
@@ -173,10 +219,10 @@ def solve_target(text: str, d):
     from shardc.passes.symbols import size_symbol
 
     r = d.report
-    known: dict[str, sp.Expr] = {n: size_symbol(n) for n, _ in (*r.program.dims,
-                                                                  *r.program.mesh)}
-    known.update({s.name: s for s in r.cost.symbols.all_for(
-        {"bf16", "f32", "f16", "fp8", "int8", "int4"})})
+    known: dict[str, sp.Expr] = {n: size_symbol(n) for n, _ in (*r.program.dims, *r.program.mesh)}
+    known.update(
+        {s.name: s for s in r.cost.symbols.all_for({"bf16", "f32", "f16", "fp8", "int8", "int4"})}
+    )
     for c in d.conditions:
         known.update({s.name: s for s in c.relation.free_symbols})
     for o in d.optima:
@@ -200,35 +246,62 @@ def to_dict(d, var=None) -> dict:
     conditions = []
     for c in d.conditions:
         lhs, rhs = value(d, c.relation.lhs), value(d, c.relation.rhs)
-        entry = {"name": c.name, "text": c.text, "expr": str(c.relation),
-                 "latex": latex(c.relation), "values": {"lhs": lhs, "rhs": rhs},
-                 "holds": None if lhs is None or rhs is None else bool(lhs > rhs),
-                 "solved": None}
+        entry = {
+            "name": c.name,
+            "text": c.text,
+            "expr": str(c.relation),
+            "latex": latex(c.relation),
+            "values": {"lhs": lhs, "rhs": rhs},
+            "holds": None if lhs is None or rhs is None else bool(lhs > rhs),
+            "solved": None,
+        }
         if var is not None:
             s = solve_for(c.relation, var)
             if s is None:
                 entry["unsolved"] = _unsolved(c.relation, var)
             else:
-                entry["solved"] = {"var": s.var, "rel": s.rel, "expr": str(s.expr),
-                                   "latex": latex(s.expr), "value": value(d, s.expr)}
+                entry["solved"] = {
+                    "var": s.var,
+                    "rel": s.rel,
+                    "expr": str(s.expr),
+                    "latex": latex(s.expr),
+                    "value": value(d, s.expr),
+                }
         conditions.append(entry)
     optima = []
     for o in d.optima:
         v = value(d, o.expr)
         rounded = round_power_of_two(v, d.devices_value) if v is not None else None
-        optima.append({"var": o.var, "expr": str(o.expr), "latex": latex(o.expr),
-                       "overlap": o.overlap, "with": f"{o.var} * {o.partner} = {o.devices}",
-                       "devices": d.devices_value, "value": v, "rounded": rounded,
-                       "partner": o.partner,
-                       "partner_rounded": (partner_power_of_two(rounded, d.devices_value)
-                                           if rounded is not None else None)})
-    return {"schema": SCHEMA, "program": r.name, "hardware": r.hardware_name, "model": r.model,
-            "accounting": d.accounting.name, "notes": list(d.notes),
-            "conditions": conditions, "optima": optima}
+        optima.append(
+            {
+                "var": o.var,
+                "expr": str(o.expr),
+                "latex": latex(o.expr),
+                "overlap": o.overlap,
+                "with": f"{o.var} * {o.partner} = {o.devices}",
+                "devices": d.devices_value,
+                "value": v,
+                "rounded": rounded,
+                "partner": o.partner,
+                "partner_rounded": (
+                    partner_power_of_two(rounded, d.devices_value) if rounded is not None else None
+                ),
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        "program": r.name,
+        "hardware": r.hardware_name,
+        "model": r.model,
+        "accounting": d.accounting.name,
+        "notes": list(d.notes),
+        "conditions": conditions,
+        "optima": optima,
+    }
 
 
 def _unsolved(rel, var) -> str | None:
-    """"no closed form" when the condition holds every name of `var` but none was found (or
+    """ "no closed form" when the condition holds every name of `var` but none was found (or
     SymPy ran past its time budget); None when the condition does not involve `var`."""
     names = {s.name for s in rel.free_symbols}
     wanted = {var} if isinstance(var, str) else {s.name for s in var.free_symbols}
@@ -236,15 +309,22 @@ def _unsolved(rel, var) -> str | None:
 
 
 def to_text(out: dict) -> str:
-    lines = [f"shardc derive: {out['program']}   chip: {out['hardware'] or 'none'}   "
-             f"model: {out['model']}"]
+    lines = [
+        f"shardc derive: {out['program']}   chip: {out['hardware'] or 'none'}   "
+        f"model: {out['model']}"
+    ]
     lines += [f"  note: {n}" for n in out["notes"]]
     for c in out["conditions"]:
         lines.append(f"  {c['text']}:")
         vals = c["values"]
-        tail = "" if c["holds"] is None else (
-            f"   [{'holds' if c['holds'] else 'does not hold'}: "
-            f"{fmt_sig(vals['lhs'], 4, '?')} vs {fmt_sig(vals['rhs'], 4, '?')}]")
+        tail = (
+            ""
+            if c["holds"] is None
+            else (
+                f"   [{'holds' if c['holds'] else 'does not hold'}: "
+                f"{fmt_sig(vals['lhs'], 4, '?')} vs {fmt_sig(vals['rhs'], 4, '?')}]"
+            )
+        )
         if c["holds"] is None and vals["rhs"] is not None:
             tail = f"   [right side {fmt_sig(vals['rhs'], 4, '?')}]"
         lines.append(f"    {c['expr']}{tail}")
@@ -265,16 +345,16 @@ def to_text(out: dict) -> str:
         if o["expr"] in done:
             continue
         done.add(o["expr"])
-        how = " and ".join({"sum": "summed (the book)", "max": "overlapped (the revised training chapter)"}[x]
-                           for x in seen[o["expr"]])
+        how = " and ".join(
+            {"sum": "summed (the book)", "max": "overlapped (the revised training chapter)"}[x]
+            for x in seen[o["expr"]]
+        )
         v = "" if o["value"] is None else f" = {o['value']:.4g}, rounded {o['rounded']}"
         if o["partner_rounded"] is not None:
             v += f" ({o['partner']} = {o['partner_rounded']})"
-        lines.append(f"  optimum ({o['with']}; communication {how}): {o['var']} = "
-                     f"{o['expr']}{v}")
+        lines.append(f"  optimum ({o['with']}; communication {how}): {o['var']} = {o['expr']}{v}")
     if out.get("splits"):
-        lines += _split_lines(out["splits"], out["optima"][0]["rounded"] if out["optima"]
-                              else None)
+        lines += _split_lines(out["splits"], out["optima"][0]["rounded"] if out["optima"] else None)
     return "\n".join(lines)
 
 
@@ -283,11 +363,19 @@ def _split_lines(d: dict, rounded: int | None) -> list[str]:
     from shardc.tools.derive_splits import Split, SplitScan, text_lines
 
     var, partner = d["var"], d["partner"]
-    splits = tuple(Split(x[var], x[partner], x["t_comms_s"], x["t_lower_s"], x["plan"])
-                   for x in d["splits"])
-    s = SplitScan(var, partner, d["devices"], d["devices_used"], splits,
-                  tuple(p["collectives"] for p in d["plans"]), d["complete"],
-                  tuple((x[var], x[partner], x["why"]) for x in d["skipped"]))
+    splits = tuple(
+        Split(x[var], x[partner], x["t_comms_s"], x["t_lower_s"], x["plan"]) for x in d["splits"]
+    )
+    s = SplitScan(
+        var,
+        partner,
+        d["devices"],
+        d["devices_used"],
+        splits,
+        tuple(p["collectives"] for p in d["plans"]),
+        d["complete"],
+        tuple((x[var], x[partner], x["why"]) for x in d["skipped"]),
+    )
     return text_lines(s, rounded)
 
 
@@ -307,16 +395,25 @@ def _region_lines(by: dict | None) -> list[str]:
     from shardc.tools.derive_by_region import interval_text
 
     var = by["var"]
-    out = [f"  by region of the plans ({var} solved in each; the program a compile with {var} "
-           "bound runs there):"]
+    out = [
+        f"  by region of the plans ({var} solved in each; the program a compile with {var} "
+        "bound runs there):"
+    ]
     for reg in by["regions"]:
         out.append(f"    where {reg['condition']}   ({reg['share_of_sample']:.0%} of the sample)")
         for c in reg["conditions"]:
             s = c["solved"]
-            how = (f"{s['var']} {s['rel']} {s['expr']}"
-                   + ("" if s["value"] is None else f" (= {s['value']:.4g})")) if s else c["expr"]
-            where = (" or ".join(interval_text(var, lo, hi) for lo, hi in c["intervals"])
-                     or "none here")
+            how = (
+                (
+                    f"{s['var']} {s['rel']} {s['expr']}"
+                    + ("" if s["value"] is None else f" (= {s['value']:.4g})")
+                )
+                if s
+                else c["expr"]
+            )
+            where = (
+                " or ".join(interval_text(var, lo, hi) for lo, hi in c["intervals"]) or "none here"
+            )
             out.append(f"      {c['name']}: {how}: holds: {where}")
     return out
 
@@ -327,10 +424,14 @@ def to_latex(out: dict) -> str:
     lines = ["\\begin{align*}"]
     for c in out["conditions"]:
         s = c["solved"]
-        lines.append(f"  \\text{{{latex_text(c['name'])}}}:\\ & {c['latex']}"
-                     + (f" \\iff {s['var']} {s['rel']} {s['latex']}" if s else "") + " \\\\")
+        lines.append(
+            f"  \\text{{{latex_text(c['name'])}}}:\\ & {c['latex']}"
+            + (f" \\iff {s['var']} {s['rel']} {s['latex']}" if s else "")
+            + " \\\\"
+        )
     for o in out["optima"]:
-        lines.append(f"  {o['var']}_{{opt}} &= {o['latex']} && "
-                     f"\\text{{({latex_text(o['overlap'])})}} \\\\")
+        lines.append(
+            f"  {o['var']}_{{opt}} &= {o['latex']} && \\text{{({latex_text(o['overlap'])})}} \\\\"
+        )
     lines.append("\\end{align*}")
     return "\n".join(lines)

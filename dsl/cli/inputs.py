@@ -21,16 +21,28 @@ from shardc.passes.context import Model
 if TYPE_CHECKING:
     from shardc.passes.context import Options
 
-__all__ = ["COST_MODELS", "add_cost_model_flag", "add_objective_flag", "add_option_flags",
-           "add_precision_flag", "options_from", "parse_binding", "parse_number", "read_program",
-           "usage_error"]
+__all__ = [
+    "COST_MODELS",
+    "add_cost_model_flag",
+    "add_objective_flag",
+    "add_option_flags",
+    "add_precision_flag",
+    "options_from",
+    "parse_binding",
+    "parse_number",
+    "read_program",
+    "usage_error",
+]
 
 COST_MODELS = get_args(Model)
 
 
-def add_option_flags(p: argparse.ArgumentParser, *names: str,
-                     help: Mapping[str, str] | None = None,
-                     default: Mapping[str, Any] | None = None) -> None:
+def add_option_flags(
+    p: argparse.ArgumentParser,
+    *names: str,
+    help: Mapping[str, str] | None = None,
+    default: Mapping[str, Any] | None = None,
+) -> None:
     """A flag for each compile option named, as `passes.context.Options` declares it (flags,
     choices, default, help); `help` and `default` give a command's own wording or default.
     `options_from` reads them back."""
@@ -62,13 +74,19 @@ def options_from(args: argparse.Namespace, **overrides: Any) -> Options:
     return options_with(None, {**given, **overrides})
 
 
-def add_cost_model_flag(p: argparse.ArgumentParser, *, default: str = "exact",
-                        help: str | None = None) -> None:
+def add_cost_model_flag(
+    p: argparse.ArgumentParser, *, default: str = "exact", help: str | None = None
+) -> None:
     """The collective cost model: `--cost-model`, the spelling every subcommand takes, and
     `--model`, its short spelling everywhere but `plan` (where `--model` was the model card);
     and beside it `--matmul-precision`."""
-    add_option_flags(p, "model", "matmul_precision", help={"model": help} if help else None,
-                     default={"model": default})
+    add_option_flags(
+        p,
+        "model",
+        "matmul_precision",
+        help={"model": help} if help else None,
+        default={"model": default},
+    )
 
 
 def add_precision_flag(p: argparse.ArgumentParser) -> None:
@@ -98,8 +116,9 @@ def parse_binding(text: str) -> tuple[str, Decimal]:
         parse_number(m.group(2))  # refuses what no float can hold: 1e400, 1e-400
         return m.group(1), parse_decimal(m.group(2))
     except NumberError as exc:
-        raise argparse.ArgumentTypeError(f"{clipped(m.group(1))}={clipped(m.group(2))}: "
-                                         f"{exc}") from None
+        raise argparse.ArgumentTypeError(
+            f"{clipped(m.group(1))}={clipped(m.group(2))}: {exc}"
+        ) from None
 
 
 def read_program(path: str) -> Source:

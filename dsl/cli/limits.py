@@ -22,16 +22,30 @@ the paper's values beside ours. See docs/limits.md for the model and its decisio
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "limits", help="data-movement limits of frontier training runs (Epoch AI model)",
-        description=DESCRIPTION)
-    p.add_argument("--preset", action="extend", nargs="+", metavar="NAME", default=[],
-                   help="hardware preset(s) to report (repeatable; default: every preset in "
-                        "the closed form and the Table 3/4 presets in the simulation)")
+        "limits",
+        help="data-movement limits of frontier training runs (Epoch AI model)",
+        description=DESCRIPTION,
+    )
+    p.add_argument(
+        "--preset",
+        action="extend",
+        nargs="+",
+        metavar="NAME",
+        default=[],
+        help="hardware preset(s) to report (repeatable; default: every preset in "
+        "the closed form and the Table 3/4 presets in the simulation)",
+    )
     p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument("--plot", metavar="OUT.png",
-                   help="also plot utilization against training compute (needs matplotlib)")
-    p.add_argument("--progress", action="store_true",
-                   help="report search progress on stderr even when it is not a terminal")
+    p.add_argument(
+        "--plot",
+        metavar="OUT.png",
+        help="also plot utilization against training compute (needs matplotlib)",
+    )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="report search progress on stderr even when it is not a terminal",
+    )
     p.set_defaults(run=run)
 
 
@@ -40,14 +54,15 @@ def run(args: argparse.Namespace) -> int:
 
     unknown = [n for n in args.preset if n not in presets.PRESETS]
     if unknown:
-        return usage_error(f"unknown preset {unknown[0]!r}; known: "
-                           + ", ".join(presets.PRESETS))
+        return usage_error(f"unknown preset {unknown[0]!r}; known: " + ", ".join(presets.PRESETS))
     if args.plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            return usage_error("--plot needs matplotlib, which is not installed; "
-                               "install it with: pip install 'shardc[plot]'")
+            return usage_error(
+                "--plot needs matplotlib, which is not installed; "
+                "install it with: pip install 'shardc[plot]'"
+            )
         from shardc.driver.files import CliIOError, check_writable
 
         try:  # before the long computation: a bad path should not cost it
@@ -62,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
     simulated = [presets.PRESETS[n] for n in (names or presets.SIMULATED_BY_DEFAULT)]
     from shardc.cli.progress import for_command
 
-    progress = for_command(args.progress, machine_output=args.format == "json",
-                           stages=2 * len(simulated))  # a dense and a sparse search each
+    progress = for_command(
+        args.progress, machine_output=args.format == "json", stages=2 * len(simulated)
+    )  # a dense and a sparse search each
     try:
         lim = report.compute(closed, simulated, full_curves=bool(args.plot), progress=progress)
     finally:

@@ -16,17 +16,20 @@ def _budget(text: str) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and 0 < value <= 3600):
-        raise argparse.ArgumentTypeError(
-            f"expected seconds above 0 and at most 3600, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 3600, got {text!r}")
     return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--time-budget", type=_budget, default=LSP_COMPILE_SECONDS,
-                   metavar="SECONDS",
-                   help="CPU seconds one compile of a document may take (default "
-                   f"{LSP_COMPILE_SECONDS:g}); past it the compile is stopped and the "
-                   "document gets a diagnostic saying so")
+    p.add_argument(
+        "--time-budget",
+        type=_budget,
+        default=LSP_COMPILE_SECONDS,
+        metavar="SECONDS",
+        help="CPU seconds one compile of a document may take (default "
+        f"{LSP_COMPILE_SECONDS:g}); past it the compile is stopped and the "
+        "document gets a diagnostic saying so",
+    )
 
 
 def run(args: argparse.Namespace, version: str) -> int:

@@ -31,92 +31,172 @@ def add_parser(sub) -> None:
     m = sub.add_parser("model", help="model cards: list, show derived numbers, write programs")
     ms = m.add_subparsers(dest="model_command", required=True, metavar="ACTION")
     ms.add_parser("list", help="list the shipped model cards").set_defaults(run=run_list)
-    show = ms.add_parser("show", help="a card with its parameters, FLOPs and KV cache, "
-                         "read off its compiled programs")
+    show = ms.add_parser(
+        "show",
+        help="a card with its parameters, FLOPs and KV cache, read off its compiled programs",
+    )
     show.add_argument("name", help="card name (see `shardc model list`) or path to a card TOML")
-    show.add_argument("--tokens", help="training tokens for the total FLOPs (default: the "
-                      "card's; 15e12, 15T)")
-    show.add_argument("--seq", help="sequence length for the attention FLOPs (default: "
-                      "the card's)")
+    show.add_argument(
+        "--tokens", help="training tokens for the total FLOPs (default: the card's; 15e12, 15T)"
+    )
+    show.add_argument("--seq", help="sequence length for the attention FLOPs (default: the card's)")
     show.add_argument("--kv-dtype", choices=["bf16", "fp8", "int8", "f32"], default="bf16")
     show.add_argument("--format", choices=["text", "json"], default="text")
     show.set_defaults(run=run_show)
-    ms.add_parser("schema", help="print the JSON Schema of model card TOML files (for "
-                  "editors; docs/plan.md, 'Writing a card')").set_defaults(run=run_schema)
-    imp = ms.add_parser("import", help="write a card TOML from a Hugging Face config.json "
-                        "(LLaMA, Mistral, Qwen, Gemma, Mixtral, DeepSeek; local files only)")
+    ms.add_parser(
+        "schema",
+        help="print the JSON Schema of model card TOML files (for "
+        "editors; docs/plan.md, 'Writing a card')",
+    ).set_defaults(run=run_schema)
+    imp = ms.add_parser(
+        "import",
+        help="write a card TOML from a Hugging Face config.json "
+        "(LLaMA, Mistral, Qwen, Gemma, Mixtral, DeepSeek; local files only)",
+    )
     imp.add_argument("config", help="path to a config.json")
     imp.add_argument("-o", "--output", help="write the card here (default: stdout)")
     imp.set_defaults(run=run_import)
     prog = ms.add_parser("program", help="write one generated .shard program of a model")
     prog.add_argument("name")
     prog.add_argument("--strategy", choices=STRATEGIES, default="fsdp-tp")
-    prog.add_argument("--mesh", help="mesh axes, e.g. 'X=2048, Y=4' or 'P=2 @dcn, X, Y=8'; "
-                      "Y* axes are tensor-parallel, P* axes pods (default: symbolic X and Y)")
-    prog.add_argument("--batch", help="tokens per step (4Mi = 4*2^20, 4M = 4*10^6; "
-                      "default: the card's)")
+    prog.add_argument(
+        "--mesh",
+        help="mesh axes, e.g. 'X=2048, Y=4' or 'P=2 @dcn, X, Y=8'; "
+        "Y* axes are tensor-parallel, P* axes pods (default: symbolic X and Y)",
+    )
+    prog.add_argument(
+        "--batch", help="tokens per step (4Mi = 4*2^20, 4M = 4*10^6; default: the card's)"
+    )
     prog.add_argument("--seq", help="sequence length (default: the card's)")
-    prog.add_argument("--part", default="layer",
-                      help="layer (default), head (embedding/unembedding), moe-layer, experts")
+    prog.add_argument(
+        "--part",
+        default="layer",
+        help="layer (default), head (embedding/unembedding), moe-layer, experts",
+    )
     prog.add_argument("--hw", help="chip for the program's `hardware` line")
-    prog.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false",
-                      help="keep the residual stream replicated over the tensor axes (an "
-                      "AllReduce after each block) instead of sharded (AllGather + "
-                      "ReduceScatter)")
-    prog.add_argument("--expert-parallel", action="store_true",
-                      help="MoE: shard the routed experts over the data axes that divide them, "
-                      "dispatching tokens by AllToAll (as plan lays MoE models out)")
+    prog.add_argument(
+        "--no-sequence-parallel",
+        dest="sequence_parallel",
+        action="store_false",
+        help="keep the residual stream replicated over the tensor axes (an "
+        "AllReduce after each block) instead of sharded (AllGather + "
+        "ReduceScatter)",
+    )
+    prog.add_argument(
+        "--expert-parallel",
+        action="store_true",
+        help="MoE: shard the routed experts over the data axes that divide them, "
+        "dispatching tokens by AllToAll (as plan lays MoE models out)",
+    )
     prog.add_argument("-o", "--output", help="write the program here instead of stdout")
     prog.set_defaults(run=run_program)
 
-    p = sub.add_parser("plan", help="rank DP / FSDP / TP / FSDP+TP for training a model on N "
-                       "chips, each strategy compiled")
-    p.add_argument("--card", "--model", dest="card", required=True, action=_CardFlag,
-                   help="model card name or path to a card TOML (`--model` is the old "
-                   "spelling, deprecated: elsewhere --model is short for --cost-model)")
+    p = sub.add_parser(
+        "plan",
+        help="rank DP / FSDP / TP / FSDP+TP for training a model on N "
+        "chips, each strategy compiled",
+    )
+    p.add_argument(
+        "--card",
+        "--model",
+        dest="card",
+        required=True,
+        action=_CardFlag,
+        help="model card name or path to a card TOML (`--model` is the old "
+        "spelling, deprecated: elsewhere --model is short for --cost-model)",
+    )
     p.add_argument("--hw", required=True, help="chip name or path to a chip TOML")
-    p.add_argument("--chips", required=True, help="number of chips (a power of two, or whole "
-                   "pods: 8960 for tpu-v5p)")
-    p.add_argument("--batch", help="tokens per step (4Mi = 4*2^20 = 1024 sequences of 4096, "
-                   "4M = 4*10^6; default: the card's)")
+    p.add_argument(
+        "--chips",
+        required=True,
+        help="number of chips (a power of two, or whole pods: 8960 for tpu-v5p)",
+    )
+    p.add_argument(
+        "--batch",
+        help="tokens per step (4Mi = 4*2^20 = 1024 sequences of 4096, "
+        "4M = 4*10^6; default: the card's)",
+    )
     p.add_argument("--seq", help="sequence length (default: the card's)")
     add_option_flags(p, "optimizer", "remat", "attention")
-    p.add_argument("--cost-model", dest="cost_model", choices=COST_MODELS, default="exact",
-                   help="collective costs: exact ring (default) or the book's formulas")
+    p.add_argument(
+        "--cost-model",
+        dest="cost_model",
+        choices=COST_MODELS,
+        default="exact",
+        help="collective costs: exact ring (default) or the book's formulas",
+    )
     add_precision_flag(p)
-    p.add_argument("--layout", metavar="STRATEGY[: MESH]",
-                   help="evaluate one layout instead of searching: a strategy (dp, fsdp, tp, "
-                   "fsdp-tp, dp-tp; pipelined pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp with PP= "
-                   "stages: 'pp-dp-tp: PP=16, Y=8') and its mesh sizes, laid out on the slice "
-                   "as the search would "
-                   "('fsdp-tp: X=2048, Y=4'), or with each axis's links as `model program "
-                   "--mesh` takes them ('fsdp-tp: X1=1024 @ici(x, y), X2=2 @ici(z), Y=4 @ici(z)')")
-    p.add_argument("--zero", type=int, choices=(0, 1, 2), default=0,
-                   help="ZeRO stage of the layouts that replicate the weights (dp, dp-tp, "
-                   "pp-*): 1 shards the optimizer state over the data axes (Megatron-LM's "
-                   "distributed optimizer), 2 the gradients too; FSDP is stage 3")
-    p.add_argument("--pipeline-schedule", dest="schedule", choices=get_args(PipelineSchedule),
-                   default="1f1b", help="schedule of pipelined candidates (default 1f1b)")
-    p.add_argument("--virtual-stages", dest="virtual_stages", default="2", metavar="V",
-                   help="model chunks per stage under --pipeline-schedule interleaved "
-                   "(default 2)")
-    p.add_argument("--microbatch", dest="microbatch", default="1", metavar="SEQUENCES",
-                   help="sequences per data replica in one pipeline microbatch (default 1)")
-    p.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false",
-                   help="tensor-parallel layouts keep the residual stream replicated over the "
-                   "tensor axes (an AllReduce after each block, Megatron-LM without sequence "
-                   "parallelism) instead of sharded")
-    p.add_argument("--dropout", default="0", metavar="P",
-                   help="dropout rate of the residual additions and the attention "
-                   "probabilities, 0 to below 1 (default 0); above 0 the calibrated step pays "
-                   "the masks' memory passes (Megatron-LM's default is 0.1)")
-    p.add_argument("--jobs", "-j", default=None, metavar="N",
-                   help="compile candidates in N processes (default: the CPUs, at most 4; "
-                   "1 compiles them one after another); the plan is the same")
+    p.add_argument(
+        "--layout",
+        metavar="STRATEGY[: MESH]",
+        help="evaluate one layout instead of searching: a strategy (dp, fsdp, tp, "
+        "fsdp-tp, dp-tp; pipelined pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp with PP= "
+        "stages: 'pp-dp-tp: PP=16, Y=8') and its mesh sizes, laid out on the slice "
+        "as the search would "
+        "('fsdp-tp: X=2048, Y=4'), or with each axis's links as `model program "
+        "--mesh` takes them ('fsdp-tp: X1=1024 @ici(x, y), X2=2 @ici(z), Y=4 @ici(z)')",
+    )
+    p.add_argument(
+        "--zero",
+        type=int,
+        choices=(0, 1, 2),
+        default=0,
+        help="ZeRO stage of the layouts that replicate the weights (dp, dp-tp, "
+        "pp-*): 1 shards the optimizer state over the data axes (Megatron-LM's "
+        "distributed optimizer), 2 the gradients too; FSDP is stage 3",
+    )
+    p.add_argument(
+        "--pipeline-schedule",
+        dest="schedule",
+        choices=get_args(PipelineSchedule),
+        default="1f1b",
+        help="schedule of pipelined candidates (default 1f1b)",
+    )
+    p.add_argument(
+        "--virtual-stages",
+        dest="virtual_stages",
+        default="2",
+        metavar="V",
+        help="model chunks per stage under --pipeline-schedule interleaved (default 2)",
+    )
+    p.add_argument(
+        "--microbatch",
+        dest="microbatch",
+        default="1",
+        metavar="SEQUENCES",
+        help="sequences per data replica in one pipeline microbatch (default 1)",
+    )
+    p.add_argument(
+        "--no-sequence-parallel",
+        dest="sequence_parallel",
+        action="store_false",
+        help="tensor-parallel layouts keep the residual stream replicated over the "
+        "tensor axes (an AllReduce after each block, Megatron-LM without sequence "
+        "parallelism) instead of sharded",
+    )
+    p.add_argument(
+        "--dropout",
+        default="0",
+        metavar="P",
+        help="dropout rate of the residual additions and the attention "
+        "probabilities, 0 to below 1 (default 0); above 0 the calibrated step pays "
+        "the masks' memory passes (Megatron-LM's default is 0.1)",
+    )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        default=None,
+        metavar="N",
+        help="compile candidates in N processes (default: the CPUs, at most 4; "
+        "1 compiles them one after another); the plan is the same",
+    )
     p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument("--progress", action="store_true",
-                   help="report which candidate is being compiled on stderr even when it is not "
-                   "a terminal (on a terminal it shows after a second)")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="report which candidate is being compiled on stderr even when it is not "
+        "a terminal (on a terminal it shows after a second)",
+    )
     p.set_defaults(run=run_plan)
 
 
@@ -125,8 +205,11 @@ class _CardFlag(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         if option_string == "--model":
-            print("shardc plan: note: --model is deprecated here, write --card (in compile, "
-                  "derive and sweep --model is short for --cost-model)", file=sys.stderr)
+            print(
+                "shardc plan: note: --model is deprecated here, write --card (in compile, "
+                "derive and sweep --model is short for --cost-model)",
+                file=sys.stderr,
+            )
         setattr(namespace, self.dest, values)
 
 
@@ -144,13 +227,16 @@ def parse_tokens(text: str, what: str) -> int:
     try:
         value = parse_decimal(text)
     except NumberError:
-        raise InputError(f"{what} {quoted(text)} is not a token count (try 4194304, 4Mi = 4*2^20, "
-                         "4M = 4*10^6, or 15e12)") from None
+        raise InputError(
+            f"{what} {quoted(text)} is not a token count (try 4194304, 4Mi = 4*2^20, "
+            "4M = 4*10^6, or 15e12)"
+        ) from None
     try:
         return whole(value, what)
     except NumberError:
-        raise InputError(f"{what} {quoted(text)} is not a whole number of tokens (from 1 to "
-                         "2**63 - 1)") from None
+        raise InputError(
+            f"{what} {quoted(text)} is not a whole number of tokens (from 1 to 2**63 - 1)"
+        ) from None
 
 
 def _count(text: str, what: str, limit: int) -> int:
@@ -194,10 +280,12 @@ def _guard(fn):
         except InputError as exc:
             print_diagnostics(f"shardc {args.command}: error: {visible_lines(str(exc))}")
             return 1
+
     return run
 
 
 # ---- shardc model ------------------------------------------------------------------------------
+
 
 @_guard
 def run_list(args: argparse.Namespace) -> int:
@@ -206,9 +294,12 @@ def run_list(args: argparse.Namespace) -> int:
     for name in models.available():
         c = models.load(name)
         extra = (f", MoE {c.moe.n_experts} experts top-{c.moe.n_active}" if c.moe else "") + (
-            ", MLA (approximated)" if c.mla else "")
-        print(f"{name:14s} {c.display_name:14s} L={c.n_layers} D={c.d_model} F={c.d_ff} "
-              f"N={c.n_heads} K={c.n_kv_heads} H={c.d_head} V={c.vocab}{extra}")
+            ", MLA (approximated)" if c.mla else ""
+        )
+        print(
+            f"{name:14s} {c.display_name:14s} L={c.n_layers} D={c.d_model} F={c.d_ff} "
+            f"N={c.n_heads} K={c.n_kv_heads} H={c.d_head} V={c.vocab}{extra}"
+        )
     return 0
 
 
@@ -275,14 +366,14 @@ def run_program(args: argparse.Namespace) -> int:
     seq = parse_tokens(args.seq, "--seq") if args.seq else card.seq_len
     tokens = parse_tokens(args.batch, "--batch") if args.batch else card.batch_tokens or seq
     if tokens % seq:
-        raise InputError(f"--batch {tokens} tokens is not a whole number of {seq}-token "
-                         "sequences")
+        raise InputError(f"--batch {tokens} tokens is not a whole number of {seq}-token sequences")
     layout = mesh_layout(args.strategy, args.mesh)
     if not args.sequence_parallel or args.expert_parallel:
         import dataclasses
 
-        layout = dataclasses.replace(layout, sequence_parallel=args.sequence_parallel,
-                                     expert_parallel=args.expert_parallel)
+        layout = dataclasses.replace(
+            layout, sequence_parallel=args.sequence_parallel, expert_parallel=args.expert_parallel
+        )
     if args.hw:
         _chip(args.hw)
     try:
@@ -290,8 +381,9 @@ def run_program(args: argparse.Namespace) -> int:
     except ShardingError as exc:
         raise InputError(str(exc)) from None
     # The program must compile as far as the collectives, or it is not worth printing.
-    result = run_pipeline(Source(f"<{card.name} {args.part}>", prog.text), hw=args.hw,
-                          stop_after="insert-collectives")
+    result = run_pipeline(
+        Source(f"<{card.name} {args.part}>", prog.text), hw=args.hw, stop_after="insert-collectives"
+    )
     if result.diagnostics.has_errors:
         print_diagnostics(result.rendered())
         return 1
@@ -329,8 +421,10 @@ def mesh_layout(strategy: str, mesh: str | None):
         # wrap flag) and written back from them, so no text of the flag reaches the program.
         m = re.fullmatch(rf"\s*({_IDENT})\s*(?:=\s*({SIZE_PATTERN}))?\s*{_LINK}\s*", item)
         if not m:
-            raise InputError(f"--mesh item {quoted(item.strip())} is not NAME=SIZE with an "
-                             "optional link (e.g. X=2048, Y=4 @ici(x), P=2 @dcn, Z=4 nowrap)")
+            raise InputError(
+                f"--mesh item {quoted(item.strip())} is not NAME=SIZE with an "
+                "optional link (e.g. X=2048, Y=4 @ici(x), P=2 @dcn, Z=4 nowrap)"
+            )
         name, size = m.group(1), m.group(2)
         link = _link_text(m.group(3), m.group(4), m.group(5))
         if name.startswith("P"):
@@ -349,8 +443,10 @@ def mesh_layout(strategy: str, mesh: str | None):
 
 
 _IDENT = r"[A-Za-z][A-Za-z0-9]*"
-_LINK = (rf"(?:@\s*({_IDENT})\s*(?:\(\s*({_IDENT}(?:\s*,\s*{_IDENT})*)\s*\))?)?\s*"
-         r"(?:\b(wrap|nowrap))?")
+_LINK = (
+    rf"(?:@\s*({_IDENT})\s*(?:\(\s*({_IDENT}(?:\s*,\s*{_IDENT})*)\s*\))?)?\s*"
+    r"(?:\b(wrap|nowrap))?"
+)
 """A mesh axis's link as `--mesh` takes it: `@level`, `@level(x, y)`, then `wrap` or `nowrap`."""
 
 
@@ -380,9 +476,11 @@ def _layout_flag(text: str, chip, chips: int):
     if strategy in PIPELINED:
         return _pipelined_layout(text, strategy, mesh.strip(), chip, chips)
     if strategy not in STRATEGIES or strategy == "single":
-        raise InputError(f"--layout {quoted(text)}: the strategy is one of dp, fsdp, tp, fsdp-tp, "
-                         "dp-tp, pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp, then ':' and the mesh "
-                         "('fsdp-tp: X=2048, Y=4', 'pp-dp-tp: PP=16, X=128, Y=8')")
+        raise InputError(
+            f"--layout {quoted(text)}: the strategy is one of dp, fsdp, tp, fsdp-tp, "
+            "dp-tp, pp-dp, pp-dp-tp, pp-fsdp, pp-fsdp-tp, then ':' and the mesh "
+            "('fsdp-tp: X=2048, Y=4', 'pp-dp-tp: PP=16, X=128, Y=8')"
+        )
     mesh = mesh.strip()
     try:
         layout = mesh_layout(strategy, mesh or None)
@@ -397,7 +495,9 @@ def _layout_flag(text: str, chip, chips: int):
         for n in sizes:
             total *= n or 1
         if total != chips:
-            raise InputError(f"--layout {quoted(text)}: the mesh has {total} devices, --chips is {chips}")
+            raise InputError(
+                f"--layout {quoted(text)}: the mesh has {total} devices, --chips is {chips}"
+            )
         return layout
     per_pod = choose_slice(chip, chips).chips_per_pod
     if strategy == "tp" and not mesh:
@@ -408,17 +508,20 @@ def _layout_flag(text: str, chip, chips: int):
             data *= a.size
             data_axes = True
     if data_axes and data * tp != per_pod:
-        raise InputError(f"--layout {quoted(text)}: {data} x {tp} devices, but the slice for "
-                         f"--chips {chips} has {per_pod} chips per pod (give sizes that multiply "
-                         f"to {per_pod}, or only the tensor axis: 'fsdp-tp: Y={tp}')"
-                         if strategy == "fsdp-tp" else
-                         f"--layout {quoted(text)}: {data * tp} devices, but the slice for --chips "
-                         f"{chips} has {per_pod} chips per pod")
+        raise InputError(
+            f"--layout {quoted(text)}: {data} x {tp} devices, but the slice for "
+            f"--chips {chips} has {per_pod} chips per pod (give sizes that multiply "
+            f"to {per_pod}, or only the tensor axis: 'fsdp-tp: Y={tp}')"
+            if strategy == "fsdp-tp"
+            else f"--layout {quoted(text)}: {data * tp} devices, but the slice for --chips "
+            f"{chips} has {per_pod} chips per pod"
+        )
     return strategy, tp
 
 
-def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
-                      ) -> tuple[str, int, int, int]:
+def _pipelined_layout(
+    text: str, strategy: str, mesh: str, chip, chips: int
+) -> tuple[str, int, int, int]:
     """`--layout 'pp-dp-tp: PP=16, X=128, Y=8'`: (strategy, tensor degree, stages,
     context-parallel degree). PP is required; X, if given, must be what is left of the chips
     (data x context ranks); CP= splits each sequence over that many of X's ranks."""
@@ -429,10 +532,12 @@ def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
     for item in _split_mesh(mesh):
         m = re.fullmatch(r"\s*(PP|X|Y|CP)\s*=\s*(\S+)\s*", item)
         if not m:
-            raise InputError(f"--layout {quoted(text)}: a pipelined layout is written with PP=, X=, "
-                             "Y= and CP= sizes only ('pp-dp-tp: PP=16, X=128, Y=8', CP= "
-                             "splitting each sequence over X's ranks), got "
-                             f"{item.strip()!r}")
+            raise InputError(
+                f"--layout {quoted(text)}: a pipelined layout is written with PP=, X=, "
+                "Y= and CP= sizes only ('pp-dp-tp: PP=16, X=128, Y=8', CP= "
+                "splitting each sequence over X's ranks), got "
+                f"{item.strip()!r}"
+            )
         if m.group(1) in sizes:
             raise InputError(f"--layout {quoted(text)}: {m.group(1)} is given twice")
         sizes[m.group(1)] = _count(m.group(2), f"--layout {m.group(1)}=", MAX_INTEGER)
@@ -440,12 +545,15 @@ def _pipelined_layout(text: str, strategy: str, mesh: str, chip, chips: int
         raise InputError(f"--layout {quoted(text)}: give the stages, PP=N")
     t = sizes.get("Y", 1)
     if t > 1 and not strategy.endswith("-tp"):
-        raise InputError(f"--layout {quoted(text)}: {strategy} has no tensor axis; write "
-                         f"{strategy}-tp for Y={t}")
+        raise InputError(
+            f"--layout {quoted(text)}: {strategy} has no tensor axis; write {strategy}-tp for Y={t}"
+        )
     per_pod = choose_slice(chip, chips).chips_per_pod
     if "X" in sizes and sizes["X"] * t * sizes["PP"] != per_pod:
-        raise InputError(f"--layout {quoted(text)}: PP x X x Y = {sizes['PP'] * sizes['X'] * t} "
-                         f"devices, but --chips {chips} uses {per_pod}")
+        raise InputError(
+            f"--layout {quoted(text)}: PP x X x Y = {sizes['PP'] * sizes['X'] * t} "
+            f"devices, but --chips {chips} uses {per_pod}"
+        )
     return strategy, t, sizes["PP"], sizes.get("CP", 1)
 
 
@@ -472,6 +580,7 @@ def _split_mesh(text: str) -> list[str]:
 
 
 # ---- shardc plan -------------------------------------------------------------------------------
+
 
 def _rate(text: str, flag: str) -> float:
     """A probability from 0 to below 1 (`--dropout 0.1`), or an InputError naming the flag."""
@@ -507,16 +616,29 @@ def run_plan(args: argparse.Namespace) -> int:
     only = _layout_flag(args.layout, chip, chips) if args.layout is not None else None
     progress = for_command(args.progress, machine_output=args.format == "json")
     try:
-        p = plan(card, chip, chips, tokens, seq,
-                 Options(args.optimizer, args.remat, args.cost_model, args.attention,
-                         zero=args.zero, schedule=args.schedule,
-                         virtual_stages=_count(args.virtual_stages, "--virtual-stages", 1024),
-                         microbatch_sequences=_count(args.microbatch, "--microbatch",
-                                                     1 << 20),
-                         sequence_parallel=args.sequence_parallel,
-                         matmul_precision=args.matmul_precision,
-                         dropout=_rate(args.dropout, "--dropout")),
-                 progress=progress, only=only, jobs=_jobs(args.jobs))
+        p = plan(
+            card,
+            chip,
+            chips,
+            tokens,
+            seq,
+            Options(
+                args.optimizer,
+                args.remat,
+                args.cost_model,
+                args.attention,
+                zero=args.zero,
+                schedule=args.schedule,
+                virtual_stages=_count(args.virtual_stages, "--virtual-stages", 1024),
+                microbatch_sequences=_count(args.microbatch, "--microbatch", 1 << 20),
+                sequence_parallel=args.sequence_parallel,
+                matmul_precision=args.matmul_precision,
+                dropout=_rate(args.dropout, "--dropout"),
+            ),
+            progress=progress,
+            only=only,
+            jobs=_jobs(args.jobs),
+        )
     except PlanError as exc:
         raise InputError(("--layout: " if only is not None else "") + str(exc)) from None
     finally:
@@ -527,5 +649,3 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         write_result(plan_text(p))
     return 0
-
-

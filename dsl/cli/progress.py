@@ -23,8 +23,9 @@ class Progress:
     """Call with a message; `update(done, total, what)` sets the bar outright; `done()` ends
     it. Nothing is shown before `delay` seconds have passed, so a quick run prints nothing."""
 
-    def __init__(self, tty: bool, delay: float = 1.0, *, stages: int | None = None,
-                 console: Any = None) -> None:
+    def __init__(
+        self, tty: bool, delay: float = 1.0, *, stages: int | None = None, console: Any = None
+    ) -> None:
         self.tty, self.last, self.start, self.delay = tty, "", time.monotonic(), delay
         self.shown = False
         self.stages, self.seen = stages, 0
@@ -74,18 +75,24 @@ class Progress:
             from shardc.cli.style import console, wants_colour
 
             out = self._console or console(sys.stderr, no_color=not wants_colour(sys.stderr))
-            self._bar = rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(),
-                                    rp.MofNCompleteColumn(), rp.TimeElapsedColumn(),
-                                    rp.TextColumn("ETA"), rp.TimeRemainingColumn(),
-                                    console=out, transient=True, redirect_stdout=False,
-                                    redirect_stderr=False,  # results stay on stdout
-                                    # no refresh thread: `plan --jobs` forks worker processes
-                                    # while the bar is up, and a fork copies a thread's locks
-                                    auto_refresh=False)
+            self._bar = rp.Progress(
+                rp.TextColumn("{task.description}"),
+                rp.BarColumn(),
+                rp.MofNCompleteColumn(),
+                rp.TimeElapsedColumn(),
+                rp.TextColumn("ETA"),
+                rp.TimeRemainingColumn(),
+                console=out,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,  # results stay on stdout
+                # no refresh thread: `plan --jobs` forks worker processes
+                # while the bar is up, and a fork copies a thread's locks
+                auto_refresh=False,
+            )
             self._task = self._bar.add_task(what, total=total, completed=done)
             self._bar.start()
-        self._bar.update(self._task, completed=done, total=total, description=what,
-                         refresh=True)
+        self._bar.update(self._task, completed=done, total=total, description=what, refresh=True)
 
     def done(self) -> None:
         if self._bar is not None:
@@ -93,8 +100,9 @@ class Progress:
             self._bar = None
 
 
-def for_command(requested: bool, machine_output: bool = False, *,
-                stages: int | None = None) -> Progress | None:
+def for_command(
+    requested: bool, machine_output: bool = False, *, stages: int | None = None
+) -> Progress | None:
     """A `Progress` when `--progress` asks for one, or when stderr is a terminal and the result
     is for a person (`machine_output`: JSON, which a program reads, gets none unasked)."""
     tty = sys.stderr.isatty()

@@ -37,8 +37,9 @@ def max_blocks(text: str) -> int:
 
     value = text.strip()
     if not value.isdigit() or not 2 <= int(value) <= MAX_BLOCKS_LIMIT:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 2 to "
-                                         f"{MAX_BLOCKS_LIMIT}, got {clipped(text)!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 2 to {MAX_BLOCKS_LIMIT}, got {clipped(text)!r}"
+        )
     return int(value)
 
 
@@ -64,24 +65,45 @@ class _Intermixed(argparse.ArgumentParser):
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("show", help="draw which mesh devices hold which block of each "
-                              "array", description=DESCRIPTION)
+    p = subparsers.add_parser(
+        "show",
+        help="draw which mesh devices hold which block of each array",
+        description=DESCRIPTION,
+    )
     p.__class__ = _Intermixed  # (the subparsers make every parser of one class)
     p.add_argument("program", help="path to a .shard file ('-' reads standard input)")
-    p.add_argument("arrays", nargs="*", metavar="ARRAY",
-                   help="the arrays to draw (default: every array, in program order)")
-    p.add_argument("--ops", action="store_true",
-                   help="also draw each value a collective makes (of the ARRAYs, if named)")
-    add_option_flags(p, "hw", help={"hw": "chip name or path to a chip TOML (the plan may "
-                                    "depend on it)"})
+    p.add_argument(
+        "arrays",
+        nargs="*",
+        metavar="ARRAY",
+        help="the arrays to draw (default: every array, in program order)",
+    )
+    p.add_argument(
+        "--ops",
+        action="store_true",
+        help="also draw each value a collective makes (of the ARRAYs, if named)",
+    )
+    add_option_flags(
+        p, "hw", help={"hw": "chip name or path to a chip TOML (the plan may depend on it)"}
+    )
     add_cost_model_flag(p)
-    add_option_flags(p, "bindings",
-                     help={"bindings": "bind a dim or mesh axis (its blocks are drawn)"})
-    p.add_argument("--max-blocks", type=max_blocks, default=MAX_BLOCKS, metavar="N",
-                   help=f"blocks drawn along a side before the middle ones are elided (2 to "
-                   f"{MAX_BLOCKS_LIMIT}; default {MAX_BLOCKS})")
-    p.add_argument("--format", choices=["text", "md", "html"], default="text",
-                   help="text (a rich table on a terminal, ASCII boxes elsewhere), md or html")
+    add_option_flags(
+        p, "bindings", help={"bindings": "bind a dim or mesh axis (its blocks are drawn)"}
+    )
+    p.add_argument(
+        "--max-blocks",
+        type=max_blocks,
+        default=MAX_BLOCKS,
+        metavar="N",
+        help=f"blocks drawn along a side before the middle ones are elided (2 to "
+        f"{MAX_BLOCKS_LIMIT}; default {MAX_BLOCKS})",
+    )
+    p.add_argument(
+        "--format",
+        choices=["text", "md", "html"],
+        default="text",
+        help="text (a rich table on a terminal, ASCII boxes elsewhere), md or html",
+    )
     p.set_defaults(run=run)
 
 
@@ -104,15 +126,16 @@ def run(args: argparse.Namespace) -> int:
         names = show.array_names(r)
         close = difflib.get_close_matches(unknown[0], names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return usage_error(f"show: no array {quoted(unknown[0])} in {source.name}{hint}; its "
-                           f"arrays: {', '.join(names)}")
+        return usage_error(
+            f"show: no array {quoted(unknown[0])} in {source.name}{hint}; its "
+            f"arrays: {', '.join(names)}"
+        )
     pictures = show.array_pictures(r, args.arrays, args.max_blocks)
     if args.ops:
         made = show.op_pictures(r, args.arrays, args.max_blocks)
         if not made:
             of = f" of {', '.join(args.arrays)}" if args.arrays else ""
-            print(f"note: --ops: no collective makes a value{of} in this program",
-                  file=sys.stderr)
+            print(f"note: --ops: no collective makes a value{of} in this program", file=sys.stderr)
         pictures += made
     if not pictures:
         print("note: the program has no array to draw", file=sys.stderr)
@@ -131,9 +154,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-CELL_STYLES = ("black on #9ecae1", "black on #fdae6b", "black on #a1d99b", "black on #bcbddc",
-               "black on #fc9272", "black on #d9d9d9", "black on #fee391", "black on #c6dbef",
-               "black on #c7e9c0", "black on #dadaeb")
+CELL_STYLES = (
+    "black on #9ecae1",
+    "black on #fdae6b",
+    "black on #a1d99b",
+    "black on #bcbddc",
+    "black on #fc9272",
+    "black on #d9d9d9",
+    "black on #fee391",
+    "black on #c6dbef",
+    "black on #c7e9c0",
+    "black on #dadaeb",
+)
 """A background per block on a terminal (JAX's visualizer colours each device's blocks)."""
 
 
@@ -147,15 +179,24 @@ def draw(pictures: list[Any], stream: IO[str], *, colour: bool = True, **options
 
     out = console(stream, no_color=not colour, **options)
     for k, p in enumerate(pictures):
-        table = Table(title=Text(p.title, style="bold"), title_justify="left", box=box.SQUARE,
-                      show_lines=True, header_style="bold")
+        table = Table(
+            title=Text(p.title, style="bold"),
+            title_justify="left",
+            box=box.SQUARE,
+            show_lines=True,
+            header_style="bold",
+        )
         table.add_column("")
         for c in p.cols:
             table.add_column(Text(c), justify="center")
         for label, cells, ids in zip(p.rows, p.cells, p.group, strict=True):
-            table.add_row(Text(label, style="bold"), *(
-                Text(c, style=CELL_STYLES[g % len(CELL_STYLES)] if g >= 0 and colour else "")
-                for c, g in zip(cells, ids, strict=True)))
+            table.add_row(
+                Text(label, style="bold"),
+                *(
+                    Text(c, style=CELL_STYLES[g % len(CELL_STYLES)] if g >= 0 and colour else "")
+                    for c, g in zip(cells, ids, strict=True)
+                ),
+            )
         out.print(table)
         for n in p.notes:
             out.print(Text("  " + n, style="dim"))

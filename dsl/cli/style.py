@@ -20,8 +20,9 @@ DIAGNOSTIC_STYLES = (
 )
 """(regex, rich style) for each part of a diagnostic that is coloured (the first that matches
 at a place wins; `^` is a line's start)."""
-_DIAGNOSTIC = re.compile("|".join(f"(?P<s{k}>{p})" for k, (p, _) in enumerate(DIAGNOSTIC_STYLES)),
-                         re.M)
+_DIAGNOSTIC = re.compile(
+    "|".join(f"(?P<s{k}>{p})" for k, (p, _) in enumerate(DIAGNOSTIC_STYLES)), re.M
+)
 
 
 def wants_colour(stream: IO[str]) -> bool:
@@ -68,8 +69,9 @@ def styled_diagnostics(text: str, out: Any) -> str:
     return _DIAGNOSTIC.sub(colour, text)
 
 
-def print_diagnostics(text: str, stream: IO[str] | None = None, *,
-                      colour: bool | None = None) -> None:
+def print_diagnostics(
+    text: str, stream: IO[str] | None = None, *, colour: bool | None = None
+) -> None:
     """Print diagnostics (and a line break) to `stream` (standard error), coloured where
     `wants_colour` says so (or `colour`, given)."""
     stream = sys.stderr if stream is None else stream
@@ -93,5 +95,12 @@ def write_coloured(text: str, stream: IO[str], style: str = "bold cyan") -> None
     stream.write(HEADER.sub(lambda m: before + m.group(0) + after, text))
 
 
-__all__ = ["DIAGNOSTIC_STYLES", "HEADER", "console", "print_diagnostics", "styled_diagnostics",
-           "wants_colour", "write_coloured"]
+__all__ = [
+    "DIAGNOSTIC_STYLES",
+    "HEADER",
+    "console",
+    "print_diagnostics",
+    "styled_diagnostics",
+    "wants_colour",
+    "write_coloured",
+]

@@ -24,30 +24,62 @@ NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'shardc[plot]'"
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from shardc.cli.inputs import add_cost_model_flag, add_objective_flag, add_option_flags
 
-    p = subparsers.add_parser("sweep", help="evaluate quantities over a grid of sizes; "
-                              "table, csv, json or a plot", description=DESCRIPTION)
-    p.add_argument("programs", nargs="+", metavar="PROG",
-                   help="one .shard file, or several to compare (one plot, a legend entry each)")
-    add_option_flags(p, "hw",
-                     help={"hw": "chip name or TOML (overrides the programs' hardware line)"})
+    p = subparsers.add_parser(
+        "sweep",
+        help="evaluate quantities over a grid of sizes; table, csv, json or a plot",
+        description=DESCRIPTION,
+    )
+    p.add_argument(
+        "programs",
+        nargs="+",
+        metavar="PROG",
+        help="one .shard file, or several to compare (one plot, a legend entry each)",
+    )
+    add_option_flags(
+        p, "hw", help={"hw": "chip name or TOML (overrides the programs' hardware line)"}
+    )
     add_cost_model_flag(p)
     add_objective_flag(p)
-    p.add_argument("--set", dest="settings", action="append", default=[],
-                   metavar="NAME=SPEC", help="a number (4096, 4M, 1e6) or a grid "
-                   "START:STOP:linN or START:STOP:logN; one or two grids")
-    p.add_argument("--y", dest="quantities", action="append", default=[], metavar="QUANTITY",
-                   help="what to evaluate (repeatable; default: t_math_s t_hbm_s t_comms_s "
-                        "t_lower_s bound)")
+    p.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="a number (4096, 4M, 1e6) or a grid "
+        "START:STOP:linN or START:STOP:logN; one or two grids",
+    )
+    p.add_argument(
+        "--y",
+        dest="quantities",
+        action="append",
+        default=[],
+        metavar="QUANTITY",
+        help="what to evaluate (repeatable; default: t_math_s t_hbm_s t_comms_s t_lower_s bound)",
+    )
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--plot", metavar="OUT.png", help="also draw a plot (needs matplotlib)")
-    p.add_argument("--kind", choices=["lines", "roofline"], default="lines",
-                   help="lines: quantities against the swept size, crossovers marked "
-                        "(default); roofline: FLOP/s against arithmetic intensity")
-    p.add_argument("--label", dest="labels", action="append", default=[], metavar="TEXT",
-                   help="legend entry per program, in order (default: the file names)")
+    p.add_argument(
+        "--kind",
+        choices=["lines", "roofline"],
+        default="lines",
+        help="lines: quantities against the swept size, crossovers marked "
+        "(default); roofline: FLOP/s against arithmetic intensity",
+    )
+    p.add_argument(
+        "--label",
+        dest="labels",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="legend entry per program, in order (default: the file names)",
+    )
     p.add_argument("--title", help="the plot's title")
-    p.add_argument("--progress", action="store_true",
-                   help="report progress on stderr even when it is not a terminal")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr even when it is not a terminal",
+    )
     p.set_defaults(run=run)
 
 
@@ -60,8 +92,11 @@ def run(args: argparse.Namespace) -> int:
         # The arguments' own mistakes come first, whether or not matplotlib is installed.
         _, grids = sw.parse_settings(args.settings)
         if args.plot and len(grids) != 1:
-            raise SweepError("--plot draws one grid axis; bind "
-                             + ", ".join(g.name for g in grids[1:]) + " to a number")
+            raise SweepError(
+                "--plot draws one grid axis; bind "
+                + ", ".join(g.name for g in grids[1:])
+                + " to a number"
+            )
     except SweepError as exc:
         return usage_error(str(exc))
     if args.plot:
@@ -72,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
         from shardc.driver.files import CliIOError, check_writable, chip_path
 
         try:  # before the sweep: a bad path should not cost it
-            check_writable(args.plot, flag="--plot",
-                           inputs=(*args.programs, chip_path(args.hw)))
+            check_writable(args.plot, flag="--plot", inputs=(*args.programs, chip_path(args.hw)))
         except CliIOError as exc:
             return usage_error(str(exc))
     try:
@@ -89,11 +123,15 @@ def _run(args: argparse.Namespace) -> int:
 
     fixed, grids = sw.parse_settings(args.settings)
     if args.labels and len(args.labels) != len(args.programs):
-        raise sw.SweepError(f"--label given {len(args.labels)} times for "
-                            f"{len(args.programs)} programs")
+        raise sw.SweepError(
+            f"--label given {len(args.labels)} times for {len(args.programs)} programs"
+        )
     if args.plot and len(grids) != 1:
-        raise sw.SweepError("--plot draws one grid axis; bind "
-                            + ", ".join(g.name for g in grids[1:]) + " to a number")
+        raise sw.SweepError(
+            "--plot draws one grid axis; bind "
+            + ", ".join(g.name for g in grids[1:])
+            + " to a number"
+        )
     quantities = list(dict.fromkeys(args.quantities)) or list(sw.DEFAULT_QUANTITIES)
     plotted = _plotted(args, quantities)
     extra = ("intensity", "flops_per_s") if args.plot and args.kind == "roofline" else ()
@@ -101,19 +139,24 @@ def _run(args: argparse.Namespace) -> int:
     chips: list[str] = []  # the programs' own `hardware ./chip.toml` files
     from shardc.cli.progress import for_command
 
-    progress = for_command(args.progress, machine_output=args.format != "table",
-                           stages=2 * len(args.programs))  # a compile and a sweep each
+    progress = for_command(
+        args.progress, machine_output=args.format != "table", stages=2 * len(args.programs)
+    )  # a compile and a sweep each
     try:
         for path in args.programs:
-            code = _sweep_one(args, path, fixed, grids, quantities, [*plotted, *extra],
-                              sweeps, chips, progress)
+            code = _sweep_one(
+                args, path, fixed, grids, quantities, [*plotted, *extra], sweeps, chips, progress
+            )
             if code:
                 return code
     finally:
         if progress:
             progress.done()
-    render = {"table": sweep_render.render_table, "csv": sweep_render.render_csv,
-              "json": sweep_render.to_json}[args.format]
+    render = {
+        "table": sweep_render.render_table,
+        "csv": sweep_render.render_csv,
+        "json": sweep_render.to_json,
+    }[args.format]
     sys.stdout.write(render(sweeps))
     if args.plot:
         from shardc.driver.files import CliIOError
@@ -124,8 +167,7 @@ def _run(args: argparse.Namespace) -> int:
             if args.kind == "roofline":
                 out = sweep_plot.plot_roofline(sweeps, args.plot, labels, args.title, inputs)
             else:
-                out = sweep_plot.plot_lines(sweeps, args.plot, plotted, labels, args.title,
-                                            inputs)
+                out = sweep_plot.plot_lines(sweeps, args.plot, plotted, labels, args.title, inputs)
         except OSError as exc:
             return usage_error(f"cannot write {args.plot!r}: {exc.strerror or exc}")
         except CliIOError as exc:
@@ -134,9 +176,17 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep_one(args: argparse.Namespace, path: str, fixed: dict[str, float], grids: tuple,
-               quantities: list[str], evaluated: list[str], sweeps: list, chips: list[str],
-               progress: Any) -> int:
+def _sweep_one(
+    args: argparse.Namespace,
+    path: str,
+    fixed: dict[str, float],
+    grids: tuple,
+    quantities: list[str],
+    evaluated: list[str],
+    sweeps: list,
+    chips: list[str],
+    progress: Any,
+) -> int:
     """Compile one program and sweep it (appended to `sweeps`, its own chip file to `chips`;
     `evaluated`: the plot's own quantities, evaluated but not printed); an exit code after
     diagnostics, else 0."""

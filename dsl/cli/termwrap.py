@@ -79,14 +79,18 @@ def wrap_line(line: str, width: int, indent: int | None = None) -> list[str]:
     return out
 
 
-def _best_break(words: list[str], depths: list[int], first: int, end: int, start: int,
-                width: int) -> int:
+def _best_break(
+    words: list[str], depths: list[int], first: int, end: int, start: int, width: int
+) -> int:
     """Where to break a line holding `words[first:end]` (the next word does not fit): at the
     shallowest bracket depth on offer, before an operator there if there is one, else after the
     last word at that depth; only where the line keeps at least half the room it had."""
     room = width - start
-    candidates = [k for k in range(first + 1, end + 1)
-                  if k < len(words) and len("".join(words[first:k])) >= room // 2]
+    candidates = [
+        k
+        for k in range(first + 1, end + 1)
+        if k < len(words) and len("".join(words[first:k])) >= room // 2
+    ]
     if not candidates:
         return end
     shallowest = min(depths[k] for k in candidates)

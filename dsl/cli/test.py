@@ -32,15 +32,26 @@ def _examples(text: str) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    t = sub.add_parser("test", help="check the `# expect:` lines of .shard files over every "
-                       "size (docs/testing.md)")
-    t.add_argument("files", nargs="+", metavar="FILE",
-                   help="paths to .shard files, or folders (their .shard files at any depth)")
-    add_option_flags(t, "hw",
-                     help={"hw": "chip for programs without a `hardware` line (name or TOML)"})
+    t = sub.add_parser(
+        "test", help="check the `# expect:` lines of .shard files over every size (docs/testing.md)"
+    )
+    t.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="paths to .shard files, or folders (their .shard files at any depth)",
+    )
+    add_option_flags(
+        t, "hw", help={"hw": "chip for programs without a `hardware` line (name or TOML)"}
+    )
     add_cost_model_flag(t)
-    t.add_argument("--examples", type=_examples, default=None, metavar="N",
-                   help="points a sampled expectation is tried at (default 100)")
+    t.add_argument(
+        "--examples",
+        type=_examples,
+        default=None,
+        metavar="N",
+        help="points a sampled expectation is tried at (default 100)",
+    )
     t.set_defaults(run=run)
 
 
@@ -61,8 +72,12 @@ def run(args: argparse.Namespace) -> int:
         from shardc.hardware import HardwareError
 
         try:
-            checked = check_source(source, hw=args.hw, examples=examples, compile_options={
-                "model": args.model, "matmul_precision": args.matmul_precision})
+            checked = check_source(
+                source,
+                hw=args.hw,
+                examples=examples,
+                compile_options={"model": args.model, "matmul_precision": args.matmul_precision},
+            )
         except HardwareError as exc:
             return usage_error(f"--hw: {exc}")
         found += len(checked.found)
@@ -78,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
                 failed += 1
                 failures.append(render_failure(o))
     if not found:
-        return usage_error("no `# expect:` line in " + (", ".join(
-            visible(s.name) for s in sources) or "no .shard file") + " (docs/testing.md)")
+        return usage_error(
+            "no `# expect:` line in "
+            + (", ".join(visible(s.name) for s in sources) or "no .shard file")
+            + " (docs/testing.md)"
+        )
     if failures:
         print()
         for text in failures:

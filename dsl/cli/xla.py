@@ -20,21 +20,35 @@ MAX_DEVICES = 256
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from shardc.cli.inputs import add_cost_model_flag, add_option_flags
 
-    x = sub.add_parser("xla-check", help="compare shardc's collectives with XLA's SPMD "
-                       "partitioner on fake CPU devices (needs JAX)")
+    x = sub.add_parser(
+        "xla-check",
+        help="compare shardc's collectives with XLA's SPMD "
+        "partitioner on fake CPU devices (needs JAX)",
+    )
     x.add_argument("programs", nargs="+", metavar="PROG", help="paths to .shard files")
-    x.add_argument("--format", choices=["text", "json", "md"], default="text",
-                   help="md: one table row per statement (the table in docs/xla-check.md)")
-    add_option_flags(x, "hw",
-                     help={"hw": "chip name or TOML (overrides the program's hardware line)"})
+    x.add_argument(
+        "--format",
+        choices=["text", "json", "md"],
+        default="text",
+        help="md: one table row per statement (the table in docs/xla-check.md)",
+    )
+    add_option_flags(
+        x, "hw", help={"hw": "chip name or TOML (overrides the program's hardware line)"}
+    )
     add_cost_model_flag(x)
     add_option_flags(x, "bindings")
-    x.add_argument("--max-devices", type=_positive_devices, default=MAX_DEVICES,
-                   help=f"skip programs whose mesh has more devices (default {MAX_DEVICES})")
+    x.add_argument(
+        "--max-devices",
+        type=_positive_devices,
+        default=MAX_DEVICES,
+        help=f"skip programs whose mesh has more devices (default {MAX_DEVICES})",
+    )
     x.set_defaults(run=run_check)
 
-    e = sub.add_parser("export-jax", help="write a runnable JAX script that times each "
-                       "statement (profile it on real chips)")
+    e = sub.add_parser(
+        "export-jax",
+        help="write a runnable JAX script that times each statement (profile it on real chips)",
+    )
     e.add_argument("program", metavar="PROG")
     e.add_argument("-o", "--output", required=True, help="the script to write (prog.py)")
     add_option_flags(e, "hw")
@@ -56,7 +70,8 @@ def _positive_devices(text: str) -> int:
     if n > MAX_XLA_DEVICES:
         raise argparse.ArgumentTypeError(
             f"at most {MAX_XLA_DEVICES:,} fake CPU devices (XLA:CPU starts a thread per device "
-            f"and compiles for every one), got {n:,}")
+            f"and compiles for every one), got {n:,}"
+        )
     return n
 
 
@@ -67,8 +82,13 @@ def _prepare(path: str, args: argparse.Namespace):
 
     source = read_program(path)
     try:
-        prepared = prepare(source, args.hw, args.model, dict(args.bindings),
-                           getattr(args, "matmul_precision", "default"))
+        prepared = prepare(
+            source,
+            args.hw,
+            args.model,
+            dict(args.bindings),
+            getattr(args, "matmul_precision", "default"),
+        )
     except UsageError as exc:
         print_diagnostics(f"shardc: error: {visible(source.name)}: {visible_lines(str(exc))}")
         return 2
@@ -95,9 +115,11 @@ def run_check(args: argparse.Namespace) -> int:
             continue
         n = devices_needed(p)
         if n > args.max_devices:
-            print(f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh "
-                  f"has {n} devices, more than --max-devices {args.max_devices} fake CPU devices",
-                  file=sys.stderr)
+            print(
+                f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh "
+                f"has {n} devices, more than --max-devices {args.max_devices} fake CPU devices",
+                file=sys.stderr,
+            )
             continue
         prepared.append(p)
     if not prepared:
@@ -113,8 +135,11 @@ def run_check(args: argparse.Namespace) -> int:
     have = len(jax.devices())
     for p in [p for p in prepared if devices_needed(p) > have]:
         # XLA_FLAGS already set a device count before shardc could (`configure_devices`).
-        print(f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh has "
-              f"{devices_needed(p)} devices, and XLA_FLAGS gives JAX {have}", file=sys.stderr)
+        print(
+            f"shardc: note: {visible(p.compilation.source.name)}: not checked: its mesh has "
+            f"{devices_needed(p)} devices, and XLA_FLAGS gives JAX {have}",
+            file=sys.stderr,
+        )
         prepared.remove(p)
     results = [check(p) for p in prepared]
     if args.format == "json":
@@ -146,16 +171,22 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         report = p.compilation.report
         chip = report.chip.path if report is not None and report.chip is not None else None
-        write_text(args.output, script(p, out.name), flag="-o",
-                   inputs=(args.program, chip_path(args.hw), chip))
+        write_text(
+            args.output,
+            script(p, out.name),
+            flag="-o",
+            inputs=(args.program, chip_path(args.hw), chip),
+        )
     except CliIOError as exc:
         print_diagnostics(f"shardc: error: {visible_lines(str(exc))}")
         return 1
     skipped = [st for st in p.statements if st.skip]
     for st in skipped:
         print(f"shardc: note: line {st.line} not exported: {st.skip}", file=sys.stderr)
-    print(f"{visible(str(out))}: {len(p.statements) - len(skipped)} statements on "
-          f"{devices_needed(p)} devices")
+    print(
+        f"{visible(str(out))}: {len(p.statements) - len(skipped)} statements on "
+        f"{devices_needed(p)} devices"
+    )
     return 0
 
 

@@ -35,8 +35,10 @@ def as_source(source_or_path: str | Path | Source, name: str | None = None) -> S
     from shardc.driver.files import read_text
 
     if not isinstance(source_or_path, str | Path | Source):
-        raise TypeError("the program must be its text, a path (str or pathlib.Path) or a "
-                        f"Source, got {described(source_or_path)}")
+        raise TypeError(
+            "the program must be its text, a path (str or pathlib.Path) or a "
+            f"Source, got {described(source_or_path)}"
+        )
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a string, got {described(name)}")
     if isinstance(source_or_path, Source):
@@ -66,8 +68,13 @@ class Compilation:
         return self.diagnostics.render(self.source)
 
 
-def run_pipeline(source: Source, options: Options | None = None, *,
-                 stop_after: PassName | None = None, **overrides: Any) -> Compilation:
+def run_pipeline(
+    source: Source,
+    options: Options | None = None,
+    *,
+    stop_after: PassName | None = None,
+    **overrides: Any,
+) -> Compilation:
     """Run the passes (`shardc.passes.pipeline.PIPELINE`) and build the report, collecting
     diagnostics; `stop_after` names the last pass to run. `options` (None: the defaults) with
     `overrides` by keyword, each checked against its declaration (`shardc.driver.options`)."""
@@ -82,8 +89,9 @@ def run_pipeline(source: Source, options: Options | None = None, *,
     # The lowering records each contraction's options for the whole-program search.
     shared: dict = {}
     recorder = Forced(shared=shared)
-    passes = tuple(InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p
-                   for p in PIPELINE)
+    passes = tuple(
+        InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p for p in PIPELINE
+    )
     unit = run_passes(ctx, passes, stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
@@ -93,12 +101,21 @@ def run_pipeline(source: Source, options: Options | None = None, *,
     from shardc.driver.report import Report
 
     on, objective = options.on, options.objective
-    shown: dict[str, str] = {"optimizer": ctx.optimizer, "remat": ctx.remat,
-                             "attention": ctx.attention,
-                             **({"on": on} if on != "roofline" else {}),
-                             **({"objective": objective} if objective is not None else {})}
-    report = Report(unit.cost, unit.chip, dict(unit.bindings), memory=unit.memory,
-                    options=shown, recipe=Recipe(source, unit, ctx, on, shared))
+    shown: dict[str, str] = {
+        "optimizer": ctx.optimizer,
+        "remat": ctx.remat,
+        "attention": ctx.attention,
+        **({"on": on} if on != "roofline" else {}),
+        **({"objective": objective} if objective is not None else {}),
+    }
+    report = Report(
+        unit.cost,
+        unit.chip,
+        dict(unit.bindings),
+        memory=unit.memory,
+        options=shown,
+        recipe=Recipe(source, unit, ctx, on, shared),
+    )
     from shardc.driver.region_totals import free_sizes
 
     if not free_sizes(report):  # every size known: plans for the whole program's objective
@@ -126,8 +143,13 @@ def parse(source_or_path: str | Path | Source, name: str | None = None) -> Progr
     return result.program
 
 
-def compile(source_or_path: str | Path | Source, options: Options | None = None, *,
-            name: str | None = None, **overrides: Any) -> Report:
+def compile(
+    source_or_path: str | Path | Source,
+    options: Options | None = None,
+    *,
+    name: str | None = None,
+    **overrides: Any,
+) -> Report:
     """Compile a program to a cost report whose costs are SymPy expressions.
 
     `options` is a `shardc.Options` (None: the defaults); `overrides` set single options by

@@ -31,8 +31,7 @@ class Boundary:
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"relation": str(self.relation)}
         if self.formula is not None and self.value is not None:
-            out.update(size=self.size, op=self.op, formula=str(self.formula),
-                       exact=str(self.value))
+            out.update(size=self.size, op=self.op, formula=str(self.formula), exact=str(self.value))
             out["value"] = float(self.value) if self.value.is_number else None
         return out
 
@@ -90,8 +89,9 @@ def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | Non
     me, other = sides
     free = free_sizes(r)
     env = {s.name: v for s, v in r.environment().items()}
-    known = {n: int(v) for n, v in known_sizes((*r.program.dims, *r.program.mesh),
-                                                r.bindings).items()}
+    known = {
+        n: int(v) for n, v in known_sizes((*r.program.dims, *r.program.mesh), r.bindings).items()
+    }
     pair = None
     for sizes in (None, known):  # every size a symbol, else the known ones as numbers
         a, b = symbolic_time(me, sizes), symbolic_time(other, sizes)
@@ -137,8 +137,11 @@ def boundaries(r: Report, variant: Any) -> tuple[Boundary, ...]:
     variant by `solve_all`)."""
     if variant.solved is not None:
         return variant.solved
-    sides = variant.sides if len(variant.sides) == len(variant.bounds) else (None,) * len(
-        variant.bounds)
+    sides = (
+        variant.sides
+        if len(variant.sides) == len(variant.bounds)
+        else (None,) * len(variant.bounds)
+    )
     return tuple(boundary(r, rel, s) for rel, s in zip(variant.bounds, sides, strict=True))
 
 
@@ -155,5 +158,12 @@ def condition(r: Report, variant: Any) -> sp.Basic:
     return sp.And(*rels) if rels else sp.true
 
 
-__all__ = ["Boundary", "boundaries", "boundary", "condition", "exact_figures", "free_sizes",
-           "solve_all"]
+__all__ = [
+    "Boundary",
+    "boundaries",
+    "boundary",
+    "condition",
+    "exact_figures",
+    "free_sizes",
+    "solve_all",
+]

@@ -18,7 +18,8 @@ class Memo:
     env: dict[sp.Symbol, float] | None = None
     names: dict[str, sp.Symbol] | None = None
     functions: dict[sp.Expr, tuple[tuple[sp.Symbol, ...], Callable[..., Any]]] = field(
-        default_factory=dict)
+        default_factory=dict
+    )
     """`sp.lambdify` of a formula, by formula (`value` with bindings); shared by the reports
     `at` derives, whose formulas are the same objects."""
     q: dict[Any, dict[str, Any]] = field(default_factory=dict)

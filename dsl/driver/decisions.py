@@ -49,15 +49,19 @@ class Decisions(tuple[Decision, ...]):
                 einsums.setdefault((c.line, c.array), []).append(c.reason)
         cases = []
         for d in items:
-            hits = (einsums.get((d.line, d.target))
-                    or einsums.get((d.line, f"{d.lhs}·{d.rhs}")) or [])
+            hits = (
+                einsums.get((d.line, d.target)) or einsums.get((d.line, f"{d.lhs}·{d.rhs}")) or []
+            )
             cases.append(hits.pop(0) if hits else "")
         return cls(items, cases)
 
     def __repr__(self) -> str:
         lines = ", ".join(str(d.line) for d in self[:8]) + (", ..." if len(self) > 8 else "")
-        return f"<shardc.Decisions: {len(self)} contractions decided (lines {lines})>" \
-            if self else "<shardc.Decisions: none>"
+        return (
+            f"<shardc.Decisions: {len(self)} contractions decided (lines {lines})>"
+            if self
+            else "<shardc.Decisions: none>"
+        )
 
     def _repr_html_(self) -> str:
         return decisions_html(self)
@@ -76,9 +80,11 @@ def decided_by(d: Decision) -> str:
     text = "numbers" if d.numeric else "region of the sizes" if d.candidates else "default"
     if d.search is not None:
         tried, space = d.search
-        text += (f"; search capped: {tried:,} of {space:,} role assignments tried "
-                 f"(local search from the current layouts and from gathering everything; "
-                 f"exhaustive up to {PLAN_SEARCH_LIMIT:,})")
+        text += (
+            f"; search capped: {tried:,} of {space:,} role assignments tried "
+            f"(local search from the current layouts and from gathering everything; "
+            f"exhaustive up to {PLAN_SEARCH_LIMIT:,})"
+        )
     if d.chain is not None:
         text += "; " + chain_note(*d.chain, d.has_chip)
     return text
@@ -93,8 +99,10 @@ def ranking_note(d: Decision, a: Alternative) -> str:
     """What ranked the plan: its cost at the numbers, or at typical sizes."""
     if not d.numeric:
         unit = "s" if d.has_chip else "B"
-        return (f"{fmt_value(a.value, unit)}{'' if d.has_chip else ' / W_ici'} comms at "
-                f"typical sizes (dims {TYPICAL_DIM}, axes {TYPICAL_AXIS})")
+        return (
+            f"{fmt_value(a.value, unit)}{'' if d.has_chip else ' / W_ici'} comms at "
+            f"typical sizes (dims {TYPICAL_DIM}, axes {TYPICAL_AXIS})"
+        )
     if d.has_chip:
         return f"{fmt_value(a.value, 's')} comms + compute"
     return f"{fmt_value(a.value, 'B')} / W_ici"
@@ -175,9 +183,11 @@ def _tidy_numbers(e: sp.Basic) -> sp.Basic:
     swap = {}
     for f in e.atoms(sp.Float):
         eighths = float(f) * 8
-        swap[f] = (sp.Rational(round(eighths), 8)
-                   if abs(eighths) >= 1 and abs(eighths - round(eighths)) < 1e-9
-                   else sp.Float(float(f"{float(f):.6g}"), 6))
+        swap[f] = (
+            sp.Rational(round(eighths), 8)
+            if abs(eighths) >= 1 and abs(eighths - round(eighths)) < 1e-9
+            else sp.Float(float(f"{float(f):.6g}"), 6)
+        )
     return e.xreplace(swap)
 
 
@@ -189,16 +199,32 @@ def region_text(r: Region) -> str:
 def as_dict(d: Decision) -> dict[str, Any]:
     """The JSON form (`shardc.report/1`'s `decisions[]`)."""
     out: dict[str, Any] = {
-        "line": d.line, "statement": statement(d), "decided_by": decided_by(d),
-        "alternatives": [{"description": description(d, a), "cost": text(a.cost),
-                          "chosen": a.chosen, "condition": condition(d, a)}
-                         for a in d.alternatives]}
+        "line": d.line,
+        "statement": statement(d),
+        "decided_by": decided_by(d),
+        "alternatives": [
+            {
+                "description": description(d, a),
+                "cost": text(a.cost),
+                "chosen": a.chosen,
+                "condition": condition(d, a),
+            }
+            for a in d.alternatives
+        ],
+    }
     regs = regions(d)
     if regs:
         by = {c.order: c for c in d.candidates}
-        out["regions"] = [{"condition": region_text(r), "relation": text(r.condition),
-                           "plan": candidate_text(d, r.order), "cost": text(by[r.order].time),
-                           "share_of_sample": round(r.share, 4)} for r in regs]
+        out["regions"] = [
+            {
+                "condition": region_text(r),
+                "relation": text(r.condition),
+                "plan": candidate_text(d, r.order),
+                "cost": text(by[r.order].time),
+                "share_of_sample": round(r.share, 4),
+            }
+            for r in regs
+        ]
     return out
 
 
@@ -208,28 +234,52 @@ def decisions_html(ds: Decisions) -> str:
     would win (or by how much it lost)."""
     e = html_text
     if not ds:
-        return ("<div class='shardc-decisions'><b>decisions</b>: none (each contraction had "
-                "one plan, or one that moves no data)</div>")
+        return (
+            "<div class='shardc-decisions'><b>decisions</b>: none (each contraction had "
+            "one plan, or one that moves no data)</div>"
+        )
     rows = []
     for d, case in zip(ds, ds.cases, strict=True):
         chosen, others = d.alternatives[0], d.alternatives[1:]
         ru = _plan_cell(d, others[0]) if others else "none: no other plan"
         if len(others) > 1:
-            ru += (f"<details><summary>{len(others) - 1} more</summary>"
-                   + "<br>".join(_plan_cell(d, a) for a in others[1:]) + "</details>")
-        rows.append((str(d.line), f"<code>{e(statement(d))}</code>", e(case),
-                     e(decided_by(d)), _plan_cell(d, chosen), ru,
-                     _wins_cell(d, others[0]) if others else ""))
-    head = ("line", "statement", "case", "decided by", "chosen plan", "runner-up",
-            "runner-up wins when")
-    return ("<div class='shardc-decisions'><b>decisions</b>: the plan each contraction got, "
-            "and what it beat<br>\n" + table_html(head, rows) + "</div>")
+            ru += (
+                f"<details><summary>{len(others) - 1} more</summary>"
+                + "<br>".join(_plan_cell(d, a) for a in others[1:])
+                + "</details>"
+            )
+        rows.append(
+            (
+                str(d.line),
+                f"<code>{e(statement(d))}</code>",
+                e(case),
+                e(decided_by(d)),
+                _plan_cell(d, chosen),
+                ru,
+                _wins_cell(d, others[0]) if others else "",
+            )
+        )
+    head = (
+        "line",
+        "statement",
+        "case",
+        "decided by",
+        "chosen plan",
+        "runner-up",
+        "runner-up wins when",
+    )
+    return (
+        "<div class='shardc-decisions'><b>decisions</b>: the plan each contraction got, "
+        "and what it beat<br>\n" + table_html(head, rows) + "</div>"
+    )
 
 
 def _plan_cell(d: Decision, a: Alternative) -> str:
     """A plan's steps, what ranked it, and its communication time as a formula."""
-    return (f"{html_text(plan_text(d, a))}<br>[{html_text(ranking_note(d, a))}]"
-            f"<br>comms {math_html(a.cost)}")
+    return (
+        f"{html_text(plan_text(d, a))}<br>[{html_text(ranking_note(d, a))}]"
+        f"<br>comms {math_html(a.cost)}"
+    )
 
 
 def _wins_cell(d: Decision, a: Alternative) -> str:
@@ -237,14 +287,29 @@ def _wins_cell(d: Decision, a: Alternative) -> str:
     none (`never`, `always`), or the cost ratio where the numbers decided."""
     if d.numeric:
         best = d.alternatives[0].value
-        return (f"never at these sizes: {a.value / best:.3g}&times; the chosen plan's cost"
-                if best else "never at these sizes")
+        return (
+            f"never at these sizes: {a.value / best:.3g}&times; the chosen plan's cost"
+            if best
+            else "never at these sizes"
+        )
     when = condition(d, a)
     if a.wins is None or when in ("always", "never") or when.startswith("never:"):
         return html_text(when)
     return math_html(a.wins)
 
 
-__all__ = ["Decisions", "as_dict", "candidate_text", "condition", "decided_by", "decisions_html",
-           "description", "plan_text", "ranking_note", "region_text", "regions", "relation_text",
-           "statement"]
+__all__ = [
+    "Decisions",
+    "as_dict",
+    "candidate_text",
+    "condition",
+    "decided_by",
+    "decisions_html",
+    "description",
+    "plan_text",
+    "ranking_note",
+    "region_text",
+    "regions",
+    "relation_text",
+    "statement",
+]

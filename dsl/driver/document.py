@@ -43,24 +43,47 @@ TOTALS = (
 """The one list of the report's totals, in the summary's order: a new total is a line here (and
 its formula in `passes/derive_cost.py`); every writer prints it through its `_print_Total`."""
 
-REGION_TOTALS = tuple(t for k in ("t_lower_s", "t_expected_s", "t_comms_s", "t_math_s",
-                                  "comm_bytes") for t in TOTALS if t.key == k)
+REGION_TOTALS = tuple(
+    t
+    for k in ("t_lower_s", "t_expected_s", "t_comms_s", "t_math_s", "comm_bytes")
+    for t in TOTALS
+    if t.key == k
+)
 """The totals the regions list, in their order (the step bounds first)."""
 
-BLOCK_TOTALS = (("T_math", "t_math_s", "s"), ("T_hbm", "t_hbm_s", "s"),
-                ("T_comms", "t_comms_s", "s"), ("T_compute", "t_compute_s", "s"),
-                ("FLOPs/device", "flops_per_device", "flop"),
-                ("comm bytes/device", "comm_bytes", "B"))
+BLOCK_TOTALS = (
+    ("T_math", "t_math_s", "s"),
+    ("T_hbm", "t_hbm_s", "s"),
+    ("T_comms", "t_comms_s", "s"),
+    ("T_compute", "t_compute_s", "s"),
+    ("FLOPs/device", "flops_per_device", "flop"),
+    ("comm bytes/device", "comm_bytes", "B"),
+)
 """The figures of a `repeat` block, per iteration and for all of them."""
 
-OP_FIELDS = (("flops", "flops"), ("flops_per_device", "flops_per_device"),
-             ("hbm_bytes", "hbm_bytes"), ("bytes", "comm_bytes"), ("time_s", "time"),
-             ("t_math_s", "t_math"), ("t_hbm_s", "t_hbm"), ("t_expected_s", "t_expected"))
+OP_FIELDS = (
+    ("flops", "flops"),
+    ("flops_per_device", "flops_per_device"),
+    ("hbm_bytes", "hbm_bytes"),
+    ("bytes", "comm_bytes"),
+    ("time_s", "time"),
+    ("t_math_s", "t_math"),
+    ("t_hbm_s", "t_hbm"),
+    ("t_expected_s", "t_expected"),
+)
 """Each op's quantities: (its JSON key, its `passes.derive_cost.OpCost` field)."""
 
-SECTIONS = {"summary": "summary", "repeats": "repeat blocks", "memory": "memory per device",
-            "topology": "topology", "conditions": "conditions", "decisions": "decisions",
-            "ops": "ops", "why": "why each collective", "regions": "totals by region"}
+SECTIONS = {
+    "summary": "summary",
+    "repeats": "repeat blocks",
+    "memory": "memory per device",
+    "topology": "topology",
+    "conditions": "conditions",
+    "decisions": "decisions",
+    "ops": "ops",
+    "why": "why each collective",
+    "regions": "totals by region",
+}
 """The sections `--only` selects, by name, with their titles; the header and the warnings are
 always written."""
 
@@ -230,6 +253,27 @@ class Section:
     detail: str = ""
 
 
-__all__ = ["BLOCK_TOTALS", "OP_FIELDS", "REGION_TOTALS", "SECTIONS", "TOTALS", "Block", "Bound",
-           "Calibration", "Condition", "DecisionRow", "Header", "Line", "Op", "Reason", "Region",
-           "RegionsPast", "Section", "Step", "Total", "TotalName", "Utilization", "Warning"]
+__all__ = [
+    "BLOCK_TOTALS",
+    "OP_FIELDS",
+    "REGION_TOTALS",
+    "SECTIONS",
+    "TOTALS",
+    "Block",
+    "Bound",
+    "Calibration",
+    "Condition",
+    "DecisionRow",
+    "Header",
+    "Line",
+    "Op",
+    "Reason",
+    "Region",
+    "RegionsPast",
+    "Section",
+    "Step",
+    "Total",
+    "TotalName",
+    "Utilization",
+    "Warning",
+]

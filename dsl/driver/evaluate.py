@@ -29,18 +29,25 @@ UNSUPPORTED: Any = object()
 """What `evaluate` returns for a formula it cannot walk."""
 
 
-
 class _Unsupported(Exception):
     pass
 
 
 _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    sp.StrictLessThan: operator.lt, sp.LessThan: operator.le,
-    sp.StrictGreaterThan: operator.gt, sp.GreaterThan: operator.ge,
-    sp.Equality: operator.eq, sp.Unequality: operator.ne}
+    sp.StrictLessThan: operator.lt,
+    sp.LessThan: operator.le,
+    sp.StrictGreaterThan: operator.gt,
+    sp.GreaterThan: operator.ge,
+    sp.Equality: operator.eq,
+    sp.Unequality: operator.ne,
+}
 _UNARY: dict[type, Callable[[Any], Any]] = {
-    sp.ceiling: math.ceil, sp.floor: math.floor, sp.log: math.log, sp.exp: math.exp,
-    sp.Abs: abs}
+    sp.ceiling: math.ceil,
+    sp.floor: math.floor,
+    sp.log: math.log,
+    sp.exp: math.exp,
+    sp.Abs: abs,
+}
 
 
 def evaluate(exprs: Iterable[sp.Basic], env: Mapping[sp.Symbol, float]) -> list[Any]:

@@ -41,8 +41,10 @@ def read_text(path: str, *, what: str = "program", limit: int = MAX_SOURCE_BYTES
             if stat.S_ISDIR(mode):
                 raise CliIOError(f"cannot read {what} {name}: it is a directory")
             if not stat.S_ISREG(mode):
-                raise CliIOError(f"cannot read {what} {name}: not a regular file (a FIFO, socket "
-                                 "or device); give a file, or '-' for standard input")
+                raise CliIOError(
+                    f"cannot read {what} {name}: not a regular file (a FIFO, socket "
+                    "or device); give a file, or '-' for standard input"
+                )
             with os.fdopen(fd, "rb", closefd=False) as f:
                 data = f.read(limit + 1)
         except OSError as exc:
@@ -54,8 +56,10 @@ def read_text(path: str, *, what: str = "program", limit: int = MAX_SOURCE_BYTES
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CliIOError(f"{what} {name} is not UTF-8 text (byte {exc.start}: "
-                         f"{data[exc.start:exc.start + 1]!r})") from None
+        raise CliIOError(
+            f"{what} {name} is not UTF-8 text (byte {exc.start}: "
+            f"{data[exc.start : exc.start + 1]!r})"
+        ) from None
 
 
 def check_writable(path: str, *, flag: str, inputs: tuple[str | None, ...] = ()) -> Path:
@@ -83,14 +87,16 @@ def check_writable(path: str, *, flag: str, inputs: tuple[str | None, ...] = ())
     if mode is not None and stat.S_ISDIR(mode):
         raise CliIOError(f"{flag} {shown} is a directory; give a file name")
     if mode is not None and not stat.S_ISREG(mode):
-        raise CliIOError(f"{flag} {shown} is not a regular file (a FIFO, socket or device); "
-                         "give a file name")
+        raise CliIOError(
+            f"{flag} {shown} is not a regular file (a FIFO, socket or device); give a file name"
+        )
     for name in inputs:
         if name is None or name == "-":
             continue
         if _same_file(target, name):
-            raise CliIOError(f"{flag} {shown} is the input {quoted(name)}; refusing to "
-                             "overwrite it")
+            raise CliIOError(
+                f"{flag} {shown} is the input {quoted(name)}; refusing to overwrite it"
+            )
     if not target.parent.is_dir():
         folder = os.path.dirname(path) or "."
         raise CliIOError(f"{flag} {shown}: the folder {quoted(folder)} does not exist")
@@ -121,8 +127,9 @@ def _same_file(target: Path, name: str) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str, *, flag: str = "-o", inputs: tuple[str | None, ...] = ()
-                ) -> Iterator[str]:
+def atomic_path(
+    path: str, *, flag: str = "-o", inputs: tuple[str | None, ...] = ()
+) -> Iterator[str]:
     """A temporary file's name in `path`'s folder (same suffix) to write the whole output to;
     on success it replaces `path` in one `os.replace`, so a reader, or a concurrent run writing
     the same file, sees the old file or a whole new one, never a torn one. On any error the
@@ -137,8 +144,9 @@ def atomic_path(path: str, *, flag: str = "-o", inputs: tuple[str | None, ...] =
     """
     target = check_writable(path, flag=flag, inputs=inputs)
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                   suffix=f".tmp{target.suffix}")
+        fd, tmp = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=f".tmp{target.suffix}"
+        )
     except OSError as exc:
         raise CliIOError(f"{flag} {quoted(path)}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)
@@ -148,8 +156,9 @@ def atomic_path(path: str, *, flag: str = "-o", inputs: tuple[str | None, ...] =
             os.chmod(tmp, _mode_for(target))
             os.replace(tmp, target)
         except OSError as exc:
-            raise CliIOError(f"{flag} {quoted(path)}: cannot write: {exc.strerror or exc}"
-                             ) from None
+            raise CliIOError(
+                f"{flag} {quoted(path)}: cannot write: {exc.strerror or exc}"
+            ) from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -166,8 +175,9 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~mask
 
 
-def write_text(path: str, text: str, *, flag: str = "-o",
-               inputs: tuple[str | None, ...] = ()) -> None:
+def write_text(
+    path: str, text: str, *, flag: str = "-o", inputs: tuple[str | None, ...] = ()
+) -> None:
     """Write `text` (UTF-8) to `path` for the option `flag`, atomically (`atomic_path`), after
     the checks of `check_writable`."""
     with atomic_path(path, flag=flag, inputs=inputs) as tmp:
@@ -175,5 +185,6 @@ def write_text(path: str, text: str, *, flag: str = "-o",
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as exc:
-            raise CliIOError(f"{flag} {quoted(path)}: cannot write: {exc.strerror or exc}"
-                             ) from None
+            raise CliIOError(
+                f"{flag} {quoted(path)}: cannot write: {exc.strerror or exc}"
+            ) from None

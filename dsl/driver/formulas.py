@@ -80,8 +80,14 @@ def code_printer() -> Any:
 
     cls = _memo_printer(PythonCodePrinter)
     cls._done = CODE_TERMS
-    return cls({"fully_qualified_modules": False, "inline": True,
-                "allow_unknown_functions": True, "user_functions": {}})
+    return cls(
+        {
+            "fully_qualified_modules": False,
+            "inline": True,
+            "allow_unknown_functions": True,
+            "user_functions": {},
+        }
+    )
 
 
 def text(expr: Any) -> str:
@@ -94,8 +100,9 @@ def text(expr: Any) -> str:
     key = (type(expr), expr)  # 2 and 2.0 are equal keys, but print differently
     hit = FORMULA_TEXT.get(key)
     if hit is None:
-        hit = FORMULA_TEXT[key] = _printers()[0].doprint(expr) if isinstance(expr, sp.Basic) \
-            else str(expr)
+        hit = FORMULA_TEXT[key] = (
+            _printers()[0].doprint(expr) if isinstance(expr, sp.Basic) else str(expr)
+        )
     return hit
 
 
@@ -109,8 +116,13 @@ def latex_name(name: str) -> str:
     """
     head, _, sub = name.partition("_")
     sub = sub.replace("_", "\\_")
-    base = (head if len(head) == 1 else f"\\{head}" if head in ("eta", "alpha") and sub
-            else f"\\mathrm{{{head}}}")
+    base = (
+        head
+        if len(head) == 1
+        else f"\\{head}"
+        if head in ("eta", "alpha") and sub
+        else f"\\mathrm{{{head}}}"
+    )
     return f"{base}_{{\\mathrm{{{sub}}}}}" if sub else base
 
 

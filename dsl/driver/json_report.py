@@ -14,8 +14,9 @@ from shardc.driver.region_totals import as_json, has_lines
 from shardc.driver.sections import expected_note
 
 SCHEMA = "shardc.report/1"
-JSON_TOTALS = tuple(t.key for group in ("count", "time", "memory") for t in TOTALS
-                    if t.group == group)
+JSON_TOTALS = tuple(
+    t.key for group in ("count", "time", "memory") for t in TOTALS if t.group == group
+)
 """`TOTALS` in the order of the JSON `totals` object: the counts, the times, then memory."""
 
 if TYPE_CHECKING:
@@ -35,48 +36,92 @@ def report_dict(r: Report) -> dict[str, Any]:
         "mesh": {n: (s if s is not None else n) for n, s in r.program.mesh},
         "dims": {n: (s if s is not None else n) for n, s in r.program.dims},
         "bindings": dict(sorted(r.bindings.items())),
-        "arrays": [{"name": a.name, "dtype": a.dtype, "layout": a.layout,
-                    "bytes_per_device": r.q(a.bytes_per_device),
-                    "bytes_total": r.q(a.bytes_total), "instances": r.q(a.count)}
-                   for a in r.cost.arrays],
-        "ops": [{"id": c.index, "line": c.line, "kind": c.kind, "op": c.op,
-                 "axes": list(c.axes), "array": c.array, "from": c.src, "to": c.dst,
-                 "reason": c.reason, **{k: r.q(getattr(c, f)) for k, f in OP_FIELDS},
-                 "regime": r.op_bound(c) if c.kind == "collective" else None,
-                 "crossover_bytes": (r.q(c.crossover_bytes)
-                                     if c.crossover_bytes is not None else None),
-                 "levels": {lv: r.q(x) for lv, x in c.levels},
-                 "bound": r.op_bound(c) if c.kind != "collective" else None,
-                 "critical_path": (not c.overlap) if c.kind == "collective" else None,
-                 "overlap": c.overlap or None,
-                 "fused_into": c.fused_into, "fusion": c.fusion or None,
-                 "runs": r.q(c.count), "repeat_lines": list(c.times)}
-                for c in r.ops],
-        "repeats": [{"line": b.line, "count": b.text, "runs": r.q(b.count),
-                     "per_iteration": {k: r.q(v) for k, v in b.per_iteration.items()},
-                     "total": {k: r.q(v) for k, v in b.total.items()}}
-                    for b in r.cost.blocks],
-        "totals": {**{k: r.q(r.totals[k]) for k in JSON_TOTALS},
-                   "t_step_s": {"max": r.q(r.totals["t_step_max_s"]),
-                                "sum": r.q(r.totals["t_step_sum_s"]),
-                                "scheduled": {"expr": "list schedule of the op graph",
-                                              "latex": "", "value": r.scheduled_step()},
-                                "expected": {"expr": "list schedule of each op's expected time",
-                                             "latex": "",
-                                             "value": r.scheduled_step(expected=True)}},
-                   "utilization": r.utilization(),
-                   "utilization_expected": _with_exposed(r),
-                   "calibration": expected_note(r),
-                   "t_comms_by_level_s": {k[len("t_comms_"):-2]: r.q(v)
-                                          for k, v in r.totals.items()
-                                          if k.startswith("t_comms_") and k != "t_comms_s"},
-                   "recompute": ({"t_recompute_s": r.q(r.totals["t_recompute_s"]),
-                                  "flops_per_device": r.q(
-                                      r.totals["recompute_flops_per_device"])}
-                                 if "t_recompute_s" in r.totals else None),
-                   "bound": r.bound()},
+        "arrays": [
+            {
+                "name": a.name,
+                "dtype": a.dtype,
+                "layout": a.layout,
+                "bytes_per_device": r.q(a.bytes_per_device),
+                "bytes_total": r.q(a.bytes_total),
+                "instances": r.q(a.count),
+            }
+            for a in r.cost.arrays
+        ],
+        "ops": [
+            {
+                "id": c.index,
+                "line": c.line,
+                "kind": c.kind,
+                "op": c.op,
+                "axes": list(c.axes),
+                "array": c.array,
+                "from": c.src,
+                "to": c.dst,
+                "reason": c.reason,
+                **{k: r.q(getattr(c, f)) for k, f in OP_FIELDS},
+                "regime": r.op_bound(c) if c.kind == "collective" else None,
+                "crossover_bytes": (
+                    r.q(c.crossover_bytes) if c.crossover_bytes is not None else None
+                ),
+                "levels": {lv: r.q(x) for lv, x in c.levels},
+                "bound": r.op_bound(c) if c.kind != "collective" else None,
+                "critical_path": (not c.overlap) if c.kind == "collective" else None,
+                "overlap": c.overlap or None,
+                "fused_into": c.fused_into,
+                "fusion": c.fusion or None,
+                "runs": r.q(c.count),
+                "repeat_lines": list(c.times),
+            }
+            for c in r.ops
+        ],
+        "repeats": [
+            {
+                "line": b.line,
+                "count": b.text,
+                "runs": r.q(b.count),
+                "per_iteration": {k: r.q(v) for k, v in b.per_iteration.items()},
+                "total": {k: r.q(v) for k, v in b.total.items()},
+            }
+            for b in r.cost.blocks
+        ],
+        "totals": {
+            **{k: r.q(r.totals[k]) for k in JSON_TOTALS},
+            "t_step_s": {
+                "max": r.q(r.totals["t_step_max_s"]),
+                "sum": r.q(r.totals["t_step_sum_s"]),
+                "scheduled": {
+                    "expr": "list schedule of the op graph",
+                    "latex": "",
+                    "value": r.scheduled_step(),
+                },
+                "expected": {
+                    "expr": "list schedule of each op's expected time",
+                    "latex": "",
+                    "value": r.scheduled_step(expected=True),
+                },
+            },
+            "utilization": r.utilization(),
+            "utilization_expected": _with_exposed(r),
+            "calibration": expected_note(r),
+            "t_comms_by_level_s": {
+                k[len("t_comms_") : -2]: r.q(v)
+                for k, v in r.totals.items()
+                if k.startswith("t_comms_") and k != "t_comms_s"
+            },
+            "recompute": (
+                {
+                    "t_recompute_s": r.q(r.totals["t_recompute_s"]),
+                    "flops_per_device": r.q(r.totals["recompute_flops_per_device"]),
+                }
+                if "t_recompute_s" in r.totals
+                else None
+            ),
+            "bound": r.bound(),
+        },
         "topology": topology_dict(r),
-        "memory": None if r.memory is None else {
+        "memory": None
+        if r.memory is None
+        else {
             "parameters": r.q(r.memory.parameters),
             "gradients": r.q(r.memory.gradients),
             # `optimizer` is the option's name (the options below); its bytes are
@@ -85,14 +130,23 @@ def report_dict(r: Report) -> dict[str, Any]:
             "activations": r.q(r.memory.activations),
             "total": r.q(r.memory.total),
             "saved_activations": list(r.memory.saved),
-            **r.options},
-        "conditions": [{"name": c.name, "text": f"{c.text}: {c.relation}",
-                        "expr": text(c.relation), "latex": latex(c.relation),
-                        "holds": r.holds(c.relation)} for c in r.conditions],
+            **r.options,
+        },
+        "conditions": [
+            {
+                "name": c.name,
+                "text": f"{c.text}: {c.relation}",
+                "expr": text(c.relation),
+                "latex": latex(c.relation),
+                "holds": r.holds(c.relation),
+            }
+            for c in r.conditions
+        ],
         "decisions": [decisions.as_dict(d) for d in r.decisions],
         "warnings": list(r.warnings),
         "_mesh_order": list(mesh),
     }
+
 
 def report_json(r: Report, indent: int | None = 2) -> str:
     """The report as `shardc.report/1` JSON text, with its regions."""
@@ -123,9 +177,15 @@ def topology_dict(r: Report) -> list[dict[str, Any]]:
     for link in topo.links:
         entry: dict[str, Any] = {"axis": link.axis, "level": link.level}
         if link.level == "ici":
-            entry["physical"] = [{"name": p, "length": topo.phys(p).length,
-                                  "wrap": topo.phys(p).wrap, "why": topo.phys(p).why}
-                                 for p in link.physical]
+            entry["physical"] = [
+                {
+                    "name": p,
+                    "length": topo.phys(p).length,
+                    "wrap": topo.phys(p).wrap,
+                    "why": topo.phys(p).why,
+                }
+                for p in link.physical
+            ]
             if link.stride != 1:
                 entry["stride"] = link.stride
         if link.inner is not None:

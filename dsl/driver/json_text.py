@@ -46,9 +46,11 @@ def _where_unfinite(obj: Any, path: str = "$") -> str | None:
 
 def _refused(obj: Any) -> NonFiniteError:
     where = _where_unfinite(obj) or "$"
-    return NonFiniteError(f"a NaN or infinite number at {where} cannot be written as JSON "
-                          "(JSON has neither; this value should have been refused with a "
-                          "diagnostic before it was computed)")
+    return NonFiniteError(
+        f"a NaN or infinite number at {where} cannot be written as JSON "
+        "(JSON has neither; this value should have been refused with a "
+        "diagnostic before it was computed)"
+    )
 
 
 def strict_dumps(obj: Any, indent: int | None = None, **kw: Any) -> str:
@@ -158,8 +160,11 @@ def _dumps(obj: Any, indent: int) -> str:
             if key is not None:
                 hit = leaves.get((key, depth))
                 if hit is None:
-                    hit = "{\n" + ",\n".join(f"{inner}{_key(k)}: {scalar(v)}"
-                                             for k, v in x.items()) + f"\n{here}}}"
+                    hit = (
+                        "{\n"
+                        + ",\n".join(f"{inner}{_key(k)}: {scalar(v)}" for k, v in x.items())
+                        + f"\n{here}}}"
+                    )
                     leaves[(key, depth)] = hit
                 shared[(id(x), depth)] = (x, hit)
                 out.append(hit)
@@ -182,8 +187,11 @@ def _dumps(obj: Any, indent: int) -> str:
                     out.append(esc(v))
                 elif v is None:
                     out.append("null")
-                elif t is dict and (same := shared.get((id(v), depth + 1))) is not None \
-                        and same[0] is v:
+                elif (
+                    t is dict
+                    and (same := shared.get((id(v), depth + 1))) is not None
+                    and same[0] is v
+                ):
                     out.append(same[1])
                 else:
                     enc(v, depth + 1)

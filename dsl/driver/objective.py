@@ -42,8 +42,11 @@ def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
     from shardc.lang.diagnostics import Diagnostics
     from shardc.passes.pipeline import DeriveCost, FuseElementwise, InsertCollectives
 
-    quick = dataclasses.replace(recipe.ctx, diagnostics=Diagnostics(),
-                                options=dataclasses.replace(recipe.ctx.options, explain=False))
+    quick = dataclasses.replace(
+        recipe.ctx,
+        diagnostics=Diagnostics(),
+        options=dataclasses.replace(recipe.ctx.options, explain=False),
+    )
     again = recipe.unit
     memo = recipe.shared.setdefault("costs", {})
     for p in (InsertCollectives(chooser), FuseElementwise(), DeriveCost(memo)):
@@ -51,14 +54,20 @@ def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
     return again.cost, None
 
 
-def _with(r: Report, cost: Any, memory: Any, bindings: Mapping[str, Any] | None = None
-          ) -> Report:
+def _with(r: Report, cost: Any, memory: Any, bindings: Mapping[str, Any] | None = None) -> Report:
     from shardc.driver.caches import Memo
 
-    return dataclasses.replace(r, cost=cost, memory=memory, warnings=list(r.warnings),
-                               bindings=dict(r.bindings if bindings is None else bindings),
-                               shown_region=None, settled=False, memo=Memo(),
-                               objective_note=None)
+    return dataclasses.replace(
+        r,
+        cost=cost,
+        memory=memory,
+        warnings=list(r.warnings),
+        bindings=dict(r.bindings if bindings is None else bindings),
+        shown_region=None,
+        settled=False,
+        memo=Memo(),
+        objective_note=None,
+    )
 
 
 def choose(r: Report, recorder: Forced, base: Any = None) -> Report:
@@ -85,8 +94,11 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
 
     def lower(chooser: Forced) -> Report:
         seen = recorder.seen
-        vector = tuple(sorted((k, v) for k in seen
-                              if (v := chooser.forced.get(k, chooser.sweep)) < seen[k] and v))
+        vector = tuple(
+            sorted(
+                (k, v) for k in seen if (v := chooser.forced.get(k, chooser.sweep)) < seen[k] and v
+            )
+        )
         key = (known, vector)
         if key not in lowerings:
             lowerings[key] = light(recipe, chooser)
@@ -98,8 +110,10 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
     if found.chooser is None or found.value is None or found.greedy is None:
         return r, recorder
     out = _with(r, *relower(recipe, found.chooser))  # the pick, with what a report shows
-    return (dataclasses.replace(out, objective_note=(objective, found.value, found.greedy)),
-            found.chooser)
+    return (
+        dataclasses.replace(out, objective_note=(objective, found.value, found.greedy)),
+        found.chooser,
+    )
 
 
 def at_point(r: Report, base: Any, bindings: Mapping[str, Any]) -> Report:
@@ -128,9 +142,11 @@ def note_text(r: Report) -> str | None:
     from shardc.lang.units import fmt_value
 
     objective, chosen, greedy = note
-    return (f"chosen for the whole program's {OBJECTIVE_TEXT[objective]}: "
-            f"{fmt_value(chosen, 's')}, where each contraction's own cheapest plan gives "
-            f"{fmt_value(greedy, 's')} (--objective)")
+    return (
+        f"chosen for the whole program's {OBJECTIVE_TEXT[objective]}: "
+        f"{fmt_value(chosen, 's')}, where each contraction's own cheapest plan gives "
+        f"{fmt_value(greedy, 's')} (--objective)"
+    )
 
 
 __all__ = ["at_point", "choose", "light", "note_text", "objective_of", "value"]
@@ -148,12 +164,18 @@ the sample); each change of winner between two of them is then bisected to a who
 
 def fixed(r: Report, point: Mapping[str, float]) -> Report:
     """`r`'s program, plans unchanged, with the sizes of `point` bound."""
-    return dataclasses.replace(r, bindings={**r.bindings, **point}, warnings=list(r.warnings),
-                               memo=r.memo.fresh())
+    return dataclasses.replace(
+        r, bindings={**r.bindings, **point}, warnings=list(r.warnings), memo=r.memo.fresh()
+    )
 
 
-def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
-              names: list[str], plan_of: Callable[[Report], Any]) -> tuple[Any, ...]:
+def partition(
+    r: Report,
+    found: tuple[Any, ...],
+    points: Mapping[str, Any],
+    names: list[str],
+    plan_of: Callable[[Report], Any],
+) -> tuple[Any, ...]:
     """The regions of `found` (the per-statement plans' regions, `passes.symbolic_plans.variants`)
     re-drawn for the whole program's objective. The candidates are each region's program and
     the programs the search picks (`Report.at`) inside each region and on each side of every
@@ -197,8 +219,9 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
         picked.add(int(x))
         at = {**others, name: float(x)}
         got, chooser = _at_point(r, AtPoint(at), {**r.bindings, **at})  # chosen with x bound
-        got = dataclasses.replace(got, bindings=dict(r.bindings), memo=got.memo.fresh(),
-                                  objective_note=None)  # shown over the free size
+        got = dataclasses.replace(
+            got, bindings=dict(r.bindings), memo=got.memo.fresh(), objective_note=None
+        )  # shown over the free size
         if plan_of(got) in plans:
             k = plans.index(plan_of(got))
             if vectors[k] is None:  # a per-statement region's program: now known what it runs
@@ -216,8 +239,9 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
 
     assert r.recipe is not None
     # the contractions' plans as one lowering meets them, ranked again at each size
-    recorder = Forced(AtPoint({**others, name: float(sample[len(sample) // 2])}),
-                      shared=r.recipe.shared)
+    recorder = Forced(
+        AtPoint({**others, name: float(sample[len(sample) // 2])}), shared=r.recipe.shared
+    )
     relower(r.recipe, recorder)
 
     won: dict[tuple[float, int, int], int] = {}  # winners by size and candidates known
@@ -235,10 +259,12 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
         at = {**others, name: float(x)}
         greedy = greedy_at(x)
         options = recorder.options_at(at)
-        got = [value(fixed(c, at), objective)
-               if k == greedy or (vec is not None and recorder.admits(vec, options))
-               else float("inf")
-               for k, (c, vec) in enumerate(zip(candidates, vectors, strict=True))]
+        got = [
+            value(fixed(c, at), objective)
+            if k == greedy or (vec is not None and recorder.admits(vec, options))
+            else float("inf")
+            for k, (c, vec) in enumerate(zip(candidates, vectors, strict=True))
+        ]
         if any(v is None for v in got):
             return max(greedy, 0)
         values = [float(v) for v in got if v is not None]
@@ -247,8 +273,9 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
             return greedy
         return best
 
-    which = classify(found, {name: sample, **{k: np.full(len(sample), v)
-                                              for k, v in others.items()}})
+    which = classify(
+        found, {name: sample, **{k: np.full(len(sample), v) for k, v in others.items()}}
+    )
     for k in range(len(found)):
         inside = sample[which == k]
         if len(inside):
@@ -277,15 +304,24 @@ def partition(r: Report, found: tuple[Any, ...], points: Mapping[str, Any],
             break
         # the next round probes each side of each boundary too: a new candidate that wins
         # just beside one (between two probes) is bisected to its own boundaries
-        probes = np.unique(np.concatenate(
-            [probes, np.asarray([x for c, _ in cuts for x in (c - 1, c)], dtype=float)]))
+        probes = np.unique(
+            np.concatenate(
+                [probes, np.asarray([x for c, _ in cuts for x in (c - 1, c)], dtype=float)]
+            )
+        )
     symbol = size_symbol(name)
     starts: list[tuple[int | None, int]] = [(None, wins[0]), *cuts]
     out = []
     for i, (begin, k) in enumerate(starts):
         end = starts[i + 1][0] if i + 1 < len(starts) else None
-        bounds = tuple(b for b in ((symbol >= begin) if begin is not None else None,
-                                   (symbol < end) if end is not None else None) if b is not None)
+        bounds = tuple(
+            b
+            for b in (
+                (symbol >= begin) if begin is not None else None,
+                (symbol < end) if end is not None else None,
+            )
+            if b is not None
+        )
         inside = np.ones(len(sample), dtype=bool)
         if begin is not None:
             inside &= sample >= begin

@@ -15,16 +15,24 @@ from typing import Any
 
 from shardc.passes.context import OPTIONS, Options
 
-__all__ = ["Options", "checked_bindings", "checked_hw", "checked_names", "described",
-           "options_with"]
+__all__ = [
+    "Options",
+    "checked_bindings",
+    "checked_hw",
+    "checked_names",
+    "described",
+    "options_with",
+]
 
-ALIASES: Mapping[str, str] = {f.metadata["alias"]: name for name, f in OPTIONS.items()
-                              if f.metadata["alias"] is not None}
+ALIASES: Mapping[str, str] = {
+    f.metadata["alias"]: name for name, f in OPTIONS.items() if f.metadata["alias"] is not None
+}
 """The keywords `compile` takes for an option besides its name (`set` for `bindings`)."""
 
 
-def options_with(options: Options | None = None, overrides: Mapping[str, Any] | None = None
-                 ) -> Options:
+def options_with(
+    options: Options | None = None, overrides: Mapping[str, Any] | None = None
+) -> Options:
     """`options` (None: the defaults) with `overrides` (option names or their aliases), each
     value checked against its option's declaration.
 
@@ -43,8 +51,10 @@ def options_with(options: Options | None = None, overrides: Mapping[str, Any] | 
     if options is None:
         options = Options()
     elif not isinstance(options, Options):
-        raise TypeError("options must be a shardc.Options (give single options by keyword: "
-                        f"hw='tpu-v5e'), got {described(options)}")
+        raise TypeError(
+            "options must be a shardc.Options (give single options by keyword: "
+            f"hw='tpu-v5e'), got {described(options)}"
+        )
     changes: dict[str, Any] = {}
     for key, value in (overrides or {}).items():
         name = ALIASES.get(key, key)
@@ -64,9 +74,11 @@ def checked(name: str, value: Any) -> Any:
     choices = declared.metadata["choices"]
     if choices:
         if value not in choices and not (value is None and declared.default is None):
-            raise ValueError(f"{name}={value!r}: expected one of "
-                             f"{', '.join(map(repr, choices))}"
-                             + (" (or None: the default)" if declared.default is None else ""))
+            raise ValueError(
+                f"{name}={value!r}: expected one of "
+                f"{', '.join(map(repr, choices))}"
+                + (" (or None: the default)" if declared.default is None else "")
+            )
     elif isinstance(declared.default, bool) and not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {described(value)}")
     return value
@@ -87,8 +99,10 @@ def checked_hw(hw: Any) -> Any:
         return hw
     if isinstance(hw, Path):
         return str(hw)
-    raise TypeError(f"hw must be a chip name ('tpu-v5e'), a path to a chip TOML or a "
-                    f"shardc.hardware.Chip, got {described(hw)}")
+    raise TypeError(
+        f"hw must be a chip name ('tpu-v5e'), a path to a chip TOML or a "
+        f"shardc.hardware.Chip, got {described(hw)}"
+    )
 
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -114,23 +128,30 @@ def checked_bindings(bindings: Any) -> dict[str, float | Decimal]:
     if bindings is None:
         return {}
     if not isinstance(bindings, Mapping):
-        raise TypeError("set must be a mapping of names to numbers ({'B': 4096}), got "
-                        f"{described(bindings)}")
+        raise TypeError(
+            f"set must be a mapping of names to numbers ({{'B': 4096}}), got {described(bindings)}"
+        )
     out: dict[str, float | Decimal] = {}
     for key, value in bindings.items():
         if not isinstance(key, str):
             raise TypeError(f"set: a key must be a name such as 'B', got {described(key)}")
         if not _NAME.fullmatch(key):
-            raise ValueError(f"set: {quoted(key)} is not a name (a letter, then letters, "
-                             "digits or '_')")
+            raise ValueError(
+                f"set: {quoted(key)} is not a name (a letter, then letters, digits or '_')"
+            )
         if isinstance(value, str):  # read as --set reads it: "4M", "1e6"
             out[key] = real(value, f"set[{key!r}]")  # NumberError (a ValueError) for "x"
         elif isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
             raise TypeError(f"set[{key!r}] must be a number, got {described(value)}")
         else:
             # exact for whole numbers (a huge int is N016's to refuse, not an OverflowError)
-            out[key] = (value if isinstance(value, Decimal) else Decimal(int(value))
-                        if isinstance(value, numbers.Integral) else float(value))
+            out[key] = (
+                value
+                if isinstance(value, Decimal)
+                else Decimal(int(value))
+                if isinstance(value, numbers.Integral)
+                else float(value)
+            )
     return out
 
 
@@ -145,12 +166,15 @@ def checked_names(names: Any, what: str) -> frozenset[str]:
     for n in names:
         if not isinstance(n, str) or not _NAME.fullmatch(n):
             raise (TypeError if not isinstance(n, str) else ValueError)(
-                f"{what}: {quoted(n)} is not a name")
+                f"{what}: {quoted(n)} is not a name"
+            )
         out.append(n)
     return frozenset(out)
 
 
 _CHECKS: Mapping[str, Callable[[Any], Any]] = {
-    "hw": checked_hw, "bindings": checked_bindings,
-    "free": lambda names: checked_names(names, "free")}
+    "hw": checked_hw,
+    "bindings": checked_bindings,
+    "free": lambda names: checked_names(names, "free"),
+}
 """The options whose values need more than their declaration's choices or type."""

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def expected_schedule(r: Any, durations: dict[int, float] | None = None
-                      ) -> tuple[float, dict[int, float]] | None:
+def expected_schedule(
+    r: Any, durations: dict[int, float] | None = None
+) -> tuple[float, dict[int, float]] | None:
     """The calibrated step of report `r` and each collective's exposed part (no collective
     matmuls, prefetch bounded by its buffer and by free HBM, compute slowed beside
     collectives) over each op's expected time, or over `durations`; None unless every op has a
@@ -24,8 +25,13 @@ def expected_schedule(r: Any, durations: dict[int, float] | None = None
         return None
     fit = _fit(r)
     contention = fit.contention if fit is not None and fit.contention is not None else CONTENTION
-    return schedule(r.program, durations, busy_after=r.busy_after(),
-                    ahead=prefetch_ahead(r, durations), contention=contention)
+    return schedule(
+        r.program,
+        durations,
+        busy_after=r.busy_after(),
+        ahead=prefetch_ahead(r, durations),
+        contention=contention,
+    )
 
 
 def _fit(r: Any):
@@ -44,11 +50,15 @@ def prefetch_ahead(r: Any, durations: Mapping[int, float]) -> dict[int, float]:
     from shardc.passes.schedule import PREFETCH_ELEMENTS
 
     fit = _fit(r)
-    elements = (fit.prefetch_elements if fit is not None and fit.prefetch_elements is not None
-                else PREFETCH_ELEMENTS)
+    elements = (
+        fit.prefetch_elements
+        if fit is not None and fit.prefetch_elements is not None
+        else PREFETCH_ELEMENTS
+    )
     total = r.value(r.memory.total) if r.memory is not None else None
-    room = (max(0.0, r.chip.hbm_bytes - total)
-            if r.chip is not None and total is not None else math.inf)
+    room = (
+        max(0.0, r.chip.hbm_bytes - total) if r.chip is not None and total is not None else math.inf
+    )
     out: dict[int, float] = {}
     for c in r.ops:
         if c.kind != "collective" or c.overlap != "prefetch" or c.index not in durations:

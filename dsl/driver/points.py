@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.lang.diagnostics import Diagnostics
 
-OVERFLOW_NOTE = ("sizes and hardware figures this large give costs past a float's range "
-                 "(about 1.8e308); check the sizes bound with --set or declared with `dim`")
+OVERFLOW_NOTE = (
+    "sizes and hardware figures this large give costs past a float's range "
+    "(about 1.8e308); check the sizes bound with --set or declared with `dim`"
+)
 
 
 def value(r: Report, expr: Any, **bindings: float) -> float | None:
@@ -26,9 +28,13 @@ def value(r: Report, expr: Any, **bindings: float) -> float | None:
     number (`values.value`), at the plans a compile with `bindings` chooses where the plans
     depend on the sizes bound (piecewise over the regions): exact also off the regions'
     sample."""
-    if (bindings and isinstance(expr, str) and r.recipe is not None and r.program.sized_choices
-            and any(r.program.dims_and_mesh.get(k, 0) is None and k not in r.bindings
-                    for k in bindings)):
+    if (
+        bindings
+        and isinstance(expr, str)
+        and r.recipe is not None
+        and r.program.sized_choices
+        and any(r.program.dims_and_mesh.get(k, 0) is None and k not in r.bindings for k in bindings)
+    ):
         if expr in r.totals:
             return values.value(at(r, **bindings), expr)
         if expr.isidentifier() and expr not in names(r):
@@ -49,8 +55,9 @@ def at(r: Report, **bindings: float) -> Report:
             try:
                 whole(v, k)
             except NumberError as exc:
-                raise ValueError(f"{exc} (a size must be a whole number from 1 to "
-                                 "2**63 - 1)") from None
+                raise ValueError(
+                    f"{exc} (a size must be a whole number from 1 to 2**63 - 1)"
+                ) from None
     override_env(r, bindings)
     merged = {**r.bindings, **{k: binding(k, v) for k, v in bindings.items()}}
     known = known_sizes((*r.program.dims, *r.program.mesh), merged)
@@ -58,14 +65,17 @@ def at(r: Report, **bindings: float) -> Report:
         if count.names and set(count.names) <= known.keys() and set(count.names) & bindings.keys():
             runs = count.evaluate({n: known[n] for n in count.names})
             if runs < 1:
-                raise ValueError(f"{', '.join(f'{n}={known[n]}' for n in count.names)}: "
-                                 f"`repeat {count.text}` (line {count.line}) would run "
-                                 f"{runs} times; a repeat block runs at least once")
+                raise ValueError(
+                    f"{', '.join(f'{n}={known[n]}' for n in count.names)}: "
+                    f"`repeat {count.text}` (line {count.line}) would run "
+                    f"{runs} times; a repeat block runs at least once"
+                )
     out = moved(r, merged, bindings.keys())
     diags = Diagnostics()
     if overflows(out, diags):  # K003 of a compile at these sizes: no inf or nan shown
-        raise ValueError(f"at {', '.join(f'{k}={v}' for k, v in bindings.items())}: "
-                         f"{diags.items[0].message}")
+        raise ValueError(
+            f"at {', '.join(f'{k}={v}' for k, v in bindings.items())}: {diags.items[0].message}"
+        )
     return out
 
 
@@ -73,8 +83,7 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
     """The report at `merged` (`bound`: the names `at` was given), evaluated."""
 
     bound = set(bound)
-    symbolic = {n for n, v in r.program.dims_and_mesh.items()
-                if v is None and n not in r.bindings}
+    symbolic = {n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings}
     if r.recipe is not None and symbolic & set(r.program.mesh_axes) & bound:
         # The formulas of a symbolic mesh axis assume a full ring; with its size known the
         # topology is the slice's own, so the program is compiled again at this point.
@@ -85,8 +94,9 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
         from shardc.driver.region_totals import settle
         from shardc.passes.symbolic_plans import AtPoint
 
-        point = {n: float(v) for n, v in known_sizes(
-            (*r.program.dims, *r.program.mesh), merged).items()}
+        point = {
+            n: float(v) for n, v in known_sizes((*r.program.dims, *r.program.mesh), merged).items()
+        }
         from shardc.driver.objective import at_point
 
         # as a compile there: the whole program's objective picks among the plans
@@ -94,8 +104,9 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
         if symbolic - bound:  # sizes still free: by region, as a compile does
             out = settle(out)
         return out.evaluate()
-    return dataclasses.replace(r, bindings=merged, warnings=list(r.warnings),
-                               memo=r.memo.fresh()).evaluate()
+    return dataclasses.replace(
+        r, bindings=merged, warnings=list(r.warnings), memo=r.memo.fresh()
+    ).evaluate()
 
 
 def recompile(r: Report, bindings: dict[str, float]) -> Report:
@@ -112,9 +123,18 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
         from shardc.driver.region_totals import free_sizes
 
         again = dataclasses.replace(
-            r, cost=unit.cost, chip=unit.chip, bindings=dict(unit.bindings), warnings=[],
-            memory=unit.memory, recipe=recipe, shown_region=None, settled=False, memo=Memo(),
-            objective_note=None)
+            r,
+            cost=unit.cost,
+            chip=unit.chip,
+            bindings=dict(unit.bindings),
+            warnings=[],
+            memory=unit.memory,
+            recipe=recipe,
+            shown_region=None,
+            settled=False,
+            memo=Memo(),
+            objective_note=None,
+        )
         if not free_sizes(again):  # as a compile at these sizes: the whole program's plans
             again = choose(again, recipe.shared["recorder"])
         out = finish(again, ctx.diagnostics)
@@ -133,8 +153,9 @@ def finish(r: Report, diags: Diagnostics) -> Report | None:
         return None
     memory_warning(r, diags)
     unused_bindings(r, diags)
-    return dataclasses.replace(r, warnings=[d.message for d in diags.items
-                                            if d.severity == "warning"])
+    return dataclasses.replace(
+        r, warnings=[d.message for d in diags.items if d.severity == "warning"]
+    )
 
 
 def overflows(r: Report, diags: Diagnostics) -> bool:
@@ -147,8 +168,9 @@ def overflows(r: Report, diags: Diagnostics) -> bool:
     try:
         r.evaluate(conditions=False)  # the writers evaluate the conditions they print
     except (ArithmeticError, ValueError) as exc:  # math.pow and friends raise instead of inf
-        diags.error("K003", f"a quantity of the report overflows a float ({exc})",
-                    notes=(OVERFLOW_NOTE,))
+        diags.error(
+            "K003", f"a quantity of the report overflows a float ({exc})", notes=(OVERFLOW_NOTE,)
+        )
         return True
     if not any_unfinite(r):  # every formula below was evaluated above: none overflows
         return False
@@ -163,8 +185,9 @@ def overflows(r: Report, diags: Diagnostics) -> bool:
     for x in all_expressions(r, conditions=False):
         named.setdefault(as_expr(x), "an intermediate quantity")
     for expr, where in named.items():
-        name = (where if isinstance(where, str)
-                else f"op {where[0].index} ({where[0].op}) {where[1]}")
+        name = (
+            where if isinstance(where, str) else f"op {where[0].index} ({where[0].op}) {where[1]}"
+        )
         free = expr.free_symbols
         if free and free <= env and values.value(r, expr) is None:
             text = str(expr)
@@ -187,9 +210,15 @@ def unused_bindings(r: Report, diags: Diagnostics) -> None:
     for name in hw:
         if name not in used:
             names = sorted(n for n in used if is_hardware_name(n))
-            diags.warning("N015", f"--set binds {name!r}, which no formula of this program uses",
-                          notes=("the program's hardware quantities: " + ", ".join(names)
-                                 if names else "the program uses no hardware quantities",))
+            diags.warning(
+                "N015",
+                f"--set binds {name!r}, which no formula of this program uses",
+                notes=(
+                    "the program's hardware quantities: " + ", ".join(names)
+                    if names
+                    else "the program uses no hardware quantities",
+                ),
+            )
 
 
 def memory_warning(r: Report, diags: Diagnostics) -> None:
@@ -199,19 +228,36 @@ def memory_warning(r: Report, diags: Diagnostics) -> None:
     if r.memory is not None:
         total = values.value(r, r.memory.total)
         if total is not None and total > r.chip.hbm_bytes:
-            diags.warning("K002", f"a training step needs {total / 1e9:.3g} GB per device "
-                          f"(parameters, gradients, {r.options['optimizer']} state, "
-                          f"activations with remat {r.options['remat']}), more than the "
-                          f"{r.chip.hbm_bytes / 1e9:.3g} GB of HBM on {r.chip.name}",
-                          notes=("shard parameters and optimizer state further (FSDP), or "
-                                 "recompute activations (--remat block)",))
+            diags.warning(
+                "K002",
+                f"a training step needs {total / 1e9:.3g} GB per device "
+                f"(parameters, gradients, {r.options['optimizer']} state, "
+                f"activations with remat {r.options['remat']}), more than the "
+                f"{r.chip.hbm_bytes / 1e9:.3g} GB of HBM on {r.chip.name}",
+                notes=(
+                    "shard parameters and optimizer state further (FSDP), or "
+                    "recompute activations (--remat block)",
+                ),
+            )
         return
     mem = values.value(r, r.totals["memory_per_device_bytes"])
     if mem is not None and mem > r.chip.hbm_bytes:
-        diags.warning("K001", f"the named arrays need {mem / 1e9:.3g} GB per device, more than "
-                      f"the {r.chip.hbm_bytes / 1e9:.3g} GB of HBM on {r.chip.name}",
-                      notes=("shard the largest arrays over more mesh axes",))
+        diags.warning(
+            "K001",
+            f"the named arrays need {mem / 1e9:.3g} GB per device, more than "
+            f"the {r.chip.hbm_bytes / 1e9:.3g} GB of HBM on {r.chip.name}",
+            notes=("shard the largest arrays over more mesh axes",),
+        )
 
 
-__all__ = ["OVERFLOW_NOTE", "at", "finish", "memory_warning", "moved", "overflows",
-           "recompile", "unused_bindings", "value"]
+__all__ = [
+    "OVERFLOW_NOTE",
+    "at",
+    "finish",
+    "memory_warning",
+    "moved",
+    "overflows",
+    "recompile",
+    "unused_bindings",
+    "value",
+]

@@ -30,5 +30,14 @@ def render_latex(r: Report) -> str:
     return write(r, "latex")
 
 
-__all__ = ["BLOCK_SUMMARY", "SECTIONS", "SUMMARY", "expected_note", "latex", "render_latex",
-           "render_markdown", "render_text", "text"]
+__all__ = [
+    "BLOCK_SUMMARY",
+    "SECTIONS",
+    "SUMMARY",
+    "expected_note",
+    "latex",
+    "render_latex",
+    "render_markdown",
+    "render_text",
+    "text",
+]

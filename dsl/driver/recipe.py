@@ -50,8 +50,9 @@ def rerun(recipe: Recipe, bindings: Mapping[str, float]) -> Recipe:
     # the lowering records its options for the whole-program search (`driver.objective`)
     shared: dict[str, Any] = {}
     recorder = shared["recorder"] = Forced(shared=shared)
-    passes = tuple(InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p
-                   for p in PIPELINE)
+    passes = tuple(
+        InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p for p in PIPELINE
+    )
     return Recipe(recipe.source, run_passes(ctx, passes), ctx, recipe.on, shared)
 
 

@@ -19,9 +19,13 @@ if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.passes.symbolic_plans import Variant
 
-TOTALS = (("T_lower", "t_lower_s", "s"), ("T_expected", "t_expected_s", "s"),
-          ("T_comms", "t_comms_s", "s"),
-          ("T_math", "t_math_s", "s"), ("comm bytes", "comm_bytes", "B"))
+TOTALS = (
+    ("T_lower", "t_lower_s", "s"),
+    ("T_expected", "t_expected_s", "s"),
+    ("T_comms", "t_comms_s", "s"),
+    ("T_math", "t_math_s", "s"),
+    ("comm bytes", "comm_bytes", "B"),
+)
 
 
 def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, ...] | None:
@@ -39,6 +43,7 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
 
     def lower(chooser):
         return lowered(r, chooser)
+
     from shardc.driver.objective import partition
     from shardc.passes.symbolic_plans import sample_points
 
@@ -94,8 +99,7 @@ def settle(r: Report) -> Report:
         alone = (Variant((), (), 1.0, largest),)
         found = partition(r, alone, points, free, plan_of)
         if len(found) == 1 and plan_of(found[0].result) == plan_of(largest):
-            return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest,
-                                                                                 settled=())
+            return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest, settled=())
     # The enumeration lowers the program at least once per region (1 + splits of them): where
     # that is past the cap, or would take longer than the time budget at this lowering's
     # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
@@ -104,9 +108,14 @@ def settle(r: Report) -> Report:
         if found is not None:  # where the whole program's objective, not each statement, decides
             found = partition(r, found, points, free, plan_of)
     if found is None:
-        return dataclasses.replace(largest, settled=None, shown_region=(
-            " and ".join(relation_text(b) for b in dict.fromkeys(most.bounds)) or "elsewhere",
-            float(most.mask.mean())))
+        return dataclasses.replace(
+            largest,
+            settled=None,
+            shown_region=(
+                " and ".join(relation_text(b) for b in dict.fromkeys(most.bounds)) or "elsewhere",
+                float(most.mask.mean()),
+            ),
+        )
     if len(found) == 1:
         return dataclasses.replace(found[0].result, settled=())
     from shardc.driver.boundaries import condition, solve_all
@@ -116,15 +125,20 @@ def settle(r: Report) -> Report:
     totals = dict(base.totals)
     conditions = [condition(r, v) for v in found]
     for key in dict.fromkeys(k for v in found for k in v.result.totals):
-        pieces = [(as_expr(v.result.totals.get(key, 0)), c)
-                  for v, c in zip(found, conditions, strict=True)]
+        pieces = [
+            (as_expr(v.result.totals.get(key, 0)), c)
+            for v, c in zip(found, conditions, strict=True)
+        ]
         if len({e for e, _ in pieces}) > 1:
             totals[key] = sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
         else:  # a total some region lacks (0 there) is still a total of every region
             totals.setdefault(key, pieces[0][0])
-    return dataclasses.replace(lowered(r, None, base.memory), cost=dataclasses.replace(
-        base.cost, totals=totals), settled=found, shown_region=(condition_text(found[0]),
-                                                               found[0].share))
+    return dataclasses.replace(
+        lowered(r, None, base.memory),
+        cost=dataclasses.replace(base.cost, totals=totals),
+        settled=found,
+        shown_region=(condition_text(found[0]), found[0].share),
+    )
 
 
 def lowered(r: Report, chooser: Any, memory: Any = False) -> Report:
@@ -135,9 +149,17 @@ def lowered(r: Report, chooser: Any, memory: Any = False) -> Report:
 
     assert r.recipe is not None
     cost, mem = relower(r.recipe, chooser) if chooser is not None else (r.cost, memory)
-    return dataclasses.replace(r, cost=cost, bindings=dict(r.bindings), warnings=list(r.warnings),
-                               memory=mem, options=dict(r.options), shown_region=None,
-                               settled=False, memo=Memo())
+    return dataclasses.replace(
+        r,
+        cost=cost,
+        bindings=dict(r.bindings),
+        warnings=list(r.warnings),
+        memory=mem,
+        options=dict(r.options),
+        shown_region=None,
+        settled=False,
+        memo=Memo(),
+    )
 
 
 def plan_of(r: Report) -> tuple[tuple[Any, ...], ...]:
@@ -162,8 +184,9 @@ def piecewise(r: Report, name: str) -> sp.Expr:
 def condition_text(v: Variant) -> str:
     """`B > 7659.4`, several bounds joined by `and`; `elsewhere` for the last region (and
     `everywhere` for the only one)."""
-    return (" and ".join(relation_text(b) for b in v.bounds)
-            or ("everywhere" if v.share == 1.0 and not v.forced else "elsewhere"))
+    return " and ".join(relation_text(b) for b in v.bounds) or (
+        "everywhere" if v.share == 1.0 and not v.forced else "elsewhere"
+    )
 
 
 def collectives(r: Report) -> str:
@@ -187,12 +210,16 @@ def shown_text(r: Report) -> str | None:
     where, share = r.shown_region
     regions = r.regions()
     if regions is None:
-        return (f"more than {MAX_REGIONS} regions, or more than {REGIONS_SECONDS:g} s to find "
-                f"them: every section shows the plan that holds where {where} ({share:.0%} of "
-                "the sample), not a plan for every size (bind sizes with --set for another)")
-    return (f"{len(regions)} regions of the symbolic sizes: the totals are piecewise (totals "
-            f"by region at the end); decisions, conditions, memory and ops show the plan where "
-            f"{where} ({share:.0%} of the sample)")
+        return (
+            f"more than {MAX_REGIONS} regions, or more than {REGIONS_SECONDS:g} s to find "
+            f"them: every section shows the plan that holds where {where} ({share:.0%} of "
+            "the sample), not a plan for every size (bind sizes with --set for another)"
+        )
+    return (
+        f"{len(regions)} regions of the symbolic sizes: the totals are piecewise (totals "
+        f"by region at the end); decisions, conditions, memory and ops show the plan where "
+        f"{where} ({share:.0%} of the sample)"
+    )
 
 
 def has_lines(r: Report) -> bool:
@@ -205,27 +232,59 @@ def as_json(r: Report) -> dict[str, Any]:
 
     regions = r.regions()
     if regions is None:
-        shown = (f"the plan where {r.shown_region[0]} is shown" if r.shown_region
-                 else "default plans kept")
-        return {"regions": None, "note": f"more than {MAX_REGIONS} regions, or more than "
-                f"{REGIONS_SECONDS:g} s to find: {shown}",
-                **({"shown_region": {"condition": r.shown_region[0],
-                                     "share_of_sample": round(r.shown_region[1], 4)}}
-                   if r.shown_region else {})}
+        shown = (
+            f"the plan where {r.shown_region[0]} is shown"
+            if r.shown_region
+            else "default plans kept"
+        )
+        return {
+            "regions": None,
+            "note": f"more than {MAX_REGIONS} regions, or more than "
+            f"{REGIONS_SECONDS:g} s to find: {shown}",
+            **(
+                {
+                    "shown_region": {
+                        "condition": r.shown_region[0],
+                        "share_of_sample": round(r.shown_region[1], 4),
+                    }
+                }
+                if r.shown_region
+                else {}
+            ),
+        }
     out: dict[str, Any] = {
-        "regions": [{"condition": condition_text(v), "relation": str(condition(r, v)),
-                     "boundaries": [b.as_json() for b in boundaries(r, v)],
-                     "share_of_sample": round(v.share, 4),
-                     "collectives": collectives(v.result),
-                     "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS}}
-                    for v in regions or ()]}
+        "regions": [
+            {
+                "condition": condition_text(v),
+                "relation": str(condition(r, v)),
+                "boundaries": [b.as_json() for b in boundaries(r, v)],
+                "share_of_sample": round(v.share, 4),
+                "collectives": collectives(v.result),
+                "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS},
+            }
+            for v in regions or ()
+        ]
+    }
     if regions:  # kept within shardc.report/1: `totals` are these formulas now
         out["totals_piecewise"] = {key: str(r.piecewise(key)) for _, key, _ in TOTALS}
     if r.shown_region is not None:
-        out["shown_region"] = {"condition": r.shown_region[0],
-                               "share_of_sample": round(r.shown_region[1], 4)}
+        out["shown_region"] = {
+            "condition": r.shown_region[0],
+            "share_of_sample": round(r.shown_region[1], 4),
+        }
     return out
 
 
-__all__ = ["as_json", "collectives", "condition_text", "find", "free_sizes", "has_lines",
-           "lowered", "piecewise", "plan_of", "settle", "shown_text"]
+__all__ = [
+    "as_json",
+    "collectives",
+    "condition_text",
+    "find",
+    "free_sizes",
+    "has_lines",
+    "lowered",
+    "piecewise",
+    "plan_of",
+    "settle",
+    "shown_text",
+]

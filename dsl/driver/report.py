@@ -84,9 +84,14 @@ class Report:
         expected`) on the calibrated rates (`passes.symbols.on_expected`)."""
         if self.options.get("on") != "expected":
             return self.cost.conditions
-        return tuple(dataclasses.replace(
-            c, relation=on_expected(c.relation, self.cost.symbols),
-            text=f"{c.text}, on T_expected's rates") for c in self.cost.conditions)
+        return tuple(
+            dataclasses.replace(
+                c,
+                relation=on_expected(c.relation, self.cost.symbols),
+                text=f"{c.text}, on T_expected's rates",
+            )
+            for c in self.cost.conditions
+        )
 
     @property
     def decisions(self):
@@ -192,8 +197,9 @@ class Report:
     def exposed(self, expected: bool = False) -> dict[int, float] | None:
         return step.exposed(self, expected)
 
-    def expected_schedule(self, durations: dict[int, float] | None = None
-                          ) -> tuple[float, dict[int, float]] | None:
+    def expected_schedule(
+        self, durations: dict[int, float] | None = None
+    ) -> tuple[float, dict[int, float]] | None:
         """The calibrated step and each collective's exposed part, over each op's expected
         time or `durations` (`shardc.driver.overlap.expected_schedule`)."""
         return overlap.expected_schedule(self, durations)

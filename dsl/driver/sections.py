@@ -62,9 +62,16 @@ def sections(r: Report, only: Collection[str] | None = None) -> list[Section]:
 
 
 def header(r: Report) -> Header:
-    return Header(r.name, r.hardware_name, r.model, r.cost.matmul_precision,
-                  tuple(r.program.mesh), tuple(r.program.dims),
-                  tuple(sorted(r.bindings.items())), shown_text(r))
+    return Header(
+        r.name,
+        r.hardware_name,
+        r.model,
+        r.cost.matmul_precision,
+        tuple(r.program.mesh),
+        tuple(r.program.dims),
+        tuple(sorted(r.bindings.items())),
+        shown_text(r),
+    )
 
 
 def expected_note(r: Report) -> str:
@@ -74,8 +81,9 @@ def expected_note(r: Report) -> str:
         who = f"{r.chip.name} has" if r.chip is not None else "no chip, so"
         return f"equals T_lower: {who} no calibration"
     net = ", ".join(f.level for f in cal.network)
-    return (f"from the calibration of {cal.chip}, {cal.describe_source()}; communication at "
-            + (f"the calibrated bus bandwidth on {net}" if net else "the roofline's rate"))
+    return f"from the calibration of {cal.chip}, {cal.describe_source()}; communication at " + (
+        f"the calibrated bus bandwidth on {net}" if net else "the roofline's rate"
+    )
 
 
 def summary(r: Report) -> Section:
@@ -90,18 +98,29 @@ def summary(r: Report) -> Section:
     if r.program.params or any(c.overlap for c in r.ops):
         for label, key in (("T_step (max)", "t_step_max_s"), ("T_step (sum)", "t_step_sum_s")):
             rows.append(Step(label, r.value(r.totals[key]), r.totals[key]))
-        rows.append(Step("T_step (schedule)", r.scheduled_step(), None,
-                         "prefetched gathers, async reductions and collective matmuls overlap "
-                         "compute"))
+        rows.append(
+            Step(
+                "T_step (schedule)",
+                r.scheduled_step(),
+                None,
+                "prefetched gathers, async reductions and collective matmuls overlap compute",
+            )
+        )
         util = r.utilization()
         if util is not None:
             rows.append(Utilization(util["mfu"], util["hfu"]))
         # uncalibrated, the expected schedule is the roofline's: not shown, so not scheduled
         expected = r.utilization(expected=True) if r.calibrated else None
         if expected is not None:
-            rows.append(Step("T_step (expected)", r.scheduled_step(expected=True), None,
-                             "the same schedule over each op's expected time; weight gathers "
-                             "prefetched whole, the first exposed"))
+            rows.append(
+                Step(
+                    "T_step (expected)",
+                    r.scheduled_step(expected=True),
+                    None,
+                    "the same schedule over each op's expected time; weight gathers "
+                    "prefetched whole, the first exposed",
+                )
+            )
             rows.append(Utilization(expected["mfu"], expected["hfu"], expected=True))
             parts = r.exposed(expected=True)
             if parts:
@@ -110,19 +129,37 @@ def summary(r: Report) -> Section:
 
                 listed = ", ".join(f"#{i} {fmt_value(v, 's')}" for i, v in each[:6])
                 more = f", {len(each) - 6} more" if len(each) > 6 else ""
-                rows.append(Step("exposed (expected)", sum(parts.values()), None,
-                                 f"collective time no compute hides: {listed}{more}"))
+                rows.append(
+                    Step(
+                        "exposed (expected)",
+                        sum(parts.values()),
+                        None,
+                        f"collective time no compute hides: {listed}{more}",
+                    )
+                )
     if "t_recompute_s" in r.totals:
         expr = r.totals["t_recompute_s"]
-        rows.append(Step("T_recompute", r.value(expr), expr,
-                         f"--remat {r.options.get('remat')}: forward ops the backward pass runs "
-                         "again, compute in T_math and T_hbm, collectives in T_comms"))
-    levels = [k for k in r.totals if k.startswith("t_comms_") and k not in (
-        "t_comms_s", "t_comms_critical_s")]
+        rows.append(
+            Step(
+                "T_recompute",
+                r.value(expr),
+                expr,
+                f"--remat {r.options.get('remat')}: forward ops the backward pass runs "
+                "again, compute in T_math and T_hbm, collectives in T_comms",
+            )
+        )
+    levels = [
+        k
+        for k in r.totals
+        if k.startswith("t_comms_") and k not in ("t_comms_s", "t_comms_critical_s")
+    ]
     if len(levels) > 1:
         for key in levels:
-            rows.append(Step(f"T_comms ({key[len('t_comms_'):-2]})", r.value(r.totals[key]),
-                             r.totals[key]))
+            rows.append(
+                Step(
+                    f"T_comms ({key[len('t_comms_') : -2]})", r.value(r.totals[key]), r.totals[key]
+                )
+            )
     rows.append(Bound(r.bound()))
     return Section("summary", "summary", tuple(rows), "per device unless noted")
 
@@ -131,11 +168,29 @@ def repeats(r: Report) -> Section | None:
     """Each `repeat` block: its figures for one iteration (a layer) and for all of them."""
     if not r.cost.blocks:
         return None
-    return Section("repeats", "repeat blocks", tuple(
-        Block(b.line, b.text, r.value(b.count),
-              tuple((label, unit, r.value(b.per_iteration[key]), r.value(b.total[key]),
-                     b.per_iteration[key]) for label, key, unit in BLOCK_TOTALS))
-        for b in r.cost.blocks), "per iteration, all iterations; op times in the table are per run")
+    return Section(
+        "repeats",
+        "repeat blocks",
+        tuple(
+            Block(
+                b.line,
+                b.text,
+                r.value(b.count),
+                tuple(
+                    (
+                        label,
+                        unit,
+                        r.value(b.per_iteration[key]),
+                        r.value(b.total[key]),
+                        b.per_iteration[key],
+                    )
+                    for label, key, unit in BLOCK_TOTALS
+                ),
+            )
+            for b in r.cost.blocks
+        ),
+        "per iteration, all iterations; op times in the table are per run",
+    )
 
 
 def memory(r: Report) -> Section | None:
@@ -143,16 +198,31 @@ def memory(r: Report) -> Section | None:
     m = r.memory
     if m is None:
         return None
-    rows: list[object] = [Total(label, r.value(x), "B", x) for label, x in (
-        ("parameters", m.parameters), ("gradients", m.gradients),
-        ("optimizer state", m.optimizer), ("activations", m.activations), ("total", m.total))]
+    rows: list[object] = [
+        Total(label, r.value(x), "B", x)
+        for label, x in (
+            ("parameters", m.parameters),
+            ("gradients", m.gradients),
+            ("optimizer state", m.optimizer),
+            ("activations", m.activations),
+            ("total", m.total),
+        )
+    ]
     if m.saved:
         rows.append(Line(f"kept for backward: {', '.join(m.saved)}"))
-    rows.append(Line("(what the step holds at once; the summary's memory/device adds up every "
-                     "array the program names, live or not)"))
+    rows.append(
+        Line(
+            "(what the step holds at once; the summary's memory/device adds up every "
+            "array the program names, live or not)"
+        )
+    )
     flash = ", attention flash" if r.options.get("attention") == "flash" else ""
-    return Section("memory", "memory per device, training step", tuple(rows),
-                   f"optimizer {r.options.get('optimizer')}, remat {r.options.get('remat')}{flash}")
+    return Section(
+        "memory",
+        "memory per device, training step",
+        tuple(rows),
+        f"optimizer {r.options.get('optimizer')}, remat {r.options.get('remat')}{flash}",
+    )
 
 
 def topology(r: Report) -> Section | None:
@@ -165,9 +235,21 @@ def topology(r: Report) -> Section | None:
 def conditions(r: Report) -> Section | None:
     if not r.conditions:
         return None
-    return Section("conditions", "conditions", tuple(
-        Condition(c.name, c.text, c.relation, r.holds(c.relation), r.value(c.relation.lhs),
-                  r.value(c.relation.rhs)) for c in r.conditions))
+    return Section(
+        "conditions",
+        "conditions",
+        tuple(
+            Condition(
+                c.name,
+                c.text,
+                c.relation,
+                r.holds(c.relation),
+                r.value(c.relation.lhs),
+                r.value(c.relation.rhs),
+            )
+            for c in r.conditions
+        ),
+    )
 
 
 def decisions(r: Report) -> Section | None:
@@ -182,10 +264,27 @@ def ops(r: Report) -> Section:
 def op_row(r: Report, c: OpCost) -> Op:
     moved = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
     has_crossover = c.crossover_bytes is not None
-    return Op(c.index, c.line, c.count, c.kind, c.op, tuple(c.axes), c.src, c.dst,
-              r.value(c.flops_per_device), moved, r.value(moved), c.time, r.value(c.time),
-              c.t_expected, r.value(c.t_expected), r.op_bound(c),
-              r.value(c.crossover_bytes) if has_crossover else None, has_crossover, c.reason)
+    return Op(
+        c.index,
+        c.line,
+        c.count,
+        c.kind,
+        c.op,
+        tuple(c.axes),
+        c.src,
+        c.dst,
+        r.value(c.flops_per_device),
+        moved,
+        r.value(moved),
+        c.time,
+        r.value(c.time),
+        c.t_expected,
+        r.value(c.t_expected),
+        r.op_bound(c),
+        r.value(c.crossover_bytes) if has_crossover else None,
+        has_crossover,
+        c.reason,
+    )
 
 
 def why(r: Report) -> Section | None:
@@ -195,8 +294,11 @@ def why(r: Report) -> Section | None:
     first: dict[int, OpCost] = {}
     for c in r.ops:
         first.setdefault(c.index, c)
-    return Section("why", "why each collective",
-                   tuple(Reason(i, text, first[i].overlap) for i, text in reasons))
+    return Section(
+        "why",
+        "why each collective",
+        tuple(Reason(i, text, first[i].overlap) for i, text in reasons),
+    )
 
 
 def regions(r: Report) -> Section | None:
@@ -205,27 +307,52 @@ def regions(r: Report) -> Section | None:
         return None
     found = r.regions()
     if found is None:
-        return Section("regions", "regions", (RegionsPast(
-            r.shown_region[0] if r.shown_region else None),))
+        return Section(
+            "regions", "regions", (RegionsPast(r.shown_region[0] if r.shown_region else None),)
+        )
     if not found:
         return None
     from shardc.driver.boundaries import boundaries
 
-    rows = tuple(Region(condition_text(v), v.share, collectives(v.result), tuple(
-        Total(t.short or t.label, None, t.unit, as_expr(v.result.totals.get(t.key, 0)), t.key)
-        for t in REGION_TOTALS), tuple(t for b in boundaries(r, v)
-                                       if (t := b.text()) is not None)) for v in found)
+    rows = tuple(
+        Region(
+            condition_text(v),
+            v.share,
+            collectives(v.result),
+            tuple(
+                Total(
+                    t.short or t.label, None, t.unit, as_expr(v.result.totals.get(t.key, 0)), t.key
+                )
+                for t in REGION_TOTALS
+            ),
+            tuple(t for b in boundaries(r, v) if (t := b.text()) is not None),
+        )
+        for v in found
+    )
     if len(found) == 1:
-        return Section("regions", "totals", rows, "one plan wins at every size sampled, not the "
-                       "default plans above: a compile with the sizes bound runs this program")
-    return Section("regions", "totals by region", rows,
-                   "the program a compile with the sizes bound runs there")
+        return Section(
+            "regions",
+            "totals",
+            rows,
+            "one plan wins at every size sampled, not the "
+            "default plans above: a compile with the sizes bound runs this program",
+        )
+    return Section(
+        "regions", "totals by region", rows, "the program a compile with the sizes bound runs there"
+    )
 
 
 BUILDERS: dict[str, Callable[[Report], Section | None]] = {
-    "summary": summary, "repeats": repeats, "memory": memory, "topology": topology,
-    "conditions": conditions, "decisions": decisions, "ops": ops, "why": why,
-    "regions": regions}
+    "summary": summary,
+    "repeats": repeats,
+    "memory": memory,
+    "topology": topology,
+    "conditions": conditions,
+    "decisions": decisions,
+    "ops": ops,
+    "why": why,
+    "regions": regions,
+}
 """Each section's builder, in the report's order (the keys of `SECTIONS`)."""
 
 __all__ = ["BUILDERS", "expected_note", "header", "op_row", "sections"]

@@ -81,8 +81,9 @@ def _compact(expr: sp.Expr) -> str:
     return formula_text(expr).replace(" ", "")
 
 
-def _blocks_of(dim: str, axes: tuple[str, ...], sizes: dict[str, int],
-               max_blocks: int) -> list[tuple[str, dict[str, str]] | None]:
+def _blocks_of(
+    dim: str, axes: tuple[str, ...], sizes: dict[str, int], max_blocks: int
+) -> list[tuple[str, dict[str, str]] | None]:
     """The shown blocks of one dimension: (label, coordinate per axis), None where elided."""
     extent = _size(dim, sizes)
     counts = [_size(a, sizes) for a in axes]
@@ -104,8 +105,12 @@ def _blocks_of(dim: str, axes: tuple[str, ...], sizes: dict[str, int],
         if b is None:
             out.append(None)
         elif b == -1:  # the last block of a symbolic count: every coordinate at its end
-            out.append((label(extent * (n - 1) / n, extent),
-                        {a: _compact(c - 1) for a, c in zip(axes, counts, strict=True)}))
+            out.append(
+                (
+                    label(extent * (n - 1) / n, extent),
+                    {a: _compact(c - 1) for a, c in zip(axes, counts, strict=True)},
+                )
+            )
         else:
             coords: dict[str, str] = {a: "0" for a in axes}
             rest = b
@@ -117,8 +122,9 @@ def _blocks_of(dim: str, axes: tuple[str, ...], sizes: dict[str, int],
     return out
 
 
-def _side(dims: Sequence[tuple[str, tuple[str, ...]]], sizes: dict[str, int],
-          max_blocks: int) -> _Side:
+def _side(
+    dims: Sequence[tuple[str, tuple[str, ...]]], sizes: dict[str, int], max_blocks: int
+) -> _Side:
     """The blocks of several dimensions combined (major first), one elided row for any block
     whose index in some dimension is elided; at most `max_blocks` of them, the middle ones
     elided."""
@@ -136,15 +142,18 @@ def _side(dims: Sequence[tuple[str, tuple[str, ...]]], sizes: dict[str, int],
                     nxt.append(((head[0] + ", " if head[0] else "") + b[0], {**head[1], **b[1]}))
         combos = nxt
     if len(combos) > max_blocks:  # several dimensions: at most `max_blocks` rows still
-        combos = [*combos[:max_blocks - 1], None, combos[-1]]
+        combos = [*combos[: max_blocks - 1], None, combos[-1]]
         if combos[-3] is None:
             del combos[-3]
-    return _Side(tuple(ELIDED if c is None else c[0] for c in combos),
-                 tuple(None if c is None else c[1] for c in combos))
+    return _Side(
+        tuple(ELIDED if c is None else c[0] for c in combos),
+        tuple(None if c is None else c[1] for c in combos),
+    )
 
 
-def _cell(mesh: tuple[str, ...], row: dict[str, str], col: dict[str, str],
-          unreduced: frozenset[str]) -> str:
+def _cell(
+    mesh: tuple[str, ...], row: dict[str, str], col: dict[str, str], unreduced: frozenset[str]
+) -> str:
     """`X=0 Y=*`: a coordinate on each mesh axis, `*` a replica, `+` a partial sum."""
     parts = []
     for a in mesh:
@@ -155,8 +164,9 @@ def _cell(mesh: tuple[str, ...], row: dict[str, str], col: dict[str, str],
     return " ".join(parts)
 
 
-def _sides(value: Value) -> tuple[list[tuple[str, tuple[str, ...]]],
-                                  list[tuple[str, tuple[str, ...]]], list[str]]:
+def _sides(
+    value: Value,
+) -> tuple[list[tuple[str, tuple[str, ...]]], list[tuple[str, tuple[str, ...]]], list[str]]:
     """Which dimensions make the rows and which the columns, and those left whole: rank 1 and 2
     as JAX draws them (a vector along the columns; rows the first dimension, columns the
     second); a higher rank's rows are every sharded dimension but the last, combined, and its
@@ -172,8 +182,9 @@ def _sides(value: Value) -> tuple[list[tuple[str, tuple[str, ...]]],
     return sharded[:-1], sharded[-1:], [d for d, _ in whole]
 
 
-def picture(r: Report, value: Value, name: str, title: str, max_blocks: int = MAX_BLOCKS
-            ) -> Picture:
+def picture(
+    r: Report, value: Value, name: str, title: str, max_blocks: int = MAX_BLOCKS
+) -> Picture:
     """The picture of one value's blocks under the report's sizes (symbolic where unbound)."""
     program = r.program
     sizes = known_sizes((*program.dims, *program.mesh), r.bindings)
@@ -195,43 +206,63 @@ def picture(r: Report, value: Value, name: str, title: str, max_blocks: int = MA
         cells.append(tuple(line))
         group.append(tuple(ids))
     col_labels = cols.labels if col_dims or row_dims else ("(a scalar)",)
-    return Picture(name, title, tuple(d for d, _ in row_dims), tuple(d for d, _ in col_dims),
-                   rows.labels, col_labels, tuple(cells), tuple(group),
-                   _notes(value, mesh, sizes, whole))
+    return Picture(
+        name,
+        title,
+        tuple(d for d, _ in row_dims),
+        tuple(d for d, _ in col_dims),
+        rows.labels,
+        col_labels,
+        tuple(cells),
+        tuple(group),
+        _notes(value, mesh, sizes, whole),
+    )
 
 
 def _count(axes: Sequence[str], sizes: dict[str, int]) -> str:
     return formula_text(math.prod((_size(a, sizes) for a in axes), start=sp.Integer(1)))
 
 
-def _notes(value: Value, mesh: tuple[str, ...], sizes: dict[str, int],
-           whole: list[str]) -> tuple[str, ...]:
+def _notes(
+    value: Value, mesh: tuple[str, ...], sizes: dict[str, int], whole: list[str]
+) -> tuple[str, ...]:
     """The legend under a table: the block's shape, the replicas, the partial sums."""
     layout = value.layout
-    shape = [formula_text(_size(d.dim, sizes) / math.prod(
-        (_size(a, sizes) for a in d.axes), start=sp.Integer(1))) for d in layout.dims]
+    shape = [
+        formula_text(
+            _size(d.dim, sizes) / math.prod((_size(a, sizes) for a in d.axes), start=sp.Integer(1))
+        )
+        for d in layout.dims
+    ]
     used = set(layout.sharding_axes)
     n_blocks = _count(layout.sharding_axes, sizes)
-    notes = [f"{n_blocks} block{'s' if n_blocks != '1' else ''} of "
-             f"{' x '.join(shape) if shape else 'one element (a scalar)'}"]
+    notes = [
+        f"{n_blocks} block{'s' if n_blocks != '1' else ''} of "
+        f"{' x '.join(shape) if shape else 'one element (a scalar)'}"
+    ]
     replicated = [a for a in mesh if a not in used and a not in layout.unreduced]
     if replicated:
-        notes.append(f"{' '.join(a + '=' + REPLICATED for a in replicated)}: each block is on "
-                     f"every device along {', '.join(replicated)} "
-                     f"({_count(replicated, sizes)} copies)")
+        notes.append(
+            f"{' '.join(a + '=' + REPLICATED for a in replicated)}: each block is on "
+            f"every device along {', '.join(replicated)} "
+            f"({_count(replicated, sizes)} copies)"
+        )
     partial = [a for a in mesh if a in layout.unreduced]
     if partial:
-        notes.append(f"{' '.join(a + '=' + PARTIAL for a in partial)}: the devices along "
-                     f"{', '.join(partial)} each hold a partial sum of the block "
-                     f"({_count(partial, sizes)} of them; a reduction over "
-                     f"{', '.join(partial)} completes it)")
+        notes.append(
+            f"{' '.join(a + '=' + PARTIAL for a in partial)}: the devices along "
+            f"{', '.join(partial)} each hold a partial sum of the block "
+            f"({_count(partial, sizes)} of them; a reduction over "
+            f"{', '.join(partial)} completes it)"
+        )
     if whole:
         notes.append(f"{', '.join(whole)}: not sharded, whole in every block")
     return tuple(notes)
 
 
-def array_pictures(r: Report, names: Sequence[str] = (), max_blocks: int = MAX_BLOCKS
-                   ) -> list[Picture]:
+def array_pictures(
+    r: Report, names: Sequence[str] = (), max_blocks: int = MAX_BLOCKS
+) -> list[Picture]:
     """A picture per array of the program (its declared or requested layout), in program
     order, or of the arrays `names` (each must be one: `unknown_arrays` says which are not)."""
     arrays = {v.array: v for v in r.program.arrays}
@@ -250,8 +281,9 @@ def array_pictures(r: Report, names: Sequence[str] = (), max_blocks: int = MAX_B
     return out
 
 
-def op_pictures(r: Report, names: Sequence[str] = (), max_blocks: int = MAX_BLOCKS
-                ) -> list[Picture]:
+def op_pictures(
+    r: Report, names: Sequence[str] = (), max_blocks: int = MAX_BLOCKS
+) -> list[Picture]:
     """A picture per value a collective makes (of the arrays `names`, if given)."""
     from shardc.passes.ir import Collective
 
@@ -265,9 +297,15 @@ def op_pictures(r: Report, names: Sequence[str] = (), max_blocks: int = MAX_BLOC
         kind = cost.op if cost is not None else op.op
         what = f"{kind}_{format_axes(op.axes)}" if op.axes else kind
         line = f" line {op.span.line}" if op.span.line > 0 else ""
-        out.append(picture(r, op.out, f"#{index}",
-                           f"#{index}{line} {what}: {op.src.format(mesh)} -> "
-                           f"{op.out.format(mesh)}", max_blocks))
+        out.append(
+            picture(
+                r,
+                op.out,
+                f"#{index}",
+                f"#{index}{line} {what}: {op.src.format(mesh)} -> {op.out.format(mesh)}",
+                max_blocks,
+            )
+        )
     return out
 
 
@@ -284,8 +322,9 @@ class Pictures(tuple):
         return "\n".join(to_html(p) for p in self)
 
 
-def sharding(r: Report, arrays: Sequence[str] = (), ops: bool = False,
-             max_blocks: int | None = None) -> Pictures:
+def sharding(
+    r: Report, arrays: Sequence[str] = (), ops: bool = False, max_blocks: int | None = None
+) -> Pictures:
     """`Report.sharding`: the pictures of the arrays (all, or `arrays`), then with `ops` those
     of the values collectives make; `ValueError` for a name that is no array or a
     `max_blocks` out of range, `TypeError` for a value of the wrong type, each naming it."""
@@ -298,8 +337,9 @@ def sharding(r: Report, arrays: Sequence[str] = (), ops: bool = False,
         raise ValueError(f"max_blocks must be from 2 to {MAX_BLOCKS_LIMIT}, got {max_blocks}")
     unknown = unknown_arrays(r, arrays)
     if unknown:
-        raise ValueError(f"no array {unknown[0]!r:.200} in {r.name}; its arrays: "
-                         + ", ".join(array_names(r)))
+        raise ValueError(
+            f"no array {unknown[0]!r:.200} in {r.name}; its arrays: " + ", ".join(array_names(r))
+        )
     made = op_pictures(r, arrays, max_blocks) if ops else []
     return Pictures([*array_pictures(r, arrays, max_blocks), *made])
 
@@ -343,18 +383,32 @@ def pictures_text(pictures: Sequence[Picture]) -> str:
 
 def to_markdown(p: Picture) -> str:
     """The picture as a Markdown table (the language server's hover)."""
-    out = [f"**{md_text(p.title)}**", "",
-           "| " + " | ".join(["", *(md_code(c, table=True) for c in p.cols)]) + " |",
-           "|" + "---|" * (len(p.cols) + 1)]
+    out = [
+        f"**{md_text(p.title)}**",
+        "",
+        "| " + " | ".join(["", *(md_code(c, table=True) for c in p.cols)]) + " |",
+        "|" + "---|" * (len(p.cols) + 1),
+    ]
     for label, cells in zip(p.rows, p.cells, strict=True):
-        out.append("| " + " | ".join([md_code(label, table=True),
-                                      *(md_text(c) for c in cells)]) + " |")
+        out.append(
+            "| " + " | ".join([md_code(label, table=True), *(md_text(c) for c in cells)]) + " |"
+        )
     out += ["", *(f"- {md_text(n)}" for n in p.notes)]
     return "\n".join(out) + "\n"
 
 
-PALETTE = ("#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb", "#fcbba1", "#d9d9d9", "#fee391",
-           "#9ecae1", "#a1d99b", "#bcbddc")
+PALETTE = (
+    "#c6dbef",
+    "#fdd0a2",
+    "#c7e9c0",
+    "#dadaeb",
+    "#fcbba1",
+    "#d9d9d9",
+    "#fee391",
+    "#9ecae1",
+    "#a1d99b",
+    "#bcbddc",
+)
 """Cell backgrounds for the HTML table, one per block (light: the text stays dark)."""
 
 
@@ -362,9 +416,12 @@ def to_html(p: Picture) -> str:
     """The picture as an HTML table, each block's cell coloured (the notebook)."""
     e = html_text
     cell = "border:1px solid #888;padding:2px 8px"
-    out = [f"<div class='shardc-picture'><b>{e(p.title)}</b>"
-           f"<table style='border-collapse:collapse;text-align:center'><tr><th></th>"
-           + "".join(f"<th style='{cell}'><code>{e(c)}</code></th>" for c in p.cols) + "</tr>"]
+    out = [
+        f"<div class='shardc-picture'><b>{e(p.title)}</b>"
+        f"<table style='border-collapse:collapse;text-align:center'><tr><th></th>"
+        + "".join(f"<th style='{cell}'><code>{e(c)}</code></th>" for c in p.cols)
+        + "</tr>"
+    ]
     for label, cells, ids in zip(p.rows, p.cells, p.group, strict=True):
         row = [f"<th style='{cell};text-align:left'><code>{e(label)}</code></th>"]
         for c, g in zip(cells, ids, strict=True):
@@ -375,6 +432,21 @@ def to_html(p: Picture) -> str:
     return "\n".join(out)
 
 
-__all__ = ["ELIDED", "MAX_BLOCKS", "MAX_BLOCKS_LIMIT", "PALETTE", "Picture", "Pictures",
-           "array_names", "array_pictures", "op_pictures", "picture", "pictures_text", "sharding",
-           "to_html", "to_markdown", "to_text", "unknown_arrays"]
+__all__ = [
+    "ELIDED",
+    "MAX_BLOCKS",
+    "MAX_BLOCKS_LIMIT",
+    "PALETTE",
+    "Picture",
+    "Pictures",
+    "array_names",
+    "array_pictures",
+    "op_pictures",
+    "picture",
+    "pictures_text",
+    "sharding",
+    "to_html",
+    "to_markdown",
+    "to_text",
+    "unknown_arrays",
+]

@@ -18,13 +18,18 @@ def holds(r: Report, rel) -> bool | None:
     lhs, rhs = r.value(rel.lhs), r.value(rel.rhs)
     if lhs is None or rhs is None:
         return None
-    return bool(lhs > rhs) if isinstance(rel, sp.StrictGreaterThan) else bool(
-        rel.subs({rel.lhs: lhs, rel.rhs: rhs}))
+    return (
+        bool(lhs > rhs)
+        if isinstance(rel, sp.StrictGreaterThan)
+        else bool(rel.subs({rel.lhs: lhs, rel.rhs: rhs}))
+    )
 
 
 def bound(r: Report) -> str | None:
-    vals = {k: r.value(r.totals[f]) for k, f in (
-        ("compute", "t_math_s"), ("hbm", "t_hbm_s"), ("comms", "t_comms_s"))}
+    vals = {
+        k: r.value(r.totals[f])
+        for k, f in (("compute", "t_math_s"), ("hbm", "t_hbm_s"), ("comms", "t_comms_s"))
+    }
     if any(v is None for v in vals.values()):
         return None
     return max(vals, key=lambda k: (vals[k] or 0.0, k == "compute"))
@@ -87,9 +92,11 @@ def scheduled_step(r: Report, expected: bool = False) -> float | None:
         step = None if out is None else out[0]
     else:
         durations = step_durations(r, expected)
-        step = None if durations is None else schedule(r.program, durations,
-                                                       axis_sizes=mesh_sizes(r),
-                                                       busy_after=busy_after(r))
+        step = (
+            None
+            if durations is None
+            else schedule(r.program, durations, axis_sizes=mesh_sizes(r), busy_after=busy_after(r))
+        )
     r.memo.schedules[expected] = step
     return step
 
@@ -105,8 +112,7 @@ def exposed(r: Report, expected: bool = False) -> dict[int, float] | None:
         out = expected_schedule(r)
         return None if out is None else out[1]
     durations = step_durations(r, expected)
-    return None if durations is None else exposed(r.program, durations,
-                                                  axis_sizes=mesh_sizes(r))
+    return None if durations is None else exposed(r.program, durations, axis_sizes=mesh_sizes(r))
 
 
 def utilization(r: Report, expected: bool = False) -> dict[str, float] | None:
@@ -128,8 +134,11 @@ def utilization(r: Report, expected: bool = False) -> dict[str, float] | None:
         return None
     peak = r.chip.flops_for("bf16")[0]
     total = float(sum(m for m in model if m is not None))
-    return {"model_flops": total, "mfu": total / (devices * peak * step),
-            "hfu": per_device / (peak * step)}
+    return {
+        "model_flops": total,
+        "mfu": total / (devices * peak * step),
+        "hfu": per_device / (peak * step),
+    }
 
 
 def op_bound(r: Report, c) -> str | None:

@@ -8,8 +8,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 
-def aligned(head: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[int] = (),
-            indent: str = "  ") -> list[str]:
+def aligned(
+    head: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    right: Collection[int] = (),
+    indent: str = "  ",
+) -> list[str]:
     """The table's lines: `head`, then `rows`; the columns numbered in `right` right-aligned.
     The last column is not padded (no trailing spaces).
 
@@ -25,8 +29,10 @@ def aligned(head: Sequence[str], rows: Sequence[Sequence[str]], right: Collectio
     widths = [max(len(r[k]) for r in table) for k in range(len(head))]
     out = []
     for r in table:
-        cells = [c.rjust(w) if k in right else c.ljust(w)
-                 for k, (c, w) in enumerate(zip(r, widths, strict=True))]
+        cells = [
+            c.rjust(w) if k in right else c.ljust(w)
+            for k, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
         out.append((indent + "  ".join(cells)).rstrip())
     return out
 

@@ -23,13 +23,20 @@ def topology_lines(topo: Any) -> list[str]:
                 phys.append(f"{named}{shape} of {length} ({pa.why}{extra})")
             stride = f", stride {link.stride}" if link.stride != 1 else ""
             pa = topo.phys(link.physical[0]) if len(link.physical) == 1 else None
-            if (pa is not None and pa.wrap and pa.length is not None and link.size is not None
-                    and link.size * link.stride < pa.length):
-                stride += (f"; alone, its {link.size} chips are a segment of the ring: a line")
+            if (
+                pa is not None
+                and pa.wrap
+                and pa.length is not None
+                and link.size is not None
+                and link.size * link.stride < pa.length
+            ):
+                stride += f"; alone, its {link.size} chips are a segment of the ring: a line"
             lines.append(f"{link.axis}: ICI " + "; ".join(phys) + stride)
         elif link.level == "nvlink" and link.inner is not None:
-            lines.append(f"{link.axis}: NVLink inside a domain ({link.inner} devices), "
-                         "InfiniBand across domains")
+            lines.append(
+                f"{link.axis}: NVLink inside a domain ({link.inner} devices), "
+                "InfiniBand across domains"
+            )
         else:
             lines.append(f"{link.axis}: {link.level}")
     return lines

@@ -58,8 +58,9 @@ def to_sympy(node: Node, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
             try:
                 return resolve(name)
             except KeyError as exc:
-                raise ExprError(str(exc.args[0]) if exc.args else f"unknown name {name!r}",
-                                node.column) from None
+                raise ExprError(
+                    str(exc.args[0]) if exc.args else f"unknown name {name!r}", node.column
+                ) from None
             except ExprError as exc:
                 raise ExprError(exc.message, node.column) from None
         case Neg(operand):
@@ -78,17 +79,17 @@ def to_sympy(node: Node, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
                 return a / b
             if b.is_negative and a.is_zero:
                 raise ExprError("division by zero (0 to a negative power)", node.column)
-            return a ** b
+            return a**b
         case Call(func, args):
             values = [to_sympy(a, resolve) for a in args]
             try:
                 out = FUNCTIONS[func](*values)
             except (ValueError, TypeError, ArithmeticError) as exc:  # Max(I): not comparable
-                raise ExprError(f"{func}(...) of these arguments is not a number: {exc}",
-                                node.column) from None
+                raise ExprError(
+                    f"{func}(...) of these arguments is not a number: {exc}", node.column
+                ) from None
             if out.is_extended_real is False:  # sqrt(-1), log(-2): not a cost or a size
-                raise ExprError(f"{func}(...) of these arguments is not a real number",
-                                node.column)
+                raise ExprError(f"{func}(...) of these arguments is not a real number", node.column)
             return out
         case Compare(op, left, right):
             return RELATIONS[op](to_sympy(left, resolve), to_sympy(right, resolve))
@@ -99,8 +100,7 @@ def number_formula(text: str, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
     """`formula`, refusing a comparison: what a flag such as --y or --solve-for takes."""
     node = parse(text)
     if isinstance(node, Compare):
-        raise ExprError(f"a comparison ({node.op}) is not a quantity; give a formula",
-                        node.column)
+        raise ExprError(f"a comparison ({node.op}) is not a quantity; give a formula", node.column)
     out = to_sympy(node, resolve)
     if not isinstance(out, sp.Expr):
         raise ExprError("a comparison is not a quantity; give a formula", 0)
@@ -112,8 +112,7 @@ def formula(text: str, resolve: Callable[[str], sp.Expr]) -> sp.Expr:
     return to_sympy(parse(text), resolve)
 
 
-def known_names_resolver(known: dict[str, sp.Expr], what: str = "name"
-                         ) -> Callable[[str], sp.Expr]:
+def known_names_resolver(known: dict[str, sp.Expr], what: str = "name") -> Callable[[str], sp.Expr]:
     """A `resolve` that knows only `known` and lists them for any other name.
 
     >>> formula("B/Q", known_names_resolver({"B": sp.Symbol("B")}))
@@ -121,6 +120,7 @@ def known_names_resolver(known: dict[str, sp.Expr], what: str = "name"
     ...
     shardc.driver.user_expr.ExprError: unknown name 'Q' (known: B)
     """
+
     def resolve(name: str) -> sp.Expr:
         if name in known:
             return known[name]
@@ -152,6 +152,25 @@ def to_text(node: Node) -> str:
     raise TypeError(f"not a formula node: {node!r}")
 
 
-__all__ = ["ARITY", "FUNCTIONS", "MAX_EXPONENT", "MAX_LENGTH", "RELATIONS", "BinOp", "Call",
-           "Compare", "ExprError", "Name", "Neg", "Node", "Num", "formula",
-           "known_names_resolver", "number", "number_formula", "parse", "to_sympy", "to_text"]
+__all__ = [
+    "ARITY",
+    "FUNCTIONS",
+    "MAX_EXPONENT",
+    "MAX_LENGTH",
+    "RELATIONS",
+    "BinOp",
+    "Call",
+    "Compare",
+    "ExprError",
+    "Name",
+    "Neg",
+    "Node",
+    "Num",
+    "formula",
+    "known_names_resolver",
+    "number",
+    "number_formula",
+    "parse",
+    "to_sympy",
+    "to_text",
+]

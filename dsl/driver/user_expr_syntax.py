@@ -24,15 +24,36 @@ MAX_EXPONENT = 16
 """`**` takes a literal whole exponent or ratio of whole numbers up to this size: `B**2`,
 `X**(1/2)`; `B**B**B` is refused, so no formula can build a tower SymPy cannot hold."""
 FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {
-    "Max": sp.Max, "Min": sp.Min, "sqrt": sp.sqrt, "log": sp.log, "floor": sp.floor,
-    "ceiling": sp.ceiling, "abs": sp.Abs,
-    **{name: partial(rel, evaluate=False) for name, rel in (
-        ("Eq", sp.Eq), ("Ne", sp.Ne), ("Lt", sp.Lt), ("Le", sp.Le), ("Gt", sp.Gt),
-        ("Ge", sp.Ge))}}
+    "Max": sp.Max,
+    "Min": sp.Min,
+    "sqrt": sp.sqrt,
+    "log": sp.log,
+    "floor": sp.floor,
+    "ceiling": sp.ceiling,
+    "abs": sp.Abs,
+    **{
+        name: partial(rel, evaluate=False)
+        for name, rel in (
+            ("Eq", sp.Eq),
+            ("Ne", sp.Ne),
+            ("Lt", sp.Lt),
+            ("Le", sp.Le),
+            ("Gt", sp.Gt),
+            ("Ge", sp.Ge),
+        )
+    },
+}
 """The only functions a formula may call (the relations only where a comparison is allowed)."""
-ARITY = {"sqrt": (1, 1), "log": (1, 1), "floor": (1, 1), "ceiling": (1, 1), "abs": (1, 1),
-         "Max": (1, MAX_NESTING), "Min": (1, MAX_NESTING),
-         **{r: (2, 2) for r in ("Eq", "Ne", "Lt", "Le", "Gt", "Ge")}}
+ARITY = {
+    "sqrt": (1, 1),
+    "log": (1, 1),
+    "floor": (1, 1),
+    "ceiling": (1, 1),
+    "abs": (1, 1),
+    "Max": (1, MAX_NESTING),
+    "Min": (1, MAX_NESTING),
+    **{r: (2, 2) for r in ("Eq", "Ne", "Lt", "Le", "Gt", "Ge")},
+}
 
 
 class ExprError(ValueError):
@@ -106,8 +127,14 @@ class Compare:
 
 
 Node = Num | Name | Neg | BinOp | Call | Compare
-RELATIONS = {">": sp.StrictGreaterThan, "<": sp.StrictLessThan, ">=": sp.GreaterThan,
-             "<=": sp.LessThan, "==": sp.Eq, "!=": sp.Ne}
+RELATIONS = {
+    ">": sp.StrictGreaterThan,
+    "<": sp.StrictLessThan,
+    ">=": sp.GreaterThan,
+    "<=": sp.LessThan,
+    "==": sp.Eq,
+    "!=": sp.Ne,
+}
 
 
 # ---- parsing ---------------------------------------------------------------------------------
@@ -120,9 +147,20 @@ def _lark() -> Lark:
 
 
 _TOKEN = {"NAME": "name", "NUMBER": "number"}
-_SHOWN = {"PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "POW": "'**'",
-          "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "COMPARE": "a comparison", "NAME": "a name", "NUMBER": "a number",
-          "$END": "the end"}
+_SHOWN = {
+    "PLUS": "'+'",
+    "MINUS": "'-'",
+    "STAR": "'*'",
+    "SLASH": "'/'",
+    "POW": "'**'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "COMPARE": "a comparison",
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "$END": "the end",
+}
 
 
 def _expected(names: Iterable[str]) -> str:
@@ -142,8 +180,10 @@ def _column(token: Token | None, text: str) -> int:
 def _name(token: Token) -> str:
     name = str(token)
     if name.startswith("_") or "__" in name:
-        raise ExprError(f"{name!r} is not allowed (no names starting with '_' or holding '__')",
-                        _column(token, ""))
+        raise ExprError(
+            f"{name!r} is not allowed (no names starting with '_' or holding '__')",
+            _column(token, ""),
+        )
     return name
 
 
@@ -184,12 +224,16 @@ class _Build(Transformer):
         func = _name(tok)
         col = _column(tok, self.text)
         if func not in FUNCTIONS:
-            raise ExprError(f"unknown function {func!r}; a formula may call "
-                            + ", ".join(FUNCTIONS), col)
+            raise ExprError(
+                f"unknown function {func!r}; a formula may call " + ", ".join(FUNCTIONS), col
+            )
         lo, hi = ARITY[func]
         if not lo <= len(args) <= hi:
-            raise ExprError(f"{func} takes {lo if lo == hi else f'{lo} or more'} argument"
-                            f"{'s' if hi > 1 else ''}, got {len(args)}", col)
+            raise ExprError(
+                f"{func} takes {lo if lo == hi else f'{lo} or more'} argument"
+                f"{'s' if hi > 1 else ''}, got {len(args)}",
+                col,
+            )
         return Call(func, args, col)
 
     def compare(self, items):
@@ -218,11 +262,18 @@ def _exponent(node: Node, column: int) -> None:
         return
     if isinstance(node, Neg):
         node = node.operand
-    if isinstance(node, BinOp) and node.op == "/" and _whole(node.left) is not None and (
-            _whole(node.right) not in (None, 0)):
+    if (
+        isinstance(node, BinOp)
+        and node.op == "/"
+        and _whole(node.left) is not None
+        and (_whole(node.right) not in (None, 0))
+    ):
         return
-    raise ExprError(f"'**' takes a whole number or a ratio of whole numbers up to "
-                    f"{MAX_EXPONENT} as its exponent (B**2, X**(1/2))", column)
+    raise ExprError(
+        f"'**' takes a whole number or a ratio of whole numbers up to "
+        f"{MAX_EXPONENT} as its exponent (B**2, X**(1/2))",
+        column,
+    )
 
 
 def _depth(tree: Tree) -> tuple[int, Tree]:
@@ -248,8 +299,9 @@ def parse(text: str) -> Node:
     shardc.driver.user_expr.ExprError: unexpected '.' (no attribute access); expected ...
     """
     if len(text) > MAX_LENGTH:
-        raise ExprError(f"a formula is at most {MAX_LENGTH} characters, this one has "
-                        f"{len(text)}", MAX_LENGTH)
+        raise ExprError(
+            f"a formula is at most {MAX_LENGTH} characters, this one has {len(text)}", MAX_LENGTH
+        )
     if not text.strip():
         raise ExprError("empty formula; expected a name, a number or '('", 0)
     try:
@@ -278,16 +330,23 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> ExprError:
     if isinstance(exc, UnexpectedCharacters):
         col = exc.column - 1
         char = text[col] if 0 <= col < len(text) else ""
-        what = {".": "'.' (no attribute access)", "[": "'[' (no subscripts)",
-                "'": "quote (no strings)", '"': "quote (no strings)",
-                ":": "':' (no lambdas or slices)"}.get(char, f"character {char!r}")
-        return ExprError(f"unexpected {what}; expected "
-                         + _expected(exc.allowed or ()), col)
+        what = {
+            ".": "'.' (no attribute access)",
+            "[": "'[' (no subscripts)",
+            "'": "quote (no strings)",
+            '"': "quote (no strings)",
+            ":": "':' (no lambdas or slices)",
+        }.get(char, f"character {char!r}")
+        return ExprError(f"unexpected {what}; expected " + _expected(exc.allowed or ()), col)
     if isinstance(exc, UnexpectedEOF) or (
-            isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
+    ):
         expected = ["RPAR"] if "RPAR" in exc.expected else exc.expected
         return ExprError("unexpected end; expected " + _expected(expected), len(text))
     assert isinstance(exc, UnexpectedToken)
     tok = exc.token
-    return ExprError(f"unexpected {_TOKEN.get(tok.type, 'symbol')} {str(tok)!r}; expected "
-                     + _expected(exc.expected), _column(tok, text))
+    return ExprError(
+        f"unexpected {_TOKEN.get(tok.type, 'symbol')} {str(tok)!r}; expected "
+        + _expected(exc.expected),
+        _column(tok, text),
+    )

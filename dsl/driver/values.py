@@ -79,8 +79,9 @@ def evaluate_all(r: Report, exprs: list[sp.Expr]) -> None:
         _lambdify_all(r, [e for e, _ in rest], [k for _, k in rest], env)
 
 
-def _lambdify_all(r: Report, ready: list[sp.Expr], keys: list[tuple],
-                  env: dict[sp.Symbol, float]) -> None:
+def _lambdify_all(
+    r: Report, ready: list[sp.Expr], keys: list[tuple], env: dict[sp.Symbol, float]
+) -> None:
     """`ready`'s values through one generated function (kept for the same formulas)."""
     args = sorted({s for e in ready for s in e.free_symbols}, key=lambda s: s.name)
     # The same formulas under other values (a plan's candidates, a size edited in a notebook):
@@ -88,7 +89,9 @@ def _lambdify_all(r: Report, ready: list[sp.Expr], keys: list[tuple],
     fkey = (tuple(ready), tuple(args))
     fn = REPORT_FUNCTIONS.get(fkey)
     if fn is None:
-        fn = REPORT_FUNCTIONS[fkey] = sp.lambdify(args, ready, modules="math", printer=code_printer())
+        fn = REPORT_FUNCTIONS[fkey] = sp.lambdify(
+            args, ready, modules="math", printer=code_printer()
+        )
     try:
         values = fn(*[env[a] for a in args])
     except ZeroDivisionError:
@@ -130,17 +133,23 @@ def formula(r: Report, name_or_text: str) -> sp.Expr:
     known = names(r)
     expr = parse(name_or_text, lambda n: symbol(r, n))
     # A total's name inside a formula stands for the total (`t_math_s / t_comms_s`).
-    totals = {s: as_expr(r.totals[s.name]) for s in expr.free_symbols
-              if s.name in r.totals and s.name not in known}
+    totals = {
+        s: as_expr(r.totals[s.name])
+        for s in expr.free_symbols
+        if s.name in r.totals and s.name not in known
+    }
     bad = sorted({s.name for s in expr.free_symbols} - known.keys() - r.totals.keys())
     if bad:
-        raise KeyError(f"unknown quantity {', '.join(map(repr, bad))} in {name_or_text!r}; "
-                       f"totals are {', '.join(r.totals)}; names are {', '.join(sorted(known))}")
+        raise KeyError(
+            f"unknown quantity {', '.join(map(repr, bad))} in {name_or_text!r}; "
+            f"totals are {', '.join(r.totals)}; names are {', '.join(sorted(known))}"
+        )
     return expr.xreplace(totals) if totals else expr
 
 
-def override_env(r: Report, overrides: Mapping[str, float], own: tuple[sp.Symbol, ...] = ()
-                 ) -> dict[sp.Symbol, float]:
+def override_env(
+    r: Report, overrides: Mapping[str, float], own: tuple[sp.Symbol, ...] = ()
+) -> dict[sp.Symbol, float]:
     """The environment with `overrides` bound, each name checked (`KeyError`, `ValueError`)."""
     from shardc.driver.mesh_limits import check_mesh_bindings
 
@@ -216,8 +225,9 @@ def any_unfinite(r: Report) -> bool:
     """Whether a formula evaluated so far has a number for every symbol but no finite value
     (an overflow); the cheap first check of K003, before naming the formula."""
     env = environment(r).keys()
-    return any(v is None and e.free_symbols and e.free_symbols <= env
-               for e, v in r.memo.values.items())
+    return any(
+        v is None and e.free_symbols and e.free_symbols <= env for e, v in r.memo.values.items()
+    )
 
 
 def binding(name: str, v: Any) -> float:
@@ -242,8 +252,7 @@ def binding(name: str, v: Any) -> float:
 def _divided(e: sp.Expr, args: list[sp.Symbol], env: dict[sp.Symbol, float]) -> float | None:
     """One formula's value, None where it divides by zero."""
     try:
-        return sp.lambdify(args, e, modules="math", printer=code_printer())(
-            *[env[a] for a in args])
+        return sp.lambdify(args, e, modules="math", printer=code_printer())(*[env[a] for a in args])
     except ZeroDivisionError:
         return None
 
@@ -256,5 +265,17 @@ def finite(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-__all__ = ["all_expressions", "any_unfinite", "binding", "environment", "evaluate_all",
-           "finite", "formula", "function", "names", "override_env", "symbol", "value"]
+__all__ = [
+    "all_expressions",
+    "any_unfinite",
+    "binding",
+    "environment",
+    "evaluate_all",
+    "finite",
+    "formula",
+    "function",
+    "names",
+    "override_env",
+    "symbol",
+    "value",
+]

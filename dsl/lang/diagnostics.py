@@ -37,9 +37,7 @@ class Diagnostic:
         lines = [head]
         text = source.line_text(self.span.line) if source is not None else ""
         if text:
-            width = (
-                self.span.end_col - self.span.col if self.span.end_line == self.span.line else 1
-            )
+            width = self.span.end_col - self.span.col if self.span.end_line == self.span.line else 1
             width = max(1, min(width, len(text) - self.span.col + 2))
             text, col, width = _window(text, self.span.col, width)
             text, col, width = visible_columns(text, col, width)
@@ -78,12 +76,24 @@ class Diagnostics:
 
     items: list[Diagnostic] = field(default_factory=list)
 
-    def error(self, code: str, message: str, span: Span = NO_SPAN, label: str = "",
-              notes: tuple[str, ...] = ()) -> None:
+    def error(
+        self,
+        code: str,
+        message: str,
+        span: Span = NO_SPAN,
+        label: str = "",
+        notes: tuple[str, ...] = (),
+    ) -> None:
         self.items.append(Diagnostic("error", code, message, span, label, notes))
 
-    def warning(self, code: str, message: str, span: Span = NO_SPAN, label: str = "",
-                notes: tuple[str, ...] = ()) -> None:
+    def warning(
+        self,
+        code: str,
+        message: str,
+        span: Span = NO_SPAN,
+        label: str = "",
+        notes: tuple[str, ...] = (),
+    ) -> None:
         self.items.append(Diagnostic("warning", code, message, span, label, notes))
 
     @property

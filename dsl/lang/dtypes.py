@@ -7,15 +7,26 @@ from __future__ import annotations
 from shardc.hardware.schema import DTYPES as NAMES
 
 BYTES: dict[str, float] = {
-    "f32": 4.0, "bf16": 2.0, "f16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5,
+    "f32": 4.0,
+    "bf16": 2.0,
+    "f16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
 }
 """Bytes per element of each dtype, keyed in the order of `NAMES`."""
 
 RANK: dict[str, int] = {"int4": 0, "int8": 1, "fp8": 2, "f16": 3, "bf16": 4, "f32": 5}
 """Promotion order: an elementwise op of two dtypes yields the higher-ranked one."""
 
-XLA_NAME: dict[str, str] = {"f32": "f32", "bf16": "bf16", "f16": "f16", "fp8": "f8e4m3fn",
-                            "int8": "s8", "int4": "s4"}
+XLA_NAME: dict[str, str] = {
+    "f32": "f32",
+    "bf16": "bf16",
+    "f16": "f16",
+    "fp8": "f8e4m3fn",
+    "int8": "s8",
+    "int4": "s4",
+}
 """The HLO element type each dtype lowers to (`fp8` is e4m3)."""
 
 FROM_XLA: dict[str, str] = {v: k for k, v in XLA_NAME.items()}

@@ -37,9 +37,11 @@ MAX_LENGTH = 2_000
 """Characters in one expectation."""
 MARKER = re.compile(r"#[ \t]*expect[ \t]*:")
 """`# expect:` starts an expectation; the rest of the comment is its text."""
-SYNTAX_NOTE = ("an expectation is a relation over the report's quantities (`comm_bytes == 0`, "
-               "`T_comms <= T_math`), or `collectives == [AllGather_X(W)]`, optionally followed "
-               "by `where` and conditions on sizes joined by `and` (docs/testing.md)")
+SYNTAX_NOTE = (
+    "an expectation is a relation over the report's quantities (`comm_bytes == 0`, "
+    "`T_comms <= T_math`), or `collectives == [AllGather_X(W)]`, optionally followed "
+    "by `where` and conditions on sizes joined by `and` (docs/testing.md)"
+)
 
 
 # ---- the AST -----------------------------------------------------------------------------------
@@ -101,8 +103,9 @@ class Collective:
 
     @property
     def text(self) -> str:
-        sub = self.subscript[0] if len(self.subscript) == 1 else "{" + ",".join(
-            self.subscript) + "}"
+        sub = (
+            self.subscript[0] if len(self.subscript) == 1 else "{" + ",".join(self.subscript) + "}"
+        )
         return f"{self.op}_{sub}({self.operand})"
 
 
@@ -167,7 +170,7 @@ def find(source: Source) -> list[Found]:
         m = MARKER.match(line, start)
         if m is None:
             continue
-        rest = line[m.end():]
+        rest = line[m.end() :]
         stripped = rest.lstrip(" \t")
         col = m.end() + (len(rest) - len(stripped)) + 1
         out.append(Found(source, number, col, stripped.rstrip(), bool(line[:start].strip())))
@@ -177,16 +180,35 @@ def find(source: Source) -> list[Found]:
 # ---- parsing -------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    return Lark(grammar.grammar_text("expect.lark"), parser="lalr", propagate_positions=True,
-                maybe_placeholders=False)
+    return Lark(
+        grammar.grammar_text("expect.lark"),
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=False,
+    )
 
 
-_SHOWN = {"COMPARE": "a comparison (==, !=, <, <=, >, >=)", "LISTOP": "'==' or '!='",
-          "ADDOP": "'+' or '-'", "MULOP": "'*' or '/'", "POW": "'**'", "NAME": "a name",
-          "NUMBER": "a number", "COLLECTIVE": "a collective such as AllGather_X(W)",
-          "COLLECTIVES": "'collectives'", "WHERE": "'where'", "AND": "'and'", "IN": "'in'",
-          "NOT": "'not'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
-          "COMMA": "','", "$END": "the end"}
+_SHOWN = {
+    "COMPARE": "a comparison (==, !=, <, <=, >, >=)",
+    "LISTOP": "'==' or '!='",
+    "ADDOP": "'+' or '-'",
+    "MULOP": "'*' or '/'",
+    "POW": "'**'",
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "COLLECTIVE": "a collective such as AllGather_X(W)",
+    "COLLECTIVES": "'collectives'",
+    "WHERE": "'where'",
+    "AND": "'and'",
+    "IN": "'in'",
+    "NOT": "'not'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "$END": "the end",
+}
 
 
 class ExpectError(ValueError):
@@ -254,11 +276,13 @@ class _Parse:
         tok = tree.children[0]
         assert isinstance(tok, Token)
         op, _, sub = str(tok).partition("_")
-        entries = tuple(s.strip() for s in sub[1:-1].split(",")) if sub.startswith("{") else (
-            sub,)
+        entries = tuple(s.strip() for s in sub[1:-1].split(",")) if sub.startswith("{") else (sub,)
         if not all(re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", s) for s in entries):
-            raise ExpectError(f"the subscript of {op} names mesh axes: {str(tok)!r}",
-                              self.tok_span(tok), "expected `_X`, `_XY` or `_{X,Y}`")
+            raise ExpectError(
+                f"the subscript of {op} names mesh axes: {str(tok)!r}",
+                self.tok_span(tok),
+                "expected `_X`, `_XY` or `_{X,Y}`",
+            )
         return Collective(op, entries, _operand_text(tree.children[1]), self.tree_span(tree))
 
     def node(self, tree: Tree[Token] | Token) -> Node:
@@ -328,24 +352,32 @@ def _syntax_error(exc: UnexpectedInput, found: Found) -> ExpectError:
     if isinstance(exc, UnexpectedCharacters):
         col = exc.column
         char = text[col - 1] if 0 < col <= len(text) else ""
-        what = {".": "'.' (no attribute access)", "'": "quote (no strings)",
-                '"': "quote (no strings)", "[": "'[' (a list follows `collectives ==`)",
-                "=": "'=' (compare with '==')"}.get(char, f"character {char!r}")
+        what = {
+            ".": "'.' (no attribute access)",
+            "'": "quote (no strings)",
+            '"': "quote (no strings)",
+            "[": "'[' (a list follows `collectives ==`)",
+            "=": "'=' (compare with '==')",
+        }.get(char, f"character {char!r}")
         # (the lexer's state lists terminals no parse could take here: none are named)
-        return ExpectError(f"unexpected {what} in an expectation",
-                           Span.point(found.line, found.col + col - 1))
+        return ExpectError(
+            f"unexpected {what} in an expectation", Span.point(found.line, found.col + col - 1)
+        )
     if isinstance(exc, UnexpectedEOF) or (
-            isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
-        return ExpectError("the expectation ends too early; expected "
-                           + _expected(set(exc.expected)),
-                           Span.point(found.line, found.col + len(text)))
+        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
+    ):
+        return ExpectError(
+            "the expectation ends too early; expected " + _expected(set(exc.expected)),
+            Span.point(found.line, found.col + len(text)),
+        )
     assert isinstance(exc, UnexpectedToken)
     tok = exc.token
     kind = {"NAME": "name", "NUMBER": "number"}.get(tok.type, "symbol")
-    return ExpectError(f"unexpected {kind} {str(tok)!r} in an expectation; expected "
-                       + _expected(set(exc.expected)),
-                       Span.point(found.line, found.col + (tok.column or 1) - 1,
-                                  len(str(tok))))
+    return ExpectError(
+        f"unexpected {kind} {str(tok)!r} in an expectation; expected "
+        + _expected(set(exc.expected)),
+        Span.point(found.line, found.col + (tok.column or 1) - 1, len(str(tok))),
+    )
 
 
 def parse(found: Found, diags: Diagnostics) -> Expectation | None:
@@ -360,18 +392,21 @@ def parse(found: Found, diags: Diagnostics) -> Expectation | None:
 def _parse(found: Found) -> Expectation:
     text = found.text
     if not text:
-        raise ExpectError("empty expectation after `# expect:`",
-                          Span.point(found.line, found.col))
+        raise ExpectError("empty expectation after `# expect:`", Span.point(found.line, found.col))
     if len(text) > MAX_LENGTH:
-        raise ExpectError(f"an expectation is at most {MAX_LENGTH} characters, this one has "
-                          f"{len(text)}", Span.point(found.line, found.col))
+        raise ExpectError(
+            f"an expectation is at most {MAX_LENGTH} characters, this one has {len(text)}",
+            Span.point(found.line, found.col),
+        )
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, found) from None
     if _depth(tree) > MAX_NESTING // 2:
-        raise ExpectError(f"an expectation nested deeper than {MAX_NESTING // 2} levels",
-                          Span.point(found.line, found.col))
+        raise ExpectError(
+            f"an expectation nested deeper than {MAX_NESTING // 2} levels",
+            Span.point(found.line, found.col),
+        )
     return _Parse(found).expectation(tree)
 
 
@@ -385,5 +420,20 @@ def parse_all(source: Source, diags: Diagnostics) -> list[Expectation]:
     return out
 
 
-__all__ = ["BinOp", "Call", "Collective", "Collectives", "ExpectError", "Expectation", "Found",
-           "Name", "Neg", "Node", "Num", "Relation", "find", "parse", "parse_all"]
+__all__ = [
+    "BinOp",
+    "Call",
+    "Collective",
+    "Collectives",
+    "ExpectError",
+    "Expectation",
+    "Found",
+    "Name",
+    "Neg",
+    "Node",
+    "Num",
+    "Relation",
+    "find",
+    "parse",
+    "parse_all",
+]

@@ -59,8 +59,10 @@ class Layout:
         return (Layout, (self.dims, self.unreduced))
 
     @staticmethod
-    def of(spec: dict[str, tuple[str, ...]] | list[tuple[str, tuple[str, ...]]],
-           unreduced: frozenset[str] | set[str] = frozenset()) -> Layout:
+    def of(
+        spec: dict[str, tuple[str, ...]] | list[tuple[str, tuple[str, ...]]],
+        unreduced: frozenset[str] | set[str] = frozenset(),
+    ) -> Layout:
         items = spec.items() if isinstance(spec, dict) else spec
         return Layout(tuple(DimSharding(d, tuple(a)) for d, a in items), frozenset(unreduced))
 
@@ -116,8 +118,9 @@ class Layout:
         >>> Layout((DimSharding("T", ("X",)), DimSharding("D", ()))).renamed({"T": "S"}).format("A")
         'A[S_X, D]'
         """
-        return Layout(tuple(DimSharding(names.get(d.dim, d.dim), d.axes) for d in self.dims),
-                      self.unreduced)
+        return Layout(
+            tuple(DimSharding(names.get(d.dim, d.dim), d.axes) for d in self.dims), self.unreduced
+        )
 
     def relabels(self, other: Layout) -> bool:
         """This layout is `other` with some dims renamed (`In[T->S, D]`): the same blocks, each
@@ -126,8 +129,11 @@ class Layout:
         >>> Layout.of({"S": ("X",), "D": ()}).relabels(Layout.of({"T": ("X",), "D": ()}))
         True
         """
-        return (len(self.dims) == len(other.dims) and self.unreduced == other.unreduced
-                and all(a.axes == b.axes for a, b in zip(self.dims, other.dims, strict=True)))
+        return (
+            len(self.dims) == len(other.dims)
+            and self.unreduced == other.unreduced
+            and all(a.axes == b.axes for a, b in zip(self.dims, other.dims, strict=True))
+        )
 
     def reordered(self, dims: tuple[str, ...]) -> Layout:
         by = {d.dim: d for d in self.dims}

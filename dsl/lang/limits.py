@@ -15,6 +15,16 @@ from shardc.lang.input_limits import (
     SOLVE_SECONDS,
 )
 
-__all__ = ["MAX_AXES_PER_DIM", "MAX_CONFIG_BYTES", "MAX_MESH_AXES", "MAX_NESTING", "MAX_PLAN_CHIPS",
-           "MAX_REGIONS", "MAX_SOURCE_BYTES", "MAX_STATEMENTS", "MAX_SWEEP_POINTS",
-           "REGIONS_SECONDS", "SOLVE_SECONDS"]
+__all__ = [
+    "MAX_AXES_PER_DIM",
+    "MAX_CONFIG_BYTES",
+    "MAX_MESH_AXES",
+    "MAX_NESTING",
+    "MAX_PLAN_CHIPS",
+    "MAX_REGIONS",
+    "MAX_SOURCE_BYTES",
+    "MAX_STATEMENTS",
+    "MAX_SWEEP_POINTS",
+    "REGIONS_SECONDS",
+    "SOLVE_SECONDS",
+]

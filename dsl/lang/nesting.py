@@ -15,12 +15,21 @@ from shardc.lang.source import Span
 # Tree nodes that stack one expression (or count, or block) inside another, and the child whose
 # token marks where: the operator of `a + b` and `a ·_J b`, the name of `f(a)`, the collective,
 # the reduction (`softmax_{S}(a)`).
-_NESTING = {"binary": 1, "contract": 1, "count_binary": 1, "call": 0, "collective": 0,
-            "reduce": 0, "repeat_block": None}
-_NESTING_NOTE = (f"an expression or a repeat count nests at most {MAX_NESTING} deep: each "
-                 "operator, call, reduction or collective inside another adds a level, and a "
-                 "chain such as A + A + ... adds one per operator; split it into several "
-                 "assignments")
+_NESTING = {
+    "binary": 1,
+    "contract": 1,
+    "count_binary": 1,
+    "call": 0,
+    "collective": 0,
+    "reduce": 0,
+    "repeat_block": None,
+}
+_NESTING_NOTE = (
+    f"an expression or a repeat count nests at most {MAX_NESTING} deep: each "
+    "operator, call, reduction or collective inside another adds a level, and a "
+    "chain such as A + A + ... adds one per operator; split it into several "
+    "assignments"
+)
 _REPEAT_NOTE = f"`repeat` blocks nest at most {MAX_NESTING} deep"
 
 
@@ -51,11 +60,15 @@ def _nesting_diagnostic(node: Tree[Token], kind: str) -> Diagnostic:
     if at is None and node.children and isinstance(node.children[0], Token):
         tok = node.children[0]  # the `repeat` keyword (every token stays in the tree)
     if isinstance(tok, Token):
-        span = token_span(tok) if at is not None else Span.point(tok.line or 1,
-                                                                  tok.column or 1, len("repeat"))
+        span = (
+            token_span(tok)
+            if at is not None
+            else Span.point(tok.line or 1, tok.column or 1, len("repeat"))
+        )
     else:
         span = Span.point(node.meta.line, node.meta.column, len("repeat"))
     what = "`repeat` blocks nest" if kind == "repeat_block" else "the expression nests"
     note = _REPEAT_NOTE if kind == "repeat_block" else _NESTING_NOTE
-    return error("P012", f"{what} more than {MAX_NESTING} deep", span,
-                  f"level {MAX_NESTING + 1}", (note,))
+    return error(
+        "P012", f"{what} more than {MAX_NESTING} deep", span, f"level {MAX_NESTING + 1}", (note,)
+    )

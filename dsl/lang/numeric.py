@@ -53,8 +53,10 @@ MIN_POINT = sys.float_info.min
 SIZE_PATTERN = r"[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?(?:Ki|Mi|Gi|Ti|[kKMGT])?"
 """An unsigned number as a program writes a size (`4096`, `8_192`, `4Ki`, `1.5k`, `1e6`); the
 grammar's SIZE terminal is this pattern (tests/lang/test_numbers.py checks they agree)."""
-_NUMBER = re.compile(r"[+-]?(\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)([eE][+-]?\d+)?"
-                     r"(Ki|Mi|Gi|Ti|[kKMGT])?")
+_NUMBER = re.compile(
+    r"[+-]?(\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)([eE][+-]?\d+)?"
+    r"(Ki|Mi|Gi|Ti|[kKMGT])?"
+)
 _HINT = "try 4096, 4_096, 1e6, 4M = 4*10^6 or 4Mi = 4*2^20"
 MAX_NUMBER_CHARS = 400
 """The longest number text read: no size or figure needs more digits, and a million-digit
@@ -74,8 +76,10 @@ def parse_decimal(text: str) -> Decimal:
     t = text.strip()
     if len(t) > MAX_NUMBER_CHARS:
         kind = "number" if _NUMBER.fullmatch(t[:MAX_NUMBER_CHARS].rstrip("eE+-_.")) else "text"
-        raise NumberError(f"{quoted(text)} is not a number: {len(t):,} characters of {kind}, "
-                          f"more than the {MAX_NUMBER_CHARS} any size or figure needs")
+        raise NumberError(
+            f"{quoted(text)} is not a number: {len(t):,} characters of {kind}, "
+            f"more than the {MAX_NUMBER_CHARS} any size or figure needs"
+        )
     m = _NUMBER.fullmatch(t)
     if not m or "__" in t or t.endswith("_"):
         raise NumberError(f"{quoted(text)} is not a number ({_HINT})")
@@ -243,11 +247,14 @@ def figure(value: Any, what: str) -> float:
     if out <= 0:
         raise NumberError(f"{what} must be positive, got {_plain(value)}")
     if out > MAX_FIGURE:
-        raise NumberError(f"{what} = {_plain(value)} is too large (above {MAX_FIGURE:.3g}, "
-                          "ratios of two figures would overflow)")
+        raise NumberError(
+            f"{what} = {_plain(value)} is too large (above {MAX_FIGURE:.3g}, "
+            "ratios of two figures would overflow)"
+        )
     if out < MIN_FIGURE:
-        raise NumberError(f"{what} = {_plain(value)} is too small (below {MIN_FIGURE:.3g}, "
-                          "times would overflow)")
+        raise NumberError(
+            f"{what} = {_plain(value)} is too small (below {MIN_FIGURE:.3g}, times would overflow)"
+        )
     return out
 
 

@@ -23,8 +23,13 @@ def token_span(tok: Token) -> Span:
 
 def not_whole(what: str, value: str, span: Span) -> Diagnostic:
     """P006: a size, mesh axis or repeat count that is not a positive whole number."""
-    return error("P006", f"the {what} is not a positive whole number: {quoted(value)}", span,
-                  "expected a whole number", (SIZE_NOTE,))
+    return error(
+        "P006",
+        f"the {what} is not a positive whole number: {quoted(value)}",
+        span,
+        "expected a whole number",
+        (SIZE_NOTE,),
+    )
 
 
 # ---- syntax errors in the language's terms --------------------------------------------------
@@ -43,8 +48,17 @@ _KEYWORD_TOKENS = {k.upper() for k in _KEYWORDS}
 _END = {"_NL", "$END", "SEMICOLON"}
 _EXPR_START = {"NAME", "COLLECTIVE", "LPAR"}
 _OPERATORS = {"ADDOP", "MULOP", "CONTRACT"}
-_PUNCTUATION = {"EQUAL": "`=`", "COLON": "`:`", "LSQB": "`[`", "LBRACE": "`{`", "COMMA": "`,`",
-                "RSQB": "`]`", "RBRACE": "`}`", "LPAR": "`(`", "RPAR": "`)`"}
+_PUNCTUATION = {
+    "EQUAL": "`=`",
+    "COLON": "`:`",
+    "LSQB": "`[`",
+    "LBRACE": "`{`",
+    "COMMA": "`,`",
+    "RSQB": "`]`",
+    "RBRACE": "`}`",
+    "LPAR": "`(`",
+    "RPAR": "`)`",
+}
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 _OPENERS = {v: k for k, v in _CLOSERS.items()}
 _CONFUSABLES = {
@@ -55,8 +69,10 @@ _CONFUSABLES = {
     "−": "write the ASCII `-` for subtraction",
     "–": "write the ASCII `-` for subtraction",
 }
-SIZE_NOTE = ("a size is a positive whole number such as 4096, 4_096, 4k (4000) or 4Ki (4096), "
-              "with no sign; leave out `=SIZE` to keep it symbolic")
+SIZE_NOTE = (
+    "a size is a positive whole number such as 4096, 4_096, 4k (4000) or 4Ki (4096), "
+    "with no sign; leave out `=SIZE` to keep it symbolic"
+)
 
 
 def _accepts(exc: UnexpectedInput) -> set[str]:
@@ -128,8 +144,14 @@ def _expected(accepts: set[str], ctx: str, prefix: str) -> str:
     for term in ("COLLECTIVE", "CONTRACT", "ADDOP", "MULOP"):
         if term in acc:
             acc.discard(term)
-            words.append({"COLLECTIVE": "a collective", "CONTRACT": "`·_J`",
-                          "ADDOP": "`+` or `-`", "MULOP": "`*`"}[term])
+            words.append(
+                {
+                    "COLLECTIVE": "a collective",
+                    "CONTRACT": "`·_J`",
+                    "ADDOP": "`+` or `-`",
+                    "MULOP": "`*`",
+                }[term]
+            )
     words.extend(_PUNCTUATION[t] for t in _PUNCTUATION if t in acc)
     if _END & acc:
         words.append("the end of the statement")
@@ -151,8 +173,9 @@ def _token_phrase(tok: Token) -> str:
     return f"`{text}`"
 
 
-def error(code: str, message: str, span: Span, label: str = "",
-           notes: tuple[str, ...] = ()) -> Diagnostic:
+def error(
+    code: str, message: str, span: Span, label: str = "", notes: tuple[str, ...] = ()
+) -> Diagnostic:
     return Diagnostic("error", code, message, span, label, notes)
 
 
@@ -179,19 +202,30 @@ def _bracket_problem(line_text: str, line: int) -> Diagnostic | None:
             stack.append((ch, i))
         elif ch in _CLOSERS:
             if not stack:
-                return error("P005", f"unmatched `{ch}`", Span.point(line, i + 1),
-                              f"no `{_CLOSERS[ch]}` opens it")
+                return error(
+                    "P005",
+                    f"unmatched `{ch}`",
+                    Span.point(line, i + 1),
+                    f"no `{_CLOSERS[ch]}` opens it",
+                )
             opener, j = stack.pop()
             if opener != _CLOSERS[ch]:
-                return error("P005", f"`{ch}` does not match the `{opener}` at column {j + 1}",
-                              Span.point(line, i + 1), f"expected `{_OPENERS[opener]}` first")
+                return error(
+                    "P005",
+                    f"`{ch}` does not match the `{opener}` at column {j + 1}",
+                    Span.point(line, i + 1),
+                    f"expected `{_OPENERS[opener]}` first",
+                )
         i += 1
     if stack:
         opener, j = stack[-1]
-        return error("P002", f"`{opener}` is never closed", Span.point(line, j + 1),
-                      f"no matching `{_OPENERS[opener]}` on this line",
-                      ("a statement ends at the end of its line; continue it with a "
-                       "trailing `\\`",))
+        return error(
+            "P002",
+            f"`{opener}` is never closed",
+            Span.point(line, j + 1),
+            f"no matching `{_OPENERS[opener]}` on this line",
+            ("a statement ends at the end of its line; continue it with a trailing `\\`",),
+        )
     return None
 
 
@@ -206,8 +240,11 @@ def _size_problem(line_text: str, line: int, col0: int) -> Diagnostic | None:
             if re.fullmatch(SIZE_PATTERN, value):
                 return None
             what = "mesh axis" if m.group(1) == "mesh" else "dimension"
-            return not_whole(f"size of {what} {entry.group(1)!r}", value,
-                              Span(line, entry.start(2) + 1, line, entry.end(2) + 1))
+            return not_whole(
+                f"size of {what} {entry.group(1)!r}",
+                value,
+                Span(line, entry.start(2) + 1, line, entry.end(2) + 1),
+            )
     return None
 
 
@@ -221,55 +258,82 @@ def _keyword_problem(prefix: str, line: int, col0: int, tok_text: str) -> Diagno
     span = Span(line, start + 1, line, start + 1 + len(word))
     keywords = "the keywords are " + ", ".join(f"`{k}`" for k in _KEYWORDS)
     if word in _KEYWORDS and tok_text in (":", "=", "[", "{"):
-        return error("P007", f"`{word}` is a keyword and cannot name an array", span,
-                      "a keyword", (keywords + "; choose another name",))
+        return error(
+            "P007",
+            f"`{word}` is a keyword and cannot name an array",
+            span,
+            "a keyword",
+            (keywords + "; choose another name",),
+        )
     if word.lower() in _KEYWORDS and word not in _KEYWORDS:
-        return error("P007", f"unknown statement {word!r}", span,
-                      f"keywords are lowercase: `{word.lower()}`", (keywords,))
+        return error(
+            "P007",
+            f"unknown statement {word!r}",
+            span,
+            f"keywords are lowercase: `{word.lower()}`",
+            (keywords,),
+        )
     return None
 
 
-def _subscript_problem(line_text: str, line: int, col0: int,
-                       after_word: bool = False) -> Diagnostic | None:
+def _subscript_problem(
+    line_text: str, line: int, col0: int, after_word: bool = False
+) -> Diagnostic | None:
     """P008 / P004 for a misplaced `_` at column `col0`; with `after_word`, only P008 for an
     empty subscript just after the word at `col0` (`{U_}` lexes as `U`, then `_`)."""
     i = col0
     if after_word:
         m = re.match(r"[A-Za-z][A-Za-z0-9]*", line_text[i:])
-        if not m or line_text[i + m.end():i + m.end() + 1] != "_":
+        if not m or line_text[i + m.end() : i + m.end() + 1] != "_":
             return None
         i += m.end()
     elif i >= len(line_text) or line_text[i] != "_":
         return None
     before = line_text[:i]
-    after = line_text[i + 1:i + 2]
+    after = line_text[i + 1 : i + 2]
     span = Span.point(line, i + 1)
     word = re.search(r"([A-Za-z][A-Za-z0-9_]*|·|\*)$", before)
     if after_word and (after.isalnum() or after == "{"):
         return None
     if word and re.search(r"[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9]+$", before):
-        head = before[word.start():].split("_")[0]
-        return error("P004", f"a second subscript on {before[word.start():]!r}", span,
-                      "one subscript per dimension",
-                      (f"list every mesh axis in one subscript: {head}_XY or {head}_{{X,Y}}",))
+        head = before[word.start() :].split("_")[0]
+        return error(
+            "P004",
+            f"a second subscript on {before[word.start() :]!r}",
+            span,
+            "one subscript per dimension",
+            (f"list every mesh axis in one subscript: {head}_XY or {head}_{{X,Y}}",),
+        )
     if word and not (after.isalnum() or after == "{"):
         if word.group(1) == "U" and "{" in before:
             what = "the mesh axes holding partial sums, as in {U_X}"
         else:
             what = "mesh axes, as in I_X or I_{X,Y}"
-        return error("P008", f"empty subscript after {word.group(1)!r}", span,
-                      f"expected {what}",
-                      ("write the dimension alone (I) to leave it unsharded",)
-                      if word.group(1) != "U" else ())
-    return error("P004", "misplaced subscript `_`", span,
-                  "a subscript follows the name it belongs to, as in I_X",
-                  ("I_X is dimension I sharded over mesh axis X",))
+        return error(
+            "P008",
+            f"empty subscript after {word.group(1)!r}",
+            span,
+            f"expected {what}",
+            ("write the dimension alone (I) to leave it unsharded",)
+            if word.group(1) != "U"
+            else (),
+        )
+    return error(
+        "P004",
+        "misplaced subscript `_`",
+        span,
+        "a subscript follows the name it belongs to, as in I_X",
+        ("I_X is dimension I sharded over mesh axis X",),
+    )
 
 
 def syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
     accepts = _accepts(exc)
-    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END" or isinstance(
-            exc, UnexpectedEOF):
+    if (
+        isinstance(exc, UnexpectedToken)
+        and exc.token.type == "$END"
+        or isinstance(exc, UnexpectedEOF)
+    ):
         lines = source.text.rstrip("\n").splitlines() or [""]
         line = len(lines)
         span = Span.point(line, len(lines[-1]) + 1)
@@ -278,20 +342,32 @@ def syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
             return found
         opened = [i for i, t in enumerate(lines, 1) if re.match(r"\s*repeat\b.*\{\s*(#.*)?$", t)]
         if "RBRACE" in accepts and opened:
-            return error("P002", "a `repeat` block is never closed", span, "expected `}`",
-                          (f"the last block opens on line {opened[-1]}; close it with `}}` "
-                           "on a line of its own",))
+            return error(
+                "P002",
+                "a `repeat` block is never closed",
+                span,
+                "expected `}`",
+                (
+                    f"the last block opens on line {opened[-1]}; close it with `}}` "
+                    "on a line of its own",
+                ),
+            )
         prefix = _statement_prefix(lines[-1], len(lines[-1]))
-        return error("P002", "the program ends in the middle of a statement", span,
-                      _expected(accepts, _context(prefix), prefix))
+        return error(
+            "P002",
+            "the program ends in the middle of a statement",
+            span,
+            _expected(accepts, _context(prefix), prefix),
+        )
     line = getattr(exc, "line", 0) or 0
     col = getattr(exc, "column", 0) or 0
     line_text = source.line_text(line).replace("\ufeff", " ")
     col0 = col - 1
     prefix = _statement_prefix(line_text, col0)
     ctx = _context(prefix)
-    continued = line_text.rstrip().endswith("\\") or source.line_text(line - 1).rstrip(
-        ).endswith("\\")
+    continued = line_text.rstrip().endswith("\\") or source.line_text(line - 1).rstrip().endswith(
+        "\\"
+    )
     if not continued:
         found = _bracket_problem(line_text, line)
         if found is not None:
@@ -305,45 +381,80 @@ def syntax_diagnostic(exc: UnexpectedInput, source: Source) -> Diagnostic:
     return _unexpected_token(exc.token, line, col, line_text, accepts, ctx, prefix)
 
 
-def _unexpected_character(exc: UnexpectedCharacters, source: Source, line: int, col: int,
-                          line_text: str, accepts: set[str], ctx: str, prefix: str) -> Diagnostic:
+def _unexpected_character(
+    exc: UnexpectedCharacters,
+    source: Source,
+    line: int,
+    col: int,
+    line_text: str,
+    accepts: set[str],
+    ctx: str,
+    prefix: str,
+) -> Diagnostic:
     pos = exc.pos_in_stream or 0
     ch = source.text[pos] if pos < len(source.text) else ""
     span = Span.point(line, col)
     if ch == '"':
-        return error("P009", "unterminated string", Span(line, col, line, len(line_text) + 1),
-                      "no closing `\"` on this line", ("a chip file is named in double quotes: "
-                                                       'hardware "chips/mine.toml"',))
+        return error(
+            "P009",
+            "unterminated string",
+            Span(line, col, line, len(line_text) + 1),
+            'no closing `"` on this line',
+            ('a chip file is named in double quotes: hardware "chips/mine.toml"',),
+        )
     if ch == "_":
         found = _subscript_problem(line_text, line, col - 1)
         if found is not None:
             return found
     if ch in ("·", "*"):
-        return error("P003", "a contraction needs the dimensions it sums over", span,
-                      "write `·_J` (or `*_J`) to contract over J",
-                      ("contractions are written A ·_J B; several dims as A ·_{N,H} B",))
+        return error(
+            "P003",
+            "a contraction needs the dimensions it sums over",
+            span,
+            "write `·_J` (or `*_J`) to contract over J",
+            ("contractions are written A ·_J B; several dims as A ·_{N,H} B",),
+        )
     notes = (_CONFUSABLES[ch],) if ch in _CONFUSABLES else ()
-    return error("P001", f"unexpected character {ch!r}", span,
-                  _expected(accepts, ctx, prefix), notes)
+    return error(
+        "P001", f"unexpected character {ch!r}", span, _expected(accepts, ctx, prefix), notes
+    )
 
 
-def _unexpected_token(tok: Token, line: int, col: int, line_text: str, accepts: set[str],
-                      ctx: str, prefix: str) -> Diagnostic:
+def _unexpected_token(
+    tok: Token, line: int, col: int, line_text: str, accepts: set[str], ctx: str, prefix: str
+) -> Diagnostic:
     text = str(tok)
     if tok.type == "_NL":
-        return error("P002", "the statement ends too early", Span.point(line, col),
-                      _expected(accepts, ctx, prefix))
+        return error(
+            "P002",
+            "the statement ends too early",
+            Span.point(line, col),
+            _expected(accepts, ctx, prefix),
+        )
     span = token_span(tok)
     if tok.type in _KEYWORD_TOKENS and "RBRACE" in accepts and tok.type not in accepts:
-        return error("P010", f"`{text}` cannot be inside a `repeat` block", span,
-                      "not allowed here",
-                      ("a repeat block holds array and param declarations, assignments and "
-                       "other repeat blocks; put `mesh`, `dim`, `hardware` and `backward` "
-                       "outside it",))
+        return error(
+            "P010",
+            f"`{text}` cannot be inside a `repeat` block",
+            span,
+            "not allowed here",
+            (
+                "a repeat block holds array and param declarations, assignments and "
+                "other repeat blocks; put `mesh`, `dim`, `hardware` and `backward` "
+                "outside it",
+            ),
+        )
     if ctx == "repeat" and text == "{":
-        return error("P010", "`repeat` needs a count", span, "expected a count before `{`",
-                      ("write repeat L { ... } with L a whole number, a dim or a mesh axis, "
-                       "or a sum or product of those",))
+        return error(
+            "P010",
+            "`repeat` needs a count",
+            span,
+            "expected a count before `{`",
+            (
+                "write repeat L { ... } with L a whole number, a dim or a mesh axis, "
+                "or a sum or product of those",
+            ),
+        )
     found = _keyword_problem(prefix, line, col - 1, text)
     if found is not None:
         return found
@@ -351,54 +462,96 @@ def _unexpected_token(tok: Token, line: int, col: int, line_text: str, accepts: 
     if found is not None:
         return found
     name_like = tok.type in ("NAME", "DIMSPEC", "HWNAME", "COLLECTIVE", "UNREDUCED") or bool(
-        re.fullmatch(r"[A-Za-z]\w*", text))
+        re.fullmatch(r"[A-Za-z]\w*", text)
+    )
     starts_expr = name_like or text == "("
     before = prefix.rstrip()
     if accepts == {"UNREDUCED"}:
-        return error("P005", f"unexpected {_token_phrase(tok)} in a partial-sum set", span,
-                      f"expected U_ followed by mesh axes, as in {{U_{text}}}" if name_like
-                      else "expected U_X",
-                      ("{U_X} marks an array that holds partial sums over mesh axis X",))
+        return error(
+            "P005",
+            f"unexpected {_token_phrase(tok)} in a partial-sum set",
+            span,
+            f"expected U_ followed by mesh axes, as in {{U_{text}}}"
+            if name_like
+            else "expected U_X",
+            ("{U_X} marks an array that holds partial sums over mesh axis X",),
+        )
     if "RBRACE" in accepts and text == "," and re.search(r"\{\s*U_\w+$", before):
-        return error("P005", "unexpected `,` in a partial-sum set", span, "expected `}`",
-                      ("list several axes in one subscript: {U_XY} or {U_{X,Y}}",))
+        return error(
+            "P005",
+            "unexpected `,` in a partial-sum set",
+            span,
+            "expected `}`",
+            ("list several axes in one subscript: {U_XY} or {U_{X,Y}}",),
+        )
     if "COMMA" in accepts and name_like and before and (before[-1].isalnum() or before[-1] == "}"):
         last = re.search(r"[A-Za-z0-9_=.]+(?:\{[^{}]*\})?$", before)
-        return error("P005", f"missing `,` between {last.group(0) if last else before!r} and "
-                      f"{text!r}", span, "expected `,` before this")
-    after = line_text[(tok.end_column or col) - 1:]
-    if "COLON" in accepts and name_like and re.fullmatch(r"\s*[A-Za-z]\w*\s*", prefix) and (
-            after.lstrip().startswith("[") and "=" not in after):
-        return error("P005", f"missing `:` between {before.strip()!r} and its dtype {text!r}",
-                      span, "expected `:` before the dtype",
-                      ("an array is declared as A: bf16[I, J]",))
+        return error(
+            "P005",
+            f"missing `,` between {last.group(0) if last else before!r} and {text!r}",
+            span,
+            "expected `,` before this",
+        )
+    after = line_text[(tok.end_column or col) - 1 :]
+    if (
+        "COLON" in accepts
+        and name_like
+        and re.fullmatch(r"\s*[A-Za-z]\w*\s*", prefix)
+        and (after.lstrip().startswith("[") and "=" not in after)
+    ):
+        return error(
+            "P005",
+            f"missing `:` between {before.strip()!r} and its dtype {text!r}",
+            span,
+            "expected `:` before the dtype",
+            ("an array is declared as A: bf16[I, J]",),
+        )
     if "EQUAL" in accepts and starts_expr:
-        return error("P005", f"missing `=` after {before.strip()!r}", span,
-                      "expected `=` before the expression",
-                      ("an assignment is written C[I, K] = A ·_J B",))
+        return error(
+            "P005",
+            f"missing `=` after {before.strip()!r}",
+            span,
+            "expected `=` before the expression",
+            ("an assignment is written C[I, K] = A ·_J B",),
+        )
     if _OPERATORS <= accepts and starts_expr:
-        return error("P005", f"missing operator before {text!r}", span,
-                      "expected `+`, `-`, `*` or `·_J`",
-                      ("contractions are written A ·_J B; elementwise products A * B",))
+        return error(
+            "P005",
+            f"missing operator before {text!r}",
+            span,
+            "expected `+`, `-`, `*` or `·_J`",
+            ("contractions are written A ·_J B; elementwise products A * B",),
+        )
     if _END & accepts and name_like and accepts <= _END | {"LBRACE", "LSQB"}:
         words = before.split()
         if len(words) >= 2 and words[-2] == "hardware":
             # `hardware TPU v5e 4x4`: a chip's name is one word; the slice is the mesh's.
             guess = "-".join([words[-1], text]).lower()
-            return error("P005", f"a chip's name is one word: unexpected {_token_phrase(tok)} "
-                         f"after `hardware {words[-1]}`", span,
-                         "expected the end of the statement",
-                         (f"write `hardware {guess}` (names and aliases: `shardc hw list`); the "
-                          "slice's shape is the mesh's (`mesh X=4 @ici(x), Y=4 @ici(y)`)",))
-        return error("P005", f"unexpected {_token_phrase(tok)} after a complete statement",
-                      span, "expected the end of the statement",
-                      ("write one statement per line, or separate statements with `;`",))
+            return error(
+                "P005",
+                f"a chip's name is one word: unexpected {_token_phrase(tok)} "
+                f"after `hardware {words[-1]}`",
+                span,
+                "expected the end of the statement",
+                (
+                    f"write `hardware {guess}` (names and aliases: `shardc hw list`); the "
+                    "slice's shape is the mesh's (`mesh X=4 @ici(x), Y=4 @ici(y)`)",
+                ),
+            )
+        return error(
+            "P005",
+            f"unexpected {_token_phrase(tok)} after a complete statement",
+            span,
+            "expected the end of the statement",
+            ("write one statement per line, or separate statements with `;`",),
+        )
     notes: tuple[str, ...] = ()
     if ctx == "expr" and text == "=" and before.endswith("="):
         notes = ("an assignment has one `=`; the language has no comparisons",)
     elif ctx == "decl" and text == "=":
-        notes = ("a declaration `A: bf16[I, J]` has no `=`; to compute an array write "
-                 "A2[I, J] = A",)
+        notes = (
+            "a declaration `A: bf16[I, J]` has no `=`; to compute an array write A2[I, J] = A",
+        )
     elif ctx == "expr" and text.isdigit():
         notes = ("expressions combine arrays; the language has no numeric constants",)
     elif accepts == {"LPAR"}:
@@ -406,5 +559,6 @@ def _unexpected_token(tok: Token, line: int, col: int, line_text: str, accepts: 
     elif text in _CONFUSABLES:
         # `@` is a token now (mesh links: `X=16 @ici`), so it reaches here inside expressions.
         notes = (_CONFUSABLES[text] + "; `@` only names a mesh axis's link (`mesh X=4 @ici`)",)
-    return error("P005", f"unexpected {_token_phrase(tok)}", span,
-                  _expected(accepts, ctx, prefix), notes)
+    return error(
+        "P005", f"unexpected {_token_phrase(tok)}", span, _expected(accepts, ctx, prefix), notes
+    )

@@ -62,8 +62,13 @@ def _lark() -> Lark:
     # Every token stays in the tree (punctuation and keywords too) and positions are not
     # propagated by Lark: `_ToSyntax` takes a node's span from its first and last tokens,
     # only where it needs one (Lark's propagation was 40% of the parse of a large program).
-    return Lark(grammar.grammar_text(), parser="lalr", keep_all_tokens=True,
-                maybe_placeholders=False, cache=True)
+    return Lark(
+        grammar.grammar_text(),
+        parser="lalr",
+        keep_all_tokens=True,
+        maybe_placeholders=False,
+        cache=True,
+    )
 
 
 @lru_cache(maxsize=1)
@@ -85,8 +90,9 @@ _PARENS = frozenset({"atom", "count_atom"})
 looks through them, keeping the outermost parentheses as the inner node's container."""
 
 
-def _edge(node: Tree[Token] | Token, first: bool, containers: dict[int, tuple[Token, Token]]
-          ) -> Token | None:
+def _edge(
+    node: Tree[Token] | Token, first: bool, containers: dict[int, tuple[Token, Token]]
+) -> Token | None:
     """The first (or last) token a node spans, its container's parenthesis where it has one
     (a parenthesized node's own first and last tokens are those parentheses too)."""
     i = 0 if first else -1
@@ -152,11 +158,19 @@ def _size(tok: Token, what: str) -> int:
             raise _SyntaxProblem(not_whole(what, text, token_span(tok))) from None
         value = None  # an exponent past 400: larger than any size
     if value is None or value > MAX_INTEGER:
-        raise _SyntaxProblem(Diagnostic(
-            "error", "P011", f"the number {_shown(text)} is larger than the limit 2**63 - 1",
-            token_span(tok), "too large",
-            ("sizes, mesh axes and repeat counts are at most 2**63 - 1 "
-             "(9223372036854775807); leave a size out to keep it symbolic",)))
+        raise _SyntaxProblem(
+            Diagnostic(
+                "error",
+                "P011",
+                f"the number {_shown(text)} is larger than the limit 2**63 - 1",
+                token_span(tok),
+                "too large",
+                (
+                    "sizes, mesh axes and repeat counts are at most 2**63 - 1 "
+                    "(9223372036854775807); leave a size out to keep it symbolic",
+                ),
+            )
+        )
     if value != value.to_integral_value():
         raise _SyntaxProblem(not_whole(what, text, token_span(tok)))
     return int(value)
@@ -309,11 +323,18 @@ class _ToSyntax:
 
     def mesh_decl(self, node: Tree[Token], items: list[Any]) -> MeshDecl:
         if len(items) > MAX_MESH_AXES:
-            raise _SyntaxProblem(error(
-                "S011", f"the mesh has {len(items)} axes, more than the limit of {MAX_MESH_AXES}",
-                items[MAX_MESH_AXES].span, f"axis {MAX_MESH_AXES + 1}",
-                (f"a mesh has at most {MAX_MESH_AXES} axes; merge axes that always shard "
-                 "together",)))
+            raise _SyntaxProblem(
+                error(
+                    "S011",
+                    f"the mesh has {len(items)} axes, more than the limit of {MAX_MESH_AXES}",
+                    items[MAX_MESH_AXES].span,
+                    f"axis {MAX_MESH_AXES + 1}",
+                    (
+                        f"a mesh has at most {MAX_MESH_AXES} axes; merge axes that always shard "
+                        "together",
+                    ),
+                )
+            )
         return MeshDecl(tuple(items), self._span(node))
 
     def dim_decl(self, node: Tree[Token], items: list[Any]) -> DimDecl:
@@ -336,12 +357,19 @@ class _ToSyntax:
             head, parts, offset = _checked_subscript(tok, "layout")
             if len(parts) > MAX_AXES_PER_DIM:
                 sp = token_span(tok)
-                raise _SyntaxProblem(error(
-                    "S012", f"dimension {head!r} is sharded over {len(parts)} mesh axes, more "
-                    f"than the limit of {MAX_AXES_PER_DIM}",
-                    Span(sp.line, sp.col + offset, sp.end_line, sp.end_col), "too many axes",
-                    (f"one dimension is sharded over at most {MAX_AXES_PER_DIM} mesh axes; "
-                     "merge axes that always shard together",)))
+                raise _SyntaxProblem(
+                    error(
+                        "S012",
+                        f"dimension {head!r} is sharded over {len(parts)} mesh axes, more "
+                        f"than the limit of {MAX_AXES_PER_DIM}",
+                        Span(sp.line, sp.col + offset, sp.end_line, sp.end_col),
+                        "too many axes",
+                        (
+                            f"one dimension is sharded over at most {MAX_AXES_PER_DIM} mesh axes; "
+                            "merge axes that always shard together",
+                        ),
+                    )
+                )
             dims.append(DimSharding(head, parts, token_span(tok)))
         layout = Layout(tuple(dims))
         if renames:
@@ -352,10 +380,18 @@ class _ToSyntax:
         """S013: a rename outside a use of an array (a declaration or a left-hand side)."""
         if layout is not None and id(layout) in self._renames:
             old, new, span = self._renames[id(layout)][0]
-            raise _SyntaxProblem(error(
-                "S013", f"{what} cannot rename a dimension ({old}->{new})", span,
-                "a rename here", (f"rename where the array is read: `{old}->{new}` in "
-                                  "`In[B, T->S, D]` on the right of `=`",)))
+            raise _SyntaxProblem(
+                error(
+                    "S013",
+                    f"{what} cannot rename a dimension ({old}->{new})",
+                    span,
+                    "a rename here",
+                    (
+                        f"rename where the array is read: `{old}->{new}` in "
+                        "`In[B, T->S, D]` on the right of `=`",
+                    ),
+                )
+            )
 
     def unreduced(self, node: Tree[Token], items: list[Any]) -> _Unreduced:
         tok = items[0]
@@ -372,7 +408,9 @@ class _ToSyntax:
     def param_decl(self, node: Tree[Token], items: list[Any]) -> ArrayDecl:
         name, dtype, layout = items[0], items[1], items[2]
         self._no_renames(layout, "a declaration")
-        return ArrayDecl(str(name), str(dtype), layout, token_span(name), token_span(dtype), param=True)
+        return ArrayDecl(
+            str(name), str(dtype), layout, token_span(name), token_span(dtype), param=True
+        )
 
     def backward(self, node: Tree[Token], items: list[Any]) -> Backward:
         return Backward(self._span(node))
@@ -426,21 +464,48 @@ class _ToSyntax:
             axes, dim = parts[:-1], parts[-1]
         else:
             axes, dim = parts, None
-        return CollectiveCall(_COLLECTIVES[kind], tuple(axes), dim, arg, self._span(node),
-                              sub_span)
+        return CollectiveCall(_COLLECTIVES[kind], tuple(axes), dim, arg, self._span(node), sub_span)
 
     def reduce(self, node: Tree[Token], items: list[Any]) -> Reduce:
         tok, arg = items
         kind, parts, offset = _checked_subscript(tok, "reduction")
         sp = token_span(tok)
-        return Reduce(_REDUCTIONS[kind], tuple(parts), arg, self._span(node),
-                      Span(sp.line, sp.col + offset, sp.end_line, sp.end_col))
+        return Reduce(
+            _REDUCTIONS[kind],
+            tuple(parts),
+            arg,
+            self._span(node),
+            Span(sp.line, sp.col + offset, sp.end_line, sp.end_col),
+        )
 
 
-_RULES = ("start", "count_name", "count_int", "count_binary", "count", "repeat_block", "dim_size",
-          "link", "wrap_flag", "mesh_axis", "mesh_decl", "dim_decl", "hardware_decl", "layout",
-          "unreduced", "array_decl", "param_decl", "backward", "assign", "ref", "contract",
-          "binary", "call", "collective", "reduce")
+_RULES = (
+    "start",
+    "count_name",
+    "count_int",
+    "count_binary",
+    "count",
+    "repeat_block",
+    "dim_size",
+    "link",
+    "wrap_flag",
+    "mesh_axis",
+    "mesh_decl",
+    "dim_decl",
+    "hardware_decl",
+    "layout",
+    "unreduced",
+    "array_decl",
+    "param_decl",
+    "backward",
+    "assign",
+    "ref",
+    "contract",
+    "binary",
+    "call",
+    "collective",
+    "reduce",
+)
 """The grammar's rules as the parser leaves them (`atom` and `count_atom` looked through): one
 `_ToSyntax` method each."""
 
@@ -450,13 +515,21 @@ def _send_call(tok: Token, arg: Expr, span: Span, sub_span: Span) -> CollectiveC
     sp = token_span(tok)
     moves = parse_send(str(tok))
     if isinstance(moves, SendSyntaxError):
-        raise _SyntaxProblem(Diagnostic(
-            "error", "C011", moves.message, sp.shifted(moves.offset, moves.width), moves.label,
-            (SEND_NOTE,)))
-    moves = tuple(dataclasses.replace(m, span=sp.shifted(m.span.col, m.span.end_col - m.span.col))
-                  for m in moves)
-    return CollectiveCall("Send", tuple(m.axis for m in moves), None, arg, span, sub_span,
-                          moves)
+        raise _SyntaxProblem(
+            Diagnostic(
+                "error",
+                "C011",
+                moves.message,
+                sp.shifted(moves.offset, moves.width),
+                moves.label,
+                (SEND_NOTE,),
+            )
+        )
+    moves = tuple(
+        dataclasses.replace(m, span=sp.shifted(m.span.col, m.span.end_col - m.span.col))
+        for m in moves
+    )
+    return CollectiveCall("Send", tuple(m.axis for m in moves), None, arg, span, sub_span, moves)
 
 
 def _unreduced_set(item: _Unreduced) -> frozenset[str]:
@@ -472,15 +545,26 @@ class _SyntaxProblem(Exception):
 
 
 _SUBSCRIPT_EXAMPLES = {
-    "layout": ("mesh axes, as in I_X or I_{X,Y}", "write the dimension alone (I) to leave it unsharded"),
-    "unreduced": ("the mesh axes holding partial sums, as in {U_X}",
-                  "leave out `{U_...}` when the array holds no partial sums"),
-    "contraction": ("the dimensions to sum over, as in ·_J or ·_{N,H}",
-                    "contractions are written A ·_J B; several dims as A ·_{N,H} B"),
-    "collective": ("mesh axes, as in AllGather_X or ReduceScatter_{X,K}",
-                   "a collective names the mesh axes it works over"),
-    "reduction": ("the dimensions to reduce over, as in Sum_D or softmax_{S}",
-                  "a reduction names the dimensions it reduces: Sum_{D}(A), softmax_{S}(A)"),
+    "layout": (
+        "mesh axes, as in I_X or I_{X,Y}",
+        "write the dimension alone (I) to leave it unsharded",
+    ),
+    "unreduced": (
+        "the mesh axes holding partial sums, as in {U_X}",
+        "leave out `{U_...}` when the array holds no partial sums",
+    ),
+    "contraction": (
+        "the dimensions to sum over, as in ·_J or ·_{N,H}",
+        "contractions are written A ·_J B; several dims as A ·_{N,H} B",
+    ),
+    "collective": (
+        "mesh axes, as in AllGather_X or ReduceScatter_{X,K}",
+        "a collective names the mesh axes it works over",
+    ),
+    "reduction": (
+        "the dimensions to reduce over, as in Sum_D or softmax_{S}",
+        "a reduction names the dimensions it reduces: Sum_{D}(A), softmax_{S}(A)",
+    ),
 }
 
 
@@ -492,9 +576,9 @@ def _split_rename(tok: Token) -> tuple[str, Token]:
     text = str(tok)
     m = _ARROW.search(text)
     assert m is not None  # the RENAME terminal has an arrow
-    rest = Token.new_borrow_pos("DIMSPEC", text[m.end():], tok)
+    rest = Token.new_borrow_pos("DIMSPEC", text[m.end() :], tok)
     rest.column = (tok.column or 1) + m.end()
-    return text[:m.start()], rest
+    return text[: m.start()], rest
 
 
 def _checked_subscript(tok: Token, what: str) -> tuple[str, tuple[str, ...], int]:
@@ -505,10 +589,16 @@ def _checked_subscript(tok: Token, what: str) -> tuple[str, tuple[str, ...], int
         sp = token_span(tok)
         expected, note = _SUBSCRIPT_EXAMPLES[what]
         problem = "empty subscript in" if not any(parts) else "empty entry in the subscript of"
-        raise _SyntaxProblem(Diagnostic(
-            "error", "P008", f"{problem} {text!r}",
-            Span(sp.line, sp.col + offset - 1, sp.end_line, sp.end_col),
-            f"expected {expected}", (note,)))
+        raise _SyntaxProblem(
+            Diagnostic(
+                "error",
+                "P008",
+                f"{problem} {text!r}",
+                Span(sp.line, sp.col + offset - 1, sp.end_line, sp.end_col),
+                f"expected {expected}",
+                (note,),
+            )
+        )
     return head, parts, offset
 
 

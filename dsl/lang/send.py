@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 
 from shardc.lang.source import NO_SPAN, Span
 
-SEND_NOTE = ("a Send names, for each mesh axis it moves along, either the coordinates of the "
-             "sending and the receiving device (`Send_{X: 0->3, Y: 0->3}`) or a signed shift "
-             "that every device applies (`Send_{P: +1}`, `Send_{P: -1}`)")
+SEND_NOTE = (
+    "a Send names, for each mesh axis it moves along, either the coordinates of the "
+    "sending and the receiving device (`Send_{X: 0->3, Y: 0->3}`) or a signed shift "
+    "that every device applies (`Send_{P: +1}`, `Send_{P: -1}`)"
+)
 """The rule quoted under every malformed subscript (C011)."""
 
 _POINT = re.compile(r"([A-Za-z][A-Za-z0-9]*)\s*:\s*([0-9]+)\s*->\s*([0-9]+)")
@@ -112,11 +114,17 @@ def parse_send(token: str) -> tuple[SendAxis, ...] | SendSyntaxError:
             return SendSyntaxError(
                 f"Send entry {text!r} has no sign: is it a shift or a coordinate?",
                 f"write `{m[1]}: +{m[2]}` to shift by {m[2]}, or `{m[1]}: FROM->{m[2]}`",
-                offset, width)
+                offset,
+                width,
+            )
         else:
             name = re.match(r"[A-Za-z][A-Za-z0-9]*", text)
             axis = name[0] if name else "X"
             what = f"Send entry {text!r}" if text else "an empty entry in the Send subscript"
-            return SendSyntaxError(f"{what} is neither `AXIS: FROM->TO` nor `AXIS: +K`",
-                                   f"expected `{axis}: FROM->TO` or `{axis}: +K`", offset, width)
+            return SendSyntaxError(
+                f"{what} is neither `AXIS: FROM->TO` nor `AXIS: +K`",
+                f"expected `{axis}: FROM->TO` or `{axis}: +K`",
+                offset,
+                width,
+            )
     return tuple(out)

@@ -11,8 +11,10 @@ from shardc.lang.diagnostics import Diagnostic
 from shardc.lang.input_limits import MAX_SOURCE_BYTES, MAX_STATEMENTS
 from shardc.lang.source import Span
 
-_SIZE_NOTE = (f"a program holds at most {MAX_SOURCE_BYTES // 2**20} MiB of text and "
-              f"{MAX_STATEMENTS:,} statements (docs/language.md, \"Limits\")")
+_SIZE_NOTE = (
+    f"a program holds at most {MAX_SOURCE_BYTES // 2**20} MiB of text and "
+    f'{MAX_STATEMENTS:,} statements (docs/language.md, "Limits")'
+)
 # A piece of a line: a string, a comment (which ends the line), `;`, or any other run of text.
 _PIECE = re.compile(r'"[^"\n]*"|#.*|;|[^";#]+|"')
 
@@ -27,9 +29,14 @@ def size_problem(text: str) -> Diagnostic | None:
         head = text.encode("utf-8")[:MAX_SOURCE_BYTES].decode("utf-8", errors="ignore")
         line = head.count("\n") + 1
         col = len(head) - (head.rfind("\n") + 1) + 1
-        return Diagnostic("error", "P013", f"the program is larger than the limit of "
-                          f"{MAX_SOURCE_BYTES:,} bytes", Span.point(line, col),
-                          "the limit is reached here", (_SIZE_NOTE,))
+        return Diagnostic(
+            "error",
+            "P013",
+            f"the program is larger than the limit of {MAX_SOURCE_BYTES:,} bytes",
+            Span.point(line, col),
+            "the limit is reached here",
+            (_SIZE_NOTE,),
+        )
     count = 0
     continued = False
     for number, row in enumerate(text.split("\n"), 1):
@@ -59,5 +66,11 @@ def size_problem(text: str) -> Diagnostic | None:
 
 
 def _too_many(line: int, col: int) -> Diagnostic:
-    return Diagnostic("error", "P013", f"the program has more than {MAX_STATEMENTS:,} statements",
-                      Span.point(line, col), f"statement {MAX_STATEMENTS + 1:,}", (_SIZE_NOTE,))
+    return Diagnostic(
+        "error",
+        "P013",
+        f"the program has more than {MAX_STATEMENTS:,} statements",
+        Span.point(line, col),
+        f"statement {MAX_STATEMENTS + 1:,}",
+        (_SIZE_NOTE,),
+    )

@@ -18,12 +18,18 @@ DTYPES: dict[str, float] = BYTES
 """Bytes per element of each dtype the language accepts (`shardc.lang.dtypes.BYTES`, kept here
 for the modules that import it from the syntax)."""
 
-CollectiveKind = Literal["AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send",
-                         "CollectivePermute"]
+CollectiveKind = Literal[
+    "AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send", "CollectivePermute"
+]
 """CollectivePermute is inserted by the compiler (a reshard that only moves blocks between
 devices, e.g. I_XY -> I_YX); programs cannot write it."""
 COLLECTIVE_KINDS: tuple[CollectiveKind, ...] = (
-    "AllGather", "ReduceScatter", "AllReduce", "AllToAll", "Send")
+    "AllGather",
+    "ReduceScatter",
+    "AllReduce",
+    "AllToAll",
+    "Send",
+)
 BinaryOp = Literal["+", "-", "*", "/"]
 """`/` only in what the compiler writes (softmax's normalisation), not in the language."""
 ReduceKind = Literal["Sum", "Max", "softmax", "Broadcast"]
@@ -96,6 +102,7 @@ class Count:
 
     def fold(self, number: Callable[[int], Any], name: Callable[[str], Any]) -> Any:
         """The count computed with `number` and `name` giving its leaves (+ - * on the rest)."""
+
         def walk(t: CountTree) -> Any:
             if isinstance(t, int):
                 return number(t)
@@ -104,6 +111,7 @@ class Count:
             op, lhs, rhs = t
             a, b = walk(lhs), walk(rhs)
             return a + b if op == "+" else a - b if op == "-" else a * b
+
         return walk(self.tree)
 
     def evaluate(self, sizes: dict[str, int]) -> int:
@@ -268,21 +276,40 @@ def leave_symbolic(program: Program, names: frozenset[str]) -> Program:
 
     def free(stmt: Stmt) -> Stmt:
         if isinstance(stmt, DimDecl):
-            return replace(stmt, dims=tuple(replace(d, size=None) if d.name in names else d
-                                            for d in stmt.dims))
+            return replace(
+                stmt, dims=tuple(replace(d, size=None) if d.name in names else d for d in stmt.dims)
+            )
         if isinstance(stmt, MeshDecl):
-            return replace(stmt, axes=tuple(replace(a, size=None) if a.name in names else a
-                                            for a in stmt.axes))
+            return replace(
+                stmt, axes=tuple(replace(a, size=None) if a.name in names else a for a in stmt.axes)
+            )
         return stmt
+
     return replace(program, statements=tuple(free(s) for s in program.statements))
 
 
 ELEMENTWISE_FUNCTIONS: dict[str, int] = {
-    "gelu": 8, "silu": 4, "relu": 1, "sigmoid": 4, "tanh": 4, "exp": 1, "log": 1,
-    "sqrt": 1, "rsqrt": 1, "square": 1, "neg": 1, "abs": 1, "copy": 0,
+    "gelu": 8,
+    "silu": 4,
+    "relu": 1,
+    "sigmoid": 4,
+    "tanh": 4,
+    "exp": 1,
+    "log": 1,
+    "sqrt": 1,
+    "rsqrt": 1,
+    "square": 1,
+    "neg": 1,
+    "abs": 1,
+    "copy": 0,
     # derivatives, used by the backward pass (`passes/backward.py`)
-    "gelu_grad": 10, "silu_grad": 6, "relu_grad": 1, "sigmoid_grad": 5, "tanh_grad": 5,
-    "square_grad": 1, "max_mask": 1,
+    "gelu_grad": 10,
+    "silu_grad": 6,
+    "relu_grad": 1,
+    "sigmoid_grad": 5,
+    "tanh_grad": 5,
+    "square_grad": 1,
+    "max_mask": 1,
 }
 """Unary elementwise functions the language knows, with the FLOPs counted per element.
 

@@ -21,8 +21,10 @@ def fmt_value(v: float | None, unit: str) -> str:
     if unit in ("s", "B"):
         r = float(f"{v:.3g}")  # the printed figures; their magnitude picks the unit
         scales: tuple[tuple[float, str], ...] = (
-            ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")) if unit == "s"
-            else ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")))
+            ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+            if unit == "s"
+            else ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B"))
+        )
         for scale, name in scales:
             if abs(r) >= scale or scale == scales[-1][0]:
                 return f"{r / scale:.3g} {name}" if v or unit == "B" else "0 s"

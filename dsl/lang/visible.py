@@ -36,8 +36,7 @@ def _escape(c: str) -> str:
     return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
-def visible_columns(text: str, col: int, width: int, keep: str = "\t"
-                    ) -> tuple[str, int, int]:
+def visible_columns(text: str, col: int, width: int, keep: str = "\t") -> tuple[str, int, int]:
     """`visible(text)` with a caret's 1-based column and width moved to where the characters
     they pointed at are shown.
 
@@ -47,8 +46,8 @@ def visible_columns(text: str, col: int, width: int, keep: str = "\t"
     shown = visible(text, keep)
     if shown == text:
         return text, col, width
-    before = visible(text[:col - 1], keep)
-    under = visible(text[col - 1:col - 1 + width], keep)
+    before = visible(text[: col - 1], keep)
+    under = visible(text[col - 1 : col - 1 + width], keep)
     return shown, len(before) + 1, max(1, len(under))
 
 

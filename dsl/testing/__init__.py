@@ -22,9 +22,19 @@ if TYPE_CHECKING:
     from shardc.testing.oracle import Problem, cheaper_hand
     from shardc.testing.strategies import Mesh, layouts, meshes
 
-__all__ = ["KINDS", "Mesh", "Problem", "cheaper_hand", "check_at_points",
-           "check_no_cheaper_plan", "check_simulates", "check_source", "layouts", "meshes",
-           "programs"]
+__all__ = [
+    "KINDS",
+    "Mesh",
+    "Problem",
+    "cheaper_hand",
+    "check_at_points",
+    "check_no_cheaper_plan",
+    "check_simulates",
+    "check_source",
+    "layouts",
+    "meshes",
+    "programs",
+]
 
 
 def __getattr__(name: str) -> Any:

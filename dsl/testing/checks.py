@@ -77,8 +77,7 @@ def simulation_sizes(report: Report, sizes: Mapping[str, int] | None = None) -> 
     return out
 
 
-def check_simulates(report: Report, sizes: Mapping[str, int] | None = None, seed: int = 0
-                    ) -> None:
+def check_simulates(report: Report, sizes: Mapping[str, int] | None = None, seed: int = 0) -> None:
     """Run the compiled per-device program on simulated devices (numpy, random integer
     inputs) and compare every value's blocks with the unsharded program; AssertionError
     naming the op and the error where one differs.
@@ -94,14 +93,18 @@ def check_simulates(report: Report, sizes: Mapping[str, int] | None = None, seed
     run = simulation_sizes(report, sizes)
     devices = math.prod(run[n] for n, _ in program.mesh)
     if devices > MAX_DEVICES:
-        raise ValueError(f"check_simulates: {devices} devices is more than the {MAX_DEVICES} "
-                         "it simulates; bind smaller mesh axes (sizes={...})")
+        raise ValueError(
+            f"check_simulates: {devices} devices is more than the {MAX_DEVICES} "
+            "it simulates; bind smaller mesh axes (sizes={...})"
+        )
     for op in program.ops:
         elements = math.prod(run.get(d, 1) for d in op.out.dims)
         if elements > MAX_ELEMENTS:
-            raise ValueError(f"check_simulates: {op.out.array} would have {elements:,} "
-                             f"elements, more than {MAX_ELEMENTS:,}; pass smaller sizes "
-                             "(sizes={...})")
+            raise ValueError(
+                f"check_simulates: {op.out.array} would have {elements:,} "
+                f"elements, more than {MAX_ELEMENTS:,}; pass smaller sizes "
+                "(sizes={...})"
+            )
     rng = np.random.default_rng(seed)
     try:
         check(program, random_inputs(program, run, rng), run, seed=seed)
@@ -112,11 +115,16 @@ def check_simulates(report: Report, sizes: Mapping[str, int] | None = None, seed
         where = ""
         if op is not None:
             line = op.span.line if op.span.line > 0 else None
-            where = (f"op {describe(op, tuple(n for n, _ in program.mesh))}"
-                     + (f" (line {line})" if line else "") + ": ")
+            where = (
+                f"op {describe(op, tuple(n for n, _ in program.mesh))}"
+                + (f" (line {line})" if line else "")
+                + ": "
+            )
         shown = ", ".join(f"{k}={v}" for k, v in run.items())
-        raise AssertionError(f"{report.name}: the simulated devices disagree with the unsharded "
-                             f"program at {shown}: {where}{message}") from None
+        raise AssertionError(
+            f"{report.name}: the simulated devices disagree with the unsharded "
+            f"program at {shown}: {where}{message}"
+        ) from None
 
 
 def _source_of(report: Report, source: str | Path | Source | None) -> str | Path | Source | None:
@@ -126,8 +134,12 @@ def _source_of(report: Report, source: str | Path | Source | None) -> str | Path
     return path if report.name.endswith(".shard") and path.is_file() else None
 
 
-def check_at_points(report: Report, points: Iterable[Mapping[str, float]],
-                    source: str | Path | Source | None = None, **options: Any) -> None:
+def check_at_points(
+    report: Report,
+    points: Iterable[Mapping[str, float]],
+    source: str | Path | Source | None = None,
+    **options: Any,
+) -> None:
     """At each point (sizes the report leaves symbolic, `{"B": 4096}`), every total of the
     symbolic report, its formula evaluated there, equals the same total of a compile with those
     sizes bound; AssertionError naming the point, the total and both values otherwise.
@@ -142,9 +154,16 @@ def check_at_points(report: Report, points: Iterable[Mapping[str, float]],
     >>> check_at_points(shardc.compile(text), [{"B": 64, "D": 8}], source=text)
     """
     src = _source_of(report, source)
-    kwargs: dict[str, Any] = {"hw": report.chip, "model": report.model,
-                              **{k: v for k, v in report.options.items()
-                                 if k in ("optimizer", "remat", "attention", "on")}, **options}
+    kwargs: dict[str, Any] = {
+        "hw": report.chip,
+        "model": report.model,
+        **{
+            k: v
+            for k, v in report.options.items()
+            if k in ("optimizer", "remat", "attention", "on")
+        },
+        **options,
+    }
     for point in points:
         point = dict(point)
         shown = ", ".join(f"{k}={v}" for k, v in point.items())
@@ -162,23 +181,30 @@ def check_at_points(report: Report, points: Iterable[Mapping[str, float]],
             theirs = there.value(name)
             if ours is None and theirs is None:
                 continue
-            if ours is None or theirs is None or not math.isclose(
-                    ours, theirs, rel_tol=TOLERANCE, abs_tol=1e-300):
+            if (
+                ours is None
+                or theirs is None
+                or not math.isclose(ours, theirs, rel_tol=TOLERANCE, abs_tol=1e-300)
+            ):
                 raise AssertionError(
                     f"{report.name}: at {shown}, {name} of the symbolic report is {ours!r} "
                     f"({report.totals[name]}), a compile there gives {theirs!r} "
-                    f"({there.totals[name]})")
+                    f"({there.totals[name]})"
+                )
 
 
-def contraction_problems(report: Report, source: str | Path | Source | None = None
-                         ) -> list[tuple[int, Problem]]:
+def contraction_problems(
+    report: Report, source: str | Path | Source | None = None
+) -> list[tuple[int, Problem]]:
     """(line, `oracle.Problem`) for each statement `C[...] = X ·_J Y` of the program whose
     operands are declared arrays, contracted over one dim: the program's lines before the
     statement are the problem's head (X and Y bound to the oracle's names A and B)."""
     src = _source_of(report, source)
     if src is None:
-        raise ValueError(f"{report.name}: check_no_cheaper_plan needs the program's text "
-                         "(source=...), to write the hand plans after its lines")
+        raise ValueError(
+            f"{report.name}: check_no_cheaper_plan needs the program's text "
+            "(source=...), to write the hand plans after its lines"
+        )
     text = api.as_source(src).text
     lines = re.split(r"\r\n|\r|\n", text)
     program = report.program
@@ -191,19 +217,33 @@ def contraction_problems(report: Report, source: str | Path | Source | None = No
             continue
         line = op.span.line
         a, b = inputs.get(op.lhs.array), inputs.get(op.rhs.array)
-        if a is None or b is None or line <= 0 or {"A", "B", "C"} & (inputs.keys() - {
-                a.array, b.array}):
+        if (
+            a is None
+            or b is None
+            or line <= 0
+            or {"A", "B", "C"} & (inputs.keys() - {a.array, b.array})
+        ):
             continue
-        final = [o.out for o in program.ops if o.span.line == line
-                 and o.out.array == op.out.array]
+        final = [o.out for o in program.ops if o.span.line == line and o.out.array == op.out.array]
         result = final[-1].layout
         if result.unreduced:
             continue
         seen.add(line)
-        head = "\n".join(lines[:line - 1]) + "\n"
+        head = "\n".join(lines[: line - 1]) + "\n"
         head += "".join(f"{n} = {v.array}\n" for n, v in (("A", a), ("B", b)) if n != v.array)
-        out.append((line, Problem(head, axes, a.dims, b.dims, op.contract[0],
-                                  {d: result.axes_of(d) for d in result.dim_names})))
+        out.append(
+            (
+                line,
+                Problem(
+                    head,
+                    axes,
+                    a.dims,
+                    b.dims,
+                    op.contract[0],
+                    {d: result.axes_of(d) for d in result.dim_names},
+                ),
+            )
+        )
     return out
 
 
@@ -218,31 +258,47 @@ class Cheaper:
     ours: float
 
 
-def cheaper_plans(report: Report, source: str | Path | Source | None = None,
-                  max_hands: int | None = 200, seed: int = 0) -> list[Cheaper]:
+def cheaper_plans(
+    report: Report,
+    source: str | Path | Source | None = None,
+    max_hands: int | None = 200,
+    seed: int = 0,
+) -> list[Cheaper]:
     """The hand-written plans (`shardc.testing.oracle`) of the report's program that cost less
     than the compiler's, at most one; `max_hands` of them tried, drawn with `seed` (None: all).
     ValueError for a program the oracle cannot cost (a size left symbolic, no chip)."""
     src = _source_of(report, source)
     if src is None:
-        raise ValueError(f"{report.name}: check_no_cheaper_plan needs the program's text "
-                         "(source=...), to write the hand plans after its lines")
-    free = [n for n, v in report.program.dims_and_mesh.items() if v is None
-            and report.names()[n] not in report.environment()]
+        raise ValueError(
+            f"{report.name}: check_no_cheaper_plan needs the program's text "
+            "(source=...), to write the hand plans after its lines"
+        )
+    free = [
+        n
+        for n, v in report.program.dims_and_mesh.items()
+        if v is None and report.names()[n] not in report.environment()
+    ]
     if free or report.chip is None:
-        raise ValueError(f"{report.name}: the oracle compares costs in seconds: it needs every "
-                         f"size and a chip ({', '.join(free) or 'no chip'} has no value; "
-                         "compile with set={...} and a `hardware` line)")
+        raise ValueError(
+            f"{report.name}: the oracle compares costs in seconds: it needs every "
+            f"size and a chip ({', '.join(free) or 'no chip'} has no value; "
+            "compile with set={...} and a `hardware` line)"
+        )
     every = getattr(oracle, "cheaper_plans", None)
     if every is not None:
         # The oracle over every kind of statement: its own rewrites, objective and options.
-        found = every(api.as_source(src).text, sample=max_hands, seed=seed, first=True,
-                      hw=report.chip, model=report.model)
+        found = every(
+            api.as_source(src).text,
+            sample=max_hands,
+            seed=seed,
+            first=True,
+            hw=report.chip,
+            model=report.model,
+        )
         return [Cheaper(f.line, f.program, f.hand, f.ours) for f in found]
     problems = contraction_problems(report, src)
     if not problems:
-        raise ValueError(f"{report.name}: no statement `C = X ·_J Y` of declared arrays to "
-                         "check")
+        raise ValueError(f"{report.name}: no statement `C = X ·_J Y` of declared arrays to check")
     rnd = random.Random(seed)
     for line, problem in problems:
         hands = list(problem.hands())
@@ -254,8 +310,12 @@ def cheaper_plans(report: Report, source: str | Path | Source | None = None,
     return []
 
 
-def check_no_cheaper_plan(report: Report, source: str | Path | Source | None = None,
-                          max_hands: int | None = 200, seed: int = 0) -> None:
+def check_no_cheaper_plan(
+    report: Report,
+    source: str | Path | Source | None = None,
+    max_hands: int | None = 200,
+    seed: int = 0,
+) -> None:
     """No hand-written plan of a statement (each operand resharded to any layout, or sliced
     then gathered explicitly, then the statement and the reshard of its result) costs less than
     the compiler's plan under the oracle's objective; AssertionError with the cheaper hand
@@ -268,10 +328,19 @@ def check_no_cheaper_plan(report: Report, source: str | Path | Source | None = N
     >>> check_no_cheaper_plan(shardc.compile(text), source=text, max_hands=20)
     """
     for c in cheaper_plans(report, source, max_hands, seed):
-        raise AssertionError(f"{report.name}:{c.line}: a hand-written plan costs {c.hand:.6g} s, "
-                             f"the compiler's {c.ours:.6g} s ({c.ours / c.hand:.3g}x):\n"
-                             f"{c.program}")
+        raise AssertionError(
+            f"{report.name}:{c.line}: a hand-written plan costs {c.hand:.6g} s, "
+            f"the compiler's {c.ours:.6g} s ({c.ours / c.hand:.3g}x):\n"
+            f"{c.program}"
+        )
 
 
-__all__ = ["Cheaper", "check_at_points", "check_no_cheaper_plan", "check_simulates",
-           "cheaper_plans", "contraction_problems", "simulation_sizes"]
+__all__ = [
+    "Cheaper",
+    "check_at_points",
+    "check_no_cheaper_plan",
+    "check_simulates",
+    "cheaper_plans",
+    "contraction_problems",
+    "simulation_sizes",
+]

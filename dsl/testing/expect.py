@@ -50,6 +50,8 @@ EXAMPLES = 100
 those points is a whole compile)."""
 MAX_EXPECTATIONS = 1_000
 """`# expect:` lines checked in one file (each may sample a hundred points)."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One expectation's verdict: `how` it was decided, and on failure a readable `message`
@@ -81,9 +83,12 @@ class FileCheck:
         return not self.diagnostics.has_errors and all(o.passed for o in self.outcomes)
 
 
-def _points(bounds: Mapping[str, Sequence[int]], axes: Sequence[str],
-            shardings: Mapping[str, set[tuple[str, ...]]], known: Mapping[str, float]
-            ) -> Any:
+def _points(
+    bounds: Mapping[str, Sequence[int]],
+    axes: Sequence[str],
+    shardings: Mapping[str, set[tuple[str, ...]]],
+    known: Mapping[str, float],
+) -> Any:
     """Points of the free sizes that a compile accepts: mesh axes first, then each dim a
     multiple of every product of the axes that shard it (S004: shards of equal size)."""
     from hypothesis import strategies as st
@@ -185,15 +190,17 @@ class Checker:
                 found = (found[0], reason)
         return found
 
-    def _search(self, e: Expectation, names: list[str], compiled: bool
-                ) -> tuple[dict[str, int], str] | None:
+    def _search(
+        self, e: Expectation, names: list[str], compiled: bool
+    ) -> tuple[dict[str, int], str] | None:
         from hypothesis import HealthCheck, find, settings
         from hypothesis.errors import NoSuchExample
 
         mesh = self.report.program.mesh_axes
         bounds = where_bounds(e, names, mesh)
-        points = _points(bounds, [n for n in names if n in mesh], self.shardings(),
-                         self.report.mesh_sizes())
+        points = _points(
+            bounds, [n for n in names if n in mesh], self.shardings(), self.report.mesh_sizes()
+        )
         why: dict[tuple[tuple[str, int], ...], str] = {}
 
         def failing(point: dict[str, int]) -> bool:
@@ -221,9 +228,17 @@ class Checker:
         if compiled and any(n in mesh for n in names):
             examples = max(10, examples // 4)
         try:
-            found = find(points, failing, settings=settings(
-                max_examples=examples, database=None, derandomize=True, deadline=None,
-                suppress_health_check=list(HealthCheck)))
+            found = find(
+                points,
+                failing,
+                settings=settings(
+                    max_examples=examples,
+                    database=None,
+                    derandomize=True,
+                    deadline=None,
+                    suppress_health_check=list(HealthCheck),
+                ),
+            )
         except NoSuchExample:
             return None
         return found, why.get(tuple(found.items()), "")
@@ -237,44 +252,68 @@ class Checker:
         try:
             if not names:
                 if not where_holds(report, e):
-                    return Outcome(e, False, "vacuous", "the `where` conditions do not hold at "
-                                   "the program's sizes (none is symbolic): the expectation "
-                                   "checks nothing")
+                    return Outcome(
+                        e,
+                        False,
+                        "vacuous",
+                        "the `where` conditions do not hold at "
+                        "the program's sizes (none is symbolic): the expectation "
+                        "checks nothing",
+                    )
                 reason = fails_at(report, e, "at the program's sizes")
                 if reason is None:
                     return Outcome(e, True, "at the program's sizes (none is symbolic)")
-                return Outcome(e, False, "at the program's sizes",
-                               f"at the program's own sizes (none is symbolic)\n{reason}")
+                return Outcome(
+                    e,
+                    False,
+                    "at the program's sizes",
+                    f"at the program's own sizes (none is symbolic)\n{reason}",
+                )
             regions = regions_of(report)
             if regions is not None:
-                box = {report.names()[n]: (lo, hi) for n, (lo, hi) in where_bounds(
-                    e, names, report.program.mesh_axes, whole=True).items()}
+                box = {
+                    report.names()[n]: (lo, hi)
+                    for n, (lo, hi) in where_bounds(
+                        e, names, report.program.mesh_axes, whole=True
+                    ).items()
+                }
                 live = [r for r, bounds in regions if not excluded(r, bounds, box)]
                 if live and all(proven(r, e, box) for r in live):
                     sizes = ", ".join(names)
                     if e.where:
-                        of = f" ({len(live)} of {len(regions)} regions)" if len(
-                            regions) > 1 else ""
+                        of = f" ({len(live)} of {len(regions)} regions)" if len(regions) > 1 else ""
                         how = f"exactly, for every {sizes} the `where` bounds allow{of}"
                     else:
                         how = f"exactly, for every {sizes}" + (
-                            f", in each of its {len(regions)} regions" if len(regions) > 1
-                            else "")
+                            f", in each of its {len(regions)} regions" if len(regions) > 1 else ""
+                        )
                     return Outcome(e, True, how)
             self.met = 0
             found = self.sample(e, names)
         except NoValue as exc:
             return Outcome(e, False, "no number", str(exc))
         if found is None and not self.met:
-            return Outcome(e, False, "vacuous", f"no point of the {self.examples} tried meets "
-                           "the `where` conditions: the expectation checks nothing")
+            return Outcome(
+                e,
+                False,
+                "vacuous",
+                f"no point of the {self.examples} tried meets "
+                "the `where` conditions: the expectation checks nothing",
+            )
         if found is None:
-            return Outcome(e, True, f"on {self.examples} sampled points of {', '.join(names)}; "
-                           "not proven for every size")
+            return Outcome(
+                e,
+                True,
+                f"on {self.examples} sampled points of {', '.join(names)}; "
+                "not proven for every size",
+            )
         point, reason = found
-        return Outcome(e, False, "counterexample",
-                       f"at {_point_text(point)} (a counterexample Hypothesis found and "
-                       f"shrank)\n{reason}")
+        return Outcome(
+            e,
+            False,
+            "counterexample",
+            f"at {_point_text(point)} (a counterexample Hypothesis found and shrank)\n{reason}",
+        )
 
 
 def check(report: Report, e: Expectation, examples: int = EXAMPLES) -> Outcome:
@@ -282,15 +321,23 @@ def check(report: Report, e: Expectation, examples: int = EXAMPLES) -> Outcome:
     return Checker(report, examples).check(e)
 
 
-def check_source(source: Source, hw: str | None = None, examples: int = EXAMPLES,
-                 compile_options: Mapping[str, Any] | None = None) -> FileCheck:
+def check_source(
+    source: Source,
+    hw: str | None = None,
+    examples: int = EXAMPLES,
+    compile_options: Mapping[str, Any] | None = None,
+) -> FileCheck:
     """Compile a program and check each of its expectations (`FileCheck`)."""
     out = FileCheck(source, find(source))
     if len(out.found) > MAX_EXPECTATIONS:
         extra = out.found[MAX_EXPECTATIONS]
-        out.diagnostics.error("E003", f"more than {MAX_EXPECTATIONS} expectations in one file "
-                              f"({len(out.found)}); those from line {extra.line} on are not "
-                              "checked", Span.point(extra.line, extra.col))
+        out.diagnostics.error(
+            "E003",
+            f"more than {MAX_EXPECTATIONS} expectations in one file "
+            f"({len(out.found)}); those from line {extra.line} on are not "
+            "checked",
+            Span.point(extra.line, extra.col),
+        )
         out.found = out.found[:MAX_EXPECTATIONS]
     parsed = [parse(f, out.diagnostics) for f in out.found]
     try:
@@ -314,5 +361,13 @@ def render_failure(o: Outcome) -> str:
     return f"{o.where}: expectation failed: {o.expectation.text}\n  {o.message}"
 
 
-__all__ = ["EXAMPLES", "MAX_EXPECTATIONS", "Checker", "FileCheck", "Outcome", "check",
-           "check_source", "render_failure"]
+__all__ = [
+    "EXAMPLES",
+    "MAX_EXPECTATIONS",
+    "Checker",
+    "FileCheck",
+    "Outcome",
+    "check",
+    "check_source",
+    "render_failure",
+]

@@ -37,21 +37,25 @@ def decided(op: str, a: sp.Expr, b: sp.Expr) -> bool | None:
         return None if zero else (True if d.is_zero is False else None)
     if zero:
         return op in ("<=", ">=")
-    sign = {">": d.is_positive, ">=": d.is_nonnegative, "<": d.is_negative,
-            "<=": d.is_nonpositive}[op]
+    sign = {">": d.is_positive, ">=": d.is_nonnegative, "<": d.is_negative, "<=": d.is_nonpositive}[
+        op
+    ]
     return True if sign else None
 
 
-def enclosure(expr: sp.Expr, box: Mapping[sp.Symbol, tuple[Any, Any]]
-               ) -> tuple[Any, Any] | None:
+def enclosure(expr: sp.Expr, box: Mapping[sp.Symbol, tuple[Any, Any]]) -> tuple[Any, Any] | None:
     """Bounds on `expr` over the box of sizes (interval arithmetic: `AccumBounds`, which
     encloses the true range); None where SymPy cannot bound it (floor, Max of intervals)."""
     from sympy.calculus.accumulationbounds import AccumBounds
 
     try:
-        v = expr.xreplace({s: AccumBounds(sp.Integer(lo), sp.oo if hi == math.inf
-                                          else sp.Integer(hi))
-                           for s, (lo, hi) in box.items() if s in expr.free_symbols})
+        v = expr.xreplace(
+            {
+                s: AccumBounds(sp.Integer(lo), sp.oo if hi == math.inf else sp.Integer(hi))
+                for s, (lo, hi) in box.items()
+                if s in expr.free_symbols
+            }
+        )
         if isinstance(v, AccumBounds):
             return v.min, v.max
         if v.is_number and v.is_extended_real:
@@ -68,8 +72,11 @@ def inside(op: str, d: sp.Expr, box: Mapping[sp.Symbol, tuple[Any, Any]]) -> boo
         return False
     lo, hi = bounds
     try:
-        return bool({"<": hi < 0, "<=": hi <= 0, ">": lo > 0, ">=": lo >= 0,
-                     "!=": lo > 0 or hi < 0}.get(op, False))
+        return bool(
+            {"<": hi < 0, "<=": hi <= 0, ">": lo > 0, ">=": lo >= 0, "!=": lo > 0 or hi < 0}.get(
+                op, False
+            )
+        )
     except TypeError:  # a comparison SymPy leaves undecided
         return False
 
@@ -78,13 +85,18 @@ def numbers(report: Report) -> dict[sp.Symbol, sp.Expr]:
     return {s: sp.Rational(v) for s, v in report.environment().items()}
 
 
-def excluded(report: Report, bounds: Sequence[sp.Basic],
-              box: Mapping[sp.Symbol, tuple[Any, Any]]) -> bool:
+def excluded(
+    report: Report, bounds: Sequence[sp.Basic], box: Mapping[sp.Symbol, tuple[Any, Any]]
+) -> bool:
     """Whether a region lies outside the box of the `where` bounds: one of its bounds is
     false at every point of the box."""
     env = numbers(report)
-    flip = {sp.StrictLessThan: ">=", sp.LessThan: ">", sp.StrictGreaterThan: "<=",
-            sp.GreaterThan: "<"}
+    flip = {
+        sp.StrictLessThan: ">=",
+        sp.LessThan: ">",
+        sp.StrictGreaterThan: "<=",
+        sp.GreaterThan: "<",
+    }
     for b in bounds:
         op = flip.get(type(b))
         if op is not None and inside(op, (b.lhs - b.rhs).xreplace(env), box):
@@ -92,8 +104,9 @@ def excluded(report: Report, bounds: Sequence[sp.Basic],
     return False
 
 
-def proven(report: Report, e: Expectation,
-            box: Mapping[sp.Symbol, tuple[Any, Any]] | None = None) -> bool:
+def proven(
+    report: Report, e: Expectation, box: Mapping[sp.Symbol, tuple[Any, Any]] | None = None
+) -> bool:
     """Whether `e` holds at every size of `report` (one region), by SymPy: for every positive
     value of the sizes, or over the `box` of them the `where` bounds give (interval
     arithmetic). The numbers the report has (chip figures, bound sizes) are put in first."""
@@ -101,9 +114,10 @@ def proven(report: Report, e: Expectation,
         return collectives_fail(report, e, e.claim) is None
     env = numbers(report)
     exprs = [to_sympy(n, report).xreplace(env) for n in e.claim.operands]
-    return all(decided(op, exprs[i], exprs[i + 1])
-               or inside(op, exprs[i] - exprs[i + 1], box or {})
-               for i, op in enumerate(e.claim.ops))
+    return all(
+        decided(op, exprs[i], exprs[i + 1]) or inside(op, exprs[i] - exprs[i + 1], box or {})
+        for i, op in enumerate(e.claim.ops)
+    )
 
 
 def regions_of(report: Report) -> list[tuple[Report, tuple[sp.Basic, ...]]] | None:
@@ -121,16 +135,24 @@ def bound_holds(report: Report, bound: sp.Basic, point: Mapping[str, int]) -> bo
     b = report.value(bound.rhs, **point)
     if a is None or b is None:
         raise ValueError("no number")
-    return bool({sp.StrictLessThan: a < b, sp.StrictGreaterThan: a > b, sp.LessThan: a <= b,
-                 sp.GreaterThan: a >= b}.get(type(bound), False))
+    return bool(
+        {
+            sp.StrictLessThan: a < b,
+            sp.StrictGreaterThan: a > b,
+            sp.LessThan: a <= b,
+            sp.GreaterThan: a >= b,
+        }.get(type(bound), False)
+    )
 
 
-def where_bounds(e: Expectation, names: Sequence[str], mesh: Sequence[str],
-                 whole: bool = False) -> dict[str, list[Any]]:
+def where_bounds(
+    e: Expectation, names: Sequence[str], mesh: Sequence[str], whole: bool = False
+) -> dict[str, list[Any]]:
     """Each free size's range: the sample's defaults (`whole`: 1 to infinity), narrowed by
     `where` terms `B >= 4096`."""
-    out: dict[str, list[Any]] = {n: [1, math.inf] if whole else list(
-        AXIS_RANGE if n in mesh else DIM_RANGE) for n in names}
+    out: dict[str, list[Any]] = {
+        n: [1, math.inf] if whole else list(AXIS_RANGE if n in mesh else DIM_RANGE) for n in names
+    }
     for w in e.where:
         for i, op in enumerate(w.ops):
             a, b = w.operands[i], w.operands[i + 1]
@@ -151,5 +173,16 @@ def where_bounds(e: Expectation, names: Sequence[str], mesh: Sequence[str],
     return out
 
 
-__all__ = ["AXIS_RANGE", "DIM_RANGE", "bound_holds", "decided", "enclosure",
-           "excluded", "inside", "numbers", "proven", "regions_of", "where_bounds"]
+__all__ = [
+    "AXIS_RANGE",
+    "DIM_RANGE",
+    "bound_holds",
+    "decided",
+    "enclosure",
+    "excluded",
+    "inside",
+    "numbers",
+    "proven",
+    "regions_of",
+    "where_bounds",
+]

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 LABELS = {label: key for label, key, _ in SUMMARY if label.isidentifier()}
 """The text report's labels that are names (`T_comms`, `FLOPs`), by the total they show."""
 FUNCTIONS: dict[str, Callable[..., sp.Expr]] = {
-    name: formulas.FUNCTIONS[name] for name in ("Max", "Min", "sqrt", "abs")}
+    name: formulas.FUNCTIONS[name] for name in ("Max", "Min", "sqrt", "abs")
+}
 """The functions an expectation may call (a command-line formula's, fewer of them)."""
 TOLERANCE = 1e-9
 """Relative: `==` and the non-strict comparisons forgive float rounding this small."""
@@ -70,8 +71,7 @@ def node_text(node: Node) -> str:
 
 
 def _child(node: Node, outer: int, strict: bool) -> str:
-    inner = (_PRECEDENCE[node.op] if isinstance(node, BinOp) else 3 if isinstance(node, Neg)
-             else 5)
+    inner = _PRECEDENCE[node.op] if isinstance(node, BinOp) else 3 if isinstance(node, Neg) else 5
     text = node_text(node)
     return f"({text})" if inner < outer or (strict and inner == outer) else text
 
@@ -81,8 +81,10 @@ def known_names(report: Report) -> str:
     the sizes (and the chip's figures, not listed)."""
     sizes = [n for n, _ in (*report.program.dims, *report.program.mesh)]
     labels = [k for k, v in LABELS.items() if v in report.totals]
-    return (f"totals: {', '.join(report.totals)}; labels: {', '.join(labels)}; sizes: "
-            f"{', '.join(sizes)}; and the chip's figures (C, W_hbm, W_ici, ...)")
+    return (
+        f"totals: {', '.join(report.totals)}; labels: {', '.join(labels)}; sizes: "
+        f"{', '.join(sizes)}; and the chip's figures (C, W_hbm, W_ici, ...)"
+    )
 
 
 def to_sympy(node: Node, report: Report) -> sp.Expr:
@@ -100,11 +102,11 @@ def to_sympy(node: Node, report: Report) -> sp.Expr:
     except (TypeError, ValueError, ArithmeticError) as exc:
         if isinstance(exc, ExpectError):
             raise
-        raise ExpectError(f"{node_text(node)} is not a quantity SymPy can build: {exc}",
-                          node.span) from None
+        raise ExpectError(
+            f"{node_text(node)} is not a quantity SymPy can build: {exc}", node.span
+        ) from None
     if out.has(sp.zoo, sp.nan, sp.oo, -sp.oo, sp.I):
-        raise ExpectError(f"{node_text(node)} is not a finite real quantity ({out})",
-                          node.span)
+        raise ExpectError(f"{node_text(node)} is not a finite real quantity ({out})", node.span)
     return out
 
 
@@ -116,8 +118,9 @@ def _build(tree: formulas.Node, spans: list[Span], values: dict[str, sp.Expr]) -
         raise ExpectError(exc.message, spans[exc.column]) from None
 
 
-def _formula(node: Node, report: Report, spans: list[Span], values: dict[str, sp.Expr]
-             ) -> formulas.Node:
+def _formula(
+    node: Node, report: Report, spans: list[Span], values: dict[str, sp.Expr]
+) -> formulas.Node:
     """The operand as a command-line formula's tree, its names resolved into `values` and the
     rules only an expectation has checked (its functions, whole exponents)."""
     column = len(spans)
@@ -127,8 +130,9 @@ def _formula(node: Node, report: Report, spans: list[Span], values: dict[str, sp
             if value == value.to_integral_value():
                 return formulas.Num(value, column)
             p, q = value.as_integer_ratio()  # exact: the formula's own literal would be a Float
-            return formulas.BinOp("/", formulas.Num(Decimal(p), column),
-                                  formulas.Num(Decimal(q), column), column)
+            return formulas.BinOp(
+                "/", formulas.Num(Decimal(p), column), formulas.Num(Decimal(q), column), column
+            )
         case Name(name):
             values[name] = _quantity(name, node, report)
             return formulas.Name(name, column)
@@ -140,17 +144,21 @@ def _formula(node: Node, report: Report, spans: list[Span], values: dict[str, sp
             if op == "**":
                 power = _build(b, spans, values)
                 if not (power.is_Integer and abs(int(power)) <= 16):
-                    raise ExpectError("'**' takes a whole number up to 16 as its exponent",
-                                      node.span)
+                    raise ExpectError(
+                        "'**' takes a whole number up to 16 as its exponent", node.span
+                    )
             return formulas.BinOp(op, a, b, column)
         case Call(func, args):
             if func not in FUNCTIONS:
-                raise ExpectError(f"unknown function {func!r}; an expectation may call "
-                                  + ", ".join(FUNCTIONS), node.span)
+                raise ExpectError(
+                    f"unknown function {func!r}; an expectation may call " + ", ".join(FUNCTIONS),
+                    node.span,
+                )
             if func != "Max" and func != "Min" and len(args) != 1:
                 raise ExpectError(f"{func} takes 1 argument, got {len(args)}", node.span)
-            return formulas.Call(func, tuple(_formula(a, report, spans, values) for a in args),
-                                 column)
+            return formulas.Call(
+                func, tuple(_formula(a, report, spans, values) for a in args), column
+            )
     raise TypeError(node)
 
 
@@ -161,8 +169,11 @@ def _quantity(name: str, node: Node, report: Report) -> sp.Expr:
     names = report.names()
     if name in names:
         return names[name]
-    raise ExpectError(f"unknown quantity {name!r}; {known_names(report)}", node.span,
-                      "not a total, label, size or chip figure of this program")
+    raise ExpectError(
+        f"unknown quantity {name!r}; {known_names(report)}",
+        node.span,
+        "not a total, label, size or chip figure of this program",
+    )
 
 
 def axes_of(c: Collective, mesh: Sequence[str]) -> tuple[str, ...]:
@@ -174,9 +185,12 @@ def axes_of(c: Collective, mesh: Sequence[str]) -> tuple[str, ...]:
         elif all(ch in mesh for ch in entry):
             out.extend(entry)
         else:
-            raise ExpectError(f"{entry!r} in {c.text} is not a mesh axis of this program "
-                              f"(mesh axes: {', '.join(mesh)})", c.span,
-                              "a collective in an expectation names its mesh axes only")
+            raise ExpectError(
+                f"{entry!r} in {c.text} is not a mesh axis of this program "
+                f"(mesh axes: {', '.join(mesh)})",
+                c.span,
+                "a collective in an expectation names its mesh axes only",
+            )
     return tuple(out)
 
 
@@ -196,12 +210,19 @@ def resolve(report: Report, e: Expectation) -> None:
 # ---- one point -----------------------------------------------------------------------------
 def compare(op: str, a: float, b: float) -> bool:
     close = math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=0.0)
-    return {"==": close, "!=": not close, "<": a < b and not close, ">": a > b and not close,
-            "<=": a <= b or close, ">=": a >= b or close}[op]
+    return {
+        "==": close,
+        "!=": not close,
+        "<": a < b and not close,
+        ">": a > b and not close,
+        "<=": a <= b or close,
+        ">=": a >= b or close,
+    }[op]
 
 
-def number(report: Report, expr: sp.Expr, text: str, point: str,
-            bindings: Mapping[str, int]) -> float:
+def number(
+    report: Report, expr: sp.Expr, text: str, point: str, bindings: Mapping[str, int]
+) -> float:
     import warnings
 
     import numpy as np
@@ -214,20 +235,26 @@ def number(report: Report, expr: sp.Expr, text: str, point: str,
     except (ArithmeticError, TypeError) as exc:  # OverflowError: past a float's range
         raise NoValue(f"{text} has no number {point}: {exc}") from None
     if v is None and expr.free_symbols <= report.environment().keys() | {
-            report.names()[n] for n in bindings}:
+        report.names()[n] for n in bindings
+    }:
         raise NoValue(f"{text} has no number {point}: it overflows a float (or divides by 0)")
     if v is None:
         env = report.environment()
         missing = sorted(s.name for s in expr.free_symbols if s not in env)
-        why = (" (the program names no chip: add a `hardware` line, or pass --hw)"
-               if report.chip is None else "")
-        raise NoValue(f"{text} has no number {point}: "
-                      f"{', '.join(missing) or 'a term'} has no value{why}")
+        why = (
+            " (the program names no chip: add a `hardware` line, or pass --hw)"
+            if report.chip is None
+            else ""
+        )
+        raise NoValue(
+            f"{text} has no number {point}: {', '.join(missing) or 'a term'} has no value{why}"
+        )
     return v
 
 
-def relation_fails(report: Report, rel: Relation, point: str,
-                    bindings: Mapping[str, int]) -> str | None:
+def relation_fails(
+    report: Report, rel: Relation, point: str, bindings: Mapping[str, int]
+) -> str | None:
     """Why `rel` fails in `report` (its values, with `bindings`), or None where it holds."""
     values = [(node_text(n), to_sympy(n, report)) for n in rel.operands]
     numbers = [number(report, x, t, point, bindings) for t, x in values]
@@ -236,10 +263,12 @@ def relation_fails(report: Report, rel: Relation, point: str,
             lines = []
             for (t, x), v in ((values[i], numbers[i]), (values[i + 1], numbers[i + 1])):
                 shown = str(x)
-                lines.append(f"    {t} = {v:.6g}" if shown in (t, f"{v:g}") or len(shown) > 200
-                             else f"    {t} = {shown} = {v:.6g}")
-            return (f"  {values[i][0]} {op} {values[i + 1][0]} is false:\n"
-                    + "\n".join(lines))
+                lines.append(
+                    f"    {t} = {v:.6g}"
+                    if shown in (t, f"{v:g}") or len(shown) > 200
+                    else f"    {t} = {shown} = {v:.6g}"
+                )
+            return f"  {values[i][0]} {op} {values[i + 1][0]} is false:\n" + "\n".join(lines)
     return None
 
 
@@ -252,12 +281,16 @@ def holds(report: Report, rel: Relation, bindings: Mapping[str, int]) -> bool:
 
 def collectives_of(report: Report, line: int | None) -> list[tuple[str, tuple[str, ...], str]]:
     """The collectives a program (or its statement on `line`) runs, in order."""
-    return [(c.op, tuple(c.axes), c.array) for c in report.ops
-            if c.kind == "collective" and (line is None or c.line == line)]
+    return [
+        (c.op, tuple(c.axes), c.array)
+        for c in report.ops
+        if c.kind == "collective" and (line is None or c.line == line)
+    ]
 
 
 def listed(items: Sequence[tuple[str, tuple[str, ...], str]]) -> str:
     """`[AllGather_X(W), ReduceScatter_{data,model}(G)]`."""
+
     def sub(axes: tuple[str, ...]) -> str:
         return "".join(axes) if all(len(a) == 1 for a in axes) else "{" + ",".join(axes) + "}"
 
@@ -281,14 +314,14 @@ def collectives_fail(report: Report, e: Expectation, claim: Collectives) -> str 
     return None
 
 
-def where_holds(report: Report, e: Expectation, bindings: Mapping[str, int] | None = None
-                ) -> bool:
+def where_holds(report: Report, e: Expectation, bindings: Mapping[str, int] | None = None) -> bool:
     """Whether the expectation's `where` conditions hold in `report` (with `bindings`)."""
     return all(holds(report, w, bindings or {}) for w in e.where)
 
 
-def fails_at(report: Report, e: Expectation, point: str = "",
-             bindings: Mapping[str, int] | None = None) -> str | None:
+def fails_at(
+    report: Report, e: Expectation, point: str = "", bindings: Mapping[str, int] | None = None
+) -> str | None:
     """Why `e` fails in `report` (a report at one point, or with `bindings` the sizes it
     leaves symbolic), None where it holds or its `where` does not."""
     bindings = bindings or {}
@@ -299,6 +332,23 @@ def fails_at(report: Report, e: Expectation, point: str = "",
     return relation_fails(report, e.claim, point, bindings)
 
 
-__all__ = ["FUNCTIONS", "LABELS", "TOLERANCE", "NoValue", "axes_of", "collectives_fail",
-           "collectives_of", "compare", "fails_at", "holds", "known_names", "listed",
-           "node_text", "number", "relation_fails", "resolve", "to_sympy", "where_holds"]
+__all__ = [
+    "FUNCTIONS",
+    "LABELS",
+    "TOLERANCE",
+    "NoValue",
+    "axes_of",
+    "collectives_fail",
+    "collectives_of",
+    "compare",
+    "fails_at",
+    "holds",
+    "known_names",
+    "listed",
+    "node_text",
+    "number",
+    "relation_fails",
+    "resolve",
+    "to_sympy",
+    "where_holds",
+]

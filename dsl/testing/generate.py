@@ -30,8 +30,9 @@ def _contraction(draw, mesh: Mesh, k: int) -> list[str]:
     if draw(st.booleans()):
         a = draw(layout_text(("I", "J"), mesh, allow_unreduced=True))
         b = draw(layout_text(("J", "K"), mesh))
-        out = draw(st.one_of(st.just(""), layout_text(("I", "K"), mesh),
-                             layout_text(("K", "I"), mesh)))
+        out = draw(
+            st.one_of(st.just(""), layout_text(("I", "K"), mesh), layout_text(("K", "I"), mesh))
+        )
     else:  # batched over L
         a = draw(layout_text(("L", "I", "J"), mesh))
         b = draw(layout_text(("L", "J", "K"), mesh))
@@ -45,8 +46,12 @@ def _chain(draw, mesh: Mesh, k: int) -> list[str]:
     b = draw(layout_text(("J", "K"), mesh))
     c = draw(layout_text(("K", "L"), mesh))
     out = draw(st.one_of(st.just(""), layout_text(("I", "L"), mesh)))
-    return [_decl(f"In{k}", "bf16", a), _decl(f"W{k}", "bf16", b), _decl(f"V{k}", "bf16", c),
-            f"Out{k}{out} = In{k} ·_J W{k} *_K V{k}"]
+    return [
+        _decl(f"In{k}", "bf16", a),
+        _decl(f"W{k}", "bf16", b),
+        _decl(f"V{k}", "bf16", c),
+        f"Out{k}{out} = In{k} ·_J W{k} *_K V{k}",
+    ]
 
 
 @st.composite
@@ -63,8 +68,12 @@ def _elementwise(draw, mesh: Mesh, k: int) -> list[str]:
     bias = draw(layout_text(("K",), mesh))
     op = draw(st.sampled_from(["+", "-", "*"]))
     fn = draw(st.sampled_from(["silu", "gelu", "exp", "tanh"]))
-    return [_decl(f"A{k}", "bf16", a), _decl(f"B{k}", "f32", b), _decl(f"bias{k}", "bf16", bias),
-            f"E{k} = {fn}(A{k} {op} B{k}) + bias{k}"]
+    return [
+        _decl(f"A{k}", "bf16", a),
+        _decl(f"B{k}", "f32", b),
+        _decl(f"bias{k}", "bf16", bias),
+        f"E{k} = {fn}(A{k} {op} B{k}) + bias{k}",
+    ]
 
 
 @st.composite
@@ -81,20 +90,43 @@ def _train(draw, mesh: Mesh, k: int) -> list[str]:
     w2 = draw(layout_text(("K", "J"), mesh))
     mid = draw(st.one_of(st.just(""), layout_text(("I", "K"), mesh)))
     out = draw(layout_text(("I", "J"), mesh))  # `backward` needs the loss's layout
-    return [_decl(f"In{k}", "bf16", a), f"param W{k}: bf16{w1}", f"param V{k}: bf16{w2}",
-            f"Tmp{k}{mid} = In{k} ·_J W{k}", f"Out{k}{out} = gelu(Tmp{k}) ·_K V{k}",
-            "backward"]
+    return [
+        _decl(f"In{k}", "bf16", a),
+        f"param W{k}: bf16{w1}",
+        f"param V{k}: bf16{w2}",
+        f"Tmp{k}{mid} = In{k} ·_J W{k}",
+        f"Out{k}{out} = gelu(Tmp{k}) ·_K V{k}",
+        "backward",
+    ]
 
 
-_PIECES = {"contraction": _contraction, "chain": _chain, "reshard": _reshard,
-           "elementwise": _elementwise, "reduction": _reduction, "train": _train}
-_STATEMENTS = {"contraction": 1, "chain": 1, "reshard": 1, "elementwise": 1, "reduction": 1,
-               "train": 2}
+_PIECES = {
+    "contraction": _contraction,
+    "chain": _chain,
+    "reshard": _reshard,
+    "elementwise": _elementwise,
+    "reduction": _reduction,
+    "train": _train,
+}
+_STATEMENTS = {
+    "contraction": 1,
+    "chain": 1,
+    "reshard": 1,
+    "elementwise": 1,
+    "reduction": 1,
+    "train": 2,
+}
 
 
-def programs(kinds: Sequence[str] = KINDS, max_devices: int = 16, max_axes: int = 3,
-             max_statements: int = 3, max_size: int = 64, symbolic: bool = False,
-             hardware: str | None = None) -> st.SearchStrategy[str]:
+def programs(
+    kinds: Sequence[str] = KINDS,
+    max_devices: int = 16,
+    max_axes: int = 3,
+    max_statements: int = 3,
+    max_size: int = 64,
+    symbolic: bool = False,
+    hardware: str | None = None,
+) -> st.SearchStrategy[str]:
     """Program texts that `shardc.compile` accepts.
 
     - `kinds`: which statements to draw, of `KINDS`; a training step is a program of its own;
@@ -120,8 +152,10 @@ def programs(kinds: Sequence[str] = KINDS, max_devices: int = 16, max_axes: int 
     kinds = tuple(kinds)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
-        raise ValueError(f"kinds: {', '.join(map(repr, unknown)) or 'none given'}; choose from "
-                         + ", ".join(KINDS))
+        raise ValueError(
+            f"kinds: {', '.join(map(repr, unknown)) or 'none given'}; choose from "
+            + ", ".join(KINDS)
+        )
     if max_statements < 1 or max_size < 1:
         raise ValueError("max_statements and max_size must be at least 1")
     if "train" in kinds and max_statements < 2 and len(kinds) == 1:
@@ -134,8 +168,10 @@ def programs(kinds: Sequence[str] = KINDS, max_devices: int = 16, max_axes: int 
         scales = max(1, max_size // devices)
         sizes = {d: devices * draw(st.integers(1, scales)) for d in DIMS}
         sym = {d for d in DIMS if symbolic and draw(st.booleans())}
-        lines = [mesh.decl(), "dim " + ", ".join(d if d in sym else f"{d}={sizes[d]}"
-                                                 for d in DIMS)]
+        lines = [
+            mesh.decl(),
+            "dim " + ", ".join(d if d in sym else f"{d}={sizes[d]}" for d in DIMS),
+        ]
         if hardware is not None:
             lines.append(f"hardware {hardware}")
         allowed = [k for k in kinds if _STATEMENTS[k] <= max_statements]

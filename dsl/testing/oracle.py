@@ -83,8 +83,9 @@ def layouts(dims: Sequence[str], axes: Sequence[str]) -> Iterator[dict[str, tupl
 
 
 def text_of(name: str, layout: dict[str, tuple[str, ...]]) -> str:
-    return name + "[" + ", ".join(d + ("_" + "".join(a) if a else "")
-                                  for d, a in layout.items()) + "]"
+    return (
+        name + "[" + ", ".join(d + ("_" + "".join(a) if a else "") for d, a in layout.items()) + "]"
+    )
 
 
 def _layout(spec: Mapping[str, tuple[str, ...]], unreduced: Iterable[str] = ()) -> Layout:
@@ -113,7 +114,7 @@ def collectives_from(lay: Layout) -> Iterator[tuple[str, tuple[str, ...], str | 
     [('AllGather', 'XY', None), ('AllGather', 'Y', None), ('AllToAll', 'XY', 'J')]
     """
     dims = lay.dims
-    runs = [[d.axes[len(d.axes) - k:] for k in range(len(d.axes) + 1)] for d in dims]
+    runs = [[d.axes[len(d.axes) - k :] for k in range(len(d.axes) + 1)] for d in dims]
     for pick in itertools.product(*runs):
         gone = tuple(a for run in pick for a in run)
         if gone:
@@ -122,7 +123,7 @@ def collectives_from(lay: Layout) -> Iterator[tuple[str, tuple[str, ...], str | 
                 yield "AllGather", gone, None, after
     for src in dims:
         for k in range(1, len(src.axes) + 1):
-            run = src.axes[len(src.axes) - k:]
+            run = src.axes[len(src.axes) - k :]
             for dst in dims:
                 if dst.dim != src.dim:
                     after = transfer(lay, "AllToAll", run, dst.dim)
@@ -211,17 +212,31 @@ def _read(text: str) -> _Program | None:
             case Assign(target=target, layout=lay, expr=expr, span=span) if lay is not None:
                 arrays[target] = lay
                 line = span.line
-                if (isinstance(expr, CollectiveCall) or s.times or s.partial
-                        or span.end_line != line):
+                if (
+                    isinstance(expr, CollectiveCall)
+                    or s.times
+                    or s.partial
+                    or span.end_line != line
+                ):
                     continue
                 body = lines[line - 1].split("#", 1)[0].rstrip()
-                refs = tuple(r for r in _refs(expr)
-                             if r.layout is None and not r.renames and r.span.line == line)
-                kind = ("contract" if isinstance(expr, Contract) else "reshard"
-                        if isinstance(expr, Ref) else "reduce" if isinstance(expr, Reduce)
-                        else "elementwise")
-                statements.append(_Statement(i, line, target, lay, expr, body, refs,
-                                             _sums(expr), kind))
+                refs = tuple(
+                    r
+                    for r in _refs(expr)
+                    if r.layout is None and not r.renames and r.span.line == line
+                )
+                kind = (
+                    "contract"
+                    if isinstance(expr, Contract)
+                    else "reshard"
+                    if isinstance(expr, Ref)
+                    else "reduce"
+                    if isinstance(expr, Reduce)
+                    else "elementwise"
+                )
+                statements.append(
+                    _Statement(i, line, target, lay, expr, body, refs, _sums(expr), kind)
+                )
             case Assign(target=target):
                 arrays.pop(target, None)  # its layout is the planner's: not rewritten
     return _Program(lines, tuple(axes), arrays, tuple(statements))
@@ -248,8 +263,15 @@ def operand_routes(name: str, lay: Layout, axes: Sequence[str], tag: str) -> lis
             if kind in ("AllReduce", "ReduceScatter"):
                 continue  # below, from the array as it is
             second = f"{name}{tag}r{k}c{j}"
-            out.append(((_fmt(first, to) + " = " + name,
-                         f"{second} = {_coll_text(kind, cax, cdim, first)}"), second))
+            out.append(
+                (
+                    (
+                        _fmt(first, to) + " = " + name,
+                        f"{second} = {_coll_text(kind, cax, cdim, first)}",
+                    ),
+                    second,
+                )
+            )
     for j, (kind, cax, cdim, _) in enumerate(collectives_from(lay)):
         if kind in ("AllReduce", "ReduceScatter"):
             n = f"{name}{tag}s{j}"
@@ -257,8 +279,9 @@ def operand_routes(name: str, lay: Layout, axes: Sequence[str], tag: str) -> lis
     return out
 
 
-def result_routes(target: str, out: Layout, axes: Sequence[str], sums: bool, tag: str
-                  ) -> list[tuple[str, tuple[str, ...]]]:
+def result_routes(
+    target: str, out: Layout, axes: Sequence[str], sums: bool, tag: str
+) -> list[tuple[str, tuple[str, ...]]]:
     """The ways to compute a statement's result and bring it to `out`: (the left-hand side
     the statement computes into, the lines after it). Directly; into any layout (with any
     partial sums where the statement sums) then a reshard statement; or into a layout one
@@ -272,8 +295,7 @@ def result_routes(target: str, out: Layout, axes: Sequence[str], sums: bool, tag
         left = [a for a in free if a not in used]
         subsets: list[tuple[str, ...]] = [()]
         if sums:
-            subsets += [c for r in range(1, len(left) + 1)
-                        for c in itertools.combinations(left, r)]
+            subsets += [c for r in range(1, len(left) + 1) for c in itertools.combinations(left, r)]
         for sub in subsets:
             mid = _layout(spec, sub)
             if mid == out:
@@ -283,32 +305,42 @@ def result_routes(target: str, out: Layout, axes: Sequence[str], sums: bool, tag
             routes.append((_fmt(name, mid), (f"{_fmt(target, out)} = {name}",)))
             for kind, cax, cdim, after in collectives_from(mid):
                 if after == out:
-                    routes.append((_fmt(name, mid),
-                                   (f"{target} = {_coll_text(kind, cax, cdim, name)}",)))
+                    routes.append(
+                        (_fmt(name, mid), (f"{target} = {_coll_text(kind, cax, cdim, name)}",))
+                    )
     return routes
 
 
-def _rewrite(p: _Program, s: _Statement, routes: Mapping[str, Route],
-             result: tuple[str, tuple[str, ...]]) -> str:
+def _rewrite(
+    p: _Program, s: _Statement, routes: Mapping[str, Route], result: tuple[str, tuple[str, ...]]
+) -> str:
     line = s.text
     for r in sorted(s.refs, key=lambda r: -r.span.col):
         if r.name in routes:
             start, end = r.span.col - 1, r.span.end_col - 1
             line = line[:start] + routes[r.name][1] + line[end:]
     rhs = line.split("=", 1)[1].strip()
-    before = [x for name in dict.fromkeys(r.name for r in s.refs) if name in routes
-              for x in routes[name][0]]
+    before = [
+        x
+        for name in dict.fromkeys(r.name for r in s.refs)
+        if name in routes
+        for x in routes[name][0]
+    ]
     body = [*before, f"{result[0]} = {rhs}", *result[1]]
     lines = list(p.lines)
     lines[s.line - 1] = "\n".join(body)
     return "\n".join(lines)
 
 
-def _choices(p: _Program, s: _Statement, n: int
-             ) -> tuple[list[tuple[str, list[Route]]], list[tuple[str, tuple[str, ...]]]]:
+def _choices(
+    p: _Program, s: _Statement, n: int
+) -> tuple[list[tuple[str, list[Route]]], list[tuple[str, tuple[str, ...]]]]:
     tag = f"h{n}"
-    ops = [(name, operand_routes(name, p.arrays[name], p.axes, tag))
-           for name in dict.fromkeys(r.name for r in s.refs) if name in p.arrays]
+    ops = [
+        (name, operand_routes(name, p.arrays[name], p.axes, tag))
+        for name in dict.fromkeys(r.name for r in s.refs)
+        if name in p.arrays
+    ]
     return ops, result_routes(s.target, s.layout, p.axes, s.sums, tag)
 
 
@@ -316,8 +348,9 @@ KINDS = ("contract", "elementwise", "reshard", "reduce")
 """The kinds of statement `hand_plans` rewrites: by the expression's outer node."""
 
 
-def hand_plans(source: str, *, sample: int | None = None, seed: int = 0,
-               kinds: Iterable[str] = KINDS) -> Iterator[tuple[int, str]]:
+def hand_plans(
+    source: str, *, sample: int | None = None, seed: int = 0, kinds: Iterable[str] = KINDS
+) -> Iterator[tuple[int, str]]:
     """Hand-written versions of `source`, one statement (of `kinds`) rewritten in each (the
     module's docstring): every combination of the routes of its operands and of its result,
     or, with `sample`, that many drawn at random (with `seed`) across the statements. Yields
@@ -332,7 +365,8 @@ def hand_plans(source: str, *, sample: int | None = None, seed: int = 0,
         for s, ops, results in spaces:
             for route_picks in itertools.product(*(r for _, r in ops)):
                 routes: dict[str, Route] = {
-                    name: pick for (name, _), pick in zip(ops, route_picks, strict=True)}
+                    name: pick for (name, _), pick in zip(ops, route_picks, strict=True)
+                }
                 changed = any(pick[0] for pick in route_picks)
                 for result in results:
                     if changed or result != results[0]:
@@ -347,11 +381,13 @@ def hand_plans(source: str, *, sample: int | None = None, seed: int = 0,
         # Each side changes with even odds, so plans changing one thing are common.
         routes = {
             name: (rnd.choice(r[1:]) if len(r) > 1 and rnd.random() < 0.5 else r[0])
-            for name, r in ops}
-        result = (rnd.choice(results[1:]) if len(results) > 1 and rnd.random() < 0.5
-                  else results[0])
-        if all(v == r[0] for (_, r), v in zip(ops, routes.values(), strict=True)) \
-                and result == results[0]:
+            for name, r in ops
+        }
+        result = rnd.choice(results[1:]) if len(results) > 1 and rnd.random() < 0.5 else results[0]
+        if (
+            all(v == r[0] for (_, r), v in zip(ops, routes.values(), strict=True))
+            and result == results[0]
+        ):
             continue
         text = _rewrite(p, s, routes, result)
         if text not in seen:
@@ -362,8 +398,9 @@ def hand_plans(source: str, *, sample: int | None = None, seed: int = 0,
 # ---- the check ------------------------------------------------------------------------------
 
 
-def objective(r: Any, model: str | None = None, lines: tuple[int, int] | None = None
-              ) -> float | None:
+def objective(
+    r: Any, model: str | None = None, lines: tuple[int, int] | None = None
+) -> float | None:
     """The planner's objective of a compiled program (the module's docstring): under the
     exact model the sum of its ops' times (a collective's time; a local op's roofline time,
     the larger of its math and its HBM traffic), under the book's T_comms + T_math; None
@@ -396,8 +433,10 @@ class Finding:
     ours: float
 
     def __str__(self) -> str:
-        return (f"line {self.line}: a hand plan costs {self.hand:.4g} s against the "
-                f"compiler's {self.ours:.4g} s ({self.ours / self.hand:.3g}x):\n{self.program}")
+        return (
+            f"line {self.line}: a hand plan costs {self.hand:.4g} s against the "
+            f"compiler's {self.ours:.4g} s ({self.ours / self.hand:.3g}x):\n{self.program}"
+        )
 
 
 def _source(source: Any) -> tuple[str, dict[str, Any]]:
@@ -416,9 +455,17 @@ def _source(source: Any) -> tuple[str, dict[str, Any]]:
     raise TypeError("cheaper_plans takes a program's text, a path or a Report of a file")
 
 
-def cheaper_plans(source: Any, *, hands: Iterable[str] | None = None, sample: int | None = None,
-                  seed: int = 0, first: bool = False, rel: float = 1e-9,
-                  kinds: Iterable[str] = KINDS, **options: Any) -> list[Finding]:
+def cheaper_plans(
+    source: Any,
+    *,
+    hands: Iterable[str] | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    first: bool = False,
+    rel: float = 1e-9,
+    kinds: Iterable[str] = KINDS,
+    **options: Any,
+) -> list[Finding]:
     """The hand plans of `source` (a program's text, a `Path`, or a `Report` compiled from a
     file, whose model, chip and bindings are reused) that cost strictly less (by more than
     `rel`) than the compiler's own plan under `objective`, each compiled with `options`
@@ -457,8 +504,10 @@ def cheaper_plans(source: Any, *, hands: Iterable[str] | None = None, sample: in
     program = _read(text)
     ours_by_line: dict[int, float | None] = {}
     tries: Iterable[tuple[int, str]] = (
-        ((0, h) for h in hands) if hands is not None
-        else hand_plans(text, sample=sample, seed=seed, kinds=kinds))
+        ((0, h) for h in hands)
+        if hands is not None
+        else hand_plans(text, sample=sample, seed=seed, kinds=kinds)
+    )
     found: list[Finding] = []
     ours: float | None
     hand: float | None
@@ -514,17 +563,29 @@ class Problem:
             yield text
 
 
-def cheaper_hand(problem: Problem, hands: Sequence[str] | None = None
-                 ) -> tuple[str, float, float] | None:
+def cheaper_hand(
+    problem: Problem, hands: Sequence[str] | None = None
+) -> tuple[str, float, float] | None:
     """The first hand plan of `problem` (of `hands`, default every one `hand_plans` makes)
     cheaper than the compiler's, as (program, hand cost, our cost); None when there is none."""
     found = cheaper_plans(problem.ours(), hands=hands, first=True)
     return (found[0].program, found[0].hand, found[0].ours) if found else None
 
 
-__all__ = ["KINDS", "Finding", "Problem", "cheaper_hand", "cheaper_plans", "collectives_from",
-           "hand_plans", "layouts", "objective", "operand_routes", "result_routes",
-           "text_of"]
+__all__ = [
+    "KINDS",
+    "Finding",
+    "Problem",
+    "cheaper_hand",
+    "cheaper_plans",
+    "collectives_from",
+    "hand_plans",
+    "layouts",
+    "objective",
+    "operand_routes",
+    "result_routes",
+    "text_of",
+]
 
 
 # ---- small programs for the property ------------------------------------------------------
@@ -541,8 +602,11 @@ def small_programs():
     def draw_program(draw) -> str:
         n = draw(st.sampled_from([2, 2, 3]))
         names = ("X", "Y", "Z")[:n]
-        sizes = draw(st.sampled_from([(2, 2), (4, 2), (2, 4), (4, 4)] if n == 2
-                                     else [(2, 2, 2), (4, 2, 2), (2, 2, 4)]))
+        sizes = draw(
+            st.sampled_from(
+                [(2, 2), (4, 2), (2, 4), (4, 4)] if n == 2 else [(2, 2, 2), (4, 2, 2), (2, 2, 4)]
+            )
+        )
         devices = 1
         for s in sizes:
             devices *= s
@@ -554,12 +618,21 @@ def small_programs():
             return draw(st.sampled_from(list(layouts(ds, names))))
 
         decls = {"A": ("I", "J"), "B": ("J", "K"), "E": ("I", "K")}
-        lines = [f"mesh {', '.join(f'{x}={s}' for x, s in zip(names, sizes, strict=True))}",
-                 f"dim {', '.join(f'{d}={v}' for d, v in dims.items())}", f"hardware {hw}"]
-        lines += [text_of(a, lay(ds)).replace(f"{a}[", f"{a}: {dtype}[", 1)
-                  for a, ds in decls.items()]
-        kinds = draw(st.lists(st.sampled_from(["contract", "elementwise", "reshard", "reduce"]),
-                              min_size=1, max_size=3))
+        lines = [
+            f"mesh {', '.join(f'{x}={s}' for x, s in zip(names, sizes, strict=True))}",
+            f"dim {', '.join(f'{d}={v}' for d, v in dims.items())}",
+            f"hardware {hw}",
+        ]
+        lines += [
+            text_of(a, lay(ds)).replace(f"{a}[", f"{a}: {dtype}[", 1) for a, ds in decls.items()
+        ]
+        kinds = draw(
+            st.lists(
+                st.sampled_from(["contract", "elementwise", "reshard", "reduce"]),
+                min_size=1,
+                max_size=3,
+            )
+        )
         have_c = False
         for i, kind in enumerate(kinds):
             if kind == "contract" and not have_c:
@@ -567,8 +640,9 @@ def small_programs():
                 have_c = True
             elif kind in ("contract", "elementwise"):
                 other = "C" if have_c else "E"
-                expr = draw(st.sampled_from([f"{other} + E", f"exp(E) * {other}",
-                                             f"gelu({other})"]))
+                expr = draw(
+                    st.sampled_from([f"{other} + E", f"exp(E) * {other}", f"gelu({other})"])
+                )
                 lines.append(f"{text_of(f'D{i}', lay(('I', 'K')))} = {expr}")
             elif kind == "reshard":
                 src, ds = draw(st.sampled_from(list(decls.items())))

@@ -25,10 +25,19 @@ MARKER = re.compile(rb"#[ \t]*expect[ \t]*:")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("shardc", "shardc: `# expect:` lines in .shard files")
-    group.addoption("--shardc-hw", default=None, metavar="CHIP",
-                    help="chip for .shard programs without a `hardware` line")
-    group.addoption("--shardc-examples", default=None, type=int, metavar="N",
-                    help="points a sampled expectation is tried at (default 100)")
+    group.addoption(
+        "--shardc-hw",
+        default=None,
+        metavar="CHIP",
+        help="chip for .shard programs without a `hardware` line",
+    )
+    group.addoption(
+        "--shardc-examples",
+        default=None,
+        type=int,
+        metavar="N",
+        help="points a sampled expectation is tried at (default 100)",
+    )
     parser.addini("shardc_hw", "chip for .shard programs without a `hardware` line")
     parser.addini("shardc_examples", "points a sampled expectation is tried at")
 
@@ -76,8 +85,7 @@ class ShardFile(pytest.File):
             yield UnreadableItem.from_parent(self, name="read", message=str(exc))
             return
         for found in find(source):
-            yield ExpectItem.from_parent(self, name=f"line {found.line}: {found.text}",
-                                         found=found)
+            yield ExpectItem.from_parent(self, name=f"line {found.line}: {found.text}", found=found)
 
     def checker(self) -> tuple[Any, str]:
         """The program compiled once for all its items: (a `Checker`, "") or (None, the
@@ -89,8 +97,9 @@ class ShardFile(pytest.File):
 
             config = self.config
             hw = config.getoption("--shardc-hw") or config.getini("shardc_hw") or None
-            examples = (config.getoption("--shardc-examples")
-                        or int(config.getini("shardc_examples") or EXAMPLES))
+            examples = config.getoption("--shardc-examples") or int(
+                config.getini("shardc_examples") or EXAMPLES
+            )
             try:
                 report = api.compile(self._source(), hw=hw)
             except CompileError as exc:
@@ -129,15 +138,17 @@ class ExpectItem(pytest.Item):
         if not outcome.passed:
             raise ExpectationFailed(render_failure(outcome))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ExpectationFailed):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.found.line - 1, f"{self.path.name}:{self.found.line}: " \
-            f"expect: {self.found.text}"
+        return (
+            self.path,
+            self.found.line - 1,
+            f"{self.path.name}:{self.found.line}: expect: {self.found.text}",
+        )
 
 
 class UnreadableItem(pytest.Item):
@@ -150,8 +161,7 @@ class UnreadableItem(pytest.Item):
     def runtest(self) -> None:
         raise ExpectationFailed(self.message)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         return str(excinfo.value)
 
     def reportinfo(self) -> tuple[Path, int, str]:

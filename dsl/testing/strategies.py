@@ -31,8 +31,9 @@ class Mesh:
         return "mesh " + ", ".join(f"{n}={s}" for n, s in self.sizes)
 
 
-def meshes(max_devices: int = 16, max_axes: int = 3,
-           sizes: tuple[int, ...] = (1, 2, 2, 3, 4)) -> st.SearchStrategy[Mesh]:
+def meshes(
+    max_devices: int = 16, max_axes: int = 3, sizes: tuple[int, ...] = (1, 2, 2, 3, 4)
+) -> st.SearchStrategy[Mesh]:
     """A `Mesh` of 1 to `max_axes` axes named X, Y, Z, each size drawn from `sizes` (a size
     listed twice is drawn twice as often), at most `max_devices` devices in all.
 
@@ -64,8 +65,7 @@ def _meshes(draw, max_devices: int, max_axes: int, sizes: tuple[int, ...]) -> Me
 
 
 @st.composite
-def layout_text(draw, dims: tuple[str, ...], mesh: Mesh, allow_unreduced: bool = False
-                ) -> str:
+def layout_text(draw, dims: tuple[str, ...], mesh: Mesh, allow_unreduced: bool = False) -> str:
     """`[I_XY, J]{U_Z}`: every axis shards at most one dim, in a random order; with
     `allow_unreduced`, some axes may hold partial sums instead (`{U_Z}`)."""
     assign: dict[str, list[str]] = {d: [] for d in dims}
@@ -85,8 +85,7 @@ def layout_text(draw, dims: tuple[str, ...], mesh: Mesh, allow_unreduced: bool =
     return text
 
 
-def layouts(dims: tuple[str, ...], mesh: Mesh, unreduced: bool = False
-            ) -> st.SearchStrategy[str]:
+def layouts(dims: tuple[str, ...], mesh: Mesh, unreduced: bool = False) -> st.SearchStrategy[str]:
     """A layout of `dims` over `mesh`, as the language writes it after an array's name
     (`[I_XY, J]`, with `unreduced` perhaps `[I, J]{U_Z}`): each mesh axis shards at most one
     dim, several axes of one dim in either order.
@@ -112,17 +111,30 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
     scales = {d: draw(st.sampled_from([1, 2])) for d in DIMS}
     sizes = {d: dim_sizes(mesh, scales[d]) for d in DIMS}
     sym = {d for d in DIMS if symbolic and draw(st.booleans())}
-    lines = [mesh.decl(),
-             "dim " + ", ".join(d if d in sym else f"{d}={sizes[d]}" for d in DIMS)]
-    kind = draw(st.sampled_from(["matmul", "matmul", "batch", "chain", "reshard", "collective",
-                                 "elementwise", "multi", "train"]))
+    lines = [mesh.decl(), "dim " + ", ".join(d if d in sym else f"{d}={sizes[d]}" for d in DIMS)]
+    kind = draw(
+        st.sampled_from(
+            [
+                "matmul",
+                "matmul",
+                "batch",
+                "chain",
+                "reshard",
+                "collective",
+                "elementwise",
+                "multi",
+                "train",
+            ]
+        )
+    )
     if kind in ("matmul", "multi"):
         # A[I, J] ·_J B[J, K] with random shardings, maybe partial sums passing through.
         a = draw(layout_text(("I", "J"), mesh, allow_unreduced=True))
         b = draw(layout_text(("J", "K"), mesh))
         lines += [f"A: bf16{a}", f"B: bf16{b}"]
-        out = draw(st.one_of(st.just(""), layout_text(("I", "K"), mesh),
-                             layout_text(("K", "I"), mesh)))
+        out = draw(
+            st.one_of(st.just(""), layout_text(("I", "K"), mesh), layout_text(("K", "I"), mesh))
+        )
         lines.append(f"C{out} = A ·_J B")
         if kind == "multi":
             lines.append(f"D{draw(layout_text(('I', 'K'), mesh))} = C")
@@ -135,8 +147,14 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
         w2 = draw(layout_text(("K", "J"), mesh))
         mid = draw(st.one_of(st.just(""), layout_text(("I", "K"), mesh)))
         out = draw(layout_text(("I", "J"), mesh))  # `backward` needs the loss's layout
-        lines += [f"In: bf16{a}", f"param W1: bf16{w1}", f"param W2: bf16{w2}",
-                  f"Tmp{mid} = In ·_J W1", f"Out{out} = gelu(Tmp) ·_K W2", "backward"]
+        lines += [
+            f"In: bf16{a}",
+            f"param W1: bf16{w1}",
+            f"param W2: bf16{w2}",
+            f"Tmp{mid} = In ·_J W1",
+            f"Out{out} = gelu(Tmp) ·_K W2",
+            "backward",
+        ]
     elif kind == "batch":
         a = draw(layout_text(("L", "I", "J"), mesh))
         b = draw(layout_text(("L", "J", "K"), mesh))
@@ -154,13 +172,18 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
         b = draw(layout_text(("I", "J", "K"), mesh))
         lines += [f"A: f32{a}", f"B{b} = A"]
         # A read again in B's layout, which B's statement made: the lowering reuses that value.
-        lines += draw(st.sampled_from([[], [f"C = B + A{b}"], [f"C = exp(A{b}) * B"],
-                                       ["C = B - A"]]))
+        lines += draw(
+            st.sampled_from([[], [f"C = B + A{b}"], [f"C = exp(A{b}) * B"], ["C = B - A"]])
+        )
     elif kind == "collective":
         a = draw(layout_text(("I", "J"), mesh))
         b = draw(layout_text(("J", "K"), mesh))
-        lines += [f"A: bf16{a}", f"B: bf16{b}", "C[I, K]{U_" + "".join(mesh.names) + "} = "
-                  "A[I, J_" + "".join(mesh.names) + "] ·_J B[J_" + "".join(mesh.names) + ", K]"]
+        lines += [
+            f"A: bf16{a}",
+            f"B: bf16{b}",
+            "C[I, K]{U_" + "".join(mesh.names) + "} = "
+            "A[I, J_" + "".join(mesh.names) + "] ·_J B[J_" + "".join(mesh.names) + ", K]",
+        ]
         first = mesh.names[0]
         rest = "".join(mesh.names[1:])
         if rest:
@@ -176,8 +199,7 @@ def programs(draw, symbolic: bool = False) -> tuple[str, dict[str, int]]:
         b = draw(layout_text(("I", "K"), mesh))
         bias = draw(layout_text(("K",), mesh))
         op = draw(st.sampled_from(["+", "-", "*"]))
-        lines += [f"A: bf16{a}", f"B: f32{b}", f"bias: bf16{bias}",
-                  f"C = silu(A {op} B) + bias"]
+        lines += [f"A: bf16{a}", f"B: f32{b}", f"bias: bf16{bias}", f"C = silu(A {op} B) + bias"]
     return "\n".join(lines) + "\n", {d: sizes[d] for d in sym}
 
 
@@ -185,14 +207,18 @@ def json_values() -> st.SearchStrategy:
     """What a report's JSON holds, and the corners json.dumps treats specially: non-ASCII and
     control characters, NaN and infinities, non-string keys, tuples, and one dict object
     shared by several parents (as `Report.q` shares them)."""
-    scalars = (st.none() | st.booleans() | st.integers() | st.floats()
-               | st.text(max_size=8))
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
     keys = st.text(max_size=6) | st.integers(-3, 3) | st.booleans() | st.none() | st.floats()
 
     def nest(inner: st.SearchStrategy) -> st.SearchStrategy:
         shared = st.dictionaries(keys, scalars, max_size=3).flatmap(
-            lambda d: st.lists(st.just(d), min_size=2, max_size=3))
-        return (st.lists(inner, max_size=4) | st.tuples(inner, inner)
-                | st.dictionaries(keys, inner, max_size=4) | shared)
+            lambda d: st.lists(st.just(d), min_size=2, max_size=3)
+        )
+        return (
+            st.lists(inner, max_size=4)
+            | st.tuples(inner, inner)
+            | st.dictionaries(keys, inner, max_size=4)
+            | shared
+        )
 
     return st.recursive(scalars, nest, max_leaves=30)

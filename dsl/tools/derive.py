@@ -102,9 +102,13 @@ def book_topology(topo: Topology | None) -> Topology | None:
     V/W_ici)."""
     if topo is None:
         return None
-    return dataclasses.replace(topo, physical=tuple(
-        dataclasses.replace(p, wrap=True, why="the book's accounting: a full ring")
-        for p in topo.physical))
+    return dataclasses.replace(
+        topo,
+        physical=tuple(
+            dataclasses.replace(p, wrap=True, why="the book's accounting: a full ring")
+            for p in topo.physical
+        ),
+    )
 
 
 def _count(c: OpCost) -> sp.Expr:
@@ -114,12 +118,13 @@ def _count(c: OpCost) -> sp.Expr:
 def _comm(report: Report, c: OpCost, topo: Topology | None, model: str) -> Comm:
     n = _count(c)
     if model == "exact":
-        return Comm(c.axes, c.t_bandwidth * n, tuple((lv, x * n) for lv, x in
-                                                     c.level_bandwidths))
-    t = collective_time(c.op, c.comm_bytes, c.axes, size_symbol, "book", topo,
-                        report.cost.symbols.links())
-    return Comm(c.axes, as_expr(t.bandwidth) * n,
-                tuple((lv, as_expr(x) * n) for lv, x in t.bandwidths))
+        return Comm(c.axes, c.t_bandwidth * n, tuple((lv, x * n) for lv, x in c.level_bandwidths))
+    t = collective_time(
+        c.op, c.comm_bytes, c.axes, size_symbol, "book", topo, report.cost.symbols.links()
+    )
+    return Comm(
+        c.axes, as_expr(t.bandwidth) * n, tuple((lv, as_expr(x) * n) for lv, x in t.bandwidths)
+    )
 
 
 def passes(report: Report, backward_line: int | None, model: str = "book") -> list[Pass]:
@@ -135,8 +140,10 @@ def passes(report: Report, backward_line: int | None, model: str = "book") -> li
 
     if backward_line is None:
         return [one("step", report.ops)]
-    return [one("forward", (c for c in report.ops if c.line != backward_line)),
-            one("backward", (c for c in report.ops if c.line == backward_line))]
+    return [
+        one("forward", (c for c in report.ops if c.line != backward_line)),
+        one("backward", (c for c in report.ops if c.line == backward_line)),
+    ]
 
 
 def binding(parts: Sequence[Pass]) -> tuple[Pass, list[Pass]] | None:
@@ -151,8 +158,7 @@ def binding(parts: Sequence[Pass]) -> tuple[Pass, list[Pass]] | None:
 
 
 def whole_step(parts: Sequence[Pass]) -> Pass:
-    return Pass("step", sp.Add(*[p.math for p in parts]),
-                tuple(c for p in parts for c in p.comms))
+    return Pass("step", sp.Add(*[p.math for p in parts]), tuple(c for p in parts for c in p.comms))
 
 
 # ---- conditions and optima -------------------------------------------------------------------
@@ -166,8 +172,7 @@ def mesh_groups(groups: dict[tuple[str, ...], sp.Expr]) -> str:
     return ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
-def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
-                  ) -> list[Condition]:
+def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str) -> list[Condition]:
     """T_math > T_comms of a pass: summed (the book) and, with several axis groups, overlapped (the
     revised training chapter) as one condition per group; and one condition per network level when
     there are several."""
@@ -178,17 +183,24 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
     groups = p.groups(mesh)
     out: list[Condition] = []
     if "sum" in overlaps or len(groups) < 2:
-        extra = f"; {mesh_groups(groups)} communication summed (the book)" if len(
-            groups) > 1 else ""
-        out.append(Condition("compute-bound", f"compute-bound, {what}{extra}",
-                             separate(p.math, p.t_comms, is_hw)))
+        extra = (
+            f"; {mesh_groups(groups)} communication summed (the book)" if len(groups) > 1 else ""
+        )
+        out.append(
+            Condition(
+                "compute-bound", f"compute-bound, {what}{extra}", separate(p.math, p.t_comms, is_hw)
+            )
+        )
     if "max" in overlaps and len(groups) > 1:
         for axes, t in groups.items():
-            out.append(Condition(
-                f"compute-bound-max-{''.join(axes)}",
-                f"compute-bound, {what}; communication overlapped (the revised training "
-                f"chapter: T_comms = max over axis groups), the part over {_label(axes)}",
-                separate(p.math, t, is_hw)))
+            out.append(
+                Condition(
+                    f"compute-bound-max-{''.join(axes)}",
+                    f"compute-bound, {what}; communication overlapped (the revised training "
+                    f"chapter: T_comms = max over axis groups), the part over {_label(axes)}",
+                    separate(p.math, t, is_hw),
+                )
+            )
     levels: dict[str, list[sp.Expr]] = {}
     for c in p.comms:
         for lv, x in c.levels:
@@ -196,29 +208,40 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str
     if len(levels) > 1:
         for lv, xs in levels.items():
             if sp.Add(*xs) != 0:
-                out.append(Condition(f"compute-bound-{lv}",
-                                     f"compute-bound over {lv} alone, {what}",
-                                     separate(p.math, sp.Add(*xs), is_hw)))
+                out.append(
+                    Condition(
+                        f"compute-bound-{lv}",
+                        f"compute-bound over {lv} alone, {what}",
+                        separate(p.math, sp.Add(*xs), is_hw),
+                    )
+                )
     return out
 
 
-def at_optimum(p: Pass, report: Report, opt: Optimum, devices: float | None = None
-               ) -> Condition:
+def at_optimum(p: Pass, report: Report, opt: Optimum, devices: float | None = None) -> Condition:
     """T_math > T_comms at the optimum (the book: summed; the revised training chapter: the equal
     groups' max)."""
     syms = {s.name: s for s in p.math.free_symbols | p.t_comms.free_symbols}
     x, y = syms[opt.var], syms[opt.partner]
     sub = {x: opt.expr, y: opt.devices / opt.expr}
-    comms = p.t_comms if opt.overlap == "sum" else next(iter(
-        p.groups(report.program.mesh_axes).values()))
+    comms = (
+        p.t_comms
+        if opt.overlap == "sum"
+        else next(iter(p.groups(report.program.mesh_axes).values()))
+    )
     math_t = sp.simplify(p.math.subs(sub))
     comms_t = sp.simplify(comms.subs(sub))
     rel = clear_roots(separate(math_t, comms_t, report.cost.symbols.is_hardware))
-    how = "summed (the book)" if opt.overlap == "sum" else "overlapped (the revised training chapter)"
-    return Condition(f"at-optimum-{opt.overlap}",
-                     f"compute-bound at the optimum {opt.var}_opt ({opt.var} * {opt.partner} = "
-                     f"{opt.devices}{'' if devices is None else f' = {devices:g}'}), "
-                     f"communication {how}", rel)
+    how = (
+        "summed (the book)" if opt.overlap == "sum" else "overlapped (the revised training chapter)"
+    )
+    return Condition(
+        f"at-optimum-{opt.overlap}",
+        f"compute-bound at the optimum {opt.var}_opt ({opt.var} * {opt.partner} = "
+        f"{opt.devices}{'' if devices is None else f' = {devices:g}'}), "
+        f"communication {how}",
+        rel,
+    )
 
 
 # ---- the whole derivation ------------------------------------------------------------------------
@@ -234,8 +257,10 @@ def topology_notes(report: Report) -> list[str]:
         for p in link.physical or (link.axis,):
             pa = topo.phys(p)
             if not pa.wrap and (pa.length is None or pa.length >= 3):
-                out.append(f"{link.axis}: an ICI line of {pa.length} ({pa.why}); the book's "
-                           "accounting prices it as a full ring (--cost-model exact keeps the line)")
+                out.append(
+                    f"{link.axis}: an ICI line of {pa.length} ({pa.why}); the book's "
+                    "accounting prices it as a full ring (--cost-model exact keeps the line)"
+                )
     return out
 
 
@@ -248,10 +273,15 @@ def infer_backward_line(report: Report) -> int | None:
     return next((op.span.line for op in report.program.ops if op.out.array in grads), None)
 
 
-def derive(report: Report, backward_line: int | None | str = "infer", *,
-           overlaps: Sequence[str] = OVERLAPS,
-           optimize: str | None = None, partner: str | None = None,
-           devices: str | float | None = None) -> Derivation:
+def derive(
+    report: Report,
+    backward_line: int | None | str = "infer",
+    *,
+    overlaps: Sequence[str] = OVERLAPS,
+    optimize: str | None = None,
+    partner: str | None = None,
+    devices: str | float | None = None,
+) -> Derivation:
     """The conditions and optima of a compiled program in its report's model's accounting.
 
     `book`: the pass with the most communication per FLOP, every ICI axis a full ring;
@@ -270,12 +300,20 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
         if found is None:
             # Which pass binds depends on the sizes: each pass's condition, and the whole step
             # (book-priced) for the optimum.
-            notes.append("no pass has the most communication per FLOP for every size: each "
-                         "pass's condition is given")
+            notes.append(
+                "no pass has the most communication per FLOP for every size: each "
+                "pass's condition is given"
+            )
             for q in parts:
-                conds.extend(dataclasses.replace(c, name=f"{c.name}-{q.name}") for c in
-                             conditions_of(q, report, overlaps, f"book accounting: the {q.name} "
-                                           "pass; ICI axes as full rings"))
+                conds.extend(
+                    dataclasses.replace(c, name=f"{c.name}-{q.name}")
+                    for c in conditions_of(
+                        q,
+                        report,
+                        overlaps,
+                        f"book accounting: the {q.name} pass; ICI axes as full rings",
+                    )
+                )
             found = (whole_step(parts), [])
         p, ties = found
         if conds:
@@ -283,10 +321,11 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
         elif p.name == "step":
             what = "book accounting (ICI axes as full rings)"
         else:
-            tie = (f"; the {' and '.join(t.name for t in ties)} pass has as much"
-                   if ties else "")
-            what = (f"book accounting (the training chapter): the {p.name} pass, the most "
-                    f"communication per FLOP{tie}; ICI axes as full rings")
+            tie = f"; the {' and '.join(t.name for t in ties)} pass has as much" if ties else ""
+            what = (
+                f"book accounting (the training chapter): the {p.name} pass, the most "
+                f"communication per FLOP{tie}; ICI axes as full rings"
+            )
         notes.extend(topology_notes(report))
     else:
         p = whole_step(parts)
@@ -295,9 +334,14 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
         conds.extend(conditions_of(p, report, overlaps, what))
     for c in report.cost.conditions:  # on the roofline: --on expected restates all below
         name = {"compute-vs-comms": "step-compute-vs-comms"}.get(c.name, c.name)
-        text = c.text if c.name != "compute-vs-comms" else (
-            f"compute-bound, the whole step as compiled ({model} model, topology as resolved; "
-            "T_math > T_comms, bandwidth terms)")
+        text = (
+            c.text
+            if c.name != "compute-vs-comms"
+            else (
+                f"compute-bound, the whole step as compiled ({model} model, topology as resolved; "
+                "T_math > T_comms, bandwidth terms)"
+            )
+        )
         if model == "exact" and c.name == "compute-vs-comms":
             continue  # the accounting's own sum condition is this one
         conds.append(Condition(name, text, c.relation))
@@ -308,8 +352,10 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
             raise ValueError("--optimize needs the axis it trades devices with")
         taken = [n for n, _ in (*report.program.dims, *report.program.mesh)]
         if isinstance(devices, str) and devices.strip().lower() in NOT_NUMBERS:
-            raise ValueError(f"devices={devices.strip()!r} is not a number of devices: give a "
-                             "positive whole number or a name for the count")
+            raise ValueError(
+                f"devices={devices.strip()!r} is not a number of devices: give a "
+                "positive whole number or a name for the count"
+            )
         if isinstance(devices, str) and not _is_number(devices):
             n_sym = size_symbol(devices)
         else:
@@ -325,24 +371,31 @@ def derive(report: Report, backward_line: int | None | str = "infer", *,
             if overlap == "sum":
                 opt = optimize_axis(p.t_comms, optimize, partner, n_sym)
             else:
-                opt = balance_axis(list(p.groups(report.program.mesh_axes).values()),
-                                   optimize, partner, n_sym)
+                opt = balance_axis(
+                    list(p.groups(report.program.mesh_axes).values()), optimize, partner, n_sym
+                )
             if opt is None:
                 continue
             optima.append(opt)
             conds.append(at_optimum(p, report, opt, dev_value))
         if not optima:
-            raise ValueError(f"--optimize {optimize}: no interior optimum of {optimize} (with "
-                             f"{optimize} * {partner} = "
-                             f"{n_sym}) in the communication time")
+            raise ValueError(
+                f"--optimize {optimize}: no interior optimum of {optimize} (with "
+                f"{optimize} * {partner} = "
+                f"{n_sym}) in the communication time"
+            )
     if report.options.get("on") == "expected":
         # The roofline's conditions restated on the calibrated rates (--on expected).
         from shardc.passes.symbols import on_expected
 
-        conds = [dataclasses.replace(c, relation=on_expected(c.relation, report.cost.symbols))
-                 for c in conds]
-        notes.append("conditions on T_expected's rates: C is C*eta_mxu and W_hbm is "
-                     "W_hbm*eta_hbm (the chip's calibration); the network keeps its rates")
+        conds = [
+            dataclasses.replace(c, relation=on_expected(c.relation, report.cost.symbols))
+            for c in conds
+        ]
+        notes.append(
+            "conditions on T_expected's rates: C is C*eta_mxu and W_hbm is "
+            "W_hbm*eta_hbm (the chip's calibration); the network keeps its rates"
+        )
     return Derivation(report, p, tuple(conds), tuple(optima), tuple(notes), dev_value)
 
 
@@ -364,13 +417,22 @@ def _is_number(text: str) -> bool:
 def value(d: Derivation, expr: sp.Expr) -> float | None:
     """A number for `expr` from the report's bindings, with the devices symbol bound."""
     names = {s.name for s in as_expr(expr).free_symbols}
-    bound = {s.name: d.devices_value for o in d.optima for s in o.devices.free_symbols
-             if d.devices_value is not None and s.name in names}
+    bound = {
+        s.name: d.devices_value
+        for o in d.optima
+        for s in o.devices.free_symbols
+        if d.devices_value is not None and s.name in names
+    }
     return d.report.value(expr, **bound)
 
 
-def derive_program(source_or_path, hw: str | None = None, model: str = "book",
-                   set: dict[str, float] | None = None, **kw) -> Derivation:
+def derive_program(
+    source_or_path,
+    hw: str | None = None,
+    model: str = "book",
+    set: dict[str, float] | None = None,
+    **kw,
+) -> Derivation:
     """Compile a program and derive its conditions (the Python side of `shardc derive`).
 
     >>> d = derive_program("mesh X\\ndim B, D, F\\nIn: bf16[B_X, D]\\nparam W: bf16[D, F]\\n"

@@ -46,11 +46,16 @@ def _holds_fn(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float]):
             return bool(fn(x))
         except (ZeroDivisionError, OverflowError):
             return False
+
     return holds
 
 
-_COMPARE = {sp.StrictGreaterThan: lambda a, b: a > b, sp.GreaterThan: lambda a, b: a >= b,
-            sp.StrictLessThan: lambda a, b: a < b, sp.LessThan: lambda a, b: a <= b}
+_COMPARE = {
+    sp.StrictGreaterThan: lambda a, b: a > b,
+    sp.GreaterThan: lambda a, b: a >= b,
+    sp.StrictLessThan: lambda a, b: a < b,
+    sp.LessThan: lambda a, b: a <= b,
+}
 
 
 def _expr(e: Any) -> sp.Expr:
@@ -69,11 +74,13 @@ def _side(e: sp.Expr, var: sp.Symbol):
             return float(f(x))
         except (ZeroDivisionError, OverflowError):
             return math.inf
+
     return side
 
 
-def intervals(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float],
-              lo: float = 1.0, hi: float = TOP) -> list[tuple[float, float]] | None:
+def intervals(
+    rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float], lo: float = 1.0, hi: float = TOP
+) -> list[tuple[float, float]] | None:
     """Where `rel` holds for `var` in [lo, hi] (the others at `env`), as closed intervals;
     None when a symbol other than `var` has no value."""
     holds = _holds_fn(rel, var, env)
@@ -82,14 +89,16 @@ def intervals(rel: sp.Basic, var: sp.Symbol, env: dict[sp.Symbol, float],
     xs = [lo * (hi / lo) ** (k / (SCAN - 1)) for k in range(SCAN)] if hi > lo else [lo]
     # A region narrower than the grid's step (1.7%) would fall between two points: the
     # relation's own numbers, and the float just below each, are scanned too.
-    marks = {m for n in _numbers(rel, env) if lo < n < hi
-             for m in (n, math.nextafter(n, -math.inf))}
+    marks = {
+        m for n in _numbers(rel, env) if lo < n < hi for m in (n, math.nextafter(n, -math.inf))
+    }
     xs = sorted(set(xs) | marks)
     states = [holds(x) for x in xs]
     out: list[tuple[float, float]] = []
     start = xs[0] if states[0] else None
-    for (a, sa), (b, sb) in zip(zip(xs, states, strict=True), zip(xs[1:], states[1:],
-                                                                   strict=True), strict=False):
+    for (a, sa), (b, sb) in zip(
+        zip(xs, states, strict=True), zip(xs[1:], states[1:], strict=True), strict=False
+    ):
         if sa == sb:
             continue
         edge = _bisect(holds, a, b, sa)
@@ -128,8 +137,9 @@ def _bisect(holds, a: float, b: float, at_a: bool) -> float:
     return b
 
 
-def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]
-               ) -> list[tuple[float, float]]:
+def _intersect(
+    a: list[tuple[float, float]], b: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
     out = []
     for lo1, hi1 in a:
         for lo2, hi2 in b:
@@ -139,8 +149,9 @@ def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]
     return out
 
 
-def union(pieces: list[tuple[float, float]] | list[list[float]], rel_gap: float = 1e-9
-          ) -> list[tuple[float, float]]:
+def union(
+    pieces: list[tuple[float, float]] | list[list[float]], rel_gap: float = 1e-9
+) -> list[tuple[float, float]]:
     """The union of intervals, sorted, with pieces that overlap or touch (regions meet at a
     bisected boundary, each side within a few ulps of it) joined.
 
@@ -174,8 +185,9 @@ def interval_text(var: str, lo: float, hi: float) -> str:
     return f"every {var}"
 
 
-def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
-                    solve: bool = True) -> dict[str, Any] | None:
+def solve_by_region(
+    report, var: str, overlaps=("sum", "max"), derived=None, *, solve: bool = True
+) -> dict[str, Any] | None:
     """Per region: its condition, the interval of `var` it covers, and each condition solved
     there with the intervals where it holds; and per condition name, the union over regions.
     A report whose plans do not depend on the sizes is one region (`derived`, its derivation,
@@ -204,26 +216,42 @@ def solve_by_region(report, var: str, overlaps=("sum", "max"), derived=None, *,
         span = intervals(v.condition, sym, env)
         if span is None:
             return None
-        label = (" or ".join(interval_text(var, lo, hi) for lo, hi in span)
-                 if span else condition_text(v))
-        d = (derived if derived is not None and v.result is report else
-             derive(v.result, v.result.program.backward_line, overlaps=overlaps))
+        label = (
+            " or ".join(interval_text(var, lo, hi) for lo, hi in span)
+            if span
+            else condition_text(v)
+        )
+        d = (
+            derived
+            if derived is not None and v.result is report
+            else derive(v.result, v.result.program.backward_line, overlaps=overlaps)
+        )
         conds = []
         for c in d.conditions:
             s = solve_for(c.relation, var) if solve_here else None
             holds = intervals(c.relation, sym, env)
             pieces = _intersect(holds, span) if holds is not None else []
-            entry = {"name": c.name, "expr": str(c.relation),
-                     "solved": None if s is None else {
-                         "var": s.var, "rel": s.rel, "expr": str(s.expr),
-                         "value": value(d, s.expr)},
-                     "intervals": [[lo, hi] for lo, hi in pieces]}
+            entry = {
+                "name": c.name,
+                "expr": str(c.relation),
+                "solved": None
+                if s is None
+                else {"var": s.var, "rel": s.rel, "expr": str(s.expr), "value": value(d, s.expr)},
+                "intervals": [[lo, hi] for lo, hi in pieces],
+            }
             conds.append(entry)
             union.setdefault(c.name, []).extend(
-                {"region": label, "interval": [lo, hi]} for lo, hi in pieces)
-        out_regions.append({"condition": label, "relation": str(v.condition),
-                            "share_of_sample": round(v.share, 4),
-                            "intervals": [[lo, hi] for lo, hi in span], "conditions": conds})
+                {"region": label, "interval": [lo, hi]} for lo, hi in pieces
+            )
+        out_regions.append(
+            {
+                "condition": label,
+                "relation": str(v.condition),
+                "share_of_sample": round(v.share, 4),
+                "intervals": [[lo, hi] for lo, hi in span],
+                "conditions": conds,
+            }
+        )
     return {"var": var, "regions": out_regions, "holds": union}
 
 

@@ -2,7 +2,6 @@
 (`shardc.lang.input_limits.SOLVE_SECONDS`), roots cleared, the answer as `var > expr` or
 `var < expr`."""
 
-
 from __future__ import annotations
 
 import math
@@ -48,8 +47,11 @@ def solve_budget(seconds: float | None = None) -> Iterator[None]:
     previous handler and timer are restored afterwards. Nested budgets share the outer one.
     """
     global _budget_depth, _armed
-    if (_budget_depth or threading.current_thread() is not threading.main_thread()
-            or not hasattr(signal, "setitimer")):
+    if (
+        _budget_depth
+        or threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+    ):
         _budget_depth += 1
         try:
             yield
@@ -140,8 +142,9 @@ def solve_condition(rel: sp.Basic, var: str) -> Solved | None:
 
 
 @budgeted
-def solve_for(rel: sp.Basic, target: str | sp.Expr, names: dict[str, sp.Symbol] | None = None
-              ) -> Solved | None:
+def solve_for(
+    rel: sp.Basic, target: str | sp.Expr, names: dict[str, sp.Symbol] | None = None
+) -> Solved | None:
     """`rel` solved for a symbol or a monomial of them (`B/X`, the per-device batch): one of
     the monomial's symbols is eliminated (B = u X) and the relation solved for u. A text target
     is parsed by `shardc.user_expr` (names not in the relation or `names` are sizes). None when
@@ -193,10 +196,12 @@ def clear_roots(rel: sp.Rel) -> sp.Rel:
     if any(isinstance(f, sp.Add) for f in sp.preorder_traversal(lhs)):
         return rel
     for _ in range(3):
-        if not any(isinstance(p, sp.Pow) and p.exp.is_Rational and p.exp.q > 1
-                   for p in sp.preorder_traversal(lhs)):
+        if not any(
+            isinstance(p, sp.Pow) and p.exp.is_Rational and p.exp.q > 1
+            for p in sp.preorder_traversal(lhs)
+        ):
             break
-        lhs, rhs = sp.powsimp(lhs ** 2), sp.powsimp(rhs ** 2)
+        lhs, rhs = sp.powsimp(lhs**2), sp.powsimp(rhs**2)
     return sp.StrictGreaterThan(lhs, rhs, evaluate=False)
 
 
@@ -211,8 +216,7 @@ class Optimum:
 
 
 @budgeted
-def optimize_axis(t_comms: sp.Expr, var: str, partner: str, devices: sp.Expr
-                  ) -> Optimum | None:
+def optimize_axis(t_comms: sp.Expr, var: str, partner: str, devices: sp.Expr) -> Optimum | None:
     """The `var` minimizing `t_comms` with `var * partner = devices` (partner = devices/var)."""
     x = next((s for s in t_comms.free_symbols if s.name == var), None)
     y = next((s for s in t_comms.free_symbols if s.name == partner), None)
@@ -223,16 +227,20 @@ def optimize_axis(t_comms: sp.Expr, var: str, partner: str, devices: sp.Expr
         roots = sp.solve(sp.Eq(sp.numer(sp.together(sp.diff(f, x))), 0), x)
     except NotImplementedError:
         return None
-    roots = [r for r in roots if r.is_positive or (r.is_real is not False and not r.is_zero
-                                                     and not r.is_negative)]
+    roots = [
+        r
+        for r in roots
+        if r.is_positive or (r.is_real is not False and not r.is_zero and not r.is_negative)
+    ]
     if not roots:
         return None
     return Optimum(var, sp.factor_terms(sp.simplify(roots[0])), partner, devices)
 
 
 @budgeted
-def balance_axis(groups: Sequence[sp.Expr], var: str, partner: str, devices: sp.Expr
-                 ) -> Optimum | None:
+def balance_axis(
+    groups: Sequence[sp.Expr], var: str, partner: str, devices: sp.Expr
+) -> Optimum | None:
     """The revised training chapter's optimum of max(T_a, T_b): the `var` at which the two groups
     take equal time (one grows with var, the other shrinks)."""
     if len(groups) != 2:
@@ -259,7 +267,7 @@ def round_power_of_two(value: float, devices: float | None) -> int:
     (2048, 1)
     """
     k = max(0, round(math.log2(value))) if value > 0 else 0
-    best = 2 ** k
+    best = 2**k
     if devices is not None and devices >= 1:
         best = min(best, 2 ** int(math.log2(devices)))
     return max(1, best)

@@ -60,30 +60,51 @@ class SplitScan:
 
     def changes(self) -> list[tuple[Split, Split]]:
         """Neighbouring splits with different plans."""
-        return [(a, b) for a, b in zip(self.splits, self.splits[1:], strict=False)
-                if a.plan != b.plan]
+        return [
+            (a, b) for a, b in zip(self.splits, self.splits[1:], strict=False) if a.plan != b.plan
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         best = self.best
-        return {"var": self.var, "partner": self.partner, "devices": self.devices,
-                "devices_used": self.used, "objective": "t_comms_s", "complete": self.complete,
-                "splits": [{self.var: s.size, self.partner: s.partner_size,
-                            "t_comms_s": s.t_comms, "t_lower_s": s.t_lower, "plan": s.plan}
-                           for s in self.splits],
-                "plans": [{"plan": letter(k), "collectives": c}
-                          for k, c in enumerate(self.plans)],
-                "best": {self.var: best.size, self.partner: best.partner_size,
-                         "t_comms_s": best.t_comms, "plan": best.plan},
-                "skipped": [{self.var: a, self.partner: b, "why": why}
-                            for a, b, why in self.skipped]}
+        return {
+            "var": self.var,
+            "partner": self.partner,
+            "devices": self.devices,
+            "devices_used": self.used,
+            "objective": "t_comms_s",
+            "complete": self.complete,
+            "splits": [
+                {
+                    self.var: s.size,
+                    self.partner: s.partner_size,
+                    "t_comms_s": s.t_comms,
+                    "t_lower_s": s.t_lower,
+                    "plan": s.plan,
+                }
+                for s in self.splits
+            ],
+            "plans": [{"plan": letter(k), "collectives": c} for k, c in enumerate(self.plans)],
+            "best": {
+                self.var: best.size,
+                self.partner: best.partner_size,
+                "t_comms_s": best.t_comms,
+                "plan": best.plan,
+            },
+            "skipped": [{self.var: a, self.partner: b, "why": why} for a, b, why in self.skipped],
+        }
 
 
 def letter(k: int) -> str:
     return chr(ord("A") + k) if k < 26 else f"P{k}"
 
 
-def scan(compile_at: Callable[[dict[str, int]], Compilation], var: str, partner: str,
-         devices: int, seconds: float = SCAN_SECONDS) -> SplitScan | None:
+def scan(
+    compile_at: Callable[[dict[str, int]], Compilation],
+    var: str,
+    partner: str,
+    devices: int,
+    seconds: float = SCAN_SECONDS,
+) -> SplitScan | None:
     """T_comms of the whole step at each split `var * partner = used` (powers of two), each a
     compile of the program with the split bound (`compile_at`, given the split's two sizes):
     its own plans and its own topology. A split the compile refuses (a size its axis does not
@@ -127,8 +148,9 @@ def scan(compile_at: Callable[[dict[str, int]], Compilation], var: str, partner:
         size *= 2
     if not splits:
         return None
-    return SplitScan(var, partner, devices, used, tuple(splits), tuple(plans), complete,
-                     tuple(skipped))
+    return SplitScan(
+        var, partner, devices, used, tuple(splits), tuple(plans), complete, tuple(skipped)
+    )
 
 
 def text_lines(s: SplitScan, rounded: int | None = None) -> list[str]:
@@ -137,10 +159,12 @@ def text_lines(s: SplitScan, rounded: int | None = None) -> list[str]:
 
     best = s.best
     within = "" if s.used == s.devices else f" of the {s.devices:,}"
-    out = [f"  checked by compiling every split {s.var} * {s.partner} = {s.used:,}{within} "
-           f"(powers of two, each with the plans a compile there chooses): T_comms is least "
-           f"at {s.var} = {best.size:,}, {s.partner} = {best.partner_size:,} "
-           f"({fmt_value(best.t_comms, 's')})"]
+    out = [
+        f"  checked by compiling every split {s.var} * {s.partner} = {s.used:,}{within} "
+        f"(powers of two, each with the plans a compile there chooses): T_comms is least "
+        f"at {s.var} = {best.size:,}, {s.partner} = {best.partner_size:,} "
+        f"({fmt_value(best.t_comms, 's')})"
+    ]
     r = s.at(rounded) if rounded is not None else None
     if r is not None and r.size != best.size:
         out[-1] += f"; {fmt_value(r.t_comms, 's')} at the rounded optimum {s.var} = {r.size:,}"
@@ -150,18 +174,26 @@ def text_lines(s: SplitScan, rounded: int | None = None) -> list[str]:
     if len(s.plans) > 1:
         for k, c in enumerate(s.plans):
             sizes = [x.size for x in s.splits if x.plan == letter(k)]
-            span = (f"{s.var} = {sizes[0]:,}" if len(sizes) == 1
-                    else f"{s.var} = {sizes[0]:,} .. {sizes[-1]:,}")
+            span = (
+                f"{s.var} = {sizes[0]:,}"
+                if len(sizes) == 1
+                else f"{s.var} = {sizes[0]:,} .. {sizes[-1]:,}"
+            )
             out.append(f"    plan {letter(k)} ({span}): {c}")
-        out.append("    the plan changes between "
-                   + ", ".join(f"{s.var} = {a.size:,} and {b.size:,}" for a, b in s.changes()))
+        out.append(
+            "    the plan changes between "
+            + ", ".join(f"{s.var} = {a.size:,} and {b.size:,}" for a, b in s.changes())
+        )
     by_code: dict[str, list[tuple[int, str]]] = {}
     for a, _, why in s.skipped:
         by_code.setdefault(why.split(":")[0], []).append((a, why))
     for items in by_code.values():
         listed = ", ".join(f"{a:,}" for a, _ in items)
-        out.append(f"    does not compile at {s.var} = {listed} ({items[0][1]}"
-                   + (", ..." if len(items) > 1 else "") + ")")
+        out.append(
+            f"    does not compile at {s.var} = {listed} ({items[0][1]}"
+            + (", ..." if len(items) > 1 else "")
+            + ")"
+        )
     if not s.complete:
         out.append(f"    (stopped after {len(s.splits)} splits: more than {SCAN_SECONDS:g} s)")
     return out

@@ -211,8 +211,13 @@ def _send(op: Collective, m: Machine, src: Blocks) -> Blocks:
     return out
 
 
-def roll_blocks(array: np.ndarray, dims: tuple[str, ...], layout: Layout,
-                shifts: dict[str, int], axis_sizes: dict[str, int]) -> np.ndarray:
+def roll_blocks(
+    array: np.ndarray,
+    dims: tuple[str, ...],
+    layout: Layout,
+    shifts: dict[str, int],
+    axis_sizes: dict[str, int],
+) -> np.ndarray:
     """The global array after every device sends its block `shifts[a]` steps on along each
     axis a: the blocks of the dim a shards roll along a's digit of their index (numpy.roll of
     the whole dim when a is its only, or outermost, axis); an axis that shards nothing changes
@@ -228,7 +233,7 @@ def roll_blocks(array: np.ndarray, dims: tuple[str, ...], layout: Layout,
         i, axes = dims.index(dim), layout.axes_of(dim)
         sizes = tuple(axis_sizes[a] for a in axes)
         shape = array.shape
-        split = shape[:i] + sizes + (shape[i] // math.prod(sizes),) + shape[i + 1:]
+        split = shape[:i] + sizes + (shape[i] // math.prod(sizes),) + shape[i + 1 :]
         array = np.roll(array.reshape(split), k, axis=i + axes.index(axis)).reshape(shape)
     return array
 
@@ -298,9 +303,14 @@ def _run(
 def _broadcast(array: np.ndarray, src: Value, out: Value, sizes: dict[str, int]) -> np.ndarray:
     """`array` (dims of `src`) copied along the dims of `out` it lacks (each of size `sizes`)."""
     expanded = align(array, src.dims, out.dims)
-    return np.ascontiguousarray(np.broadcast_to(
-        expanded, tuple(sizes[d] if d not in src.dims else expanded.shape[i]
-                        for i, d in enumerate(out.dims))))
+    return np.ascontiguousarray(
+        np.broadcast_to(
+            expanded,
+            tuple(
+                sizes[d] if d not in src.dims else expanded.shape[i] for i, d in enumerate(out.dims)
+            ),
+        )
+    )
 
 
 def _run_reduction(op: Reduction, m: Machine, src: Blocks) -> Blocks:
@@ -380,8 +390,13 @@ def reference(
                     result[op.out.id] = np.einsum(einsum_spec(op), lhs, rhs)
                 case Collective(op="Send", send=send) if send and send[0].is_shift:
                     shifts = {s.axis: s.shift for s in send}
-                    result[op.out.id] = roll_blocks(result[op.src.id], op.src.dims, op.src.layout,
-                                                    shifts, m.axis_sizes)  # type: ignore[arg-type]
+                    result[op.out.id] = roll_blocks(
+                        result[op.src.id],
+                        op.src.dims,
+                        op.src.layout,
+                        shifts,  # type: ignore[arg-type]
+                        m.axis_sizes,
+                    )
                 case Collective() | LocalSlice():
                     src = result[op.src.id]
                     result[op.out.id] = np.transpose(
@@ -422,8 +437,13 @@ def check(
     expected = reference(program, inputs, sizes)
     blocks = simulate(program, inputs, sizes, seed)
     m = machine(program, sizes)
-    partial_max = {op.out.id for op in program.ops if isinstance(op, Reduction)
-                   and op.kind == "max" and any(op.src.layout.axes_of(d) for d in op.dims)}
+    partial_max = {
+        op.out.id
+        for op in program.ops
+        if isinstance(op, Reduction)
+        and op.kind == "max"
+        and any(op.src.layout.axes_of(d) for d in op.dims)
+    }
     for op in program.ops:
         value = op.out
         if value.id in partial_max:
@@ -462,5 +482,12 @@ def random_inputs(
     return arrays
 
 
-__all__ = ["UNARY_FUNCTIONS", "SimulationError", "check", "random_inputs", "reference",
-           "roll_blocks", "simulate"]
+__all__ = [
+    "UNARY_FUNCTIONS",
+    "SimulationError",
+    "check",
+    "random_inputs",
+    "reference",
+    "roll_blocks",
+    "simulate",
+]

@@ -2,7 +2,6 @@
 holds (its region), numpy implementations of the elementwise functions, and the small index
 helpers the per-device ops share."""
 
-
 from __future__ import annotations
 
 import itertools
@@ -207,8 +206,10 @@ def describe(op: Op, order: tuple[str, ...]) -> str:
             args = ", ".join(a.format(order) for a in op.args)
             return f"{op.fn}({args}) -> {op.out.format(order)}"
         case Reduction():
-            return (f"{op.kind} over {','.join(op.dims)} {op.src.format(order)} -> "
-                    f"{op.out.format(order)}")
+            return (
+                f"{op.kind} over {','.join(op.dims)} {op.src.format(order)} -> "
+                f"{op.out.format(order)}"
+            )
     raise SimulationError(f"unknown op {op!r}")
 
 

@@ -40,7 +40,10 @@ DERIVED = {"intensity": "flops_per_device/hbm_bytes", "flops_per_s": "flops_per_
 """Quantities beyond the report's totals: arithmetic intensity (the roofline chapter) and achieved
 FLOP/s."""
 LABELS = {t.key: t.label for t in TOTALS} | {
-    "intensity": "intensity", "flops_per_s": "FLOP/s", "bound": "bound"}
+    "intensity": "intensity",
+    "flops_per_s": "FLOP/s",
+    "bound": "bound",
+}
 UNITS = {t.key: t.unit for t in TOTALS} | {"flops_per_s": "flop"}
 MAX_ROWS, MAX_COLUMNS = 41, 8
 
@@ -48,6 +51,8 @@ MAX_ROWS, MAX_COLUMNS = 41, 8
 def label_of(name: str) -> str:
     """A quantity's name as tables and plots print it (`T_comms` for `t_comms_s`)."""
     return LABELS.get(name, name)
+
+
 """The table's compact view: larger grids are thinned (csv and json hold every point)."""
 
 
@@ -75,11 +80,15 @@ def parse_setting(text: str) -> tuple[str, float | Grid]:
         return name, _number(spec, text, name)
     g = SPEC.fullmatch(spec)
     if not g:
-        raise SweepError(f"bad grid {quoted(spec)} for {name}: expected START:STOP:linN or "
-                         "START:STOP:logN, e.g. 1e3:1e7:log40")
+        raise SweepError(
+            f"bad grid {quoted(spec)} for {name}: expected START:STOP:linN or "
+            "START:STOP:logN, e.g. 1e3:1e7:log40"
+        )
     if len(g["n"]) > len(str(MAX_SWEEP_POINTS)) or int(g["n"]) > MAX_SWEEP_POINTS:
-        raise SweepError(f"--set {name}: a grid of {g['n'][:20]} points is more than the "
-                         f"{MAX_SWEEP_POINTS:,} a sweep evaluates")
+        raise SweepError(
+            f"--set {name}: a grid of {g['n'][:20]} points is more than the "
+            f"{MAX_SWEEP_POINTS:,} a sweep evaluates"
+        )
     start, stop, n = _number(g["start"], text, name), _number(g["stop"], text, name), int(g["n"])
     if n < 2:
         raise SweepError(f"bad grid {quoted(spec)} for {name}: a grid needs at least 2 points")
@@ -107,13 +116,17 @@ def parse_settings(texts: Sequence[str]) -> tuple[dict[str, float], tuple[Grid, 
     if not grids:
         raise SweepError("nothing to sweep: give a grid, e.g. --set B=1e3:1e7:log40")
     if len(grids) > 2:
-        raise SweepError("a sweep takes one or two grid axes, got "
-                         + ", ".join(g.name for g in grids))
+        raise SweepError(
+            "a sweep takes one or two grid axes, got " + ", ".join(g.name for g in grids)
+        )
     points = math.prod(g.n for g in grids)
     if points > MAX_SWEEP_POINTS:
-        raise SweepError("--set: the grids " + " x ".join(f"{g.name} ({g.n:,})" for g in grids)
-                         + f" make {points:,} points, more than the {MAX_SWEEP_POINTS:,} a "
-                         "sweep evaluates")
+        raise SweepError(
+            "--set: the grids "
+            + " x ".join(f"{g.name} ({g.n:,})" for g in grids)
+            + f" make {points:,} points, more than the {MAX_SWEEP_POINTS:,} a "
+            "sweep evaluates"
+        )
     return fixed, tuple(grids)
 
 
@@ -127,24 +140,27 @@ def _number(text: str, where: str, name: str) -> float:
     try:
         parse_number(text)
     except NumberError:
-        raise SweepError(f"--set: {quoted(text)} in {quoted(where)} is not a number (try 4096, "
-                         "4_096, 1e6 or 4M)") from None
+        raise SweepError(
+            f"--set: {quoted(text)} in {quoted(where)} is not a number (try 4096, 4_096, 1e6 or 4M)"
+        ) from None
     hardware = is_hardware(name)
     try:
         if hardware:
             return figure(text, f"hardware figure {name!r}")
         return positive(text, f"size {name!r}")
     except NumberError as exc:
-        rule = ("a hardware figure is positive, from 1e-150 to 1e150" if hardware else
-                "a size's values are positive, at most 2**63 - 1")
+        rule = (
+            "a hardware figure is positive, from 1e-150 to 1e150"
+            if hardware
+            else "a size's values are positive, at most 2**63 - 1"
+        )
         raise SweepError(f"--set {quoted(where)}: {exc} ({rule})") from None
 
 
 def is_hardware(name: str) -> bool:
     """Whether `--set` names a hardware figure (`C`, `C_int8`, `W_hbm`, ...) rather than a
     size."""
-    return name in HARDWARE_NAMES or name == "C" or (
-        name.startswith("C_") and name[2:] in DTYPES)
+    return name in HARDWARE_NAMES or name == "C" or (name.startswith("C_") and name[2:] in DTYPES)
 
 
 def known_names(program: Program) -> list[str]:
@@ -163,9 +179,10 @@ def check_names(names: Sequence[str], program: Program, program_name: str) -> No
     known = known_names(program)
     for name in names:
         if name not in known and not is_hardware(name):
-            raise SweepError(f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
-                             f"hardware quantity of {program_name} (known: "
-                             + ", ".join(known) + ")")
+            raise SweepError(
+                f"--set names {quoted(name)}, which is not a dimension, mesh axis or "
+                f"hardware quantity of {program_name} (known: " + ", ".join(known) + ")"
+            )
 
 
 # ---- evaluation ----------------------------------------------------------------------------
@@ -185,8 +202,10 @@ class Crossover:
     def describe(self) -> str:
         other = "".join(f", {k} = {fmt_grid(v)}" for k, v in self.where.items())
         how = "the plan changes there; " if self.jump else ""
-        return (f"{label_of(self.a)} = {label_of(self.b)} at {self.axis} = {fmt_grid(self.at)}{other}"
-                f"   ({how}{label_of(self.larger_above)} larger above)")
+        return (
+            f"{label_of(self.a)} = {label_of(self.b)} at {self.axis} = {fmt_grid(self.at)}{other}"
+            f"   ({how}{label_of(self.larger_above)} larger above)"
+        )
 
 
 @dataclass
@@ -263,13 +282,15 @@ def symbol(report: Report, name: str) -> sp.Symbol:
 class Evaluator:
     """One `lambdify` of every expression; called with arrays for the grid symbols."""
 
-    def __init__(self, exprs: dict[str, sp.Expr], grid_syms: Sequence[sp.Symbol],
-                 env: dict[sp.Symbol, float]) -> None:
+    def __init__(
+        self, exprs: dict[str, sp.Expr], grid_syms: Sequence[sp.Symbol], env: dict[sp.Symbol, float]
+    ) -> None:
         used = {s for e in exprs.values() for s in e.free_symbols}
         self.args = sorted(used | set(grid_syms), key=lambda s: s.name)
         self.names = list(exprs)
-        self.fn: Callable[..., list[Any]] = sp.lambdify(self.args, list(exprs.values()),
-                                                        modules="numpy", cse=True)
+        self.fn: Callable[..., list[Any]] = sp.lambdify(
+            self.args, list(exprs.values()), modules="numpy", cse=True
+        )
         self.grid_syms = list(grid_syms)
         self.env = env
 
@@ -278,12 +299,18 @@ class Evaluator:
         shape = np.broadcast_shapes(*(np.shape(c) for c in coords))
         with np.errstate(all="ignore"):
             out = self.fn(*[at[a] if a in at else self.env[a] for a in self.args])
-        return {n: np.broadcast_to(np.asarray(v, dtype=float), shape)
-                for n, v in zip(self.names, out, strict=True)}
+        return {
+            n: np.broadcast_to(np.asarray(v, dtype=float), shape)
+            for n, v in zip(self.names, out, strict=True)
+        }
 
 
-def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEFAULT_QUANTITIES,
-          extra: Sequence[str] = ()) -> Sweep:
+def sweep(
+    report: Report,
+    grids: Sequence[Grid],
+    quantities: Sequence[str] = DEFAULT_QUANTITIES,
+    extra: Sequence[str] = (),
+) -> Sweep:
     """Evaluate `quantities` (and `extra`, kept but not shown) on the grids' outer product.
 
     >>> import shardc
@@ -300,8 +327,9 @@ def sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str] = DEF
         return _sweep(report, grids, quantities, extra)
 
 
-def _sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str],
-           extra: Sequence[str]) -> Sweep:
+def _sweep(
+    report: Report, grids: Sequence[Grid], quantities: Sequence[str], extra: Sequence[str]
+) -> Sweep:
     from shardc.tools import sweep_plans
 
     start = time.perf_counter()
@@ -314,14 +342,19 @@ def _sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str],
     variants = [v.result for v in found] if found else [report]
     if found and len(found) == 1:  # one plan over the grid, not the report's default
         found = ()
-    evaluators = [Evaluator(_expressions(r, quantities, extra, env, grid_syms), grid_syms, env)
-                  for r in variants]
+    evaluators = [
+        Evaluator(_expressions(r, quantities, extra, env, grid_syms), grid_syms, env)
+        for r in variants
+    ]
     evaluate: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]] = evaluators[0]
     if found:
-        evaluate = sweep_plans.Piecewise(found, evaluators, grids,
-                                         sweep_plans.swept_free(report, grids))
-    axes = [g.values.reshape([-1 if i == k else 1 for i in range(len(grids))])
-            for k, g in enumerate(grids)]
+        evaluate = sweep_plans.Piecewise(
+            found, evaluators, grids, sweep_plans.swept_free(report, grids)
+        )
+    axes = [
+        g.values.reshape([-1 if i == k else 1 for i in range(len(grids))])
+        for k, g in enumerate(grids)
+    ]
     values = evaluate(axes)
     for q in quantities:
         if q != "bound":
@@ -337,8 +370,12 @@ def _sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str],
             which[larger] = k
             best = np.where(larger, values[t], best)
         bound = order[which]
-    crossings = tuple(c for a, b in CROSSINGS if a in values and b in values
-                      for c in _crossovers(evaluate, grids, values, a, b))
+    crossings = tuple(
+        c
+        for a, b in CROSSINGS
+        if a in values and b in values
+        for c in _crossovers(evaluate, grids, values, a, b)
+    )
     plans: tuple[sweep_plans.Plan, ...] = ()
     plan = None
     changes: tuple[sweep_plans.PlanChange, ...] = ()
@@ -353,14 +390,32 @@ def _sweep(report: Report, grids: Sequence[Grid], quantities: Sequence[str],
     syms = report.cost.symbols
     c, w_hbm = env.get(syms.flops("bf16")), env.get(syms.w_hbm)
     roof = (c, w_hbm) if c is not None and w_hbm is not None else None
-    return Sweep(report.name, report.hardware_name, report.model, tuple(grids),
-                 tuple(quantities), values, bound, crossings, seconds, fixed, notes, roof,
-                 plans, plan, changes)
+    return Sweep(
+        report.name,
+        report.hardware_name,
+        report.model,
+        tuple(grids),
+        tuple(quantities),
+        values,
+        bound,
+        crossings,
+        seconds,
+        fixed,
+        notes,
+        roof,
+        plans,
+        plan,
+        changes,
+    )
 
 
-def _expressions(report: Report, quantities: Sequence[str], extra: Sequence[str],
-                 env: dict[sp.Symbol, float], grid_syms: Sequence[sp.Symbol]
-                 ) -> dict[str, sp.Expr]:
+def _expressions(
+    report: Report,
+    quantities: Sequence[str],
+    extra: Sequence[str],
+    env: dict[sp.Symbol, float],
+    grid_syms: Sequence[sp.Symbol],
+) -> dict[str, sp.Expr]:
     """The formulas to evaluate: the quantities shown (an error where one lacks values), and
     the three times and `extra` where they have values."""
     exprs: dict[str, sp.Expr] = {}
@@ -378,23 +433,30 @@ def _expressions(report: Report, quantities: Sequence[str], extra: Sequence[str]
     return exprs
 
 
-def _plan_notes(report: Report, grids: Sequence[Grid], found: tuple | None,
-                plans: Sequence[Any]) -> tuple[str, ...]:
+def _plan_notes(
+    report: Report, grids: Sequence[Grid], found: tuple | None, plans: Sequence[Any]
+) -> tuple[str, ...]:
     """How the sweep chose the plans: per point (several plans), or fixed where it could not."""
     from shardc.driver.region_totals import free_sizes
     from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 
     if plans:
-        return (f"{len(plans)} plans across the grid: each point is evaluated with the plan a "
-                "compile with its sizes bound chooses",)
+        return (
+            f"{len(plans)} plans across the grid: each point is evaluated with the plan a "
+            "compile with its sizes bound chooses",
+        )
     sizes = _sizes(report)
     at = [f"{g.name}={fmt_grid(v)}" for g in grids if (v := sizes.get(g.name)) is not None]
     if at:
-        return (f"collectives as chosen at {', '.join(at)} (the program's values): the sweep "
-                "varies sizes, not the plan (compile with free=[...] to vary the plan)",)
+        return (
+            f"collectives as chosen at {', '.join(at)} (the program's values): the sweep "
+            "varies sizes, not the plan (compile with free=[...] to vary the plan)",
+        )
     if found is None and set(free_sizes(report)) & {g.name for g in grids}:
-        return (f"more than {MAX_REGIONS} plans across the grid, or more than "
-                f"{REGIONS_SECONDS:g} s to find them: collectives as chosen at typical sizes",)
+        return (
+            f"more than {MAX_REGIONS} plans across the grid, or more than "
+            f"{REGIONS_SECONDS:g} s to find them: collectives as chosen at typical sizes",
+        )
     return ()
 
 
@@ -419,34 +481,48 @@ def _check_finite(q: str, v: np.ndarray, grids: Sequence[Grid]) -> None:
     if not bad.any():
         return
     where = [int(i) for i in np.unravel_index(int(np.argmax(bad)), v.shape)]
-    at = ", ".join(f"{g.name} = {fmt_grid(float(g.values[i]))}" for g, i in zip(
-        grids, [*where, *[0] * (len(grids) - len(where))], strict=False))
-    raise SweepError(f"--y {q!r} is not a finite number at {at} (it overflows a float, "
-                     "past about 1.8e308, or divides by zero)")
+    at = ", ".join(
+        f"{g.name} = {fmt_grid(float(g.values[i]))}"
+        for g, i in zip(grids, [*where, *[0] * (len(grids) - len(where))], strict=False)
+    )
+    raise SweepError(
+        f"--y {q!r} is not a finite number at {at} (it overflows a float, "
+        "past about 1.8e308, or divides by zero)"
+    )
 
 
-def _bound_expr(report: Report, q: str, env: dict[sp.Symbol, float],
-                grid_syms: Sequence[sp.Symbol], shown: str) -> sp.Expr:
+def _bound_expr(
+    report: Report, q: str, env: dict[sp.Symbol, float], grid_syms: Sequence[sp.Symbol], shown: str
+) -> sp.Expr:
     e = quantity(report, q)
     free = sorted(s.name for s in e.free_symbols - env.keys() - set(grid_syms))
     if free:
-        hint = ("pick a chip with --hw or bind them with --set" if report.chip is None
-                else "bind them with --set NAME=VALUE")
-        raise SweepError(f"{shown!r} does not evaluate on {report.name}: no value for "
-                         f"{', '.join(free)} ({hint})")
+        hint = (
+            "pick a chip with --hw or bind them with --set"
+            if report.chip is None
+            else "bind them with --set NAME=VALUE"
+        )
+        raise SweepError(
+            f"{shown!r} does not evaluate on {report.name}: no value for {', '.join(free)} ({hint})"
+        )
     return e
 
 
 def _sizes(report: Report) -> dict[str, float]:
     """The values a sweep holds fixed: sizes (`--set` applied), then bound hardware figures."""
     sizes = known_sizes((*report.program.dims, *report.program.mesh), report.bindings)
-    return ({n: float(v) for n, v in sizes.items()}
-            | {n: float(v) for n, v in report.bindings.items() if n not in sizes})
+    return {n: float(v) for n, v in sizes.items()} | {
+        n: float(v) for n, v in report.bindings.items() if n not in sizes
+    }
 
 
-def _crossovers(evaluate: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]],
-                grids: Sequence[Grid], values: dict[str, np.ndarray],
-                a: str, b: str) -> list[Crossover]:
+def _crossovers(
+    evaluate: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]],
+    grids: Sequence[Grid],
+    values: dict[str, np.ndarray],
+    a: str,
+    b: str,
+) -> list[Crossover]:
     """Sign changes of a - b along the first axis, refined by bisection (in log space on a log
     grid) with the same compiled function."""
     d = values[a] - values[b]
@@ -461,14 +537,27 @@ def _crossovers(evaluate: Callable[[Sequence[np.ndarray]], dict[str, np.ndarray]
     def low_side(coords: list[np.ndarray]) -> np.ndarray:
         got = evaluate(coords)
         return np.sign(got[a] - got[b]) == s_lo
+
     lo, hi, others = refine(grids, i, rest, low_side)
     at = (lo + hi) / 2 if g0.scale != "log" else np.sqrt(lo * hi)
     rising = x[i + 1] > x[i]  # which side holds the larger axis values
     s_above = np.where(rising, -s_lo, s_lo)
     plan = getattr(evaluate, "plan", None)
-    jump = (plan([lo, *others]) != plan([hi, *others]) if plan is not None
-            else np.zeros(len(at), dtype=bool))
+    jump = (
+        plan([lo, *others]) != plan([hi, *others])
+        if plan is not None
+        else np.zeros(len(at), dtype=bool)
+    )
     order = np.lexsort((at, *others[::-1]))  # by the other axis, then along the first
-    return [Crossover(a, b, g0.name, float(at[k]),
-                      {grids[m + 1].name: float(o[k]) for m, o in enumerate(others)},
-                      a if s_above[k] > 0 else b, bool(jump[k])) for k in order]
+    return [
+        Crossover(
+            a,
+            b,
+            g0.name,
+            float(at[k]),
+            {grids[m + 1].name: float(o[k]) for m, o in enumerate(others)},
+            a if s_above[k] > 0 else b,
+            bool(jump[k]),
+        )
+        for k in order
+    ]

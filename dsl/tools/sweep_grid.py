@@ -33,9 +33,12 @@ class Grid:
         return f"{self.name} = {ends} ({self.scale}, {self.n} points)"
 
 
-def refine(grids: Sequence[Grid], i: np.ndarray, rest: Sequence[np.ndarray],
-           on_low_side: Callable[[list[np.ndarray]], np.ndarray]
-           ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+def refine(
+    grids: Sequence[Grid],
+    i: np.ndarray,
+    rest: Sequence[np.ndarray],
+    on_low_side: Callable[[list[np.ndarray]], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Bisection along the first grid axis between points `i` and `i + 1` (the other axes at
     indices `rest`), in log space on a log grid: `on_low_side(coords)` says which midpoints
     are on point `i`'s side. The bracket (lo, hi) after 60 halvings, and the other axes'

@@ -84,8 +84,10 @@ def find(report: Report, grids: Sequence[Grid]) -> tuple[Variant, ...] | None:
 def plans(found: Sequence[Variant]) -> tuple[Plan, ...]:
     from shardc.driver.region_totals import collectives, condition_text
 
-    return tuple(Plan(LETTERS[k], collectives(v.result), condition_text(v), v.share)
-                 for k, v in enumerate(found))
+    return tuple(
+        Plan(LETTERS[k], collectives(v.result), condition_text(v), v.share)
+        for k, v in enumerate(found)
+    )
 
 
 class Piecewise:
@@ -93,8 +95,13 @@ class Piecewise:
     `sweep.Evaluator`, with arrays for the grid symbols; `plan` gives the variant per point
     (-1 in a region the grid's points did not reach: its values are NaN)."""
 
-    def __init__(self, found: Sequence[Variant], evaluators: Sequence[Callable[..., Any]],
-                 grids: Sequence[Grid], names: Sequence[str]) -> None:
+    def __init__(
+        self,
+        found: Sequence[Variant],
+        evaluators: Sequence[Callable[..., Any]],
+        grids: Sequence[Grid],
+        names: Sequence[str],
+    ) -> None:
         self.found, self.evaluators = list(found), list(evaluators)
         self.grid_names = [g.name for g in grids]
         self.names = list(names)
@@ -103,8 +110,11 @@ class Piecewise:
         from shardc.passes.symbolic_plans import classify
 
         shape = np.broadcast_shapes(*(np.shape(c) for c in coords))
-        at = {n: np.broadcast_to(c, shape).ravel()
-              for n, c in zip(self.grid_names, coords, strict=True) if n in self.names}
+        at = {
+            n: np.broadcast_to(c, shape).ravel()
+            for n, c in zip(self.grid_names, coords, strict=True)
+            if n in self.names
+        }
         return classify(self.found, at).reshape(shape)
 
     def __call__(self, coords: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -122,8 +132,9 @@ class Piecewise:
         return out
 
 
-def changes(piecewise: Piecewise, grids: Sequence[Grid], which: np.ndarray,
-            letters: Sequence[str]) -> tuple[PlanChange, ...]:
+def changes(
+    piecewise: Piecewise, grids: Sequence[Grid], which: np.ndarray, letters: Sequence[str]
+) -> tuple[PlanChange, ...]:
     """Where the plan changes along the first grid axis, refined by bisection (in log space on
     a log grid) with the exact classification."""
     i, *rest = np.nonzero(which[:-1] != which[1:])
@@ -135,10 +146,25 @@ def changes(piecewise: Piecewise, grids: Sequence[Grid], which: np.ndarray,
     after = which[(i + 1, *rest)]
     at = (lo + hi) / 2 if g0.scale != "log" else np.sqrt(lo * hi)
     order = np.lexsort((at, *others[::-1]))
-    return tuple(PlanChange(g0.name, float(at[k]),
-                            {grids[m + 1].name: float(o[k]) for m, o in enumerate(others)},
-                            letters[int(before[k])], letters[int(after[k])]) for k in order)
+    return tuple(
+        PlanChange(
+            g0.name,
+            float(at[k]),
+            {grids[m + 1].name: float(o[k]) for m, o in enumerate(others)},
+            letters[int(before[k])],
+            letters[int(after[k])],
+        )
+        for k in order
+    )
 
 
-__all__ = ["Piecewise", "Plan", "PlanChange", "changes", "find", "grid_points", "plans",
-           "swept_free"]
+__all__ = [
+    "Piecewise",
+    "Plan",
+    "PlanChange",
+    "changes",
+    "find",
+    "grid_points",
+    "plans",
+    "swept_free",
+]

@@ -1,7 +1,6 @@
 """A sweep as plots (matplotlib, imported here only): quantities against one size, and the
 roofline. `shardc sweep --plot`."""
 
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ def short_labels(names: Sequence[str]) -> list[str]:
     out = []
     for s in stems:
         parts = s.split("-")
-        mid = parts[pre:len(parts) - post] if len(parts) > pre + post else parts
+        mid = parts[pre : len(parts) - post] if len(parts) > pre + post else parts
         out.append("-".join(mid))
     return out if len(set(out)) == len(out) else stems
 
@@ -57,9 +56,14 @@ def _loggable(*arrays: np.ndarray) -> bool:
     return all(np.all(v >= 0) for v in finite) and any(np.any(v > 0) for v in finite)
 
 
-def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[str],
-               labels: Sequence[str], title: str | None = None,
-               inputs: tuple[str | None, ...] = ()) -> Path:
+def plot_lines(
+    sweeps: Sequence[Sweep],
+    path: str | Path,
+    quantities: Sequence[str],
+    labels: Sequence[str],
+    title: str | None = None,
+    inputs: tuple[str | None, ...] = (),
+) -> Path:
     """The quantities against the swept size, log-log, one color per program (per quantity
     for one program), T_math dashed, with a dashed vertical line where T_math meets T_comms
     (and T_hbm), and a dotted one where the plan changes (`Sweep.plan_changes`). A quantity
@@ -75,8 +79,9 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
         groups: list[list[int]] = []
         for k, s in enumerate(sweeps):
             for grp in groups:
-                if np.allclose(sweeps[grp[0]].values[q], s.values[q], rtol=1e-12, atol=0,
-                               equal_nan=True):
+                if np.allclose(
+                    sweeps[grp[0]].values[q], s.values[q], rtol=1e-12, atol=0, equal_nan=True
+                ):
                     grp.append(k)
                     break
             else:
@@ -85,8 +90,11 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
             if many:
                 shared = len(grp) > 1
                 color = ("black" if len(grp) == len(sweeps) else "0.35") if shared else f"C{grp[0]}"
-                who = ("all" if len(grp) == len(sweeps) else " & ".join(labels[k] for k in grp)
-                       ) if shared else labels[grp[0]]
+                who = (
+                    ("all" if len(grp) == len(sweeps) else " & ".join(labels[k] for k in grp))
+                    if shared
+                    else labels[grp[0]]
+                )
                 label = f"{who}: {label_of(q)}"
             else:
                 color = "black" if q == "t_math_s" else f"C{qi}"
@@ -97,21 +105,38 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
             for k in grp:
                 color_of[(k, q)] = color
     shown = set(quantities)
-    marks = [(k, c) for k, s in enumerate(sweeps) for c in s.crossovers
-             if c.a in shown and c.b in shown and not c.jump]  # a jump is a plan change
+    marks = [
+        (k, c)
+        for k, s in enumerate(sweeps)
+        for c in s.crossovers
+        if c.a in shown and c.b in shown and not c.jump
+    ]  # a jump is a plan change
     ax.set_xscale("log" if np.all(x > 0) else "linear")
     if _loggable(*(y for _, y in drawn)):
         ax.set_yscale("log", nonpositive="mask")
     for n, (k, c) in enumerate(marks):
         color = color_of[(k, c.b)] if many else "0.3"
-        y_at = np.interp(c.at, x, sweeps[k].values[c.a]) if g.scale == "lin" else np.exp(
-            np.interp(np.log(c.at), np.log(x), np.log(np.abs(sweeps[k].values[c.a]) + 1e-300)))
+        y_at = (
+            np.interp(c.at, x, sweeps[k].values[c.a])
+            if g.scale == "lin"
+            else np.exp(
+                np.interp(np.log(c.at), np.log(x), np.log(np.abs(sweeps[k].values[c.a]) + 1e-300))
+            )
+        )
         ax.axvline(c.at, color=color, ls="--", lw=1, alpha=0.8)
         ax.plot([c.at], [y_at], "o", color=color, ms=6, zorder=5)
         text = f"{label_of(c.a)} = {label_of(c.b)}\n{c.axis} = {fmt_grid(c.at)}"
-        ax.annotate(text, (c.at, 1 - 0.11 * (n % 4) - 0.02), xycoords=("data", "axes fraction"),
-                    xytext=(4, 0), textcoords="offset points", va="top", fontsize=8,
-                    color=color, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0, "pad": 1})
+        ax.annotate(
+            text,
+            (c.at, 1 - 0.11 * (n % 4) - 0.02),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="top",
+            fontsize=8,
+            color=color,
+            bbox={"facecolor": "white", "alpha": 0.85, "lw": 0, "pad": 1},
+        )
     for k, s in enumerate(sweeps):
         # several programs: a dotted line in the program's color (one legend entry says what
         # they are); one program: each change labelled with its plans
@@ -119,34 +144,52 @@ def plot_lines(sweeps: Sequence[Sweep], path: str | Path, quantities: Sequence[s
         for n, pc in enumerate(s.plan_changes):
             ax.axvline(pc.at, color=color, ls=":", lw=1.5, alpha=0.9)
             if not many:
-                ax.annotate(f"plan {pc.before} -> {pc.after}\n{pc.axis} = {fmt_grid(pc.at)}",
-                            (pc.at, 0.02 + 0.1 * (n % 3)), xycoords=("data", "axes fraction"),
-                            xytext=(4, 0), textcoords="offset points", va="bottom",
-                            fontsize=8, color=color,
-                            bbox={"facecolor": "white", "alpha": 0.85, "lw": 0, "pad": 1})
+                ax.annotate(
+                    f"plan {pc.before} -> {pc.after}\n{pc.axis} = {fmt_grid(pc.at)}",
+                    (pc.at, 0.02 + 0.1 * (n % 3)),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    va="bottom",
+                    fontsize=8,
+                    color=color,
+                    bbox={"facecolor": "white", "alpha": 0.85, "lw": 0, "pad": 1},
+                )
     if many and any(s.plan_changes for s in sweeps):
         ax.plot([], [], ls=":", color="0.45", label="plan changes (dotted, per program)")
     ax.set_xlabel(f"{g.name} ({'global batch size' if g.name == 'B' else 'swept size'})")
     units = {UNITS.get(q) for q in quantities}
     ax.set_ylabel("time per step (s)" if units == {"s"} else ", ".join(map(label_of, quantities)))
     s0 = sweeps[0]
-    ax.set_title(title or f"{' vs '.join(label_of(q) for q in quantities)} against {g.name} "
-                 f"({s0.hardware or 'no chip'}, {s0.model} model)", fontsize=11)
+    ax.set_title(
+        title
+        or f"{' vs '.join(label_of(q) for q in quantities)} against {g.name} "
+        f"({s0.hardware or 'no chip'}, {s0.model} model)",
+        fontsize=11,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.1)
     ax.legend(fontsize=8, loc="lower right")
     return _save(fig, path, inputs)
 
 
-def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[str],
-                  title: str | None = None, inputs: tuple[str | None, ...] = ()) -> Path:
+def plot_roofline(
+    sweeps: Sequence[Sweep],
+    path: str | Path,
+    labels: Sequence[str],
+    title: str | None = None,
+    inputs: tuple[str | None, ...] = (),
+) -> Path:
     """Achieved FLOP/s (FLOPs / T_lower) against arithmetic intensity (FLOPs per HBM byte) for
     each swept point, under the chip's roofline min(C, intensity * W_hbm) (the roofline chapter)."""
     roofs = {s.roof for s in sweeps if s.roof is not None}
     if len(roofs) != 1:
-        raise SweepError("a roofline needs one chip with C and W_hbm for every program"
-                         if not roofs else "a roofline draws one chip: the programs differ")
-    (c, w), = roofs
+        raise SweepError(
+            "a roofline needs one chip with C and W_hbm for every program"
+            if not roofs
+            else "a roofline draws one chip: the programs differ"
+        )
+    ((c, w),) = roofs
     if not all("intensity" in s.values and "flops_per_s" in s.values for s in sweeps):
         raise SweepError("a roofline needs intensity and flops_per_s to evaluate at every point")
     from matplotlib.colors import LogNorm, Normalize
@@ -164,28 +207,73 @@ def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[st
     grid = np.geomspace(lo, hi, 400)
     roof = np.minimum(c, grid * w)
     floor = min(ys.min(), roof.min()) / 2
-    ax.fill_between(grid, roof, floor, where=grid <= critical, color="#f4b6b6", alpha=0.5,
-                    lw=0, label=f"HBM-bandwidth-bound (intensity < {critical:.0f})")
-    ax.fill_between(grid, roof, floor, where=grid >= critical, color="#bfe3b4", alpha=0.5,
-                    lw=0, label="compute-bound")
-    ax.plot(grid, roof, color="black", lw=2.2,
-            label=f"roofline min(C, intensity x W_hbm): C = {c:.3g}, W_hbm = {w:.3g}")
+    ax.fill_between(
+        grid,
+        roof,
+        floor,
+        where=grid <= critical,
+        color="#f4b6b6",
+        alpha=0.5,
+        lw=0,
+        label=f"HBM-bandwidth-bound (intensity < {critical:.0f})",
+    )
+    ax.fill_between(
+        grid,
+        roof,
+        floor,
+        where=grid >= critical,
+        color="#bfe3b4",
+        alpha=0.5,
+        lw=0,
+        label="compute-bound",
+    )
+    ax.plot(
+        grid,
+        roof,
+        color="black",
+        lw=2.2,
+        label=f"roofline min(C, intensity x W_hbm): C = {c:.3g}, W_hbm = {w:.3g}",
+    )
     ax.axvline(critical, color="0.3", ls="--", lw=1)
-    ax.annotate(f"critical intensity\nC / W_hbm = {critical:.0f}", (critical, floor),
-                xytext=(5, 8), textcoords="offset points", fontsize=9, color="0.2")
+    ax.annotate(
+        f"critical intensity\nC / W_hbm = {critical:.0f}",
+        (critical, floor),
+        xytext=(5, 8),
+        textcoords="offset points",
+        fontsize=9,
+        color="0.2",
+    )
     x = g.values
     norm = LogNorm(x.min(), x.max()) if g.scale == "log" else Normalize(x.min(), x.max())
     markers = "osD^v<>ph*"
     handles = []
     for k, s in enumerate(sweeps):
         m = markers[k % len(markers)]
-        ax.plot(s.values["intensity"], s.values["flops_per_s"], "-", color="0.55", lw=0.8,
-                zorder=2)
-        points = ax.scatter(s.values["intensity"], s.values["flops_per_s"], c=x, cmap="viridis",
-                            norm=norm, marker=m, s=26, edgecolors="black", linewidths=0.3,
-                            zorder=3)
-        handles.append(Line2D([], [], ls="-", color="0.55", marker=m, markerfacecolor="0.8",
-                              markeredgecolor="black", label=labels[k]))
+        ax.plot(s.values["intensity"], s.values["flops_per_s"], "-", color="0.55", lw=0.8, zorder=2)
+        points = ax.scatter(
+            s.values["intensity"],
+            s.values["flops_per_s"],
+            c=x,
+            cmap="viridis",
+            norm=norm,
+            marker=m,
+            s=26,
+            edgecolors="black",
+            linewidths=0.3,
+            zorder=3,
+        )
+        handles.append(
+            Line2D(
+                [],
+                [],
+                ls="-",
+                color="0.55",
+                marker=m,
+                markerfacecolor="0.8",
+                markeredgecolor="black",
+                label=labels[k],
+            )
+        )
     fig.colorbar(points, ax=ax, label=f"{g.name} (swept)", pad=0.01)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -194,8 +282,12 @@ def plot_roofline(sweeps: Sequence[Sweep], path: str | Path, labels: Sequence[st
     ax.set_xlabel("arithmetic intensity (FLOPs per HBM byte, per device)")
     ax.set_ylabel("achieved FLOP/s per device (FLOPs / T_lower)")
     s0 = sweeps[0]
-    ax.set_title(title or f"Roofline on {s0.hardware}, {g.name} from {fmt_grid(x[0])} to "
-                 f"{fmt_grid(x[-1])} ({s0.model} model)", fontsize=11)
+    ax.set_title(
+        title
+        or f"Roofline on {s0.hardware}, {g.name} from {fmt_grid(x[0])} to "
+        f"{fmt_grid(x[-1])} ({s0.model} model)",
+        fontsize=11,
+    )
     ax.grid(True, which="major", alpha=0.3)
     area, _ = ax.get_legend_handles_labels()
     ax.legend(handles=[*area, *handles], fontsize=8, loc="upper left", framealpha=0.95)

@@ -1,7 +1,6 @@
 """A sweep as text: aligned tables (one dim: a column per quantity; two: a grid), CSV and JSON.
 The renderers of `shardc sweep --format`."""
 
-
 from __future__ import annotations
 
 import math
@@ -51,8 +50,9 @@ def render_table(sweeps: Sequence[Sweep]) -> str:
         if s.plans:
             out.append("")
             out.append("plans")
-            out.extend(f"  {p.letter}: {p.collectives}   ({p.share:.0%} of the points)"
-                       for p in s.plans)
+            out.extend(
+                f"  {p.letter}: {p.collectives}   ({p.share:.0%} of the points)" for p in s.plans
+            )
         out.extend(_listing("plan changes", s.plan_changes))
         out.extend(_listing("crossovers", s.crossovers))
     return "\n".join(out) + "\n"
@@ -80,8 +80,14 @@ def _table_1d(s: Sweep) -> list[str]:
     x = g.values
     which = s.plan
     rows = [[g.name, *(label_of(q) for q in s.shown), *([] if which is None else ["plan"])]]
-    rows += [[fmt_grid(x[k]), *(_cell(q, s.column(q)[k]) for q in s.shown),
-              *([] if which is None else [_letter(s, which[k])])] for k in keep]
+    rows += [
+        [
+            fmt_grid(x[k]),
+            *(_cell(q, s.column(q)[k]) for q in s.shown),
+            *([] if which is None else [_letter(s, which[k])]),
+        ]
+        for k in keep
+    ]
     lines = _align(rows)
     if len(keep) < g.n:
         lines.append(f"  ({len(keep)} of {g.n} rows; --format csv or json for all)")
@@ -106,8 +112,9 @@ def _table_2d(s: Sweep) -> list[str]:
         rows += [[fmt_grid(g0.values[i]), *cells] for i, cells in zip(r, table, strict=True)]
         lines.extend(_align(rows))
     if len(r) * len(c) < s.points:
-        lines.append(f"  ({len(r)} x {len(c)} of {g0.n} x {g1.n} points; --format csv or "
-                     "json for all)")
+        lines.append(
+            f"  ({len(r)} x {len(c)} of {g0.n} x {g1.n} points; --format csv or json for all)"
+        )
     return lines
 
 
@@ -139,8 +146,10 @@ def render_csv(sweeps: Sequence[Sweep]) -> str:
             qs["plan"] = _plan_letters(s)
         if not lines:
             lines.append(",".join(["program"] * many + [*grid, *(_csv_name(q) for q in qs)]))
-        cols = [np.char.mod("%.10g", v) if v.dtype.kind == "f" else v.astype(str)
-                for v in (*grid.values(), *qs.values())]
+        cols = [
+            np.char.mod("%.10g", v) if v.dtype.kind == "f" else v.astype(str)
+            for v in (*grid.values(), *qs.values())
+        ]
         prefix = f"{_csv_name(s.program)}," if many else ""
         lines.extend(prefix + ",".join(row) for row in zip(*cols, strict=True))
     return "\n".join(lines) + "\n"
@@ -156,22 +165,45 @@ def to_dict(s: Sweep) -> dict[str, Any]:
     reaches several plans, `plan` holds each point's letter (null with one plan), `plans` what
     each letter does and `plan_changes` where it changes along the first axis."""
     grid, qs = _flat(s)
-    return {"schema": SCHEMA, "program": s.program, "hardware": s.hardware, "model": s.model,
-            "axes": {g.name: {"start": g.start, "stop": g.stop, "n": g.n, "scale": g.scale}
-                     for g in s.grids},
-            "fixed": s.fixed,
-            "grid": {k: v.tolist() for k, v in grid.items()},
-            "quantities": {k: _json_list(v) for k, v in qs.items()},
-            "crossovers": [{"quantities": [c.a, c.b], "axis": c.axis, "at": c.at,
-                            "where": c.where, "larger_above": c.larger_above,
-                            "plan_changes_here": c.jump}
-                           for c in s.crossovers],
-            "plan": None if s.plan is None else _plan_letters(s).tolist(),
-            "plans": [{"plan": p.letter, "collectives": p.collectives, "condition": p.condition,
-                       "share_of_points": round(p.share, 4)} for p in s.plans],
-            "plan_changes": [{"axis": c.axis, "at": c.at, "where": c.where, "before": c.before,
-                              "after": c.after} for c in s.plan_changes],
-            "points": s.points, "seconds": s.seconds}
+    return {
+        "schema": SCHEMA,
+        "program": s.program,
+        "hardware": s.hardware,
+        "model": s.model,
+        "axes": {
+            g.name: {"start": g.start, "stop": g.stop, "n": g.n, "scale": g.scale} for g in s.grids
+        },
+        "fixed": s.fixed,
+        "grid": {k: v.tolist() for k, v in grid.items()},
+        "quantities": {k: _json_list(v) for k, v in qs.items()},
+        "crossovers": [
+            {
+                "quantities": [c.a, c.b],
+                "axis": c.axis,
+                "at": c.at,
+                "where": c.where,
+                "larger_above": c.larger_above,
+                "plan_changes_here": c.jump,
+            }
+            for c in s.crossovers
+        ],
+        "plan": None if s.plan is None else _plan_letters(s).tolist(),
+        "plans": [
+            {
+                "plan": p.letter,
+                "collectives": p.collectives,
+                "condition": p.condition,
+                "share_of_points": round(p.share, 4),
+            }
+            for p in s.plans
+        ],
+        "plan_changes": [
+            {"axis": c.axis, "at": c.at, "where": c.where, "before": c.before, "after": c.after}
+            for c in s.plan_changes
+        ],
+        "points": s.points,
+        "seconds": s.seconds,
+    }
 
 
 def _json_list(v: np.ndarray) -> list[Any]:

@@ -41,13 +41,16 @@ def chain_note(joint: float, alone: float, seconds: bool) -> str:
     """Why a product's plan is not the cheapest for it alone, as its collectives and its
     decision record say it.
 
-    >>> chain_note(384.0, 448.0, False)
-    'chosen with the contractions that consume its result: the chain costs 384 B / W_ici planned together, 448 B / W_ici one product at a time'
+    >>> chain_note(384.0, 448.0, False)  # doctest: +NORMALIZE_WHITESPACE
+    'chosen with the contractions that consume its result: the chain costs 384 B / W_ici
+    planned together, 448 B / W_ici one product at a time'
     """
     unit, tail = ("s", "") if seconds else ("B", " / W_ici")
-    return (f"chosen with the contractions that consume its result: the chain costs "
-            f"{fmt_value(joint, unit)}{tail} planned together, {fmt_value(alone, unit)}{tail} "
-            f"one product at a time")
+    return (
+        f"chosen with the contractions that consume its result: the chain costs "
+        f"{fmt_value(joint, unit)}{tail} planned together, {fmt_value(alone, unit)}{tail} "
+        f"one product at a time"
+    )
 
 
 def consumer_hint(out_dims: Sequence[str], consumer: Layout) -> Layout:
@@ -57,8 +60,11 @@ def consumer_hint(out_dims: Sequence[str], consumer: Layout) -> Layout:
     >>> consumer_hint(("I", "K"), Layout.of({"K": ("Z", "Y"), "L": ()})).format("C")
     'C[I, K_ZY]'
     """
-    return Layout(tuple(DimSharding(d, consumer.axes_of(d) if d in consumer.dim_names else ())
-                        for d in out_dims))
+    return Layout(
+        tuple(
+            DimSharding(d, consumer.axes_of(d) if d in consumer.dim_names else ()) for d in out_dims
+        )
+    )
 
 
 def request_hint(out_dims: Sequence[str], requested: Layout) -> Layout:
@@ -70,20 +76,29 @@ def request_hint(out_dims: Sequence[str], requested: Layout) -> Layout:
     >>> request_hint(("I", "N", "K"), Layout.of({"N": ("X",), "K": ("Y",), "M": ()})).format("T")
     'T[I, N_X, K_Y]'
     """
-    return Layout(tuple(DimSharding(d, requested.axes_of(d) if d in requested.dim_names
-                                    else ()) for d in out_dims))
+    return Layout(
+        tuple(
+            DimSharding(d, requested.axes_of(d) if d in requested.dim_names else ())
+            for d in out_dims
+        )
+    )
 
 
-def stage_hints(out_dims: Sequence[str], consumer: Layout, requested: Layout | None
-                ) -> list[Layout]:
+def stage_hints(
+    out_dims: Sequence[str], consumer: Layout, requested: Layout | None
+) -> list[Layout]:
     """The layouts an intermediate result of a chain is steered toward besides the plain
     search's: the consumer's (`consumer_hint`), the request's (`request_hint`), and both
     together where they do not clash (each mesh axis on one dim)."""
     hints = [consumer_hint(out_dims, consumer)]
     if requested is not None:
         req = request_hint(out_dims, requested)
-        both = Layout(tuple(DimSharding(c.dim, c.axes or r.axes)
-                            for c, r in zip(hints[0].dims, req.dims, strict=True)))
+        both = Layout(
+            tuple(
+                DimSharding(c.dim, c.axes or r.axes)
+                for c, r in zip(hints[0].dims, req.dims, strict=True)
+            )
+        )
         hints.append(req)
         axes = [a for d in both.dims for a in d.axes]
         if len(axes) == len(set(axes)):
@@ -91,8 +106,12 @@ def stage_hints(out_dims: Sequence[str], consumer: Layout, requested: Layout | N
     return [h for i, h in enumerate(hints) if h.sharding_axes and h not in hints[:i]]
 
 
-def plan_chain(start: Layout, steps: int, options: Callable[[int, Layout], Sequence[Option]],
-               keep: int = CHAIN_STATES) -> list[JointPick] | None:
+def plan_chain(
+    start: Layout,
+    steps: int,
+    options: Callable[[int, Layout], Sequence[Option]],
+    keep: int = CHAIN_STATES,
+) -> list[JointPick] | None:
     """The picks of the chain's first `steps - 1` contractions, or None where planning each
     product alone (each step's first option, from the layout the previous one left) is as
     cheap. `options(i, layout)` lists step i's ways from an operand in `layout`, the plain
@@ -115,7 +134,8 @@ def plan_chain(start: Layout, steps: int, options: Callable[[int, Layout], Seque
         alone += t
         greedy.append(here)
     states: dict[Layout, tuple[float, tuple[tuple[Layout, Layout | None], ...]]] = {
-        start: (0.0, ())}
+        start: (0.0, ())
+    }
     for i in range(steps):
         new: dict[Layout, tuple[float, tuple[tuple[Layout, Layout | None], ...]]] = {}
         for lay, (cost, path) in states.items():

@@ -45,29 +45,53 @@ from shardc.passes.symbolic_plans import Candidate, Recipe
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
 
-def contract(st: LoweringState, e: Contract, lv: Value, rv: Value, requested: Layout | None,
-             target: str, stmt: Assign | None, keep_partial: bool = False,
-             joint: JointPick | None = None) -> Value | None:
+def contract(
+    st: LoweringState,
+    e: Contract,
+    lv: Value,
+    rv: Value,
+    requested: Layout | None,
+    target: str,
+    stmt: Assign | None,
+    keep_partial: bool = False,
+    joint: JointPick | None = None,
+) -> Value | None:
     """`lv ·_J rv` (the operands of `e`, lowered by `walk.contract`): the plans searched and
     ranked, the chosen one emitted and its decision recorded. `joint`: how the chain this
     product is an inner stage of runs it (`chain_picks`)."""
     dtype = promote(lv.dtype, rv.dtype)
-    out_dims = requested.dim_names if requested is not None else output_dims(
-        lv.dims, rv.dims, e.dims)
-    numeric = st.all_known({*(d.dim for d in lv.layout.dims),
-                            *(d.dim for d in rv.layout.dims), *st.mesh})
+    out_dims = (
+        requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
+    )
+    numeric = st.all_known(
+        {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *st.mesh}
+    )
     links, c = st.hw_numbers(dtype)
-    ranking = plan_search(st, lv, rv, e.dims, out_dims, requested, keep_partial,
-                          joint.hint if joint is not None else None,
-                          shared=stmt is not None and stmt.partial)
+    ranking = plan_search(
+        st,
+        lv,
+        rv,
+        e.dims,
+        out_dims,
+        requested,
+        keep_partial,
+        joint.hint if joint is not None else None,
+        shared=stmt is not None and stmt.partial,
+    )
     search, objective = ranking.search, ranking.objective
     ranked = search.ranked
     if not ranked:
-        st.error("C009", f"no way to compute {st.fmt(requested, target) if requested else target}"
-                 f" from {st.fmt(lv.layout, lv.array)} and {st.fmt(rv.layout, rv.array)}",
-                 e.span, ("every way of giving the mesh axes to dims either leaves a shard "
-                          "that does not divide its dim or needs partial sums {U_X} that "
-                          "only a contracted dim sharded over X produces",))
+        st.error(
+            "C009",
+            f"no way to compute {st.fmt(requested, target) if requested else target}"
+            f" from {st.fmt(lv.layout, lv.array)} and {st.fmt(rv.layout, rv.array)}",
+            e.span,
+            (
+                "every way of giving the mesh axes to dims either leaves a shard "
+                "that does not divide its dim or needs partial sums {U_X} that "
+                "only a contracted dim sharded over X produces",
+            ),
+        )
         return None
     if joint is not None:
         # Chosen with the contraction that consumes the result (`chain_picks`): the cheapest
@@ -92,16 +116,33 @@ def contract(st: LoweringState, e: Contract, lv: Value, rv: Value, requested: La
         times = [float(objective(p)[1]) for p in options]
         chosen = options[st.chooser.rank(ordinal, times)]  # type: ignore[union-attr]
         if chosen is not ranked[0]:
-            whole = whole_program_text(chosen, ranked[0], objective, lv.array, rv.array,
-                                       target)
+            whole = whole_program_text(chosen, ranked[0], objective, lv.array, rv.array, target)
         ranked = [chosen, *(p for p in ranked if p is not chosen)]
     best = ranked[0]
     line = (stmt.span if stmt is not None else e.span).line
-    record_decision(st, ranked, ranking, numeric, line, e, lv, rv, dtype, target,
-                    (search.tried, search.space) if search.capped else None,
-                    candidates, ordinal, joint)
-    beat = (whole if whole else joint.reason(st.chip is not None) if joint is not None
-            else beat_text(ranked, objective, lv.array, rv.array, target))
+    record_decision(
+        st,
+        ranked,
+        ranking,
+        numeric,
+        line,
+        e,
+        lv,
+        rv,
+        dtype,
+        target,
+        (search.tried, search.space) if search.capped else None,
+        candidates,
+        ordinal,
+        joint,
+    )
+    beat = (
+        whole
+        if whole
+        else joint.reason(st.chip is not None)
+        if joint is not None
+        else beat_text(ranked, objective, lv.array, rv.array, target)
+    )
     mesh = tuple(st.mesh)
     why_l = case_reason(lv, rv, e.dims, "lhs", target, mesh)
     why_r = case_reason(lv, rv, e.dims, "rhs", target, mesh)
@@ -128,12 +169,16 @@ def shared_steps(steps: Sequence[Step]) -> bool:
     gathered over X before the sum moves X times what one gather of the sum does: XLA sums
     the terms of dIn sharded and gathers once)."""
     kinds = {s.kind for s in steps}
-    return bool(kinds) and (kinds <= {"AllReduce", "ReduceScatter"}
-                            or "AllGather" in kinds and kinds <= {"AllGather", "slice"})
+    return bool(kinds) and (
+        kinds <= {"AllReduce", "ReduceScatter"}
+        or "AllGather" in kinds
+        and kinds <= {"AllGather", "slice"}
+    )
 
 
-def chain_picks(st: LoweringState, top: Contract, requested: Layout | None,
-                keep_partial: bool) -> tuple[JointPick | None, ...]:
+def chain_picks(
+    st: LoweringState, top: Contract, requested: Layout | None, keep_partial: bool
+) -> tuple[JointPick | None, ...]:
     """How the inner contractions of the chain `top` heads (`A ·_J B ·_K C`: its left operands,
     innermost first) are run: the layouts of the chain's intermediate results chosen together
     (`passes.lower.chain`), where every operand is an array whose layout is known before
@@ -152,8 +197,11 @@ def chain_picks(st: LoweringState, top: Contract, requested: Layout | None,
     if any(v is None for v in leaves):
         return alone
     operands = [v for v in leaves if v is not None]
-    names = {*st.mesh, *(d for v in operands for d in v.dims),
-             *(requested.dim_names if requested is not None else ())}
+    names = {
+        *st.mesh,
+        *(d for v in operands for d in v.dims),
+        *(requested.dim_names if requested is not None else ()),
+    }
     if not st.all_declared(names):
         # Sizes the program leaves symbolic are planned one product at a time even where a
         # binding gives them a number, so a report's `at(...)` and a compile with those
@@ -168,8 +216,7 @@ def chain_picks(st: LoweringState, top: Contract, requested: Layout | None,
         s, rv = stages[i], operands[i + 1]
         lv = Value("", "", dtypes[i], lay)
         req, kp = (requested, keep_partial) if i == last else (None, False)
-        out_dims = req.dim_names if req is not None else output_dims(
-            lay.dim_names, rv.dims, s.dims)
+        out_dims = req.dim_names if req is not None else output_dims(lay.dim_names, rv.dims, s.dims)
         hints: list[Layout | None] = [None]
         if i < last:
             hints += stage_hints(out_dims, operands[i + 2].layout, requested)
@@ -209,10 +256,17 @@ class Ranking:
     key: SearchKey
 
 
-def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ...],
-                out_dims: tuple[str, ...], requested: Layout | None, keep_partial: bool,
-                hint: Layout | None = None, shared: bool = False
-                ) -> Ranking:
+def plan_search(
+    st: LoweringState,
+    lv: Value,
+    rv: Value,
+    contract: tuple[str, ...],
+    out_dims: tuple[str, ...],
+    requested: Layout | None,
+    keep_partial: bool,
+    hint: Layout | None = None,
+    shared: bool = False,
+) -> Ranking:
     """The ranked plans of `lv ·_contract rv` and the objective that ranks them, searched
     once per statement shape: within a lowering the sizes, topology and chip are fixed, so
     the ranking depends only on the operands' layouts and dtypes, the request and the hint
@@ -227,8 +281,18 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
     topo = st.topology
     size_of = st.numeric_size
     caches = st.caches
-    shape: SearchKey = (lv.layout, rv.layout, lv.dtype, rv.dtype, contract, out_dims,
-                        requested, keep_partial, hint, shared)
+    shape: SearchKey = (
+        lv.layout,
+        rv.layout,
+        lv.dtype,
+        rv.dtype,
+        contract,
+        out_dims,
+        requested,
+        keep_partial,
+        hint,
+        shared,
+    )
     measured = caches.measured.setdefault(shape, {})
 
     # A reshard's time and a local product's size, by value: the plans of a search share
@@ -240,14 +304,14 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
         t = seconds.get((steps, dt))
         if t is None:
             t = seconds[(steps, dt)] = float(
-                steps_time(steps, dt, size_of, st.ctx.model, topo, links))
+                steps_time(steps, dt, size_of, st.ctx.model, topo, links)
+            )
         return t
 
     def flops_of(p: EinsumPlan) -> float:
         f = flops.get((p.lhs_target, p.rhs_target))
         if f is None:
-            f = flops[(p.lhs_target, p.rhs_target)] = 2.0 * float(
-                einsum_elements(p, size_of))
+            f = flops[(p.lhs_target, p.rhs_target)] = 2.0 * float(einsum_elements(p, size_of))
         return f
 
     # Only where the program declares every size: a size bound by `--set` (or `at`) is
@@ -272,10 +336,18 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
         """Each reshard's time, the local product's HBM time and the FLOPs."""
         hit = measured.get(id(p))
         if hit is None or hit[0] is not p:
-            hit = measured[id(p)] = (p, (
-                (reshard_time(p.lhs_steps, lv.dtype), reshard_time(p.rhs_steps, rv.dtype),
-                 reshard_time(p.out_steps, dtype), hbm_time(p)),
-                flops_of(p)))
+            hit = measured[id(p)] = (
+                p,
+                (
+                    (
+                        reshard_time(p.lhs_steps, lv.dtype),
+                        reshard_time(p.rhs_steps, rv.dtype),
+                        reshard_time(p.out_steps, dtype),
+                        hbm_time(p),
+                    ),
+                    flops_of(p),
+                ),
+            )
         return hit[1]
 
     def rank(p: EinsumPlan, floors: Floors = (None, None, None)) -> Rank:
@@ -310,23 +382,44 @@ def plan_search(st: LoweringState, lv: Value, rv: Value, contract: tuple[str, ..
 
     search = caches.searches.get(shape)
     if search is None:
-        pricings = (st.pricing(lv.dtype, lv.dims), st.pricing(rv.dtype, rv.dims),
-                    st.pricing(dtype, out_dims))
+        pricings = (
+            st.pricing(lv.dtype, lv.dims),
+            st.pricing(rv.dtype, rv.dims),
+            st.pricing(dtype, out_dims),
+        )
         # Branch and bound needs the ranking and the reshards priced alike (every dim
         # declared) and one plan chosen by numbers; where a chooser may pick any plan at a
         # point (symbolic sizes), every plan's reshards are searched.
         bounded = numeric and all(st.declared(d) for d in (*lv.dims, *rv.dims))
         search = caches.searches[shape] = search_plans(
-            lv.layout, rv.layout, contract, out_dims, requested, tuple(st.mesh),
-            st.divisible, keep_partial, st.known_sizes(), objective,
-            pricings=pricings, floor=rank if bounded else None, idle=st.ctx.idle_axes,
+            lv.layout,
+            rv.layout,
+            contract,
+            out_dims,
+            requested,
+            tuple(st.mesh),
+            st.divisible,
+            keep_partial,
+            st.known_sizes(),
+            objective,
+            pricings=pricings,
+            floor=rank if bounded else None,
+            idle=st.ctx.idle_axes,
             wide=declared,
-            hint=hint)
+            hint=hint,
+        )
     return Ranking(search, objective, shape)
 
 
-def plan_candidates(st: LoweringState, plans: Sequence[EinsumPlan], ldt: str, rdt: str, dt: str,
-               links: Links, c: float | None) -> tuple[Candidate, ...]:
+def plan_candidates(
+    st: LoweringState,
+    plans: Sequence[EinsumPlan],
+    ldt: str,
+    rdt: str,
+    dt: str,
+    links: Links,
+    c: float | None,
+) -> tuple[Candidate, ...]:
     """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
     (communication, plus compute at the chip's peak) and FLOPs (`passes.symbolic_plans`)."""
     model, topo = st.ctx.model, st.topology
@@ -335,9 +428,11 @@ def plan_candidates(st: LoweringState, plans: Sequence[EinsumPlan], ldt: str, rd
     for i, p in enumerate(plans):
         key = (p.lhs_steps, p.rhs_steps, p.out_steps, p.lhs_target, p.rhs_target, ldt, rdt, dt)
         if key not in memo:
-            comm = (steps_time(p.lhs_steps, ldt, st.size_expr, model, topo, links)
-                    + steps_time(p.rhs_steps, rdt, st.size_expr, model, topo, links)
-                    + steps_time(p.out_steps, dt, st.size_expr, model, topo, links))
+            comm = (
+                steps_time(p.lhs_steps, ldt, st.size_expr, model, topo, links)
+                + steps_time(p.rhs_steps, rdt, st.size_expr, model, topo, links)
+                + steps_time(p.out_steps, dt, st.size_expr, model, topo, links)
+            )
             flops = 2 * einsum_elements(p, st.size_expr)
             # Math only, not the product's roofline time that a compile with every size
             # known ranks by (`plan_search`): a Max in the keys made the regions'
@@ -350,13 +445,17 @@ def plan_candidates(st: LoweringState, plans: Sequence[EinsumPlan], ldt: str, rd
         recipe = recipes.get(rkey)
         if recipe is None:
             recipe = recipes[rkey] = recipe_of(st, local, (ldt, rdt, dt), links, c)
-        out.append(Candidate(i, time, flops, len(p.collectives),
-                             (p.lhs_steps, p.rhs_steps, p.out_steps), recipe))
+        out.append(
+            Candidate(
+                i, time, flops, len(p.collectives), (p.lhs_steps, p.rhs_steps, p.out_steps), recipe
+            )
+        )
     return tuple(out)
 
 
-def recipe_of(st: LoweringState, local: Layout, dtypes: tuple[str, str, str], links: Links,
-           c: float | None) -> Recipe:
+def recipe_of(
+    st: LoweringState, local: Layout, dtypes: tuple[str, str, str], links: Links, c: float | None
+) -> Recipe:
     """How `plan_candidates` priced a plan, with the chip's figures as symbols where the chip (or
     `--set`) gives them a number (`passes.symbolic_plans.symbolic_time`)."""
     assert st.figures is not None  # hw_numbers ran
@@ -364,8 +463,9 @@ def recipe_of(st: LoweringState, local: Layout, dtypes: tuple[str, str, str], li
     syms = HardwareSymbols(frozenset(st.dims))
     w = tuple((lv, syms.w(lv) if syms.w(lv).name in values else links.w[lv]) for lv in LEVELS)
     t = tuple((lv, syms.t(lv) if syms.t(lv).name in values else links.t[lv]) for lv in LEVELS)
-    return Recipe(dtypes, local, st.ctx.model, st.topology, w, t,
-                  syms.flops(dtypes[2]) if c else None)
+    return Recipe(
+        dtypes, local, st.ctx.model, st.topology, w, t, syms.flops(dtypes[2]) if c else None
+    )
 
 
 def hbm_rate(st: LoweringState) -> float | None:
@@ -384,8 +484,11 @@ def hbm_rate(st: LoweringState) -> float | None:
 def einsum_bytes(p: EinsumPlan, ldt: str, rdt: str, size_of: SizeOf) -> Num:
     """Bytes the local product reads and writes per device, as the report counts them
     (`passes.derive_cost`): both operands in their targets and the result."""
-    return (local_bytes(p.lhs_target, ldt, size_of) + local_bytes(p.rhs_target, rdt, size_of)
-            + local_bytes(p.local_out, promote(ldt, rdt), size_of))
+    return (
+        local_bytes(p.lhs_target, ldt, size_of)
+        + local_bytes(p.rhs_target, rdt, size_of)
+        + local_bytes(p.local_out, promote(ldt, rdt), size_of)
+    )
 
 
 def local_layout(p: EinsumPlan) -> Layout:
@@ -402,12 +505,22 @@ def einsum_elements(p: EinsumPlan, size_of: SizeOf) -> Num:
     return local_elements(local_layout(p), size_of)
 
 
-def record_decision(st: LoweringState, ranked: list[EinsumPlan], ranking: Ranking,
-                    numeric: bool, line: int, e: Contract, lv: Value, rv: Value, dtype: str,
-                    target: str,
-                    search: tuple[int, int] | None = None,
-                    candidates: tuple[Candidate, ...] = (), ordinal: int = -1,
-                    joint: JointPick | None = None) -> None:
+def record_decision(
+    st: LoweringState,
+    ranked: list[EinsumPlan],
+    ranking: Ranking,
+    numeric: bool,
+    line: int,
+    e: Contract,
+    lv: Value,
+    rv: Value,
+    dtype: str,
+    target: str,
+    search: tuple[int, int] | None = None,
+    candidates: tuple[Candidate, ...] = (),
+    ordinal: int = -1,
+    joint: JointPick | None = None,
+) -> None:
     """The decision record: the distinct plans (at most three, best first), each with its
     communication time in SymPy and, where sizes are symbolic, the relation under which it
     would move fewer bytes than the chosen one. Nothing when there is nothing to explain.
@@ -421,22 +534,42 @@ def record_decision(st: LoweringState, ranked: list[EinsumPlan], ranking: Rankin
     memo_key = (ranking.key, tuple(map(id, ranked)), numeric, search is None)
     rankings = st.caches.rankings
     if memo_key not in rankings:
-        rankings[memo_key] = _alternatives(st, ranked, ranking.objective, numeric, lv, rv,
-                                           dtype, search is None)
+        rankings[memo_key] = _alternatives(
+            st, ranked, ranking.objective, numeric, lv, rv, dtype, search is None
+        )
     made = rankings[memo_key]
     if made is None:
         return
     alts, moves_nothing = made
-    st.decisions.append(Decision(line, target, lv.array, rv.array, e.dims, alts,
-                                 numeric, st.chip is not None, search,
-                                 moves_nothing, candidates, ordinal,
-                                 (joint.joint, joint.alone) if joint else None))
+    st.decisions.append(
+        Decision(
+            line,
+            target,
+            lv.array,
+            rv.array,
+            e.dims,
+            alts,
+            numeric,
+            st.chip is not None,
+            search,
+            moves_nothing,
+            candidates,
+            ordinal,
+            (joint.joint, joint.alone) if joint else None,
+        )
+    )
 
 
-def _alternatives(st: LoweringState, ranked: list[EinsumPlan],
-                  objective: Callable[[EinsumPlan], Rank], numeric: bool, lv: Value,
-                  rv: Value, dtype: str, uncapped: bool
-                  ) -> tuple[tuple[Alternative, ...], bool] | None:
+def _alternatives(
+    st: LoweringState,
+    ranked: list[EinsumPlan],
+    objective: Callable[[EinsumPlan], Rank],
+    numeric: bool,
+    lv: Value,
+    rv: Value,
+    dtype: str,
+    uncapped: bool,
+) -> tuple[tuple[Alternative, ...], bool] | None:
     distinct: list[EinsumPlan] = []
     seen: set[Signature] = set()
     for p in ranked:
@@ -454,10 +587,8 @@ def _alternatives(st: LoweringState, ranked: list[EinsumPlan],
 
     def sym_cost(p: EinsumPlan) -> sp.Expr:
         total = sp.Integer(0)
-        for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype),
-                          (p.out_steps, dtype)):
-            total += steps_time(steps, dt, size_symbol, st.ctx.model, st.topology,
-                                sym_links)
+        for steps, dt in ((p.lhs_steps, lv.dtype), (p.rhs_steps, rv.dtype), (p.out_steps, dtype)):
+            total += steps_time(steps, dt, size_symbol, st.ctx.model, st.topology, sym_links)
         return total
 
     def key(p: EinsumPlan) -> StepsKey:
@@ -478,6 +609,9 @@ def _alternatives(st: LoweringState, ranked: list[EinsumPlan],
                 wins = sp.true if rel is True else sp.false if rel is False else rel
             memo[memo_key] = (cost, wins)
         cost, wins = memo[memo_key]
-        alts.append(Alternative(p.lhs_steps, p.rhs_steps, p.out_steps, cost,
-                                float(objective(p)[1]), i == 0, wins))
+        alts.append(
+            Alternative(
+                p.lhs_steps, p.rhs_steps, p.out_steps, cost, float(objective(p)[1]), i == 0, wins
+            )
+        )
     return tuple(alts), bool(bw_best == 0)

@@ -50,7 +50,7 @@ def _scatter_target(v: Value, other: Value, drop: frozenset[str]) -> Layout | No
     dims = []
     for d in v.layout.dims:
         axes = theirs[d.dim]
-        if axes[:len(d.axes)] != d.axes or not set(axes[len(d.axes):]) <= drop:
+        if axes[: len(d.axes)] != d.axes or not set(axes[len(d.axes) :]) <= drop:
             return None
         dims.append(DimSharding(d.dim, axes))
     out = Layout(tuple(dims), v.layout.unreduced - drop)
@@ -77,7 +77,7 @@ def _union(a: Layout, b: Layout, unreduced: frozenset[str]) -> Layout | None:
     for d in a.dims:
         theirs = b.axes_of(d.dim) if d.dim in b.dim_names else ()
         finer, coarser = (theirs, d.axes) if len(theirs) > len(d.axes) else (d.axes, theirs)
-        if finer[:len(coarser)] != coarser:
+        if finer[: len(coarser)] != coarser:
             return None
         dims.append(DimSharding(d.dim, finer))
     axes = [x for d in dims for x in d.axes]
@@ -102,8 +102,8 @@ def _refined(big: Layout, small: Layout, unreduced: frozenset[str]) -> Layout | 
         theirs = small.axes_of(d.dim) if d.dim in small.dim_names else ()
         elsewhere = {a for e in big.dims if e.dim != d.dim for a in e.axes} | set(unreduced)
         extra: list[str] = []
-        if theirs[:len(mine)] == mine:
-            for a in theirs[len(mine):]:
+        if theirs[: len(mine)] == mine:
+            for a in theirs[len(mine) :]:
                 if a in elsewhere:
                     break
                 extra.append(a)
@@ -117,9 +117,12 @@ WIDE_LAYOUTS = 64
 every layout of its dims over the axes in play while there are at most this many."""
 
 
-def wide_layouts(dims: Sequence[str], axes: Sequence[str],
-                 divisible: Callable[[str, tuple[str, ...]], bool],
-                 limit: int = WIDE_LAYOUTS) -> list[Layout]:
+def wide_layouts(
+    dims: Sequence[str],
+    axes: Sequence[str],
+    divisible: Callable[[str, tuple[str, ...]], bool],
+    limit: int = WIDE_LAYOUTS,
+) -> list[Layout]:
     """Every layout of `dims` over `axes` (each axis on one dim or none, in each order) whose
     shards divide their dims, or [] when there are more than `limit`: the layouts in which an
     elementwise op or a sum may run besides its operands' own and the request. An operand may
@@ -134,8 +137,11 @@ def wide_layouts(dims: Sequence[str], axes: Sequence[str],
     """
     count = 0
     for k in range(len(axes) + 1):  # k axes placed, in order, over the dims
-        count += math.comb(len(axes), k) * math.factorial(k) * math.comb(k + len(dims) - 1,
-                                                                            len(dims) - 1)
+        count += (
+            math.comb(len(axes), k)
+            * math.factorial(k)
+            * math.comb(k + len(dims) - 1, len(dims) - 1)
+        )
     if count > limit:
         return []
     out = []
@@ -143,8 +149,9 @@ def wide_layouts(dims: Sequence[str], axes: Sequence[str],
         per = {d: [a for a, w in zip(axes, where, strict=True) if w == d] for d in dims}
         for orders in itertools.product(*[itertools.permutations(per[d]) for d in dims]):
             if all(not o or divisible(d, o) for d, o in zip(dims, orders, strict=True)):
-                out.append(Layout(tuple(DimSharding(d, o) for d, o in zip(dims, orders,
-                                                                            strict=True))))
+                out.append(
+                    Layout(tuple(DimSharding(d, o) for d, o in zip(dims, orders, strict=True)))
+                )
     return out
 
 
@@ -179,8 +186,13 @@ def unary(st: LoweringState, fn: str, a: Value | None, span: Span) -> Value | No
     if a is None:
         return None
     if a.layout.unreduced and fn not in LINEAR_FUNCTIONS:
-        a = reshard(st, a, a.layout.with_unreduced(frozenset()), span,
-                         f"{fn} is not linear: partial sums are reduced first")
+        a = reshard(
+            st,
+            a,
+            a.layout.with_unreduced(frozenset()),
+            span,
+            f"{fn} is not linear: partial sums are reduced first",
+        )
         if a is None:
             return None
     name = derived_name(f"{fn}({a.array})")
@@ -188,8 +200,15 @@ def unary(st: LoweringState, fn: str, a: Value | None, span: Span) -> Value | No
     return st.emit(Elementwise(fn, out, (a,), span))
 
 
-def combine(st: LoweringState, op: str, lv: Value | None, rv: Value | None, span: Span,
-            request: Layout | None = None, then: Then | None = None) -> Value | None:
+def combine(
+    st: LoweringState,
+    op: str,
+    lv: Value | None,
+    rv: Value | None,
+    span: Span,
+    request: Layout | None = None,
+    then: Then | None = None,
+) -> Value | None:
     """`lv op rv` elementwise, broadcasting by dim name: the partial sums the op cannot
     combine reduced first, then both operands in the layout that costs least to reach,
     counting the move of the result to `request` (the statement's left-hand side) after,
@@ -207,13 +226,23 @@ def combine(st: LoweringState, op: str, lv: Value | None, rv: Value | None, span
             keep = u
     why = f"`{op}` cannot combine these partial sums: they are reduced first"
     if lu - keep:
-        lv = reshard(st, lv, _scatter_target(lv, rv, lu - keep)
-                          or lv.layout.with_unreduced(keep & lu), span, why)
+        lv = reshard(
+            st,
+            lv,
+            _scatter_target(lv, rv, lu - keep) or lv.layout.with_unreduced(keep & lu),
+            span,
+            why,
+        )
         if lv is None:
             return None
     if ru - keep:
-        rv = reshard(st, rv, _scatter_target(rv, lv, ru - keep)
-                          or rv.layout.with_unreduced(keep & ru), span, why)
+        rv = reshard(
+            st,
+            rv,
+            _scatter_target(rv, lv, ru - keep) or rv.layout.with_unreduced(keep & ru),
+            span,
+            why,
+        )
     if lv is None or rv is None:
         return None
     big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
@@ -231,9 +260,15 @@ def combine(st: LoweringState, op: str, lv: Value | None, rv: Value | None, span
     if st.chooser is not None and sized:
         # Which layout the result takes depends on symbolic sizes: the chooser picks, over
         # the same key the numeric sort below uses (passes/symbolic_plans.py).
-        cands = [Candidate(a.order, as_expr(_symbolic_time(st, a, big, small)),
-                           as_expr(local_elements(a.layout, st.size_expr)), 0)
-                 for a in options]
+        cands = [
+            Candidate(
+                a.order,
+                as_expr(_symbolic_time(st, a, big, small)),
+                as_expr(local_elements(a.layout, st.size_expr)),
+                0,
+            )
+            for a in options
+        ]
         pick = st.chooser.choose(ordinal, cands)
     if then is not None:
         dtype = promote(lv.dtype, rv.dtype)
@@ -255,85 +290,136 @@ def combine(st: LoweringState, op: str, lv: Value | None, rv: Value | None, span
     return st.emit(Elementwise(op, out, args, span))
 
 
-def _alignments(st: LoweringState, big: Value, small: Value, unreduced: frozenset[str],
-                request: Layout | None, then: Then | None = None) -> list[Alignment]:
+def _alignments(
+    st: LoweringState,
+    big: Value,
+    small: Value,
+    unreduced: frozenset[str],
+    request: Layout | None,
+    then: Then | None = None,
+) -> list[Alignment]:
     """The layouts the result may take, in the order ties keep: the smaller operand follows
     the bigger; the bigger takes the smaller's shardings on the dims they share; each dim
     sharded as whichever operand shards it (their union); the statement's request; then,
     where `wide_search` holds, every layout over the axes in play (those and `then`'s). Each
     operand moves there the cheapest way; with a request, so does the result after. Found
     once per statement shape within a lowering."""
-    key = (big.layout, big.dtype, small.layout, small.dtype, unreduced, request,
-           None if then is None else (then[0].layout, then[0].dtype, then[1]))
+    key = (
+        big.layout,
+        big.dtype,
+        small.layout,
+        small.dtype,
+        unreduced,
+        request,
+        None if then is None else (then[0].layout, then[0].dtype, then[1]),
+    )
     hit = st.caches.alignments.get(key)
     if hit is None:
         hit = st.caches.alignments[key] = _align(st, big, small, unreduced, request, then)
     return list(hit)
 
 
-def _align(st: LoweringState, big: Value, small: Value, unreduced: frozenset[str],
-           request: Layout | None, then: Then | None) -> list[Alignment]:
+def _align(
+    st: LoweringState,
+    big: Value,
+    small: Value,
+    unreduced: frozenset[str],
+    request: Layout | None,
+    then: Then | None,
+) -> list[Alignment]:
     used = set(small.layout.sharding_axes)
     layouts = [
         big.layout.with_unreduced(unreduced),
-        Layout(tuple(DimSharding(d.dim, small.layout.axes_of(d.dim)) if d.dim in small.dims
-                     else DimSharding(d.dim, tuple(x for x in d.axes if x not in used))
-                     for d in big.layout.dims), unreduced)]
-    for union in (_union(big.layout, small.layout, unreduced),
-                  _refined(big.layout, small.layout, unreduced)):
+        Layout(
+            tuple(
+                DimSharding(d.dim, small.layout.axes_of(d.dim))
+                if d.dim in small.dims
+                else DimSharding(d.dim, tuple(x for x in d.axes if x not in used))
+                for d in big.layout.dims
+            ),
+            unreduced,
+        ),
+    ]
+    for union in (
+        _union(big.layout, small.layout, unreduced),
+        _refined(big.layout, small.layout, unreduced),
+    ):
         if union is not None and all(st.divisible(d.dim, d.axes) for d in union.dims):
             layouts.append(union)
     if request is not None and set(request.dim_names) == set(big.dims):
-        layouts.append(Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims),
-                              unreduced))
+        layouts.append(
+            Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims), unreduced)
+        )
     if wide_search(st, big.dims):
         # After the fixed few (ties keep them): every layout over the axes in play.
-        later = (*then[0].layout.sharding_axes,
-                 *(then[1].sharding_axes if then[1] else ())) if then else ()
-        axes = [a for a in st.mesh if a in {*big.layout.sharding_axes,
-                                            *small.layout.sharding_axes,
-                                            *(request.sharding_axes if request else ()),
-                                            *later}
-                and a not in unreduced]
-        layouts += [lay.with_unreduced(unreduced)
-                    for lay in wide_layouts(big.dims, axes, st.divisible)]
+        later = (
+            (*then[0].layout.sharding_axes, *(then[1].sharding_axes if then[1] else ()))
+            if then
+            else ()
+        )
+        axes = [
+            a
+            for a in st.mesh
+            if a
+            in {
+                *big.layout.sharding_axes,
+                *small.layout.sharding_axes,
+                *(request.sharding_axes if request else ()),
+                *later,
+            }
+            and a not in unreduced
+        ]
+        layouts += [
+            lay.with_unreduced(unreduced) for lay in wide_layouts(big.dims, axes, st.divisible)
+        ]
     out: list[Alignment] = []
     for layout in dict.fromkeys(layouts):
-        big_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in big.dims),
-                          big.layout.unreduced)
-        small_want = Layout(tuple(DimSharding(d, layout.axes_of(d)) for d in small.dims),
-                            small.layout.unreduced)
+        big_want = Layout(
+            tuple(DimSharding(d, layout.axes_of(d)) for d in big.dims), big.layout.unreduced
+        )
+        small_want = Layout(
+            tuple(DimSharding(d, layout.axes_of(d)) for d in small.dims), small.layout.unreduced
+        )
         sizes = st.known_sizes()
-        big_steps = plan_reshard(big.layout, big_want, sizes,
-                                 st.pricing(big.dtype, big.dims))
-        small_steps = plan_reshard(small.layout, small_want, sizes,
-                                   st.pricing(small.dtype, small.dims))
+        big_steps = plan_reshard(big.layout, big_want, sizes, st.pricing(big.dtype, big.dims))
+        small_steps = plan_reshard(
+            small.layout, small_want, sizes, st.pricing(small.dtype, small.dims)
+        )
         request_steps: list[Step] | None = []
         if request is not None and layout != request:
-            request_steps = plan_reshard(layout, request, sizes,
-                                         st.pricing(promote(big.dtype, small.dtype),
-                                                    layout.dim_names))
+            request_steps = plan_reshard(
+                layout,
+                request,
+                sizes,
+                st.pricing(promote(big.dtype, small.dtype), layout.dim_names),
+            )
         if big_steps is None or small_steps is None or request_steps is None:
             continue
-        cost = (cost_steps(st, big_steps, big.dtype) + cost_steps(st, small_steps, small.dtype)
-                + cost_steps(st, request_steps, promote(big.dtype, small.dtype)))
+        cost = (
+            cost_steps(st, big_steps, big.dtype)
+            + cost_steps(st, small_steps, small.dtype)
+            + cost_steps(st, request_steps, promote(big.dtype, small.dtype))
+        )
         elements = float(local_elements(layout, st.numeric_size))
-        out.append(Alignment(len(out), layout, cost, elements, big_steps, small_steps,
-                              request_steps))
+        out.append(
+            Alignment(len(out), layout, cost, elements, big_steps, small_steps, request_steps)
+        )
     return out
 
 
 def _symbolic_time(st: LoweringState, a: Alignment, big: Value, small: Value) -> Num:
     total: Num = 0
-    for steps, dtype in ((a.big_steps, big.dtype), (a.small_steps, small.dtype),
-                         (a.request_steps, promote(big.dtype, small.dtype))):
-        total = total + steps_time(steps, dtype, st.size_expr, st.ctx.model,
-                                   st.topology, st.hw_numbers(dtype)[0])
+    for steps, dtype in (
+        (a.big_steps, big.dtype),
+        (a.small_steps, small.dtype),
+        (a.request_steps, promote(big.dtype, small.dtype)),
+    ):
+        total = total + steps_time(
+            steps, dtype, st.size_expr, st.ctx.model, st.topology, st.hw_numbers(dtype)[0]
+        )
     return total
 
 
 def cost_steps(st: LoweringState, steps: Sequence[Step], dtype: str) -> float:
     links, _ = st.hw_numbers(dtype)
-    return float(steps_time(steps, dtype, st.numeric_size, st.ctx.model,
-                            st.topology, links))
-
+    return float(steps_time(steps, dtype, st.numeric_size, st.ctx.model, st.topology, links))

@@ -15,8 +15,9 @@ from shardc.passes.lower.state import LoweringState
 from shardc.passes.reshard import Step, plan_reshard
 
 
-def reshard(st: LoweringState, v: Value, want: Layout, span: Span, why: str,
-            name: str | None = None) -> Value | None:
+def reshard(
+    st: LoweringState, v: Value, want: Layout, span: Span, why: str, name: str | None = None
+) -> Value | None:
     """`v` brought to `want` by reshard's plan; None (with C004) where no plan makes it."""
     if v.layout == want:
         return v
@@ -28,23 +29,32 @@ def reshard(st: LoweringState, v: Value, want: Layout, span: Span, why: str,
     if steps is None:
         extra = want.unreduced - v.layout.unreduced
         shown = name or v.array
-        st.error("C004", f"cannot make {st.fmt(want, shown)} from "
-                 f"{st.fmt(v.layout, v.array)}: "
-                 f"no collective creates partial sums over {format_axes(st.ordered(extra))}",
-                 span, ("partial sums {U_X} come from contracting a dim sharded over X",))
+        st.error(
+            "C004",
+            f"cannot make {st.fmt(want, shown)} from "
+            f"{st.fmt(v.layout, v.array)}: "
+            f"no collective creates partial sums over {format_axes(st.ordered(extra))}",
+            span,
+            ("partial sums {U_X} come from contracting a dim sharded over X",),
+        )
         return None
     return apply_steps(st, v, steps, span, lambda s: why)
 
 
-def cached_source(st: LoweringState, v: Value, want: Layout, sizes: dict[str, float],
-                  pricing: Pricing) -> Value:
+def cached_source(
+    st: LoweringState, v: Value, want: Layout, sizes: dict[str, float], pricing: Pricing
+) -> Value:
     """The copy of `v` to reshard from: `v`, or a layout of it an earlier reshard made
     (`resharded`), where every mesh axis's size is known, under the exact model, and
     resharding that copy costs strictly less (`R0[I, K_Y] = E; R1[I, K_X] = E` slices
     R1 from the whole E that R0's reshard gathered, rather than gather E again).
     Parameters are gathered again where needed (`apply_steps`)."""
-    if (st.ctx.model != "exact" or v.array in st.params or v.id not in st.copies
-        or any(a not in sizes for a in st.mesh)):
+    if (
+        st.ctx.model != "exact"
+        or v.array in st.params
+        or v.id not in st.copies
+        or any(a not in sizes for a in st.mesh)
+    ):
         return v
     copies: list[Value] = []
     frontier = [v.id]
@@ -68,8 +78,14 @@ def cached_source(st: LoweringState, v: Value, want: Layout, sizes: dict[str, fl
     return best
 
 
-def apply_steps(st: LoweringState, v: Value, steps: Sequence[Step], span: Span,
-                why: Callable[[Step], str], beat: str = "") -> Value:
+def apply_steps(
+    st: LoweringState,
+    v: Value,
+    steps: Sequence[Step],
+    span: Span,
+    why: Callable[[Step], str],
+    beat: str = "",
+) -> Value:
     """Emit `steps` on `v`, each op with its reason (`why`, then what the plan beat)."""
     for s in steps:
         # An activation already brought to this layout is reused (the backward pass reads
@@ -81,14 +97,24 @@ def apply_steps(st: LoweringState, v: Value, steps: Sequence[Step], span: Span,
             continue
         out = Value(st.fresh(v.array), v.array, v.dtype, s.dst)
         if s.kind == "slice":
-            v = st.emit(LocalSlice(out, v, span, f"{why(s)}: free local slice over "
-                                   f"{format_axes(s.axes)}"))
+            v = st.emit(
+                LocalSlice(out, v, span, f"{why(s)}: free local slice over {format_axes(s.axes)}")
+            )
         else:
             reason = f"{why(s)}: {describe_step(s, v.array, tuple(st.mesh))}"
             if beat:
                 reason += f"; {beat}"
-            v = st.emit(Collective(s.kind, out, v, s.axes, s.dim, span,  # type: ignore[arg-type]
-                                   reason))
+            v = st.emit(
+                Collective(
+                    s.kind,  # type: ignore[arg-type]
+                    out,
+                    v,
+                    s.axes,
+                    s.dim,
+                    span,
+                    reason,
+                )
+            )
         st.resharded[key] = v
         st.copies.setdefault(key[0], []).append(v)
     return v

@@ -44,7 +44,7 @@ def derived_name(text: str) -> str:
     if len(text) <= MAX_DERIVED_NAME:
         return text
     tail = MAX_DERIVED_NAME // 4
-    return f"{text[:MAX_DERIVED_NAME - tail - 1]}…{text[-tail:]}"
+    return f"{text[: MAX_DERIVED_NAME - tail - 1]}…{text[-tail:]}"
 
 
 TYPICAL_DIM = 4096
@@ -53,8 +53,18 @@ TYPICAL_AXIS = 4
 then lists the alternatives with the condition under which each would win."""
 
 
-SearchKey = tuple[Layout, Layout, str, str, tuple[str, ...], tuple[str, ...], "Layout | None",
-                  bool, "Layout | None", bool]
+SearchKey = tuple[
+    Layout,
+    Layout,
+    str,
+    str,
+    tuple[str, ...],
+    tuple[str, ...],
+    "Layout | None",
+    bool,
+    "Layout | None",
+    bool,
+]
 """A contraction's statement shape, as the plan search sees it: the operands' layouts and
 dtypes, the contracted dims, the output dims, the request, whether partial sums are kept, the
 chain's hint and whether the product is one term of a sum (`contract.plan_search`)."""
@@ -82,8 +92,7 @@ class PlanCaches:
     """Each plan's rank within its statement shape's search, by identity with the plan itself
     (a plan's hash is a dozen Python calls, and the search asks for every rank many times;
     kept with the plan, an id is never reused while its entry lives)."""
-    measured: dict[SearchKey, dict[int, tuple[EinsumPlan, Measure]]] = field(
-        default_factory=dict)
+    measured: dict[SearchKey, dict[int, tuple[EinsumPlan, Measure]]] = field(default_factory=dict)
     """Each plan's reshard, HBM and FLOP figures, keyed as `ranks`."""
     seconds: dict[tuple[tuple[Step, ...], str], float] = field(default_factory=dict)
     """A reshard's time by its steps and dtype."""
@@ -91,8 +100,10 @@ class PlanCaches:
     """A local product's FLOPs by its operands' targets."""
     hbm: dict[tuple[Layout, Layout, Layout, str, str], float] = field(default_factory=dict)
     """A local product's HBM time by its operands' targets, its result and the dtypes."""
-    candidates: dict[tuple[tuple[Step, ...], tuple[Step, ...], tuple[Step, ...], Layout, Layout,
-                           str, str, str], tuple[sp.Expr, sp.Expr]] = field(default_factory=dict)
+    candidates: dict[
+        tuple[tuple[Step, ...], tuple[Step, ...], tuple[Step, ...], Layout, Layout, str, str, str],
+        tuple[sp.Expr, sp.Expr],
+    ] = field(default_factory=dict)
     """A plan's time and FLOPs over the symbolic sizes (`contract.plan_candidates`)."""
     recipes: dict[tuple[Layout, str, str, str], Recipe] = field(default_factory=dict)
     """How a plan's local product was priced (`contract.recipe_of`)."""
@@ -101,12 +112,14 @@ class PlanCaches:
     (`elementwise._alignments`)."""
     summed: dict[tuple[object, ...], Layout | None] = field(default_factory=dict)
     """The layout a sum runs in by its operand, dims and request (`walk.summed_layout`)."""
-    rankings: dict[tuple[SearchKey, tuple[int, ...], bool, bool],
-                   tuple[tuple[Alternative, ...], bool] | None] = field(default_factory=dict)
+    rankings: dict[
+        tuple[SearchKey, tuple[int, ...], bool, bool], tuple[tuple[Alternative, ...], bool] | None
+    ] = field(default_factory=dict)
     """A ranking's alternatives for the decision record, by its statement shape and its plans
     in order, by identity: they live in `searches` (`contract.record_decision`)."""
-    alternatives: dict[tuple[StepsKey, StepsKey | None], tuple[sp.Expr, sp.Basic | None]] = (
-        field(default_factory=dict))
+    alternatives: dict[tuple[StepsKey, StepsKey | None], tuple[sp.Expr, sp.Basic | None]] = field(
+        default_factory=dict
+    )
     """An alternative's time in SymPy and the relation under which it beats the chosen plan."""
     pricings: dict[tuple[str, tuple[str, ...]], Pricing] = field(default_factory=dict)
     """How the reshard planner prices each (dtype, dims) (`LoweringState.pricing`)."""
@@ -194,8 +207,13 @@ class LoweringState:
         if hit is None:  # one object per array shape: the planner's memo key compares by identity
             known = {d: v for d in dims if self.declared(d) and (v := self.known(d)) is not None}
             hit = self.caches.pricings[key] = Pricing.of(
-                dtype, known, float(TYPICAL_DIM), self.ctx.model, self.topology,
-                self.hw_numbers(dtype)[0])
+                dtype,
+                known,
+                float(TYPICAL_DIM),
+                self.ctx.model,
+                self.topology,
+                self.hw_numbers(dtype)[0],
+            )
         return hit
 
     def all_known(self, names: Iterable[str]) -> bool:
@@ -203,8 +221,7 @@ class LoweringState:
 
     def all_declared(self, names: Iterable[str]) -> bool:
         """Every name is a dim or mesh axis the program gives a number (`--set` aside)."""
-        return all((self.dims if n in self.dims else self.mesh).get(n) is not None
-                   for n in names)
+        return all((self.dims if n in self.dims else self.mesh).get(n) is not None for n in names)
 
     def divisible(self, dim: str, axes: tuple[str, ...]) -> bool:
         size = self.known(dim)
@@ -221,9 +238,9 @@ class LoweringState:
     def hw_numbers(self, dtype: str) -> tuple[Links, float | None]:
         """Link figures and C for planning (passes.symbols.planning_figures), once per run."""
         if self.figures is None:
-            self.figures = planning_figures(self.chip, self.bindings,
-                                            frozenset(self.dims),
-                                            self.ctx.options.matmul_precision)
+            self.figures = planning_figures(
+                self.chip, self.bindings, frozenset(self.dims), self.ctx.options.matmul_precision
+            )
         links, values = self.figures
         c = values.get(HardwareSymbols(frozenset(self.dims)).flops(dtype).name)
         return links, (None if c is None else float(c))

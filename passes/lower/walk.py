@@ -52,9 +52,15 @@ if TYPE_CHECKING:
     from shardc.hardware import Chip
 
 
-def insert_collectives(program: Program, ctx: Context, chooser: Chooser | None = None, *,
-                       chip: Chip | None = None, topology: Topology | None = None,
-                       bindings: Mapping[str, float] = MappingProxyType({})) -> CompiledProgram:
+def insert_collectives(
+    program: Program,
+    ctx: Context,
+    chooser: Chooser | None = None,
+    *,
+    chip: Chip | None = None,
+    topology: Topology | None = None,
+    bindings: Mapping[str, float] = MappingProxyType({}),
+) -> CompiledProgram:
     """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
     the collectives its layouts need, on `chip` and `topology` with the validated `bindings`
     (what `passes.pipeline.Unit` holds). Where the ranking of a contraction's plans depends on
@@ -96,17 +102,25 @@ def walk(st: LoweringState, program: Program) -> CompiledProgram:
             break
         if isinstance(stmt, (ArrayDecl, Assign)) and stmt.times:
             # every op of a statement in `repeat` runs with it
-            st.ops[start:] = [dataclasses.replace(op, times=stmt.times)
-                              for op in st.ops[start:]]
+            st.ops[start:] = [dataclasses.replace(op, times=stmt.times) for op in st.ops[start:]]
             made = {op.out.array for op in st.ops[start:]}  # inline `In[I_X]` too
             made.add(stmt.name if isinstance(stmt, ArrayDecl) else stmt.target)
             st.array_times.update(dict.fromkeys(made, stmt.times))
     return CompiledProgram(
-        st.name, tuple(st.mesh.items()), tuple(st.dims.items()), st.hardware,
-        tuple(st.ops), tuple(st.arrays.values()), tuple(st.decisions),
-        st.topology, tuple(sorted(st.params)), program.repeats,
-        tuple(st.array_times.items()), sized_choices=st.sized_choices,
-        aliases=tuple(st.aliases.items()))
+        st.name,
+        tuple(st.mesh.items()),
+        tuple(st.dims.items()),
+        st.hardware,
+        tuple(st.ops),
+        tuple(st.arrays.values()),
+        tuple(st.decisions),
+        st.topology,
+        tuple(sorted(st.params)),
+        program.repeats,
+        tuple(st.array_times.items()),
+        sized_choices=st.sized_choices,
+        aliases=tuple(st.aliases.items()),
+    )
 
 
 def assign(st: LoweringState, stmt: Assign) -> None:
@@ -119,23 +133,34 @@ def assign(st: LoweringState, stmt: Assign) -> None:
     elif isinstance(stmt.expr, Reduce) and stmt.expr.kind == "Sum" and req is not None:
         v = reduce(st, stmt.expr, target, req)
         if v is not None:
-            v = reshard(st, v, req, stmt.span,
-                        f"the left-hand side requests {st.fmt(req, target)}", target)
+            v = reshard(
+                st, v, req, stmt.span, f"the left-hand side requests {st.fmt(req, target)}", target
+            )
     else:
         # An elementwise statement weighs its request when it aligns the operands (moving
         # a small operand can beat moving the result).
         v = elementwise(st, stmt.expr, target, req)
         if v is not None:
             if req is not None:
-                v = reshard(st, v, req, stmt.span,
-                                 f"the left-hand side requests {st.fmt(req, target)}",
-                                 target)
+                v = reshard(
+                    st,
+                    v,
+                    req,
+                    stmt.span,
+                    f"the left-hand side requests {st.fmt(req, target)}",
+                    target,
+                )
             elif v.layout.unreduced and not stmt.partial:
                 axes = st.ordered(v.layout.unreduced)
                 want = v.layout.with_unreduced(frozenset())
-                v = reshard(st, v, want, stmt.span,
-                                 f"{target} is written without {{U_{format_axes(axes)}}}: "
-                                 "its partial sums are reduced")
+                v = reshard(
+                    st,
+                    v,
+                    want,
+                    stmt.span,
+                    f"{target} is written without {{U_{format_axes(axes)}}}: "
+                    "its partial sums are reduced",
+                )
     if v is None:
         st.failed = True
         return
@@ -171,16 +196,14 @@ def expr(st: LoweringState, e: Expr, target: str) -> Value | None:
                 back = {new: old for old, new in e.renames}
                 if layout is not None:
                     want = layout.stripped().renamed(back)
-                    moved = reshard(st, v, want, e.span,
-                                         f"{name} is used as {st.fmt(want, name)}")
+                    moved = reshard(st, v, want, e.span, f"{name} is used as {st.fmt(want, name)}")
                     if moved is None:
                         return None
                     v = moved
                 return Value(v.id, v.array, v.dtype, v.layout.renamed(dict(e.renames)))
             if layout is not None:
                 want = layout.stripped()
-                return reshard(st, v, want, e.span,
-                                    f"{name} is used as {st.fmt(want, name)}")
+                return reshard(st, v, want, e.span, f"{name} is used as {st.fmt(want, name)}")
             return v
         case Contract():
             return contract(st, e, None, target, None)
@@ -195,9 +218,15 @@ def expr(st: LoweringState, e: Expr, target: str) -> Value | None:
     raise AssertionError(e)
 
 
-def contract(st: LoweringState, e: Contract, requested: Layout | None, target: str,
-             stmt: Assign | None, keep_partial: bool = False,
-             picks: tuple[JointPick | None, ...] | None = None) -> Value | None:
+def contract(
+    st: LoweringState,
+    e: Contract,
+    requested: Layout | None,
+    target: str,
+    stmt: Assign | None,
+    keep_partial: bool = False,
+    picks: tuple[JointPick | None, ...] | None = None,
+) -> Value | None:
     """`A ·_J B`: its operands lowered, then the product (`contract.contract`). The head of a
     chain (`A ·_J B ·_K C`) first chooses how its inner products run (`chain_picks`); `picks`
     hands each inner product, down the chain's left operands, its pick (the last) and those
@@ -215,8 +244,9 @@ def contract(st: LoweringState, e: Contract, requested: Layout | None, target: s
     return contraction.contract(st, e, lv, rv, requested, target, stmt, keep_partial, joint)
 
 
-def elementwise(st: LoweringState, e: Expr, target: str, request: Layout | None = None
-                ) -> Value | None:
+def elementwise(
+    st: LoweringState, e: Expr, target: str, request: Layout | None = None
+) -> Value | None:
     """A statement's right-hand side other than a contraction, its request weighed where
     operands are aligned: also through the unary functions around a `Binary` (`neg(A + b)`
     keeps the layout `A + b` takes, so moving the small `b` to the request can beat moving
@@ -229,8 +259,13 @@ def elementwise(st: LoweringState, e: Expr, target: str, request: Layout | None 
     return expr(st, e, target)
 
 
-def binary(st: LoweringState, e: Binary, target: str, request: Layout | None = None,
-           then: tuple[Value, Layout | None] | None = None) -> Value | None:
+def binary(
+    st: LoweringState,
+    e: Binary,
+    target: str,
+    request: Layout | None = None,
+    then: tuple[Value, Layout | None] | None = None,
+) -> Value | None:
     """`e`, with `then` (the other operand of the op that consumes it, and that op's
     request) weighed where its operands are aligned (`combine`)."""
     lv = operand(st, e.lhs, target, e.rhs, request)
@@ -240,8 +275,9 @@ def binary(st: LoweringState, e: Binary, target: str, request: Layout | None = N
     return combine(st, e.op, lv, rv, e.span, request, then)
 
 
-def operand(st: LoweringState, e: Expr, target: str, other: Expr, request: Layout | None
-            ) -> Value | None:
+def operand(
+    st: LoweringState, e: Expr, target: str, other: Expr, request: Layout | None
+) -> Value | None:
     """An operand of a `Binary` whose other operand is `other`: where the operand is itself
     an elementwise op (under unary calls: `silu(A * B) + bias`) and `other` an array read
     as it is, the inner op is aligned knowing what the outer one will do with its result
@@ -282,19 +318,20 @@ def collective(st: LoweringState, e: CollectiveCall, target: str) -> Value | Non
     return explicit_collective(st, e, a)
 
 
-def reduce(st: LoweringState, e: Reduce, target: str, request: Layout | None = None
-           ) -> Value | None:
+def reduce(
+    st: LoweringState, e: Reduce, target: str, request: Layout | None = None
+) -> Value | None:
     """`Sum_{D}(A)` keeps the partial sums a sharded D leaves (the statement reduces them
     unless it asks for `{U_X}`), its operand first moved to the layout that costs least
-    with the move of the sum to the statement's `request` (`summed_layout`); `Max_{D}(A)` combines partial maxima with an AllReduce of
-    the maximum; `softmax_{S}(A)` is exp(A - Max_S(A)) / Sum_S(exp(A - Max_S(A))), with the
-    two small AllReduces a sharded S needs (Megatron-LM's vocabulary-parallel softmax)."""
+    with the move of the sum to the statement's `request` (`summed_layout`); `Max_{D}(A)`
+    combines partial maxima with an AllReduce of the maximum; `softmax_{S}(A)` is
+    exp(A - Max_S(A)) / Sum_S(exp(A - Max_S(A))), with the two small AllReduces a sharded S
+    needs (Megatron-LM's vocabulary-parallel softmax)."""
     a = expr(st, e.arg, target)
     if a is None:
         return None
     if e.kind == "Broadcast":  # the gradient of a sum: copied along the dims it lacks
-        dims = tuple(DimSharding(d, a.layout.axes_of(d) if d in a.dims else ())
-                     for d in e.dims)
+        dims = tuple(DimSharding(d, a.layout.axes_of(d) if d in a.dims else ()) for d in e.dims)
         name = derived_name(f"broadcast({a.array})")
         out = Value(st.fresh(name), name, a.dtype, Layout(dims, a.layout.unreduced))
         new = tuple(d for d in e.dims if d not in a.dims)
@@ -303,14 +340,25 @@ def reduce(st: LoweringState, e: Reduce, target: str, request: Layout | None = N
         if request is not None:
             want = summed_layout(st, a, e.dims, request)
             if want is not None:
-                a = reshard(st, a, want, e.span, f"Sum_{{{','.join(e.dims)}}} into "
-                            f"{st.fmt(request, target)} costs least from here")
+                a = reshard(
+                    st,
+                    a,
+                    want,
+                    e.span,
+                    f"Sum_{{{','.join(e.dims)}}} into "
+                    f"{st.fmt(request, target)} costs least from here",
+                )
                 if a is None:
                     return None
         return reduction(st, "sum", a, e.dims, e.span)
     if a.layout.unreduced:
-        a = reshard(st, a, a.layout.with_unreduced(frozenset()), e.span,
-                         f"{e.kind} is not linear: partial sums are reduced first")
+        a = reshard(
+            st,
+            a,
+            a.layout.with_unreduced(frozenset()),
+            e.span,
+            f"{e.kind} is not linear: partial sums are reduced first",
+        )
         if a is None:
             return None
     peak = maximum(st, a, e.dims, e.span)
@@ -320,21 +368,28 @@ def reduce(st: LoweringState, e: Reduce, target: str, request: Layout | None = N
     if shifted is None:
         return None
     name = derived_name(f"exp({shifted.array})")
-    ex = st.emit(Elementwise("exp", Value(st.fresh(name), name, a.dtype, shifted.layout),
-                             (shifted,), e.span))
+    ex = st.emit(
+        Elementwise("exp", Value(st.fresh(name), name, a.dtype, shifted.layout), (shifted,), e.span)
+    )
     total = reduction(st, "sum", ex, e.dims, e.span)
     if total.layout.unreduced:
-        moved = reshard(st, total, total.layout.with_unreduced(frozenset()), e.span,
-                             f"softmax_{{{','.join(e.dims)}}}: the denominator's partial sums "
-                             "over the sharded dimension are summed")
+        moved = reshard(
+            st,
+            total,
+            total.layout.with_unreduced(frozenset()),
+            e.span,
+            f"softmax_{{{','.join(e.dims)}}}: the denominator's partial sums "
+            "over the sharded dimension are summed",
+        )
         if moved is None:
             return None
         total = moved
     return combine(st, "/", ex, total, e.span)
 
 
-def summed_layout(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
-                  ) -> Layout | None:
+def summed_layout(
+    st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
+) -> Layout | None:
     """The layout to sum `a` over `dims` in when the sum goes on to `request`: of `a`'s own
     and every layout over the axes in play (`wide_layouts`), the one whose reshard, local
     sum (HBM time) and reshard of the result to `request` cost least; None to keep `a`'s.
@@ -350,23 +405,32 @@ def summed_layout(st: LoweringState, a: Value, dims: tuple[str, ...], request: L
     return st.caches.summed[key]
 
 
-def _summed(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
-            ) -> Layout | None:
+def _summed(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout) -> Layout | None:
     w_hbm = contraction.hbm_rate(st)
-    axes = [x for x in st.mesh if x in {*a.layout.sharding_axes, *request.sharding_axes}
-            and x not in request.unreduced]
+    axes = [
+        x
+        for x in st.mesh
+        if x in {*a.layout.sharding_axes, *request.sharding_axes} and x not in request.unreduced
+    ]
     best, best_cost = None, None
     for lay in dict.fromkeys([a.layout, *wide_layouts(a.dims, axes, st.divisible)]):
         there = plan_reshard(a.layout, lay, st.known_sizes(), st.pricing(a.dtype, a.dims))
-        out = Layout(tuple(d for d in lay.dims if d.dim not in dims),
-                     frozenset(x for d in lay.dims if d.dim in dims for x in d.axes))
+        out = Layout(
+            tuple(d for d in lay.dims if d.dim not in dims),
+            frozenset(x for d in lay.dims if d.dim in dims for x in d.axes),
+        )
         on = plan_reshard(out, request, st.known_sizes(), st.pricing(a.dtype, out.dim_names))
         if there is None or on is None:
             continue
         cost = cost_steps(st, there, a.dtype) + cost_steps(st, on, a.dtype)
         if w_hbm:
-            cost += float(local_bytes(lay, a.dtype, st.numeric_size)
-                          + local_bytes(out, a.dtype, st.numeric_size)) / w_hbm
+            cost += (
+                float(
+                    local_bytes(lay, a.dtype, st.numeric_size)
+                    + local_bytes(out, a.dtype, st.numeric_size)
+                )
+                / w_hbm
+            )
         if best_cost is None or cost < best_cost * (1 - 1e-9):
             best, best_cost = lay, cost
     return None if best is None or best == a.layout else best
@@ -390,7 +454,16 @@ def maximum(st: LoweringState, a: Value, dims: tuple[str, ...], span: Span) -> V
     if not axes:
         return local
     out = Value(st.fresh(local.array), local.array, local.dtype, local.layout)
-    return st.emit(Collective(
-        "AllReduce", out, local, axes, None, span,
-        f"the maximum over {', '.join(dims)}, sharded over {format_axes(axes)}: each device "
-        "holds the maximum of its block; they are combined", combine="max"))
+    return st.emit(
+        Collective(
+            "AllReduce",
+            out,
+            local,
+            axes,
+            None,
+            span,
+            f"the maximum over {', '.join(dims)}, sharded over {format_axes(axes)}: each device "
+            "holds the maximum of its block; they are combined",
+            combine="max",
+        )
+    )

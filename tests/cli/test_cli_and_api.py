@@ -28,8 +28,10 @@ def test_compile_text_to_stdout(capsys, in_repo_root):
     assert "AllGather" in out
 
 
-@pytest.mark.parametrize("fmt,marker", [("md", "| quantity |"), ("latex", "\\begin{align*}"),
-                                        ("json", '"schema": "shardc.report/1"')])
+@pytest.mark.parametrize(
+    "fmt,marker",
+    [("md", "| quantity |"), ("latex", "\\begin{align*}"), ("json", '"schema": "shardc.report/1"')],
+)
 def test_formats(capsys, in_repo_root, fmt, marker):
     code, out, _ = run(capsys, "compile", "programs/case3.shard", "--format", fmt)
     assert code == 0 and marker in out
@@ -37,8 +39,21 @@ def test_formats(capsys, in_repo_root, fmt, marker):
 
 def test_output_file_and_set(capsys, in_repo_root, tmp_path):
     target = tmp_path / "r.json"
-    code, out, _ = run(capsys, "compile", "programs/two-chip.shard", "--format", "json",
-                       "--set", "D=16384", "--set", "B=1k", "--set", "F=4_096", "-o", str(target))
+    code, out, _ = run(
+        capsys,
+        "compile",
+        "programs/two-chip.shard",
+        "--format",
+        "json",
+        "--set",
+        "D=16384",
+        "--set",
+        "B=1k",
+        "--set",
+        "F=4_096",
+        "-o",
+        str(target),
+    )
     assert code == 0 and out == ""
     d = json.loads(target.read_text())
     assert d["bindings"] == {"B": 1000.0, "D": 16384.0, "F": 4096.0}
@@ -46,8 +61,17 @@ def test_output_file_and_set(capsys, in_repo_root, tmp_path):
 
 
 def test_hw_override_and_model(capsys, in_repo_root):
-    code, out, _ = run(capsys, "compile", "programs/q2-allgather-latency.shard", "--hw",
-                       "tpu-v5p", "--model", "book", "--format", "json")
+    code, out, _ = run(
+        capsys,
+        "compile",
+        "programs/q2-allgather-latency.shard",
+        "--hw",
+        "tpu-v5p",
+        "--model",
+        "book",
+        "--format",
+        "json",
+    )
     d = json.loads(out)
     assert code == 0 and d["hardware"] == "tpu-v5p" and d["model"] == "book"
 
@@ -100,8 +124,20 @@ def test_hw_list_and_show(capsys):
 
 
 def test_console_script_runs_as_a_process(in_repo_root):
-    p = subprocess.run([sys.executable, "-m", "shardc.cli.app", "compile", "programs/case1.shard",
-                        "--format", "json"], capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shardc.cli.app",
+            "compile",
+            "programs/case1.shard",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["ops"][0]["kind"] == "einsum"
 
@@ -129,8 +165,9 @@ def test_api_parse_and_errors():
 
 
 def test_hardware_symbols_stay_symbolic_without_a_chip():
-    r = shardc.compile("mesh X=2\ndim B=8, D=4, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\n"
-                    "C[B, F] = A ·_D W\n")
+    r = shardc.compile(
+        "mesh X=2\ndim B=8, D=4, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\nC[B, F] = A ·_D W\n"
+    )
     assert r.value("t_math_s") is None
     assert {s.name for s in r.totals["t_math_s"].free_symbols} >= {"C"}
     assert r.value("flops") == 2 * 8 * 4 * 6
@@ -172,12 +209,14 @@ def _spelled(where: str) -> tuple[str, str]:
     return ", ".join(mesh), "{" + ",".join(names) + "}"
 
 
-@pytest.mark.parametrize("chip, placed", [
-    ("tpu-v5p", "a 4x8x8 slice (X over x (4) x y (8) x z (8))"),
-    ("tpu-v5e", "a 16x16 slice (X over x (16) x y (16))"),
-])
-def test_a_mesh_axis_longer_than_the_pod_is_laid_out_as_jax_would(capsys, tmp_path, chip,
-                                                                   placed):
+@pytest.mark.parametrize(
+    "chip, placed",
+    [
+        ("tpu-v5p", "a 4x8x8 slice (X over x (4) x y (8) x z (8))"),
+        ("tpu-v5e", "a 16x16 slice (X over x (16) x y (16))"),
+    ],
+)
+def test_a_mesh_axis_longer_than_the_pod_is_laid_out_as_jax_would(capsys, tmp_path, chip, placed):
     """`mesh X=256` is no slice a v5p (16x20x28) or v5e (16x16) has: it is laid out as JAX's
     `create_device_mesh` lays it out, over several physical axes, with H019 saying so, and costs
     exactly what the placement spelled out with `@ici(...)` costs (rings of 4-16 chips, not a
@@ -192,7 +231,8 @@ def test_a_mesh_axis_longer_than_the_pod_is_laid_out_as_jax_would(capsys, tmp_pa
     code, _, err = run(capsys, "check", str(spelled))
     assert code == 0 and "H019" not in err, err
     assert shardc.compile(line).value("t_comms_s") == pytest.approx(
-        shardc.compile(spelled).value("t_comms_s"), rel=1e-12)
+        shardc.compile(spelled).value("t_comms_s"), rel=1e-12
+    )
 
 
 def test_every_laid_out_mesh_costs_what_its_spelled_placement_costs():
@@ -217,8 +257,10 @@ def test_every_laid_out_mesh_costs_what_its_spelled_placement_costs():
             mesh, axes = _spelled(laid[0].split("(X over ")[1].rstrip(")"))
             spelled = shardc.compile(f"mesh {mesh}\n" + _GATHER.format(chip=chip, axes=axes))
             assert not [w for w in spelled.warnings if "slice" in w], (chip, k)
-            assert r.value("t_comms_s") == pytest.approx(spelled.value("t_comms_s"),
-                                                         rel=1e-12), (chip, k)
+            assert r.value("t_comms_s") == pytest.approx(spelled.value("t_comms_s"), rel=1e-12), (
+                chip,
+                k,
+            )
     assert laid_out >= 20
 
 
@@ -250,8 +292,9 @@ def test_set_of_an_unused_hardware_quantity_warns(capsys):
     assert code == 0 and "N015" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("option, value", [("model", "roofline"), ("optimizer", "adamw"),
-                                           ("remat", "blocks")])
+@pytest.mark.parametrize(
+    "option, value", [("model", "roofline"), ("optimizer", "adamw"), ("remat", "blocks")]
+)
 def test_api_refuses_an_unknown_option_value_by_name(option, value):
     """The CLI's argparse choices have an API twin: a typo is an error, not a silent default."""
     with pytest.raises(ValueError, match=f"{option}={value!r}"):
@@ -314,8 +357,14 @@ def test_one_meaning_per_flag_across_subcommands():
     deprecated spelling (a note on stderr)."""
     options = _subcommand_options()
     cost = [(path, a) for path, a in options if a.choices and set(a.choices) == {"exact", "book"}]
-    assert {path for path, _ in cost} >= {("compile",), ("derive",), ("sweep",), ("plan",),
-                                          ("xla-check",), ("export-jax",)}
+    assert {path for path, _ in cost} >= {
+        ("compile",),
+        ("derive",),
+        ("sweep",),
+        ("plan",),
+        ("xla-check",),
+        ("export-jax",),
+    }
     for path, action in cost:
         assert action.option_strings[0] == "--cost-model", path
     for path, action in options:

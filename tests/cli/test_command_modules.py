@@ -18,15 +18,25 @@ from shardc.cli.app import EXTENSIONS, build_parser
 from shardc.lang.input_limits import LSP_COMPILE_SECONDS
 from tests.paths import ROOT
 
-MODULES = {"shardc.cli.limits": limits, "shardc.cli.xla": xla, "shardc.cli.sweep": sweep,
-           "shardc.cli.derive": derive, "shardc.cli.plan": plan,
-           "shardc.cli.calibrate": calibrate, "shardc.cli.test": test_command,
-           "shardc.cli.show": show}
+MODULES = {
+    "shardc.cli.limits": limits,
+    "shardc.cli.xla": xla,
+    "shardc.cli.sweep": sweep,
+    "shardc.cli.derive": derive,
+    "shardc.cli.plan": plan,
+    "shardc.cli.calibrate": calibrate,
+    "shardc.cli.test": test_command,
+    "shardc.cli.show": show,
+}
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    return {name: p for a in parser._actions if isinstance(a, argparse._SubParsersAction)
-            for name, p in a.choices.items()}
+    return {
+        name: p
+        for a in parser._actions
+        if isinstance(a, argparse._SubParsersAction)
+        for name, p in a.choices.items()
+    }
 
 
 def _runs(parser: argparse.ArgumentParser) -> bool:
@@ -52,10 +62,13 @@ def test_each_extension_registers_commands_that_run():
 
 def test_the_command_modules_import_without_numpy_or_sympy():
     names = [*EXTENSIONS, "shardc.cli.inputs", "shardc.cli.lsp", "shardc.cli.app"]
-    code = (f"import sys\nfor n in {names!r}: __import__(n)\n"
-            "print(sorted(m for m in ('numpy', 'sympy', 'jax') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         check=True)
+    code = (
+        f"import sys\nfor n in {names!r}: __import__(n)\n"
+        "print(sorted(m for m in ('numpy', 'sympy', 'jax') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 

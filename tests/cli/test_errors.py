@@ -29,8 +29,9 @@ def _updating() -> bool:
     return os.environ.get("SHARDC_UPDATE_GOLDENS", "") not in ("", "0")
 
 
-def _check(program: Path, capsys: pytest.CaptureFixture[str],
-           monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+def _check(
+    program: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, str, str]:
     """Run `shardc check tests/errors/NAME.shard` in-process from the repository root."""
     monkeypatch.chdir(ROOT)
     capsys.readouterr()
@@ -49,20 +50,26 @@ def _problems(code: int, out: str, err: str) -> list[str]:
             problems.append("the compiler crashed:\n" + text)
     if out:
         problems.append(f"unexpected output on stdout: {out!r}")
-    heads = [line for line in err.splitlines()
-             if not line.startswith("  ") and not line.startswith("note: ")]
+    heads = [
+        line
+        for line in err.splitlines()
+        if not line.startswith("  ") and not line.startswith("note: ")
+    ]
     if not heads:
         problems.append("no diagnostic on stderr")
-    problems.extend(f"not a positioned diagnostic: {line!r}" for line in heads
-                    if not HEAD.match(line))
+    problems.extend(
+        f"not a positioned diagnostic: {line!r}" for line in heads if not HEAD.match(line)
+    )
     return problems
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
-def test_error_program(program: Path, capsys: pytest.CaptureFixture[str],
-                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_error_program(
+    program: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert program.read_text(encoding="utf-8").startswith("#"), (
-        f"{program.name} must open with a `#` line saying what is wrong")
+        f"{program.name} must open with a `#` line saying what is wrong"
+    )
     code, out, err = _check(program, capsys, monkeypatch)
     problems = _problems(code, out, err)
     assert not problems, "\n".join(problems)
@@ -74,8 +81,9 @@ def test_error_program(program: Path, capsys: pytest.CaptureFixture[str],
     assert err == golden.read_text(encoding="utf-8")
 
 
-def test_all_error_programs(capsys: pytest.CaptureFixture[str],
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_all_error_programs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """All the programs fail cleanly, there are enough of them, and every family is covered."""
     assert len(PROGRAMS) >= MIN_PROGRAMS, f"only {len(PROGRAMS)} error programs"
     failures = {}
@@ -96,6 +104,7 @@ def test_every_golden_has_a_program() -> None:
 
 
 def test_program_names() -> None:
-    bad = [p.name for p in PROGRAMS if not re.fullmatch(r"\d{3}-[a-z0-9]+(-[a-z0-9]+)*\.shard",
-                                                         p.name)]
+    bad = [
+        p.name for p in PROGRAMS if not re.fullmatch(r"\d{3}-[a-z0-9]+(-[a-z0-9]+)*\.shard", p.name)
+    ]
     assert not bad, f"error programs are named NNN-short-name.shard: {bad}"

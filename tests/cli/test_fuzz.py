@@ -25,8 +25,10 @@ REGRESSIONS = [
 
 
 def _report(result: dict) -> str:
-    return "\n".join(f"{f['command']}: {f['problem']}\n  minimal input: {f['minimal']!r}"
-                     for f in result["failures"])
+    return "\n".join(
+        f"{f['command']}: {f['problem']}\n  minimal input: {f['minimal']!r}"
+        for f in result["failures"]
+    )
 
 
 def _unknown(result: dict) -> list[dict]:

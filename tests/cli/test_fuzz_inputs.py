@@ -25,13 +25,42 @@ from tests.paths import ROOT
 POSITIONED = re.compile(r"^[^:]+:\d+:\d+: error\[[A-Z]\d{3}\]")
 
 SAMPLES: dict[str, list[str]] = {
-    "NAME": ["A", "B", "C", "W_in", "I", "J", "K", "X", "Y", "bf16", "f32", "int8", "gelu",
-             "copy", "mesh", "U", "AllGather_X", "x1", "nowrap", "ici", "dcn"],
+    "NAME": [
+        "A",
+        "B",
+        "C",
+        "W_in",
+        "I",
+        "J",
+        "K",
+        "X",
+        "Y",
+        "bf16",
+        "f32",
+        "int8",
+        "gelu",
+        "copy",
+        "mesh",
+        "U",
+        "AllGather_X",
+        "x1",
+        "nowrap",
+        "ici",
+        "dcn",
+    ],
     "INT": ["0", "1", "2", "3", "4", "8", "16", "64", "1_024", "8192", "99999999999999999999"],
     "DIMSPEC": ["I", "J", "K", "I_X", "J_Y", "K_XY", "I_{X,Y}", "J_YX", "Q_Z", "I_", "K_X"],
     "CONTRACT": ["·_J", "*_I", "·_{I,J}", "·_K", "*_Q", "·_{J,J}"],
-    "COLLECTIVE": ["AllGather_X", "ReduceScatter_{X,K}", "AllReduce_Y", "AllToAll_{X,J}",
-                   "AllGather_XY", "ReduceScatter_X", "AllToAll_{Y,I}", "AllReduce_{X,X}"],
+    "COLLECTIVE": [
+        "AllGather_X",
+        "ReduceScatter_{X,K}",
+        "AllReduce_Y",
+        "AllToAll_{X,J}",
+        "AllGather_XY",
+        "ReduceScatter_X",
+        "AllToAll_{Y,I}",
+        "AllReduce_{X,X}",
+    ],
     "UNREDUCED": ["U_X", "U_Y", "U_XY", "U_Z"],
     "HWNAME": ["tpu-v5e", "h100", "tpu-v4p", "nosuch", "b200"],
     "STRING": ['"tpu-v5e"', '"x.toml"', '"TPU v5e"', '""'],
@@ -42,8 +71,32 @@ SAMPLES: dict[str, list[str]] = {
 }
 """Text for each named terminal; unknown terminals get a word from `GENERIC`."""
 GENERIC = ["A", "X", "1", "=", ",", "(", ")", "[", "]", "{", "}", "·", "*_J", "@", "\n"]
-NOISE = ["×", "@", "⋅", "−", "–", "\\\n", ";", "#", '"', "_", "{", "}", "(", ")", "[", "]",
-         "\t", "é", "\x00", "·", "·_", "_{}", "= =", "\r\n"]
+NOISE = [
+    "×",
+    "@",
+    "⋅",
+    "−",
+    "–",
+    "\\\n",
+    ";",
+    "#",
+    '"',
+    "_",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "\t",
+    "é",
+    "\x00",
+    "·",
+    "·_",
+    "_{}",
+    "= =",
+    "\r\n",
+]
 
 
 def _grammar():
@@ -55,8 +108,7 @@ def _grammar():
     parser = Lark(grammar.grammar_text(), parser="lalr", keep_all_tokens=True)
     rules: dict[str, list[list[tuple[bool, str]]]] = {}
     for r in parser.rules:
-        rules.setdefault(r.origin.name, []).append(
-            [(s.is_term, s.name) for s in r.expansion])
+        rules.setdefault(r.origin.name, []).append([(s.is_term, s.name) for s in r.expansion])
     terms: dict[str, list[str]] = {}
     for t in parser.terminals:
         if t.pattern.type == "str":
@@ -76,8 +128,10 @@ class Generator:
         self.rng = random.Random(self.seed)
         self.rules, self.terms = _grammar()
         # Comments dropped: mutations should land in code, not in prose.
-        self.seeds = [re.sub(r"(?m)^\s*#.*\n|\s*#.*$", "", p.read_text(encoding="utf-8"))
-                      for p in sorted((ROOT / "programs").glob("*.shard"))]
+        self.seeds = [
+            re.sub(r"(?m)^\s*#.*\n|\s*#.*$", "", p.read_text(encoding="utf-8"))
+            for p in sorted((ROOT / "programs").glob("*.shard"))
+        ]
         self.depth = self._min_depth()
 
     def _min_depth(self) -> dict[str, int]:
@@ -93,8 +147,9 @@ class Generator:
         """A random derivation; past the budget the shallowest alternative is taken."""
         alts = self.rules[symbol]
         if budget <= 0:
-            alts = sorted(alts, key=lambda a: max(
-                [0 if t else self.depth.get(s, 0) for t, s in a], default=0))[:1]
+            alts = sorted(
+                alts, key=lambda a: max([0 if t else self.depth.get(s, 0) for t, s in a], default=0)
+            )[:1]
         out: list[str] = []
         for term, s in self.rng.choice(alts):
             if term:
@@ -111,8 +166,9 @@ class Generator:
         return " ".join(self.rng.choice(pool) for _ in range(self.rng.randint(1, 30)))
 
     def mutant(self) -> str:
-        tokens = re.findall(r"\s+|[A-Za-z_][A-Za-z0-9_]*(?:_\{[^}\n]*\})?|\d[\d_]*|.", self.rng.choice(
-            self.seeds))
+        tokens = re.findall(
+            r"\s+|[A-Za-z_][A-Za-z0-9_]*(?:_\{[^}\n]*\})?|\d[\d_]*|.", self.rng.choice(self.seeds)
+        )
         for _ in range(self.rng.randint(1, 4)):
             tokens = self._mutate(tokens)
         return "".join(tokens)
@@ -123,32 +179,43 @@ class Generator:
         i = self.rng.randrange(len(t))
         op = self.rng.randrange(9)
         if op == 0:
-            return t[:i] + t[i + 1:]
+            return t[:i] + t[i + 1 :]
         if op == 1:
-            return t[:i] + [t[i], t[i]] + t[i + 1:]
+            return t[:i] + [t[i], t[i]] + t[i + 1 :]
         if op == 2 and i + 1 < len(t):
-            return t[:i] + [t[i + 1], t[i]] + t[i + 2:]
+            return t[:i] + [t[i + 1], t[i]] + t[i + 2 :]
         if op == 3:
             nums = [k for k, x in enumerate(t) if x[:1].isdigit()]
             if nums:
                 k = self.rng.choice(nums)
-                return t[:k] + [self.rng.choice(["0", "-1", "1.5", "3", "99999999999999999999",
-                                                 "7", "1_0", "65536"])] + t[k + 1:]
+                return (
+                    t[:k]
+                    + [
+                        self.rng.choice(
+                            ["0", "-1", "1.5", "3", "99999999999999999999", "7", "1_0", "65536"]
+                        )
+                    ]
+                    + t[k + 1 :]
+                )
         if op == 4:
             swap = {"X": "Y", "Y": "X", "I": "J", "J": "I", "K": "X", "D": "B", "B": "F"}
-            return [re.sub(r"\b[XYIJKDBF]\b|(?<=_)[XY]", lambda m: swap.get(m.group(0), "Z"), x)
-                    if k == i else x for k, x in enumerate(t)]
+            return [
+                re.sub(r"\b[XYIJKDBF]\b|(?<=_)[XY]", lambda m: swap.get(m.group(0), "Z"), x)
+                if k == i
+                else x
+                for k, x in enumerate(t)
+            ]
         if op == 5:
             brackets = [k for k, x in enumerate(t) if x in "[](){}"]
             if brackets:
                 k = self.rng.choice(brackets)
-                return t[:k] + t[k + 1:]
+                return t[:k] + t[k + 1 :]
         if op == 6:
             return t[:i]
         if op == 7:
             return t[:i] + [self.rng.choice(NOISE)] + t[i:]
         pool = [w for ws in self.terms.values() for w in ws]
-        return t[:i] + [self.rng.choice(pool)] + t[i + 1:]
+        return t[:i] + [self.rng.choice(pool)] + t[i + 1 :]
 
     def inputs(self, n: int) -> Iterator[tuple[str, str]]:
         """(kind, text) pairs: half mutations, a third grammar derivations, the rest tokens."""
@@ -235,7 +302,7 @@ def minimize(text: str, still_fails) -> str:
             while chunk >= 1:
                 i = 0
                 while i < len(tokens):
-                    trial = tokens[:i] + tokens[i + chunk:]
+                    trial = tokens[:i] + tokens[i + chunk :]
                     if trial and still_fails("".join(trial)):
                         tokens, changed = trial, True
                     else:
@@ -277,13 +344,28 @@ def fuzz(n: int, seed: int = 0, deadline_s: float | None = None) -> dict:
                 signatures.add(sig)
 
                 def fails(t: str, o=o) -> bool:
-                    return any(r.command == o.command and _signature(r.problem) == _signature(
-                        o.problem) for r in run_one(t, folder))
+                    return any(
+                        r.command == o.command and _signature(r.problem) == _signature(o.problem)
+                        for r in run_one(t, folder)
+                    )
 
-                failures.append({"kind": kind, "command": o.command, "problem": o.problem,
-                                 "input": text, "minimal": minimize(text, fails)})
-    return {"inputs": ran, "seed": seed, "kinds": kinds, "exits": exits,
-            "seconds": round(time.perf_counter() - start, 1), "failures": failures}
+                failures.append(
+                    {
+                        "kind": kind,
+                        "command": o.command,
+                        "problem": o.problem,
+                        "input": text,
+                        "minimal": minimize(text, fails),
+                    }
+                )
+    return {
+        "inputs": ran,
+        "seed": seed,
+        "kinds": kinds,
+        "exits": exits,
+        "seconds": round(time.perf_counter() - start, 1),
+        "failures": failures,
+    }
 
 
 def test_generator_is_deterministic_and_varied() -> None:

@@ -40,21 +40,138 @@ In: bf16[B_X, D]
 W_in: bf16[D, F_Y]
 Out[B_X, F_Y] = In ·_D W_in
 """
-NUMBERS = ["0", "-1", "1", "2", "0.5", "4096", "4M", "1e6", "1e400", "-1e400", "inf", "-inf",
-           "nan", "NaN", "1e-320", "1e-310", "99999999999999999999", "9" * 400, "4_096",
-           "1_", "_1", "0x10", "1e", "", " ", "1.5k", "4Mi", "３", "1/2", "2**10"]
-NAMES = ["B", "X", "Y", "D", "F", "C", "W_hbm", "W_ici", "t_hop", "Q", "_B", "__class__",
-         "t_math_s", "N", "b", "", "B.real", "B[0]", "x" * 300]
-EXPR_PIECES = ["B", "X", "Y", "D", "F", "C", "W_ici", "t_math_s", "t_comms_s", "bound", "1",
-               "0", "2", "1e400", "+", "-", "*", "/", "**", "(", ")", "sqrt(", "Max(", "log(",
-               ",", ".", "__class__", "__import__('os')", "'", '"', "[", "]", "lambda", ":",
-               "sin(", "B**B**B", "os.system('touch pwned')", "\x00", "é"]
-PLAN_NUMBERS = ["0", "-1", "1", "3", "12", "64", "1.5", "0.5", "1e400", "nan", "inf", "-inf",
-                "1e-320", "9" * 400, "4M", "1Mi", "", "x", "6_4", "1048577"]
+NUMBERS = [
+    "0",
+    "-1",
+    "1",
+    "2",
+    "0.5",
+    "4096",
+    "4M",
+    "1e6",
+    "1e400",
+    "-1e400",
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "1e-320",
+    "1e-310",
+    "99999999999999999999",
+    "9" * 400,
+    "4_096",
+    "1_",
+    "_1",
+    "0x10",
+    "1e",
+    "",
+    " ",
+    "1.5k",
+    "4Mi",
+    "３",
+    "1/2",
+    "2**10",
+]
+NAMES = [
+    "B",
+    "X",
+    "Y",
+    "D",
+    "F",
+    "C",
+    "W_hbm",
+    "W_ici",
+    "t_hop",
+    "Q",
+    "_B",
+    "__class__",
+    "t_math_s",
+    "N",
+    "b",
+    "",
+    "B.real",
+    "B[0]",
+    "x" * 300,
+]
+EXPR_PIECES = [
+    "B",
+    "X",
+    "Y",
+    "D",
+    "F",
+    "C",
+    "W_ici",
+    "t_math_s",
+    "t_comms_s",
+    "bound",
+    "1",
+    "0",
+    "2",
+    "1e400",
+    "+",
+    "-",
+    "*",
+    "/",
+    "**",
+    "(",
+    ")",
+    "sqrt(",
+    "Max(",
+    "log(",
+    ",",
+    ".",
+    "__class__",
+    "__import__('os')",
+    "'",
+    '"',
+    "[",
+    "]",
+    "lambda",
+    ":",
+    "sin(",
+    "B**B**B",
+    "os.system('touch pwned')",
+    "\x00",
+    "é",
+]
+PLAN_NUMBERS = [
+    "0",
+    "-1",
+    "1",
+    "3",
+    "12",
+    "64",
+    "1.5",
+    "0.5",
+    "1e400",
+    "nan",
+    "inf",
+    "-inf",
+    "1e-320",
+    "9" * 400,
+    "4M",
+    "1Mi",
+    "",
+    "x",
+    "6_4",
+    "1048577",
+]
 """Values for plan's --chips, --batch and --seq: hostile ones, and legitimate ones small enough
 that a plan finishes quickly (plan's speed on large pods is measured in benchmarks/)."""
-FLAGS = ("set", "solve-for", "y", "devices", "optimize", "chips", "batch", "seq", "mesh",
-         "output", "max-devices", "max-blocks")
+FLAGS = (
+    "set",
+    "solve-for",
+    "y",
+    "devices",
+    "optimize",
+    "chips",
+    "batch",
+    "seq",
+    "mesh",
+    "output",
+    "max-devices",
+    "max-blocks",
+)
 
 
 class FuzzTimeout(BaseException):
@@ -103,33 +220,88 @@ class Generator:
             case "y":
                 return Run(("sweep", p, "--set", "B=1e3:1e6:log5", "--y", self._expr()), ("--y",))
             case "devices":
-                return Run(("derive", p, "--set", "Y=4", "--optimize", "X", "--with", "Y",
-                            "--devices", self.rng.choice([self._number(), self._expr()])),
-                           ("--devices", "--optimize"))
+                return Run(
+                    (
+                        "derive",
+                        p,
+                        "--set",
+                        "Y=4",
+                        "--optimize",
+                        "X",
+                        "--with",
+                        "Y",
+                        "--devices",
+                        self.rng.choice([self._number(), self._expr()]),
+                    ),
+                    ("--devices", "--optimize"),
+                )
             case "optimize":
                 a, b = self.rng.choice(NAMES), self.rng.choice(NAMES)
                 return Run(("derive", p, "--optimize", a, "--with", b), ("--optimize", "--with"))
             case "chips" | "batch" | "seq":
-                args = {"chips": "64", "batch": "1M", "seq": "4096",
-                        flag: self.rng.choice(PLAN_NUMBERS)}
-                return Run(("plan", "--card", "llama3-8b", "--hw", "tpu-v5e",
-                            *[x for k, v in args.items() for x in (f"--{k}", v)]), (f"--{flag}",))
+                args = {
+                    "chips": "64",
+                    "batch": "1M",
+                    "seq": "4096",
+                    flag: self.rng.choice(PLAN_NUMBERS),
+                }
+                return Run(
+                    (
+                        "plan",
+                        "--card",
+                        "llama3-8b",
+                        "--hw",
+                        "tpu-v5e",
+                        *[x for k, v in args.items() for x in (f"--{k}", v)],
+                    ),
+                    (f"--{flag}",),
+                )
             case "mesh":
-                mesh = ", ".join(f"{self.rng.choice(NAMES)}={self._number()}"
-                                 for _ in range(self.rng.randint(1, 3)))
+                mesh = ", ".join(
+                    f"{self.rng.choice(NAMES)}={self._number()}"
+                    for _ in range(self.rng.randint(1, 3))
+                )
                 return Run(("model", "program", "llama3-8b", "--mesh", mesh), ("--mesh",))
             case "output":
-                target = self.rng.choice([str(self.folder / "missing" / "r.txt"), str(self.folder),
-                                          "/dev/full", p, str(self.folder / "ok.txt")])
+                target = self.rng.choice(
+                    [
+                        str(self.folder / "missing" / "r.txt"),
+                        str(self.folder),
+                        "/dev/full",
+                        p,
+                        str(self.folder / "ok.txt"),
+                    ]
+                )
                 return Run(("compile", p, "--set", "B=4096", "-o", target), ("-o",))
             case "max-blocks":  # `shardc show`: the option, an array name and a size
                 array = self.rng.choice(["In", "W_in", "Out", *NAMES])
-                return Run(("show", p, array, "--max-blocks", self._number(), "--set",
-                            f"{self.rng.choice(NAMES)}={self._number()}", "--ops"),
-                           ("--max-blocks", "--set", "no array"))
+                return Run(
+                    (
+                        "show",
+                        p,
+                        array,
+                        "--max-blocks",
+                        self._number(),
+                        "--set",
+                        f"{self.rng.choice(NAMES)}={self._number()}",
+                        "--ops",
+                    ),
+                    ("--max-blocks", "--set", "no array"),
+                )
             case _:
-                return Run(("xla-check", p, "--set", "B=4096", "--set", "X=2", "--max-devices",
-                            self._number()), ("--max-devices",))
+                return Run(
+                    (
+                        "xla-check",
+                        p,
+                        "--set",
+                        "B=4096",
+                        "--set",
+                        "X=2",
+                        "--max-devices",
+                        self._number(),
+                    ),
+                    ("--max-devices",),
+                )
 
     def chip_mutant(self) -> Run:
         text = self.rng.choice(self.chips).read_text(encoding="utf-8")
@@ -153,12 +325,27 @@ class Generator:
         if op == 0:
             del out[i]
         elif op == 1:
-            number = self.rng.choice(['0', '-1', 'nan', 'inf', '-inf', '1e400', '1e-320', '0.0',
-                                      '1e308', 'true', '[]', '{}'])
+            number = self.rng.choice(
+                [
+                    "0",
+                    "-1",
+                    "nan",
+                    "inf",
+                    "-inf",
+                    "1e400",
+                    "1e-320",
+                    "0.0",
+                    "1e308",
+                    "true",
+                    "[]",
+                    "{}",
+                ]
+            )
             out[i] = f"{key}= {number}"
         elif op == 2:
-            shape = self.rng.choice(["16x16", "0x0", "-4x4", "4x4x4x4", "x", "", "1e9x1e9",
-                                     "99999999999999999999x2"])
+            shape = self.rng.choice(
+                ["16x16", "0x0", "-4x4", "4x4x4x4", "x", "", "1e9x1e9", "99999999999999999999x2"]
+            )
             out[i] = f'{key}= "{shape}"'
         elif op == 3:
             out[i] = f"{key}= " + "[" * self.rng.choice([3, 50, 3000]) + "]" * 3000
@@ -189,7 +376,7 @@ def judge(run: Run, code: int, out: str, err: str, folder: Path) -> str:
         return f"a usage error that does not name {' or '.join(run.flags)}: {err.strip()[-200:]}"
     bad = BAD_NUMBER.search(out)
     if bad:
-        return f"prints {bad.group(0)!r}: {out[max(0, bad.start() - 60):bad.end()]!r}"
+        return f"prints {bad.group(0)!r}: {out[max(0, bad.start() - 60) : bad.end()]!r}"
     if (folder / "pwned").exists() or Path("pwned").exists():
         return "a payload ran"
     return ""

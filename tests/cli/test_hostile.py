@@ -19,9 +19,13 @@ _BY_NAME = {c.name: c for c in CASES}
 @pytest.fixture(scope="module")
 def outcomes(request: pytest.FixtureRequest) -> dict[str, harness.Outcome]:
     """Run the selected cases once, two at a time (the machines have two cores)."""
-    wanted = [item.callspec.params["name"] for item in request.session.items
-              if item.module is request.module and hasattr(item, "callspec")
-              and not _missing(_BY_NAME[item.callspec.params["name"]])]
+    wanted = [
+        item.callspec.params["name"]
+        for item in request.session.items
+        if item.module is request.module
+        and hasattr(item, "callspec")
+        and not _missing(_BY_NAME[item.callspec.params["name"]])
+    ]
     cases = [_BY_NAME[n] for n in wanted]
     with ThreadPoolExecutor(2) as pool:
         return dict(zip(wanted, pool.map(harness.run, cases), strict=True))
@@ -41,5 +45,8 @@ def test_hostile_input(name: str, outcomes: dict[str, harness.Outcome]) -> None:
     if missing := _missing(_BY_NAME[name]):
         pytest.skip(f"needs {', '.join(missing)} (pip install '.[test,jax]')")
     o = outcomes[name]
-    assert not o.problems, (f"{name}: exit {o.code} in {o.seconds:.1f} s\n"
-                            + "\n".join(o.problems) + f"\nstderr:\n{o.stderr[-1500:]}")
+    assert not o.problems, (
+        f"{name}: exit {o.code} in {o.seconds:.1f} s\n"
+        + "\n".join(o.problems)
+        + f"\nstderr:\n{o.stderr[-1500:]}"
+    )

@@ -63,8 +63,10 @@ def test_symbolic_sizes() -> None:
 
 
 def test_higher_rank_rows_combine_sharded_dims() -> None:
-    r = shardc.compile("mesh X=2, Y=2, Z=2\ndim L=4, B=4, D=4, F=4\n"
-                       "E: f32[L_Z, B_X, D, F_Y]\nG: f32[B_X, D, F]{U_Y}\n")
+    r = shardc.compile(
+        "mesh X=2, Y=2, Z=2\ndim L=4, B=4, D=4, F=4\n"
+        "E: f32[L_Z, B_X, D, F_Y]\nG: f32[B_X, D, F]{U_Y}\n"
+    )
     e, g = show.array_pictures(r)
     assert e.row_dims == ("L", "B") and e.col_dims == ("F",)
     assert e.rows[1] == "L[0:2], B[2:4]" and e.cells[1][0] == "X=1 Y=0 Z=0"
@@ -84,8 +86,8 @@ def test_elision_and_max_blocks() -> None:
 def _arrays(draw) -> tuple[str, dict[str, int], tuple[str, ...]]:
     """A program of one array on a mesh of up to three axes (sizes 1 to 3), each axis
     sharding one dimension, holding partial sums, or replicating it."""
-    axes = {a: draw(st.integers(1, 3)) for a in ("X", "Y", "Z")[:draw(st.integers(1, 3))]}
-    dims = ("I", "J", "K", "L")[:draw(st.integers(0, 4))]
+    axes = {a: draw(st.integers(1, 3)) for a in ("X", "Y", "Z")[: draw(st.integers(1, 3))]}
+    dims = ("I", "J", "K", "L")[: draw(st.integers(0, 4))]
     by_dim: dict[str, list[str]] = {d: [] for d in dims}
     unreduced = []
     for a in axes:
@@ -96,9 +98,13 @@ def _arrays(draw) -> tuple[str, dict[str, int], tuple[str, ...]]:
             by_dim[where].append(a)
     sizes = {d: 2 * _prod(axes[a] for a in by_dim[d]) for d in dims}
     inner = ", ".join(d + ("_" + "".join(by_dim[d]) if by_dim[d] else "") for d in dims)
-    text = (f"mesh {', '.join(f'{a}={n}' for a, n in axes.items())}\n"
-            + (f"dim {', '.join(f'{d}={n}' for d, n in sizes.items())}\n" if dims else "")
-            + f"A: f32[{inner}]" + ("{U_" + "".join(unreduced) + "}" if unreduced else "") + "\n")
+    text = (
+        f"mesh {', '.join(f'{a}={n}' for a, n in axes.items())}\n"
+        + (f"dim {', '.join(f'{d}={n}' for d, n in sizes.items())}\n" if dims else "")
+        + f"A: f32[{inner}]"
+        + ("{U_" + "".join(unreduced) + "}" if unreduced else "")
+        + "\n"
+    )
     return text, axes, tuple(unreduced)
 
 
@@ -172,8 +178,9 @@ def test_options_and_names(capsys, in_repo_root) -> None:
         main(["show", "programs/case4.shard", "--format", "svg"])
     assert "--format" in capsys.readouterr().err
     # positionals among the options
-    code, out, _ = _run(capsys, ["show", "programs/case4.shard", "--ops", "C2",
-                                 "--max-blocks", "2"])
+    code, out, _ = _run(
+        capsys, ["show", "programs/case4.shard", "--ops", "C2", "--max-blocks", "2"]
+    )
     assert code == 0 and out.startswith("C2: bf16[I, K_X]") and "AllToAll_X" in out
     code, out, _ = _run(capsys, ["show", "programs/case4.shard", "A", "--format", "md"])
     assert code == 0 and out.startswith("**A: bf16[I\\_X, J]**") or "| `I[0:2048]` |" in out
@@ -201,21 +208,29 @@ def test_hover_over_an_array_shows_its_picture(offered, at) -> None:
     client = Client()
     try:
         client.initialize(offered)
-        client.open("mesh X=2\ndim I=8, J=4, K=2\nhardware tpu-v5e\nA: f32[I_X, J]\n"
-                    "B: f32[J, K]\nC = A ·_J B\n")
+        client.open(
+            "mesh X=2\ndim I=8, J=4, K=2\nhardware tpu-v5e\nA: f32[I_X, J]\n"
+            "B: f32[J, K]\nC = A ·_J B\n"
+        )
         assert client.wait_for("textDocument/publishDiagnostics")["params"]["diagnostics"] == []
 
         def hover(line: int, character: int) -> dict | None:
-            return client.request(2, "textDocument/hover", {
-                "textDocument": {"uri": URI}, "position": {"line": line, "character": character}
-            })["result"]
+            return client.request(
+                2,
+                "textDocument/hover",
+                {"textDocument": {"uri": URI}, "position": {"line": line, "character": character}},
+            )["result"]
 
         declared = hover(3, 0)
-        assert "**A: f32[I\\_X, J]**" in declared["contents"]["value"] or \
-            "**A: f32[I_X, J]**" in declared["contents"]["value"]
+        assert (
+            "**A: f32[I\\_X, J]**" in declared["contents"]["value"]
+            or "**A: f32[I_X, J]**" in declared["contents"]["value"]
+        )
         assert "| `I[0:4]` | X=0 |" in declared["contents"]["value"]
-        assert declared["range"] == {"start": {"line": 3, "character": 0},
-                                     "end": {"line": 3, "character": 1}}
+        assert declared["range"] == {
+            "start": {"line": 3, "character": 0},
+            "end": {"line": 3, "character": 1},
+        }
         used = hover(5, at)["contents"]["value"]
         assert "**B: f32[J, K]**" in used and "X=*" in used and "`einsum`" in used
         assert hover(3, 3) is None  # `f32`: no array

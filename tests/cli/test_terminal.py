@@ -14,10 +14,12 @@ from shardc.cli.app import main
 from shardc.cli.progress import Progress
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-DIAGNOSTIC = ("programs/bad.shard:3:14: error[S002]: mesh axis 'X' shards two dimensions of 'A'\n"
-              "  A: bf16[I_X, J_X]\n"
-              "               ^^^ second use of 'X'\n"
-              "note: a mesh axis may shard at most one dimension of an array")
+DIAGNOSTIC = (
+    "programs/bad.shard:3:14: error[S002]: mesh axis 'X' shards two dimensions of 'A'\n"
+    "  A: bf16[I_X, J_X]\n"
+    "               ^^^ second use of 'X'\n"
+    "note: a mesh axis may shard at most one dimension of an array"
+)
 
 
 class Terminal(io.StringIO):
@@ -113,8 +115,10 @@ def test_progress_off_a_terminal_is_a_line_per_stage(capsys) -> None:
         bar(m)
     bar.done()
     lines = capsys.readouterr().err.splitlines()
-    assert [re.sub(r"^\[\s*[\d.]+s\] ", "", line) for line in lines] == ["h100 dense",
-                                                                            "h100 sparse"]
+    assert [re.sub(r"^\[\s*[\d.]+s\] ", "", line) for line in lines] == [
+        "h100 dense",
+        "h100 sparse",
+    ]
 
 
 def test_sweep_progress_off_a_terminal(capsys, in_repo_root) -> None:
@@ -141,12 +145,19 @@ def test_limits_tables_keep_their_columns(capsys) -> None:
     lines = out.splitlines()
     heads = [k for k, line in enumerate(lines) if line.startswith("  preset ")]
     assert len(heads) == 2
-    labels = ("d_prime ours / paper", "b_prime ours / paper", "T_crit FLOP ours / paper",
-              "T_latency (Eq. 15)", "T_wall (Eq. 18)", "scenario", "dense FLOP ours / paper",
-              "sparse FLOP ours / paper")
+    labels = (
+        "d_prime ours / paper",
+        "b_prime ours / paper",
+        "T_crit FLOP ours / paper",
+        "T_latency (Eq. 15)",
+        "T_wall (Eq. 18)",
+        "scenario",
+        "dense FLOP ours / paper",
+        "sparse FLOP ours / paper",
+    )
     for k in heads:
-        head, rows = lines[k], lines[k + 1:k + 3]
+        head, rows = lines[k], lines[k + 1 : k + 3]
         assert all(r.startswith("  h100") for r in rows)
         starts = [head.index(label) for label in labels if label in head]
         for row in rows:  # each text column's cells start under its header
-            assert all(row[c - 2:c] == "  " and row[c] != " " for c in starts), (head, row)
+            assert all(row[c - 2 : c] == "  " and row[c] != " " for c in starts), (head, row)

@@ -12,12 +12,34 @@ from hypothesis import strategies as st
 from shardc.cli.app import main
 from shardc.cli.termwrap import MIN_WIDTH, wrap, wrap_line
 
-WORDS = st.sampled_from(["+", "-", "->", "=", "T_math", "2*B*D*F/(C*X)", "(X", "- 1)",
-                         "Max(a,", "b)", "[holds:", "3.5", "vs", "2550]", "x" * 70, "·_D"])
-LINES = st.builds(lambda lead, words, gaps: " " * lead + "".join(
-    w + " " * g for w, g in zip(words, gaps, strict=False)).rstrip(" "),
-    st.integers(0, 6), st.lists(WORDS, max_size=40), st.lists(st.integers(1, 3), min_size=40,
-                                                                  max_size=40))
+WORDS = st.sampled_from(
+    [
+        "+",
+        "-",
+        "->",
+        "=",
+        "T_math",
+        "2*B*D*F/(C*X)",
+        "(X",
+        "- 1)",
+        "Max(a,",
+        "b)",
+        "[holds:",
+        "3.5",
+        "vs",
+        "2550]",
+        "x" * 70,
+        "·_D",
+    ]
+)
+LINES = st.builds(
+    lambda lead, words, gaps: (
+        " " * lead + "".join(w + " " * g for w, g in zip(words, gaps, strict=False)).rstrip(" ")
+    ),
+    st.integers(0, 6),
+    st.lists(WORDS, max_size=40),
+    st.lists(st.integers(1, 3), min_size=40, max_size=40),
+)
 TEXTS = st.lists(LINES, max_size=8).map("\n".join)
 
 
@@ -54,16 +76,20 @@ def test_text_that_fits_is_unchanged(text):
 
 
 def test_a_formula_continues_under_itself_and_a_plus_opens_the_next_line():
-    line = ("  T_comms               5.66 ms   = 16*B*D*T*(Y - 1)/(W_ici*X*Y) "
-            "+ 8*B*H*K*S*(Y - 1)/(W_ici*X*Y) + 16*D*G*H*K*(X - 1)/(W_ici*X*Y)")
+    line = (
+        "  T_comms               5.66 ms   = 16*B*D*T*(Y - 1)/(W_ici*X*Y) "
+        "+ 8*B*H*K*S*(Y - 1)/(W_ici*X*Y) + 16*D*G*H*K*(X - 1)/(W_ici*X*Y)"
+    )
     pieces = wrap_line(line, 80)
     assert pieces[1].startswith(" " * 36 + "+ ")
     assert all("(Y -" not in p or "(Y - 1)" in p for p in pieces)  # no break inside (Y - 1)
 
 
 def test_a_table_row_with_a_long_middle_cell_stays_whole():
-    table = ("  #  line  op      from -> to" + " " * 60 + "FLOPs\n"
-             "  2  10    einsum  Xa[B, D_X] ·_D Y[D_X, F] -> Z[B, F]{U_X}" + " " * 30 + "8.59e+09")
+    table = (
+        "  #  line  op      from -> to" + " " * 60 + "FLOPs\n"
+        "  2  10    einsum  Xa[B, D_X] ·_D Y[D_X, F] -> Z[B, F]{U_X}" + " " * 30 + "8.59e+09"
+    )
     assert wrap(table, 60) == table
 
 

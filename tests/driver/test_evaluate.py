@@ -16,39 +16,54 @@ from shardc.driver.evaluate import UNSUPPORTED, evaluate
 from shardc.driver.formulas import code_printer
 
 SYMS = sp.symbols("B D F X Y W_ici t_hop")
-ENV_VALUES = st.lists(st.one_of(st.sampled_from([1.0, 2.0, 4096.0, 1e-9, 2.5e17, 1e300]),
-                                st.floats(1e-3, 1e7)),  # odd mantissas: rounding shows
-                      min_size=len(SYMS), max_size=len(SYMS))
-LEAVES = st.one_of(st.sampled_from(SYMS),
-                   st.integers(-7, 2**70).map(sp.Integer),
-                   st.fractions(max_denominator=12).map(sp.Rational),
-                   st.floats(1e-12, 1e12).map(sp.Float))
+ENV_VALUES = st.lists(
+    st.one_of(
+        st.sampled_from([1.0, 2.0, 4096.0, 1e-9, 2.5e17, 1e300]), st.floats(1e-3, 1e7)
+    ),  # odd mantissas: rounding shows
+    min_size=len(SYMS),
+    max_size=len(SYMS),
+)
+LEAVES = st.one_of(
+    st.sampled_from(SYMS),
+    st.integers(-7, 2**70).map(sp.Integer),
+    st.fractions(max_denominator=12).map(sp.Rational),
+    st.floats(1e-12, 1e12).map(sp.Float),
+)
 
 
 def _safe(build):
     """`build`, or its first operand where SymPy refuses the node (Max of zoo)."""
+
     def make(t):
         try:
             return build(t)
         except (ValueError, TypeError):
             return t[0]
+
     return make
 
 
 def _extend(children):
     two = st.tuples(children, children)
     return st.one_of(
-        two.map(lambda t: t[0] + t[1]), two.map(lambda t: t[0] - t[1]),
-        two.map(lambda t: t[0] * t[1]), two.map(lambda t: t[0] / t[1]),
+        two.map(lambda t: t[0] + t[1]),
+        two.map(lambda t: t[0] - t[1]),
+        two.map(lambda t: t[0] * t[1]),
+        two.map(lambda t: t[0] / t[1]),
         # sums and products of several terms: where the order of the additions shows
         st.lists(children, min_size=3, max_size=6).map(lambda xs: sp.Add(*xs)),
         st.lists(children, min_size=3, max_size=6).map(lambda xs: sp.Mul(*xs)),
-        st.tuples(children, st.sampled_from([-2, -1, sp.Rational(-1, 2), sp.Rational(1, 2), 2,
-                                             sp.Rational(3, 2)])).map(_safe(lambda t: t[0] ** t[1])),
-        two.map(_safe(lambda t: sp.Max(*t))), two.map(_safe(lambda t: sp.Min(*t))),
+        st.tuples(
+            children,
+            st.sampled_from([-2, -1, sp.Rational(-1, 2), sp.Rational(1, 2), 2, sp.Rational(3, 2)]),
+        ).map(_safe(lambda t: t[0] ** t[1])),
+        two.map(_safe(lambda t: sp.Max(*t))),
+        two.map(_safe(lambda t: sp.Min(*t))),
         children.map(lambda c: _safe(lambda t: sp.ceiling(t[0]))((c,))),
         st.tuples(children, children, children).map(
-            _safe(lambda t: sp.Piecewise((t[0], t[1] > t[2]), (t[2], True)))))
+            _safe(lambda t: sp.Piecewise((t[0], t[1] > t[2]), (t[2], True)))
+        ),
+    )
 
 
 FORMULAS = st.recursive(LEAVES, _extend, max_leaves=12)
@@ -57,8 +72,7 @@ FORMULAS = st.recursive(LEAVES, _extend, max_leaves=12)
 def _reference(e: sp.Basic, env: dict) -> object:
     args = sorted(e.free_symbols, key=lambda s: s.name)
     try:
-        return sp.lambdify(args, e, modules="math", printer=code_printer())(
-            *[env[a] for a in args])
+        return sp.lambdify(args, e, modules="math", printer=code_printer())(*[env[a] for a in args])
     except ZeroDivisionError:
         return None
 
@@ -90,11 +104,18 @@ def test_the_walk_is_lambdify_to_the_last_bit(e, values):
 def test_every_formula_of_a_program_walks_to_lambdifys_number(path, in_repo_root):
     r = shardc.compile(str(path))
     env = r.environment()
-    fields = ("time", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math", "t_hbm",
-              "t_bandwidth", "t_latency")
+    fields = (
+        "time",
+        "flops_per_device",
+        "hbm_bytes",
+        "comm_bytes",
+        "t_math",
+        "t_hbm",
+        "t_bandwidth",
+        "t_latency",
+    )
     candidates = [*r.totals.values(), *(getattr(op, f) for op in r.ops for f in fields)]
-    formulas = [f for f in candidates
-                if isinstance(f, sp.Basic) and f.free_symbols <= env.keys()]
+    formulas = [f for f in candidates if isinstance(f, sp.Basic) and f.free_symbols <= env.keys()]
     assert formulas
     for e, got in zip(formulas, evaluate(formulas, env), strict=True):
         assert _same(got, _reference(e, env)), e

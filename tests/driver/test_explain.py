@@ -20,7 +20,8 @@ def test_a_compile_that_explains_nothing_has_the_same_numbers(name):
     assert any(c.crossover_bytes is not None for c in full.ops)
     assert all(c.crossover_bytes is None for c in lean.ops)
     assert [(c.op, c.axes, c.src, c.dst, c.reason) for c in lean.ops] == [
-        (c.op, c.axes, c.src, c.dst, c.reason) for c in full.ops]
+        (c.op, c.axes, c.src, c.dst, c.reason) for c in full.ops
+    ]
     assert {k: lean.value(k) for k in lean.totals} == {k: full.value(k) for k in full.totals}
     assert lean.step_durations() == full.step_durations()
     if full.memory is not None:  # a program with a backward pass

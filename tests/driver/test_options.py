@@ -41,10 +41,12 @@ def test_options_from_the_cli_equal_the_api_options(capsys):
     from shardc.cli.inputs import options_from
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    args = sub.choices["compile"].parse_args(["p.shard", "--remat", "block", "--set", "B=8",
-                                             "--model", "book"])
-    assert options_from(args) == options_with(None, {"remat": "block", "set": {"B": 8},
-                                                     "model": "book"})
+    args = sub.choices["compile"].parse_args(
+        ["p.shard", "--remat", "block", "--set", "B=8", "--model", "book"]
+    )
+    assert options_from(args) == options_with(
+        None, {"remat": "block", "set": {"B": 8}, "model": "book"}
+    )
 
 
 def test_compile_takes_an_options_value_and_overrides():
@@ -54,12 +56,15 @@ def test_compile_takes_an_options_value_and_overrides():
     assert shardc.compile(PROGRAM, hw="tpu-v5e").model == "exact"
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"hardware": "tpu-v5e"}, TypeError, "no compile option named 'hardware'"),
-    ({"explain": "yes"}, TypeError, "explain must be True or False"),
-    ({"on": "peak"}, ValueError, "on='peak'"),
-    ({"free": "BD"}, TypeError, "free must be a list of names"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"hardware": "tpu-v5e"}, TypeError, "no compile option named 'hardware'"),
+        ({"explain": "yes"}, TypeError, "explain must be True or False"),
+        ({"on": "peak"}, ValueError, "on='peak'"),
+        ({"free": "BD"}, TypeError, "free must be a list of names"),
+    ],
+)
 def test_a_wrong_option_is_an_error_naming_it(kwargs, error, match):
     with pytest.raises(error, match=match):
         shardc.compile(PROGRAM, **kwargs)

@@ -52,50 +52,162 @@ def cli_json(*args: str) -> Any:
     return json.loads(out.getvalue())
 
 
-FSDP = ("mesh X\ndim B, D=8192, F=32768\nhardware tpu-v5p\nIn: bf16[B_X, D]\n"
-        "param W_in: bf16[D_X, F]\nparam W_out: bf16[F, D_X]\nTmp[B_X, F] = In ·_D W_in\n"
-        "Out[B_X, D] = Tmp ·_F W_out\nbackward\n")
+FSDP = (
+    "mesh X\ndim B, D=8192, F=32768\nhardware tpu-v5p\nIn: bf16[B_X, D]\n"
+    "param W_in: bf16[D_X, F]\nparam W_out: bf16[F, D_X]\nTmp[B_X, F] = In ·_D W_in\n"
+    "Out[B_X, D] = Tmp ·_F W_out\nbackward\n"
+)
 """FSDP with B free: its plans change with B (tests/driver/test_regions.py), so derive gives
 `by_region`."""
-FSDP_TP = ("mesh X @ici(x, y), Y @ici(z)\ndim B, D=8192, F\nhardware tpu-v5p\n"
-           "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
-           "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n")
+FSDP_TP = (
+    "mesh X @ici(x, y), Y @ici(z)\ndim B, D=8192, F\nhardware tpu-v5p\n"
+    "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
+    "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n"
+)
 """FSDP + TP (tests/tools/test_derive.py): `--optimize X --with Y --devices 64` scans the splits."""
 
 CASES: dict[str, tuple[str, Callable[[Path], list[str]]]] = {
     # A plan whose best candidate fits, and one where none fits (best is null).
-    "plan": ("plan", lambda _: ["plan", "--card", "llama3-8b", "--hw", "tpu-v5p", "--chips", "64",
-                                "--batch", "256Ki", "--remat", "block", "--format", "json"]),
-    "plan-none-fits": ("plan", lambda _: ["plan", "--card", "llama3-8b", "--hw", "tpu-v5e",
-                                          "--chips", "16", "--batch", "64Ki", "--format", "json"]),
-    **{f"derive-{p}": ("derive", lambda _, p=p: ["derive", str(PROGRAMS / f"{p}.shard"),
-                                                 "--format", "json"])
-       for p in ("mlp-dp-train", "mlp-fsdp-tp-train", "case1")},
-    "derive-solve-for": ("derive", lambda _: ["derive", str(PROGRAMS / "mlp-tp-train.shard"),
-                                              "--model", "exact", "--solve-for", "F",
-                                              "--format", "json"]),
-    "derive-by-region": ("derive", lambda tmp: ["derive", str(tmp / "fsdp.shard"), "--solve-for",
-                                                "B", "--set", "X=16", "--format", "json"]),
-    "derive-splits": ("derive", lambda tmp: ["derive", str(tmp / "fsdp-tp.shard"), "--optimize",
-                                             "X", "--with", "Y", "--devices", "64", "--set",
-                                             "B=65536", "--set", "F=28672", "--format", "json"]),
-    "sweep": ("sweep", lambda _: ["sweep", str(PROGRAMS / "mlp-dp-train.shard"), "--set",
-                                  "B=1e3:1e7:log6", "--set", "F=4k:32k:lin3", "--y", "t_math_s",
-                                  "--y", "t_math_s/t_comms_s", "--y", "bound", "--format", "json"]),
-    "sweep-several": ("sweep", lambda _: ["sweep", str(PROGRAMS / "mlp-dp-train.shard"),
-                                          str(PROGRAMS / "mlp-fsdp-train.shard"), "--set",
-                                          "B=1e3:1e7:log4", "--format", "json"]),
+    "plan": (
+        "plan",
+        lambda _: [
+            "plan",
+            "--card",
+            "llama3-8b",
+            "--hw",
+            "tpu-v5p",
+            "--chips",
+            "64",
+            "--batch",
+            "256Ki",
+            "--remat",
+            "block",
+            "--format",
+            "json",
+        ],
+    ),
+    "plan-none-fits": (
+        "plan",
+        lambda _: [
+            "plan",
+            "--card",
+            "llama3-8b",
+            "--hw",
+            "tpu-v5e",
+            "--chips",
+            "16",
+            "--batch",
+            "64Ki",
+            "--format",
+            "json",
+        ],
+    ),
+    **{
+        f"derive-{p}": (
+            "derive",
+            lambda _, p=p: ["derive", str(PROGRAMS / f"{p}.shard"), "--format", "json"],
+        )
+        for p in ("mlp-dp-train", "mlp-fsdp-tp-train", "case1")
+    },
+    "derive-solve-for": (
+        "derive",
+        lambda _: [
+            "derive",
+            str(PROGRAMS / "mlp-tp-train.shard"),
+            "--model",
+            "exact",
+            "--solve-for",
+            "F",
+            "--format",
+            "json",
+        ],
+    ),
+    "derive-by-region": (
+        "derive",
+        lambda tmp: [
+            "derive",
+            str(tmp / "fsdp.shard"),
+            "--solve-for",
+            "B",
+            "--set",
+            "X=16",
+            "--format",
+            "json",
+        ],
+    ),
+    "derive-splits": (
+        "derive",
+        lambda tmp: [
+            "derive",
+            str(tmp / "fsdp-tp.shard"),
+            "--optimize",
+            "X",
+            "--with",
+            "Y",
+            "--devices",
+            "64",
+            "--set",
+            "B=65536",
+            "--set",
+            "F=28672",
+            "--format",
+            "json",
+        ],
+    ),
+    "sweep": (
+        "sweep",
+        lambda _: [
+            "sweep",
+            str(PROGRAMS / "mlp-dp-train.shard"),
+            "--set",
+            "B=1e3:1e7:log6",
+            "--set",
+            "F=4k:32k:lin3",
+            "--y",
+            "t_math_s",
+            "--y",
+            "t_math_s/t_comms_s",
+            "--y",
+            "bound",
+            "--format",
+            "json",
+        ],
+    ),
+    "sweep-several": (
+        "sweep",
+        lambda _: [
+            "sweep",
+            str(PROGRAMS / "mlp-dp-train.shard"),
+            str(PROGRAMS / "mlp-fsdp-train.shard"),
+            "--set",
+            "B=1e3:1e7:log4",
+            "--format",
+            "json",
+        ],
+    ),
     "limits": ("limits", lambda _: ["limits", "--format", "json"]),
-    "model-show-moe": ("model-show", lambda _: ["model", "show", "deepseek-v3", "--format",
-                                                "json"]),
-    "model-show-dense": ("model-show", lambda _: ["model", "show", "llama3-8b", "--kv-dtype",
-                                                  "fp8", "--format", "json"]),
-    "xla-check": ("xla-check", lambda _: ["xla-check", str(PROGRAMS / "q9-reducescatter.shard"),
-                                          "--format", "json"]),
-    "xla-check-several": ("xla-check", lambda _: ["xla-check",
-                                                  str(PROGRAMS / "q9-reducescatter.shard"),
-                                                  str(PROGRAMS / "case3.shard"),
-                                                  "--format", "json"]),
+    "model-show-moe": (
+        "model-show",
+        lambda _: ["model", "show", "deepseek-v3", "--format", "json"],
+    ),
+    "model-show-dense": (
+        "model-show",
+        lambda _: ["model", "show", "llama3-8b", "--kv-dtype", "fp8", "--format", "json"],
+    ),
+    "xla-check": (
+        "xla-check",
+        lambda _: ["xla-check", str(PROGRAMS / "q9-reducescatter.shard"), "--format", "json"],
+    ),
+    "xla-check-several": (
+        "xla-check",
+        lambda _: [
+            "xla-check",
+            str(PROGRAMS / "q9-reducescatter.shard"),
+            str(PROGRAMS / "case3.shard"),
+            "--format",
+            "json",
+        ],
+    ),
 }
 """Each case: the schema its output follows, and its command line (given a folder holding
 fsdp.shard and fsdp-tp.shard)."""
@@ -115,10 +227,12 @@ def output(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Any]:
         if case not in done:
             done[case] = cli_json(*CASES[case][1](tmp))
         return copy.deepcopy(done[case])
+
     return get
 
 
 # ---- the schemas themselves ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_schema_is_a_valid_draft_2020_12_schema(name: str) -> None:
@@ -132,8 +246,9 @@ def test_each_schema_is_a_valid_draft_2020_12_schema(name: str) -> None:
 def _schema_const(name: str) -> str:
     """The `schema` value a schema allows: its top-level property, or its `$defs`' one."""
     s = schema(name)
-    props = s.get("properties") or next(d["properties"] for d in s["$defs"].values()
-                                        if "schema" in d.get("properties", {}))
+    props = s.get("properties") or next(
+        d["properties"] for d in s["$defs"].values() if "schema" in d.get("properties", {})
+    )
     return props["schema"]["const"]
 
 
@@ -146,9 +261,15 @@ def test_each_output_constant_is_its_schemas_title() -> None:
     from shardc.tools.plan import render as plan
     from shardc.tools.xla import render as xla
 
-    constants = {"report": report.SCHEMA, "plan": plan.SCHEMA, "derive": derive.SCHEMA,
-                 "sweep": sweep_render.SCHEMA, "limits": limits.SCHEMA,
-                 "model-show": model_show.SCHEMA, "xla-check": xla.SCHEMA}
+    constants = {
+        "report": report.SCHEMA,
+        "plan": plan.SCHEMA,
+        "derive": derive.SCHEMA,
+        "sweep": sweep_render.SCHEMA,
+        "limits": limits.SCHEMA,
+        "model-show": model_show.SCHEMA,
+        "xla-check": xla.SCHEMA,
+    }
     assert constants.keys() == set(NAMES)
     for name, value in constants.items():
         assert value == schema(name)["title"] == _schema_const(name), name
@@ -179,8 +300,7 @@ def test_enums_are_the_codes_own_values() -> None:
         ("derive", "properties/model/enum", get_args(Model)),
         ("derive", "$defs/optimum/properties/overlap/enum", OVERLAPS),
         ("sweep", "$defs/sweep/properties/model/enum", get_args(Model)),
-        ("model-show", "properties/architecture/properties/activation/enum",
-         models.ACTIVATIONS),
+        ("model-show", "properties/architecture/properties/activation/enum", models.ACTIVATIONS),
         ("xla-check", "$defs/verdict/enum", VERDICTS),
         ("xla-check", "$defs/program/properties/model/enum", get_args(Model)),
     ]
@@ -195,8 +315,10 @@ def test_every_schema_file_ships_and_is_documented() -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     globs = data["tool"]["setuptools"]["package-data"]
     dirs = data["tool"]["setuptools"]["package-dir"]
-    shipped = {"shardc.driver": sorted((ROOT / "dsl/driver/schemas").glob("*.schema.json")),
-               "shardc.hardware": [ROOT / "hardware/chip.schema.json"]}
+    shipped = {
+        "shardc.driver": sorted((ROOT / "dsl/driver/schemas").glob("*.schema.json")),
+        "shardc.hardware": [ROOT / "hardware/chip.schema.json"],
+    }
     assert {p.name for p in shipped["shardc.driver"]} == {f"{n}.schema.json" for n in NAMES}
     docs = (ROOT / "docs/schemas.md").read_text(encoding="utf-8")
     for package, paths in shipped.items():
@@ -208,6 +330,7 @@ def test_every_schema_file_ships_and_is_documented() -> None:
 
 
 # ---- real outputs -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", CASES)
 def test_real_output_follows_its_schema(case: str, output: Callable[[str], Any]) -> None:
@@ -232,12 +355,14 @@ def test_the_cases_reach_the_optional_parts(output: Callable[[str], Any]) -> Non
 
 # ---- each schema refuses a broken document ------------------------------------------------------
 
+
 def _set(path: str, value: Any) -> Callable[[Any], None]:
     def change(doc: Any) -> None:
         *head, last = path.split("/")
         for part in head:
             doc = doc[int(part) if part.isdigit() else part]
         doc[int(last) if last.isdigit() else last] = value
+
     return change
 
 
@@ -247,6 +372,7 @@ def _delete(path: str) -> Callable[[Any], None]:
         for part in head:
             doc = doc[int(part) if part.isdigit() else part]
         del doc[last]
+
     return change
 
 
@@ -279,11 +405,12 @@ BROKEN = [
 ]
 
 
-@pytest.mark.parametrize(("case", "what", "change"), BROKEN,
-                         ids=[f"{c}: {w}" for c, w, _ in BROKEN])
+@pytest.mark.parametrize(
+    ("case", "what", "change"), BROKEN, ids=[f"{c}: {w}" for c, w, _ in BROKEN]
+)
 def test_each_schema_refuses_a_broken_document(case: str, what: str, change, output) -> None:
     doc = output(case)
-    validator(CASES[case][0]).validate(doc)   # whole, it passes
+    validator(CASES[case][0]).validate(doc)  # whole, it passes
     change(doc)
     with pytest.raises(jsonschema.ValidationError):
         validator(CASES[case][0]).validate(doc)

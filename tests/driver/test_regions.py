@@ -54,10 +54,14 @@ def test_the_fsdp_step_at_a_batch_is_the_compile_at_it(b):
     assert_same(r.at(B=b), shardc.compile(FSDP, set={"X": 16, "B": b}))
 
 
-STRATEGY = dict(prog=programs(symbolic=True), hw=st.sampled_from([None, "tpu-v5e", "h100"]),
-                model=st.sampled_from(["exact", "book"]),
-                scales=st.lists(st.lists(st.integers(1, 1 << 14), min_size=4, max_size=4),
-                                min_size=5, max_size=5))
+STRATEGY = dict(
+    prog=programs(symbolic=True),
+    hw=st.sampled_from([None, "tpu-v5e", "h100"]),
+    model=st.sampled_from(["exact", "book"]),
+    scales=st.lists(
+        st.lists(st.integers(1, 1 << 14), min_size=4, max_size=4), min_size=5, max_size=5
+    ),
+)
 
 
 def assert_totals_at(symbolic, point, numeric):
@@ -97,12 +101,21 @@ def check_report(r, text, sizes, hw, model, scales):
         assert_totals_at(r, point, numeric)
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(**STRATEGY)
-@example(prog=("mesh X=1, Y=2\ndim I=2, J, K, L=2\n"
-               "Out = In[I_XY, J] ·_J W1[J_XY, K] *_K W2[K_XY, L]\n", {"K": 2, "J": 2}),
-         hw=None, model="exact", scales=[[1, 1, 1, 1], [1, 3, 1, 1]])
+@example(
+    prog=(
+        "mesh X=1, Y=2\ndim I=2, J, K, L=2\nOut = In[I_XY, J] ·_J W1[J_XY, K] *_K W2[K_XY, L]\n",
+        {"K": 2, "J": 2},
+    ),
+    hw=None,
+    model="exact",
+    scales=[[1, 1, 1, 1], [1, 3, 1, 1]],
+)
 def test_symbolic_at_a_point_equals_compiling_at_it(prog, hw, model, scales):
     """The example: a chain in one statement with sizes the program leaves symbolic is planned
     one product at a time, also where `set` binds them (a joint plan there differed from
@@ -115,17 +128,29 @@ def test_the_training_step_on_a_2x3x1_mesh_at_tiny_sizes(model):
     """The draw that stopped the property after the regions-by-default merge (T_comms 8.0 us
     against 6.0 at I=K=6): the default report, `at` and `value` at the point are the compile's,
     Megatron-SP's re-gathers and T_expected included."""
-    prog = ("mesh X=2, Y=3, Z=1\ndim I, J=6, K, L=6\nIn: bf16[I, J]\n"
-            "param W1: bf16[J_ZX, K]\nparam W2: bf16[K_ZX, J]\nTmp[I, K] = In ·_J W1\n"
-            "Out[I_X, J] = gelu(Tmp) ·_K W2\nbackward\n", {"I": 6, "K": 6})
+    prog = (
+        "mesh X=2, Y=3, Z=1\ndim I, J=6, K, L=6\nIn: bf16[I, J]\n"
+        "param W1: bf16[J_ZX, K]\nparam W2: bf16[K_ZX, J]\nTmp[I, K] = In ·_J W1\n"
+        "Out[I_X, J] = gelu(Tmp) ·_K W2\nbackward\n",
+        {"I": 6, "K": 6},
+    )
     text, sizes = prog
-    check_report(shardc.compile(text, hw="tpu-v5e", model=model), text, sizes, "tpu-v5e", model,
-                 [[1, 1, 1, 1], [1, 2, 1, 1], [3, 1, 1, 1]])
+    check_report(
+        shardc.compile(text, hw="tpu-v5e", model=model),
+        text,
+        sizes,
+        "tpu-v5e",
+        model,
+        [[1, 1, 1, 1], [1, 2, 1, 1], [3, 1, 1, 1]],
+    )
 
 
 @pytest.mark.slow
-@settings(max_examples=10_000, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=10_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(**STRATEGY)
 def test_symbolic_at_a_point_equals_compiling_at_it_10000(prog, hw, model, scales):
     check_point(prog, hw, model, scales)
@@ -188,13 +213,43 @@ def test_compile_regions_flag_prints_totals_by_region(tmp_path):
 
     path = tmp_path / "fsdp.shard"
     path.write_text(FSDP)
-    out = subprocess.run([sys.executable, "-m", "shardc", "compile", str(path), "--set", "X=16",
-                          "--regions", "--objective", "statement"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shardc",
+            "compile",
+            str(path),
+            "--set",
+            "X=16",
+            "--regions",
+            "--objective",
+            "statement",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "totals by region" in out and "where B > 7659.4" in out
-    js = subprocess.run([sys.executable, "-m", "shardc", "compile", str(path), "--set", "X=16",
-                         "--regions", "--format", "json", "--objective", "statement"],
-                        capture_output=True, text=True, check=True).stdout
+    js = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shardc",
+            "compile",
+            str(path),
+            "--set",
+            "X=16",
+            "--regions",
+            "--format",
+            "json",
+            "--objective",
+            "statement",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     import json
 
     d = json.loads(js)
@@ -211,10 +266,28 @@ def _derive_json(tmp_path, model):
 
     path = tmp_path / "fsdp.shard"
     path.write_text(FSDP)
-    out = subprocess.run([sys.executable, "-m", "shardc", "derive", str(path), "--solve-for", "B",
-                          "--model", model, "--set", "X=16", "--format", "json",
-                          "--objective", "statement"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shardc",
+            "derive",
+            str(path),
+            "--solve-for",
+            "B",
+            "--model",
+            model,
+            "--set",
+            "X=16",
+            "--format",
+            "json",
+            "--objective",
+            "statement",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out)["by_region"]
 
 
@@ -250,9 +323,11 @@ def test_the_solved_threshold_is_the_crossover_of_numeric_compiles():
     assert 16 * lo < 76500 <= 16 * hi
 
 
-FSDP_TP_3D = ("mesh X @ici(x, y), Y @ici(z)\ndim B=65536, D=8192, F=28672\nhardware tpu-v5p\n"
-              "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
-              "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n")
+FSDP_TP_3D = (
+    "mesh X @ici(x, y), Y @ici(z)\ndim B=65536, D=8192, F=28672\nhardware tpu-v5p\n"
+    "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
+    "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n"
+)
 
 
 @pytest.mark.parametrize(("x", "y"), [(1, 64), (4, 16), (16, 4), (64, 1)])
@@ -261,8 +336,7 @@ def test_a_symbolic_mesh_axis_at_a_point_is_the_compile_at_it(x, y):
     slice's own (wraparound, an axis of one chip moves nothing), as compiling there gives."""
     for model in ("book", "exact"):
         r = shardc.compile(FSDP_TP_3D, model=model)
-        assert_same(r.at(X=x, Y=y), shardc.compile(FSDP_TP_3D, model=model,
-                                                   set={"X": x, "Y": y}))
+        assert_same(r.at(X=x, Y=y), shardc.compile(FSDP_TP_3D, model=model, set={"X": x, "Y": y}))
 
 
 def test_a_point_that_does_not_compile_raises():
@@ -272,8 +346,9 @@ def test_a_point_that_does_not_compile_raises():
         r.at(X=2, Y=32)
 
 
-DP_STEP = FSDP.replace("mesh X\n", "mesh X=16\n").replace("D_X, F]", "D, F]").replace(
-    "F, D_X]", "F, D]")
+DP_STEP = (
+    FSDP.replace("mesh X\n", "mesh X=16\n").replace("D_X, F]", "D, F]").replace("F, D_X]", "F, D]")
+)
 
 
 def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path):
@@ -287,10 +362,24 @@ def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path):
 
     path = tmp_path / "dp.shard"
     path.write_text(DP_STEP)
-    base = [sys.executable, "-m", "shardc", "derive", str(path), "--solve-for", "B",
-            "--model", "book", "--objective", "statement"]
-    d = json.loads(subprocess.run([*base, "--format", "json"], capture_output=True, text=True,
-                                  check=True).stdout)
+    base = [
+        sys.executable,
+        "-m",
+        "shardc",
+        "derive",
+        str(path),
+        "--solve-for",
+        "B",
+        "--model",
+        "book",
+        "--objective",
+        "statement",
+    ]
+    d = json.loads(
+        subprocess.run(
+            [*base, "--format", "json"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     assert d["solve_for"] == "B"
     conds = {c["name"]: c for c in d["conditions"]}
     (lo, cut), (threshold, top) = conds["compute-bound"]["intervals"]
@@ -334,14 +423,16 @@ def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
     for v in d["regions"]:
         (b,) = v["boundaries"]
         assert b["size"] == "B" and b["exact"] == "31372905/4096"
-        assert b["formula"] == ("X*(X - 1)*(4*D*F - W_ici*X*t_hop)/"
-                                "(4*(D*floor(X**2/4) + F*X**2 - F*X))")
+        assert b["formula"] == (
+            "X*(X - 1)*(4*D*F - W_ici*X*t_hop)/(4*(D*floor(X**2/4) + F*X**2 - F*X))"
+        )
         assert b["value"] == 7659.400634765625
     for b in (4096, 60000):  # each side of the boundary: the compile at that batch
         want = shardc.compile(FSDP, set={"X": 16, "B": b}, objective="statement")
         assert r.value("t_comms_s", B=b) == pytest.approx(want.value("t_comms_s"), rel=1e-9)
-        assert r.value(r.totals["t_comms_s"], B=b) == pytest.approx(want.value("t_comms_s"),
-                                                                  rel=1e-9)
+        assert r.value(r.totals["t_comms_s"], B=b) == pytest.approx(
+            want.value("t_comms_s"), rel=1e-9
+        )
 
 
 def test_past_the_cap_the_report_shows_one_plan_labelled_with_its_region():
@@ -400,7 +491,7 @@ def test_a_region_narrower_than_the_scan_step_keeps_its_interval() -> None:
     from shardc.tools.derive_by_region import intervals
 
     b = sp.Symbol("B", positive=True)
-    (lo, hi), = intervals(sp.And(b >= 7491, b < 7612), b, {})
+    ((lo, hi),) = intervals(sp.And(b >= 7491, b < 7612), b, {})
     assert lo == pytest.approx(7491) and hi == pytest.approx(7612)
     assert intervals(sp.And(b >= 7491, b < 7491.5), b, {}) != []
 

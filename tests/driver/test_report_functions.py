@@ -27,8 +27,7 @@ from shardc.driver import (
 )
 from shardc.driver.render import write
 
-SOURCE = ("mesh X=16\ndim B, D=16, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\n"
-          "C[B, F] = A ·_D W\n")
+SOURCE = "mesh X=16\ndim B, D=16, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\nC[B, F] = A ·_D W\n"
 """B left free; on h100 the 16 devices span two NVLink domains, and the chip is calibrated."""
 
 
@@ -106,8 +105,7 @@ def test_the_json_form(bound):
     assert d["schema"] == "shardc.report/1" and d["hardware"] == "h100"
     public = {k: v for k, v in d.items() if not k.startswith("_")}  # `_mesh_order`: for writers
     assert json.loads(json_report.report_json(bound)) == json.loads(json.dumps(public))
-    assert json_report.topology_dict(bound) == [
-        {"axis": "X", "level": "nvlink", "nvlink_part": 8}]
+    assert json_report.topology_dict(bound) == [{"axis": "X", "level": "nvlink", "nvlink_part": 8}]
 
 
 def test_the_old_writer_names_write_what_the_writers_write(bound):
@@ -118,8 +116,8 @@ def test_the_old_writer_names_write_what_the_writers_write(bound):
 
 def test_the_notebook_views(bound):
     assert notebook.short_repr(bound) == (
-        "<shardc.Report '<string>': chip h100, model exact, 2 ops, T_lower 16.1 us, "
-        "bound comms>")
+        "<shardc.Report '<string>': chip h100, model exact, 2 ops, T_lower 16.1 us, bound comms>"
+    )
     frame = notebook.ops_frame(bound)
     assert len(frame) == len(bound.ops)
     assert len(notebook.arrays_frame(bound)) == 3

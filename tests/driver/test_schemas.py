@@ -23,8 +23,9 @@ def test_the_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "golden").glob("*.json")),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "tests" / "golden").glob("*.json")), ids=lambda p: p.stem
+)
 def test_every_golden_report_follows_the_schema(path):
     VALIDATOR.validate(json.loads(path.read_text(encoding="utf-8")))
 

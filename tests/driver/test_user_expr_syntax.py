@@ -26,27 +26,33 @@ from shardc.driver.user_expr_syntax import (
 )
 
 
-@pytest.mark.parametrize(("text", "tree"), [
-    ("B/X", BinOp("/", Name("B"), Name("X"))),
-    ("-B**2", Neg(BinOp("**", Name("B"), Num(Decimal(2))))),
-    ("Max(B, 2*X)", Call("Max", (Name("B"), BinOp("*", Num(Decimal(2)), Name("X"))))),
-    ("B >= 4k", Compare(">=", Name("B"), Num(Decimal(4000)))),
-    ("((((B))))", Name("B")),
-    ("B**(1/2)", BinOp("**", Name("B"), BinOp("/", Num(Decimal(1)), Num(Decimal(2))))),
-    ("1 - 2 - 3", BinOp("-", BinOp("-", Num(Decimal(1)), Num(Decimal(2))), Num(Decimal(3)))),
-])
+@pytest.mark.parametrize(
+    ("text", "tree"),
+    [
+        ("B/X", BinOp("/", Name("B"), Name("X"))),
+        ("-B**2", Neg(BinOp("**", Name("B"), Num(Decimal(2))))),
+        ("Max(B, 2*X)", Call("Max", (Name("B"), BinOp("*", Num(Decimal(2)), Name("X"))))),
+        ("B >= 4k", Compare(">=", Name("B"), Num(Decimal(4000)))),
+        ("((((B))))", Name("B")),
+        ("B**(1/2)", BinOp("**", Name("B"), BinOp("/", Num(Decimal(1)), Num(Decimal(2))))),
+        ("1 - 2 - 3", BinOp("-", BinOp("-", Num(Decimal(1)), Num(Decimal(2))), Num(Decimal(3)))),
+    ],
+)
 def test_the_tree(text, tree):
     assert parse(text) == tree
 
 
-@pytest.mark.parametrize(("text", "column", "words"), [
-    ("", 0, "empty formula"),
-    ("B +", 3, "unexpected end"),
-    ("B**B**B", 4, "'**' takes a whole number"),
-    (f"B**{MAX_EXPONENT + 1}", 1, "up to 16"),
-    ("x" * (MAX_LENGTH + 1), MAX_LENGTH, "at most 1000 characters"),
-    ("B.subs", 1, "no attribute access"),
-])
+@pytest.mark.parametrize(
+    ("text", "column", "words"),
+    [
+        ("", 0, "empty formula"),
+        ("B +", 3, "unexpected end"),
+        ("B**B**B", 4, "'**' takes a whole number"),
+        (f"B**{MAX_EXPONENT + 1}", 1, "up to 16"),
+        ("x" * (MAX_LENGTH + 1), MAX_LENGTH, "at most 1000 characters"),
+        ("B.subs", 1, "no attribute access"),
+    ],
+)
 def test_refusals_say_where(text, column, words):
     with pytest.raises(ExprError) as info:
         parse(text)
@@ -58,8 +64,10 @@ def test_the_public_home_names_the_same_error_and_functions():
     assert {"Max", "Min", "sqrt", "floor", "ceiling", "Lt", "Ge"} <= set(FUNCTIONS)
 
 
-@given(st.lists(st.sampled_from(["B", "X", "2", "4k"]), min_size=1, max_size=8),
-       st.sampled_from(["+", "*", "/"]))
+@given(
+    st.lists(st.sampled_from(["B", "X", "2", "4k"]), min_size=1, max_size=8),
+    st.sampled_from(["+", "*", "/"]),
+)
 def test_a_chain_of_one_operator_is_left_nested(operands, op):
     tree = parse(f" {op} ".join(operands))
     for operand in reversed(operands[1:]):

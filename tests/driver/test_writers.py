@@ -23,8 +23,7 @@ from shardc.driver.render.writer import Writer, holds_text, pct
 from shardc.driver.text_table import aligned
 from shardc.driver.topology_text import topology_lines
 
-SOURCE = ("mesh X=16\ndim B=16, D=16, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\n"
-          "C[B, F] = A ·_D W\n")
+SOURCE = "mesh X=16\ndim B=16, D=16, F=6\nA: bf16[B, D_X]\nW: bf16[D_X, F]\nC[B, F] = A ·_D W\n"
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +58,11 @@ class Plain(Writer):
 
 
 def test_the_writer_dispatches_on_section_name_and_row_type():
-    doc = [Section("a", "A", (Kept("one"), Unknown("skipped"), Kept("two"))),
-           Section("b", "B", (Kept("three"),)),
-           Section("c", "C", (Kept("not this format's section"),))]
+    doc = [
+        Section("a", "A", (Kept("one"), Unknown("skipped"), Kept("two"))),
+        Section("b", "B", (Kept("three"),)),
+        Section("c", "C", (Kept("not this format's section"),)),
+    ]
     assert Plain().write(doc) == "one\ntwo\n[B]\nthree\n"
 
 
@@ -75,13 +76,13 @@ def test_each_format_has_its_writer_class():
 
 def test_shares_and_truth_in_words():
     assert (pct(0.456), pct(1.0), pct(0.0)) == ("46%", "100%", "0%")
-    assert [holds_text(h) for h in (True, False, None)] == ["holds", "does not hold",
-                                                             "undecided"]
+    assert [holds_text(h) for h in (True, False, None)] == ["holds", "does not hold", "undecided"]
 
 
 def test_html_helpers_and_the_html_report(gpu):
     assert table_html(("a", "b"), [("1", "2")]) == (
-        "<table><tr><th>a</th><th>b</th></tr>\n<tr><td>1</td><td>2</td></tr>\n</table>")
+        "<table><tr><th>a</th><th>b</th></tr>\n<tr><td>1</td><td>2</td></tr>\n</table>"
+    )
     b, x = sp.symbols("B X", positive=True)
     assert math_html(b / x) == "\\(\\frac{B}{X}\\)"
     assert math_html(sp.Lt(b, x)) == "\\(B &lt; X\\)"  # LaTeX inside HTML: `<` escaped
@@ -103,7 +104,7 @@ def test_latex_blocks_are_balanced(gpu):
 def test_markdown_puts_the_summary_rows_in_one_table(gpu):
     md = write(gpu, "md").splitlines()
     start = md.index("| quantity | value | formula |")
-    rows = md[start + 2:md.index("", start)]
+    rows = md[start + 2 : md.index("", start)]
     assert {t.__name__ for t in TABLE} == {"Total", "Bound", "Utilization"}
     assert rows[0].startswith("| T_math |") and rows[-1] == "| bound | comms | |"
     assert all(r.startswith("| ") and r.endswith("|") for r in rows)
@@ -127,17 +128,20 @@ def test_aligned_columns_start_together(rows):
     for line, cells in zip(lines, [head, *rows], strict=True):
         assert line == line.rstrip()  # no trailing spaces
         full = line.ljust(sum(widths) + 4)
-        assert full[:widths[0]] == cells[0].ljust(widths[0])
-        assert full[widths[0] + 2:widths[0] + 2 + widths[1]] == cells[1].rjust(widths[1])
-        assert full[widths[0] + widths[1] + 4:].rstrip() == cells[2].rstrip()
+        assert full[: widths[0]] == cells[0].ljust(widths[0])
+        assert full[widths[0] + 2 : widths[0] + 2 + widths[1]] == cells[1].rjust(widths[1])
+        assert full[widths[0] + widths[1] + 4 :].rstrip() == cells[2].rstrip()
 
 
 def test_the_topology_in_words(tpu, gpu):
     assert topology_lines(None) == []
     assert topology_lines(tpu.program.topology) == [
-        "X: ICI ring of 16 (tpu-v5e: wraps only on an axis of 16)"]
+        "X: ICI ring of 16 (tpu-v5e: wraps only on an axis of 16)"
+    ]
     assert topology_lines(gpu.program.topology) == [
-        "X: NVLink inside a domain (8 devices), InfiniBand across domains"]
+        "X: NVLink inside a domain (8 devices), InfiniBand across domains"
+    ]
     small = shardc.compile(SOURCE.replace("X=16", "X=4"), hw="tpu-v5e")
     assert topology_lines(small.program.topology) == [
-        "X: ICI line of 4 (tpu-v5e: wraps only on an axis of 16)"]
+        "X: ICI line of 4 (tpu-v5e: wraps only on an axis of 16)"
+    ]

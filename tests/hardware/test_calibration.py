@@ -59,36 +59,65 @@ HOSTILE = {
     "unknown key": (_bad("launch_s", "lunch_s"), ":7:", "did you mean 'launch_s'"),
     "unknown table": (GOOD + "[extra]\nx = 1\n", "", "unknown field 'extra'"),
     "missing table": (GOOD.replace("[hbm]\nefficiency = 0.8\n", ""), "", "missing table [hbm]"),
-    "no source": (_bad('source = "a vendor page"', 'date = "2026"'), ":10:",
-                  "[provenance].source"),
-    "measured without command": (_bad('kind = "published"', 'kind = "measured"'), ":10:",
-                                 "[provenance].command"),
+    "no source": (_bad('source = "a vendor page"', 'date = "2026"'), ":10:", "[provenance].source"),
+    "measured without command": (
+        _bad('kind = "published"', 'kind = "measured"'),
+        ":10:",
+        "[provenance].command",
+    ),
     "other chip": (_bad('chip = "h200"', 'chip = "h100"'), ":1:", "'h100'"),
-    "huge table": (GOOD + "".join(
-        '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "bf16"\nflops = 1\nbytes = 1\n'
-        'median_s = 1\nmin_s = 1\np90_s = 1\n' for _ in range(MAX_ROWS + 1)), "", "limit"),
-    "negative row": (GOOD + '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "bf16"\n'
-                     'flops = 1\nbytes = 1\nmedian_s = -1\nmin_s = 1\np90_s = 1\n', ":18:",
-                     "positive"),
+    "huge table": (
+        GOOD
+        + "".join(
+            '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "bf16"\nflops = 1\nbytes = 1\n'
+            "median_s = 1\nmin_s = 1\np90_s = 1\n"
+            for _ in range(MAX_ROWS + 1)
+        ),
+        "",
+        "limit",
+    ),
+    "negative row": (
+        GOOD + '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "bf16"\n'
+        "flops = 1\nbytes = 1\nmedian_s = -1\nmin_s = 1\np90_s = 1\n",
+        ":18:",
+        "positive",
+    ),
     "not toml": ("chip = ", "", "not valid TOML"),
-    "boost below sustained": (GOOD + "[clock]\nboost_mhz = 1500\nsustained_mhz = 1725\n", ":13:",
-                              "at least [clock].sustained_mhz"),
-    "zero clock": (GOOD + "[clock]\nboost_mhz = 1980\nsustained_mhz = 0\n", ":14:",
-                   "above 0"),
+    "boost below sustained": (
+        GOOD + "[clock]\nboost_mhz = 1500\nsustained_mhz = 1725\n",
+        ":13:",
+        "at least [clock].sustained_mhz",
+    ),
+    "zero clock": (GOOD + "[clock]\nboost_mhz = 1980\nsustained_mhz = 0\n", ":14:", "above 0"),
     "nan clock": (GOOD + "[clock]\nboost_mhz = nan\nsustained_mhz = 1725\n", ":13:", "finite"),
-    "clock without sustained": (GOOD + "[clock]\nboost_mhz = 1980\n", "",
-                                "missing field [clock].sustained_mhz"),
-    "exposed above one": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = 1.5"), ":4:",
-                          "from 0 to 1"),
-    "exposed negative": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = -0.1"), ":4:",
-                         "from 0 to 1"),
-    "exposed nan": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = nan"), ":4:",
-                    "finite"),
-    "unknown clock key": (GOOD + "[clock]\nboost_mhz = 1980\nsustain_mhz = 1725\n", ":14:",
-                          "did you mean 'sustained_mhz'"),
-    "bad precision": (GOOD + '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "f32"\n'
-                      'precision = "extreme"\nflops = 1\nbytes = 1\nmedian_s = 1\nmin_s = 1\n'
-                      'p90_s = 1\n', ":16:", "default, high, highest"),
+    "clock without sustained": (
+        GOOD + "[clock]\nboost_mhz = 1980\n",
+        "",
+        "missing field [clock].sustained_mhz",
+    ),
+    "exposed above one": (
+        _bad("efficiency = 0.5", "efficiency = 0.5\nexposed = 1.5"),
+        ":4:",
+        "from 0 to 1",
+    ),
+    "exposed negative": (
+        _bad("efficiency = 0.5", "efficiency = 0.5\nexposed = -0.1"),
+        ":4:",
+        "from 0 to 1",
+    ),
+    "exposed nan": (_bad("efficiency = 0.5", "efficiency = 0.5\nexposed = nan"), ":4:", "finite"),
+    "unknown clock key": (
+        GOOD + "[clock]\nboost_mhz = 1980\nsustain_mhz = 1725\n",
+        ":14:",
+        "did you mean 'sustained_mhz'",
+    ),
+    "bad precision": (
+        GOOD + '[[rows]]\ncase = "x"\nkind = "matmul"\ndtype = "f32"\n'
+        'precision = "extreme"\nflops = 1\nbytes = 1\nmedian_s = 1\nmin_s = 1\n'
+        "p90_s = 1\n",
+        ":16:",
+        "default, high, highest",
+    ),
 }
 
 
@@ -161,7 +190,8 @@ def test_the_h200_calibration_gives_the_fitted_expectation():
     expected = max(cal.t_call + max(fast, hbm + cal.exposed * fast), math)
     assert r.value(op.t_expected) == pytest.approx(expected, rel=1e-9)
     assert r.value(r.totals["t_expected_s"]) == pytest.approx(
-        max(cal.t_dispatch, expected), rel=1e-9)
+        max(cal.t_dispatch, expected), rel=1e-9
+    )
     text = r.to_text()
     assert "T_expected" in text and "calibration of h200" in text
 
@@ -195,24 +225,52 @@ def test_set_binds_an_efficiency_within_zero_and_one():
             shardc.compile(MATMUL, hw="h200", set={"c_expose": bad})
 
 
-TPU = dataclasses.replace(hardware.load("tpu-v5e"), calibration=Calibration(
-    "tpu-v5e", 1.0, 1.0, 0.0, 0.0, "published", (("kind", "published"), ("source", "a test")),
-    clock=ClockFit(1980.0, 1725.0), exposed=0.4))
+TPU = dataclasses.replace(
+    hardware.load("tpu-v5e"),
+    calibration=Calibration(
+        "tpu-v5e",
+        1.0,
+        1.0,
+        0.0,
+        0.0,
+        "published",
+        (("kind", "published"), ("source", "a test")),
+        clock=ClockFit(1980.0, 1725.0),
+        exposed=0.4,
+    ),
+)
 """A chip whose calibration the property's bindings replace (any mesh fits a TPU torus)."""
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs(), st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.floats(1e-9, 1e-3),
-       st.floats(1e-9, 1e-3), st.floats(0.5, 4.0), st.floats(0.0, 1.0))
-def test_t_expected_is_never_below_t_lower(prog, eta_mxu, eta_hbm, t_call, t_dispatch, k_boost,
-                                           c_expose):
+@given(
+    programs(),
+    st.floats(0.01, 1.0),
+    st.floats(0.01, 1.0),
+    st.floats(1e-9, 1e-3),
+    st.floats(1e-9, 1e-3),
+    st.floats(0.5, 4.0),
+    st.floats(0.0, 1.0),
+)
+def test_t_expected_is_never_below_t_lower(
+    prog, eta_mxu, eta_hbm, t_call, t_dispatch, k_boost, c_expose
+):
     """Each op's expected time is at least its math and HBM time (the power cap keeps the
     math at the power-limited clock whatever k_boost is), and the program's at least the sum
     over ops (and the communication), so T_expected >= T_lower for any calibration."""
     text, _ = prog
-    r = shardc.compile(text, hw=TPU, set={"eta_mxu": eta_mxu, "eta_hbm": eta_hbm,
-                                          "t_call": t_call, "t_dispatch": t_dispatch,
-                                          "k_boost": k_boost, "c_expose": c_expose})
+    r = shardc.compile(
+        text,
+        hw=TPU,
+        set={
+            "eta_mxu": eta_mxu,
+            "eta_hbm": eta_hbm,
+            "t_call": t_call,
+            "t_dispatch": t_dispatch,
+            "k_boost": k_boost,
+            "c_expose": c_expose,
+        },
+    )
     lower, expected = r.value(r.totals["t_lower_s"]), r.value(r.totals["t_expected_s"])
     assert lower is not None and expected is not None
     assert expected >= lower * (1 - 1e-12)
@@ -225,8 +283,16 @@ def test_the_fit_recovers_known_figures():
     truth = dict(eta_mxu=0.7, eta_hbm=0.85, t_call=1e-5, t_dispatch=3e-5)
     rows = [Row("dispatch", "dispatch", "bf16", 0, 0, 3e-5, 3e-5, 3e-5)]
     for m in (64, 256, 1024, 4096, 16384):
-        r = Row(f"mm{m}", "matmul", "bf16", 2.0 * m * 8192 * 8192,
-                2.0 * (2 * m * 8192 + 8192 * 8192), 1, 1, 1)
+        r = Row(
+            f"mm{m}",
+            "matmul",
+            "bf16",
+            2.0 * m * 8192 * 8192,
+            2.0 * (2 * m * 8192 + 8192 * 8192),
+            1,
+            1,
+            1,
+        )
         rows.append(r)
     for mib in (64, 256, 1024):
         rows.append(Row(f"ew{mib}", "elementwise", "bf16", 0, 3 * mib * 2.0**20, 1, 1, 1))
@@ -250,8 +316,18 @@ def test_the_fit_recovers_known_figures_under_the_power_cap():
     truth = dict(eta_mxu=0.68, eta_hbm=0.9, t_call=1.2e-5, t_dispatch=3.8e-5, exposed=0.4)
     rows = [Row("dispatch", "dispatch", "bf16", 0, 0, 3.8e-5, 3.8e-5, 3.8e-5)]
     for m in (16, 128, 256, 512, 1024, 4096, 16384):
-        rows.append(Row(f"mm{m}", "matmul", "bf16", 2.0 * m * 8192 * 8192,
-                        2.0 * (2 * m * 8192 + 8192 * 8192), 1, 1, 1))
+        rows.append(
+            Row(
+                f"mm{m}",
+                "matmul",
+                "bf16",
+                2.0 * m * 8192 * 8192,
+                2.0 * (2 * m * 8192 + 8192 * 8192),
+                1,
+                1,
+                1,
+            )
+        )
     for mib in (64, 256, 1024):
         rows.append(Row(f"ew{mib}", "elementwise", "bf16", 0, 3 * mib * 2.0**20, 1, 1, 1))
     timed = []
@@ -265,8 +341,7 @@ def test_the_fit_recovers_known_figures_under_the_power_cap():
     assert f.exposed == pytest.approx(0.4, abs=0.02)
     assert all(abs(res) < 0.01 for _, res in f.residuals())
     long = rows[6]
-    assert predict(long, rate, w, **truth, k_boost=k) == pytest.approx(
-        long.flops / (0.68 * rate))
+    assert predict(long, rate, w, **truth, k_boost=k) == pytest.approx(long.flops / (0.68 * rate))
 
 
 @pytest.mark.parametrize("m", [16, 128, 512, 16384])
@@ -285,7 +360,9 @@ def test_the_power_cap_at_a_point_is_the_compile_at_it(m):
 def test_a_clock_table_reads_back_and_sets_k_boost():
     cal = read_calibration_toml(
         GOOD.replace("efficiency = 0.5", "efficiency = 0.5\nexposed = 0.25")
-        + "[clock]\nboost_mhz = 1980\nsustained_mhz = 1725\npower_w = 566\n", "x.toml")
+        + "[clock]\nboost_mhz = 1980\nsustained_mhz = 1725\npower_w = 566\n",
+        "x.toml",
+    )
     assert cal.clock == ClockFit(1980.0, 1725.0, 566.0) and cal.exposed == 0.25
     assert read_calibration_toml(calibration_toml(cal), "x.toml") == cal
     assert read_calibration_toml(GOOD, "x.toml").k_boost == 1.0
@@ -296,8 +373,9 @@ def test_a_clock_table_reads_back_and_sets_k_boost():
     thin = "dim M=128, K=8192, N=8192\nA: bf16[M, K]\nW: bf16[K, N]\nC = A ·_K W\n"
     hidden = shardc.compile(thin, hw="h200", set={"c_expose": 0.0})
     exposed = shardc.compile(thin, hw="h200")
-    assert (exposed.value(exposed.totals["t_expected_s"])
-            > hidden.value(hidden.totals["t_expected_s"]))
+    assert exposed.value(exposed.totals["t_expected_s"]) > hidden.value(
+        hidden.totals["t_expected_s"]
+    )
 
 
 def test_the_roofline_is_a_bound_on_every_h200_row():
@@ -321,9 +399,24 @@ def test_the_roofline_is_a_bound_on_every_h200_row():
 def test_calibrate_cpu_quick_writes_a_file_that_changes_t_expected(tmp_path):
     pytest.importorskip("jax")
     out = tmp_path / "h200-cpu.toml"
-    run = subprocess.run([sys.executable, "-m", "shardc", "calibrate", "--hw", "h200", "--cpu",
-                          "--quick", "-o", str(out)], capture_output=True, text=True,
-                         timeout=600, env=_cpu_env())
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shardc",
+            "calibrate",
+            "--hw",
+            "h200",
+            "--cpu",
+            "--quick",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_cpu_env(),
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "residual" in run.stdout and "eta_mxu" in run.stdout
     assert "Traceback" not in run.stderr and "/" in run.stderr  # the progress bar: "3/14"
@@ -340,9 +433,24 @@ def test_calibrate_cpu_quick_writes_a_file_that_changes_t_expected(tmp_path):
     a = shipped.value(shipped.totals["t_expected_s"])
     b = mine.value(mine.totals["t_expected_s"])
     assert math.isfinite(b) and b != a
-    cli = subprocess.run([sys.executable, "-m", "shardc", "compile", str(prog), "--hw", "h200",
-                          "--calibration", str(out), "--format", "json"],
-                         capture_output=True, text=True, timeout=120)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shardc",
+            "compile",
+            str(prog),
+            "--hw",
+            "h200",
+            "--calibration",
+            str(out),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 0, cli.stderr
     value = json.loads(cli.stdout)["totals"]["t_expected_s"]["value"]
     assert value == pytest.approx(b)
@@ -388,15 +496,30 @@ def test_a_training_step_gives_the_expected_schedule_and_mfu():
     assert "T_step (expected)" in text and "MFU (expected)" in text
     doc = json.loads(r.to_json())
     assert doc["totals"]["t_step_s"]["expected"]["value"] == pytest.approx(
-        r.scheduled_step(expected=True))
+        r.scheduled_step(expected=True)
+    )
     assert doc["totals"]["utilization_expected"]["mfu"] == pytest.approx(exp["mfu"])
 
 
 def test_sweep_evaluates_t_expected_over_a_grid(tmp_path, capsys):
     prog = tmp_path / "mm.shard"
     prog.write_text(MATMUL)
-    code = main(["sweep", str(prog), "--hw", "h200", "--set", "M=16:16384:log4",
-                 "--y", "t_lower_s", "--y", "t_expected_s", "--format", "json"])
+    code = main(
+        [
+            "sweep",
+            str(prog),
+            "--hw",
+            "h200",
+            "--set",
+            "M=16:16384:log4",
+            "--y",
+            "t_lower_s",
+            "--y",
+            "t_expected_s",
+            "--format",
+            "json",
+        ]
+    )
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     text = json.dumps(doc)

@@ -32,7 +32,8 @@ def test_the_shipped_file_is_the_generated_schema() -> None:
     shipped = files("shardc.hardware").joinpath(SHIPPED).read_text(encoding="utf-8")
     assert shipped == chip_json_schema_text(), (
         "hardware/chip.schema.json is stale: regenerate it with "
-        "`shardc hw schema > hardware/chip.schema.json`")
+        "`shardc hw schema > hardware/chip.schema.json`"
+    )
 
 
 def test_it_is_a_valid_schema_with_only_draft_07_keywords() -> None:
@@ -49,10 +50,28 @@ def test_it_is_a_valid_schema_with_only_draft_07_keywords() -> None:
         elif isinstance(node, list):
             for item in node:
                 walk(item)
+
     walk(SCHEMA)
-    draft_07 = {"$schema", "$id", "title", "description", "type", "required", "properties",
-                "additionalProperties", "allOf", "if", "then", "not", "const", "enum",
-                "pattern", "exclusiveMinimum", "items", "minLength"}
+    draft_07 = {
+        "$schema",
+        "$id",
+        "title",
+        "description",
+        "type",
+        "required",
+        "properties",
+        "additionalProperties",
+        "allOf",
+        "if",
+        "then",
+        "not",
+        "const",
+        "enum",
+        "pattern",
+        "exclusiveMinimum",
+        "items",
+        "minLength",
+    }
     assert used <= draft_07, used - draft_07
 
 
@@ -66,8 +85,9 @@ def test_every_field_of_the_table_is_in_the_schema() -> None:
     from shardc.hardware.schema import FIELDS
 
     for spec in FIELDS:
-        props = SCHEMA["properties"][spec.table]["properties"] if spec.table else SCHEMA[
-            "properties"]
+        props = (
+            SCHEMA["properties"][spec.table]["properties"] if spec.table else SCHEMA["properties"]
+        )
         assert props[spec.key]["description"] == spec.doc and spec.doc, spec.where
 
 
@@ -79,9 +99,11 @@ def test_every_shipped_chip_follows_the_schema(name: str) -> None:
 
 # ---- the schema and the loader agree ------------------------------------------------------------
 
+
 def _set(table: str, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def change(doc: dict[str, Any]) -> None:
         (doc.setdefault(table, {}) if table else doc)[key] = value
+
     return change
 
 
@@ -91,6 +113,7 @@ def _drop(table: str, key: str | None = None) -> Callable[[dict[str, Any]], None
             del doc[table]
         else:
             del (doc[table] if table else doc)[key]
+
     return change
 
 
@@ -120,8 +143,12 @@ MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any]], None], bool]] = [
     ("tpu-v5e", "an empty alias", _set("", "aliases", ["", "v5e"]), False),
     ("tpu-v5e", "a source as a number", _set("sources", "x", 3), False),
     ("tpu-v5e", "a TPU on NVLink", _set("ici", "kind", "nvlink"), False),
-    ("tpu-v5e", "a switched TPU", lambda d: (_set("ici", "wraparound", "switched")(d),
-                                            _set("ici", "axes", 1)(d)), False),
+    (
+        "tpu-v5e",
+        "a switched TPU",
+        lambda d: (_set("ici", "wraparound", "switched")(d), _set("ici", "axes", 1)(d)),
+        False,
+    ),
     ("tpu-v5e", "a TPU pod shape in words", _set("pod", "shape", "16 by 16"), False),
     ("tpu-v5e", "a TPU pod shape of nine axes", _set("pod", "shape", "x".join(["2"] * 9)), False),
     ("h100", "a GPU on ICI", _set("ici", "kind", "ici"), False),
@@ -132,8 +159,9 @@ MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any]], None], bool]] = [
 ]
 
 
-@pytest.mark.parametrize(("base", "what", "change", "valid"), MUTATIONS,
-                         ids=[f"{b}: {w}" for b, w, _, _ in MUTATIONS])
+@pytest.mark.parametrize(
+    ("base", "what", "change", "valid"), MUTATIONS, ids=[f"{b}: {w}" for b, w, _, _ in MUTATIONS]
+)
 def test_the_schema_and_the_loader_agree(base: str, what: str, change, valid: bool) -> None:
     doc = copy.deepcopy(chip(base))
     change(doc)

@@ -21,7 +21,17 @@ from shardc.hardware import schema as schema_module
 from shardc.hardware import text as text_module
 from tests.paths import ROOT
 
-SHIPPED = ["a100", "b200", "gb200-nvl72", "h100", "h200", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
+SHIPPED = [
+    "a100",
+    "b200",
+    "gb200-nvl72",
+    "h100",
+    "h200",
+    "tpu-v4p",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+]
 TPUS = [name for name in SHIPPED if name.startswith("tpu-")]
 GPUS = [name for name in SHIPPED if not name.startswith("tpu-")]
 
@@ -131,7 +141,9 @@ def test_tpu_figures_are_the_scaling_books(
 def test_the_books_critical_intensities() -> None:
     assert load("tpu-v5e").hbm_intensity() == pytest.approx(243, abs=0.5)  # the TPU chapter
     assert load("tpu-v5e").hbm_intensity("int8") == pytest.approx(486, abs=0.5)  # the book
-    assert load("tpu-v5p").ici_intensity() == pytest.approx(2550)  # the training chapter and its revision, W_ici = 1.8e11
+    assert load("tpu-v5p").ici_intensity() == pytest.approx(
+        2550
+    )  # the training chapter and its revision, W_ici = 1.8e11
     assert load("tpu-v5p").ici_intensity("int8") == pytest.approx(5100)  # the book
     assert load("tpu-v6e").hbm_intensity() == pytest.approx(575)
     assert load("h100").hbm_intensity() == pytest.approx(295, abs=0.5)  # the book's 298 uses 1e15
@@ -170,7 +182,9 @@ def test_names_are_case_insensitive_and_aliases_work(given: str, name: str) -> N
 
 
 def test_unknown_chip_lists_the_known_ones() -> None:
-    with pytest.raises(HardwareError, match=r"unknown chip 'tpu-v9'; known: a100, b200, gb200-nvl72"):
+    with pytest.raises(
+        HardwareError, match=r"unknown chip 'tpu-v9'; known: a100, b200, gb200-nvl72"
+    ):
         load("tpu-v9")
 
 
@@ -463,8 +477,9 @@ def test_wraps_rejects_bad_shapes() -> None:
         ("h100", (8, 2), (True, True), "h100: switched"),
     ],
 )
-def test_wraps_on_part_of_the_torus(name: str, shape: tuple[int, ...],
-                                    expected: tuple[bool, ...], why: str) -> None:
+def test_wraps_on_part_of_the_torus(
+    name: str, shape: tuple[int, ...], expected: tuple[bool, ...], why: str
+) -> None:
     chip = load(name)
     assert chip.wraps(shape) == expected and chip.wraps_why(shape).startswith(why)
 
@@ -485,9 +500,12 @@ def test_levels_have_one_home() -> None:
     """The level vocabulary is defined in hardware/levels.py and imported everywhere else."""
     root = ROOT
     spelled = re.compile(r"""\(\s*["']ici["'],\s*["']nvlink["']""")
-    copies = [str(p.relative_to(root)) for d in ("hardware", "passes", "dsl")
-              for p in (root / d).rglob("*.py")
-              if p.name != "levels.py" and spelled.search(p.read_text(encoding="utf-8"))]
+    copies = [
+        str(p.relative_to(root))
+        for d in ("hardware", "passes", "dsl")
+        for p in (root / d).rglob("*.py")
+        if p.name != "levels.py" and spelled.search(p.read_text(encoding="utf-8"))
+    ]
     assert copies == []
 
 

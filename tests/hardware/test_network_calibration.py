@@ -20,11 +20,14 @@ from shardc.hardware.calibration import (
 from tests.hardware.test_calibration import GOOD
 from tests.paths import ROOT
 
-NET = GOOD + """[network.ib]
+NET = (
+    GOOD
+    + """[network.ib]
 efficiency = 0.75
 half_bytes = 8e6
 source = "a published nccl-tests table"
 """
+)
 
 
 def _net(old: str, new: str) -> str:
@@ -33,8 +36,11 @@ def _net(old: str, new: str) -> str:
 
 
 HOSTILE = {
-    "unknown level": (NET.replace("[network.ib]", "[network.infiniband]"), ":12:",
-                      "unknown network level"),
+    "unknown level": (
+        NET.replace("[network.ib]", "[network.infiniband]"),
+        ":12:",
+        "unknown network level",
+    ),
     "efficiency zero": (_net("efficiency = 0.75", "efficiency = 0"), ":13:", "(0, 1]"),
     "efficiency above one": (_net("efficiency = 0.75", "efficiency = 1.2"), ":13:", "(0, 1]"),
     "efficiency nan": (_net("efficiency = 0.75", "efficiency = nan"), ":13:", "finite"),
@@ -44,24 +50,42 @@ HOSTILE = {
     "half string": (_net("half_bytes = 8e6", 'half_bytes = "big"'), ":14:", "number"),
     "latency negative": (NET + "latency_s = -1e-6\n", ":16:", "latency_s"),
     "latency a day": (NET + "latency_s = 86400\n", ":16:", "latency_s"),
-    "no source": (_net('source = "a published nccl-tests table"\n', ""), ":12:",
-                  "[network.ib].source"),
-    "empty source": (_net('source = "a published nccl-tests table"', 'source = ""'), ":15:",
-                     "non-empty"),
+    "no source": (
+        _net('source = "a published nccl-tests table"\n', ""),
+        ":12:",
+        "[network.ib].source",
+    ),
+    "empty source": (
+        _net('source = "a published nccl-tests table"', 'source = ""'),
+        ":15:",
+        "non-empty",
+    ),
     "unknown key": (_net("half_bytes", "halfbytes"), ":14:", "did you mean 'half_bytes'"),
     "ranks one": (NET + "half_ranks = 1\n", ":16:", "half_ranks"),
     "ranks fraction": (NET + "half_ranks = 2.5\n", ":16:", "whole number"),
     "ranks string": (NET + 'half_ranks = "16"\n', ":16:", "number"),
     "ranks huge": (NET + "half_ranks = 1e300\n", ":16:", "half_ranks"),
     "overlap no source": (GOOD + "[overlap]\ncontention = 0.1\n", "", "[overlap].source"),
-    "overlap contention above one": (GOOD + '[overlap]\ncontention = 1.5\nsource = "s"\n', "",
-                                     "from 0 to 1"),
-    "overlap prefetch negative": (GOOD + '[overlap]\nprefetch_elements = -1\nsource = "s"\n',
-                                  "", "prefetch_elements"),
-    "overlap prefetch string": (GOOD + '[overlap]\nprefetch_elements = "5e7"\nsource = "s"\n',
-                                "", "number"),
-    "overlap unknown key": (GOOD + '[overlap]\nprefetch = 1\nsource = "s"\n', "",
-                            "did you mean 'prefetch_elements'"),
+    "overlap contention above one": (
+        GOOD + '[overlap]\ncontention = 1.5\nsource = "s"\n',
+        "",
+        "from 0 to 1",
+    ),
+    "overlap prefetch negative": (
+        GOOD + '[overlap]\nprefetch_elements = -1\nsource = "s"\n',
+        "",
+        "prefetch_elements",
+    ),
+    "overlap prefetch string": (
+        GOOD + '[overlap]\nprefetch_elements = "5e7"\nsource = "s"\n',
+        "",
+        "number",
+    ),
+    "overlap unknown key": (
+        GOOD + '[overlap]\nprefetch = 1\nsource = "s"\n',
+        "",
+        "did you mean 'prefetch_elements'",
+    ),
     "not a table": ("network = 3\n" + GOOD, ":1:", "[network] must be a table"),
     "level not a table": (GOOD + "[network]\nib = 3\n", "", "[network.ib] must be a table"),
 }
@@ -90,9 +114,10 @@ def test_the_cli_reports_a_hostile_network_table_without_a_traceback(tmp_path, c
 
 
 def test_a_network_table_reads_back_equal():
-    c = read_calibration_toml(NET + "latency_s = 2e-6\nnote = \"fitted\"\n", "c.toml", "h200")
-    assert c.network == (NetworkFit("ib", 0.75, 8e6, "a published nccl-tests table", 2e-6,
-                                    "fitted"),)
+    c = read_calibration_toml(NET + 'latency_s = 2e-6\nnote = "fitted"\n', "c.toml", "h200")
+    assert c.network == (
+        NetworkFit("ib", 0.75, 8e6, "a published nccl-tests table", 2e-6, "fitted"),
+    )
     assert read_calibration_toml(calibration_toml(c), "c.toml", "h200") == c
 
 
@@ -109,10 +134,17 @@ def test_an_overlap_table_reads_back_and_sets_the_calibrated_schedule(tmp_path):
     fsdp = FSDP.read_text().replace("hardware tpu-v5p", "hardware h200")
     shipped = shardc.compile(fsdp, hw="h200")
     path = tmp_path / "mine.toml"
-    path.write_text(calibration_toml(
-        read_calibration_toml(Path(hardware.load("h200").calibration.path).read_text()
-                              + '\n[overlap]\nprefetch_elements = 1e12\ncontention = 0\n'
-                              'source = "mine"\n', str(path), "h200")))
+    path.write_text(
+        calibration_toml(
+            read_calibration_toml(
+                Path(hardware.load("h200").calibration.path).read_text()
+                + "\n[overlap]\nprefetch_elements = 1e12\ncontention = 0\n"
+                'source = "mine"\n',
+                str(path),
+                "h200",
+            )
+        )
+    )
     mine = shardc.compile(fsdp, hw=hardware.load_calibration(str(path), hardware.load("h200")))
     assert mine.scheduled_step(expected=True) < shipped.scheduled_step(expected=True)
     d = mine.step_durations(expected=True)
@@ -150,14 +182,17 @@ def test_the_gpu_calibrations_price_nvlink_and_infiniband(name):
 
 
 def allgather(n: int, elements: int) -> str:
-    return (f"mesh X={n}\ndim E={elements}, F=1\nhardware h100\n\n"
-            "A: bf16[E_X, F]\nG = AllGather_X(A)\n")
+    return (
+        f"mesh X={n}\ndim E={elements}, F=1\nhardware h100\n\nA: bf16[E_X, F]\nG = AllGather_X(A)\n"
+    )
 
 
 def reduction(n: int, elements: int, scatter: bool) -> str:
     out = "O[N_X, K]" if scatter else "O[N, K]"
-    return (f"mesh X={n}\ndim N={elements}, M={8 * n}, K=1\nhardware h100\n\n"
-            f"A: bf16[N, M_X]\nB: bf16[M_X, K]\n{out} = A ·_M B\n")
+    return (
+        f"mesh X={n}\ndim N={elements}, M={8 * n}, K=1\nhardware h100\n\n"
+        f"A: bf16[N, M_X]\nB: bf16[M_X, K]\n{out} = A ·_M B\n"
+    )
 
 
 def collective(r):
@@ -181,8 +216,16 @@ def test_a_large_allgather_reaches_nvidias_stated_bus_bandwidth():
 
 # all_reduce_perf rows (bytes, busbw GB/s) from NVIDIA/nccl-tests issue 44, the curve whose
 # shape n_half_nvlink is fitted to; its plateau (the fit's B) is 21.26 GB/s.
-ISSUE_44 = [(1048576, 11.06), (2097152, 14.89), (4194304, 17.46), (8388608, 19.73),
-            (16777216, 20.05), (33554432, 20.51), (67108864, 21.40), (134217728, 20.34)]
+ISSUE_44 = [
+    (1048576, 11.06),
+    (2097152, 14.89),
+    (4194304, 17.46),
+    (8388608, 19.73),
+    (16777216, 20.05),
+    (33554432, 20.51),
+    (67108864, 21.40),
+    (134217728, 20.34),
+]
 
 
 @pytest.mark.parametrize("size,busbw", ISSUE_44)
@@ -212,21 +255,35 @@ def r_exp(r) -> float:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["allgather", "allreduce", "reducescatter"]),
-       st.sampled_from([2, 4, 8, 16, 32, 256]), st.integers(1, 1 << 26),
-       st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.floats(0, 1e9), st.floats(0, 1e9),
-       st.sampled_from(["book", "exact"]))
+@given(
+    st.sampled_from(["allgather", "allreduce", "reducescatter"]),
+    st.sampled_from([2, 4, 8, 16, 32, 256]),
+    st.integers(1, 1 << 26),
+    st.floats(0.01, 1.0),
+    st.floats(0.01, 1.0),
+    st.floats(0, 1e9),
+    st.floats(0, 1e9),
+    st.sampled_from(["book", "exact"]),
+)
 def test_expected_collective_time_bounds_the_roofline_and_grows_with_bytes(
-        kind, n, elements, eta_nv, eta_ib, half_nv, half_ib, model):
+    kind, n, elements, eta_nv, eta_ib, half_nv, half_ib, model
+):
     """For any efficiency in (0, 1] and half size >= 0: a collective's expected time is at
     least its roofline time, and more bytes never take less time."""
     # a half size of 0 means none; bound it below as --set bounds every figure (1e-150)
-    binds = {"eta_nvlink": eta_nv, "eta_ib": eta_ib, "n_half_nvlink": max(half_nv, 1e-30),
-             "n_half_ib": max(half_ib, 1e-30)}
+    binds = {
+        "eta_nvlink": eta_nv,
+        "eta_ib": eta_ib,
+        "n_half_nvlink": max(half_nv, 1e-30),
+        "n_half_ib": max(half_ib, 1e-30),
+    }
 
     def text(e: int) -> str:
-        return allgather(n, e * n) if kind == "allgather" else reduction(
-            n, e * n, kind == "reducescatter")
+        return (
+            allgather(n, e * n)
+            if kind == "allgather"
+            else reduction(n, e * n, kind == "reducescatter")
+        )
 
     small = shardc.compile(text(elements), set=binds, model=model)
     big = shardc.compile(text(2 * elements), set=binds, model=model)
@@ -237,7 +294,7 @@ def test_expected_collective_time_bounds_the_roofline_and_grows_with_bytes(
     assert r_exp(big) >= r_exp(small) * (1 - 1e-12)
 
 
-FSDP = (ROOT / "programs" / "mlp-fsdp-train.shard")
+FSDP = ROOT / "programs" / "mlp-fsdp-train.shard"
 
 
 def test_the_expected_schedule_exposes_the_first_gather_and_the_last_reduction():
@@ -277,8 +334,26 @@ def test_an_uncalibrated_chip_schedules_the_expected_step_as_the_roofline():
 def test_plan_json_gives_the_calibrated_step_beside_the_roofline(layout, capsys):
     from shardc.cli.app import main
 
-    assert main(["plan", "--card", "llama3-8b", "--hw", "h100", "--chips", "64", "--batch",
-                 "256Ki", "--layout", layout, "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--card",
+                "llama3-8b",
+                "--hw",
+                "h100",
+                "--chips",
+                "64",
+                "--batch",
+                "256Ki",
+                "--layout",
+                layout,
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     c = d["candidates"][0]
     assert c["evaluated"], c["reason"]
@@ -294,8 +369,26 @@ def test_plan_json_gives_the_calibrated_step_beside_the_roofline(layout, capsys)
 def test_plan_on_a_chip_without_calibration_expects_the_roofline(capsys):
     from shardc.cli.app import main
 
-    assert main(["plan", "--card", "llama3-8b", "--hw", "tpu-v5e", "--chips", "16", "--batch",
-                 "64Ki", "--layout", "fsdp: X=16", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--card",
+                "llama3-8b",
+                "--hw",
+                "tpu-v5e",
+                "--chips",
+                "16",
+                "--batch",
+                "64Ki",
+                "--layout",
+                "fsdp: X=16",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     c = json.loads(capsys.readouterr().out)["candidates"][0]
     assert c["t_step_expected_s"] == c["t_step_s"] and c["mfu_expected"] == c["mfu"]
 
@@ -303,8 +396,24 @@ def test_plan_on_a_chip_without_calibration_expects_the_roofline(capsys):
 def test_plan_text_shows_both_steps(capsys):
     from shardc.cli.app import main
 
-    assert main(["plan", "--card", "llama3-8b", "--hw", "h100", "--chips", "64", "--batch",
-                 "256Ki", "--layout", "fsdp-tp: X=8, Y=8"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--card",
+                "llama3-8b",
+                "--hw",
+                "h100",
+                "--chips",
+                "64",
+                "--batch",
+                "256Ki",
+                "--layout",
+                "fsdp-tp: X=8, Y=8",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "expected" in out.splitlines()[4] and "MFU exp." in out
 

@@ -16,12 +16,13 @@ from shardc import hardware
 from shardc.driver.api import as_source, run_pipeline
 from shardc.hardware.chip import PRECISIONS, load
 
-CHIPS = ("a100", "h100", "h200", "b200", "gb200-nvl72", "tpu-v4p", "tpu-v5e", "tpu-v5p",
-         "tpu-v6e")
+CHIPS = ("a100", "h100", "h200", "b200", "gb200-nvl72", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e")
 GPUS = CHIPS[:5]
 TPUS = CHIPS[5:]
-SOURCE = re.compile(r"https?://|the TPU chapter|the book|the Epoch AI paper|Jouppi et al"
-                    r"|datasheet above|same url")
+SOURCE = re.compile(
+    r"https?://|the TPU chapter|the book|the Epoch AI paper|Jouppi et al"
+    r"|datasheet above|same url"
+)
 """A URL, a public name, or a pointer to the URL the block above the rates gives."""
 
 
@@ -65,7 +66,8 @@ def test_gpu_tensor_rates_are_dense(name: str) -> None:
     for dtype in ("fp8", "int8", "int4"):
         if dtype in chip.flops:
             assert chip.flops[dtype] == pytest.approx(
-                chip.flops["bf16"] * (4 if dtype == "int4" else 2), rel=1e-3)
+                chip.flops["bf16"] * (4 if dtype == "int4" else 2), rel=1e-3
+            )
 
 
 @pytest.mark.parametrize("name", GPUS)
@@ -96,34 +98,41 @@ def test_only_f32_products_follow_the_precision(precision: str) -> None:
 
 def test_a_missing_rate_names_its_assumption() -> None:
     assert load("tpu-v5e").matmul_rate("int4").assumption == (
-        "tpu-v5e has no int4 rate; using its int8 rate")
+        "tpu-v5e has no int4 rate; using its int8 rate"
+    )
     assert load("a100").matmul_rate("fp8").assumption == (
-        "a100 has no fp8 rate; using its bf16 rate")
+        "a100 has no fp8 rate; using its bf16 rate"
+    )
     assert load("h200").matmul_rate("int8").assumption is None
     with pytest.raises(ValueError, match="precision"):
         load("h200").matmul_rate("f32", "fastest")
 
 
 def test_a_missing_rate_warns_h030_once_per_dtype() -> None:
-    text = ("hardware tpu-v5e\ndim M=256, K=256, N=256\nA: int4[M, K]\nB: int4[K, N]\n"
-            "C[M, N] = A ·_K B\nD[M, N] = A ·_K B\n")
+    text = (
+        "hardware tpu-v5e\ndim M=256, K=256, N=256\nA: int4[M, K]\nB: int4[K, N]\n"
+        "C[M, N] = A ·_K B\nD[M, N] = A ·_K B\n"
+    )
     result = run_pipeline(as_source(text))
     warnings = [d for d in result.diagnostics.items if d.code == "H030"]
     assert len(warnings) == 1 and warnings[0].severity == "warning"
     assert warnings[0].message == "tpu-v5e has no int4 rate; using its int8 rate"
     assert warnings[0].span.line == 5
-    quiet = run_pipeline(as_source(
-        text.replace("int4", "bf16")))
+    quiet = run_pipeline(as_source(text.replace("int4", "bf16")))
     assert not [d for d in quiet.diagnostics.items if d.code == "H030"]
 
 
 def test_the_report_prices_f32_at_the_precision() -> None:
     text = "dim M=4096, K=4096, N=4096\nA: f32[M, K]\nB: f32[K, N]\nC[M, N] = A ·_K B\n"
     flops = 2 * 4096**3
-    for hw, precision, rate in (("h100", "default", 4.945e14), ("h100", "high", 4.945e14),
-                                ("h100", "highest", 6.7e13), ("tpu-v5p", "default", 4.59e14),
-                                ("tpu-v5p", "high", 4.59e14 / 3),
-                                ("tpu-v5p", "highest", 4.59e14 / 6)):
+    for hw, precision, rate in (
+        ("h100", "default", 4.945e14),
+        ("h100", "high", 4.945e14),
+        ("h100", "highest", 6.7e13),
+        ("tpu-v5p", "default", 4.59e14),
+        ("tpu-v5p", "high", 4.59e14 / 3),
+        ("tpu-v5p", "highest", 4.59e14 / 6),
+    ):
         r = shardc.compile(text, hw=hw, matmul_precision=precision)
         assert r.value(r.totals["t_math_s"]) == pytest.approx(flops / rate), (hw, precision)
     with pytest.raises(ValueError, match="matmul_precision"):
@@ -141,30 +150,41 @@ def test_the_condition_uses_the_rate_of_the_dtype_in_play() -> None:
 
 
 def test_hw_show_lists_every_rate_and_the_f32_products() -> None:
-    out = subprocess.run([sys.executable, "-m", "shardc", "hw", "show", "h200"],
-                         capture_output=True, text=True, check=True).stdout
-    for line in ("f32         6.7e13 FLOP/s (67 TFLOP/s) on the vector units",
-                 "tf32        4.945e14 FLOP/s (494 TFLOP/s) on the tensor cores",
-                 "int8        1.979e15 OP/s (1.98 POP/s) on the tensor cores",
-                 "f32 matmul  default 4.945e14 (tf32), high 4.945e14 (tf32), highest 6.7e13 "
-                 "(f32)"):
+    out = subprocess.run(
+        [sys.executable, "-m", "shardc", "hw", "show", "h200"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for line in (
+        "f32         6.7e13 FLOP/s (67 TFLOP/s) on the vector units",
+        "tf32        4.945e14 FLOP/s (494 TFLOP/s) on the tensor cores",
+        "int8        1.979e15 OP/s (1.98 POP/s) on the tensor cores",
+        "f32 matmul  default 4.945e14 (tf32), high 4.945e14 (tf32), highest 6.7e13 (f32)",
+    ):
         assert line in out
 
 
-@pytest.mark.parametrize("command", [
-    ["compile", "-", "--matmul-precision", "highest"],
-    ["check", "-", "--matmul-precision", "high"],
-    ["derive", "-", "--matmul-precision", "highest", "--set", "M=64"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["compile", "-", "--matmul-precision", "highest"],
+        ["check", "-", "--matmul-precision", "high"],
+        ["derive", "-", "--matmul-precision", "highest", "--set", "M=64"],
+    ],
+)
 def test_the_cli_takes_the_precision(command: list[str]) -> None:
-    text = ("hardware h200\ndim M=64, K=64, N=64\nA: f32[M, K]\nB: f32[K, N]\n"
-            "C[M, N] = A ·_K B\n")
-    run = subprocess.run([sys.executable, "-m", "shardc", *command], input=text,
-                         capture_output=True, text=True)
+    text = "hardware h200\ndim M=64, K=64, N=64\nA: f32[M, K]\nB: f32[K, N]\nC[M, N] = A ·_K B\n"
+    run = subprocess.run(
+        [sys.executable, "-m", "shardc", *command], input=text, capture_output=True, text=True
+    )
     assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr
-    bad = subprocess.run([sys.executable, "-m", "shardc", command[0], "-",
-                          "--matmul-precision", "fastest"], input=text, capture_output=True,
-                         text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "shardc", command[0], "-", "--matmul-precision", "fastest"],
+        input=text,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "--matmul-precision" in bad.stderr
 
 

@@ -21,8 +21,10 @@ def main() -> int:
         for case, o in zip(cases, pool.map(harness.run, cases), strict=True):
             status = "ok" if not o.problems else "FAIL"
             failed += bool(o.problems)
-            print(f"{status:4} {case.name:34} exit={o.code} {o.seconds:5.1f}s "
-                  f"{o.cpu_seconds:5.1f}s CPU {o.peak_bytes / 2**20:5.0f}MiB")
+            print(
+                f"{status:4} {case.name:34} exit={o.code} {o.seconds:5.1f}s "
+                f"{o.cpu_seconds:5.1f}s CPU {o.peak_bytes / 2**20:5.0f}MiB"
+            )
             for p in o.problems:
                 print("       - " + p.replace("\n", "\n         ")[:800])
             if args.verbose:

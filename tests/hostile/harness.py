@@ -44,16 +44,21 @@ ADDRESS_SPACE_BYTES = 6 << 30
 It is larger than the memory bound because numpy and XLA reserve address space they never touch;
 the bound itself is checked on the child's peak resident set."""
 
-CLI = [sys.executable, "-c",
-       "import resource, sys; "
-       f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_BYTES}, {ADDRESS_SPACE_BYTES})); "
-       f"resource.setrlimit(resource.RLIMIT_CPU, ({CPU_KILL_S}, {CPU_KILL_S + 5})); "
-       "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
-       "from shardc.cli import main; sys.exit(main())"]
+CLI = [
+    sys.executable,
+    "-c",
+    "import resource, sys; "
+    f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_BYTES}, {ADDRESS_SPACE_BYTES})); "
+    f"resource.setrlimit(resource.RLIMIT_CPU, ({CPU_KILL_S}, {CPU_KILL_S + 5})); "
+    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+    "from shardc.cli import main; sys.exit(main())",
+]
 """How a case runs shardc: the package's entry point, with the address-space and CPU limits set
 by the child itself (a `preexec_fn` would fork a process that may hold JAX's threads)."""
 
-BAD_NUMBER = re.compile(r"(?<![A-Za-z_])(nan|NaN|-?inf(inity)?|zoo|-\d[\d.]*\s*(s|us|ms|ns|B|kB|MB|GB))\b")
+BAD_NUMBER = re.compile(
+    r"(?<![A-Za-z_])(nan|NaN|-?inf(inity)?|zoo|-\d[\d.]*\s*(s|us|ms|ns|B|kB|MB|GB))\b"
+)
 """A printed quantity that must never appear: NaN, infinity, SymPy's complex infinity, or a
 negative time or size."""
 
@@ -120,8 +125,9 @@ def _materialise(case: Case, tmp: Path) -> None:
         os.symlink(target, tmp / link)
 
 
-def _wait(proc: subprocess.Popen, stdin: bytes | None
-          ) -> tuple[int, int, float, bool, bytes, bytes]:
+def _wait(
+    proc: subprocess.Popen, stdin: bytes | None
+) -> tuple[int, int, float, bool, bytes, bytes]:
     """(exit code, the child's own peak resident bytes, its CPU seconds, hung?, stdout,
     stderr)."""
     chunks: dict[str, list[bytes]] = {"out": [], "err": []}
@@ -130,8 +136,10 @@ def _wait(proc: subprocess.Popen, stdin: bytes | None
         for block in iter(lambda: stream.read(65536), b""):
             chunks[key].append(block)
 
-    readers = [threading.Thread(target=drain, args=(proc.stdout, "out"), daemon=True),
-               threading.Thread(target=drain, args=(proc.stderr, "err"), daemon=True)]
+    readers = [
+        threading.Thread(target=drain, args=(proc.stdout, "out"), daemon=True),
+        threading.Thread(target=drain, args=(proc.stderr, "err"), daemon=True),
+    ]
     for t in readers:
         t.start()
     if proc.stdin is not None:
@@ -151,8 +159,9 @@ def _wait(proc: subprocess.Popen, stdin: bytes | None
         cpu = _cpu_seconds(proc.pid)
         if cpu is not None and cpu > seen + 0.01:
             seen, seen_at = cpu, now
-        if now - start > WALL_HARD_LIMIT_S or (now - start > WALL_LIMIT_S
-                                                and now - seen_at > IDLE_S):
+        if now - start > WALL_HARD_LIMIT_S or (
+            now - start > WALL_LIMIT_S and now - seen_at > IDLE_S
+        ):
             timed_out = True
             proc.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
@@ -162,8 +171,14 @@ def _wait(proc: subprocess.Popen, stdin: bytes | None
     for t in readers:
         t.join(5)
     cpu = usage.ru_utime + usage.ru_stime
-    return (proc.returncode, usage.ru_maxrss * 1024, cpu, timed_out, b"".join(chunks["out"]),
-            b"".join(chunks["err"]))
+    return (
+        proc.returncode,
+        usage.ru_maxrss * 1024,
+        cpu,
+        timed_out,
+        b"".join(chunks["out"]),
+        b"".join(chunks["err"]),
+    )
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -185,23 +200,43 @@ def run(case: Case) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="shardc-hostile-") as d:
         tmp = Path(d)
         _materialise(case, tmp)
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(ROOT),
-                   XLA_FLAGS="--xla_force_host_platform_device_count=8")
+        env = dict(
+            os.environ,
+            OPENBLAS_NUM_THREADS="1",
+            PYTHONPATH=str(ROOT),
+            XLA_FLAGS="--xla_force_host_platform_device_count=8",
+        )
         env.pop("SHARDC_DEBUG", None)
         start = time.monotonic()
-        proc = subprocess.Popen(CLI + _substitute(case.argv, tmp), cwd=tmp, env=env,
-                                stdin=subprocess.PIPE if case.stdin is not None
-                                else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            CLI + _substitute(case.argv, tmp),
+            cwd=tmp,
+            env=env,
+            stdin=subprocess.PIPE if case.stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         code, peak, cpu, timed_out, out, err = _wait(proc, case.stdin)
         seconds = time.monotonic() - start
         for cmd in case.after:
-            subprocess.run(_substitute((cmd,), tmp)[0], shell=True, cwd=tmp, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=WALL_LIMIT_S)
-        outcome = Outcome(None if timed_out else code,
-                          out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                          seconds, peak, [], cpu)
+            subprocess.run(
+                _substitute((cmd,), tmp)[0],
+                shell=True,
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=WALL_LIMIT_S,
+            )
+        outcome = Outcome(
+            None if timed_out else code,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
+            seconds,
+            peak,
+            [],
+            cpu,
+        )
         outcome.problems = judge(case, outcome, tmp, timed_out)
         return outcome
 
@@ -209,16 +244,21 @@ def run(case: Case) -> Outcome:
 def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
     problems = []
     if timed_out:
-        problems.append(f"still running after {o.seconds:.0f} s of wall clock, "
-                        f"{o.cpu_seconds:.1f} s of CPU: blocked (killed)")
+        problems.append(
+            f"still running after {o.seconds:.0f} s of wall clock, "
+            f"{o.cpu_seconds:.1f} s of CPU: blocked (killed)"
+        )
     elif o.cpu_seconds > CPU_LIMIT_S:
-        problems.append(f"used {o.cpu_seconds:.1f} s of CPU, more than {CPU_LIMIT_S:.0f} s"
-                        + (" (stopped by RLIMIT_CPU)" if o.cpu_seconds >= CPU_KILL_S else ""))
+        problems.append(
+            f"used {o.cpu_seconds:.1f} s of CPU, more than {CPU_LIMIT_S:.0f} s"
+            + (" (stopped by RLIMIT_CPU)" if o.cpu_seconds >= CPU_KILL_S else "")
+        )
     elif o.code not in case.exits:
         problems.append(f"exit code {o.code}, expected one of {case.exits}")
     if o.peak_bytes > MEMORY_LIMIT_BYTES:
-        problems.append(f"peak memory {o.peak_bytes / 2**20:.0f} MiB > "
-                        f"{MEMORY_LIMIT_BYTES / 2**20:.0f} MiB")
+        problems.append(
+            f"peak memory {o.peak_bytes / 2**20:.0f} MiB > {MEMORY_LIMIT_BYTES / 2**20:.0f} MiB"
+        )
     for text in (o.stdout, o.stderr):
         if "Traceback" in text or "internal error" in text:
             problems.append("crashed: " + text[-600:])
@@ -229,8 +269,10 @@ def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
         if unwanted in o.stderr:
             problems.append(f"stderr has {unwanted!r}: {o.stderr[-400:]!r}")
     if case.stderr_limit is not None and len(o.stderr) > case.stderr_limit:
-        problems.append(f"stderr holds {len(o.stderr):,} characters, more than "
-                        f"{case.stderr_limit:,}: {o.stderr[:300]!r}...")
+        problems.append(
+            f"stderr holds {len(o.stderr):,} characters, more than "
+            f"{case.stderr_limit:,}: {o.stderr[:300]!r}..."
+        )
     for want in case.stdout_expect:
         if want not in o.stdout:
             problems.append(f"stdout lacks {want!r}")
@@ -240,7 +282,7 @@ def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
     if case.check_numbers:
         bad = BAD_NUMBER.search(o.stdout)
         if bad:
-            line = o.stdout[max(0, bad.start() - 80):bad.end() + 20]
+            line = o.stdout[max(0, bad.start() - 80) : bad.end() + 20]
             problems.append(f"prints a NaN, infinite or negative quantity: {line!r}")
     for rel in case.must_not_exist:
         if (tmp / rel).exists():

@@ -33,7 +33,7 @@ repeat L {
   C = A ·_D W
 }
 """
-DEEP = "name = \"deep\"\nx = " + "[" * 5000 + "]" * 5000 + "\n"
+DEEP = 'name = "deep"\nx = ' + "[" * 5000 + "]" * 5000 + "\n"
 BAD = ("inf", "nan", "1e400", "-4", "0", "0.5", "1e-320", "-inf")
 
 
@@ -55,9 +55,17 @@ def _compile(capsys, *argv: str) -> tuple[int, str, str]:
 
 # ---- --set: each kind x each bad value ------------------------------------------------------
 
+
 @pytest.mark.parametrize("value", BAD)
-@pytest.mark.parametrize("name, kind", [("B", "dimension"), ("X", "mesh axis"),
-                                        ("W_hbm", "hardware figure"), ("C", "hardware figure")])
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("B", "dimension"),
+        ("X", "mesh axis"),
+        ("W_hbm", "hardware figure"),
+        ("C", "hardware figure"),
+    ],
+)
 def test_set_bad_values_are_refused_by_name(capsys, program, name, kind, value):
     if kind == "hardware figure" and value == "0.5":
         pytest.skip("a fractional figure is fine")
@@ -87,8 +95,18 @@ def test_set_messages(capsys, program):
 
 
 def test_set_whole_valued_and_fractional_figures_are_accepted(capsys, program):
-    code, out, _ = _compile(capsys, str(program), "--set", "B=4096.0", "--set", "X=2",
-                            "--set", "t_hop=0.5e-6", "--set", "B=1.5k")
+    code, out, _ = _compile(
+        capsys,
+        str(program),
+        "--set",
+        "B=4096.0",
+        "--set",
+        "X=2",
+        "--set",
+        "t_hop=0.5e-6",
+        "--set",
+        "B=1.5k",
+    )
     assert code == 0 and "B=1500" in out
 
 
@@ -109,36 +127,42 @@ def test_api_set_goes_through_the_same_check(program):
 
 
 def test_huge_sizes_are_exact_and_overflow_is_k003(capsys, tmp_path):
-    dims = ", ".join(f"D{i}={2 ** 62}" for i in range(20))
+    dims = ", ".join(f"D{i}={2**62}" for i in range(20))
     path = tmp_path / "huge.shard"
     layout = ", ".join(f"D{i}" for i in range(20))
-    path.write_text(f"mesh X=2\ndim {dims}\nhardware tpu-v5e\nA: f32[{layout}]\nB = gelu(A)\n",
-                    encoding="utf-8")
+    path.write_text(
+        f"mesh X=2\ndim {dims}\nhardware tpu-v5e\nA: f32[{layout}]\nB = gelu(A)\n", encoding="utf-8"
+    )
     code, out, err = _compile(capsys, str(path))
     assert code == 1 and out == "" and "error[K003]: a quantity overflows a float" in err
-    code, out, err = _compile(capsys, str(tmp_path / "huge.shard"), "--set", f"D0={2 ** 63}")
+    code, out, err = _compile(capsys, str(tmp_path / "huge.shard"), "--set", f"D0={2**63}")
     assert code == 1 and "larger than the limit 2**63 - 1" in err
 
 
 # ---- -o ---------------------------------------------------------------------------------------
 
+
 def test_output_errors_are_usage_errors(capsys, program, tmp_path):
     (tmp_path / "adir").mkdir()
-    for target, words in ((tmp_path / "no" / "such" / "r.txt", "does not exist"),
-                          (tmp_path / "adir", "is a directory"),
-                          (program, "refusing to overwrite"),
-                          ("/dev/full", "not a regular file")):  # a device: refused
+    for target, words in (
+        (tmp_path / "no" / "such" / "r.txt", "does not exist"),
+        (tmp_path / "adir", "is a directory"),
+        (program, "refusing to overwrite"),
+        ("/dev/full", "not a regular file"),
+    ):  # a device: refused
         if str(target) == "/dev/full" and not os.path.exists("/dev/full"):
             continue
-        code, out, err = _compile(capsys, str(program), "--set", "B=64", "--set", "X=2",
-                                  "-o", str(target))
+        code, out, err = _compile(
+            capsys, str(program), "--set", "B=64", "--set", "X=2", "-o", str(target)
+        )
         assert code == 2 and err.startswith("shardc: error: -o ") and words in err, err
     assert program.read_text(encoding="utf-8") == SYMBOLIC
 
 
 def test_output_written(capsys, program, tmp_path):
-    code, _, _ = _compile(capsys, str(program), "--set", "B=64", "--set", "X=2",
-                          "-o", str(tmp_path / "r.txt"))
+    code, _, _ = _compile(
+        capsys, str(program), "--set", "B=64", "--set", "X=2", "-o", str(tmp_path / "r.txt")
+    )
     assert code == 0 and "shardc report" in (tmp_path / "r.txt").read_text(encoding="utf-8")
 
 
@@ -148,6 +172,7 @@ def test_model_program_output_errors(capsys, tmp_path):
 
 
 # ---- bounded reads ----------------------------------------------------------------------------
+
 
 def test_fifo_is_refused_without_blocking(capsys, tmp_path):
     fifo = tmp_path / "f.shard"
@@ -189,17 +214,21 @@ def test_api_reads_paths_through_the_bounded_reader(tmp_path):
 
 # ---- chip files and model cards --------------------------------------------------------------
 
+
 def test_chip_file_limits_agree():
     from shardc.hardware.files import MAX_CHIP_BYTES
 
     assert MAX_CHIP_BYTES == MAX_CONFIG_BYTES
 
 
-@pytest.mark.parametrize("content, words", [
-    (DEEP, "nested too deeply"),
-    (b"name = \"\xff\"\n", "not UTF-8"),
-    ("# " + "x" * MAX_CONFIG_BYTES, "larger than the limit"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (DEEP, "nested too deeply"),
+        (b'name = "\xff"\n', "not UTF-8"),
+        ("# " + "x" * MAX_CONFIG_BYTES, "larger than the limit"),
+    ],
+)
 def test_bad_chip_files_are_h001(capsys, tmp_path, content, words):
     path = tmp_path / "chip.toml"
     if isinstance(content, bytes):
@@ -237,13 +266,16 @@ def test_card_deep_nesting_and_non_finite(capsys, tmp_path):
     assert "nested too deeply" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--chips", "0"], "--chips '0' is not a positive whole number"),
-    (["--chips", "1048577"], "--chips '1048577' is more than the limit"),
-    (["--chips", "256", "--batch", "nan"], "--batch 'nan'"),
-    (["--chips", "256", "--batch", "1e400"], "--batch '1e400'"),
-    (["--chips", "256", "--seq", "-4096"], "--seq '-4096'"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--chips", "0"], "--chips '0' is not a positive whole number"),
+        (["--chips", "1048577"], "--chips '1048577' is more than the limit"),
+        (["--chips", "256", "--batch", "nan"], "--batch 'nan'"),
+        (["--chips", "256", "--batch", "1e400"], "--batch '1e400'"),
+        (["--chips", "256", "--seq", "-4096"], "--seq '-4096'"),
+    ],
+)
 def test_plan_options(capsys, argv, words):
     code = main(["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", *argv])
     assert code == 1 and words in capsys.readouterr().err

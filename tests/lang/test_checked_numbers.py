@@ -37,8 +37,22 @@ ANY_INPUT = st.one_of(
     st.integers(min_value=-(10**400), max_value=10**400),
     st.decimals(allow_nan=True, allow_infinity=True),
     st.text(alphabet="0123456789.eE+-_kKMGTi nafy", max_size=40),
-    st.sampled_from(["nan", "inf", "-inf", "1e400", "1e-400", "4Mi", "9" * 1000, "0", "-0",
-                     "5e-324", "1e308", "2**63"]),
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-inf",
+            "1e400",
+            "1e-400",
+            "4Mi",
+            "9" * 1000,
+            "0",
+            "-0",
+            "5e-324",
+            "1e308",
+            "2**63",
+        ]
+    ),
 )
 """What a user may hand a conversion: any float, huge ints, Decimals, and number-like text."""
 
@@ -110,29 +124,34 @@ def test_quoted_values_are_cut_as_diagnostics_cut_lines() -> None:
     long = "x" * 1_000_000
     assert quoted(long) == hardware_quoted(long)
     assert len(quoted(long)) < QUOTE_WIDTH + 40 and quoted(long).endswith(
-        "(1,000,000 characters in all)")
+        "(1,000,000 characters in all)"
+    )
     assert quoted("B") == "'B'" and quoted("\x1b]0;t\x07") == repr("\x1b]0;t\x07")
 
 
 # ---- the API's arguments ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"hw": 3}, TypeError, "^hw must be"),
-    ({"hw": ["tpu-v5e"]}, TypeError, "^hw must be"),
-    ({"set": {"B": "x"}}, ValueError, r"set\['B'\]"),
-    ({"set": {"B": None}}, TypeError, r"set\['B'\] must be a number"),
-    ({"set": {"B": True}}, TypeError, r"set\['B'\] must be a number"),
-    ({"set": 3}, TypeError, "^set must be a mapping"),
-    ({"set": [("B", 4096)]}, TypeError, "^set must be a mapping"),
-    ({"set": {3: 4096}}, TypeError, "^set: a key"),
-    ({"set": {"B D": 4096}}, ValueError, "is not a name"),
-    ({"free": "B"}, TypeError, "^free must be a list"),
-    ({"free": [3]}, TypeError, "^free:"),
-    ({"name": 3}, TypeError, "^name must be a string"),
-    ({"explain": "no"}, TypeError, "^explain must be True or False"),
-    ({"idle_axes": 1}, TypeError, "^idle_axes must be True or False"),
-    ({"model": 3}, ValueError, "^model=3"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"hw": 3}, TypeError, "^hw must be"),
+        ({"hw": ["tpu-v5e"]}, TypeError, "^hw must be"),
+        ({"set": {"B": "x"}}, ValueError, r"set\['B'\]"),
+        ({"set": {"B": None}}, TypeError, r"set\['B'\] must be a number"),
+        ({"set": {"B": True}}, TypeError, r"set\['B'\] must be a number"),
+        ({"set": 3}, TypeError, "^set must be a mapping"),
+        ({"set": [("B", 4096)]}, TypeError, "^set must be a mapping"),
+        ({"set": {3: 4096}}, TypeError, "^set: a key"),
+        ({"set": {"B D": 4096}}, ValueError, "is not a name"),
+        ({"free": "B"}, TypeError, "^free must be a list"),
+        ({"free": [3]}, TypeError, "^free:"),
+        ({"name": 3}, TypeError, "^name must be a string"),
+        ({"explain": "no"}, TypeError, "^explain must be True or False"),
+        ({"idle_axes": 1}, TypeError, "^idle_axes must be True or False"),
+        ({"model": 3}, ValueError, "^model=3"),
+    ],
+)
 def test_compile_names_the_parameter_of_a_wrong_argument(kwargs, error, message) -> None:
     with pytest.raises(error, match=message):
         shardc.compile(TWO_CHIP, **kwargs)
@@ -158,19 +177,22 @@ def report():
     return shardc.compile(TWO_CHIP, hw="tpu-v5e", set={"D": 4096, "F": 1024})
 
 
-@pytest.mark.parametrize("bindings, error, message", [
-    ({"C": 0}, ValueError, "^hardware figure 'C' must be positive"),
-    ({"W_hbm": 5e-324}, ValueError, "'W_hbm' = 5e-324 is too small"),
-    ({"C": math.inf}, ValueError, "'C' must be a finite number"),
-    ({"B": 0}, ValueError, "^B must be (a )?positive"),
-    ({"B": -1}, ValueError, "^B must be (a )?positive"),
-    ({"B": math.nan}, ValueError, "^B must be (a finite number|a positive whole number)"),
-    ({"B": 10**400}, ValueError, "^B = .* is larger than the limit"),
-    ({"B": "x"}, ValueError, "^B: 'x' is not a number"),
-    ({"B": None}, TypeError, "^B must be a number"),
-    ({"B": True}, TypeError, "^B must be a number"),
-    ({"B": [1]}, TypeError, "^B must be a number"),
-])
+@pytest.mark.parametrize(
+    "bindings, error, message",
+    [
+        ({"C": 0}, ValueError, "^hardware figure 'C' must be positive"),
+        ({"W_hbm": 5e-324}, ValueError, "'W_hbm' = 5e-324 is too small"),
+        ({"C": math.inf}, ValueError, "'C' must be a finite number"),
+        ({"B": 0}, ValueError, "^B must be (a )?positive"),
+        ({"B": -1}, ValueError, "^B must be (a )?positive"),
+        ({"B": math.nan}, ValueError, "^B must be (a finite number|a positive whole number)"),
+        ({"B": 10**400}, ValueError, "^B = .* is larger than the limit"),
+        ({"B": "x"}, ValueError, "^B: 'x' is not a number"),
+        ({"B": None}, TypeError, "^B must be a number"),
+        ({"B": True}, TypeError, "^B must be a number"),
+        ({"B": [1]}, TypeError, "^B must be a number"),
+    ],
+)
 def test_value_and_at_name_a_bad_binding(report, bindings, error, message) -> None:
     with pytest.raises(error, match=message):
         report.value("t_lower_s", **bindings)
@@ -217,17 +239,22 @@ def test_derive_refuses_a_device_count_that_is_not_a_number() -> None:
 
 # ---- sources that made NaN, inf or a wrong byte count -----------------------------------------
 
+
 @pytest.mark.parametrize("count", ["L - L", "1 - L", "L - 2 * L", "L * (3 - 3)", "(L - L) * L"])
 def test_a_symbolic_count_that_never_reaches_one_is_r002(count: str) -> None:
-    program = ("mesh X=2\ndim B=8, D=8, L\nhardware tpu-v5e\n"
-               f"repeat {count} {{\n  A: bf16[B_X, D]\n  C = gelu(A)\n}}\n")
+    program = (
+        "mesh X=2\ndim B=8, D=8, L\nhardware tpu-v5e\n"
+        f"repeat {count} {{\n  A: bf16[B_X, D]\n  C = gelu(A)\n}}\n"
+    )
     with pytest.raises(shardc.CompileError, match="R002"):
         shardc.compile(program)
 
 
 def test_at_refuses_a_point_where_a_repeat_runs_no_times() -> None:
-    program = ("mesh X=2\ndim B=8, D=8, L\nhardware tpu-v5e\n"
-               "repeat L - 1 {\n  A: bf16[B_X, D]\n  C = gelu(A)\n}\n")
+    program = (
+        "mesh X=2\ndim B=8, D=8, L\nhardware tpu-v5e\n"
+        "repeat L - 1 {\n  A: bf16[B_X, D]\n  C = gelu(A)\n}\n"
+    )
     r = shardc.compile(program)
     with pytest.raises(ValueError, match="runs at least once"):
         r.at(L=1)

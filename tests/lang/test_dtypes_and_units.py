@@ -36,11 +36,22 @@ def test_bf16_and_f32_promote_to_f32():
     assert dtypes.promote("int8", "bf16") == "bf16"
 
 
-@pytest.mark.parametrize(("v", "unit", "text"), [
-    (1.5, "s", "1.5 s"), (2.5e-3, "s", "2.5 ms"), (7e-7, "s", "700 ns"), (0.0, "s", "0 s"),
-    (1e-12, "s", "0.001 ns"), (999.0, "B", "999 B"), (1.2e3, "B", "1.2 kB"),
-    (3.5e12, "B", "3.5 TB"), (2e15, "flop", "2e+15"), (None, "B", "-"), (0.125, "x", "0.125"),
-])
+@pytest.mark.parametrize(
+    ("v", "unit", "text"),
+    [
+        (1.5, "s", "1.5 s"),
+        (2.5e-3, "s", "2.5 ms"),
+        (7e-7, "s", "700 ns"),
+        (0.0, "s", "0 s"),
+        (1e-12, "s", "0.001 ns"),
+        (999.0, "B", "999 B"),
+        (1.2e3, "B", "1.2 kB"),
+        (3.5e12, "B", "3.5 TB"),
+        (2e15, "flop", "2e+15"),
+        (None, "B", "-"),
+        (0.125, "x", "0.125"),
+    ],
+)
 def test_fmt_value(v, unit, text):
     assert units.fmt_value(v, unit) == text
 

@@ -49,6 +49,7 @@ def _repeats(depth: int) -> str:
 
 # ---- nesting ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("make", [_sum, _contractions], ids=["sum", "contractions"])
 def test_a_chain_of_max_nesting_operators_compiles(make) -> None:
     assert _errors(make(MAX_NESTING + 1)) == []
@@ -56,8 +57,13 @@ def test_a_chain_of_max_nesting_operators_compiles(make) -> None:
 
 def test_nested_calls_at_the_limit_compile_and_differentiate() -> None:
     assert _errors(_gelu(MAX_NESTING)) == []
-    text = ("mesh X=2\ndim I=8, J=8\nparam W: f32[I_X, J]\nC[I_X, J] = " + "gelu(" * MAX_NESTING
-            + "W" + ")" * MAX_NESTING + "\nbackward\n")
+    text = (
+        "mesh X=2\ndim I=8, J=8\nparam W: f32[I_X, J]\nC[I_X, J] = "
+        + "gelu(" * MAX_NESTING
+        + "W"
+        + ")" * MAX_NESTING
+        + "\nbackward\n"
+    )
     assert _errors(text) == []
 
 
@@ -84,6 +90,7 @@ def test_far_past_the_limit_is_still_a_diagnostic() -> None:
 
 # ---- sizes, mesh axes -------------------------------------------------------------------------
 
+
 def test_literal_sizes_up_to_max_integer() -> None:
     assert _errors(f"mesh X=2\ndim I={MAX_INTEGER}\n", stop_after="validate") == []
     _one(f"mesh X=2\ndim I={MAX_INTEGER + 1}\n", "P011", 2, 7)
@@ -103,14 +110,17 @@ def test_mesh_axes_at_and_past_the_limit() -> None:
 def test_axes_per_dim_at_and_past_the_limit() -> None:
     def layout(n: int) -> str:
         axes = [f"M{i}" for i in range(n)]
-        return (f"mesh {', '.join(a + '=2' for a in axes)}\ndim I={2 ** n}, J={2 ** n}, K=4\n"
-                f"A: f32[I, J_{{{','.join(axes)}}}]\nB: f32[J, K]\nC[I, K] = A ·_J B\n")
+        return (
+            f"mesh {', '.join(a + '=2' for a in axes)}\ndim I={2**n}, J={2**n}, K=4\n"
+            f"A: f32[I, J_{{{','.join(axes)}}}]\nB: f32[J, K]\nC[I, K] = A ·_J B\n"
+        )
 
     assert _errors(layout(MAX_AXES_PER_DIM)) == []
     _one(layout(MAX_AXES_PER_DIM + 1), "S012", 3, 13)
 
 
 # ---- program size -----------------------------------------------------------------------------
+
 
 def test_statements_at_and_past_the_limit() -> None:
     head = "mesh X=2\ndim I=8\n"
@@ -130,6 +140,7 @@ def test_a_source_over_the_byte_limit() -> None:
 
 # ---- line accounting --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("comment", ["a\x0cb", "a\u2028b\u2029c\x85d\x1ce", "a\x0bb"])
 def test_separators_in_comments_do_not_shift_quoted_lines(comment: str) -> None:
     source = Source("p.shard", f"mesh X=2 # {comment}\ndim I=8\nA: f32[I_Q]\n")
@@ -147,6 +158,7 @@ def test_every_newline_convention_counts_lines_alike(newline: str) -> None:
 
 
 # ---- the plan search --------------------------------------------------------------------------
+
 
 def _objective(p) -> tuple:
     # A stand-in for the compiler's cost: collectives first, then the axes they run over.
@@ -174,8 +186,9 @@ def test_a_size_one_axis_moves_no_data() -> None:
     assert [op.kind for op in result.compiled.ops if hasattr(op, "kind")] == []
 
 
-@pytest.mark.parametrize("name", ["mlp-fsdp-tp-train", "attention-gqa-train",
-                                  "moe-expert-parallel-train"])
+@pytest.mark.parametrize(
+    "name", ["mlp-fsdp-tp-train", "attention-gqa-train", "moe-expert-parallel-train"]
+)
 def test_local_search_compiles_programs_as_the_exhaustive_search_does(name, monkeypatch) -> None:
     import shardc.passes.einsum_plan as einsum_plan
 
@@ -183,8 +196,10 @@ def test_local_search_compiles_programs_as_the_exhaustive_search_does(name, monk
 
     def ops() -> list:
         compiled = run_pipeline(Source(name, text)).compiled
-        return [(type(o).__name__, getattr(o, "op", None), getattr(o, "axes", None))
-                for o in compiled.ops]
+        return [
+            (type(o).__name__, getattr(o, "op", None), getattr(o, "axes", None))
+            for o in compiled.ops
+        ]
 
     full = ops()
     monkeypatch.setattr(einsum_plan.search_plans, "__defaults__", (1,))

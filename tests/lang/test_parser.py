@@ -45,8 +45,16 @@ def p(text: str):
 def test_issue_example_parses():
     prog = p(EXAMPLE)
     kinds = [type(s) for s in prog.statements]
-    assert kinds == [MeshDecl, DimDecl, HardwareDecl, ArrayDecl, ArrayDecl, ArrayDecl, Assign,
-                     Assign]
+    assert kinds == [
+        MeshDecl,
+        DimDecl,
+        HardwareDecl,
+        ArrayDecl,
+        ArrayDecl,
+        ArrayDecl,
+        Assign,
+        Assign,
+    ]
     mesh = prog.statements[0]
     assert [(a.name, a.size) for a in mesh.axes] == [("X", 8), ("Y", 4)]
     dims = prog.statements[1]
@@ -71,9 +79,14 @@ def test_spans_point_at_the_source():
     assert a.layout.dims[0].span.col == 9
 
 
-@pytest.mark.parametrize("text,dims", [
-    ("C = A *_D W\n", ("D",)), ("C = A ·_{N,H} W\n", ("N", "H")), ("C = A ·_NH W\n", ("NH",)),
-])
+@pytest.mark.parametrize(
+    "text,dims",
+    [
+        ("C = A *_D W\n", ("D",)),
+        ("C = A ·_{N,H} W\n", ("N", "H")),
+        ("C = A ·_NH W\n", ("NH",)),
+    ],
+)
 def test_contraction_spellings(text, dims):
     e = p(text).statements[0].expr
     assert isinstance(e, Contract) and e.dims == dims
@@ -101,8 +114,10 @@ def test_elementwise_and_calls():
 
 
 def test_collective_signatures():
-    stmts = p("A = AllGather_{XY}(B)\nC = ReduceScatter_{X,K}(D)\nE = AllToAll_{X,J}(F)\n"
-              "G = AllReduce_Y(H)\nK[I, J]{U_X} = L\n").statements
+    stmts = p(
+        "A = AllGather_{XY}(B)\nC = ReduceScatter_{X,K}(D)\nE = AllToAll_{X,J}(F)\n"
+        "G = AllReduce_Y(H)\nK[I, J]{U_X} = L\n"
+    ).statements
     assert stmts[0].expr.axes == ("XY",)  # resolved to X, Y by validate
     assert (stmts[1].expr.axes, stmts[1].expr.dim) == (("X",), "K")
     assert (stmts[2].expr.axes, stmts[2].expr.dim) == (("X",), "J")
@@ -119,10 +134,17 @@ def test_split_subscript():
     assert split_subscript("AllGather_XY") == ("AllGather", ("XY",), 10)
 
 
-@pytest.mark.parametrize("text,code", [
-    ("C = A · B\n", "P003"), ("C = A ·_J\n", "P002"), ("A: bf16[I_X J]\n", "P005"),
-    ("mesh X=\n", "P002"), ("C = (A\n", "P002"), ("C = A $ B\n", "P001"),
-])
+@pytest.mark.parametrize(
+    "text,code",
+    [
+        ("C = A · B\n", "P003"),
+        ("C = A ·_J\n", "P002"),
+        ("A: bf16[I_X J]\n", "P005"),
+        ("mesh X=\n", "P002"),
+        ("C = (A\n", "P002"),
+        ("C = A $ B\n", "P001"),
+    ],
+)
 def test_syntax_errors_have_codes_and_positions(text, code):
     d = Diagnostics()
     assert parse(Source("bad.shard", text), d) is None

@@ -29,12 +29,16 @@ from shardc.lang.source import Source, Span
 from shardc.lang.visible import visible
 from shardc.passes import topology
 
-RULES = (("cube-multiple-4", (16, 20, 28)), ("cube-multiple-4", (16, 16, 16)),
-         ("full-axis-16", (16, 16)))
+RULES = (
+    ("cube-multiple-4", (16, 20, 28)),
+    ("cube-multiple-4", (16, 16, 16)),
+    ("full-axis-16", (16, 16)),
+)
 """The slice rules and pods of the shipped TPUs (v5p, v4p, v5e and v6e)."""
 
 
 # ---- the slice search --------------------------------------------------------------------------
+
 
 def _exhaustive_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ...] | None:
     """The slice search as it was: every factor of every count tried in turn (correct, and
@@ -53,7 +57,8 @@ def _exhaustive_slice(n: int, rule: str, dims: tuple[int, ...]) -> tuple[int, ..
 
     for shape in splits(n, len(dims), 1):
         if topology._slice_problem(shape, rule, dims) is None and (
-                best is None or topology._evenness(shape) < topology._evenness(best)):
+            best is None or topology._evenness(shape) < topology._evenness(best)
+        ):
             best = shape
     return best
 
@@ -93,14 +98,17 @@ def test_divisors_are_every_divisor(n):
     assert len(ds) == sum(2 - (d * d == n) for d in range(1, math.isqrt(n) + 1) if n % d == 0)
 
 
-@pytest.mark.parametrize("mesh, chip, code, words", [
-    ("X=1000000007", "tpu-v5p", "H020", "16x20x28 (8,960 chips)"),
-    ("X=1000000, Y=1000000", "tpu-v4p", "H020", "16x16x16 (4,096 chips)"),
-    ("X=512", "tpu-v5e", "H020", "16x16 (256 chips)"),
-    ("X=1099511627776", "h100", "S015", "4,294,967,296"),
-    ("X=1000000, Y=1000000", None, "S015", "1,000,000,000,000 devices"),
-    ("P=2000000011 @dcn, X=4", "tpu-v5p", "S015", "4,294,967,296"),
-])
+@pytest.mark.parametrize(
+    "mesh, chip, code, words",
+    [
+        ("X=1000000007", "tpu-v5p", "H020", "16x20x28 (8,960 chips)"),
+        ("X=1000000, Y=1000000", "tpu-v4p", "H020", "16x16x16 (4,096 chips)"),
+        ("X=512", "tpu-v5e", "H020", "16x16 (256 chips)"),
+        ("X=1099511627776", "h100", "S015", "4,294,967,296"),
+        ("X=1000000, Y=1000000", None, "S015", "1,000,000,000,000 devices"),
+        ("P=2000000011 @dcn, X=4", "tpu-v5p", "S015", "4,294,967,296"),
+    ],
+)
 def test_meshes_no_slice_holds_are_refused(mesh, chip, code, words):
     hw = f"hardware {chip}\n" if chip else ""
     with pytest.raises(CompileError) as exc:
@@ -125,6 +133,7 @@ def test_report_at_and_value_apply_the_same_limit():
 
 
 # ---- showing user text -------------------------------------------------------------------------
+
 
 @given(st.text())
 def test_visible_leaves_nothing_a_terminal_acts_on(s):
@@ -172,7 +181,7 @@ def test_markdown_code_cannot_end_early(s, table):
     assert out.isprintable() and "<" not in md_code(s, table, markup_as_text=True)
     if out.startswith("`"):
         fence = re.match(r"`+", out).group(0)
-        inner = out[len(fence):-len(fence)]
+        inner = out[len(fence) : -len(fence)]
         assert out.endswith(fence) and fence not in inner
         if table:
             assert not re.search(r"(?<!\\)\|", inner)
@@ -210,6 +219,7 @@ def test_ordinary_names_are_unchanged():
 
 
 # ---- writing files -----------------------------------------------------------------------------
+
 
 def test_concurrent_writers_never_tear_the_file(tmp_path):
     out = tmp_path / "same.json"
@@ -259,8 +269,14 @@ def test_refused_targets(tmp_path):
     (tmp_path / "dir").mkdir()
     os.symlink(prog, tmp_path / "link.json")
     os.link(prog, tmp_path / "hard.json")
-    cases = {"fifo": "not a regular file", "dir": "is a directory", "link.json": "is the input",
-             "hard.json": "is the input", "nope/x": "does not exist", "new/": "names a folder"}
+    cases = {
+        "fifo": "not a regular file",
+        "dir": "is a directory",
+        "link.json": "is the input",
+        "hard.json": "is the input",
+        "nope/x": "does not exist",
+        "new/": "names a folder",
+    }
     for name, why in cases.items():
         with pytest.raises(CliIOError, match=why):
             check_writable(f"{tmp_path}/{name}", flag="-o", inputs=(str(prog),))
@@ -271,8 +287,10 @@ def test_refused_targets(tmp_path):
 
 # ---- generated programs ------------------------------------------------------------------------
 
-_AXIS = re.compile(r"[A-Za-z][A-Za-z0-9]*(=\d+)?( @[A-Za-z][A-Za-z0-9]*(\([A-Za-z0-9, ]+\))?)?"
-                   r"( (no)?wrap)?")
+_AXIS = re.compile(
+    r"[A-Za-z][A-Za-z0-9]*(=\d+)?( @[A-Za-z][A-Za-z0-9]*(\([A-Za-z0-9, ]+\))?)?"
+    r"( (no)?wrap)?"
+)
 
 
 @settings(max_examples=300)

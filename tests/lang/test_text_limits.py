@@ -16,8 +16,7 @@ from shardc.lang.parse_errors import error, not_whole, token_span
 from shardc.lang.source import Span
 from shardc.lang.source_size import size_problem
 
-LARK = Lark(grammar.grammar_text(), parser="lalr", keep_all_tokens=True,
-            maybe_placeholders=False)
+LARK = Lark(grammar.grammar_text(), parser="lalr", keep_all_tokens=True, maybe_placeholders=False)
 """The grammar as the parser builds it (every token kept)."""
 
 
@@ -63,6 +62,7 @@ def test_an_expression_nested_past_the_limit_gets_p012_at_its_first_level_too_de
 def test_repeat_blocks_nested_past_the_limit():
     def blocks(n: int) -> str:
         return "dim I=4\n" + "repeat 2 {\n" * n + "A: bf16[I]\n" + "}\n" * n
+
     assert nesting_problem(LARK.parse(blocks(MAX_NESTING))) is None
     d = nesting_problem(LARK.parse(blocks(MAX_NESTING + 1)))
     assert d is not None and d.code == "P012" and "`repeat` blocks" in d.message

@@ -24,16 +24,20 @@ def collectives(name: str) -> list[tuple[str, str, str]]:
 
 def test_data_parallel_allreduces_the_weight_gradients():
     """The training chapter: "two AllReduces per layer", nothing else."""
-    assert collectives("mlp-dp-train") == [("AllReduce", "X", "dW_in"),
-                                           ("AllReduce", "X", "dW_out")]
+    assert collectives("mlp-dp-train") == [
+        ("AllReduce", "X", "dW_in"),
+        ("AllReduce", "X", "dW_out"),
+    ]
 
 
 def test_fsdp_gathers_weights_and_reduce_scatters_gradients():
     """The training chapter FSDP: weights AllGathered before use (again in the backward pass),
     gradients ReduceScattered."""
     got = collectives("mlp-fsdp-train")
-    assert [c for c in got if c[0] == "ReduceScatter"] == [("ReduceScatter", "X", "dW_in"),
-                                                           ("ReduceScatter", "X", "dW_out")]
+    assert [c for c in got if c[0] == "ReduceScatter"] == [
+        ("ReduceScatter", "X", "dW_in"),
+        ("ReduceScatter", "X", "dW_out"),
+    ]
     # forward: W_in, W_out; backward: W_out for dTmp, W_in for dIn (the training chapter's FSDP).
     assert [c[2] for c in got if c[0] == "AllGather"] == ["W_in", "W_out", "W_out", "W_in"]
 
@@ -41,18 +45,19 @@ def test_fsdp_gathers_weights_and_reduce_scatters_gradients():
 def test_tensor_parallel_activation_pairs():
     """The training chapter TP: an AllGather / ReduceScatter pair of activations in the forward pass
     and of their gradients in the backward pass, no weight-gradient communication."""
-    assert collectives("mlp-tp-train") == [("AllGather", "Y", "In"),
-                                           ("ReduceScatter", "Y", "Out"),
-                                           ("AllGather", "Y", "dOut"),
-                                           ("ReduceScatter", "Y", "dIn")]
+    assert collectives("mlp-tp-train") == [
+        ("AllGather", "Y", "In"),
+        ("ReduceScatter", "Y", "Out"),
+        ("AllGather", "Y", "dOut"),
+        ("ReduceScatter", "Y", "dIn"),
+    ]
 
 
 @pytest.mark.parametrize("name", ["mlp-dp-train", "mlp-fsdp-train"])
 def test_backward_condition_is_the_books_on_full_rings(name):
     """The training chapter: DP and FSDP stay compute-bound while B/X > C/W_ici (book model,
     rings)."""
-    text = (ROOT / "programs" / f"{name}.shard").read_text().replace("mesh X=16",
-                                                                    "mesh X=16 wrap")
+    text = (ROOT / "programs" / f"{name}.shard").read_text().replace("mesh X=16", "mesh X=16 wrap")
     r = shardc.compile(text, model="book")
     cond = next(c for c in r.conditions if c.name == "backward-compute-vs-comms")
     assert str(cond.relation) == "B/X > C/W_ici"
@@ -74,9 +79,11 @@ def test_sharded_gradients_equal_unsharded(name):
 def test_gradients_are_the_derivatives():
     """dW_out = gelu(Tmp)^T dOut, dTmp = (dOut W_out^T) gelu'(Tmp), dW_in = In^T dTmp, and a
     finite difference of the loss sum(Out * dOut) agrees."""
-    text = ("mesh X=2\ndim B=4, D=4, F=6\nIn: f32[B, D]\nparam W_in: f32[D, F_X]\n"
-            "param W_out: f32[F_X, D]\nTmp = In ·_D W_in\nOut[B, D] = gelu(Tmp) ·_F W_out\n"
-            "backward\n")
+    text = (
+        "mesh X=2\ndim B=4, D=4, F=6\nIn: f32[B, D]\nparam W_in: f32[D, F_X]\n"
+        "param W_out: f32[F_X, D]\nTmp = In ·_D W_in\nOut[B, D] = gelu(Tmp) ·_F W_out\n"
+        "backward\n"
+    )
     prog = run_pipeline(Source("t", text)).compiled
     sizes = {"X": 2, "B": 4, "D": 4, "F": 6}
     rng = np.random.default_rng(3)
@@ -102,8 +109,9 @@ def test_gradients_are_the_derivatives():
 
 
 def test_backward_errors_are_diagnostics():
-    bad = ("mesh X=2\ndim B=4, D=4, E=2\nparam W: f32[D, E]\nIn: f32[B, D]\nOut = In ·_D W\n"
-           "backward\n")
+    bad = (
+        "mesh X=2\ndim B=4, D=4, E=2\nparam W: f32[D, E]\nIn: f32[B, D]\nOut = In ·_D W\nbackward\n"
+    )
     r = run_pipeline(Source("t", bad))
     assert [d.code for d in r.diagnostics.items] == ["K012"]
     twice = bad.replace("Out = ", "Out[B, E] = ") + "backward\n"
@@ -172,8 +180,7 @@ def _kept(remat: str) -> tuple[dict[str, float], float]:
 
     r = shardc.compile(TP_LAYER, remat=remat)
     saved, _ = kept_activations(r.program, remat)
-    sizes = {v.array: r.value(local_bytes(v.layout, v.dtype, size_symbol))
-             for v in saved.values()}
+    sizes = {v.array: r.value(local_bytes(v.layout, v.dtype, size_symbol)) for v in saved.values()}
     assert len(sizes) == len(saved), "each array kept once"
     return sizes, r.value(r.memory.activations)
 
@@ -234,26 +241,37 @@ def test_no_remat_keeps_sequence_parallel_inputs_sharded_and_gathers_them_again(
     assert set(sizes) == set(wide)
     assert sizes["In"] == sizes["A"] == sizes["Kin"] == 1 * 4096 * 5120 / 8 * 2
     assert {k: v for k, v in sizes.items() if k not in ("In", "A", "Kin")} == {
-        k: v for k, v in wide.items() if k not in ("In", "A", "Kin")}
+        k: v for k, v in wide.items() if k not in ("In", "A", "Kin")
+    }
     assert wide_total - total == 3 * 4096 * 5120 * 2 * 7 / 8
     r = shardc.compile(TP_LAYER)
     again = [r.program.ops[i] for i in kept_activations(r.program, "none")[1]]
-    assert again and all(isinstance(op, Collective) and op.op == "AllGather"
-                         and op.axes == ("Y",) for op in again)
+    assert again and all(
+        isinstance(op, Collective) and op.op == "AllGather" and op.axes == ("Y",) for op in again
+    )
     assert {op.out.array for op in again} == {"In", "A", "Kin"}
     gathered = shardc.compile(TP_LAYER, remat="gathered")
     assert r.value("t_comms_s") > gathered.value("t_comms_s")
 
 
-@pytest.mark.parametrize(("optimizer", "per_bf16", "per_f32"), [
-    ("adam", 16, 16), ("adam-8bit", 10, 10), ("adam-no-master", 12, 16), ("sgd", 8, 8),
-    ("none", 4, 8)])
+@pytest.mark.parametrize(
+    ("optimizer", "per_bf16", "per_f32"),
+    [
+        ("adam", 16, 16),
+        ("adam-8bit", 10, 10),
+        ("adam-no-master", 12, 16),
+        ("sgd", 8, 8),
+        ("none", 4, 8),
+    ],
+)
 def test_state_bytes_per_parameter(optimizer, per_bf16, per_f32):
     """Weights + gradient + state per parameter: the master copy only where the weights are
     narrower than fp32 (an f32 model updates its weights in place)."""
     for dtype, want in (("bf16", per_bf16), ("f32", per_f32)):
-        text = (f"mesh X=4\ndim B=64, D=256, F=512\nIn: {dtype}[B_X, D]\n"
-                f"param W: {dtype}[D_X, F]\nOut[B_X, F] = In ·_D W\nbackward\n")
+        text = (
+            f"mesh X=4\ndim B=64, D=256, F=512\nIn: {dtype}[B_X, D]\n"
+            f"param W: {dtype}[D_X, F]\nOut[B_X, F] = In ·_D W\nbackward\n"
+        )
         r = shardc.compile(text, optimizer=optimizer)
         m = r.memory
         elements = 256 * 512 / 4
@@ -281,9 +299,15 @@ def test_a_gradient_with_several_terms_is_reduced_once():
     assert not result.diagnostics.has_errors, result.rendered()
     prog = result.compiled
     line = prog.backward_line
-    reductions = [op for op in prog.ops if op.span.line == line and hasattr(op, "axes")
-                  and op.op in ("AllReduce", "ReduceScatter") and op.axes == ("Y",)
-                  and op.out.array.startswith("dIn")]
+    reductions = [
+        op
+        for op in prog.ops
+        if op.span.line == line
+        and hasattr(op, "axes")
+        and op.op in ("AllReduce", "ReduceScatter")
+        and op.axes == ("Y",)
+        and op.out.array.startswith("dIn")
+    ]
     assert [op.op for op in reductions] == ["ReduceScatter"]
     sizes = {"X": 2, "Y": 4, "B": 16, "D": 8, "F": 8}
     check(prog, random_inputs(prog, sizes, np.random.default_rng(3)), sizes)

@@ -21,8 +21,10 @@ from shardc.passes.lower.explain import describe_step, describe_steps, step_text
 from shardc.passes.reshard import Step
 from shardc.tools.simulate_machine import UNARY_FUNCTIONS
 
-MLP = ("mesh X=2\ndim B=8, D=4, F=6\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
-       "H[B_X, F] = gelu(In ·_D W)\nbackward\n")
+MLP = (
+    "mesh X=2\ndim B=8, D=4, F=6\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
+    "H[B_X, F] = gelu(In ·_D W)\nbackward\n"
+)
 
 
 @pytest.mark.parametrize(("f", "df"), sorted(DERIVATIVES.items()))
@@ -81,8 +83,10 @@ def test_each_step_in_words():
     assert describe_step(move, "A", ("X",)) == "AllToAll_{X,J} moves X to J"
     reduce = Step("AllReduce", ("Y",), None, WHOLE.with_unreduced({"Y"}), WHOLE)
     assert describe_step(reduce, "C", ("Y",)) == "AllReduce_Y sums the partial sums over Y"
-    assert step_text(gather, "A") == "AllGather_X(A)" and step_text(move, "A") == \
-        "AllToAll_{X,J}(A)"
+    assert (
+        step_text(gather, "A") == "AllGather_X(A)" and step_text(move, "A") == "AllToAll_{X,J}(A)"
+    )
     assert step_text(Step("slice", ("X",), None, WHOLE, A), "B") == "slice B over X"
     assert describe_steps((gather,), (), (reduce,), "A", "W", "C") == (
-        "AllGather_X(A), local einsum, AllReduce_Y(C)")
+        "AllGather_X(A), local einsum, AllReduce_Y(C)"
+    )

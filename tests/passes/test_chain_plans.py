@@ -17,10 +17,14 @@ from shardc.testing.strategies import dim_sizes, layout_text, meshes
 # The two chain shapes of the 1,000-program sweep where XLA's plan was cheaper under our own
 # model (docs/xla-check.md): the first product left its result in a layout the second had to
 # undo (an AllReduce of In·W1, or a gather and a permute of it).
-GATHER_IN = ("mesh X=2, Y=2, Z=2\ndim I=8, J=8, K=16, L=16\n"
-             "Out = In[I_X, J_Z] ·_J W1[J_YZ, K] *_K W2[K_ZY, L]\n")
-PERMUTE_W1 = ("mesh X=3, Y=3\ndim I=9, J=18, K=9, L=9\n"
-              "Out[I_Y, L] = In[I_Y, J] ·_J W1[J, K_Y] *_K W2[K_X, L]\n")
+GATHER_IN = (
+    "mesh X=2, Y=2, Z=2\ndim I=8, J=8, K=16, L=16\n"
+    "Out = In[I_X, J_Z] ·_J W1[J_YZ, K] *_K W2[K_ZY, L]\n"
+)
+PERMUTE_W1 = (
+    "mesh X=3, Y=3\ndim I=9, J=18, K=9, L=9\n"
+    "Out[I_Y, L] = In[I_Y, J] ·_J W1[J, K_Y] *_K W2[K_X, L]\n"
+)
 PERMUTE_W1_GATHERED = PERMUTE_W1.replace("Out[I_Y, L]", "Out[I, L]")
 REPRODUCERS = (GATHER_IN, PERMUTE_W1, PERMUTE_W1_GATHERED)
 
@@ -38,8 +42,14 @@ def comm(text: str, model: str = "exact") -> float:
     of one byte per second, no latency."""
     r = shardc.compile(text, model=model)
     t = r.totals["t_comms_s"]
-    return r.value(t, **{s.name: 1.0 if s.name.startswith("W_") else 0.0
-                         for s in t.free_symbols if s.name.startswith(("W_", "t_"))})
+    return r.value(
+        t,
+        **{
+            s.name: 1.0 if s.name.startswith("W_") else 0.0
+            for s in t.free_symbols
+            if s.name.startswith(("W_", "t_"))
+        },
+    )
 
 
 @st.composite
@@ -50,8 +60,11 @@ def chains(draw) -> str:
     b = draw(layout_text(("J", "K"), mesh))
     c = draw(layout_text(("K", "L"), mesh))
     out = draw(st.one_of(st.just(""), layout_text(("I", "L"), mesh)))
-    return (f"{mesh.decl()}\ndim " + ", ".join(f"{d}={n}" for d, n in sizes.items())
-            + f"\nOut{out} = In{a} ·_J W1{b} *_K W2{c}\n")
+    return (
+        f"{mesh.decl()}\ndim "
+        + ", ".join(f"{d}={n}" for d, n in sizes.items())
+        + f"\nOut{out} = In{a} ·_J W1{b} *_K W2{c}\n"
+    )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -88,8 +101,11 @@ def test_the_book_model_plans_each_product_alone():
 
 def test_a_tie_keeps_the_plan_of_each_product_alone():
     a, b = Layout.of({"I": ("X",)}), Layout.of({"I": ("Y",)})
-    opts = {(0, a): [(a, 1.0, None), (b, 1.0, None)], (1, a): [(a, 2.0, None)],
-            (1, b): [(a, 2.0, None)]}
+    opts = {
+        (0, a): [(a, 1.0, None), (b, 1.0, None)],
+        (1, a): [(a, 2.0, None)],
+        (1, b): [(a, 2.0, None)],
+    }
     assert plan_chain(a, 2, lambda i, lay: opts[(i, lay)]) is None
 
 

@@ -17,16 +17,19 @@ def _collectives(r) -> list[tuple[str, str]]:
 
 
 def test_a_requested_result_moves_the_small_operand_not_the_result():
-    r = shardc.compile("mesh X=2, Y=2\ndim I=1024, J=1024\nhardware tpu-v5e\n"
-                       "A: f32[I, J]\nb: f32[J_Y]\nC[I, J_X] = A + b\n")
+    r = shardc.compile(
+        "mesh X=2, Y=2\ndim I=1024, J=1024\nhardware tpu-v5e\n"
+        "A: f32[I, J]\nb: f32[J_Y]\nC[I, J_X] = A + b\n"
+    )
     moved = _collectives(r)
     assert moved and all(src.startswith("b[") for _, src in moved), moved
     assert r.value("comm_bytes") == 4 * 1024  # b gathered whole (4 kB), not C's 4 MB
 
 
 def test_two_operands_sharded_on_different_dims_meet_in_their_union_for_free():
-    r = shardc.compile("mesh X=2, Y=2\ndim I=1024, J=1024\nA: f32[I_X, J]\nB: f32[I, J_Y]\n"
-                       "C = A + B\n")
+    r = shardc.compile(
+        "mesh X=2, Y=2\ndim I=1024, J=1024\nA: f32[I_X, J]\nB: f32[I, J_Y]\nC = A + B\n"
+    )
     assert _collectives(r) == []
     assert r.program.arrays[-1].layout.format("C") == "C[I_X, J_Y]"
 
@@ -35,8 +38,9 @@ def test_an_operand_sharded_less_on_a_dim_slices_to_the_others_axes_for_free():
     """`A[I_YX, K] * B[I_Y, K_Z]`: B's I blocks hold A's (Y leads YX), so both operands slice
     to `[I_YX, K_Z]` and each device computes one block; shardc gathered A over X, XLA slices
     (a statement of the differential test)."""
-    r = shardc.compile("mesh X=2, Y=4, Z=2\ndim I=32, K=16\nA: bf16[I_YX, K]\nB: f32[I_Y, K_Z]\n"
-                       "C = A * B\n")
+    r = shardc.compile(
+        "mesh X=2, Y=4, Z=2\ndim I=32, K=16\nA: bf16[I_YX, K]\nB: f32[I_Y, K_Z]\nC = A * B\n"
+    )
     assert _collectives(r) == []
     assert r.program.arrays[-1].layout.format("C") == "C[I_YX, K_Z]"
     assert r.value("flops_per_device") == 32 * 16 / 16
@@ -45,8 +49,9 @@ def test_an_operand_sharded_less_on_a_dim_slices_to_the_others_axes_for_free():
 def test_axes_that_do_not_lead_each_other_are_not_a_union():
     """`[I_XY]` and `[I_Y]`: device (x, y) holds block x*Y + y of I in one, y in the other; no
     local slice turns one into the other, so the operands meet by a collective."""
-    r = shardc.compile("mesh X=2, Y=2\ndim I=32, K=16\nA: f32[I_XY, K]\nB: f32[I_Y, K]\n"
-                       "C = A + B\n")
+    r = shardc.compile(
+        "mesh X=2, Y=2\ndim I=32, K=16\nA: f32[I_XY, K]\nB: f32[I_Y, K]\nC = A + B\n"
+    )
     assert _collectives(r)
 
 
@@ -59,8 +64,10 @@ def _statement(draw):
     b = draw(layout_text(other[1], mesh))
     req = draw(layout_text(("I", "K"), mesh))
     op = draw(st.sampled_from(["+", "-", "*"]))
-    head = (f"{mesh.decl()}\ndim I={256 * n}, K={512 * n}\nhardware tpu-v5e\n"
-            f"A: f32{a}\n{other[0]}: f32{b}\n")
+    head = (
+        f"{mesh.decl()}\ndim I={256 * n}, K={512 * n}\nhardware tpu-v5e\n"
+        f"A: f32{a}\n{other[0]}: f32{b}\n"
+    )
     return head, f"A {op} {other[0]}", req
 
 

@@ -34,10 +34,13 @@ def _bytes(r) -> float:
 
 
 def _unfused_bytes(body: str, hw: str = "h200") -> float:
-    passes = tuple(FuseElementwise(enabled=False) if isinstance(p, FuseElementwise) else p
-                   for p in PIPELINE)
-    ctx = Context(Source("<t>", DIMS + body), options=dataclasses.replace(
-        Context(Source("", "")).options, hw=hw))
+    passes = tuple(
+        FuseElementwise(enabled=False) if isinstance(p, FuseElementwise) else p for p in PIPELINE
+    )
+    ctx = Context(
+        Source("<t>", DIMS + body),
+        options=dataclasses.replace(Context(Source("", "")).options, hw=hw),
+    )
     unit = run_passes(ctx, passes)
     assert unit.cost is not None and unit.fusion is None
     sizes = {sp.Symbol(n, positive=True, integer=True): v for n, v in unit.compiled.dims}
@@ -46,8 +49,11 @@ def _unfused_bytes(body: str, hw: str = "h200") -> float:
 
 def test_the_pass_is_in_the_pipeline_before_the_costs() -> None:
     names = [p.name for p in PIPELINE]
-    assert names.index("insert-collectives") < names.index("fuse-elementwise") < names.index(
-        "derive-cost")
+    assert (
+        names.index("insert-collectives")
+        < names.index("fuse-elementwise")
+        < names.index("derive-cost")
+    )
 
 
 def test_an_elementwise_chain_is_one_loop() -> None:
@@ -85,16 +91,25 @@ def test_softmax_is_one_kernel() -> None:
 
 
 def test_a_collective_is_a_boundary() -> None:
-    r = shardc.compile("mesh X=8\n" + DIMS + "A: bf16[I_X, J]\nE = exp(A)\n"
-                       "G[I, J] = E\nC = silu(G)\n", hw="h200")
+    r = shardc.compile(
+        "mesh X=8\n" + DIMS + "A: bf16[I_X, J]\nE = exp(A)\nG[I, J] = E\nC = silu(G)\n", hw="h200"
+    )
     ops = {c.op: c for c in r.ops}
     assert "AllGather" in ops
     assert ops["exp"].fused_into is None and ops["silu"].fused_into is None
 
 
-@pytest.mark.parametrize(("hw", "fn", "fused"), [
-    ("h200", "relu", True), ("h200", "gelu", True), ("h200", "silu", False),
-    ("h200", "exp", False), ("tpu-v5p", "silu", True), ("tpu-v5p", "exp", True)])
+@pytest.mark.parametrize(
+    ("hw", "fn", "fused"),
+    [
+        ("h200", "relu", True),
+        ("h200", "gelu", True),
+        ("h200", "silu", False),
+        ("h200", "exp", False),
+        ("tpu-v5p", "silu", True),
+        ("tpu-v5p", "exp", True),
+    ],
+)
 def test_matmul_epilogue_per_backend(hw: str, fn: str, fused: bool) -> None:
     """GPU: cuBLASLt epilogues only (relu, gelu, a bias); TPU: any elementwise consumer."""
     r = _report(f"A: bf16[I, J]\nB: bf16[J, K]\nC = {fn}(A ·_J B)\n", hw)
@@ -105,8 +120,9 @@ def test_matmul_epilogue_per_backend(hw: str, fn: str, fused: bool) -> None:
 
 @pytest.mark.parametrize(("hw", "fused"), [("h200", True), ("tpu-v5p", True)])
 def test_a_bias_and_an_activation_fuse_into_the_product(hw: str, fused: bool) -> None:
-    r = _report("A: bf16[I, J]\nB: bf16[J, K]\nbias: bf16[K]\nT = A ·_J B\n"
-                "C = relu(T + bias)\n", hw)
+    r = _report(
+        "A: bf16[I, J]\nB: bf16[J, K]\nbias: bf16[K]\nT = A ·_J B\nC = relu(T + bias)\n", hw
+    )
     ops = {c.op: c for c in r.ops}
     mm = ops["einsum"].index
     assert ops["+"].fused_into == mm and ops["relu"].fused_into == mm
@@ -121,8 +137,9 @@ def test_a_gpu_product_takes_no_prologue_and_a_tpu_product_does() -> None:
 
 
 def test_two_products_never_share_a_group() -> None:
-    r = _report("A: bf16[I, J]\nB: bf16[J, K]\nW: bf16[K, J]\nT = A ·_J B\n"
-                "C = exp(T) ·_K W\n", "tpu-v5p")
+    r = _report(
+        "A: bf16[I, J]\nB: bf16[J, K]\nW: bf16[K, J]\nT = A ·_J B\nC = exp(T) ·_K W\n", "tpu-v5p"
+    )
     roots = {c.fused_into for c in r.ops if c.fused_into is not None}
     for root in roots:
         members = [c for c in r.ops if c.fused_into == root or c.index == root]
@@ -132,8 +149,9 @@ def test_two_products_never_share_a_group() -> None:
 def test_a_value_read_outside_the_group_is_written() -> None:
     """On a GPU silu(A) is read by a product (no prologue) and an add: fused into neither,
     written once. Read by two elementwise ops, all three are one loop writing both results."""
-    r = _report("A: bf16[I, J]\nB: bf16[I, J]\nW: bf16[J, K]\nS = silu(A)\nC = S ·_J W\n"
-                "D = S + B\n")
+    r = _report(
+        "A: bf16[I, J]\nB: bf16[I, J]\nW: bf16[J, K]\nS = silu(A)\nC = S ·_J W\nD = S + B\n"
+    )
     silu = [c for c in r.ops if c.op == "silu"][0]
     assert silu.fused_into is None and silu.fusion == ""
     r = _report("A: bf16[I, J]\nB: bf16[I, J]\nS = silu(A)\nC = S * B\nD = S + B\n")
@@ -160,8 +178,9 @@ def test_a_group_is_priced_once_at_its_root() -> None:
             assert after.hbm_bytes.subs(sizes) == 3 * 1024 * 2048 * 2
         else:
             assert after.fused_into == group.root and after.hbm_bytes == 0 and after.time == 0
-    assert [c.hbm_bytes for c in fused] == [c.hbm_bytes for c in derive_cost(
-        unit.compiled, ctx, fusion).ops]
+    assert [c.hbm_bytes for c in fused] == [
+        c.hbm_bytes for c in derive_cost(unit.compiled, ctx, fusion).ops
+    ]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -172,8 +191,11 @@ def test_fusion_never_adds_bytes_or_changes_flops(prog) -> None:
     if unit.compiled is None or unit.cost is None:
         return
     ctx = Context(Source("<p>", text))
-    sizes = {sp.Symbol(n, positive=True, integer=True): v
-             for n, v in (*unit.compiled.dims, *unit.compiled.mesh) if v is not None}
+    sizes = {
+        sp.Symbol(n, positive=True, integer=True): v
+        for n, v in (*unit.compiled.dims, *unit.compiled.mesh)
+        if v is not None
+    }
     alone = derive_cost(unit.compiled, ctx)
     for backend in ("gpu", "tpu", "none"):
         fusion = fuse_elementwise(unit.compiled, backend)
@@ -184,8 +206,7 @@ def test_fusion_never_adds_bytes_or_changes_flops(prog) -> None:
         after = float(fused.totals["hbm_bytes"].subs(sizes))
         assert after <= before * (1 + 1e-12)
         for g in fusion.groups:
-            assert sum(unit.compiled.ops[i].__class__.__name__ == "Einsum"
-                       for i in g.members) <= 1
+            assert sum(unit.compiled.ops[i].__class__.__name__ == "Einsum" for i in g.members) <= 1
 
 
 def test_the_reports_say_what_fused_into_what() -> None:
@@ -194,5 +215,7 @@ def test_the_reports_say_what_fused_into_what() -> None:
     r = _report("A: bf16[I, J]\nB: bf16[I, J]\nC = silu(A) * B\n")
     ops = json.loads(r.to_json())["ops"]
     assert [(o["op"], o["fused_into"], o["fusion"], o["bound"]) for o in ops] == [
-        ("silu", 3, None, "fused into #3"), ("*", None, "loop", "hbm")]
+        ("silu", 3, None, "fused into #3"),
+        ("*", None, "loop", "hbm"),
+    ]
     assert "fused into #3" in r.to_text() and "fused into #3" in r.to_markdown()

@@ -14,20 +14,38 @@ from shardc.passes.reshard import Refusal, plan_reshard, transfer
 L = Layout.of
 
 
-@pytest.mark.parametrize("lhs,rhs,contract,label,kinds", [
-    # The sharding chapter's four cases, one axis X each, for A[I, J] ·_J B[J, K].
-    (L({"I": ("X",), "J": ()}), L({"J": (), "K": ()}), ("J",), "Case 1", ["one-free"]),
-    (L({"I": (), "J": ("X",)}), L({"J": (), "K": ()}), ("J",), "Case 2", ["one-contracted"]),
-    (L({"I": (), "J": ("X",)}), L({"J": ("X",), "K": ()}), ("J",), "Case 3",
-     ["same-contracted"]),
-    (L({"I": ("X",), "J": ()}), L({"J": (), "K": ("X",)}), ("J",), "Case 4", ["both-free"]),
-    # A batch dim sharded alike is kept, as in Case 1; two contracted dims are Case 2 twice.
-    (L({"B": ("X",), "J": ()}), L({"B": ("X",), "J": ()}), ("J",), "Case 1", ["same-free"]),
-    (L({"I": ("X",), "J": ()}), L({"I": (), "J": ("X",)}), ("I", "J"), "Case 2",
-     ["both-contracted"]),
-    (L({"I": ("X",), "J": ("Y",)}), L({"J": ("Y",), "K": ()}), ("J",), "Case 1+3",
-     ["one-free", "same-contracted"]),
-])
+@pytest.mark.parametrize(
+    "lhs,rhs,contract,label,kinds",
+    [
+        # The sharding chapter's four cases, one axis X each, for A[I, J] ·_J B[J, K].
+        (L({"I": ("X",), "J": ()}), L({"J": (), "K": ()}), ("J",), "Case 1", ["one-free"]),
+        (L({"I": (), "J": ("X",)}), L({"J": (), "K": ()}), ("J",), "Case 2", ["one-contracted"]),
+        (
+            L({"I": (), "J": ("X",)}),
+            L({"J": ("X",), "K": ()}),
+            ("J",),
+            "Case 3",
+            ["same-contracted"],
+        ),
+        (L({"I": ("X",), "J": ()}), L({"J": (), "K": ("X",)}), ("J",), "Case 4", ["both-free"]),
+        # A batch dim sharded alike is kept, as in Case 1; two contracted dims are Case 2 twice.
+        (L({"B": ("X",), "J": ()}), L({"B": ("X",), "J": ()}), ("J",), "Case 1", ["same-free"]),
+        (
+            L({"I": ("X",), "J": ()}),
+            L({"I": (), "J": ("X",)}),
+            ("I", "J"),
+            "Case 2",
+            ["both-contracted"],
+        ),
+        (
+            L({"I": ("X",), "J": ("Y",)}),
+            L({"J": ("Y",), "K": ()}),
+            ("J",),
+            "Case 1+3",
+            ["one-free", "same-contracted"],
+        ),
+    ],
+)
 def test_one_classifier_of_the_four_cases(lhs, rhs, contract, label, kinds):
     axes = sorted(set(lhs.sharding_axes) | set(rhs.sharding_axes))
     assert [classify_axis(a, lhs, rhs, contract).kind for a in axes] == kinds
@@ -65,14 +83,17 @@ def test_the_planner_takes_its_steps_from_the_layout_rules():
     assert seen > 100
 
 
-@pytest.mark.parametrize("kind,axes,dim,refusal", [
-    ("AllGather", ("Z",), None, Refusal("not-sharded", ("Z",))),
-    ("AllGather", ("X",), None, Refusal("not-innermost", ("X",), "I")),
-    ("AllReduce", ("Y", "W"), None, Refusal("no-partial-sums", ("Y", "W"))),
-    ("ReduceScatter", ("Y",), "J", Refusal("no-partial-sums", ("Y",))),
-    ("AllToAll", ("Z",), "J", Refusal("wrong-source", ("Z",), "J")),
-    ("AllToAll", ("X",), "J", Refusal("not-innermost", ("X",), "I")),
-])
+@pytest.mark.parametrize(
+    "kind,axes,dim,refusal",
+    [
+        ("AllGather", ("Z",), None, Refusal("not-sharded", ("Z",))),
+        ("AllGather", ("X",), None, Refusal("not-innermost", ("X",), "I")),
+        ("AllReduce", ("Y", "W"), None, Refusal("no-partial-sums", ("Y", "W"))),
+        ("ReduceScatter", ("Y",), "J", Refusal("no-partial-sums", ("Y",))),
+        ("AllToAll", ("Z",), "J", Refusal("wrong-source", ("Z",), "J")),
+        ("AllToAll", ("X",), "J", Refusal("not-innermost", ("X",), "I")),
+    ],
+)
 def test_explicit_collectives_break_named_rules(kind, axes, dim, refusal):
     lay = L({"I": ("X", "Y"), "J": ()}, {"Z"})
     assert transfer(lay, kind, axes, dim) == refusal

@@ -41,7 +41,8 @@ def test_a_value_brought_to_a_layout_step_by_step():
     out = resharding.reshard(st, A, L({"I": (), "J": ()}), NO_SPAN, "requested")
     assert out is not None and out.layout == L({"I": (), "J": ()})
     assert [(type(op).__name__, op.op, op.reason) for op in st.ops] == [
-        ("Collective", "AllGather", "requested: AllGather_X removes X from A[I_X, J]")]
+        ("Collective", "AllGather", "requested: AllGather_X removes X from A[I_X, J]")
+    ]
     assert resharding.reshard(st, A, A.layout, NO_SPAN, "no move") is A and len(st.ops) == 1
     assert resharding.reshard(st, A, A.layout.with_unreduced({"Y"}), NO_SPAN, "x") is None
     assert _codes(st) == ["C004"]  # no collective makes partial sums
@@ -71,8 +72,7 @@ def test_a_contraction_of_the_third_case_ends_in_an_allreduce():
     st.mesh = {"X": 2}
     lv = Value("A", "A", "bf16", L({"I": (), "J": ("X",)}))
     rv = Value("B", "B", "bf16", L({"J": ("X",), "K": ()}))
-    out = contract.contract(st, _expr("C = A ·_J B\n"), lv, rv, L({"I": (), "K": ()}), "C",
-                            None)
+    out = contract.contract(st, _expr("C = A ·_J B\n"), lv, rv, L({"I": (), "K": ()}), "C", None)
     assert out is not None and out.layout == L({"I": (), "K": ()})
     assert [type(op).__name__ for op in st.ops] == ["Einsum", "Collective"]
     assert isinstance(st.ops[0], Einsum) and st.ops[1].op == "AllReduce"

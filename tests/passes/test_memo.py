@@ -23,8 +23,14 @@ from shardc.passes import memo
 from tests.project.test_layers import MODULES, ROOT, layer_of
 
 CACHE_DECORATORS = {"lru_cache", "cache"}
-EMPTY_CONTAINERS = {"dict", "set", "OrderedDict", "defaultdict", "WeakKeyDictionary",
-                    "WeakValueDictionary"}
+EMPTY_CONTAINERS = {
+    "dict",
+    "set",
+    "OrderedDict",
+    "defaultdict",
+    "WeakKeyDictionary",
+    "WeakValueDictionary",
+}
 MEMO = ROOT / "passes" / "memo.py"
 
 
@@ -33,8 +39,7 @@ def _decorator_name(d: ast.expr) -> str | None:
         d = d.func
     if isinstance(d, ast.Name):
         return d.id
-    if isinstance(d, ast.Attribute) and isinstance(d.value, ast.Name) \
-            and d.value.id == "functools":
+    if isinstance(d, ast.Attribute) and isinstance(d.value, ast.Name) and d.value.id == "functools":
         return d.attr
     return None
 
@@ -60,8 +65,11 @@ def caches_in(path: Path) -> list[str]:
                 if _decorator_name(d) in CACHE_DECORATORS:
                     found.append(f"line {d.lineno}: @{_decorator_name(d)} on {node.name}")
         elif isinstance(node, ast.ImportFrom) and node.module == "functools":
-            found.extend(f"line {node.lineno}: imports functools.{a.name}"
-                         for a in node.names if a.name in CACHE_DECORATORS)
+            found.extend(
+                f"line {node.lineno}: imports functools.{a.name}"
+                for a in node.names
+                if a.name in CACHE_DECORATORS
+            )
     bodies = [tree.body, *(c.body for c in tree.body if isinstance(c, ast.ClassDef))]
     for body in bodies:
         for node in body:
@@ -72,16 +80,22 @@ def caches_in(path: Path) -> list[str]:
 
 def test_caches_in_finds_each_shape(tmp_path: Path) -> None:
     p = tmp_path / "m.py"
-    p.write_text("import functools\nfrom functools import lru_cache\n_A = {}\n_B: dict = dict()\n"
-                 "_C = set()\nTABLE = {'a': 1}\n@functools.cache\ndef f(): ...\n"
-                 "@lru_cache(maxsize=4)\ndef g(): ...\nclass K:\n    seen = {}\n"
-                 "def h():\n    local = {}\n", encoding="utf-8")
-    assert caches_in(p) == ["line 2: imports functools.lru_cache",
-                            "line 3: a module-level empty container",
-                            "line 4: a module-level empty container",
-                            "line 5: a module-level empty container",
-                            "line 7: @cache on f", "line 9: @lru_cache on g",
-                            "line 12: a module-level empty container"]
+    p.write_text(
+        "import functools\nfrom functools import lru_cache\n_A = {}\n_B: dict = dict()\n"
+        "_C = set()\nTABLE = {'a': 1}\n@functools.cache\ndef f(): ...\n"
+        "@lru_cache(maxsize=4)\ndef g(): ...\nclass K:\n    seen = {}\n"
+        "def h():\n    local = {}\n",
+        encoding="utf-8",
+    )
+    assert caches_in(p) == [
+        "line 2: imports functools.lru_cache",
+        "line 3: a module-level empty container",
+        "line 4: a module-level empty container",
+        "line 5: a module-level empty container",
+        "line 7: @cache on f",
+        "line 9: @lru_cache on g",
+        "line 12: a module-level empty container",
+    ]
 
 
 def test_no_cache_outside_memo() -> None:
@@ -90,8 +104,10 @@ def test_no_cache_outside_memo() -> None:
         if layer_of(name) < 2 or path == MEMO:
             continue
         found.extend(f"{path.relative_to(ROOT)}: {c}" for c in caches_in(path))
-    assert not found, ("a process-wide memo is a table of passes/memo.py (named, bounded, "
-                       "listed in docs/benchmarks.md):\n" + "\n".join(found))
+    assert not found, (
+        "a process-wide memo is a table of passes/memo.py (named, bounded, "
+        "listed in docs/benchmarks.md):\n" + "\n".join(found)
+    )
 
 
 def test_caches_below_passes_are_bounded() -> None:
@@ -103,9 +119,14 @@ def test_caches_below_passes_are_bounded() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for d in node.decorator_list:
                     if _decorator_name(d) in CACHE_DECORATORS and not (
-                            isinstance(d, ast.Call)
-                            and any(k.arg == "maxsize" and isinstance(k.value, ast.Constant)
-                                    and isinstance(k.value.value, int) for k in d.keywords)):
+                        isinstance(d, ast.Call)
+                        and any(
+                            k.arg == "maxsize"
+                            and isinstance(k.value, ast.Constant)
+                            and isinstance(k.value.value, int)
+                            for k in d.keywords
+                        )
+                    ):
                         unbounded.append(f"{path.relative_to(ROOT)}:{d.lineno}: {node.name}")
     assert not unbounded, "give each a maxsize:\n" + "\n".join(unbounded)
 

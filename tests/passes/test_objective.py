@@ -79,9 +79,13 @@ def test_the_search_is_exact_over_its_options_on_the_fsdp_step():
     recorder = Forced(shared=r.recipe.shared)
     light(r.recipe, recorder)
     assert sorted(recorder.seen.values()) == [2] * 6
-    best = min(value(_with(r, *light(r.recipe, Forced(forced=dict(enumerate(v)),
-                                                      shared=r.recipe.shared))), "step")
-               for v in itertools.product(range(2), repeat=6))
+    best = min(
+        value(
+            _with(r, *light(r.recipe, Forced(forced=dict(enumerate(v)), shared=r.recipe.shared))),
+            "step",
+        )
+        for v in itertools.product(range(2), repeat=6)
+    )
     assert r.scheduled_step() == pytest.approx(best, rel=1e-12)
 
 
@@ -103,8 +107,10 @@ def test_the_fsdp_boundaries_are_where_the_whole_steps_cross(objective):
     from 7830 to 14438), each cheaper there than either strategy."""
     r = shardc.compile(FSDP, objective=objective)
     name = objective_of(r)
-    regions = sorted(r.regions(), key=lambda v: min((int(b.rhs) for b in v.bounds
-                                                     if b.rel_op == ">="), default=0))
+    regions = sorted(
+        r.regions(),
+        key=lambda v: min((int(b.rhs) for b in v.bounds if b.rel_op == ">="), default=0),
+    )
     # two strategies and the mixes cheaper than both between them (no region mixes totals:
     # each is one program's, evaluated where that program is the cheapest)
     assert len(regions) == {None: 6, "t_lower": 4}[objective]
@@ -127,7 +133,8 @@ def test_the_fsdp_boundaries_are_where_the_whole_steps_cross(objective):
         assert collectives(r.at(B=size)) == collectives(want)
         # the printed piecewise totals are the compile's too
         assert r.value(r.totals["t_comms_s"], B=size) == pytest.approx(
-            want.value("t_comms_s"), rel=1e-9)
+            want.value("t_comms_s"), rel=1e-9
+        )
     for size in (7504, 7600, 7840, 8192, 8736, 9216, 12288, 13120, 14432):
         want = shardc.compile(FSDP, set={"B": size}, objective=objective)
         assert collectives(r.at(B=size)) == collectives(want)
@@ -151,6 +158,7 @@ def test_the_search_keeps_the_first_vector_on_ties():
 def test_the_search_finds_a_pair_no_single_change_pays_for():
     """Two contractions that each cost more alone in their second plan but together save:
     every vector is tried, so the pair is found (no single change from the first plans pays)."""
+
     def lower(chooser):
         a = chooser.rank(0, [1.0, 1.1])
         b = chooser.rank(1, [1.0, 1.1])
@@ -199,24 +207,35 @@ def test_the_cli_takes_objective_on_compile_and_check(tmp_path):
     path = tmp_path / "fsdp.shard"
     path.write_text(fsdp(4096))
     run = [sys.executable, "-m", "shardc"]
-    out = subprocess.run([*run, "compile", "--objective", "t_upper", "--only", "summary",
-                          str(path)], capture_output=True, text=True)
+    out = subprocess.run(
+        [*run, "compile", "--objective", "t_upper", "--only", "summary", str(path)],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "chosen for the whole program's T_upper" in out.stdout
     per = subprocess.run([*run, "check", str(path)], capture_output=True, text=True)
-    whole = subprocess.run([*run, "check", "--objective", "step", str(path)],
-                           capture_output=True, text=True)
+    whole = subprocess.run(
+        [*run, "check", "--objective", "step", str(path)], capture_output=True, text=True
+    )
     assert per.returncode == whole.returncode == 0
     assert "14 collectives" in per.stdout and "11 collectives" in whole.stdout
-    bad = subprocess.run([*run, "compile", "--objective", "fast", str(path)],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [*run, "compile", "--objective", "fast", str(path)], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "--objective" in bad.stderr
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(prog=programs(), hw=st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]),
-       objective=st.sampled_from([None, *OBJECTIVES]))
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    prog=programs(),
+    hw=st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]),
+    objective=st.sampled_from([None, *OBJECTIVES]),
+)
 def test_the_whole_program_choice_never_costs_more_than_per_statement(prog, hw, objective):
     """Under its objective, the plans a compile chooses cost no more than each contraction's
     own cheapest plan (the search keeps those unless another vector is strictly cheaper)."""
@@ -237,10 +256,17 @@ def test_the_whole_program_choice_never_costs_more_than_per_statement(prog, hw, 
 
 
 @pytest.mark.slow
-@settings(max_examples=2_000, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(prog=programs(), hw=st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]),
-       objective=st.sampled_from([None, *OBJECTIVES]))
+@settings(
+    max_examples=2_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    prog=programs(),
+    hw=st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]),
+    objective=st.sampled_from([None, *OBJECTIVES]),
+)
 def test_the_whole_program_choice_never_costs_more_2000(prog, hw, objective):
     test_the_whole_program_choice_never_costs_more_than_per_statement.hypothesis.inner_test(
-        prog, hw, objective)
+        prog, hw, objective
+    )

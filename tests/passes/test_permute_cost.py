@@ -20,15 +20,23 @@ pytest.importorskip("jax")
 from shardc.tools.xla.costs import Hardware, permute_seconds  # noqa: E402
 
 LINKS = Links.uniform(1.0, 0.0)
-MESHES = [{"X": 2, "Y": 2}, {"X": 2, "Y": 2, "Z": 2}, {"X": 4, "Y": 2}, {"X": 3, "Y": 3},
-          {"X": 4, "Y": 1, "Z": 2}, {"X": 4, "Y": 4}]
+MESHES = [
+    {"X": 2, "Y": 2},
+    {"X": 2, "Y": 2, "Z": 2},
+    {"X": 4, "Y": 2},
+    {"X": 3, "Y": 3},
+    {"X": 4, "Y": 1, "Z": 2},
+    {"X": 4, "Y": 4},
+]
 
 
 def machine(mesh: dict[str, int], wrap: bool) -> Topology:
     """Each mesh axis its own physical axis, a ring (3+ chips, wraparound) or a line."""
-    return Topology(tuple(AxisLink(a, "ici", (a.lower(),), 1, None, n) for a, n in mesh.items()),
-                    tuple(PhysicalAxis(a.lower(), n, wrap, "test") for a, n in mesh.items()),
-                    "tpu")
+    return Topology(
+        tuple(AxisLink(a, "ici", (a.lower(),), 1, None, n) for a, n in mesh.items()),
+        tuple(PhysicalAxis(a.lower(), n, wrap, "test") for a, n in mesh.items()),
+        "tpu",
+    )
 
 
 @st.composite
@@ -38,20 +46,28 @@ def same_block_layouts(draw) -> tuple[dict[str, int], Layout, Layout]:
 
     def layout() -> Layout:
         axes = draw(st.permutations(list(mesh)))
-        used = axes[:draw(st.integers(0, len(axes)))]
+        used = axes[: draw(st.integers(0, len(axes)))]
         cut = draw(st.integers(0, len(used)))
         return Layout((DimSharding("I", tuple(used[:cut])), DimSharding("K", tuple(used[cut:]))))
 
     src = layout()
     shape = [math.prod(mesh[a] for a in src.axes_of(d)) for d in ("I", "K")]
-    dst = draw(st.sampled_from([x for x in (layout() for _ in range(30))
-                                if [math.prod(mesh[a] for a in x.axes_of(d))
-                                    for d in ("I", "K")] == shape] or [src]))
+    dst = draw(
+        st.sampled_from(
+            [
+                x
+                for x in (layout() for _ in range(30))
+                if [math.prod(mesh[a] for a in x.axes_of(d)) for d in ("I", "K")] == shape
+            ]
+            or [src]
+        )
+    )
     return mesh, src, dst
 
 
-def blocks(layout: Layout, mesh: dict[str, int], names: tuple[str, ...],
-           coords: tuple[int, ...]) -> tuple[int, ...]:
+def blocks(
+    layout: Layout, mesh: dict[str, int], names: tuple[str, ...], coords: tuple[int, ...]
+) -> tuple[int, ...]:
     """The block (index per dim) a device holds."""
     c = dict(zip(names, coords, strict=True))
     out = []
@@ -76,8 +92,7 @@ def test_every_block_goes_to_a_device_that_holds_it_and_each_device_gets_one(cas
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(same_block_layouts(), st.booleans(), st.sampled_from(["exact", "book"]))
-def test_the_planner_prices_a_permute_as_xla_check_prices_the_same_pairs(case, wrap,
-                                                                          model) -> None:
+def test_the_planner_prices_a_permute_as_xla_check_prices_the_same_pairs(case, wrap, model) -> None:
     """The planner's price of its permute equals xla-check's price of a collective-permute
     with the same source-target pairs (as device ids over the whole mesh)."""
     mesh, src, dst = case
@@ -91,11 +106,9 @@ def test_the_planner_prices_a_permute_as_xla_check_prices_the_same_pairs(case, w
             full = [dict(zip(names, s, strict=True)), dict(zip(names, t, strict=True))]
             for f in full:
                 f.update(zip(rest, other, strict=True))
-            ids.append(tuple(_id([f[a] for a in order], [mesh[a] for a in order])
-                             for f in full))
+            ids.append(tuple(_id([f[a] for a in order], [mesh[a] for a in order]) for f in full))
     size = {a: float(n) for a, n in mesh.items()}.__getitem__
-    ours = transfer_time("CollectivePermute", 1e3, names, src, dst, size, model, topo,
-                         LINKS).time
+    ours = transfer_time("CollectivePermute", 1e3, names, src, dst, size, model, topo, LINKS).time
     hw = Hardware(LINKS, lambda dtype: None, "B", topo)
     _, xla = permute_seconds(1e3, tuple(ids), mesh, model, hw)
     assert xla.time == pytest.approx(float(ours), rel=1e-12)
@@ -119,8 +132,17 @@ def test_a_size_one_axis_moves_nothing() -> None:
     """`[K_YX] -> [K_XY]` with Y=1 is the same layout: every device keeps its block."""
     src, dst = Layout.of({"K": ("Y", "X")}), Layout.of({"K": ("X", "Y")})
     size = {"X": 2.0, "Y": 1.0}.__getitem__
-    t = transfer_time("CollectivePermute", 16.0, ("Y", "X"), src, dst, size, "exact",
-                      machine({"X": 2, "Y": 1}, True), LINKS)
+    t = transfer_time(
+        "CollectivePermute",
+        16.0,
+        ("Y", "X"),
+        src,
+        dst,
+        size,
+        "exact",
+        machine({"X": 2, "Y": 1}, True),
+        LINKS,
+    )
     assert t.time == 0
 
 
@@ -130,6 +152,15 @@ def test_a_swap_on_lines_of_two_sends_half_the_block_along_each() -> None:
     Y <-> Z swap of `B[I_X, K_Y] -> [I_X, K_Z]` (the issue's elementwise reproducer) too."""
     src, dst = Layout.of({"J": ("Y",)}), Layout.of({"J": ("X",)})
     size = {"X": 2.0, "Y": 2.0}.__getitem__
-    t = transfer_time("CollectivePermute", 64.0, ("Y", "X"), src, dst, size, "exact",
-                      machine({"X": 2, "Y": 2}, True), LINKS)
+    t = transfer_time(
+        "CollectivePermute",
+        64.0,
+        ("Y", "X"),
+        src,
+        dst,
+        size,
+        "exact",
+        machine({"X": 2, "Y": 2}, True),
+        LINKS,
+    )
     assert t.time == 64.0

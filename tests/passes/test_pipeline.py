@@ -21,8 +21,10 @@ from shardc.passes.pipeline import PIPELINE, PassName, Unit, run_passes
 from shardc.passes.schedule import critical_path, schedule
 from tests.paths import ROOT
 
-TRAIN = ("mesh X=2\ndim B=8, D=4, F=6\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
-         "Out[B_X, F] = In ·_D W\nbackward\n")
+TRAIN = (
+    "mesh X=2\ndim B=8, D=4, F=6\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
+    "Out[B_X, F] = In ·_D W\nbackward\n"
+)
 
 
 def test_pass_names_are_the_pipeline_in_order():
@@ -34,11 +36,10 @@ def test_pass_names_are_the_pipeline_in_order():
 
 @pytest.mark.parametrize("stop", get_args(PassName))
 def test_stop_after_each_pass(stop):
-    unit = run_passes(Context(Source("t", TRAIN), options=Options(hw="tpu-v5e")),
-                      stop_after=stop)
+    unit = run_passes(Context(Source("t", TRAIN), options=Options(hw="tpu-v5e")), stop_after=stop)
     made = {f.name for f in dataclasses.fields(Unit) if getattr(unit, f.name) is not None}
     names = get_args(PassName)
-    ran = set(names[:names.index(stop) + 1])
+    ran = set(names[: names.index(stop) + 1])
     assert ("compiled" in made) == ("insert-collectives" in ran)
     assert ("cost" in made) == ("derive-cost" in ran)
     assert ("chip" in made) == ("resolve-hardware" in ran)
@@ -99,8 +100,11 @@ def test_the_compiled_program_carries_the_backward_line_and_params():
 
 
 def test_schedule_is_never_shorter_than_the_critical_path():
-    r = shardc.compile(ROOT / "programs" / "mlp-fsdp-train.shard", hw="tpu-v5e",
-                       set={"B": 1024, "D": 4096, "F": 16384})
+    r = shardc.compile(
+        ROOT / "programs" / "mlp-fsdp-train.shard",
+        hw="tpu-v5e",
+        set={"B": 1024, "D": 4096, "F": 16384},
+    )
     durations = {c.index: r.value(c.time) for c in r.ops}
     total = sum(durations.values())
     path = critical_path(r.program, durations)
@@ -133,15 +137,26 @@ def test_ops_in_order_sorts_a_program_out_of_order():
         seen.add(op.out.id)
 
 
-@pytest.mark.parametrize("program, then", [
-    ("mesh X=2\\ndim B, D, F\\nA: bf16[B_X, D]\\nW: bf16[D, F]\\nC[B_X, F] = A ·_D W\\n", "pass"),
-    # the memory walk (remat) and the schedule
-    (TRAIN.replace("\n", "\\n") + "hardware tpu-v5e\\n", "schedule(r.program, r.step_durations())"),
-], ids=["forward", "training step on a chip"])
+@pytest.mark.parametrize(
+    "program, then",
+    [
+        (
+            "mesh X=2\\ndim B, D, F\\nA: bf16[B_X, D]\\nW: bf16[D, F]\\nC[B_X, F] = A ·_D W\\n",
+            "pass",
+        ),
+        # the memory walk (remat) and the schedule
+        (
+            TRAIN.replace("\n", "\\n") + "hardware tpu-v5e\\n",
+            "schedule(r.program, r.step_durations())",
+        ),
+    ],
+    ids=["forward", "training step on a chip"],
+)
 def test_a_compile_does_not_import_networkx(program, then):
-    code = ("import sys, shardc; from shardc.passes.schedule import schedule; "
-            f"r = shardc.compile('{program}', remat='block'); {then}; "
-            "print('networkx' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, shardc; from shardc.passes.schedule import schedule; "
+        f"r = shardc.compile('{program}', remat='block'); {then}; "
+        "print('networkx' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

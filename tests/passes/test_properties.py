@@ -17,8 +17,7 @@ from shardc.testing.strategies import programs
 from shardc.tools.simulate import SimulationError, check, random_inputs
 from tests.tools.test_simulator_properties import compile_program
 
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 W = {"W_ici": 9e10, "t_hop": 1e-6}
 
 
@@ -64,12 +63,15 @@ def test_symbolic_costs_evaluate_to_the_numeric_compile(prog):
         # (1e-4: the chain planner, which plans a sized chain jointly, lacks the idle-axis
         # gather the single-contraction search has; on a 2x3x1 mesh it loses by 6e-6 of the
         # time. The oracle of shardc.testing.oracle is where such misses are hunted.)
-        assert num.value(num.totals["t_comms_s"]) <= sym.value(sym.totals["t_comms_s"]) * (
-            1 + 1e-4) + 1e-18, (_plan(sym), _plan(num))
+        assert (
+            num.value(num.totals["t_comms_s"])
+            <= sym.value(sym.totals["t_comms_s"]) * (1 + 1e-4) + 1e-18
+        ), (_plan(sym), _plan(num))
         return
     for key in ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_comms_s"):
-        assert sym.value(sym.totals[key]) == pytest.approx(num.value(num.totals[key]),
-                                                           rel=1e-9, abs=1e-18), key
+        assert sym.value(sym.totals[key]) == pytest.approx(
+            num.value(num.totals[key]), rel=1e-9, abs=1e-18
+        ), key
 
 
 def _plan(r) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -127,8 +129,9 @@ def topologies(draw):
     parts = []
     for name in ("X", "Y", "Z")[:n]:
         size = draw(st.sampled_from([2, 3, 4, 8, 16]))
-        attr = draw(st.sampled_from(["", " @ici", " @ici nowrap", " @ici wrap", " @dcn",
-                                     " @ici(p)"]))
+        attr = draw(
+            st.sampled_from(["", " @ici", " @ici nowrap", " @ici wrap", " @dcn", " @ici(p)"])
+        )
         parts.append(f"{name}={size}{attr}")
     return "mesh " + ", ".join(parts)
 
@@ -138,8 +141,9 @@ def _topology(mesh_line: str, chip: str):
     from shardc.driver.api import run_pipeline
     from shardc.lang.source import Source
 
-    r = run_pipeline(Source("t", mesh_line + "\n"), hw=hardware.load(chip),
-                     stop_after="insert-collectives")
+    r = run_pipeline(
+        Source("t", mesh_line + "\n"), hw=hardware.load(chip), stop_after="insert-collectives"
+    )
     # ICI axes of more chips than the pod (16^3 on a v5e) are H020: no slice holds them.
     assume(not any(d.code == "H020" for d in r.diagnostics.items))
     assert not r.diagnostics.has_errors, r.rendered()
@@ -147,16 +151,22 @@ def _topology(mesh_line: str, chip: str):
 
 
 @settings(max_examples=150, deadline=None)
-@given(topologies(), st.floats(1e3, 1e10), st.sampled_from(["book", "exact"]),
-       st.sampled_from(["tpu-v5e", "tpu-v5p"]), st.data())
+@given(
+    topologies(),
+    st.floats(1e3, 1e10),
+    st.sampled_from(["book", "exact"]),
+    st.sampled_from(["tpu-v5e", "tpu-v5p"]),
+    st.data(),
+)
 def test_allreduce_is_reducescatter_plus_allgather_on_any_topology(mesh, v, model, chip, data):
     """The sharding chapter: AllReduce = ReduceScatter + AllGather, level by level, rings, lines and
     DCN."""
     topo, sizes = _topology(mesh, chip)
     axes = data.draw(st.lists(st.sampled_from(sorted(sizes)), min_size=1, unique=True))
-    links = Links({lv: 9e10 if lv == "ici" else 6.25e9 for lv in
-                   ("ici", "nvlink", "pcie", "ib", "dcn")},
-                  {lv: 1e-6 for lv in ("ici", "nvlink", "pcie", "ib", "dcn")})
+    links = Links(
+        {lv: 9e10 if lv == "ici" else 6.25e9 for lv in ("ici", "nvlink", "pcie", "ib", "dcn")},
+        {lv: 1e-6 for lv in ("ici", "nvlink", "pcie", "ib", "dcn")},
+    )
 
     def t(op):
         return collective_time(op, v, axes, sizes.__getitem__, model, topo, links)
@@ -184,16 +194,20 @@ def test_a_line_is_never_faster_than_a_ring(n, v, model):
 
 def test_the_simulator_catches_a_missing_collective():
     """The property above can fail: drop the AllGather the compiler inserted and it does."""
-    text = ("mesh X=4\ndim I=8, J=8, K=8\nA: bf16[I, J_X]\nB: bf16[J, K]\n"
-            "C[I, K] = A ·_J B\n")
+    text = "mesh X=4\ndim I=8, J=8, K=8\nA: bf16[I, J_X]\nB: bf16[J, K]\nC[I, K] = A ·_J B\n"
     result = compile_program(text, {})
     prog = result.compiled
     ops = list(prog.ops)
     i = next(k for k, op in enumerate(ops) if isinstance(op, Collective))
     gathered = ops[i]
     # Feed the einsum the un-gathered operand, as a compiler that forgot Case 2 would.
-    ops = [dataclasses.replace(op, lhs=gathered.src) if getattr(op, "lhs", None) == gathered.out
-           else op for k, op in enumerate(ops) if k != i]
+    ops = [
+        dataclasses.replace(op, lhs=gathered.src)
+        if getattr(op, "lhs", None) == gathered.out
+        else op
+        for k, op in enumerate(ops)
+        if k != i
+    ]
     broken = dataclasses.replace(prog, ops=tuple(ops))
     sizes = {"X": 4, "I": 8, "J": 8, "K": 8}
     import numpy as np

@@ -49,9 +49,12 @@ def _numeric_gradient(loss, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
 
 
 def _ops(line: int, prog) -> list[str]:
-    return [getattr(op, "op", type(op).__name__) + (
-        "(max)" if getattr(op, "combine", "sum") == "max" else "")
-        for op in prog.ops if op.span.line == line]
+    return [
+        getattr(op, "op", type(op).__name__)
+        + ("(max)" if getattr(op, "combine", "sum") == "max" else "")
+        for op in prog.ops
+        if op.span.line == line
+    ]
 
 
 def test_collectives_of_a_sharded_reduction():
@@ -61,8 +64,15 @@ def test_collectives_of_a_sharded_reduction():
     result = run_pipeline(Source("red", PROGRAM))
     assert not result.diagnostics.has_errors, result.rendered()
     prog = result.compiled
-    assert _ops(4, prog) == ["Reduction", "AllReduce(max)", "Elementwise", "Elementwise",
-                             "Reduction", "AllReduce", "Elementwise"]
+    assert _ops(4, prog) == [
+        "Reduction",
+        "AllReduce(max)",
+        "Elementwise",
+        "Elementwise",
+        "Reduction",
+        "AllReduce",
+        "Elementwise",
+    ]
     assert _ops(5, prog) == ["Reduction", "AllReduce(max)"]
     assert _ops(6, prog) == ["Reduction", "AllReduce"]
     assert _ops(7, prog) == ["Reduction"]

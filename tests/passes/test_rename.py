@@ -41,8 +41,13 @@ def test_the_keys_read_the_gathered_input_of_the_queries():
     """One AllGather of the layer input serves Q, K and V (with a second input array, `Kin`,
     it was gathered twice and kept twice)."""
     prog = _compiled()
-    gathers = [op for op in prog.ops if getattr(op, "op", None) == "AllGather"
-               and op.out.array == "In" and op.span.line < prog.backward_line]
+    gathers = [
+        op
+        for op in prog.ops
+        if getattr(op, "op", None) == "AllGather"
+        and op.out.array == "In"
+        and op.span.line < prog.backward_line
+    ]
     assert len(gathers) == 1
     (k_proj,) = [op for op in prog.ops if op.out.array == "Kc"]
     assert k_proj.lhs.id == gathers[0].out.id and k_proj.lhs.dims == ("B", "S", "D")
@@ -63,19 +68,23 @@ def test_the_layer_input_is_kept_once():
 
 
 def test_a_rename_alone_is_another_name_for_the_same_blocks():
-    r = shardc.compile("mesh X=2\ndim T=8, S=8, D=4\nIn: bf16[T_X, D]\n"
-                       "Out[S_X, D] = copy(In[T->S_X, D])\n")
+    r = shardc.compile(
+        "mesh X=2\ndim T=8, S=8, D=4\nIn: bf16[T_X, D]\nOut[S_X, D] = copy(In[T->S_X, D])\n"
+    )
     assert [op.kind for op in r.ops if op.kind == "collective"] == []
 
 
-@pytest.mark.parametrize(("text", "code"), [
-    ("In: bf16[T->S, D_X]\n", "S013"),
-    ("In: bf16[T, D_X]\nOut[T->S, D] = copy(In)\n", "S013"),
-    ("In: bf16[T, D_X]\nOut = copy(In[S->T, D])\n", "S013"),
-    ("In: bf16[T, D_X]\nOut = copy(In[T->E, D])\n", "S013"),
-    ("Out = copy(In[T->S, D_X])\n", "S013"),
-    ("In: bf16[T, D_X]\nOut = copy(In[T->S, D->S])\n", "S006"),
-])
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("In: bf16[T->S, D_X]\n", "S013"),
+        ("In: bf16[T, D_X]\nOut[T->S, D] = copy(In)\n", "S013"),
+        ("In: bf16[T, D_X]\nOut = copy(In[S->T, D])\n", "S013"),
+        ("In: bf16[T, D_X]\nOut = copy(In[T->E, D])\n", "S013"),
+        ("Out = copy(In[T->S, D_X])\n", "S013"),
+        ("In: bf16[T, D_X]\nOut = copy(In[T->S, D->S])\n", "S006"),
+    ],
+)
 def test_renames_that_cannot_be(text, code):
     with pytest.raises(shardc.CompileError) as info:
         shardc.compile("mesh X=2\ndim T=8, S=8, E=16, D=4\n" + text)

@@ -18,25 +18,41 @@ from tests.paths import ROOT
 from tests.tools.test_simulator_properties import assert_simulates
 
 TRAIN = ["mlp-dp-train", "mlp-fsdp-train", "mlp-tp-train", "mlp-fsdp-tp-train"]
-SCALED = ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
-          "t_comms_s", "t_compute_s", "t_step_sum_s")
+SCALED = (
+    "flops",
+    "flops_per_device",
+    "hbm_bytes",
+    "comm_bytes",
+    "t_math_s",
+    "t_hbm_s",
+    "t_comms_s",
+    "t_compute_s",
+    "t_step_sum_s",
+)
 
 
 def wrapped(text: str, count: str) -> str:
     """`text` with everything from the first declaration to `backward` (or the end) inside
     `repeat count { }`."""
     lines = text.splitlines()
-    first = next(i for i, line in enumerate(lines)
-                 if line.strip() and not re.match(r"\s*(#|mesh\b|dim\b|hardware\b)", line))
+    first = next(
+        i
+        for i, line in enumerate(lines)
+        if line.strip() and not re.match(r"\s*(#|mesh\b|dim\b|hardware\b)", line)
+    )
     end = next((i for i, line in enumerate(lines) if line.strip() == "backward"), len(lines))
-    return "\n".join([*lines[:first], f"repeat {count} {{", *lines[first:end], "}",
-                      *lines[end:]]) + "\n"
+    return (
+        "\n".join([*lines[:first], f"repeat {count} {{", *lines[first:end], "}", *lines[end:]])
+        + "\n"
+    )
 
 
 def test_parse_counts_and_nesting():
-    src = ("mesh X=2\ndim B=4, D=2, L=3, M, P\nA: bf16[B_X, D]\n"
-           "repeat L {\n  C = A\n  repeat 2 * (M + P - 1) { E = C }\n}\n"
-           "repeat (L) * L - (M - P) { G = A }\n")
+    src = (
+        "mesh X=2\ndim B=4, D=2, L=3, M, P\nA: bf16[B_X, D]\n"
+        "repeat L {\n  C = A\n  repeat 2 * (M + P - 1) { E = C }\n}\n"
+        "repeat (L) * L - (M - P) { G = A }\n"
+    )
     p = shardc.parse(src)
     times = {s.target: [c.text for c in s.times] for s in p.statements if hasattr(s, "target")}
     assert times == {"C": ["L"], "E": ["L", "2 * (M + P - 1)"], "G": ["L * L - (M - P)"]}
@@ -74,7 +90,8 @@ def test_repeat_multiplies_costs_and_keeps_values(case, k):
         block = many.cost.blocks[0]
         for key in ("flops", "t_comms_s"):
             assert many.value(block.per_iteration[key]) == pytest.approx(
-                one.value(one.totals[key]), rel=1e-9, abs=1e-30)
+                one.value(one.totals[key]), rel=1e-9, abs=1e-30
+            )
     assert_simulates(wrapped(text, str(k)), sizes, seed=k)
 
 

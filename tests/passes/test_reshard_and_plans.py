@@ -23,17 +23,23 @@ def kinds(src, dst):
     return [(s.kind, s.axes, s.dim) for s in plan_reshard(src, dst)]
 
 
-@pytest.mark.parametrize("src,dst,expected", [
-    (L({"I": ("X",), "J": ()}), L({"I": (), "J": ()}), [("AllGather", ("X",), None)]),
-    (L({"I": ("X",), "J": ()}), L({"I": (), "J": ("X",)}), [("AllToAll", ("X",), "J")]),
-    (L({"I": (), "J": ()}), L({"I": ("X",), "J": ()}), [("slice", ("X",), None)]),
-    (L({"I": (), "J": ()}, {"X"}), L({"I": (), "J": ()}), [("AllReduce", ("X",), None)]),
-    (L({"I": (), "J": ()}, {"X"}), L({"I": (), "J": ("X",)}), [("ReduceScatter", ("X",), "J")]),
-    (L({"I": ("X", "Y"), "J": ()}), L({"I": ("X",), "J": ()}), [("AllGather", ("Y",), None)]),
-    (L({"I": ("X", "Y"), "J": ()}), L({"I": (), "J": ("X", "Y")}),
-     [("AllToAll", ("X", "Y"), "J")]),
-    (L({"B": ("X",), "D": ("Y",)}), L({"B": (), "D": ()}), [("AllGather", ("X", "Y"), None)]),
-])
+@pytest.mark.parametrize(
+    "src,dst,expected",
+    [
+        (L({"I": ("X",), "J": ()}), L({"I": (), "J": ()}), [("AllGather", ("X",), None)]),
+        (L({"I": ("X",), "J": ()}), L({"I": (), "J": ("X",)}), [("AllToAll", ("X",), "J")]),
+        (L({"I": (), "J": ()}), L({"I": ("X",), "J": ()}), [("slice", ("X",), None)]),
+        (L({"I": (), "J": ()}, {"X"}), L({"I": (), "J": ()}), [("AllReduce", ("X",), None)]),
+        (L({"I": (), "J": ()}, {"X"}), L({"I": (), "J": ("X",)}), [("ReduceScatter", ("X",), "J")]),
+        (L({"I": ("X", "Y"), "J": ()}), L({"I": ("X",), "J": ()}), [("AllGather", ("Y",), None)]),
+        (
+            L({"I": ("X", "Y"), "J": ()}),
+            L({"I": (), "J": ("X", "Y")}),
+            [("AllToAll", ("X", "Y"), "J")],
+        ),
+        (L({"B": ("X",), "D": ("Y",)}), L({"B": (), "D": ()}), [("AllGather", ("X", "Y"), None)]),
+    ],
+)
 def test_reshard_rules(src, dst, expected):
     assert kinds(src, dst) == expected
 
@@ -77,15 +83,19 @@ def test_case2_slices_before_the_product_not_after():
     text = "mesh X=4\ndim I, J, K\nA: bf16[I, J]\nB: bf16[J_X, K]\nC[I_X, K] = A ·_J B\n"
     r = shardc.compile(text)
     assert [(c.op, c.src, c.dst) for c in r.ops] == [
-        ("slice", "A[I, J]", "A[I_X, J]"), ("AllGather", "B[J_X, K]", "B[J, K]"),
-        ("einsum", "A[I_X, J] ·_J B[J, K]", "C[I_X, K]")]
+        ("slice", "A[I, J]", "A[I_X, J]"),
+        ("AllGather", "B[J_X, K]", "B[J, K]"),
+        ("einsum", "A[I_X, J] ·_J B[J, K]", "C[I_X, K]"),
+    ]
     (e,) = [c for c in r.ops if c.kind == "einsum"]
     assert str(e.flops_per_device) == "2*I*J*K/X"
 
 
 def test_case3_allreduce_and_reducescatter():
-    text = ("mesh X=4\ndim I=64, J=64, K=64\n"
-            "A: bf16[I, J_X]\nB: bf16[J_X, K]\nC[I, K] = A ·_J B\nD[I, K_X] = A ·_J B\n")
+    text = (
+        "mesh X=4\ndim I=64, J=64, K=64\n"
+        "A: bf16[I, J_X]\nB: bf16[J_X, K]\nC[I, K] = A ·_J B\nD[I, K_X] = A ·_J B\n"
+    )
     assert colls(text) == [("AllReduce", "X", "C"), ("ReduceScatter", "X", "D")]
 
 
@@ -96,11 +106,16 @@ def test_an_idle_axis_slices_an_operand_before_the_product():
     text = HEAD + "A: bf16[I, J_X]\nB: bf16[J_X, K]\nD[I, K_X] = A ·_J B\n"
     r = shardc.compile(text)
     assert [(c.op, "".join(c.axes), c.array) for c in r.ops] == [
-        ("slice", "", "A"), ("einsum", "", "D"), ("ReduceScatter", "X", "D"),
-        ("AllGather", "Y", "D")]
+        ("slice", "", "A"),
+        ("einsum", "", "D"),
+        ("ReduceScatter", "X", "D"),
+        ("AllGather", "Y", "D"),
+    ]
     assert r.value("flops_per_device") == 2 * 64**3 / 8
-    book = shardc.compile(HEAD + "A: bf16[I, J_X]\nB: bf16[J_X, K]\nP[I, K]{U_X} = A ·_J B\n"
-                          "D[I, K_X] = ReduceScatter_{X,K}(P)\n")
+    book = shardc.compile(
+        HEAD + "A: bf16[I, J_X]\nB: bf16[J_X, K]\nP[I, K]{U_X} = A ·_J B\n"
+        "D[I, K_X] = ReduceScatter_{X,K}(P)\n"
+    )
     bytes_over_w = {"W_ici": 1.0, "t_hop": 0.0}
     assert r.value("t_comms_s", **bytes_over_w) == 5120 < book.value("t_comms_s", **bytes_over_w)
 
@@ -109,8 +124,9 @@ def test_an_idle_axis_splits_the_product_where_xla_did():
     """`C[K, I] = A[I, J_Y] ·_J B[J, K_Y]` on 4x4 (the differential test): XLA splits the
     product over the idle X (a quarter of the FLOPs) and moves 1.66 kB / W_ici; shardc computed
     it replicated over X (1.79 kB). It now slices A over X before the product (864 B)."""
-    r = shardc.compile("mesh X=4, Y=4\ndim I=32, J=32, K=16\nA: bf16[I, J_Y]\nB: bf16[J, K_Y]\n"
-                       "C[K, I] = A ·_J B\n")
+    r = shardc.compile(
+        "mesh X=4, Y=4\ndim I=32, J=32, K=16\nA: bf16[I, J_Y]\nB: bf16[J, K_Y]\nC[K, I] = A ·_J B\n"
+    )
     ops = [(c.op, "".join(c.axes), c.src) for c in r.ops]
     assert ops[0] == ("slice", "", "A[I, J_Y]")
     assert r.value("flops_per_device") == 2 * 32 * 32 * 16 / 16
@@ -136,11 +152,9 @@ def test_bare_lhs_reduces_partial_sums():
 
 
 def test_case4_gathers_the_smaller_operand():
-    text = ("mesh X=4\ndim I=1024, J=64, K=16\nA: bf16[I_X, J]\nB: bf16[J, K_X]\n"
-            "C = A ·_J B\n")
+    text = "mesh X=4\ndim I=1024, J=64, K=16\nA: bf16[I_X, J]\nB: bf16[J, K_X]\nC = A ·_J B\n"
     assert colls(text) == [("AllGather", "X", "B")]
-    text2 = ("mesh X=4\ndim I=16, J=64, K=1024\nA: bf16[I_X, J]\nB: bf16[J, K_X]\n"
-             "C = A ·_J B\n")
+    text2 = "mesh X=4\ndim I=16, J=64, K=1024\nA: bf16[I_X, J]\nB: bf16[J, K_X]\nC = A ·_J B\n"
     assert colls(text2) == [("AllGather", "X", "A")]
 
 
@@ -168,8 +182,10 @@ def test_explicit_reshard():
 
 
 def test_explicit_reduce_of_a_contraction_keeps_its_partial_sums():
-    text = HEAD + ("A: bf16[I, J_X]\nB: bf16[J_X, K]\nC = AllReduce_X(A ·_J B)\n"
-                   "D[I, K_X] = ReduceScatter_{X,K}(A ·_J B)\n")
+    text = HEAD + (
+        "A: bf16[I, J_X]\nB: bf16[J_X, K]\nC = AllReduce_X(A ·_J B)\n"
+        "D[I, K_X] = ReduceScatter_{X,K}(A ·_J B)\n"
+    )
     assert colls(text) == [("AllReduce", "X", "A·B"), ("ReduceScatter", "X", "A·B")]
 
 
@@ -184,8 +200,10 @@ def test_symbolic_sizes_take_the_book_default_even_with_a_chip():
     book's default) it gathers."""
     text = "mesh X\ndim I, J, K\nA: bf16[I, J_X]\nB: bf16[J, K]\nC[I, K] = A ·_J B\n"
     r = shardc.compile(text, hw="tpu-v5e")
-    plans = {tuple((c.op, "".join(c.axes), c.array) for c in v.result.ops
-                   if c.kind == "collective") for v in r.regions()}
+    plans = {
+        tuple((c.op, "".join(c.axes), c.array) for c in v.result.ops if c.kind == "collective")
+        for v in r.regions()
+    }
     assert plans == {(("AllGather", "X", "A"),), (("AllReduce", "X", "C"),)}
     at = r.at(I=4096, J=4096, K=4096, X=4)
     assert [(c.op, c.array) for c in at.ops if c.kind == "collective"] == [("AllGather", "A")]
@@ -196,8 +214,7 @@ def test_chip_path_is_relative_to_the_program(tmp_path):
 
     (tmp_path / "chips").mkdir()
     src = Path(hardware.load("tpu-v5e").path).read_text()
-    (tmp_path / "chips" / "mine.toml").write_text(src.replace('name = "tpu-v5e"',
-                                                              'name = "mine"'))
+    (tmp_path / "chips" / "mine.toml").write_text(src.replace('name = "tpu-v5e"', 'name = "mine"'))
     prog = tmp_path / "p.shard"
     prog.write_text('mesh X=2\ndim I=4\nhardware "chips/mine.toml"\nA: bf16[I_X]\n')
     assert shardc.compile(prog).chip.name == "mine"
@@ -214,39 +231,77 @@ def moves(plan):
     return [(s.kind, s.axes, s.dst.format()) for s in plan]
 
 
-@pytest.mark.parametrize("src,dst,sizes,expected", [
-    # Every block of the target lies in one of the source's: one permute into finer blocks
-    # (each device slices its quarter where it holds it, else receives it), not a slice, a
-    # permute of an eighth and a gather (issue 31; XLA's plan for such reshards).
-    (L({"L": ("Y",)}), L({"L": ("X",)}), {"X": 4, "Y": 2},
-     [("CollectivePermute", ("Y", "X"), "[L_X]")]),
-    # With the same shard count, one permute: the block split over a port per axis it moves
-    # along (a quarter of the fixed order's time on 4x4, a ninth on 4x4x4).
-    (L({"J": ("Y",)}), L({"J": ("X",)}), {"X": 4, "Y": 4},
-     [("CollectivePermute", ("Y", "X"), "[J_X]")]),
-    (L({"I": ("Z", "X")}), L({"I": ("X", "Y")}), {"X": 4, "Y": 4, "Z": 4},
-     [("CollectivePermute", ("Z", "X", "Y"), "[I_XY]")]),
-    # An AllToAll and a permute.
-    (L({"K": ("X",), "J": ("Y",)}), L({"K": (), "J": ("X", "Y")}), {"X": 4, "Y": 4},
-     [("AllToAll", ("X",), "[K, J_YX]"), ("CollectivePermute", ("Y", "X"), "[K, J_XY]")]),
-    # Gather more than needed, then slice: one AllGather over both axes has both axes' links.
-    (L({"I": ("Y", "X"), "J": (), "N": ()}), L({"I": (), "J": ("Y",), "N": ()}),
-     {"X": 2, "Y": 2},
-     [("AllGather", ("Y", "X"), "[I, J, N]"), ("slice", ("Y",), "[I, J_Y, N]")]),
-    # The issue's `[J_Y] -> [J_X]` on 2x2: the permute swaps the two off-diagonal devices'
-    # blocks, each sent along both axes; topology-free, each axis is a ring of two, both ways
-    # round as short (passes/permute_cost.py): V/(2W), below a slice and an AllGather over
-    # both (3V/(4W)). On lines of two (below) it is V/W, still below the gather's 3V/(2W).
-    (L({"J": ("Y",)}), L({"J": ("X",)}), {"X": 2, "Y": 2},
-     [("CollectivePermute", ("Y", "X"), "[J_X]")]),
-    # One permute into finer blocks puts every axis in place, each block sent by the holder
-    # whose send is cheapest (passes/permute_cost.py; slicing Z and Y onto K first and
-    # permuting, XLA's reshard of `C[I_X, K] -> [I_Z, K_YX]`, leaves each block one holder),
-    # where the fixed order does an AllToAll of the whole block.
-    (L({"I": ("X",), "K": ()}), L({"I": ("Z",), "K": ("Y", "X")}), {"X": 2, "Y": 2, "Z": 2},
-     [("CollectivePermute", ("X", "Z", "Y"), "[I_Z, K_YX]")]),
-], ids=["L_Y->L_X", "J_Y->J_X-4x4", "I_ZX->I_XY", "K_X,J_Y->J_XY", "I_YX->J_Y", "J_Y->J_X-2x2",
-        "I_X->I_Z,K_YX"])
+@pytest.mark.parametrize(
+    "src,dst,sizes,expected",
+    [
+        # Every block of the target lies in one of the source's: one permute into finer blocks
+        # (each device slices its quarter where it holds it, else receives it), not a slice, a
+        # permute of an eighth and a gather (issue 31; XLA's plan for such reshards).
+        (
+            L({"L": ("Y",)}),
+            L({"L": ("X",)}),
+            {"X": 4, "Y": 2},
+            [("CollectivePermute", ("Y", "X"), "[L_X]")],
+        ),
+        # With the same shard count, one permute: the block split over a port per axis it moves
+        # along (a quarter of the fixed order's time on 4x4, a ninth on 4x4x4).
+        (
+            L({"J": ("Y",)}),
+            L({"J": ("X",)}),
+            {"X": 4, "Y": 4},
+            [("CollectivePermute", ("Y", "X"), "[J_X]")],
+        ),
+        (
+            L({"I": ("Z", "X")}),
+            L({"I": ("X", "Y")}),
+            {"X": 4, "Y": 4, "Z": 4},
+            [("CollectivePermute", ("Z", "X", "Y"), "[I_XY]")],
+        ),
+        # An AllToAll and a permute.
+        (
+            L({"K": ("X",), "J": ("Y",)}),
+            L({"K": (), "J": ("X", "Y")}),
+            {"X": 4, "Y": 4},
+            [("AllToAll", ("X",), "[K, J_YX]"), ("CollectivePermute", ("Y", "X"), "[K, J_XY]")],
+        ),
+        # Gather more than needed, then slice: one AllGather over both axes has both axes' links.
+        (
+            L({"I": ("Y", "X"), "J": (), "N": ()}),
+            L({"I": (), "J": ("Y",), "N": ()}),
+            {"X": 2, "Y": 2},
+            [("AllGather", ("Y", "X"), "[I, J, N]"), ("slice", ("Y",), "[I, J_Y, N]")],
+        ),
+        # The issue's `[J_Y] -> [J_X]` on 2x2: the permute swaps the two off-diagonal devices'
+        # blocks, each sent along both axes; topology-free, each axis is a ring of two, both ways
+        # round as short (passes/permute_cost.py): V/(2W), below a slice and an AllGather over
+        # both (3V/(4W)). On lines of two (below) it is V/W, still below the gather's 3V/(2W).
+        (
+            L({"J": ("Y",)}),
+            L({"J": ("X",)}),
+            {"X": 2, "Y": 2},
+            [("CollectivePermute", ("Y", "X"), "[J_X]")],
+        ),
+        # One permute into finer blocks puts every axis in place, each block sent by the holder
+        # whose send is cheapest (passes/permute_cost.py; slicing Z and Y onto K first and
+        # permuting, XLA's reshard of `C[I_X, K] -> [I_Z, K_YX]`, leaves each block one holder),
+        # where the fixed order does an AllToAll of the whole block.
+        (
+            L({"I": ("X",), "K": ()}),
+            L({"I": ("Z",), "K": ("Y", "X")}),
+            {"X": 2, "Y": 2, "Z": 2},
+            [("CollectivePermute", ("X", "Z", "Y"), "[I_Z, K_YX]")],
+        ),
+    ],
+    ids=[
+        "L_Y->L_X",
+        "J_Y->J_X-4x4",
+        "I_ZX->I_XY",
+        "K_X,J_Y->J_XY",
+        "I_YX->J_Y",
+        "J_Y->J_X-2x2",
+        "I_X->I_Z,K_YX",
+    ],
+)
 def test_the_search_finds_what_the_fixed_order_misses(src, dst, sizes, expected):
     new, old = plan_reshard(src, dst, sizes), plan_in_order(src, dst, sizes)
     assert moves(new) == expected
@@ -290,8 +345,10 @@ def compiled_reshard(text: str, search: bool = True, **kw):
 def test_the_issues_gather_then_slice_on_a_chip():
     """`A[I_YX, J, N] -> [I, J_Y, N]` on a v5p 2x2: AllGather_X + AllToAll_Y before, one
     AllGather_XY and a slice now, cheaper (the search prices steps as the report does)."""
-    text = ("mesh X=2, Y=2\ndim I=1024, J=1024, N=256\nhardware tpu-v5p\n"
-            "A: bf16[I_YX, J, N]\nB[I, J_Y, N] = A\n")
+    text = (
+        "mesh X=2, Y=2\ndim I=1024, J=1024, N=256\nhardware tpu-v5p\n"
+        "A: bf16[I_YX, J, N]\nB[I, J_Y, N] = A\n"
+    )
     new, t_new, r = compiled_reshard(text)
     old, t_old, _ = compiled_reshard(text, search=False)
     assert old == [("AllGather", "X"), ("AllToAll", "Y")]
@@ -314,10 +371,13 @@ def test_a_permute_between_different_axes_in_a_program_simulates():
     _, t_old, _ = compiled_reshard(text, search=False)
     assert new == [("CollectivePermute", "YX")] and t_new < t_old
     (c,) = [c for c in r.ops if c.kind == "collective"]
-    assert c.reason.endswith("CollectivePermute over YX sends each block to the device that "
-                             "owns it in b[J_X]")
-    assert compiled_reshard(text.replace("1048576", "1024"))[0] == [("AllGather", "Y"),
-                                                                    ("slice", "")]
+    assert c.reason.endswith(
+        "CollectivePermute over YX sends each block to the device that owns it in b[J_X]"
+    )
+    assert compiled_reshard(text.replace("1048576", "1024"))[0] == [
+        ("AllGather", "Y"),
+        ("slice", ""),
+    ]
     prog = run_pipeline(Source("<t>", text)).compiled
     sizes = {"J": 1048576, "X": 4, "Y": 4}
     check(prog, random_inputs(prog, sizes, np.random.default_rng(0)), sizes)
@@ -356,20 +416,40 @@ def reshard_cases(draw):
 def _text(src, dst, sizes) -> str:
     devices = int(math.prod(sizes.values()))
     mesh = ", ".join(f"{a}={int(s)}" for a, s in sizes.items())
-    return (f"mesh {mesh}\ndim I={2 * devices}, J={devices}, K={3 * devices}\n"
-            f"A: f32{src.format()}\nB{dst.format()} = A\n")
+    return (
+        f"mesh {mesh}\ndim I={2 * devices}, J={devices}, K={3 * devices}\n"
+        f"A: f32{src.format()}\nB{dst.format()} = A\n"
+    )
 
 
 # X on a ring, Y on a line of ICI, Z across DCN: levels, wraparound and latency in one machine.
-MACHINE = Topology((AxisLink("X", "ici", ("x",)), AxisLink("Y", "ici", ("y",)),
-                    AxisLink("Z", "dcn")),
-                   (PhysicalAxis("x", None, True, "test"), PhysicalAxis("y", None, False, "test")),
-                   "tpu")
-PRICINGS = [BYTES, Pricing("bf16", (("I", 64.0), ("J", 8.0), ("K", 96.0)), 1.0, "book",
-                           None, (("ici", 4.5e10),), (("ici", 1e-6),)),
-            Pricing("f32", (), 4096.0, "exact", None, (("ici", 9e10),), (("ici", 1e-6),)),
-            Pricing("bf16", (), 4096.0, "exact", MACHINE, (("ici", 9e10), ("dcn", 6.25e9)),
-                    (("ici", 1e-6), ("dcn", 1e-5)))]
+MACHINE = Topology(
+    (AxisLink("X", "ici", ("x",)), AxisLink("Y", "ici", ("y",)), AxisLink("Z", "dcn")),
+    (PhysicalAxis("x", None, True, "test"), PhysicalAxis("y", None, False, "test")),
+    "tpu",
+)
+PRICINGS = [
+    BYTES,
+    Pricing(
+        "bf16",
+        (("I", 64.0), ("J", 8.0), ("K", 96.0)),
+        1.0,
+        "book",
+        None,
+        (("ici", 4.5e10),),
+        (("ici", 1e-6),),
+    ),
+    Pricing("f32", (), 4096.0, "exact", None, (("ici", 9e10),), (("ici", 1e-6),)),
+    Pricing(
+        "bf16",
+        (),
+        4096.0,
+        "exact",
+        MACHINE,
+        (("ici", 9e10), ("dcn", 6.25e9)),
+        (("ici", 1e-6), ("dcn", 1e-5)),
+    ),
+]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -417,21 +497,22 @@ def test_a_searched_reshard_computes_the_reshard(case, hw, seed):
         return
     prog = result.compiled
     all_sizes = {n: s for n, s in (*prog.dims, *prog.mesh) if s is not None}
-    check(prog, random_inputs(prog, all_sizes, np.random.default_rng(seed)), all_sizes,
-          seed=seed)
+    check(prog, random_inputs(prog, all_sizes, np.random.default_rng(seed)), all_sizes, seed=seed)
 
 
 def test_idle_axes_can_be_left_idle():
     """`compile(idle_axes=False)` (the planner's choice) keeps the product off the idle X."""
-    text = ("mesh X=4, Y=4\ndim I=32, J=32, K=16\nA: bf16[I, J_Y]\nB: bf16[J, K_Y]\n"
-            "C[K, I] = A ·_J B\n")
+    text = (
+        "mesh X=4, Y=4\ndim I=32, J=32, K=16\nA: bf16[I, J_Y]\nB: bf16[J, K_Y]\nC[K, I] = A ·_J B\n"
+    )
     r = shardc.compile(text, idle_axes=False)
     assert "slice" not in [c.op for c in r.ops]
     assert r.value("flops_per_device") == 2 * 32 * 32 * 16 / 4
 
 
-HAND_BEATS = ("mesh X=4, Y=2\ndim I=1024, J=512, K=2048\nhardware tpu-v5e\nA: f32[I_X, J]\n"
-              "B: f32[J, K_X]\n")
+HAND_BEATS = (
+    "mesh X=4, Y=2\ndim I=1024, J=512, K=2048\nhardware tpu-v5e\nA: f32[I_X, J]\nB: f32[J, K_X]\n"
+)
 
 
 def test_an_idle_axis_joins_the_gather_as_the_hand_written_plan_does():
@@ -440,9 +521,11 @@ def test_an_idle_axis_joins_the_gather_as_the_hand_written_plan_does():
     again, and paid 69.1 us. It now slices Y onto K and gathers over XY (both axes' links:
     the sharding chapter's multi-axis AllGather, V / (W_ici N_axes))."""
     ours = shardc.compile(HAND_BEATS + "C[I_X, K] = A ·_J B\n")
-    hand = shardc.compile(HAND_BEATS + "B2[J, K_XY] = B\nB3 = AllGather_XY(B2)\n"
-                          "C[I_X, K] = A ·_J B3\n")
+    hand = shardc.compile(
+        HAND_BEATS + "B2[J, K_XY] = B\nB3 = AllGather_XY(B2)\nC[I_X, K] = A ·_J B3\n"
+    )
     assert hand.value("t_lower_s") == pytest.approx(44.8e-6, rel=2e-3)
     assert ours.value("t_lower_s") <= hand.value("t_lower_s") * (1 + 1e-9)
     assert [(c.op, c.axes) for c in ours.ops if c.kind == "collective"] == [
-        ("AllGather", ("X", "Y"))]
+        ("AllGather", ("X", "Y"))
+    ]

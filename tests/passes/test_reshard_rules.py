@@ -22,11 +22,17 @@ PRICING = Pricing("f32", (("I", 1024.0), ("J", 512.0)))
 def layouts(draw, unreduced: bool = True) -> Layout:
     """Dims I and J; each mesh axis shards one of them, or is a partial sum, or is unused."""
     order = draw(st.permutations(AXES))
-    where = {a: draw(st.sampled_from(("I", "J", "U", "-") if unreduced else ("I", "J", "-")))
-             for a in order}
-    return Layout.of({"I": tuple(a for a in order if where[a] == "I"),
-                      "J": tuple(a for a in order if where[a] == "J")},
-                     {a for a in order if where[a] == "U"})
+    where = {
+        a: draw(st.sampled_from(("I", "J", "U", "-") if unreduced else ("I", "J", "-")))
+        for a in order
+    }
+    return Layout.of(
+        {
+            "I": tuple(a for a in order if where[a] == "I"),
+            "J": tuple(a for a in order if where[a] == "J"),
+        },
+        {a for a in order if where[a] == "U"},
+    )
 
 
 def _axes(lay: Layout) -> list[str]:
@@ -42,7 +48,8 @@ def test_allgather_of_the_innermost_axis_removes_only_it(lay):
             assert _axes(out) == [a for a in _axes(lay) if a != d.axes[-1]]
             if len(d.axes) > 1:  # an outer axis is not innermost
                 assert transfer(lay, "AllGather", (d.axes[0],)) == Refusal(
-                    "not-innermost", (d.axes[0],), d.dim)
+                    "not-innermost", (d.axes[0],), d.dim
+                )
     for a in AXES:
         if lay.dim_of_axis(a) is None:
             assert transfer(lay, "AllGather", (a,)) == Refusal("not-sharded", (a,))
@@ -69,7 +76,8 @@ def test_alltoall_moves_an_innermost_axis_to_the_other_dim(lay):
             assert isinstance(moved, Layout) and sorted(_axes(moved)) == sorted(_axes(lay))
             assert moved.dim_of_axis(d.axes[-1]) == other
             assert transfer(lay, "AllToAll", (d.axes[-1],), d.dim) == Refusal(
-                "wrong-source", (d.axes[-1],), d.dim)
+                "wrong-source", (d.axes[-1],), d.dim
+            )
 
 
 def _gather_then_slice(src: Layout, dst: Layout) -> list[Step]:

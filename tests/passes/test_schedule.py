@@ -10,8 +10,10 @@ import shardc
 from shardc.passes.schedule import collective_matmuls, schedule
 from shardc.testing.strategies import programs
 
-MEGATRON = ("mesh Y=4\ndim B=64, D=64, F=64\nA: bf16[B, D_Y]\nW: bf16[D, F_Y]\n"
-            "W2: bf16[F_Y, D]\nH[B, F_Y] = A[B, D] ·_D W\nO[B, D_Y] = H ·_F W2\n")
+MEGATRON = (
+    "mesh Y=4\ndim B=64, D=64, F=64\nA: bf16[B, D_Y]\nW: bf16[D, F_Y]\n"
+    "W2: bf16[F_Y, D]\nH[B, F_Y] = A[B, D] ·_D W\nO[B, D_Y] = H ·_F W2\n"
+)
 """Megatron-LM's MLP with sequence parallelism: AllGather, two matmuls, ReduceScatter."""
 
 
@@ -33,8 +35,11 @@ def test_a_gather_and_a_reducescatter_overlap_their_matmuls_chunk_by_chunk():
     assert collective_matmuls(r.program, {"Y": 1}) == ({}, {})
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
 @given(programs())
 def test_collective_matmuls_keep_the_schedule_between_perfect_and_no_overlap(case):
     """For random training steps on a chip: max(T_math + T_hbm, T_comms) <= the schedule with
@@ -53,9 +58,11 @@ def test_collective_matmuls_keep_the_schedule_between_perfect_and_no_overlap(cas
     assert overlapped == pytest.approx(r.scheduled_step(), rel=1e-12)
 
 
-FSDP_TRAIN = ("mesh X=8\ndim B=65536, D=4096, F=16384\nhardware h100\n"
-              "In: bf16[B_X, D]\nparam W1: bf16[D_X, F]\nparam W2: bf16[F_X, D]\n"
-              "H[B_X, F] = In ·_D W1\nOut[B_X, D] = H ·_F W2\nbackward\n")
+FSDP_TRAIN = (
+    "mesh X=8\ndim B=65536, D=4096, F=16384\nhardware h100\n"
+    "In: bf16[B_X, D]\nparam W1: bf16[D_X, F]\nparam W2: bf16[F_X, D]\n"
+    "H[B_X, F] = In ·_D W1\nOut[B_X, D] = H ·_F W2\nbackward\n"
+)
 """Two FSDP layers on 8 H100: each weight gathered whole before its matmul."""
 
 
@@ -110,8 +117,9 @@ def test_compute_beside_a_collective_runs_slower_by_the_published_fraction():
     plain, parts = expected_schedule(r.program, d, ahead=ahead, contention=0.0)
     slowed, _ = expected_schedule(r.program, d, ahead=ahead)
     end, spans = timeline(r.program, d, weights=False, ahead=ahead)
-    hidden = sum(b - a for a, b, k in spans.values() if k == "network") - \
-        sum(exposed_parts(spans).values())
+    hidden = sum(b - a for a, b, k in spans.values() if k == "network") - sum(
+        exposed_parts(spans).values()
+    )
     assert plain == pytest.approx(end) and hidden > 0
     assert slowed == pytest.approx(plain + CONTENTION * hidden)
     assert r.scheduled_step(expected=True) == pytest.approx(slowed)
@@ -134,20 +142,28 @@ def test_a_reduction_of_summed_gradient_terms_drains_the_last_terms_matmul():
     """Two branches read the layer input: the backward pass adds their partial input-gradient
     terms and ReduceScatters the sum once; the roofline's schedule decomposes that
     ReduceScatter with the last term's matmul, as it would one matmul's."""
-    text = ("mesh Y=4\ndim B=64, D=64, F=64\nIn: bf16[B, D_Y]\nparam W1: bf16[D, F_Y]\n"
-            "param W2: bf16[D, F_Y]\nH1[B, F_Y] = In[B, D] ·_D W1\nH2[B, F_Y] = In[B, D] ·_D W2\n"
-            "O[B, F_Y] = H1 * H2\nbackward\n")
+    text = (
+        "mesh Y=4\ndim B=64, D=64, F=64\nIn: bf16[B, D_Y]\nparam W1: bf16[D, F_Y]\n"
+        "param W2: bf16[D, F_Y]\nH1[B, F_Y] = In[B, D] ·_D W1\nH2[B, F_Y] = In[B, D] ·_D W2\n"
+        "O[B, F_Y] = H1 * H2\nbackward\n"
+    )
     r = shardc.compile(text)
     ops = r.program.ops
     (rs,) = [i for i, op in enumerate(ops) if getattr(op, "op", "") == "ReduceScatter"]
-    terms = [i for i, op in enumerate(ops) if type(op).__name__ == "Einsum"
-             and op.out.id.startswith("dIn_")]
+    terms = [
+        i
+        for i, op in enumerate(ops)
+        if type(op).__name__ == "Einsum" and op.out.id.startswith("dIn_")
+    ]
     _, drains = collective_matmuls(r.program, {"Y": 4})
     assert drains == {rs: (max(terms), 4.0)}
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
 @given(programs())
 def test_the_calibrated_step_is_never_faster_than_the_roofline_schedule(case):
     """For random training steps on a calibrated GPU: each op's expected time is at least its

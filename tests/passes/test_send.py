@@ -55,8 +55,10 @@ def report(text: str, model: str = "exact", **bindings: float):
 
 # ---- syntax --------------------------------------------------------------------------------------
 def test_point_and_shift_forms_parse():
-    prog = shardc.parse("mesh X=4, Y=4, P=2\ndim I=8\nA: bf16[I]\nB = Send_{X: 0->3, Y:2->1}(A)\n"
-                     "C = Send_{P: +1}(A)\nD = Send_{X: -2, Y: +5}(A)\n")
+    prog = shardc.parse(
+        "mesh X=4, Y=4, P=2\ndim I=8\nA: bf16[I]\nB = Send_{X: 0->3, Y:2->1}(A)\n"
+        "C = Send_{P: +1}(A)\nD = Send_{X: -2, Y: +5}(A)\n"
+    )
     b, c, d = (s.expr for s in prog.statements if isinstance(s, Assign))
     assert isinstance(b, CollectiveCall) and b.kind == "Send" and b.axes == ("X", "Y")
     assert b.send == (SendAxis("X", src=0, dst=3), SendAxis("Y", src=2, dst=1))
@@ -68,8 +70,10 @@ def test_point_and_shift_forms_parse():
     assert (b.send[1].span.col, b.send[1].span.end_col) == (20, 26)
 
 
-@pytest.mark.parametrize("entry", ["X", "X: 3", "X: 0-3", "X: -1->2", "X: 0->", "X: +", "0->3",
-                                   "X: 1.5", "X: 0->3 Y: 1->2"])
+@pytest.mark.parametrize(
+    "entry",
+    ["X", "X: 3", "X: 0-3", "X: -1->2", "X: 0->", "X: +", "0->3", "X: 1.5", "X: 0->3 Y: 1->2"],
+)
 def test_malformed_entries_are_c011(entry):
     assert code(f"mesh X=4, Y=4\ndim I=8\nA: bf16[I]\nB = Send_{{{entry}}}(A)\n") == "C011"
     assert isinstance(parse_send(f"Send_{{{entry}}}"), SendSyntaxError)
@@ -87,23 +91,26 @@ def test_send_without_subscript_and_reserved_names():
 HEAD = "mesh X=4, Y=4, P\ndim I=8\nA: bf16[I]\n"
 
 
-@pytest.mark.parametrize("stmt, expected", [
-    ("B = Send_{Z: 0->1}(A)", "S001"),
-    ("B = Send_{X: 0->1, X: 1->2}(A)", "C010"),
-    ("B = Send_{X: 0->1, Y: +1}(A)", "C012"),
-    ("B = Send_{X: 0->4}(A)", "C013"),
-    ("B = Send_{P: 0->1}(A)", "C014"),
-    ("B = Send_{X: +0}(A)", "C015"),
-    ("B = Send_{X: -8}(A)", "C015"),
-    ("B = Send_{P: +0}(A)", "C015"),
-    ("B = Send_{X: 2->2, Y: 1->1}(A)", "C015"),
-    ("B = Send_{X: 2->2, Y: 1->3}(A)", None),   # one axis may stay put
-    ("B = Send_{P: +3}(A)", None),              # a shift needs no size
-    ("S: bf16[I_X]\nB = Send_{X: 0->1}(S)", "C016"),
-    ("S: bf16[I]{U_X}\nB[I]{U_X} = Send_{X: 0->1}(S)", "C016"),
-    ("S: bf16[I_X]\nB = Send_{X: +1}(S)", None),
-    ("S: bf16[I_X]\nB = Send_{Y: 0->1}(S)", None),
-])
+@pytest.mark.parametrize(
+    "stmt, expected",
+    [
+        ("B = Send_{Z: 0->1}(A)", "S001"),
+        ("B = Send_{X: 0->1, X: 1->2}(A)", "C010"),
+        ("B = Send_{X: 0->1, Y: +1}(A)", "C012"),
+        ("B = Send_{X: 0->4}(A)", "C013"),
+        ("B = Send_{P: 0->1}(A)", "C014"),
+        ("B = Send_{X: +0}(A)", "C015"),
+        ("B = Send_{X: -8}(A)", "C015"),
+        ("B = Send_{P: +0}(A)", "C015"),
+        ("B = Send_{X: 2->2, Y: 1->1}(A)", "C015"),
+        ("B = Send_{X: 2->2, Y: 1->3}(A)", None),  # one axis may stay put
+        ("B = Send_{P: +3}(A)", None),  # a shift needs no size
+        ("S: bf16[I_X]\nB = Send_{X: 0->1}(S)", "C016"),
+        ("S: bf16[I]{U_X}\nB[I]{U_X} = Send_{X: 0->1}(S)", "C016"),
+        ("S: bf16[I_X]\nB = Send_{X: +1}(S)", None),
+        ("S: bf16[I_X]\nB = Send_{Y: 0->1}(S)", None),
+    ],
+)
 def test_checks(stmt, expected):
     assert code(HEAD + stmt + "\n") == expected
 
@@ -115,11 +122,20 @@ def test_a_bound_size_allows_the_point_form():
 
 
 def test_malformed_programs_never_crash(tmp_path, capsys):
-    bad = ["B = Send_{X: 0->3(A)", "B = Send_{X: 0->3}", "B = Send_{X: 0->3}(A, A)",
-           "B = Send_{X: 0->3}()", "B = Send_{X: 99999999999999999999->0}(A)",
-           "B = Send_{X: +99999999999999999999}(A)", "B = Send_{X: 0->3}(Nope)",
-           "B = Send_{X: 0->3}(A) + Send_{Y: +1}", "B[I_X] = Send_{X: 0 -> 3}(A)",
-           "Send_{X: 0->3}(A) = A", "B = Send_{X:: 0->3}(A)", "B = Send_{x: 0->3}(A)"]
+    bad = [
+        "B = Send_{X: 0->3(A)",
+        "B = Send_{X: 0->3}",
+        "B = Send_{X: 0->3}(A, A)",
+        "B = Send_{X: 0->3}()",
+        "B = Send_{X: 99999999999999999999->0}(A)",
+        "B = Send_{X: +99999999999999999999}(A)",
+        "B = Send_{X: 0->3}(Nope)",
+        "B = Send_{X: 0->3}(A) + Send_{Y: +1}",
+        "B[I_X] = Send_{X: 0 -> 3}(A)",
+        "Send_{X: 0->3}(A) = A",
+        "B = Send_{X:: 0->3}(A)",
+        "B = Send_{x: 0->3}(A)",
+    ]
     for i, stmt in enumerate(bad):
         p = tmp_path / f"bad{i}.shard"
         p.write_text("mesh X=4, Y=4\ndim I=8\nA: bf16[I]\n" + stmt + "\n", encoding="utf-8")
@@ -145,18 +161,21 @@ def test_q5_numbers(model):
     assert sp.simplify(c.t_bandwidth - 2 * r.parse("a*b*c") / r.parse("W_ici")) == 0
 
 
-@pytest.mark.parametrize("mesh, send, hops, ports", [
-    ("X=16", "X: 0->15", 1, 1),        # a ring of 16: one hop the other way round
-    ("X=16 nowrap", "X: 0->15", 15, 1),
-    ("X=16", "X: 0->8", 8, 2),         # half way round a ring: both ways, two ports
-    ("X=16", "X: 3->14", 5, 1),
-    ("X=16, Y=16", "X: 0->8, Y: 1->0", 9, 3),
-    ("X=4", "X: 1->3", 2, 1),          # a v5e axis of 4 is a line
-    # X's neighbours are 8 chips apart on a ring of 16: half way round, both ways
-    ("X=2 @ici(x), Y=8 @ici(x) wrap", "X: 0->1", 8, 2),
-    ("X=16 @ici(x, y) wrap", "X: 0->15", 2, 2),            # a 4x4 torus: (0,0) -> (3,3)
-    ("X=16 @ici(x, y)", "X: 0->15", 6, 2),                 # a v5e 4x4 does not wrap
-])
+@pytest.mark.parametrize(
+    "mesh, send, hops, ports",
+    [
+        ("X=16", "X: 0->15", 1, 1),  # a ring of 16: one hop the other way round
+        ("X=16 nowrap", "X: 0->15", 15, 1),
+        ("X=16", "X: 0->8", 8, 2),  # half way round a ring: both ways, two ports
+        ("X=16", "X: 3->14", 5, 1),
+        ("X=16, Y=16", "X: 0->8, Y: 1->0", 9, 3),
+        ("X=4", "X: 1->3", 2, 1),  # a v5e axis of 4 is a line
+        # X's neighbours are 8 chips apart on a ring of 16: half way round, both ways
+        ("X=2 @ici(x), Y=8 @ici(x) wrap", "X: 0->1", 8, 2),
+        ("X=16 @ici(x, y) wrap", "X: 0->15", 2, 2),  # a 4x4 torus: (0,0) -> (3,3)
+        ("X=16 @ici(x, y)", "X: 0->15", 6, 2),  # a v5e 4x4 does not wrap
+    ],
+)
 def test_point_hops_and_ports(mesh, send, hops, ports):
     r = report(f"mesh {mesh}\ndim I=64\nhardware tpu-v5e\nA: bf16[I]\nB = Send_{{{send}}}(A)\n")
     c = send_op(r)
@@ -164,19 +183,22 @@ def test_point_hops_and_ports(mesh, send, hops, ports):
     assert r.value(c.t_bandwidth) == pytest.approx(128 / (ports * 4.5e10))
 
 
-@pytest.mark.parametrize("mesh, send, load, hops", [
-    ("X=16", "X: +1", 1, 1),
-    ("X=16", "X: -1", 1, 1),
-    ("X=16", "X: +8", 4, 8),           # both ways as short: half each way
-    ("X=16", "X: +11", 5, 5),
-    ("X=4", "X: +1", 1, 3),            # a line: the wrapped block goes back 3 hops
-    ("X=4", "X: +2", 2, 2),
-    ("X=4", "X: -1", 1, 3),
-    ("X=8, Y=4", "X: +1, Y: +2", 2, 9),   # links of two axes in parallel; hops add
-    ("X=2 @ici(x), Y=8 @ici(x) wrap", "X: +1", 4, 8),      # 8 chips on, half each way
-    ("X=16 @ici(x, y) wrap", "X: +1", 1, 2),   # a 4x4 torus, routed: the carry on x, then y
-    ("X=16 @ici(x, y)", "X: +1", 1, 6),        # lines: 15 -> 0 runs back 3 + 3 hops
-])
+@pytest.mark.parametrize(
+    "mesh, send, load, hops",
+    [
+        ("X=16", "X: +1", 1, 1),
+        ("X=16", "X: -1", 1, 1),
+        ("X=16", "X: +8", 4, 8),  # both ways as short: half each way
+        ("X=16", "X: +11", 5, 5),
+        ("X=4", "X: +1", 1, 3),  # a line: the wrapped block goes back 3 hops
+        ("X=4", "X: +2", 2, 2),
+        ("X=4", "X: -1", 1, 3),
+        ("X=8, Y=4", "X: +1, Y: +2", 2, 9),  # links of two axes in parallel; hops add
+        ("X=2 @ici(x), Y=8 @ici(x) wrap", "X: +1", 4, 8),  # 8 chips on, half each way
+        ("X=16 @ici(x, y) wrap", "X: +1", 1, 2),  # a 4x4 torus, routed: the carry on x, then y
+        ("X=16 @ici(x, y)", "X: +1", 1, 6),  # lines: 15 -> 0 runs back 3 + 3 hops
+    ],
+)
 def test_shift_load_and_hops(mesh, send, load, hops):
     r = report(f"mesh {mesh}\ndim I=64\nhardware tpu-v5e\nA: bf16[I]\nB = Send_{{{send}}}(A)\n")
     c = send_op(r)
@@ -199,11 +221,11 @@ def test_symbolic_shift_and_switched_levels():
     c = send_op(r)
     assert c.t_latency == r.parse("t_hop")
     assert sp.simplify(c.t_bandwidth - 4 * r.parse("B*D/W_ici")) == 0
-    line = report("mesh P nowrap\ndim B, D\nhardware tpu-v5e\nA: bf16[B, D]\n"
-                  "Y = Send_{P: +2}(A)\n")
+    line = report("mesh P nowrap\ndim B, D\nhardware tpu-v5e\nA: bf16[B, D]\nY = Send_{P: +2}(A)\n")
     assert send_op(line).t_latency == line.parse("(P - 2)*t_hop")
-    dcn = report("mesh X=4, P=2 @dcn\ndim B=64\nhardware tpu-v5e\nA: bf16[B]\n"
-                 "Y = Send_{X: +1, P: +1}(A)\n")
+    dcn = report(
+        "mesh X=4, P=2 @dcn\ndim B=64\nhardware tpu-v5e\nA: bf16[B]\nY = Send_{X: +1, P: +1}(A)\n"
+    )
     c = send_op(dcn)
     assert [lv for lv, _ in c.levels] == ["ici", "dcn"]
     assert dcn.value(c.time) == pytest.approx(128 / 4.5e10 + 3e-6 + 128 / 3.125e9 + 1e-5)
@@ -214,8 +236,14 @@ def test_symbolic_shift_and_switched_levels():
 
 
 def test_send_time_without_topology_is_a_ring():
-    t = send_time(100, [SendAxis("X", src=0, dst=3)], {"X": 4}.__getitem__, "exact", None,
-                  Links.uniform(2.0, 1.0))
+    t = send_time(
+        100,
+        [SendAxis("X", src=0, dst=3)],
+        {"X": 4}.__getitem__,
+        "exact",
+        None,
+        Links.uniform(2.0, 1.0),
+    )
     assert (t.bandwidth, t.latency, t.time) == (100.0, 1, 101.0)
 
 
@@ -227,8 +255,9 @@ def compiled(text: str):
 
 
 def test_shift_rolls_the_blocks_like_numpy_roll():
-    prog = compiled("mesh P=4\ndim I=8, J=3\nA: f32[I_P, J]\nB = Send_{P: +1}(A)\n"
-                    "C = Send_{P: -3}(B)\n")
+    prog = compiled(
+        "mesh P=4\ndim I=8, J=3\nA: f32[I_P, J]\nB = Send_{P: +1}(A)\nC = Send_{P: -3}(B)\n"
+    )
     inputs = random_inputs(prog, {}, np.random.default_rng(0))
     ref = reference(prog, inputs, {})
     b = next(op.out.id for op in prog.ops if op.out.array == "B")
@@ -265,8 +294,10 @@ def shift_programs(draw):
         shifts[n] = k
     sub = ", ".join(f"{n}: {k:+d}" for n, k in shifts.items())
     scale = mesh.devices * 2
-    text = (f"{mesh.decl()}\ndim I={scale}, J={mesh.devices}\nA: f32{a}\n"
-            f"B{a} = Send_{{{sub}}}(A)\nC = gelu(B)\n")
+    text = (
+        f"{mesh.decl()}\ndim I={scale}, J={mesh.devices}\nA: f32{a}\n"
+        f"B{a} = Send_{{{sub}}}(A)\nC = gelu(B)\n"
+    )
     return text, shifts, sizes
 
 
@@ -290,20 +321,27 @@ def test_simulated_shifts_equal_numpy_roll(prog, seed):
             if axis in shifts:
                 digits = tuple(axis_sizes[x] for x in d.axes)
                 shape = want.shape
-                split = shape[:dim_pos] + digits + (shape[dim_pos] // math.prod(digits),) + \
-                    shape[dim_pos + 1:]
-                want = np.roll(want.reshape(split), shifts[axis],
-                               axis=dim_pos + d.axes.index(axis)).reshape(shape)
+                split = (
+                    shape[:dim_pos]
+                    + digits
+                    + (shape[dim_pos] // math.prod(digits),)
+                    + shape[dim_pos + 1 :]
+                )
+                want = np.roll(
+                    want.reshape(split), shifts[axis], axis=dim_pos + d.axes.index(axis)
+                ).reshape(shape)
     np.testing.assert_array_equal(ref[send.out.id], want)
 
 
 def test_roll_of_the_only_axis_is_numpy_roll():
     a = np.arange(24.0).reshape(12, 2)
     from shardc.lang.layout import Layout
+
     lay = Layout.of({"I": ("P",), "J": ()})
     for k in range(-5, 6):
-        np.testing.assert_array_equal(roll_blocks(a, ("I", "J"), lay, {"P": k}, {"P": 4}),
-                                      np.roll(a, 3 * k, axis=0))
+        np.testing.assert_array_equal(
+            roll_blocks(a, ("I", "J"), lay, {"P": k}, {"P": 4}), np.roll(a, 3 * k, axis=0)
+        )
 
 
 # ---- backward ------------------------------------------------------------------------------------
@@ -329,6 +367,7 @@ def test_shift_gradient_is_the_reverse_shift():
     check(prog, random_inputs(prog, sizes, np.random.default_rng(2)), sizes)
     # the adjoint: <roll(x, +k), y> = <x, roll(y, -k)>
     from shardc.lang.layout import Layout
+
     lay = Layout.of({"B": ("P",)})
     x, y = np.random.default_rng(3).normal(size=(2, 8))
     fwd = roll_blocks(x, ("B",), lay, {"P": 1}, {"P": 4})
@@ -337,8 +376,10 @@ def test_shift_gradient_is_the_reverse_shift():
 
 
 def test_point_gradient_is_the_identity():
-    r = report("mesh X=4\ndim B=8, D=4, F=4\nparam W: bf16[D, F]\nX: bf16[B, D]\n"
-               "H[B, F] = X ·_D W\nOut[B, F] = Send_{X: 0->2}(H)\nbackward\n")
+    r = report(
+        "mesh X=4\ndim B=8, D=4, F=4\nparam W: bf16[D, F]\nX: bf16[B, D]\n"
+        "H[B, F] = X ·_D W\nOut[B, F] = Send_{X: 0->2}(H)\nbackward\n"
+    )
     assert [c.op for c in r.ops if c.op.startswith("Send_")] == ["Send_{X: 0->2}"]
 
 

@@ -43,8 +43,10 @@ def test_dcn_data_parallelism_reduces_gradients_hierarchically():
     r = shardc.compile(ROOT / "programs" / "mlp-dp-dcn-train.shard", model="book")
     reductions = [c for c in r.ops if c.kind == "collective"]
     assert {c.op for c in reductions} == {"AllReduce"}
-    assert all(set(c.axes) == {"P", "X", "Y", "Z"} and dict(c.levels).keys() == {"ici", "dcn"}
-               for c in reductions)
+    assert all(
+        set(c.axes) == {"P", "X", "Y", "Z"} and dict(c.levels).keys() == {"ici", "dcn"}
+        for c in reductions
+    )
     assert {"t_comms_ici_s", "t_comms_dcn_s"} <= set(r.totals)
     dcn = next(c for c in r.conditions if c.name == "compute-vs-dcn")
     B, P = size_symbol("B"), size_symbol("P")
@@ -72,7 +74,8 @@ def test_gqa_attention_flops_are_the_books():
     assert forward and {c.line for c in forward} == {23}
     book = shardc.compile(ROOT / "programs" / "attention-gqa-train.shard", model="book")
     assert [(c.op, c.array) for c in book.ops if c.kind == "collective" and c.line < 24] == [
-        ("AllReduce", "Out")]
+        ("AllReduce", "Out")
+    ]
 
 
 def test_moe_routes_with_alltoall_and_keeps_expert_gradients_local():

@@ -25,8 +25,10 @@ from shardc.passes.validate_layout import mesh_axes_note, resolve_axes
 from shardc.passes.validate_send import check_send
 
 
-@given(st.dictionaries(st.sampled_from("BDFX"), st.none() | st.integers(1, 10**6)),
-       st.dictionaries(st.sampled_from("BDFX"), st.integers(1, 10**6) | st.just(0.5)))
+@given(
+    st.dictionaries(st.sampled_from("BDFX"), st.none() | st.integers(1, 10**6)),
+    st.dictionaries(st.sampled_from("BDFX"), st.integers(1, 10**6) | st.just(0.5)),
+)
 def test_a_binding_wins_over_the_declared_size(declared, bindings):
     for name in "BDFX":
         got = size_of(name, declared, bindings)
@@ -70,12 +72,20 @@ def _send(call: str, mesh: str = "mesh X=4, Y=2") -> tuple[bool, list[str]]:
     return ok, [d.code for d in ctx.diagnostics.items]
 
 
-@pytest.mark.parametrize(("call", "code"), [
-    ("Send_{X: 0->3}", None), ("Send_{X: +1, Y: -1}", None), ("Send_{X: 0->3, Y: 1->0}", None),
-    ("Send_{Z: 0->1}", "S001"), ("Send_{X: 0->1, X: 1->2}", "C010"),
-    ("Send_{X: 0->1, Y: +1}", "C012"), ("Send_{X: 0->4}", "C013"), ("Send_{X: 2->2}", "C015"),
-    ("Send_{X: +4}", "C015"),
-])
+@pytest.mark.parametrize(
+    ("call", "code"),
+    [
+        ("Send_{X: 0->3}", None),
+        ("Send_{X: +1, Y: -1}", None),
+        ("Send_{X: 0->3, Y: 1->0}", None),
+        ("Send_{Z: 0->1}", "S001"),
+        ("Send_{X: 0->1, X: 1->2}", "C010"),
+        ("Send_{X: 0->1, Y: +1}", "C012"),
+        ("Send_{X: 0->4}", "C013"),
+        ("Send_{X: 2->2}", "C015"),
+        ("Send_{X: +4}", "C015"),
+    ],
+)
 def test_the_checks_of_a_send(call, code):
     ok, codes = _send(call)
     assert ok == (code is None) and codes == ([] if code is None else [code])
@@ -106,18 +116,28 @@ def test_less_than_decides_as_the_numbers_do(i, j, k):
         assert (rel if isinstance(rel, bool) else bool(rel.subs(point))) == truth
 
 
-@pytest.mark.parametrize(("expr", "want"), [
-    ("A ·_J B", ("f32", ("I", "K"))),       # the product's dims; bf16 with f32 promotes
-    ("A + S", ("bf16", ("I", "J"))), ("exp(A) * S", ("bf16", ("I", "J"))),
-    ("Sum_{J}(A)", ("bf16", ("I",))),
-    ("A + B", "S010"), ("gelo(A)", "N012"), ("Q", "N011"), ("A ·_K B", "S009"),
-])
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("A ·_J B", ("f32", ("I", "K"))),  # the product's dims; bf16 with f32 promotes
+        ("A + S", ("bf16", ("I", "J"))),
+        ("exp(A) * S", ("bf16", ("I", "J"))),
+        ("Sum_{J}(A)", ("bf16", ("I",))),
+        ("A + B", "S010"),
+        ("gelo(A)", "N012"),
+        ("Q", "N011"),
+        ("A ·_K B", "S009"),
+    ],
+)
 def test_an_expressions_dtype_and_dims_or_its_diagnostic(expr, want):
     source = Source("t.shard", f"C = {expr}\n")
     program = parse(source, Diagnostics())
-    env = Env(mesh={"X": 2}, mesh_declared=True, dims={"I": 8, "J": 8, "K": 8},
-              arrays={"A": ("bf16", ("I", "J")), "B": ("f32", ("J", "K")),
-                      "S": ("bf16", ("I", "J"))})
+    env = Env(
+        mesh={"X": 2},
+        mesh_declared=True,
+        dims={"I": 8, "J": 8, "K": 8},
+        arrays={"A": ("bf16", ("I", "J")), "B": ("f32", ("J", "K")), "S": ("bf16", ("I", "J"))},
+    )
     ctx = Context(source)
     got = check_expr(program.statements[0].expr, env, ctx)
     if isinstance(want, tuple):

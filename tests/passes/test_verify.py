@@ -42,15 +42,14 @@ def test_a_reused_reshard_is_read_from_the_op_that_made_it():
     assert alltoall.out.id == "B"
     assert isinstance(add, Elementwise)
     b, a = add.args
-    assert (b.id, a.id) == ("B", "B")   # both read B's blocks,
-    assert (b.array, a.array) == ("B", "A")   # the second still shown as A
+    assert (b.id, a.id) == ("B", "B")  # both read B's blocks,
+    assert (b.array, a.array) == ("B", "A")  # the second still shown as A
     assert a.layout == alltoall.out.layout
     assert "B[I, J_X] + A[I, J_X] -> C[I, J_X]" in shardc.compile(REUSE).to_text()
     assert_simulates(REUSE, {}, seed=0)
 
 
-@pytest.mark.parametrize("use", ["C = B + A[I_Y, J_X]", "C = exp(A[I_Y, J_X]) * B",
-                                 "C = B - A"])
+@pytest.mark.parametrize("use", ["C = B + A[I_Y, J_X]", "C = exp(A[I_Y, J_X]) * B", "C = B - A"])
 def test_a_reshard_of_several_steps_reused(use):
     # A[I_X, J] -> A[I, J_X] -> B[I_Y, J_X], an AllToAll then a slice: line 5 reads B's value.
     text = f"mesh X=2, Y=2\ndim I=8, J=8\nA: f32[I_X, J]\nB[I_Y, J_X] = A\n{use}\n"
@@ -65,15 +64,20 @@ def test_the_bug_it_fixes_is_an_internal_error(monkeypatch):
     """The lowering as it was names a value no op makes: the pass raises, it reports nothing."""
     monkeypatch.setattr(LoweringState, "name_last", _old_name_last)
     ctx = Context(Source("reuse.shard", REUSE))
-    with pytest.raises(IRError, match=r"op 2 \(line 5, .*reads A\[I, J_X\] as value 'A\.1', "
-                                      "which no earlier op makes"):
+    with pytest.raises(
+        IRError,
+        match=r"op 2 \(line 5, .*reads A\[I, J_X\] as value 'A\.1', "
+        "which no earlier op makes",
+    ):
         run_passes(ctx)
     assert not ctx.diagnostics.has_errors
     # With the check off, the pass hands on the inconsistent program.
-    unchecked = tuple(InsertCollectives(verify=False) if isinstance(p, InsertCollectives) else p
-                      for p in PIPELINE)
-    unit = run_passes(Context(Source("reuse.shard", REUSE)), unchecked,
-                      stop_after="insert-collectives")
+    unchecked = tuple(
+        InsertCollectives(verify=False) if isinstance(p, InsertCollectives) else p for p in PIPELINE
+    )
+    unit = run_passes(
+        Context(Source("reuse.shard", REUSE)), unchecked, stop_after="insert-collectives"
+    )
     assert unit.compiled is not None
     with pytest.raises(IRError):
         verify_ir(unit.compiled)
@@ -92,8 +96,11 @@ XY = {"X": 2, "Y": 2}
 
 def test_a_value_no_op_makes():
     a, b = val("A", "I_X J"), val("B", "I_X J")
-    with pytest.raises(IRError, match=r"op 1 \(line 0, Elementwise -> B\[I_X, J\]\): reads "
-                                      r"A\[I_X, J\] as value 'A1'"):
+    with pytest.raises(
+        IRError,
+        match=r"op 1 \(line 0, Elementwise -> B\[I_X, J\]\): reads "
+        r"A\[I_X, J\] as value 'A1'",
+    ):
         verify_ir(prog(XY, {}, Input(a), Elementwise("exp", b, (val("A1", "I_X J"),))))
 
 
@@ -111,8 +118,11 @@ def test_a_value_made_twice():
 
 def test_a_value_read_in_another_layout():
     a, b = val("A", "I_X J"), val("B", "I J")
-    with pytest.raises(IRError, match=r"reads value 'A' as A\[I, J_X\], but it was made as "
-                                      r"A\[I_X, J\]"):
+    with pytest.raises(
+        IRError,
+        match=r"reads value 'A' as A\[I, J_X\], but it was made as "
+        r"A\[I_X, J\]",
+    ):
         verify_ir(prog(XY, {}, Input(a), Elementwise("exp", b, (val("A", "I J_X"),))))
 
 

@@ -16,8 +16,12 @@ from shardc.driver import decisions
 from tests.paths import ROOT
 
 PROGRAMS = ROOT / "programs"
-CORPUS = {p["id"]: p for p in yaml.safe_load(
-    (ROOT / "tests" / "data" / "book-problems.yaml").read_text(encoding="utf-8"))["problems"]}
+CORPUS = {
+    p["id"]: p
+    for p in yaml.safe_load(
+        (ROOT / "tests" / "data" / "book-problems.yaml").read_text(encoding="utf-8")
+    )["problems"]
+}
 
 
 def expected(pid: str, name: str) -> dict:
@@ -36,12 +40,12 @@ def test_q2_allgather_latency_book_model():
     assert t2 == pytest.approx(46e-6, rel=0.05)
     assert t3 == pytest.approx(11.6e-6, rel=0.05)
     pid = "shard-q2-allgather-allreduce-v4p"
-    for got, name in zip((t1, t2, t3), ("t_allgather_x", "t_allgather_xy", "t_allreduce_z"),
-                         strict=True):
+    for got, name in zip(
+        (t1, t2, t3), ("t_allgather_x", "t_allgather_xy", "t_allreduce_z"), strict=True
+    ):
         e = expected(pid, name)
         assert got == pytest.approx(e["recomputed"], rel=1e-3)
-        assert got == pytest.approx(e["value"], rel=max(CORPUS[pid].get("tolerance", 0.05),
-                                                         0.05))
+        assert got == pytest.approx(e["value"], rel=max(CORPUS[pid].get("tolerance", 0.05), 0.05))
 
 
 def test_q2_exact_model_has_ring_factors():
@@ -70,8 +74,11 @@ def test_popquiz2_no_wraparound_and_small_case_latency():
     e = expected("shard-popquiz2-allgather-time", "a_time_no_wraparound")
     assert t == pytest.approx(e["value"], rel=0.05)
     assert t == pytest.approx(e["recomputed"], rel=1e-3)
-    ring = (PROGRAMS / "popquiz2a-allgather.shard").read_text().replace(
-        "mesh X=8, Y=4", "mesh X=8, Y=4 wrap")
+    ring = (
+        (PROGRAMS / "popquiz2a-allgather.shard")
+        .read_text()
+        .replace("mesh X=8, Y=4", "mesh X=8, Y=4 wrap")
+    )
     (t_ring,) = collective_times(shardc.compile(ring, model="book"))
     e = expected("shard-popquiz2-allgather-time", "a_time_if_bidirectional_ring")
     assert t_ring == pytest.approx(e["recomputed"], rel=1e-3)
@@ -79,7 +86,8 @@ def test_popquiz2_no_wraparound_and_small_case_latency():
     (op,) = [c for c in b.ops if c.kind == "collective"]
     assert b.op_bound(op) == "latency"
     assert b.value(op.time) == pytest.approx(
-        expected("shard-popquiz2-allgather-time", "b_time")["value"], rel=0.05)
+        expected("shard-popquiz2-allgather-time", "b_time")["value"], rel=0.05
+    )
     assert "latency" in b.to_text()
 
 
@@ -139,8 +147,12 @@ def test_two_chip_condition_book_model():
     threshold = 4 * (2 - 1) * r.value(cond.relation.rhs)
     assert threshold == pytest.approx(8755, rel=1e-3)
     assert r.holds(cond.relation) is None
-    assert shardc.compile(PROGRAMS / "two-chip.shard", model="book",
-                       set={"D": 16384, "B": 1024, "F": 4096}).holds(cond.relation) is True
+    assert (
+        shardc.compile(
+            PROGRAMS / "two-chip.shard", model="book", set={"D": 16384, "B": 1024, "F": 4096}
+        ).holds(cond.relation)
+        is True
+    )
 
 
 def test_popquiz_memory():
@@ -165,7 +177,7 @@ def test_popquiz_2d_h100_load_time():
 def test_question1_replication_ratio():
     """The sharding chapter's Question 1: A[I_X, J, K] on {X:4, Y:8, Z:2} takes Y*Z = 16 copies'
     worth."""
-    text = ("mesh X=4, Y=8, Z=2\ndim I=64, J=8, K=8\nA: bf16[I_X, J, K]\n")
+    text = "mesh X=4, Y=8, Z=2\ndim I=64, J=8, K=8\nA: bf16[I_X, J, K]\n"
     r = shardc.compile(text)
     (a,) = r.cost.arrays
     assert r.value(a.bytes_total) / (2 * 64 * 8 * 8) == 16
@@ -187,18 +199,25 @@ def test_transformer_math_q2_flops_per_device():
     2BDF total; per device 2BDF/(X*Y), each Z replica repeating the work. That is the book's
     model; the exact one splits the product over the idle Z as XLA does (A sliced before the
     product, C gathered over Z after), a quarter of the FLOPs and a shorter step."""
-    text = ("mesh X=4, Y=8, Z=4\ndim B=1024, D=4096, F=8192\nA: bf16[B_X, D_Y]\n"
-            "W: bf16[D_Y, F]\nC[B_X, F] = A ·_D W\n")
+    text = (
+        "mesh X=4, Y=8, Z=4\ndim B=1024, D=4096, F=8192\nA: bf16[B_X, D_Y]\n"
+        "W: bf16[D_Y, F]\nC[B_X, F] = A ·_D W\n"
+    )
     book = shardc.compile(text, model="book")
     (e,) = [c for c in book.ops if c.kind == "einsum"]
     assert book.value(e.flops) == 2 * 1024 * 4096 * 8192
     assert book.value(e.flops_per_device) == 2 * 1024 * 4096 * 8192 / 32
     exact = shardc.compile(text, hw="tpu-v5p")
     assert [(c.op, c.axes) for c in exact.ops] == [
-        ("slice", ()), ("einsum", ()), ("AllReduce", ("Y",)), ("AllGather", ("Z",))]
+        ("slice", ()),
+        ("einsum", ()),
+        ("AllReduce", ("Y",)),
+        ("AllGather", ("Z",)),
+    ]
     assert exact.value("flops_per_device") == 2 * 1024 * 4096 * 8192 / 128
-    assert exact.value("t_step_max_s") < shardc.compile(text, hw="tpu-v5p", model="book"
-                                                        ).value("t_step_max_s")
+    assert exact.value("t_step_max_s") < shardc.compile(text, hw="tpu-v5p", model="book").value(
+        "t_step_max_s"
+    )
 
 
 def test_dcn_pure_data_parallelism_across_pods():
@@ -208,8 +227,11 @@ def test_dcn_pure_data_parallelism_across_pods():
     cond = next(c for c in r.conditions if c.name == "compute-vs-dcn")
     assert str(cond.relation) == "B/P > C/W_dcn"
     threshold = r.value(cond.relation.rhs)
-    e = next(x for x in CORPUS["train-pods-dcn-data-parallel-000"]["expected"]
-             if x["name"] == "min_batch_per_pod")
+    e = next(
+        x
+        for x in CORPUS["train-pods-dcn-data-parallel-000"]["expected"]
+        if x["name"] == "min_batch_per_pod"
+    )
     assert threshold == pytest.approx(e["recomputed"], rel=1e-3)
     assert threshold == pytest.approx(e["value"], rel=0.05)
     assert "t_comms_dcn_s" in r.totals and "t_comms_ici_s" in r.totals

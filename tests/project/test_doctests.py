@@ -34,6 +34,10 @@ def test_docstring_examples(name: str) -> None:
         if (exc.name or "").split(".")[0] in OPTIONAL:
             pytest.skip(f"{name} needs the optional {exc.name}")
         raise
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
-                             verbose=False, report=True)
+    result = doctest.testmod(
+        module,
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+        verbose=False,
+        report=True,
+    )
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"

@@ -43,30 +43,71 @@ def test_json_schema(path: Path, capsys, in_repo_root) -> None:
     d = json.loads(_run(capsys, ["compile", rel, "--format", "json"]))
     assert d["schema"] == "shardc.report/1"
     assert d["model"] in ("exact", "book")
-    assert set(d) >= {"program", "hardware", "model", "mesh", "arrays", "ops", "totals",
-                      "conditions"}
+    assert set(d) >= {
+        "program",
+        "hardware",
+        "model",
+        "mesh",
+        "arrays",
+        "ops",
+        "totals",
+        "conditions",
+    }
 
     def is_q(q) -> bool:
         return set(q) == {"expr", "latex", "value"} and (
-            q["value"] is None or isinstance(q["value"], float))
+            q["value"] is None or isinstance(q["value"], float)
+        )
 
     for a in d["arrays"]:
         assert set(a) >= {"name", "dtype", "layout", "bytes_per_device", "bytes_total"}
         assert is_q(a["bytes_per_device"]) and is_q(a["bytes_total"])
     for op in d["ops"]:
         assert op["kind"] in ("einsum", "collective", "elementwise")
-        assert set(op) >= {"id", "line", "kind", "op", "axes", "array", "from", "to", "reason",
-                           "flops", "flops_per_device", "hbm_bytes", "bytes", "time_s",
-                           "t_math_s", "t_hbm_s"}
-        for k in ("flops", "flops_per_device", "hbm_bytes", "bytes", "time_s", "t_math_s",
-                  "t_hbm_s"):
+        assert set(op) >= {
+            "id",
+            "line",
+            "kind",
+            "op",
+            "axes",
+            "array",
+            "from",
+            "to",
+            "reason",
+            "flops",
+            "flops_per_device",
+            "hbm_bytes",
+            "bytes",
+            "time_s",
+            "t_math_s",
+            "t_hbm_s",
+        }
+        for k in (
+            "flops",
+            "flops_per_device",
+            "hbm_bytes",
+            "bytes",
+            "time_s",
+            "t_math_s",
+            "t_hbm_s",
+        ):
             assert is_q(op[k])
         if op["kind"] == "collective":
             assert op["op"] in ("AllGather", "ReduceScatter", "AllReduce", "AllToAll") or (
-                op["op"].startswith("Send_{"))  # a Send prints its entries: Send_{X: 0->3}
+                op["op"].startswith("Send_{")
+            )  # a Send prints its entries: Send_{X: 0->3}
             assert op["reason"]
-    for k in ("flops", "flops_per_device", "hbm_bytes", "comm_bytes", "t_math_s", "t_hbm_s",
-              "t_comms_s", "t_lower_s", "t_upper_s"):
+    for k in (
+        "flops",
+        "flops_per_device",
+        "hbm_bytes",
+        "comm_bytes",
+        "t_math_s",
+        "t_hbm_s",
+        "t_comms_s",
+        "t_lower_s",
+        "t_upper_s",
+    ):
         assert is_q(d["totals"][k])
     assert d["totals"]["bound"] in ("compute", "hbm", "comms", None)
     for c in d["conditions"]:

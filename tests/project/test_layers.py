@@ -19,8 +19,12 @@ import pytest
 
 from tests.paths import ROOT
 
-PACKAGE_DIRS = {"dsl": "shardc", "passes": "shardc.passes", "hardware": "shardc.hardware",
-                "grammar": "shardc.grammar"}
+PACKAGE_DIRS = {
+    "dsl": "shardc",
+    "passes": "shardc.passes",
+    "hardware": "shardc.hardware",
+    "grammar": "shardc.grammar",
+}
 LAYERS = (
     ("hardware", ("shardc.hardware",)),
     ("language", ("shardc.grammar", "shardc.lang")),
@@ -86,7 +90,8 @@ NAMES = {m for m, _ in MODULES}
 def _type_checking(test: ast.expr) -> bool:
     """`if TYPE_CHECKING:` or `if typing.TYPE_CHECKING:`."""
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _import_nodes(tree: ast.AST, type_checking: bool) -> list[ast.Import | ast.ImportFrom]:
@@ -114,8 +119,9 @@ def _known(target: str) -> str | None:
     return None
 
 
-def runtime_imports(path: Path, module: str, type_checking: bool = False
-                    ) -> list[tuple[int, str, tuple[str, ...]]]:
+def runtime_imports(
+    path: Path, module: str, type_checking: bool = False
+) -> list[tuple[int, str, tuple[str, ...]]]:
     """(line, package module, names imported from it) for each import that runs (with
     `type_checking`, also those only a type checker reads), resolved as
     Python does: `from shardc.tools.plan import render` imports the module `render`, while
@@ -127,9 +133,11 @@ def runtime_imports(path: Path, module: str, type_checking: bool = False
     tree = ast.parse(text)
     out = []
     if "import_module" in text:  # `importlib.import_module(name)` over a table of module names
-        out.extend((node.lineno, node.value, ()) for node in ast.walk(tree)
-                   if isinstance(node, ast.Constant) and node.value in NAMES
-                   and "." in node.value)
+        out.extend(
+            (node.lineno, node.value, ())
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in NAMES and "." in node.value
+        )
     for node in _import_nodes(tree, type_checking):
         if isinstance(node, ast.Import):
             out.extend((node.lineno, t, ()) for a in node.names if (t := _known(a.name)))
@@ -171,17 +179,23 @@ KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset()
 
 def test_runtime_imports_counts_local_imports_not_type_checking(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
-    path.write_text("from typing import TYPE_CHECKING\n"
-                    "from shardc.tools.plan import render, plan\n"
-                    "if TYPE_CHECKING:\n"
-                    "    from shardc.driver.report import Report\n"
-                    "def f():\n"
-                    "    from shardc.tools.sweep import _sizes\n", encoding="utf-8")
+    path.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from shardc.tools.plan import render, plan\n"
+        "if TYPE_CHECKING:\n"
+        "    from shardc.driver.report import Report\n"
+        "def f():\n"
+        "    from shardc.tools.sweep import _sizes\n",
+        encoding="utf-8",
+    )
     assert runtime_imports(path, "shardc.tools.m") == [
-        (2, "shardc.tools.plan.render", ()), (2, "shardc.tools.plan", ("plan",)),
-        (6, "shardc.tools.sweep", ("_sizes",))]
+        (2, "shardc.tools.plan.render", ()),
+        (2, "shardc.tools.plan", ("plan",)),
+        (6, "shardc.tools.sweep", ("_sizes",)),
+    ]
     assert (4, "shardc.driver.report", ("Report",)) in runtime_imports(
-        path, "shardc.tools.m", type_checking=True)
+        path, "shardc.tools.m", type_checking=True
+    )
 
 
 def test_no_import_cycles() -> None:
@@ -192,8 +206,10 @@ def test_no_import_cycles() -> None:
             continue
         sub = g.subgraph(scc)
         loop = nx.find_cycle(sub)
-        edges = "\n".join(f"  {a} imports {b} ({g.nodes[a]['path'].relative_to(ROOT)}:"
-                          f"{g.edges[a, b]['line']})" for a, b in loop)
+        edges = "\n".join(
+            f"  {a} imports {b} ({g.nodes[a]['path'].relative_to(ROOT)}:{g.edges[a, b]['line']})"
+            for a, b in loop
+        )
         cycles.append(f"{len(scc)} modules import each other: {sorted(scc)}; one loop:\n{edges}")
     assert not cycles, "\n".join(cycles)
 
@@ -210,11 +226,15 @@ def test_no_private_names_imported() -> None:
     for name, path in MODULES:
         for line, target, names in runtime_imports(path, name, type_checking=True):
             for n in names:
-                if n.startswith("_") and not n.startswith("__") \
-                        and (name, target, n) not in KNOWN_PRIVATE:
+                if (
+                    n.startswith("_")
+                    and not n.startswith("__")
+                    and (name, target, n) not in KNOWN_PRIVATE
+                ):
                     found.append(f"{path.relative_to(ROOT)}:{line}: imports {n} from {target}")
-    assert not found, "a private name belongs to its module; make it public or move it:\n" \
-        + "\n".join(found)
+    assert not found, (
+        "a private name belongs to its module; make it public or move it:\n" + "\n".join(found)
+    )
 
 
 def test_every_module_has_a_layer() -> None:
@@ -234,21 +254,26 @@ def test_imports_go_down(name: str, path: Path) -> None:
             continue
         theirs = layer_of(target)
         if theirs > mine:
-            upward.append(f"line {line}: {target} ({LAYERS[theirs][0]}) is above "
-                          f"{LAYERS[mine][0]}")
+            upward.append(f"line {line}: {target} ({LAYERS[theirs][0]}) is above {LAYERS[mine][0]}")
     assert not upward, f"{path.relative_to(ROOT)}:\n" + "\n".join(upward)
 
 
-@pytest.mark.parametrize("name,path", [(m, p) for m, p in MODULES
-                                       if layer_of(m) == 0], ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    "name,path", [(m, p) for m, p in MODULES if layer_of(m) == 0], ids=lambda x: str(x)
+)
 def test_hardware_is_stdlib_only(name: str, path: Path) -> None:
-    outside = [t for _, t in imports(path, name)
-               if t.split(".")[0] not in STDLIB and not t.startswith("shardc.hardware")]
+    outside = [
+        t
+        for _, t in imports(path, name)
+        if t.split(".")[0] not in STDLIB and not t.startswith("shardc.hardware")
+    ]
     assert not outside, f"{name} imports {outside}"
 
 
-@pytest.mark.parametrize("name,path", [(m, p) for m, p in MODULES
-                                       if layer_of(m) == 1], ids=lambda x: str(x))
+@pytest.mark.parametrize(
+    "name,path", [(m, p) for m, p in MODULES if layer_of(m) == 1], ids=lambda x: str(x)
+)
 def test_the_language_has_no_sympy(name: str, path: Path) -> None:
     assert not [t for _, t in imports(path, name) if t.split(".")[0] == "sympy"], (
-        f"{name} imports SymPy; costs belong to the passes")
+        f"{name} imports SymPy; costs belong to the passes"
+    )

@@ -36,7 +36,8 @@ def test_t_lower_is_at_or_below_the_fastest_run(row: dict) -> None:
     t_lower = _lower(row)
     assert t_lower <= row["min_s"], (
         f"{row['case']}: T_lower {t_lower * 1e6:.1f} us beats the fastest measured run "
-        f"{row['min_s'] * 1e6:.1f} us")
+        f"{row['min_s'] * 1e6:.1f} us"
+    )
 
 
 def test_the_fused_silu_product_is_three_array_passes() -> None:

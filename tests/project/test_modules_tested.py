@@ -20,9 +20,9 @@ with a test that imports it, and a module that gains one leaves the list (the te
 
 NOT_IMPORTED = {
     "shardc.__main__": "runs the command line on import; tests/driver/test_regions.py runs it "
-                       "as `python -m shardc`",
+    "as `python -m shardc`",
     "shardc.tools.lsp.server": "serves stdio; tests/tools/test_lsp.py drives `shardc lsp` in a "
-                               "child process as an editor does",
+    "child process as an editor does",
 }
 """Modules a test reaches without importing them, and how."""
 
@@ -66,8 +66,14 @@ IMPORTED = imported_by_tests()
 
 
 def test_the_walk_finds_the_package():
-    assert {"shardc", "shardc.lang.parser", "shardc.passes.ir", "shardc.hardware.chip",
-            "shardc.cli.app", "shardc.tools.plan"} <= set(MODULES)
+    assert {
+        "shardc",
+        "shardc.lang.parser",
+        "shardc.passes.ir",
+        "shardc.hardware.chip",
+        "shardc.cli.app",
+        "shardc.tools.plan",
+    } <= set(MODULES)
     assert not any(m.startswith(("shardc.passes.passes", "shardc.dsl")) for m in MODULES)
     assert "tests/lang/test_parser.py" in IMPORTED["shardc.lang.parser"]
     assert "shardc.lang" in IMPORTED  # through `shardc.lang.parser`
@@ -75,9 +81,11 @@ def test_the_walk_finds_the_package():
 
 def test_every_module_is_imported_by_a_test():
     missing = sorted(set(MODULES) - set(IMPORTED) - set(UNTESTED) - set(NOT_IMPORTED))
-    assert not missing, ("no test imports these modules; test each where its layer's tests "
-                         "live (tests/mirror.py):\n" + "\n".join(
-                             f"  {m} ({MODULES[m].relative_to(ROOT)})" for m in missing))
+    assert not missing, (
+        "no test imports these modules; test each where its layer's tests "
+        "live (tests/mirror.py):\n"
+        + "\n".join(f"  {m} ({MODULES[m].relative_to(ROOT)})" for m in missing)
+    )
 
 
 def test_the_untested_list_only_shrinks():

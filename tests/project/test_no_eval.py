@@ -13,8 +13,16 @@ import pytest
 from tests.paths import ROOT
 
 PACKAGES = ("dsl", "passes", "hardware", "grammar")
-FORBIDDEN_CALLS = {"eval", "exec", "compile", "sympify", "parse_expr", "__import__",
-                   "parse_latex", "lambda_notation"}
+FORBIDDEN_CALLS = {
+    "eval",
+    "exec",
+    "compile",
+    "sympify",
+    "parse_expr",
+    "__import__",
+    "parse_latex",
+    "lambda_notation",
+}
 """Calls that evaluate text (`compile` the builtin: `re.compile` is an attribute call on re)."""
 ALLOW = "# generated-code:"
 PAYLOAD = "B.subs.__globals__['__builtins__']['__import__']('os').system('touch pwned')"
@@ -68,8 +76,12 @@ def offences(path: Path) -> list[str]:
         name = aliases.get(name, name) if name else None
         if name in FORBIDDEN_CALLS:
             out.append(f"{rel}:{node.lineno}: calls {name}")
-        elif name == "S" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
-                node.args[0].value, str):
+        elif (
+            name == "S"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             out.append(f"{rel}:{node.lineno}: calls S with a string")
     return out
 
@@ -93,12 +105,18 @@ def test_the_grep_agrees():
 
 def test_the_checker_finds_what_it_forbids(tmp_path):
     bad = tmp_path / "probe.py"
-    bad.write_text("import sympy as sp\nfrom sympy.parsing.sympy_parser import parse_expr as p\n"
-                   "x = sp.sympify('1')\ny = p('2')\nz = eval('3')\n"
-                   "w = exec('4')  # generated-code: a test of the allowlist\n")
+    bad.write_text(
+        "import sympy as sp\nfrom sympy.parsing.sympy_parser import parse_expr as p\n"
+        "x = sp.sympify('1')\ny = p('2')\nz = eval('3')\n"
+        "w = exec('4')  # generated-code: a test of the allowlist\n"
+    )
     found = offences(bad)
     assert [f.split(": ", 1)[1] for f in found] == [
-        "imports sympy.parsing.sympy_parser", "calls sympify", "calls parse_expr", "calls eval"]
+        "imports sympy.parsing.sympy_parser",
+        "calls sympify",
+        "calls parse_expr",
+        "calls eval",
+    ]
 
 
 MLP = """\
@@ -114,11 +132,14 @@ backward
 """
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["derive", "p.shard", "--solve-for", PAYLOAD], "--solve-for"),
-    (["sweep", "p.shard", "--set", "B=1e3:1e6:log4", "--y", PAYLOAD], "--y"),
-    (["derive", "p.shard", "--optimize", "X", "--with", "X", "--devices", PAYLOAD], "--with"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["derive", "p.shard", "--solve-for", PAYLOAD], "--solve-for"),
+        (["sweep", "p.shard", "--set", "B=1e3:1e6:log4", "--y", PAYLOAD], "--y"),
+        (["derive", "p.shard", "--optimize", "X", "--with", "X", "--devices", PAYLOAD], "--with"),
+    ],
+)
 def test_the_payloads_run_nothing(tmp_path, monkeypatch, capsys, argv, flag):
     from shardc.cli.app import main
 

@@ -24,6 +24,7 @@ CASE3 = ROOT / "programs" / "case3.shard"
 
 # ---- the decisions ---------------------------------------------------------------------------
 
+
 def test_decisions_are_the_records_with_their_cases():
     r = shardc.compile(CASE3)
     ds = r.decisions
@@ -43,12 +44,16 @@ def test_decisions_html_shows_case_chosen_plan_runner_up_and_costs():
     # line 10: the chosen AllReduce, the runner-up gathering both operands, each with its cost
     assert "<td>local einsum, AllReduce_X(C)<br>[1.67 ms comms + compute]<br>comms " in h
     assert "<td>AllGather_X(A), AllGather_X(B), local einsum<br>[8.02 ms comms + compute]" in h
-    assert ("\\(\\frac{8 I K \\left(X - 1\\right)}{W_{\\mathrm{ici}} X} + 2 t_{\\mathrm{hop}} "
-            "\\left(X - 1\\right)\\)") in h
+    assert (
+        "\\(\\frac{8 I K \\left(X - 1\\right)}{W_{\\mathrm{ici}} X} + 2 t_{\\mathrm{hop}} "
+        "\\left(X - 1\\right)\\)"
+    ) in h
     assert "never at these sizes: 4.81&times; the chosen plan's cost" in h
     # line 11 had three plans: the third is collapsed
-    assert "<details><summary>1 more</summary>AllGather_X(A), AllGather_X(B), local einsum, " \
-           "slice C2 over X" in h
+    assert (
+        "<details><summary>1 more</summary>AllGather_X(A), AllGather_X(B), local einsum, "
+        "slice C2 over X" in h
+    )
 
 
 def test_decisions_html_gives_the_condition_in_latex_where_sizes_are_symbolic():
@@ -65,6 +70,7 @@ def test_decisions_html_escapes_names():
 
 
 # ---- a plan ----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def small_plan():
@@ -85,11 +91,15 @@ def test_plan_repr_is_one_short_line(small_plan):
 
 def test_plan_html_ranks_the_candidates_and_collapses_the_explanation(small_plan):
     h = small_plan._repr_html_()
-    assert ("<tr><th>rank</th><th>strategy</th><th>mesh</th><th>step time</th><th>bound</th>"
-            "<th>memory/device</th><th>fits</th><th>MFU</th><th>HFU</th></tr>") in h
-    assert ("<tr><td>1</td><td>fsdp (X=16)</td><td><code>X1=2 @ici(x), X2=2 @ici(y), "
-            "X3=4 @ici(z)</code></td><td>0.930 s</td><td>compute</td><td>90.4 GB</td>"
-            "<td>yes</td><td>84%</td><td>84%</td></tr>") in h
+    assert (
+        "<tr><th>rank</th><th>strategy</th><th>mesh</th><th>step time</th><th>bound</th>"
+        "<th>memory/device</th><th>fits</th><th>MFU</th><th>HFU</th></tr>"
+    ) in h
+    assert (
+        "<tr><td>1</td><td>fsdp (X=16)</td><td><code>X1=2 @ici(x), X2=2 @ici(y), "
+        "X3=4 @ici(z)</code></td><td>0.930 s</td><td>compute</td><td>90.4 GB</td>"
+        "<td>yes</td><td>84%</td><td>84%</td></tr>"
+    ) in h
     assert "<td>-</td><td>dp (X=16)</td>" in h and "<td>285.6 GB</td><td>no</td>" in h
     assert "<td>tp (Y=16)</td><td>not evaluated: the 40 heads" in h
     assert "<details><summary>best: fsdp (X=16), 0.930 s per step" in h
@@ -104,6 +114,7 @@ def test_plan_html_escapes_the_card(small_plan):
 
 # ---- docs/example.ipynb ----------------------------------------------------------------------
 
+
 def execute(nb: Any) -> Any:
     """Run every cell in a fresh `python3` kernel (this interpreter's ipykernel), from docs/, as
     a user opening the notebook would; raises on the first cell that fails."""
@@ -112,8 +123,13 @@ def execute(nb: Any) -> Any:
     with tempfile.TemporaryDirectory() as home, pytest.MonkeyPatch.context() as mp:
         mp.setenv("IPYTHONDIR", home)  # no profile or start-up files of the user's
         mp.setenv("JUPYTER_RUNTIME_DIR", home)  # the connection file, wherever HOME is
-        NotebookClient(nb, kernel_name="python3", timeout=120, record_timing=False,
-                       resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+        NotebookClient(
+            nb,
+            kernel_name="python3",
+            timeout=120,
+            record_timing=False,
+            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        ).execute()
     return nb
 
 
@@ -158,11 +174,14 @@ def test_the_example_notebook_runs_and_shows_the_report_as_html(notebooks):
 
 def test_the_stored_outputs_are_a_fresh_runs(notebooks):
     stored, fresh = notebooks
-    assert all(cell.outputs for cell in stored.cells if cell.cell_type == "code"), \
+    assert all(cell.outputs for cell in stored.cells if cell.cell_type == "code"), (
         "docs/example.ipynb is stored without outputs: run `python -m tests.project.test_notebook`"
+    )
     for k, (old, new) in enumerate(zip(shown(stored), shown(fresh), strict=True)):
-        assert old == new, (f"code cell {k} of docs/example.ipynb shows something else now; "
-                            "store the new outputs with `python -m tests.project.test_notebook`")
+        assert old == new, (
+            f"code cell {k} of docs/example.ipynb shows something else now; "
+            "store the new outputs with `python -m tests.project.test_notebook`"
+        )
 
 
 def write() -> None:
@@ -173,8 +192,9 @@ def write() -> None:
     nb = execute(nbformat.read(NOTEBOOK, as_version=4))
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs
-                            if not (o.output_type == "stream" and o.name == "stderr")]
+            cell.outputs = [
+                o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")
+            ]
     nb.metadata.get("language_info", {}).pop("version", None)
     nbformat.write(nb, NOTEBOOK)
 

@@ -48,22 +48,59 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str],
     names in its site-packages before and after."""
     tmp = tmp_path_factory.mktemp("wheel")
     # Build from a copy: setuptools leaves a build/ folder in the tree it builds.
-    shutil.copytree(ROOT, tmp / "src", ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".ci-venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis",
-        ".pytest_cache", ".ruff_cache", "tests", "benchmarks", "docs"))
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-                            str(tmp / "dist"), str(tmp / "src")], capture_output=True, text=True)
+    shutil.copytree(
+        ROOT,
+        tmp / "src",
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            ".ci-venv",
+            "build",
+            "dist",
+            "*.egg-info",
+            "__pycache__",
+            ".hypothesis",
+            ".pytest_cache",
+            ".ruff_cache",
+            "tests",
+            "benchmarks",
+            "docs",
+        ),
+    )
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp / "dist"),
+            str(tmp / "src"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = (tmp / "dist").glob("shardc-*.whl")
     env_dir = tmp / "venv"
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
-    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                                "['purelib'])"], capture_output=True, text=True,
-                               check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     before = {p.name for p in site.iterdir()}
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     after = {p.name for p in site.iterdir()}
     # Dependencies (sympy, lark, numpy, networkx) from the environment running the tests.
     (site / "zz_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -77,29 +114,55 @@ def test_the_wheel_adds_only_shardc(installed: tuple[Path, set[str], set[str]]) 
     assert len([n for n in added if n.endswith(".dist-info")]) == 1, added
 
 
-def test_works_beside_colliding_folders(installed: tuple[Path, set[str], set[str]],
-                                        tmp_path: Path) -> None:
+def test_works_beside_colliding_folders(
+    installed: tuple[Path, set[str], set[str]], tmp_path: Path
+) -> None:
     env_dir, _, _ = installed
     for name in ("hardware", "passes", "grammar", "dsl", "lang", "tools"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(
-            f"raise ImportError('the working folder\\'s own {name} package was imported')\n")
+            f"raise ImportError('the working folder\\'s own {name} package was imported')\n"
+        )
     (tmp_path / "p.shard").write_text(PROGRAM, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     api = subprocess.run(
-        [str(env_dir / "bin" / "python"), "-c",
-         "import shardc; r = shardc.compile(open('p.shard').read(), hw='tpu-v5e'); "
-         "print([c.op for c in r.ops]); import shardc.hardware as h; print(h.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True, env=env)
+        [
+            str(env_dir / "bin" / "python"),
+            "-c",
+            "import shardc; r = shardc.compile(open('p.shard').read(), hw='tpu-v5e'); "
+            "print([c.op for c in r.ops]); import shardc.hardware as h; print(h.__file__)",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert api.returncode == 0, api.stderr[-2000:]
     assert "['AllGather', 'AllGather', 'einsum']" in api.stdout
     assert str(env_dir) in api.stdout
-    cli = subprocess.run([str(env_dir / "bin" / "shardc"), "compile", "p.shard", "--hw",
-                          "tpu-v5e", "--format", "json"], cwd=tmp_path, capture_output=True,
-                         text=True, env=env)
+    cli = subprocess.run(
+        [
+            str(env_dir / "bin" / "shardc"),
+            "compile",
+            "p.shard",
+            "--hw",
+            "tpu-v5e",
+            "--format",
+            "json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert '"schema": "shardc.report/1"' in cli.stdout
     for args in (["hw", "list"], ["model", "list"], ["limits", "--help"]):
-        run = subprocess.run([str(env_dir / "bin" / "shardc"), *args], cwd=tmp_path,
-                             capture_output=True, text=True, env=env)
+        run = subprocess.run(
+            [str(env_dir / "bin" / "shardc"), *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert run.returncode == 0, (args, run.stderr[-1000:])

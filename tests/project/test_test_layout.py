@@ -31,13 +31,15 @@ def test_the_table_names_only_test_files_that_exist():
 def test_no_text_names_an_old_test_path():
     stale = stale_references(placed())
     assert not stale, "run `python -m tests.mirror` to update:\n" + "\n".join(
-        f"{p.relative_to(ROOT)}: {n}" for p, n in stale.items())
+        f"{p.relative_to(ROOT)}: {n}" for p, n in stale.items()
+    )
 
 
 def test_no_test_file_finds_the_repository_from_its_own_place():
     rooted = [str(p.relative_to(ROOT)) for p in own_roots()]
-    assert not rooted, "use tests.paths.ROOT (`python -m tests.mirror` rewrites them): " + \
-        ", ".join(rooted)
+    assert not rooted, (
+        "use tests.paths.ROOT (`python -m tests.mirror` rewrites them): " + ", ".join(rooted)
+    )
 
 
 def test_the_mirror_examples():

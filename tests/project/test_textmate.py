@@ -13,9 +13,13 @@ import pytest
 from tests.paths import ROOT
 
 GRAMMAR = json.loads((ROOT / "grammar" / "shard.tmLanguage.json").read_text(encoding="utf-8"))
-PATTERNS = [(GRAMMAR["repository"][p["include"][1:]]["name"],
-             re.compile(GRAMMAR["repository"][p["include"][1:]]["match"], re.M))
-            for p in GRAMMAR["patterns"]]
+PATTERNS = [
+    (
+        GRAMMAR["repository"][p["include"][1:]]["name"],
+        re.compile(GRAMMAR["repository"][p["include"][1:]]["match"], re.M),
+    )
+    for p in GRAMMAR["patterns"]
+]
 
 
 def scopes(line: str) -> list[tuple[str, str]]:
@@ -40,8 +44,9 @@ def scopes(line: str) -> list[tuple[str, str]]:
     return out
 
 
-PROGRAMS = sorted((ROOT / "programs").glob("*.shard")) + sorted((ROOT / "tests" / "book").rglob(
-    "*.shard"))
+PROGRAMS = sorted((ROOT / "programs").glob("*.shard")) + sorted(
+    (ROOT / "tests" / "book").rglob("*.shard")
+)
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)

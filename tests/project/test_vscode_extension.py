@@ -55,8 +55,11 @@ def test_the_packaged_extension_ships_the_grammar():
         pytest.skip("editors/vscode/shardc.vsix is built by `npm run package` (.ci/run does)")
     with zipfile.ZipFile(vsix) as z:
         names = set(z.namelist())
-        assert {"extension/package.json", "extension/extension.js",
-                "extension/language-configuration.json"} <= names
+        assert {
+            "extension/package.json",
+            "extension/extension.js",
+            "extension/language-configuration.json",
+        } <= names
         assert any(n.startswith("extension/node_modules/vscode-languageclient/") for n in names)
         assert z.read("extension/syntaxes/shard.tmLanguage.json") == GRAMMAR.read_bytes()
         assert json.loads(z.read("extension/package.json"))["version"] == manifest()["version"]

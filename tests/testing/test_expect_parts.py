@@ -23,13 +23,19 @@ from tests.paths import ROOT
 B, X = sp.symbols("B X", positive=True, integer=True)
 
 
-@pytest.mark.parametrize(("op", "a", "b", "want"), [
-    (">", B + X, B, True), (">=", B * X + 1, 1, True),
-    (">", B * X, B, None),            # X = 1 makes them equal: not shown, so undecided
-    ("==", B * (X + 1), B * X + B, True),
-    ("<=", B, B, True), ("<", B, B, False),
-    ("!=", B + 1, B, True), ("==", B, X, None),
-])
+@pytest.mark.parametrize(
+    ("op", "a", "b", "want"),
+    [
+        (">", B + X, B, True),
+        (">=", B * X + 1, 1, True),
+        (">", B * X, B, None),  # X = 1 makes them equal: not shown, so undecided
+        ("==", B * (X + 1), B * X + B, True),
+        ("<=", B, B, True),
+        ("<", B, B, False),
+        ("!=", B + 1, B, True),
+        ("==", B, X, None),
+    ],
+)
 def test_decided_for_every_positive_size(op, a, b, want):
     assert expect_proofs.decided(op, a, b) == want
 
@@ -62,8 +68,11 @@ def test_comparisons_at_a_point_allow_rounding():
 
 
 @settings(max_examples=10, suppress_health_check=[HealthCheck.too_slow])
-@given(generate.programs(kinds=("contraction", "elementwise"), max_devices=8, max_axes=2,
-                         max_statements=2))
+@given(
+    generate.programs(
+        kinds=("contraction", "elementwise"), max_devices=8, max_axes=2, max_statements=2
+    )
+)
 def test_drawn_programs_compile_within_their_bounds(text):
     mesh = next(line for line in text.splitlines() if line.startswith("mesh "))
     sizes = [int(axis.split("=")[1]) for axis in mesh.removeprefix("mesh ").split(",")]
@@ -72,10 +81,13 @@ def test_drawn_programs_compile_within_their_bounds(text):
 
 
 def test_loading_the_plugin_imports_nothing_of_the_compiler():
-    code = ("import sys, shardc.testing.pytest_plugin\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('shardc.driver', "
-            "'shardc.passes', 'shardc.lang', 'sympy', 'lark'))))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, shardc.testing.pytest_plugin\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('shardc.driver', "
+        "'shardc.passes', 'shardc.lang', 'sympy', 'lark'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
     assert callable(pytest_plugin.pytest_collect_file)

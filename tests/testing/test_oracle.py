@@ -24,8 +24,10 @@ from shardc.testing.oracle import (
 EXAMPLES = int(os.environ.get("SHARDC_ORACLE_EXAMPLES", "200"))
 HANDS = int(os.environ.get("SHARDC_ORACLE_HANDS", "2"))
 
-ISSUE = ("mesh X=4, Y=2\ndim I=1024, J=512, K=2048\nhardware tpu-v5e\n"
-         "A: f32[I_X, J]\nB: f32[J, K_X]\nC[I_X, K] = A ·_J B\n")
+ISSUE = (
+    "mesh X=4, Y=2\ndim I=1024, J=512, K=2048\nhardware tpu-v5e\n"
+    "A: f32[I_X, J]\nB: f32[J, K_X]\nC[I_X, K] = A ·_J B\n"
+)
 
 
 def test_the_issues_program_costs_what_the_hand_plan_does():
@@ -33,8 +35,9 @@ def test_the_issues_program_costs_what_the_hand_plan_does():
     compiler's plan was 69.1 us), and the hand plan of the issue is not cheaper."""
     r = shardc.compile(ISSUE)
     assert r.value("t_lower_s") <= 44.8e-6 * (1 + 1e-3)
-    hand = ISSUE.replace("C[I_X, K] = A ·_J B",
-                         "B2[J, K_XY] = B\nB3 = AllGather_XY(B2)\nC[I_X, K] = A ·_J B3")
+    hand = ISSUE.replace(
+        "C[I_X, K] = A ·_J B", "B2[J, K_XY] = B\nB3 = AllGather_XY(B2)\nC[I_X, K] = A ·_J B3"
+    )
     assert shardc.compile(hand).value("t_lower_s") == pytest.approx(r.value("t_lower_s"))
     assert cheaper_plans(ISSUE, hands=[hand]) == []
 
@@ -43,17 +46,26 @@ def test_no_sampled_hand_plan_beats_the_issues_program():
     assert cheaper_plans(ISSUE, sample=40, seed=31) == []
 
 
-@pytest.mark.parametrize("program, hand, most", [
-    # A ranking that ignored the local product's HBM time: slice B, leave the product's
-    # partial sums unreduced and ReduceScatter them over I.
-    ("mesh X=8\ndim I=256, J=8192, K=8192\nhardware h100\nA: bf16[I, J_X]\nB: bf16[J, K]\n"
-     "C[I_X, K] = A ·_J B\n",
-     "B1[J_X, K] = B\nC1[I, K]{U_X} = A ·_J B1\nC = ReduceScatter_{X,I}(C1)\n", 15.2e-6),
-    # An AllToAll strategy: AllToAll_{X,I}(A), the local product, an AllToAll of the result.
-    ("mesh X=8\ndim I=4096, J=4096, K=4096\nhardware h100\nA: f32[I, J_X]\nB: f32[J, K]\n"
-     "C[I, K_X] = A ·_J B\n",
-     "A1 = AllToAll_{X,I}(A)\nC1[I_X, K] = A1 ·_J B\nC = AllToAll_{X,K}(C1)\n", 46.6e-6),
-])
+@pytest.mark.parametrize(
+    "program, hand, most",
+    [
+        # A ranking that ignored the local product's HBM time: slice B, leave the product's
+        # partial sums unreduced and ReduceScatter them over I.
+        (
+            "mesh X=8\ndim I=256, J=8192, K=8192\nhardware h100\nA: bf16[I, J_X]\nB: bf16[J, K]\n"
+            "C[I_X, K] = A ·_J B\n",
+            "B1[J_X, K] = B\nC1[I, K]{U_X} = A ·_J B1\nC = ReduceScatter_{X,I}(C1)\n",
+            15.2e-6,
+        ),
+        # An AllToAll strategy: AllToAll_{X,I}(A), the local product, an AllToAll of the result.
+        (
+            "mesh X=8\ndim I=4096, J=4096, K=4096\nhardware h100\nA: f32[I, J_X]\nB: f32[J, K]\n"
+            "C[I, K_X] = A ·_J B\n",
+            "A1 = AllToAll_{X,I}(A)\nC1[I_X, K] = A1 ·_J B\nC = AllToAll_{X,K}(C1)\n",
+            46.6e-6,
+        ),
+    ],
+)
 def test_the_issues_classes_of_misses(program, hand, most):
     r = shardc.compile(program)
     assert r.value("t_lower_s") <= most * (1 + 1e-3)
@@ -62,16 +74,20 @@ def test_the_issues_classes_of_misses(program, hand, most):
     assert cheaper_plans(program, hands=[head + "\n" + hand]) == []
 
 
-LATENCY = Problem("mesh X=2, Y=2\ndim I=4, J=4, K=4\nhardware h100\nA: bf16[I_XY, J]\n"
-                  "B: bf16[J_XY, K]\n", ("X", "Y"), ("I", "J"), ("J", "K"), "J",
-                  {"I": ("X", "Y"), "K": ()})
+LATENCY = Problem(
+    "mesh X=2, Y=2\ndim I=4, J=4, K=4\nhardware h100\nA: bf16[I_XY, J]\nB: bf16[J_XY, K]\n",
+    ("X", "Y"),
+    ("I", "J"),
+    ("J", "K"),
+    "J",
+    {"I": ("X", "Y"), "K": ()},
+)
 
 
 def test_the_latency_bound_miss_the_oracle_found():
     """On NVLink a ring over 4 GPUs pays 3 latency steps, rings over Y then X pay 2 for the
     same bytes: AllGather_Y(B) then AllGather_X (2.0 us) is found, not AllGather_XY (3.0)."""
-    hand = ("B0[J_XY, K] = B\nB0gJ1[J_X, K] = AllGather_Y(B0)\n"
-            "C[I_XY, K] = A ·_J B0gJ1\n")
+    hand = "B0[J_XY, K] = B\nB0gJ1[J_X, K] = AllGather_Y(B0)\nC[I_XY, K] = A ·_J B0gJ1\n"
     assert cheaper_hand(LATENCY, [LATENCY.head + hand]) is None
     assert shardc.compile(LATENCY.ours()).value("t_comms_s") == pytest.approx(2e-6, rel=1e-3)
 
@@ -79,13 +95,23 @@ def test_the_latency_bound_miss_the_oracle_found():
 def test_hand_plans_cover_every_kind_of_route():
     """The rewrites include multi-axis gathers, AllToAlls, unreduced results reduced by
     ReduceScatter and AllReduce, and reshards (permutes), for each kind of statement."""
-    text = ("mesh X=2, Y=2\ndim I=8, J=8, K=8\nhardware tpu-v5e\nA: f32[I_X, J]\n"
-            "B: f32[J, K_Y]\nE: f32[I, K]\nC[I_X, K] = A ·_J B\nD[I, K_XY] = exp(E) * C\n"
-            "S[I_Y] = Sum_{K}(E)\nR[J_X, I] = A\n")
+    text = (
+        "mesh X=2, Y=2\ndim I=8, J=8, K=8\nhardware tpu-v5e\nA: f32[I_X, J]\n"
+        "B: f32[J, K_Y]\nE: f32[I, K]\nC[I_X, K] = A ·_J B\nD[I, K_XY] = exp(E) * C\n"
+        "S[I_Y] = Sum_{K}(E)\nR[J_X, I] = A\n"
+    )
     hands = [h for _, h in hand_plans(text)]
     joined = "\n".join(hands)
-    for piece in ("AllGather_XY(", "AllToAll_{", "ReduceScatter_{", "AllReduce_",
-                  "{U_XY} = A", "= exp(E) *", "= Sum_{K}(E)", "[I, J_YX] = A"):
+    for piece in (
+        "AllGather_XY(",
+        "AllToAll_{",
+        "ReduceScatter_{",
+        "AllReduce_",
+        "{U_XY} = A",
+        "= exp(E) *",
+        "= Sum_{K}(E)",
+        "[I, J_YX] = A",
+    ):
         assert piece in joined, piece
     lines = {line for line, _ in hand_plans(text)}
     assert lines == {7, 8, 9, 10}
@@ -110,14 +136,20 @@ OTHER_KINDS_MISSES = [
     # 7.0 us, latency-bound), where moving Y onto I first and gathering XY once, then the local
     # sum, costs 5.1 us. The sum now searches its operand's layout (passes/lower/walk.py): it
     # gathers X, sums and gathers Y (4.1 us).
-    ("mesh X=4, Y=2\ndim I=8, J=512, K=512\nhardware tpu-v5p\nE: f32[I_X, K_Y]\n"
-     "S0[K] = Sum_{I}(E)\n", "E1[I_XY, K] = E\nE2 = AllGather_XY(E1)\nS0[K] = Sum_{I}(E2)\n",
-     4.08e-6),
+    (
+        "mesh X=4, Y=2\ndim I=8, J=512, K=512\nhardware tpu-v5p\nE: f32[I_X, K_Y]\n"
+        "S0[K] = Sum_{I}(E)\n",
+        "E1[I_XY, K] = E\nE2 = AllGather_XY(E1)\nS0[K] = Sum_{I}(E2)\n",
+        4.08e-6,
+    ),
     # An elementwise product: AllToAll_{X,K}(C) first (4.6 us) beat the compiler's 5.0 us; the
     # op now tries every layout over the axes in play (passes/lower/elementwise.py).
-    ("mesh X=2, Y=2\ndim I=16, J=16, K=1024\nhardware tpu-v5e\nC: f32[I_YX, K]\n"
-     "E: f32[I_X, K_Y]\nD2[I, K_XY] = exp(E) * C\n",
-     "C2 = AllToAll_{X,K}(C)\nD2[I, K_XY] = exp(E) * C2\n", 4.55e-6),
+    (
+        "mesh X=2, Y=2\ndim I=16, J=16, K=1024\nhardware tpu-v5e\nC: f32[I_YX, K]\n"
+        "E: f32[I_X, K_Y]\nD2[I, K_XY] = exp(E) * C\n",
+        "C2 = AllToAll_{X,K}(C)\nD2[I, K_XY] = exp(E) * C2\n",
+        4.55e-6,
+    ),
 ]
 
 
@@ -131,8 +163,10 @@ def test_the_misses_in_reductions_and_elementwise_ops(program, hand, most):
 def test_a_reshard_reuses_a_copy_an_earlier_reshard_made():
     """`R1[I, K_X] = E` slices the whole E that `R0`'s reshard gathered instead of gathering
     E again (a miss the property found: 1.26x)."""
-    text = ("mesh X=4, Y=2\ndim I=2048, J=2048, K=32\nhardware tpu-v5e\nE: f32[I_Y, K_X]\n"
-            "R0[I, K_Y] = E\nR1[I, K_X] = E\n")
+    text = (
+        "mesh X=4, Y=2\ndim I=2048, J=2048, K=32\nhardware tpu-v5e\nE: f32[I_Y, K_X]\n"
+        "R0[I, K_Y] = E\nR1[I, K_X] = E\n"
+    )
     r = shardc.compile(text)
     assert [c.line for c in r.ops if c.kind == "collective"] == [5]
     assert cheaper_plans(text, sample=30, seed=5) == []
@@ -141,8 +175,10 @@ def test_a_reshard_reuses_a_copy_an_earlier_reshard_made():
 def test_the_order_of_axes_on_a_shared_contracted_dim_is_searched():
     """`[I, J_YX] ·_J [J_XY, K]` on a 4x4 v5e: permuting the smaller A to `J_XY` (130 us)
     rather than B to `J_YX` (147 us), a miss the property found."""
-    text = ("mesh X=4, Y=4\ndim I=1024, J=4096, K=4096\nhardware tpu-v5e\nA: bf16[I, J_YX]\n"
-            "B: bf16[J_XY, K]\nC[I, K_YX] = A ·_J B\n")
+    text = (
+        "mesh X=4, Y=4\ndim I=1024, J=4096, K=4096\nhardware tpu-v5e\nA: bf16[I, J_YX]\n"
+        "B: bf16[J_XY, K]\nC[I, K_YX] = A ·_J B\n"
+    )
     r = shardc.compile(text)
     assert r.value("t_upper_s") <= 130e-6
     moved = [(c.op, c.array) for c in r.ops if c.kind == "collective"]
@@ -153,22 +189,22 @@ NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 """Each example compiles a few programs: shrinking a failure would take minutes, and the
 finding (the hand program) already says what the compiler missed."""
 
+
 def test_the_xla_reproducer_reshards_with_one_permute():
     """`A[J, K_Y] -> B[J_Y, K_X]` on a 4x2 mesh: every block of B lies in one block of A, so
     one permute into finer blocks does it (XLA's plan), not two AllToAlls."""
-    text = ("mesh X=4, Y=2\ndim J=64, K=64\nhardware tpu-v5e\nA: f32[J, K_Y]\n"
-            "B[J_Y, K_X] = A\n")
+    text = "mesh X=4, Y=2\ndim J=64, K=64\nhardware tpu-v5e\nA: f32[J, K_Y]\nB[J_Y, K_X] = A\n"
     r = shardc.compile(text)
     assert [(c.op, c.src, c.dst) for c in r.ops if c.kind == "collective"] == [
-        ("CollectivePermute", "A[J, K_Y]", "B[J_Y, K_X]")]
+        ("CollectivePermute", "A[J, K_Y]", "B[J_Y, K_X]")
+    ]
     assert cheaper_plans(text, sample=20, seed=3) == []
 
 
 def test_an_idle_axis_turns_an_alltoall_into_a_permute_and_a_gather():
     """`R0[I, J_X] = A[I_X, J]` on a 4x4 v5e: slicing the idle Y onto J, permuting to
     `[I_Y, J_X]` and gathering Y (172 us) beats the AllToAll over the X line (189 us)."""
-    text = ("mesh X=4, Y=4\ndim I=4096, J=4096\nhardware tpu-v5e\nA: bf16[I_X, J]\n"
-            "R0[I, J_X] = A\n")
+    text = "mesh X=4, Y=4\ndim I=4096, J=4096\nhardware tpu-v5e\nA: bf16[I_X, J]\nR0[I, J_X] = A\n"
     r = shardc.compile(text)
     assert [c.op for c in r.ops if c.kind == "collective"] == ["CollectivePermute", "AllGather"]
     assert r.value("t_upper_s") <= 172.2e-6
@@ -184,9 +220,11 @@ def check(source: str, seed: int, hands: int, kinds=PLANNED) -> None:
     assert not found, str(found[0])
 
 
-MISSED = ("mesh X=2, Y=2\ndim I=16, J=1024, K=1024\nhardware tpu-v5p\nA: f32[I, J_YX]\n"
-          "B: f32[J, K_XY]\nE: f32[I_X, K]\nR0[I_XY, J] = A\nC[I, K_Y] = A ·_J B\n"
-          "D2[I_XY, K] = gelu(C)\n")
+MISSED = (
+    "mesh X=2, Y=2\ndim I=16, J=1024, K=1024\nhardware tpu-v5p\nA: f32[I, J_YX]\n"
+    "B: f32[J, K_XY]\nE: f32[I_X, K]\nR0[I_XY, J] = A\nC[I, K_Y] = A ·_J B\n"
+    "D2[I_XY, K] = gelu(C)\n"
+)
 """A miss the property found once the branches met: line 8 gathered A over X, AllToAlled B,
 gathered C and ReduceScattered it (T_lower 14.0 us for the program) where computing into
 `[I_XY, K]` and resharding to `[I, K_Y]` costs 9.9 us. The product into `[I, K_XY]` (B's own
@@ -200,14 +238,24 @@ def test_the_miss_found_after_the_merge():
     check(MISSED, 6, HANDS)
 
 
-@pytest.mark.xfail(strict=False, reason="the oracle now compares the whole program's objective "
-                   "(driver.objective): a reshard that gathers once for two later statements "
-                   "(seed 821) is a whole-program choice the per-statement planner does not make")
-@settings(max_examples=EXAMPLES, deadline=None, phases=NO_SHRINK,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.xfail(
+    strict=False,
+    reason="the oracle now compares the whole program's objective "
+    "(driver.objective): a reshard that gathers once for two later statements "
+    "(seed 821) is a whole-program choice the per-statement planner does not make",
+)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(small_programs(), st.integers(0, 2**16))
-@example("mesh X=2, Y=2, Z=4\ndim I=16, J=16, K=16\nhardware tpu-v5e\nA: bf16[I_X, J_YZ]\n"
-         "B: bf16[J_Z, K_YX]\nE: bf16[I_XYZ, K]\nC[I, K_XZ] = A ·_J B\n", 11)  # X onto J
+@example(
+    "mesh X=2, Y=2, Z=4\ndim I=16, J=16, K=16\nhardware tpu-v5e\nA: bf16[I_X, J_YZ]\n"
+    "B: bf16[J_Z, K_YX]\nE: bf16[I_XYZ, K]\nC[I, K_XZ] = A ·_J B\n",
+    11,
+)  # X onto J
 def test_no_sampled_hand_plan_beats_the_compiler(source, seed):
     """200 programs (up to three statements of each kind, 2 or 3 axes, up to 16 devices),
     `HANDS` hand plans of their contractions and reshards each: about a minute of CPU."""
@@ -215,8 +263,12 @@ def test_no_sampled_hand_plan_beats_the_compiler(source, seed):
 
 
 @pytest.mark.slow
-@settings(max_examples=5_000, deadline=None, phases=NO_SHRINK,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=5_000,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(small_programs(), st.integers(0, 2**16))
 def test_no_sampled_hand_plan_beats_the_compiler_5000(source, seed):
     check(source, seed, 12)
@@ -224,8 +276,12 @@ def test_no_sampled_hand_plan_beats_the_compiler_5000(source, seed):
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="reductions and elementwise ops: the known misses above")
-@settings(max_examples=1_000, deadline=None, phases=NO_SHRINK,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=1_000,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(small_programs(), st.integers(0, 2**16))
 def test_no_sampled_hand_plan_beats_the_compiler_every_kind(source, seed):
     check(source, seed, 12, ("elementwise", "reduce"))

@@ -30,8 +30,14 @@ SLOW = settings(deadline=None, suppress_health_check=list(HealthCheck), max_exam
 
 
 def test_the_public_names():
-    assert set(testing.__all__) >= {"meshes", "layouts", "programs", "check_simulates",
-                                    "check_at_points", "check_no_cheaper_plan"}
+    assert set(testing.__all__) >= {
+        "meshes",
+        "layouts",
+        "programs",
+        "check_simulates",
+        "check_at_points",
+        "check_no_cheaper_plan",
+    }
     with pytest.raises(AttributeError):
         testing.nothing  # noqa: B018
 
@@ -49,8 +55,7 @@ def test_meshes_and_layouts_keep_their_bounds(data):
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_kind_compiles_and_simulates(kind):
     @SLOW
-    @given(programs(kinds=[kind], max_devices=8, max_statements=3, max_size=32,
-                    hardware="tpu-v5e"))
+    @given(programs(kinds=[kind], max_devices=8, max_statements=3, max_size=32, hardware="tpu-v5e"))
     def run(text):
         r = shardc.compile(text)
         assert r.value("t_lower_s") is not None  # the hardware line is there
@@ -80,20 +85,23 @@ def test_bad_arguments_say_what_is_allowed():
 
 
 def test_check_simulates_names_the_op_and_the_error(monkeypatch):
-    r = shardc.compile("mesh X=2\ndim I=4, J=4, K=4\nA: f32[I, J_X]\nB: f32[J_X, K]\n"
-                       "C = A ·_J B\n")
+    r = shardc.compile("mesh X=2\ndim I=4, J=4, K=4\nA: f32[I, J_X]\nB: f32[J_X, K]\nC = A ·_J B\n")
     value = r.program.ops[-1].out.id
 
     def wrong(*args, **kwargs):
-        raise SimulationError(f"value '{value}' C[I, K] on device (X=1) differs from the "
-                              "unsharded result at I[0:4] K[0:4] (max error 3.0)")
+        raise SimulationError(
+            f"value '{value}' C[I, K] on device (X=1) differs from the "
+            "unsharded result at I[0:4] K[0:4] (max error 3.0)"
+        )
 
     monkeypatch.setattr("shardc.testing.checks.check", wrong)
     with pytest.raises(AssertionError) as failed:
         check_simulates(r)
     message = str(failed.value)
-    assert "<string>: the simulated devices disagree with the unsharded program at X=2, I=4, "\
+    assert (
+        "<string>: the simulated devices disagree with the unsharded program at X=2, I=4, "
         "J=4, K=4: op " in message
+    )
     assert "(line 5)" in message and "max error 3.0" in message
 
 
@@ -104,17 +112,21 @@ def test_check_simulates_catches_a_wrong_collective():
 
     from shardc.passes.ir import Collective
 
-    r = shardc.compile("mesh X=2\ndim I=4, J=4, K=4\nA: f32[I, J_X]\nB: f32[J_X, K]\n"
-                       "C[I, K] = A ·_J B\n")
+    r = shardc.compile(
+        "mesh X=2\ndim I=4, J=4, K=4\nA: f32[I, J_X]\nB: f32[J_X, K]\nC[I, K] = A ·_J B\n"
+    )
     ops = list(r.program.ops)
     i = next(k for k, o in enumerate(ops) if isinstance(o, Collective))
     ops[i] = dataclasses.replace(ops[i], op="AllGather")
-    wrong = dataclasses.replace(r, cost=dataclasses.replace(
-        r.cost, program=dataclasses.replace(r.program, ops=tuple(ops))))
+    wrong = dataclasses.replace(
+        r, cost=dataclasses.replace(r.cost, program=dataclasses.replace(r.program, ops=tuple(ops)))
+    )
     with pytest.raises(AssertionError) as failed:
         check_simulates(wrong)
-    assert "AllGather_X C[I, K]{U_X} -> C[I, K] (value 'C'): AllGather moves data but cannot " \
+    assert (
+        "AllGather_X C[I, K]{U_X} -> C[I, K] (value 'C'): AllGather moves data but cannot "
         "sum partials" in str(failed.value)
+    )
 
 
 def test_check_simulates_refuses_what_numpy_cannot_hold():
@@ -144,8 +156,10 @@ def test_check_at_points_fails_with_both_values():
         check_at_points(r, [{"B": 64, "D": 8}], source=other, hw=None)
 
 
-MATMUL = ("mesh X=2, Y=2\ndim I=256, J=256, K=256\nhardware tpu-v5e\nIn: bf16[I_X, J_Y]\n"
-          "W: bf16[J, K_X]\nOut[I, K_Y] = In ·_J W\n")
+MATMUL = (
+    "mesh X=2, Y=2\ndim I=256, J=256, K=256\nhardware tpu-v5e\nIn: bf16[I_X, J_Y]\n"
+    "W: bf16[J, K_X]\nOut[I, K_Y] = In ·_J W\n"
+)
 
 
 def test_check_no_cheaper_plan_on_a_users_statement():
@@ -155,12 +169,16 @@ def test_check_no_cheaper_plan_on_a_users_statement():
 def test_check_no_cheaper_plan_shows_the_hand_program(monkeypatch):
     from shardc.testing.checks import Cheaper
 
-    monkeypatch.setattr("shardc.testing.checks.cheaper_plans",
-                        lambda *args: [Cheaper(6, "mesh X=2\nC = A ·_J B\n", 1e-6, 2e-6)])
+    monkeypatch.setattr(
+        "shardc.testing.checks.cheaper_plans",
+        lambda *args: [Cheaper(6, "mesh X=2\nC = A ·_J B\n", 1e-6, 2e-6)],
+    )
     with pytest.raises(AssertionError) as failed:
         check_no_cheaper_plan(shardc.compile(MATMUL), source=MATMUL, max_hands=3)
-    assert str(failed.value) == ("<string>:6: a hand-written plan costs 1e-06 s, the "
-                                 "compiler's 2e-06 s (2x):\nmesh X=2\nC = A ·_J B\n")
+    assert str(failed.value) == (
+        "<string>:6: a hand-written plan costs 1e-06 s, the "
+        "compiler's 2e-06 s (2x):\nmesh X=2\nC = A ·_J B\n"
+    )
 
 
 def test_check_no_cheaper_plan_needs_the_text_and_a_statement():
@@ -172,7 +190,7 @@ def test_check_no_cheaper_plan_needs_the_text_and_a_statement():
 
 
 # ---- the issue's "done when": a user's folder under plain pytest -----------------------------
-USER_TEST = '''
+USER_TEST = """
 from hypothesis import given, settings
 
 import shardc
@@ -183,7 +201,7 @@ from shardc.testing import check_simulates, programs
 @given(programs(max_statements=2, max_devices=8))
 def test_my_programs_compute_what_they_say(text):
     check_simulates(shardc.compile(text))
-'''
+"""
 QUIET = """# data parallel: nothing moves
 mesh X=8
 dim B, D, F
@@ -206,8 +224,13 @@ def test_a_users_folder_under_plain_pytest(tmp_path: Path):
     (tmp_path / "test_props.py").write_text(textwrap.dedent(USER_TEST), encoding="utf-8")
     (tmp_path / "quiet.shard").write_text(QUIET, encoding="utf-8")
     (tmp_path / "gathers.shard").write_text(GATHERS, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = proc.stdout
     assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]
     assert "1 failed, 2 passed" in out, out[-4000:]

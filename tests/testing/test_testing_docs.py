@@ -48,8 +48,13 @@ def test_each_quoted_output_is_what_shardc_prints(tmp_path, command, code, print
     write(tmp_path)
     argv = command.split()
     assert argv[0] == "shardc"
-    proc = subprocess.run([sys.executable, "-m", "shardc", *argv[1:]], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shardc", *argv[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == code, proc.stderr
     assert proc.stdout == printed
 
@@ -60,7 +65,12 @@ def test_pytest_passes_what_the_page_says(tmp_path):
     assert runs
     count, names = runs[-1]  # the last: the whole folder
     write(tmp_path, [n.strip() for n in names.split(",")])
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert f"{count} passed" in proc.stdout, proc.stdout[-4000:]

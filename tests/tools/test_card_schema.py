@@ -32,7 +32,8 @@ def test_the_shipped_file_is_the_generated_schema() -> None:
     shipped = files("shardc.tools.models").joinpath(SHIPPED).read_text(encoding="utf-8")
     assert shipped == card_json_schema_text(), (
         "dsl/tools/models/card.schema.json is stale: regenerate it with "
-        "`shardc model schema > dsl/tools/models/card.schema.json`")
+        "`shardc model schema > dsl/tools/models/card.schema.json`"
+    )
 
 
 def test_it_is_a_valid_schema_in_both_drafts() -> None:
@@ -55,6 +56,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
     def edit(doc: dict[str, Any]) -> None:
         (doc[table] if table else doc)[key] = value
+
     return edit
 
 
@@ -63,6 +65,7 @@ def _drop(path: str) -> Callable[[dict[str, Any]], None]:
 
     def edit(doc: dict[str, Any]) -> None:
         del (doc[table] if table else doc)[key]
+
     return edit
 
 

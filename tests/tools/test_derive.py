@@ -15,9 +15,11 @@ from shardc.tools.derive import derive_program
 from shardc.tools.derive_solve import round_power_of_two, solve_condition, solve_for
 from tests.paths import ROOT
 
-FSDP_TP = ("mesh X @ici(x, y), Y @ici(z)\ndim B, D=8192, F\nhardware tpu-v5p\n"
-           "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
-           "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n")
+FSDP_TP = (
+    "mesh X @ici(x, y), Y @ici(z)\ndim B, D=8192, F\nhardware tpu-v5p\n"
+    "In: bf16[B_X, D_Y]\nparam W_in: bf16[D_X, F_Y]\nparam W_out: bf16[F_Y, D_X]\n"
+    "Tmp = In[B_X, D] ·_D W_in\nOut[B_X, D_Y] = gelu(Tmp) ·_F W_out\nbackward\n"
+)
 """The training chapter's FSDP + TP on a 3D torus: FSDP over two physical axes (M_X = 2), TP over
 one."""
 
@@ -39,11 +41,14 @@ def same(a: str, b: str) -> bool:
     return sp.simplify(sp.sympify(a, locals=names) - sp.sympify(b, locals=names)) == 0
 
 
-@pytest.mark.parametrize("program, expr, var, solved", [
-    ("mlp-dp-train", "B/X > C/W_ici", "B/X", "C/W_ici"),
-    ("mlp-fsdp-train", "B/X > C/W_ici", "B/X", "C/W_ici"),
-    ("mlp-tp-train", "F/Y > C/W_ici", "F", "C*Y/W_ici"),
-])
+@pytest.mark.parametrize(
+    "program, expr, var, solved",
+    [
+        ("mlp-dp-train", "B/X > C/W_ici", "B/X", "C/W_ici"),
+        ("mlp-fsdp-train", "B/X > C/W_ici", "B/X", "C/W_ici"),
+        ("mlp-tp-train", "F/Y > C/W_ici", "F", "C*Y/W_ici"),
+    ],
+)
 def test_the_book_conditions_of_the_training_programs(capsys, program, expr, var, solved):
     """The issue's done-when: B/X > C/W_ici (DP, FSDP), F > Y C/W_ici (TP), 2550 on a v5p.
     The programs' axes are lines on a v5p (16x1x1 and 8x1x1 slices do not wrap): the book's
@@ -81,10 +86,14 @@ def test_three_axes_of_data_parallelism_need_850_per_chip(capsys, tmp_path):
     """The book: with all three axes of a v5p pod (16x20x28, which wraps) the bandwidth triples:
     B/N > C/(3 W_ici) = 850 per chip, 7.6M tokens per pod."""
     prog = tmp_path / "dp3.shard"
-    prog.write_text((ROOT / "programs/mlp-dp-train.shard").read_text()
-                    .replace("mesh X=16", "mesh X=16, Y=20, Z=28")
-                    .replace("In: bf16[B_X, D]", "In: bf16[B_XYZ, D]")
-                    .replace("Out[B_X, D]", "Out[B_XYZ, D]").replace("B=131072", "B"))
+    prog.write_text(
+        (ROOT / "programs/mlp-dp-train.shard")
+        .read_text()
+        .replace("mesh X=16", "mesh X=16, Y=20, Z=28")
+        .replace("In: bf16[B_X, D]", "In: bf16[B_XYZ, D]")
+        .replace("Out[B_X, D]", "Out[B_XYZ, D]")
+        .replace("B=131072", "B")
+    )
     d = derive(capsys, str(prog), "--solve-for", "B/(X*Y*Z)")
     assert d["notes"] == []  # a whole pod: every axis is a ring as resolved
     c = cond(d)
@@ -120,8 +129,22 @@ def test_optimal_fsdp_axis_is_the_books(capsys, tmp_path):
         assert same(o["expr"], "sqrt(2*B*N/F)")
     assert same(cond(d, "at-optimum-sum")["solved"]["expr"], "2*C**2/(F*W_ici**2)")
     assert same(cond(d, "at-optimum-max")["solved"]["expr"], "C**2/(2*F*W_ici**2)")
-    sized = derive(capsys, str(prog), "--optimize", "X", "--with", "Y", "--devices", "8960",
-                   "--set", "B=4190000", "--set", "F=28672", "--solve-for", "B/N")
+    sized = derive(
+        capsys,
+        str(prog),
+        "--optimize",
+        "X",
+        "--with",
+        "Y",
+        "--devices",
+        "8960",
+        "--set",
+        "B=4190000",
+        "--set",
+        "F=28672",
+        "--solve-for",
+        "B/N",
+    )
     o = sized["optima"][0]
     assert o["value"] == pytest.approx(1618.26, rel=1e-4)
     assert (o["rounded"], o["partner_rounded"]) == (2048, 4)
@@ -135,8 +158,9 @@ def test_exact_optimum_is_the_whole_step(capsys, tmp_path):
     activations), so X_opt is sqrt(2/3) of the book's."""
     prog = tmp_path / "fsdp_tp.shard"
     prog.write_text(FSDP_TP)
-    d = derive(capsys, str(prog), "--model", "exact", "--optimize", "X", "--with", "Y",
-               "--overlap", "sum")
+    d = derive(
+        capsys, str(prog), "--model", "exact", "--optimize", "X", "--with", "Y", "--overlap", "sum"
+    )
     (o,) = d["optima"]
     assert same(o["expr"], "sqrt(2*B*N/F) * sqrt(2/3)")
 
@@ -147,8 +171,8 @@ def test_solve_condition_directions():
     assert s is not None and s.rel == "<" and sp.simplify(s.expr - 100 / c) == 0
     assert solve_condition(sp.StrictGreaterThan(x, c), "Q") is None
     b, n, f = sp.symbols("B N F", positive=True)
-    s = solve_for(sp.StrictGreaterThan(b * f / (2 * n), c ** 2), "B/N")
-    assert s is not None and s.var == "B/N" and sp.simplify(s.expr - 2 * c ** 2 / f) == 0
+    s = solve_for(sp.StrictGreaterThan(b * f / (2 * n), c**2), "B/N")
+    assert s is not None and s.var == "B/N" and sp.simplify(s.expr - 2 * c**2 / f) == 0
 
 
 def test_round_power_of_two():
@@ -167,8 +191,19 @@ def test_text_and_latex(capsys):
     assert main(["derive", str(ROOT / "programs/mlp-dp-train.shard")]) == 0
     out = capsys.readouterr().out
     assert "B/X > C/W_ici   [holds: 8192 vs 2550]" in out
-    assert main(["derive", str(ROOT / "programs/mlp-dp-train.shard"), "--format", "latex",
-                 "--solve-for", "B"]) == 0
+    assert (
+        main(
+            [
+                "derive",
+                str(ROOT / "programs/mlp-dp-train.shard"),
+                "--format",
+                "latex",
+                "--solve-for",
+                "B",
+            ]
+        )
+        == 0
+    )
     assert "\\frac{B}{X} > \\frac{C}{W_{\\mathrm{ici}}}" in capsys.readouterr().out
 
 
@@ -177,18 +212,23 @@ def test_doctests():
     assert result.failed == 0 and result.attempted > 0
 
 
-SMALL_SYMBOLIC = ("mesh X, Y\ndim I=8192, J=8192, K=16384\nhardware tpu-v5e\nA: bf16[I_X, J]\n"
-                  "B: bf16[J, K_Y]\nC[I_X, K_Y] = A ·_J B\n")
+SMALL_SYMBOLIC = (
+    "mesh X, Y\ndim I=8192, J=8192, K=16384\nhardware tpu-v5e\nA: bf16[I_X, J]\n"
+    "B: bf16[J, K_Y]\nC[I_X, K_Y] = A ·_J B\n"
+)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--solve-for", "B/(X"], "--solve-for 'B/(X': unexpected end; expected ')'"),
-    (["--solve-for", "Q"], "--solve-for 'Q': unknown name 'Q' (known: "),
-    (["--solve-for", "sin(B)"], "unknown function 'sin'"),
-    (["--solve-for", ""], "empty formula"),
-    (["--solve-for", "2"], "nothing to solve for"),
-    (["--solve-for", "B**B**B"], "'**' takes a whole number"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--solve-for", "B/(X"], "--solve-for 'B/(X': unexpected end; expected ')'"),
+        (["--solve-for", "Q"], "--solve-for 'Q': unknown name 'Q' (known: "),
+        (["--solve-for", "sin(B)"], "unknown function 'sin'"),
+        (["--solve-for", ""], "empty formula"),
+        (["--solve-for", "2"], "nothing to solve for"),
+        (["--solve-for", "B**B**B"], "'**' takes a whole number"),
+    ],
+)
 def test_a_bad_solve_for_is_a_usage_error_with_a_caret(tmp_path, capsys, args, message):
     prog = tmp_path / "p.shard"
     prog.write_text((ROOT / "programs/mlp-dp-train.shard").read_text())
@@ -197,16 +237,31 @@ def test_a_bad_solve_for_is_a_usage_error_with_a_caret(tmp_path, capsys, args, m
     assert message in err and ("^" in err.splitlines()[-1] or not args[1])
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--optimize", "X", "--with", "X"], "--with 'X' is the axis --optimize varies"),
-    (["--optimize", "Q", "--with", "Y"], "--optimize 'Q' is not a mesh axis"),
-    (["--optimize", "X", "--with", "I"], "--with 'I' is not a mesh axis"),
-    (["--optimize", "X", "--with", "Y", "--devices", "0"], "--devices must be a positive whole"),
-    (["--optimize", "X", "--with", "Y", "--devices", "-1"], "--devices must be a positive whole"),
-    (["--optimize", "X", "--with", "Y", "--devices", "2.5"], "--devices must be a positive whole"),
-    (["--optimize", "X", "--with", "Y", "--devices", "B.subs"], "--devices 'B.subs': unexpected"),
-    (["--optimize", "X", "--with", "Y", "--devices", "I"], "--devices 'I' is already"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--optimize", "X", "--with", "X"], "--with 'X' is the axis --optimize varies"),
+        (["--optimize", "Q", "--with", "Y"], "--optimize 'Q' is not a mesh axis"),
+        (["--optimize", "X", "--with", "I"], "--with 'I' is not a mesh axis"),
+        (
+            ["--optimize", "X", "--with", "Y", "--devices", "0"],
+            "--devices must be a positive whole",
+        ),
+        (
+            ["--optimize", "X", "--with", "Y", "--devices", "-1"],
+            "--devices must be a positive whole",
+        ),
+        (
+            ["--optimize", "X", "--with", "Y", "--devices", "2.5"],
+            "--devices must be a positive whole",
+        ),
+        (
+            ["--optimize", "X", "--with", "Y", "--devices", "B.subs"],
+            "--devices 'B.subs': unexpected",
+        ),
+        (["--optimize", "X", "--with", "Y", "--devices", "I"], "--devices 'I' is already"),
+    ],
+)
 def test_optimize_with_and_devices_are_checked(tmp_path, capsys, args, message):
     prog = tmp_path / "p.shard"
     prog.write_text(SMALL_SYMBOLIC)
@@ -248,23 +303,49 @@ def test_optimize_is_checked_by_compiling_every_split(capsys, tmp_path):
     prog = tmp_path / "fsdp_tp.shard"
     prog.write_text(FSDP_TP)
     fixed = {"B": 65536, "F": 28672}
-    d = derive(capsys, str(prog), "--optimize", "X", "--with", "Y", "--devices", "64",
-               *(a for k, v in fixed.items() for a in ("--set", f"{k}={v}")))
+    d = derive(
+        capsys,
+        str(prog),
+        "--optimize",
+        "X",
+        "--with",
+        "Y",
+        "--devices",
+        "64",
+        *(a for k, v in fixed.items() for a in ("--set", f"{k}={v}")),
+    )
     s = d["splits"]
-    assert [(x["X"], x["Y"]) for x in s["splits"]] == [(4 ** k, 64 // 4 ** k) for k in range(4)]
+    assert [(x["X"], x["Y"]) for x in s["splits"]] == [(4**k, 64 // 4**k) for k in range(4)]
     plans = {p["plan"]: p["collectives"] for p in s["plans"]}
     from shardc.driver.region_totals import collectives
 
     # X spans two physical axes: a square, so X = 2, 8, 32 are refused (H014)
-    assert [(x["X"], x["why"][:4]) for x in s["skipped"]] == [(2, "H014"), (8, "H014"),
-                                                               (32, "H014")]
+    assert [(x["X"], x["why"][:4]) for x in s["skipped"]] == [
+        (2, "H014"),
+        (8, "H014"),
+        (32, "H014"),
+    ]
     for x in s["splits"]:
         r = shardc.compile(FSDP_TP, model="book", set={**fixed, "X": x["X"], "Y": x["Y"]})
         assert x["t_comms_s"] == pytest.approx(r.value("t_comms_s"), rel=1e-9)
         assert plans[x["plan"]] == collectives(r)
     best = min(s["splits"], key=lambda x: x["t_comms_s"])
     assert s["best"]["X"] == best["X"]
-    code = main(["derive", str(prog), "--optimize", "X", "--with", "Y", "--devices", "64",
-                 "--set", "B=65536", "--set", "F=28672"])
+    code = main(
+        [
+            "derive",
+            str(prog),
+            "--optimize",
+            "X",
+            "--with",
+            "Y",
+            "--devices",
+            "64",
+            "--set",
+            "B=65536",
+            "--set",
+            "F=28672",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and f"T_comms is least at X = {best['X']}," in out

@@ -24,19 +24,32 @@ def test_unknown_preset_is_a_usage_error(capsys):
 
 def test_json_schema(capsys):
     code, out, err = run(capsys, "--preset", "h100", "v100", "--format", "json")
-    assert code == 0 and err == ""                # not a terminal: no progress
+    assert code == 0 and err == ""  # not a terminal: no progress
     doc = json.loads(out)
     assert [r["preset"] for r in doc["closed_form"]] == ["h100", "v100"]
-    assert set(doc["closed_form"][0]) == {"preset", "d_prime", "b_prime", "t_crit_flop",
-                                          "t_latency_flop", "t_wall_flop"}
-    assert set(doc["simulated"][0]) == {"preset", "scenario", "dense_threshold_flop",
-                                        "sparse_threshold_flop"}
+    assert set(doc["closed_form"][0]) == {
+        "preset",
+        "d_prime",
+        "b_prime",
+        "t_crit_flop",
+        "t_latency_flop",
+        "t_wall_flop",
+    }
+    assert set(doc["simulated"][0]) == {
+        "preset",
+        "scenario",
+        "dense_threshold_flop",
+        "sparse_threshold_flop",
+    }
     h100 = doc["closed_form"][0]
     assert h100["d_prime"] == pytest.approx(26.4e3, rel=0.01)
     assert h100["t_wall_flop"] == pytest.approx(9 * h100["t_latency_flop"], rel=1e-3)
-    assert doc["paper"]["simulated"][1] == {"preset": "v100", "scenario": "baseline",
-                                            "dense_threshold_flop": 3e27,
-                                            "sparse_threshold_flop": 2e27}
+    assert doc["paper"]["simulated"][1] == {
+        "preset": "v100",
+        "scenario": "baseline",
+        "dense_threshold_flop": 3e27,
+        "sparse_threshold_flop": 2e27,
+    }
     sim = doc["simulated"][0]
     assert 2e28 / 3 <= sim["dense_threshold_flop"] <= 2e28 * 3
 
@@ -46,7 +59,7 @@ def test_infinite_values_are_null_in_json():
     from shardc.tools.epoch.presets import get
 
     doc = json.loads(report.to_json(report.compute([get("h100-inf-ll")], [])))
-    assert doc["closed_form"][0]["t_crit_flop"] is None     # no bandwidth cliff
+    assert doc["closed_form"][0]["t_crit_flop"] is None  # no bandwidth cliff
     assert doc["closed_form"][0]["t_wall_flop"] == pytest.approx(2.3e33, rel=0.01)
     assert doc["simulated"] == []
 
@@ -60,7 +73,7 @@ def test_text_tables_and_progress(capsys):
 
 
 def test_plot_without_matplotlib(capsys, monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)     # import raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import raises ImportError
     code, out, err = run(capsys, "--preset", "h100", "--plot", str(tmp_path / "u.png"))
     assert code == 2 and out == ""
     assert "pip install 'shardc[plot]'" in err

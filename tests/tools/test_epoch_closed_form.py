@@ -22,15 +22,39 @@ from shardc.tools.epoch.presets import H100, PRESETS, THREE_MONTHS_S, get
 from shardc.tools.epoch.step import bubble_fraction
 from tests.paths import ROOT
 
-CORPUS = {p["id"]: p for p in yaml.safe_load(
-    (ROOT / "tests" / "data" / "book-problems.yaml").read_text(encoding="utf-8"))["problems"]}
+CORPUS = {
+    p["id"]: p
+    for p in yaml.safe_load(
+        (ROOT / "tests" / "data" / "book-problems.yaml").read_text(encoding="utf-8")
+    )["problems"]
+}
 EPOCH = sorted(pid for pid, p in CORPUS.items() if p["kind"] == "epoch-model")
 
 # The corpus's names for our symbols (dp, bp are d', b'; N_m, N_f the 2D TP degrees).
-OURS = {"L": cf.L, "E": cf.E, "d_model": cf.d_model, "d_ff": cf.d_ff, "b": cf.b, "N_p": cf.N_p,
-        "C": cf.C, "B_net": cf.B_net, "B_DRAM": cf.B_DRAM, "S_words": cf.S, "dp": cf.d_p,
-        "bp": cf.b_p, "t_train": cf.t_train, "t_L": cf.t_L, "N_PP": cf.N_PP, "N_EP": cf.N_EP,
-        "N_DP": cf.N_DP, "N_TP": cf.N_TP, "m": cf.m, "i": cf.i, "N_m": cf.N_m, "N_f": cf.N_ff}
+OURS = {
+    "L": cf.L,
+    "E": cf.E,
+    "d_model": cf.d_model,
+    "d_ff": cf.d_ff,
+    "b": cf.b,
+    "N_p": cf.N_p,
+    "C": cf.C,
+    "B_net": cf.B_net,
+    "B_DRAM": cf.B_DRAM,
+    "S_words": cf.S,
+    "dp": cf.d_p,
+    "bp": cf.b_p,
+    "t_train": cf.t_train,
+    "t_L": cf.t_L,
+    "N_PP": cf.N_PP,
+    "N_EP": cf.N_EP,
+    "N_DP": cf.N_DP,
+    "N_TP": cf.N_TP,
+    "m": cf.m,
+    "i": cf.i,
+    "N_m": cf.N_m,
+    "N_f": cf.N_ff,
+}
 
 
 def item(pid: str, name: str) -> dict:
@@ -69,8 +93,9 @@ def test_chinchilla_compute_and_batch_exponent():
     assert same(cf.TRAIN_COMPUTE_EQ12, theirs(pid, "training_mac"))
     # T ~ N_p^2 at fixed E, so b ~ T^(1/6) ~ N_p^(1/3)
     exponent = sp.Rational(1, 6) * 2
-    assert float(exponent) == pytest.approx(item(pid, "batch_scaling_exponent_in_Np")["value"],
-                                            rel=1e-5)
+    assert float(exponent) == pytest.approx(
+        item(pid, "batch_scaling_exponent_in_Np")["value"], rel=1e-5
+    )
     assert scaling.BATCH_LAWS["deepseek"] == item(pid, "deepseek_exponent")["value"]
 
 
@@ -82,8 +107,9 @@ def test_critical_cluster_size_eqs_8_to_13():
     assert same(cf.N_P_CRITICAL, theirs(pid, "n_p"))
     assert same(cf.T_CRITICAL_EQ13, theirs(pid, "t_critical_mac"))
     # Eq. 10 is L E N_DP N_TP with Eq. 1's N_p; Eq. 13 follows from Eqs. 10-12
-    assert same(cf.N_CRITICAL_EQ10.subs(cf.N_p, cf.PARAMS_EQ1),
-                cf.L * cf.E * cf.N_DP_EQ8 * cf.N_TP_EQ9)
+    assert same(
+        cf.N_CRITICAL_EQ10.subs(cf.N_p, cf.PARAMS_EQ1), cf.L * cf.E * cf.N_DP_EQ8 * cf.N_TP_EQ9
+    )
     assert same(cf.derive_t_critical(), cf.T_CRITICAL_EQ13)
 
 
@@ -120,8 +146,12 @@ def test_latency_wall_eq17_eq18_and_the_factor_nine():
         assert r.t_wall_flop / r.t_latency_flop == pytest.approx(9, rel=1e-12)
 
 
-TABLE2 = {"v100": "epoch-table2-dgx1", "a100": "epoch-table2-dgx-a100",
-          "h100": "epoch-table2-dgx-h100", "h100-superpod": "epoch-table2-h100-superpod"}
+TABLE2 = {
+    "v100": "epoch-table2-dgx1",
+    "a100": "epoch-table2-dgx-a100",
+    "h100": "epoch-table2-dgx-h100",
+    "h100-superpod": "epoch-table2-h100-superpod",
+}
 
 
 @pytest.mark.parametrize("preset", TABLE2)
@@ -129,15 +159,20 @@ def test_table2_from_the_papers_inputs(preset):
     """The corpus's Table 2 inputs give its d', b', T_critical (recomputed within 1e-3)."""
     pid = TABLE2[preset]
     hw = CORPUS[pid]["inputs"]["hardware"]
-    args = {cf.C: hw["mac_per_s"], cf.B_net: hw["net_bw_words"], cf.B_DRAM: hw["dram_bw_words"],
-            cf.S: hw["sram_words"]}
+    args = {
+        cf.C: hw["mac_per_s"],
+        cf.B_net: hw["net_bw_words"],
+        cf.B_DRAM: hw["dram_bw_words"],
+        cf.S: hw["sram_words"],
+    }
     dp = float(cf.D_PRIME_EQ16.subs(args))
     bp = float(cf.B_PRIME.subs(args).subs(cf.d_p, dp))
     t = 2 * float(cf.T_CRITICAL_EQ13.subs({**args, **cf.BASELINE, cf.d_p: dp, cf.b_p: bp}))
     assert dp == pytest.approx(item(pid, "d_prime")["recomputed"], rel=1e-3)
     assert bp == pytest.approx(item(pid, "b_prime")["recomputed"], rel=1e-3)
-    assert hw["sram_words"] / dp**2 == pytest.approx(item(pid, "sram_ratio")["recomputed"],
-                                                     rel=1e-3)
+    assert hw["sram_words"] / dp**2 == pytest.approx(
+        item(pid, "sram_ratio")["recomputed"], rel=1e-3
+    )
     close(t, pid, "t_critical")
 
 
@@ -157,7 +192,7 @@ def test_table2_from_our_presets(preset):
     paper = item(pid, "t_critical")["value"]
     assert paper / 1.5 <= r.t_crit_flop <= paper * 1.5
     if preset == "h100-superpod":
-        ratio = (cf.evaluate(get("h100")).d_prime / r.d_prime) ** 2     # N_TP ~ 1/d'^2
+        ratio = (cf.evaluate(get("h100")).d_prime / r.d_prime) ** 2  # N_TP ~ 1/d'^2
         assert ratio == pytest.approx(item(pid, "tp_increase_vs_infiniband")["value"], rel=0.05)
 
 
@@ -183,31 +218,46 @@ def test_appendix_83_generalization():
 def test_5d_optimum_exponents_and_stationarity():
     pid = "epoch-5d-optimal-scaling"
     opt = cf.optimum_5d()
-    for sym, name in ((cf.N_DP, "n_dp_exponent"), (cf.N_PP, "n_pp_exponent"),
-                      (cf.N_TP, "n_tp_exponent")):
+    for sym, name in (
+        (cf.N_DP, "n_dp_exponent"),
+        (cf.N_PP, "n_pp_exponent"),
+        (cf.N_TP, "n_tp_exponent"),
+    ):
         exponent = sp.simplify(cf.N * sp.diff(sp.log(opt[sym]), cf.N))
         assert float(exponent) == item(pid, name)["value"]
     assert sp.simplify(opt[cf.N_DP] * opt[cf.N_PP] * opt[cf.N_TP] - cf.N) == 0
     free = cf.BANDWIDTH_5D.subs(cf.N_TP, cf.N / (cf.N_DP * cf.N_PP))
     for var in (cf.N_DP, cf.N_PP):
-        assert sp.simplify(sp.diff(free, var).subs({cf.N_DP: opt[cf.N_DP],
-                                                    cf.N_PP: opt[cf.N_PP]})) == 0
+        assert (
+            sp.simplify(sp.diff(free, var).subs({cf.N_DP: opt[cf.N_DP], cf.N_PP: opt[cf.N_PP]}))
+            == 0
+        )
     # the objective is Table 1's DP + PP + TP rows with c_DP = 2 N_p, c_PP = 2 b d_model,
     # c_TP = 8 b L sqrt(d_ff d_model), up to the constant d
     table1 = theirs(pid, "objective")
-    ours = cf.BANDWIDTH_5D.subs({cf.c_DP: 2 * cf.N_p, cf.c_PP: 2 * cf.b * cf.d_model,
-                                 cf.c_TP: 8 * cf.b * cf.L * sp.sqrt(cf.d_ff * cf.d_model)})
+    ours = cf.BANDWIDTH_5D.subs(
+        {
+            cf.c_DP: 2 * cf.N_p,
+            cf.c_PP: 2 * cf.b * cf.d_model,
+            cf.c_TP: 8 * cf.b * cf.L * sp.sqrt(cf.d_ff * cf.d_model),
+        }
+    )
     assert same(table1 - ours, -2 * cf.N_p - 2 * cf.b * cf.d_model)
 
 
 def test_2d_tensor_parallel_optimum():
     n_m, words = cf.tp_2d_optimum()
     assert same(n_m, sp.sqrt(cf.N_TP * cf.d_model / cf.d_ff))
-    exact = 4 * cf.L * cf.b * (2 * sp.sqrt(cf.N_TP * cf.d_ff * cf.d_model) - cf.d_ff
-                               - cf.d_model) / cf.N_TP
+    exact = (
+        4
+        * cf.L
+        * cf.b
+        * (2 * sp.sqrt(cf.N_TP * cf.d_ff * cf.d_model) - cf.d_ff - cf.d_model)
+        / cf.N_TP
+    )
     assert same(words, exact)
     assert same(words - cf.TP_WORDS_2D, -4 * cf.L * cf.b * (cf.d_ff + cf.d_model) / cf.N_TP)
-    pid = "epoch-tensor-parallel-traffic"           # kind collective-time: the formulas only
+    pid = "epoch-tensor-parallel-traffic"  # kind collective-time: the formulas only
     assert same(cf.TP_WORDS_PER_WORKER, theirs(pid, "per_worker_general"))
     assert same(cf.TP_WORDS_2D, theirs(pid, "per_worker_2d_opt"))
 
@@ -215,9 +265,11 @@ def test_2d_tensor_parallel_optimum():
 def test_pipeline_bubbles_and_zero_bubble():
     pid = "epoch-pipeline-bubble"
     assert same(cf.BUBBLE_EQ5.subs(cf.m, 1), theirs(pid, "no_microbatching"))
-    assert same(cf.BUBBLE_EQ22.subs(cf.i, 1), cf.BUBBLE_EQ5)     # Eq. 22 reduces to Eq. 5
-    assert same(cf.BUBBLE_EQ22.subs(cf.m, cf.N_PP + cf.m),
-                theirs(pid, "interleaved").subs(cf.m, cf.N_PP + cf.m))  # m >= N_PP: z = 0
+    assert same(cf.BUBBLE_EQ22.subs(cf.i, 1), cf.BUBBLE_EQ5)  # Eq. 22 reduces to Eq. 5
+    assert same(
+        cf.BUBBLE_EQ22.subs(cf.m, cf.N_PP + cf.m),
+        theirs(pid, "interleaved").subs(cf.m, cf.N_PP + cf.m),
+    )  # m >= N_PP: z = 0
     assert same(cf.BUBBLE_EQ22, theirs(pid, "eq22_general"))
     assert same(cf.ZB_H2_MIN_MICROBATCHES, theirs(pid, "zb_h2_min_microbatches"))
     general = sp.lambdify((cf.N_PP, cf.m, cf.i), cf.BUBBLE_EQ22)
@@ -236,21 +288,31 @@ def test_interleaving_example_interfaces():
 def test_p2p_frequencies():
     pid = "epoch-p2p-communication-frequencies"
     none, top = theirs(pid, "p_pp_none"), theirs(pid, "p_pp_top_level")
-    for pp_levels, ep_levels, depth, il in [([2, 4], [1, 1], 17, 1), ([1, 8], [4, 2], 33, 2),
-                                            ([4, 1], [2, 2], 9, 1), ([2, 2, 2], [2, 1, 4], 65, 4)]:
+    for pp_levels, ep_levels, depth, il in [
+        ([2, 4], [1, 1], 17, 1),
+        ([1, 8], [4, 2], 33, 2),
+        ([4, 1], [2, 2], 9, 1),
+        ([2, 2, 2], [2, 1, 4], 65, 4),
+    ]:
         pp, ep, p2p = cf.p2p_frequencies(pp_levels, ep_levels, depth, il)
         n_pp, n_ep = math.prod(pp_levels), math.prod(ep_levels)
         h_top = max(h for h, n in enumerate(pp_levels) if n > 1)
         assert pp[0] == none.subs({cf.L: depth, cf.i: il, cf.N_PP: n_pp})
-        assert pp[h_top + 1] == top.subs({cf.L: depth, cf.i: il,
-                                          sp.Symbol("N_PPh", positive=True): pp_levels[h_top]})
+        assert pp[h_top + 1] == top.subs(
+            {cf.L: depth, cf.i: il, sp.Symbol("N_PPh", positive=True): pp_levels[h_top]}
+        )
         assert ep[0] == theirs(pid, "p_ep_none").subs(cf.N_EP, n_ep)
         assert sum(ep[1:]) == theirs(pid, "p_ep_any_level_sum").subs(cf.N_EP, n_ep)
         assert sum(pp) == 1 and sum(ep) == 1 and sum(p2p) == 1
         # the simulator's vectorized version agrees
         import numpy as np
-        frac, _ = nw.p2p_fractions(np.log2([pp_levels]).astype(int),
-                                   np.log2([ep_levels]).astype(int), np.array([float(il)]), depth)
+
+        frac, _ = nw.p2p_fractions(
+            np.log2([pp_levels]).astype(int),
+            np.log2([ep_levels]).astype(int),
+            np.array([float(il)]),
+            depth,
+        )
         assert frac[0] == pytest.approx([float(x) for x in p2p[1:]])
 
 
@@ -259,10 +321,12 @@ def test_scaling_anchors_and_derived_shapes():
     close(scaling.batch_tokens(3e23), pid, "b_at_anchor")
     close(scaling.sparsity(12288), pid, "E_at_anchor")
     # epoch-model.md's derived shapes (T, sparse) -> d_model, L, E, N_p, b
-    for t, sparse, want in [(3e23, False, (6.96e3, 129, 1, 5.0e10, 4.19e6)),
-                            (2e28, False, (5.24e4, 587, 1, 1.29e13, 2.67e7)),
-                            (2e28, True, (3.05e4, 391, 19.8, 5.75e13, 1.19e8)),
-                            (2e31, False, (1.84e5, 1510, 1, 4.08e14, 8.45e7))]:
+    for t, sparse, want in [
+        (3e23, False, (6.96e3, 129, 1, 5.0e10, 4.19e6)),
+        (2e28, False, (5.24e4, 587, 1, 1.29e13, 2.67e7)),
+        (2e28, True, (3.05e4, 391, 19.8, 5.75e13, 1.19e8)),
+        (2e31, False, (1.84e5, 1510, 1, 4.08e14, 8.45e7)),
+    ]:
         s = scaling.shape_for(t, sparse)
         got = (s.d_model, s.layers, s.experts, s.n_params, s.batch)
         assert got == pytest.approx(want, rel=0.005)
@@ -272,14 +336,15 @@ def test_scaling_anchors_and_derived_shapes():
 def test_arithmetic_intensity_and_cost_examples():
     assert cf.balanced_square_gemm(1e15, 3.35e12) == pytest.approx(895.5, rel=1e-3)
     pid = "epoch-cost-1e30"
-    gpu_hours = 1e30 / (H100.peak_flops * 3600)             # 989 TFLOP/s dense FP16
+    gpu_hours = 1e30 / (H100.peak_flops * 3600)  # 989 TFLOP/s dense FP16
     assert gpu_hours == pytest.approx(item(pid, "gpu_hours_at_full_util")["recomputed"], rel=2e-3)
     assert gpu_hours * 3.5 == pytest.approx(item(pid, "cost_usd")["value"], rel=0.1)
 
 
 def test_three_months_is_a_quarter_year():
     assert THREE_MONTHS_S == pytest.approx(
-        CORPUS["epoch-latency-utilization-limit-eq14"]["inputs"]["model"]["t_train_s"], rel=1e-4)
+        CORPUS["epoch-latency-utilization-limit-eq14"]["inputs"]["model"]["t_train_s"], rel=1e-4
+    )
 
 
 COVERED = {

@@ -23,7 +23,7 @@ import shardc
 from shardc.passes.symbols import size_symbol
 from shardc.tools.epoch import closed_form as cf
 
-WORD_BYTES = 2          # bf16, the paper's FP16 words
+WORD_BYTES = 2  # bf16, the paper's FP16 words
 FACTOR = {"AllReduce": 2, "AllGather": 1, "ReduceScatter": 1}
 
 
@@ -34,11 +34,11 @@ def program(mesh: str, dims: str, explicit: bool = True) -> str:
     head = f"mesh {mesh}\ndim {dims}\nA: bf16[I_X, K_Z]\nB: bf16[K_Z, J_Y]\ndC: bf16[I_X, J_Y]\n"
     if explicit:
         return head + (
-            "C[I_X, J_Y]{U_Z} = A ·_K B\nCr = AllReduce_Z(C)\n"          # forward: K contracted
-            "dA[I_X, K_Z]{U_Y} = dC ·_J B\ndAr = AllReduce_Y(dA)\n"      # dA = dC B^T
-            "dB[K_Z, J_Y]{U_X} = A ·_I dC\ndBr = AllReduce_X(dB)\n")     # dB = A^T dC
-    return head + ("C[I_X, J_Y] = A ·_K B\ndA[I_X, K_Z] = dC ·_J B\n"
-                   "dB[K_Z, J_Y] = A ·_I dC\n")
+            "C[I_X, J_Y]{U_Z} = A ·_K B\nCr = AllReduce_Z(C)\n"  # forward: K contracted
+            "dA[I_X, K_Z]{U_Y} = dC ·_J B\ndAr = AllReduce_Y(dA)\n"  # dA = dC B^T
+            "dB[K_Z, J_Y]{U_X} = A ·_I dC\ndBr = AllReduce_X(dB)\n"
+        )  # dB = A^T dC
+    return head + ("C[I_X, J_Y] = A ·_K B\ndA[I_X, K_Z] = dC ·_J B\ndB[K_Z, J_Y] = A ·_I dC\n")
 
 
 def received_words(report, size) -> sp.Expr:
@@ -58,30 +58,31 @@ def dram_words(report, size) -> sp.Expr:
 
 
 def eq3(n_i, n_j, n_k, i, j, k):
-    return cf.NET_WORDS_EQ3.subs({cf.N_I: n_i, cf.N_J: n_j, cf.N_K: n_k,
-                                  cf.I: i, cf.J: j, cf.K: k})
+    return cf.NET_WORDS_EQ3.subs({cf.N_I: n_i, cf.N_J: n_j, cf.N_K: n_k, cf.I: i, cf.J: j, cf.K: k})
 
 
 def test_symbolic_sizes_match_eq3_exactly():
     r = shardc.compile(program("X, Y, Z", "I, J, K"), model="exact")
     X, Y, Z, I, J, K = (size_symbol(n) for n in "XYZIJK")  # noqa: E741
     assert sp.simplify(received_words(r, size_symbol) - eq3(X, Y, Z, I, J, K)) == 0
-    assert sp.simplify(dram_words(r, size_symbol)
-                       - cf.DRAM_WORDS.subs({cf.N_I: X, cf.N_J: Y, cf.N_K: Z,
-                                             cf.I: I, cf.J: J, cf.K: K})) == 0
-    assert sp.simplify(r.totals["flops"] - 3 * 2 * I * J * K) == 0   # fwd + bwd = 3 x fwd
+    assert (
+        sp.simplify(
+            dram_words(r, size_symbol)
+            - cf.DRAM_WORDS.subs({cf.N_I: X, cf.N_J: Y, cf.N_K: Z, cf.I: I, cf.J: J, cf.K: K})
+        )
+        == 0
+    )
+    assert sp.simplify(r.totals["flops"] - 3 * 2 * I * J * K) == 0  # fwd + bwd = 3 x fwd
     assert [op.op for op in r.ops if op.kind == "collective"] == ["AllReduce"] * 3
 
 
-MESHES = [(1, 1, 1), (2, 1, 1), (1, 4, 1), (1, 1, 8), (2, 4, 8), (8, 2, 1), (4, 1, 2),
-          (3, 5, 2)]
+MESHES = [(1, 1, 1), (2, 1, 1), (1, 4, 1), (1, 1, 8), (2, 4, 8), (8, 2, 1), (4, 1, 2), (3, 5, 2)]
 
 
 @pytest.mark.parametrize("n_i,n_j,n_k", MESHES)
 def test_sized_meshes_match_eq3(n_i, n_j, n_k):
-    i, j, k = 960, 1920, 3840               # divisible by every mesh size above
-    r = shardc.compile(program(f"X={n_i}, Y={n_j}, Z={n_k}", f"I={i}, J={j}, K={k}"),
-                    model="exact")
+    i, j, k = 960, 1920, 3840  # divisible by every mesh size above
+    r = shardc.compile(program(f"X={n_i}, Y={n_j}, Z={n_k}", f"I={i}, J={j}, K={k}"), model="exact")
     sizes = {"X": n_i, "Y": n_j, "Z": n_k}
     words = r.value(received_words(r, lambda a: sizes[a]))
     assert words == pytest.approx(float(eq3(n_i, n_j, n_k, i, j, k)))
@@ -95,10 +96,14 @@ def test_the_planner_chooses_the_same_all_reduces_for_a_cube():
     With a small contracted dim it may instead gather both operands (the sharding chapter Case 4),
     which moves fewer bytes but repeats the GEMM on every device of the contracted axis; Eq. 3
     assumes the work is partitioned, so that plan is outside its scope (see docs/limits.md)."""
-    r = shardc.compile(program("X=2, Y=4, Z=8", "I=2048, J=2048, K=2048", explicit=False),
-                    model="exact")
+    r = shardc.compile(
+        program("X=2, Y=4, Z=8", "I=2048, J=2048, K=2048", explicit=False), model="exact"
+    )
     assert [(op.op, op.axes) for op in r.ops if op.kind == "collective"] == [
-        ("AllReduce", ("Z",)), ("AllReduce", ("Y",)), ("AllReduce", ("X",))]
+        ("AllReduce", ("Z",)),
+        ("AllReduce", ("Y",)),
+        ("AllReduce", ("X",)),
+    ]
     sizes = {"X": 2, "Y": 4, "Z": 8}
     words = r.value(received_words(r, lambda a: sizes[a]))
     assert words == pytest.approx(float(eq3(2, 4, 8, 2048, 2048, 2048)))

@@ -50,9 +50,12 @@ class Client:
     blocks on a full pipe)."""
 
     def __init__(self, *args: str) -> None:
-        self.p = subprocess.Popen([sys.executable, "-m", "shardc", "lsp", *args],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "shardc", "lsp", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.inbox: queue.Queue[dict | None] = queue.Queue()
         self.backlog: list[dict] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -87,9 +90,13 @@ class Client:
     def wait_for(self, method: str | None = None, ident: Any = None) -> dict:
         """The first message not yet taken with this method (a notification or a request of
         the server's) or, without a method, this id (a response); others stay for later."""
+
         def wanted(m: dict) -> bool:
-            return m.get("method") == method if method is not None else (
-                "method" not in m and m.get("id") == ident)
+            return (
+                m.get("method") == method
+                if method is not None
+                else ("method" not in m and m.get("id") == ident)
+            )
 
         for k, m in enumerate(self.backlog):
             if wanted(m):
@@ -111,8 +118,13 @@ class Client:
         return result
 
     def open(self, text: str, uri: str = URI, ascii: bool = True) -> None:
-        self.send(ascii, method="textDocument/didOpen", params={"textDocument": {
-            "uri": uri, "languageId": "shard", "version": 1, "text": text}})
+        self.send(
+            ascii,
+            method="textDocument/didOpen",
+            params={
+                "textDocument": {"uri": uri, "languageId": "shard", "version": 1, "text": text}
+            },
+        )
 
     def finish(self) -> int:
         """`shutdown` (answered with a null result) then `exit`: the exit status."""
@@ -142,27 +154,45 @@ def test_a_session(client: Client) -> None:
     (d,) = client.wait_for("textDocument/publishDiagnostics")["params"]["diagnostics"]
     assert d["code"] == "N012" and d["severity"] == 1 and "did you mean 'gelu'?" in d["message"]
     assert d["range"] == {"start": {"line": 3, "character": 4}, "end": {"line": 3, "character": 8}}
-    (fix,) = client.request(10, "textDocument/codeAction", {
-        "textDocument": {"uri": URI}, "range": d["range"], "context": {"diagnostics": [d]}}
+    (fix,) = client.request(
+        10,
+        "textDocument/codeAction",
+        {"textDocument": {"uri": URI}, "range": d["range"], "context": {"diagnostics": [d]}},
     )["result"]
     assert fix["kind"] == "quickfix" and fix["edit"]["changes"][URI] == [
-        {"range": d["range"], "newText": "gelu"}]
+        {"range": d["range"], "newText": "gelu"}
+    ]
     # garbage between messages is skipped, the session goes on
     client.raw(b"Content-Length: nope\r\n\r\n")
     client.raw(b"Content-Length: 5\r\n\r\n{oops")
     assert client.wait_for(ident=None)["error"]["code"] == -32700
-    client.send(method="textDocument/didChange", params={
-        "textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"text": FIXED}]})
+    client.send(
+        method="textDocument/didChange",
+        params={"textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"text": FIXED}]},
+    )
     assert client.wait_for("textDocument/publishDiagnostics")["params"] == {
-        "uri": URI, "diagnostics": []}
-    hover = client.request(2, "textDocument/hover", {
-        "textDocument": {"uri": URI}, "position": {"line": 4, "character": 1}})["result"]
+        "uri": URI,
+        "diagnostics": [],
+    }
+    hover = client.request(
+        2,
+        "textDocument/hover",
+        {"textDocument": {"uri": URI}, "position": {"line": 4, "character": 1}},
+    )["result"]
     text = hover["contents"]["value"]
     assert "tpu-v5e" in text and "`AllGather`" in text and "why: the left-hand side" in text
-    assert hover["range"] == {"start": {"line": 4, "character": 0},
-                              "end": {"line": 4, "character": len("B[I, J] = gelu(A)")}}
-    assert client.request(3, "textDocument/hover", {
-        "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}})["result"] is None
+    assert hover["range"] == {
+        "start": {"line": 4, "character": 0},
+        "end": {"line": 4, "character": len("B[I, J] = gelu(A)")},
+    }
+    assert (
+        client.request(
+            3,
+            "textDocument/hover",
+            {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}},
+        )["result"]
+        is None
+    )
     assert client.request(4, "workspace/symbol", {"query": ""})["error"]["code"] == -32601
     assert client.request(5, "shardc/unknown")["error"]["code"] == -32601
     client.send(method="textDocument/didClose", params={"textDocument": {"uri": URI}})
@@ -170,43 +200,66 @@ def test_a_session(client: Client) -> None:
     assert client.finish() == 0
 
 
-@pytest.mark.parametrize("offered,encoding,start,end", [
-    (None, "utf-16", 10, 12), (["utf-16"], "utf-16", 10, 12),
-    (["utf-16", "utf-8"], "utf-8", 11, 13), (["utf-8"], "utf-8", 11, 13)])
+@pytest.mark.parametrize(
+    "offered,encoding,start,end",
+    [
+        (None, "utf-16", 10, 12),
+        (["utf-16"], "utf-16", 10, 12),
+        (["utf-16", "utf-8"], "utf-8", 11, 13),
+        (["utf-8"], "utf-8", 11, 13),
+    ],
+)
 def test_columns_after_a_middle_dot(client: Client, offered, encoding, start, end) -> None:
     """UTF-16 unless the client offers UTF-8; diagnostic ranges, quick-fix edits, hover ranges
     and incoming edit ranges all count in the negotiated units."""
     assert client.initialize(offered)["result"]["capabilities"]["positionEncoding"] == encoding
     client.open(DOT)
     (d,) = client.wait_for("textDocument/publishDiagnostics")["params"]["diagnostics"]
-    assert d["code"] == "N011" and d["range"] == {"start": {"line": 5, "character": start},
-                                                  "end": {"line": 5, "character": end}}
-    (fix,) = client.request(2, "textDocument/codeAction", {
-        "textDocument": {"uri": URI}, "range": d["range"], "context": {"diagnostics": [d]}}
+    assert d["code"] == "N011" and d["range"] == {
+        "start": {"line": 5, "character": start},
+        "end": {"line": 5, "character": end},
+    }
+    (fix,) = client.request(
+        2,
+        "textDocument/codeAction",
+        {"textDocument": {"uri": URI}, "range": d["range"], "context": {"diagnostics": [d]}},
     )["result"]
     assert fix["edit"]["changes"][URI] == [{"range": d["range"], "newText": "B"}]
     # the quick fix applied as an incremental edit: the server reads the range in these units
-    client.send(method="textDocument/didChange", params={
-        "textDocument": {"uri": URI, "version": 2},
-        "contentChanges": [{"range": d["range"], "text": "B"}]})
+    client.send(
+        method="textDocument/didChange",
+        params={
+            "textDocument": {"uri": URI, "version": 2},
+            "contentChanges": [{"range": d["range"], "text": "B"}],
+        },
+    )
     assert client.wait_for("textDocument/publishDiagnostics")["params"]["diagnostics"] == []
-    hover = client.request(3, "textDocument/hover", {
-        "textDocument": {"uri": URI}, "position": {"line": 5, "character": 3}})["result"]
+    hover = client.request(
+        3,
+        "textDocument/hover",
+        {"textDocument": {"uri": URI}, "position": {"line": 5, "character": 3}},
+    )["result"]
     assert "C[I, K]" in hover["contents"]["value"]
     assert hover["range"]["end"] == {"line": 5, "character": end - 1}  # `C = A ·_J B`
     assert client.finish() == 0
 
 
 def test_the_end_of_input_without_shutdown_is_exit_1() -> None:
-    p = subprocess.run([sys.executable, "-m", "shardc", "lsp"], input=b"", capture_output=True,
-                       timeout=TIMEOUT)
+    p = subprocess.run(
+        [sys.executable, "-m", "shardc", "lsp"], input=b"", capture_output=True, timeout=TIMEOUT
+    )
     assert p.returncode == 1 and p.stdout == b""
 
 
 def test_requests_before_initialize_and_exit_without_shutdown(client: Client) -> None:
-    assert client.request(7, "textDocument/hover", {
-        "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}
-    )["error"]["code"] == -32002
+    assert (
+        client.request(
+            7,
+            "textDocument/hover",
+            {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}},
+        )["error"]["code"]
+        == -32002
+    )
     client.open(BROKEN)  # a notification before initialize is dropped: no diagnostics
     assert client.request(8, "shutdown")["error"]["code"] == -32002
     client.send(method="exit")
@@ -217,11 +270,18 @@ def test_requests_before_initialize_and_exit_without_shutdown(client: Client) ->
 def test_after_shutdown_requests_are_refused_and_exit_is_0(client: Client) -> None:
     client.initialize()
     assert client.request(2, "shutdown")["result"] is None
-    assert client.request(3, "textDocument/hover", {
-        "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}
-    )["error"]["code"] == -32600
-    assert client.request(4, "initialize", {"processId": None, "capabilities": {}}
-                          )["error"]["code"] == -32600
+    assert (
+        client.request(
+            3,
+            "textDocument/hover",
+            {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}},
+        )["error"]["code"]
+        == -32600
+    )
+    assert (
+        client.request(4, "initialize", {"processId": None, "capabilities": {}})["error"]["code"]
+        == -32600
+    )
     client.send(method="exit")
     assert client.p.wait(timeout=TIMEOUT) == 0
 
@@ -238,8 +298,11 @@ def test_the_clients_responses_are_never_answered(client: Client) -> None:
 
 def test_an_oversize_frame_is_skipped_and_the_next_one_read(client: Client) -> None:
     client.initialize()
-    body = b'{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": "' + \
-        b"x" * (MAX_MESSAGE_BYTES - 60) + b'"}'
+    body = (
+        b'{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": "'
+        + b"x" * (MAX_MESSAGE_BYTES - 60)
+        + b'"}'
+    )
     assert len(body) > MAX_MESSAGE_BYTES
     client.raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     log = client.wait_for("window/logMessage")["params"]
@@ -247,14 +310,21 @@ def test_an_oversize_frame_is_skipped_and_the_next_one_read(client: Client) -> N
     assert client.finish() == 0
 
 
-@pytest.mark.parametrize("body", [
-    b"[" * 100_000 + b"]" * 100_000,
-    b'{"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": '
-    + b'{"a": ' * 100_000 + b"1" + b"}" * 100_001,
-    b'{"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": {"x": "'
-    + b"\xff\xfe" + b'"}}',
-    b'{"jsonrpc": "2.0", "id": NaN, "method": "shutdown"}',
-], ids=["array", "params", "not utf-8", "nan"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": '
+        + b'{"a": ' * 100_000
+        + b"1"
+        + b"}" * 100_001,
+        b'{"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": {"x": "'
+        + b"\xff\xfe"
+        + b'"}}',
+        b'{"jsonrpc": "2.0", "id": NaN, "method": "shutdown"}',
+    ],
+    ids=["array", "params", "not utf-8", "nan"],
+)
 def test_a_body_that_cannot_be_parsed_gets_a_parse_error(client: Client, body: bytes) -> None:
     client.initialize()
     client.raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -272,8 +342,16 @@ def test_ids_that_are_not_ids(client: Client) -> None:
     # a header with 5,000 digits has no usable length: dropped, the next frame is read
     client.raw(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n")
     nested = "[" * 900 + "]" * 900  # within the parser's depth: a typed params error
-    client.raw(frame({"jsonrpc": "2.0", "id": 6, "method": "textDocument/hover",
-                      "params": json.loads(nested)}))
+    client.raw(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 6,
+                "method": "textDocument/hover",
+                "params": json.loads(nested),
+            }
+        )
+    )
     assert client.wait_for(ident=6)["error"]["code"] == -32602
     assert client.finish() == 0
 
@@ -286,15 +364,23 @@ def test_a_compile_past_its_budget_is_stopped_and_the_server_answers_meanwhile()
     still compiles the next document and answers shutdown."""
     c = Client("--time-budget", "1")
     try:
-        c.request(1, "initialize", {"processId": None,
-                                    "capabilities": {"window": {"workDoneProgress": True}}})
+        c.request(
+            1,
+            "initialize",
+            {"processId": None, "capabilities": {"window": {"workDoneProgress": True}}},
+        )
         c.send(method="initialized", params={})
         slow = "file:///work/slow.shard"
         c.open(shapes(6000, 1), slow)
-        c.send(id=2, method="textDocument/hover", params={
-            "textDocument": {"uri": slow}, "position": {"line": 0, "character": 0}})
-        assert c.request(3, "textDocument/hover", {
-            "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}
+        c.send(
+            id=2,
+            method="textDocument/hover",
+            params={"textDocument": {"uri": slow}, "position": {"line": 0, "character": 0}},
+        )
+        assert c.request(
+            3,
+            "textDocument/hover",
+            {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}},
         ) == {"jsonrpc": "2.0", "id": 3, "result": None}
         c.send(method="$/cancelRequest", params={"id": 2})
         assert c.wait_for(ident=2)["error"]["code"] == -32800  # the waiting hover, cancelled
@@ -324,10 +410,21 @@ def test_a_mesh_layout_that_hangs_or_not_gets_diagnostics() -> None:
     try:
         c.initialize()
         c.open("mesh X=1000000007\ndim I=8\nhardware tpu-v5e\nA: f32[I]\nB = gelu(A)\n")
-        assert c.request(2, "textDocument/codeAction", {
-            "textDocument": {"uri": "file:///other"}, "context": {"diagnostics": []},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}
-        )["result"] == []
+        assert (
+            c.request(
+                2,
+                "textDocument/codeAction",
+                {
+                    "textDocument": {"uri": "file:///other"},
+                    "context": {"diagnostics": []},
+                    "range": {
+                        "start": {"line": 0, "character": 0},
+                        "end": {"line": 0, "character": 0},
+                    },
+                },
+            )["result"]
+            == []
+        )
         c.wait_for("textDocument/publishDiagnostics")
         assert c.finish() == 0
     finally:
@@ -341,8 +438,14 @@ def test_a_compile_past_the_memory_cap_is_stopped() -> None:
     c = Client("--time-budget", "60")
     try:
         c.initialize()
-        c.open("mesh X=2\ndim B=8, S=16\nA: f32[B, S_X]\nC = " + "softmax_{S}(" * 200 + "A"
-               + ")" * 200 + "\n", "file:///work/deep.shard")
+        c.open(
+            "mesh X=2\ndim B=8, S=16\nA: f32[B, S_X]\nC = "
+            + "softmax_{S}(" * 200
+            + "A"
+            + ")" * 200
+            + "\n",
+            "file:///work/deep.shard",
+        )
         published = c.wait_for("textDocument/publishDiagnostics")["params"]
         assert published["uri"] == "file:///work/deep.shard"
         assert all("internal error" not in d["message"] for d in published["diagnostics"])
@@ -381,11 +484,15 @@ class Bytes:
 
 
 def test_read_frame_resynchronises() -> None:
-    s = Bytes(b"\r\n\r\ngarbage: 1\r\ncontent-length:  2\r\n\r\n{}"
-              b"Content-Length: x\r\n\r\n"
-              b"noise Content-Length: 3\r\n\r\n[1]"
-              b"Content-Length: %d\r\n\r\n" % (MAX_MESSAGE_BYTES + 1)
-              + b"a" * (MAX_MESSAGE_BYTES + 1) + b"Content-Length: 2\r\n\r\n[]")
+    s = Bytes(
+        b"\r\n\r\ngarbage: 1\r\ncontent-length:  2\r\n\r\n{}"
+        b"Content-Length: x\r\n\r\n"
+        b"noise Content-Length: 3\r\n\r\n[1]"
+        b"Content-Length: %d\r\n\r\n"
+        % (MAX_MESSAGE_BYTES + 1)
+        + b"a" * (MAX_MESSAGE_BYTES + 1)
+        + b"Content-Length: 2\r\n\r\n[]"
+    )
     assert read_frame(s) == b"{}"
     assert read_frame(s) == b"[1]"
     assert read_frame(s) == Oversize(MAX_MESSAGE_BYTES + 1)
@@ -404,20 +511,49 @@ def test_decode_never_raises() -> None:
 
 # -- the fuzz ----------------------------------------------------------------------------------
 
-METHODS = ["initialize", "initialized", "textDocument/didOpen", "textDocument/didChange",
-           "textDocument/didClose", "textDocument/hover", "textDocument/codeAction",
-           "$/cancelRequest", "$/setTrace", "shutdown", "workspace/symbol", "shardc/unknown",
-           "textDocument/completion", "window/workDoneProgress/cancel", ""]
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40),
-                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))
-json_value = st.recursive(json_leaf, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-    max_leaves=12)
-ids = st.one_of(st.integers(-2**31, 2**31 - 1), st.text(max_size=12), st.none(), st.booleans(),
-                st.floats(allow_nan=False, allow_infinity=False), st.just([1]))
+METHODS = [
+    "initialize",
+    "initialized",
+    "textDocument/didOpen",
+    "textDocument/didChange",
+    "textDocument/didClose",
+    "textDocument/hover",
+    "textDocument/codeAction",
+    "$/cancelRequest",
+    "$/setTrace",
+    "shutdown",
+    "workspace/symbol",
+    "shardc/unknown",
+    "textDocument/completion",
+    "window/workDoneProgress/cancel",
+    "",
+]
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ids = st.one_of(
+    st.integers(-(2**31), 2**31 - 1),
+    st.text(max_size=12),
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.just([1]),
+)
 documents = st.sampled_from([BROKEN, FIXED, DOT, "", "mesh X=", "·" * 50, "\x00\ud800"])
-positions = st.fixed_dictionaries({"line": st.integers(-5, 2**31), "character":
-                                   st.integers(-5, 2**31)})
+positions = st.fixed_dictionaries(
+    {"line": st.integers(-5, 2**31), "character": st.integers(-5, 2**31)}
+)
 
 
 @st.composite
@@ -426,12 +562,27 @@ def typed_params(draw: Any, method: str) -> Any:
     doc = {"uri": draw(st.sampled_from([URI, "file:///b.shard", ""]))}
     match method:
         case "initialize":
-            return {"processId": None, "capabilities": draw(st.sampled_from([
-                {}, {"general": {"positionEncodings": ["utf-8"]}},
-                {"window": {"workDoneProgress": True}}]))}
+            return {
+                "processId": None,
+                "capabilities": draw(
+                    st.sampled_from(
+                        [
+                            {},
+                            {"general": {"positionEncodings": ["utf-8"]}},
+                            {"window": {"workDoneProgress": True}},
+                        ]
+                    )
+                ),
+            }
         case "textDocument/didOpen":
-            return {"textDocument": {**doc, "languageId": "shard", "version": 1,
-                                     "text": draw(documents)}}
+            return {
+                "textDocument": {
+                    **doc,
+                    "languageId": "shard",
+                    "version": 1,
+                    "text": draw(documents),
+                }
+            }
         case "textDocument/didChange":
             change: dict[str, Any] = {"text": draw(documents)}
             if draw(st.booleans()):
@@ -440,9 +591,11 @@ def typed_params(draw: Any, method: str) -> Any:
         case "textDocument/hover":
             return {"textDocument": doc, "position": draw(positions)}
         case "textDocument/codeAction":
-            return {"textDocument": doc, "range": {"start": draw(positions),
-                                                   "end": draw(positions)},
-                    "context": {"diagnostics": []}}
+            return {
+                "textDocument": doc,
+                "range": {"start": draw(positions), "end": draw(positions)},
+                "context": {"diagnostics": []},
+            }
         case "$/cancelRequest":
             return {"id": draw(ids)}
         case _:
@@ -454,9 +607,13 @@ def frames(draw: Any) -> bytes:
     """One piece of the input stream: a request or notification (well-typed params or any
     JSON), a response, a body that is not JSON, deep nesting, a huge id, a garbage header,
     an oversize frame (rarely: eight megabytes), a length shorter than the body."""
-    kind = draw(st.sampled_from(["message"] * 6 + ["response", "not json", "nested", "huge id",
-                                                   "garbage", "short", "blank"]
-                                + (["oversize"] if draw(st.integers(0, 40)) == 0 else [])))
+    kind = draw(
+        st.sampled_from(
+            ["message"] * 6
+            + ["response", "not json", "nested", "huge id", "garbage", "short", "blank"]
+            + (["oversize"] if draw(st.integers(0, 40)) == 0 else [])
+        )
+    )
     method = draw(st.sampled_from(METHODS))
     message: dict[str, Any] = {"jsonrpc": draw(st.sampled_from(["2.0"] * 5 + ["1.0", 2]))}
     if method:
@@ -464,25 +621,34 @@ def frames(draw: Any) -> bytes:
     if draw(st.booleans()):
         message["id"] = draw(ids)
     if draw(st.integers(0, 3)):
-        message["params"] = draw(typed_params(method)) if draw(st.booleans()) \
-            else draw(json_value)
+        message["params"] = draw(typed_params(method)) if draw(st.booleans()) else draw(json_value)
     match kind:
         case "message":
             return frame(message)
         case "response":
-            return frame({"jsonrpc": "2.0", "id": draw(ids),
-                          draw(st.sampled_from(["result", "error"])): draw(json_value)})
+            return frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": draw(ids),
+                    draw(st.sampled_from(["result", "error"])): draw(json_value),
+                }
+            )
         case "not json":
             body = draw(st.binary(max_size=40))
             return b"Content-Length: %d\r\n\r\n" % len(body) + body
         case "nested":
             depth = draw(st.integers(1, 100_000))
-            body = b'{"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": ' + \
-                b"[" * depth + b"]" * depth + b"}"
+            body = (
+                b'{"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": '
+                + b"[" * depth
+                + b"]" * depth
+                + b"}"
+            )
             return b"Content-Length: %d\r\n\r\n" % len(body) + body
         case "huge id":
             body = b'{"jsonrpc": "2.0", "method": "shutdown", "id": %s}' % (
-                b"9" * draw(st.integers(20, 6000)))
+                b"9" * draw(st.integers(20, 6000))
+            )
             return b"Content-Length: %d\r\n\r\n" % len(body) + body
         case "garbage":
             line = draw(st.binary(max_size=60)).replace(b"\n", b" ").replace(b"\r", b" ")
@@ -526,8 +692,7 @@ NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 """A failing session is reported as drawn: shrinking restarts a server per try (minutes)."""
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck),
-          phases=NO_SHRINK)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
 @given(st.lists(frames(), min_size=50, max_size=50), st.booleans())
 def test_fuzz_frames_then_shutdown_is_answered(stream: list[bytes], end_with_exit: bool) -> None:
     """300 frames: six sessions of 50."""
@@ -535,8 +700,9 @@ def test_fuzz_frames_then_shutdown_is_answered(stream: list[bytes], end_with_exi
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck),
-          phases=NO_SHRINK)
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK
+)
 @given(st.lists(frames(), min_size=50, max_size=50), st.booleans())
 def test_fuzz_frames_slow(stream: list[bytes], end_with_exit: bool) -> None:
     """10,000 frames: two hundred sessions of 50 (a longer session would outgrow what

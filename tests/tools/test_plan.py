@@ -17,7 +17,7 @@ from shardc.tools import plan as P
 from shardc.tools.models.sharding import Axis
 
 V5P = hardware.load("tpu-v5p")
-MB4 = 4 * 2 ** 20  # the LLaMA 3 chapter: "4M token batch size (1024 sequences of length 4096)"
+MB4 = 4 * 2**20  # the LLaMA 3 chapter: "4M token batch size (1024 sequences of length 4096)"
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +27,17 @@ def llama70b() -> P.Plan:
 
 # ---- slices and layouts ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("chips, pods, per_pod, shape, idle", [
-    (8960, 1, 8192, (16, 16, 32), 768),  # a whole pod runs its largest power of two
-    (4096, 1, 4096, (16, 16, 16), 0),
-    (64, 1, 64, (4, 4, 4), 0),
-    (17920, 2, 8192, (16, 16, 32), 1536),  # two pods over DCN
-    (16384, 2, 8192, (16, 16, 32), 0),
-])
+
+@pytest.mark.parametrize(
+    "chips, pods, per_pod, shape, idle",
+    [
+        (8960, 1, 8192, (16, 16, 32), 768),  # a whole pod runs its largest power of two
+        (4096, 1, 4096, (16, 16, 16), 0),
+        (64, 1, 64, (4, 4, 4), 0),
+        (17920, 2, 8192, (16, 16, 32), 1536),  # two pods over DCN
+        (16384, 2, 8192, (16, 16, 32), 0),
+    ],
+)
 def test_slices(chips, pods, per_pod, shape, idle):
     assert P.choose_slice(V5P, chips) == P.Slice(pods, per_pod, shape, idle)
 
@@ -68,7 +72,9 @@ def test_fsdp_tp_layouts_give_tp_and_the_sequence_their_own_axes():
     by_t = {c.tp: c for c in P.layouts(card, V5P, sl, 1024, 4096) if c.strategy == "fsdp-tp"}
     four = by_t[4].layout
     assert four.degree("data", "seq") == 2048 and four.degree("tp") == 4
-    assert four.degree("seq") == 2  # 1024 sequences: the LLaMA 3 chapter's "2-way sequence parallelism"
+    assert (
+        four.degree("seq") == 2
+    )  # 1024 sequences: the LLaMA 3 chapter's "2-way sequence parallelism"
     assert [a for a in four.axes if a.role == "tp"] == [Axis("Y", 4, "tp", "@ici(z)")]
     eight = by_t[8].layout
     assert eight.mesh_text() == "X=1024 @ici(x, y), Y=8 @ici(z)"
@@ -86,6 +92,7 @@ def test_pods_shard_only_the_batch():
 
 # ---- the LLaMA 3 70B plan (the LLaMA 3 chapter "How to shard LLaMA 3-70B for training") ----------
 
+
 def test_llama3_70b_picks_fsdp_tp_and_pure_fsdp_is_communication_bound(llama70b):
     best = llama70b.best
     assert best.strategy == "fsdp-tp" and best.fits
@@ -95,8 +102,10 @@ def test_llama3_70b_picks_fsdp_tp_and_pure_fsdp_is_communication_bound(llama70b)
     assert fsdp.t_step > best.t_step
     dp = next(c for c in llama70b.candidates if c.strategy == "dp")
     assert not dp.fits  # 70e9 x (2 + 2 + 8) bytes replicated on every chip
-    assert any(c.strategy == "pp-dp-tp" and "GPU clusters only" in (c.reason or "")
-               for c in llama70b.candidates)
+    assert any(
+        c.strategy == "pp-dp-tp" and "GPU clusters only" in (c.reason or "")
+        for c in llama70b.candidates
+    )
 
 
 def test_llama3_70b_fsdp_axis_within_2x_of_the_books_1618(llama70b):
@@ -117,7 +126,9 @@ def test_book_figures(llama70b):
     assert round(b["alpha"]) == 2550 and b["tokens_per_chip"] == 512
     assert b["x_opt"] == pytest.approx((2 * MB4 * 8192 / 28672) ** 0.5)
     assert b["x_opt_power_of_two"] == 2048
-    assert round(b["fsdp_min_tokens_per_chip"]) == 850  # the LLaMA 3 chapter: 468 < 850 -> comms-bound
+    assert (
+        round(b["fsdp_min_tokens_per_chip"]) == 850
+    )  # the LLaMA 3 chapter: 468 < 850 -> comms-bound
 
 
 def test_step_is_n_layers_layers_plus_the_embedding(llama70b):
@@ -131,13 +142,30 @@ def test_step_is_n_layers_layers_plus_the_embedding(llama70b):
 
 def test_plan_json_shape(llama70b, monkeypatch, capsys):
     monkeypatch.setattr(P, "plan", lambda *a, **k: llama70b)
-    assert main(["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960",
-                 "--batch", "4Mi", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--card",
+                "llama3-70b",
+                "--hw",
+                "tpu-v5p",
+                "--chips",
+                "8960",
+                "--batch",
+                "4Mi",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert set(d) >= {"candidates", "best"}
     for c in d["candidates"]:
-        assert {"strategy", "mesh", "t_step_s", "bound", "memory_per_device_bytes",
-                "fits"} <= set(c)
+        assert {"strategy", "mesh", "t_step_s", "bound", "memory_per_device_bytes", "fits"} <= set(
+            c
+        )
     assert d["best"]["strategy"] == "fsdp-tp" and d["best"]["why"]
     assert d["best"]["t_step_s"] == min(c["t_step_s"] for c in d["candidates"] if c["fits"])
     assert d["slice"]["chips_used"] == 8192 and d["sequences"] == 1024
@@ -160,23 +188,28 @@ def test_plan_progress_names_each_candidate_on_stderr(capsys):
     assert main([*args, "--progress"]) == 0
     out, err = capsys.readouterr()
     lines = err.splitlines()
-    assert lines and all(line.startswith("[") and ("] compiling " in line or "] compiled " in line)
-                         for line in lines)  # one process: before each; several: after each
+    assert lines and all(
+        line.startswith("[") and ("] compiling " in line or "] compiled " in line) for line in lines
+    )  # one process: before each; several: after each
     evaluated = [line for line in out.splitlines() if " s " in line and "not evaluated" not in line]
     assert len(lines) >= len(evaluated) > 0
     assert main(args) == 0
     assert capsys.readouterr().out == out
 
 
-@pytest.mark.parametrize("tty, requested, json_out, shown", [
-    (True, False, False, True),    # a person at a terminal: after a second
-    (True, False, True, False),    # JSON for a program: none unless asked
-    (True, True, True, True),
-    (False, False, False, False),  # a pipe: none unless asked
-    (False, True, False, True),
-])
-def test_progress_shows_on_terminals_and_stays_off_for_json(monkeypatch, tty, requested,
-                                                             json_out, shown):
+@pytest.mark.parametrize(
+    "tty, requested, json_out, shown",
+    [
+        (True, False, False, True),  # a person at a terminal: after a second
+        (True, False, True, False),  # JSON for a program: none unless asked
+        (True, True, True, True),
+        (False, False, False, False),  # a pipe: none unless asked
+        (False, True, False, True),
+    ],
+)
+def test_progress_shows_on_terminals_and_stays_off_for_json(
+    monkeypatch, tty, requested, json_out, shown
+):
     from shardc.cli.progress import for_command
 
     monkeypatch.setattr("sys.stderr.isatty", lambda: tty)
@@ -188,23 +221,33 @@ def test_progress_shows_on_terminals_and_stays_off_for_json(monkeypatch, tty, re
 BASE = ["plan", "--card", "llama3-70b", "--hw", "tpu-v5p", "--chips", "8960", "--batch", "4Mi"]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"--card": "llama-9"}, "unknown model 'llama-9'"),
-    ({"--batch": "4Q"}, "--batch '4Q' is not a token count"),
-    ({"--batch": "4e6"}, "not a whole number of 4096-token sequences"),
-    ({"--chips": "1000"}, "neither a power of two, a whole number of tpu-v5p pods"),
-    ({"--chips": "many"}, "--chips 'many' is not a positive whole number"),
-    ({"--hw": "tpu-v9"}, "tpu-v9"),
-    ({"--seq": "0"}, "--seq '0' is not a whole number of tokens"),
-    ({"--layout": "zz"}, "--layout 'zz': the strategy is one of dp, fsdp, tp, fsdp-tp"),
-    ({"--layout": "fsdp-tp: X=1024, Y=4"}, "1024 x 4 devices, but the slice for --chips 8960 "
-                                           "has 8192 chips per pod"),
-    ({"--layout": "fsdp-tp: Y=3"}, "--layout: fsdp-tp on 8192 chips per pod needs a tensor "
-                                   "degree between 2 and 4096 that divides 8192 (got 3)"),
-    ({"--layout": "fsdp-tp: X=8192 @ici(x), Y=4 @ici(z)"}, "the mesh has 32768 devices, "
-                                                          "--chips is 8960"),
-    ({"--layout": "fsdp-tp: X=8192"}, "needs a tensor axis named Y"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"--card": "llama-9"}, "unknown model 'llama-9'"),
+        ({"--batch": "4Q"}, "--batch '4Q' is not a token count"),
+        ({"--batch": "4e6"}, "not a whole number of 4096-token sequences"),
+        ({"--chips": "1000"}, "neither a power of two, a whole number of tpu-v5p pods"),
+        ({"--chips": "many"}, "--chips 'many' is not a positive whole number"),
+        ({"--hw": "tpu-v9"}, "tpu-v9"),
+        ({"--seq": "0"}, "--seq '0' is not a whole number of tokens"),
+        ({"--layout": "zz"}, "--layout 'zz': the strategy is one of dp, fsdp, tp, fsdp-tp"),
+        (
+            {"--layout": "fsdp-tp: X=1024, Y=4"},
+            "1024 x 4 devices, but the slice for --chips 8960 has 8192 chips per pod",
+        ),
+        (
+            {"--layout": "fsdp-tp: Y=3"},
+            "--layout: fsdp-tp on 8192 chips per pod needs a tensor "
+            "degree between 2 and 4096 that divides 8192 (got 3)",
+        ),
+        (
+            {"--layout": "fsdp-tp: X=8192 @ici(x), Y=4 @ici(z)"},
+            "the mesh has 32768 devices, --chips is 8960",
+        ),
+        ({"--layout": "fsdp-tp: X=8192"}, "needs a tensor axis named Y"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_1(capsys, change, message):
     argv = list(BASE)
     for flag, value in change.items():
@@ -234,8 +277,19 @@ def test_the_old_model_flag_still_names_the_card(capsys, monkeypatch):
 
 # ---- one layout --------------------------------------------------------------------------------
 
-SMALL = ["plan", "--card", "llama3-8b", "--hw", "tpu-v5p", "--chips", "64", "--batch", "128Ki",
-         "--format", "json"]
+SMALL = [
+    "plan",
+    "--card",
+    "llama3-8b",
+    "--hw",
+    "tpu-v5p",
+    "--chips",
+    "64",
+    "--batch",
+    "128Ki",
+    "--format",
+    "json",
+]
 
 
 @pytest.fixture(scope="module")
@@ -250,19 +304,26 @@ def searched() -> dict:
 
 
 def _same(a: dict, b: dict, skip: tuple[str, ...] = ("rank",)) -> bool:
-    return {k: v for k, v in a.items() if k not in skip} == {k: v for k, v in b.items()
-                                                             if k not in skip}
+    return {k: v for k, v in a.items() if k not in skip} == {
+        k: v for k, v in b.items() if k not in skip
+    }
 
 
-@pytest.mark.parametrize("spec", ["fsdp-tp: X=16, Y=4", "fsdp-tp: Y=4",
-                                  "fsdp: X1=16 @ici(x, y), X2=4 @ici(z)"])
+@pytest.mark.parametrize(
+    "spec", ["fsdp-tp: X=16, Y=4", "fsdp-tp: Y=4", "fsdp: X1=16 @ici(x, y), X2=4 @ici(z)"]
+)
 def test_layout_evaluates_one_candidate_as_the_search_does(searched, capsys, spec):
     """`--layout` gives the search's candidate for that layout, figure for figure, as the only
     candidate: by sizes (placed on the slice as the search places them) or with the links the
     search chose, written out."""
     strategy = spec.split(":")[0]
-    want = next(c for c in searched["candidates"] if c["strategy"] == strategy
-                and c["evaluated"] and (strategy != "fsdp-tp" or c["mesh"].get("Y") == 4))
+    want = next(
+        c
+        for c in searched["candidates"]
+        if c["strategy"] == strategy
+        and c["evaluated"]
+        and (strategy != "fsdp-tp" or c["mesh"].get("Y") == 4)
+    )
     assert main([*SMALL, "--layout", spec]) == 0
     one = json.loads(capsys.readouterr().out)
     # Written out, every data axis is a data axis: the search's split of them between the
@@ -296,10 +357,26 @@ def test_compiling_in_several_processes_gives_the_same_plan():
     import subprocess
     import sys
 
-    args = [sys.executable, "-m", "shardc", "plan", "--card", "llama3-8b", "--hw", "h100",
-            "--chips", "16", "--batch", "64Ki", "--format", "json"]
-    one, two = (subprocess.run([*args, "--jobs", j], capture_output=True, text=True,
-                               timeout=300) for j in ("1", "2"))
+    args = [
+        sys.executable,
+        "-m",
+        "shardc",
+        "plan",
+        "--card",
+        "llama3-8b",
+        "--hw",
+        "h100",
+        "--chips",
+        "16",
+        "--batch",
+        "64Ki",
+        "--format",
+        "json",
+    ]
+    one, two = (
+        subprocess.run([*args, "--jobs", j], capture_output=True, text=True, timeout=300)
+        for j in ("1", "2")
+    )
     assert one.returncode == two.returncode == 0, one.stderr + two.stderr
     assert one.stdout == two.stdout and '"pp-dp-tp"' in one.stdout
 

@@ -10,8 +10,10 @@ from shardc.tools.models.sharding import Axis, Layout
 from shardc.tools.plan.accounting import collective_role, model_flops, new_totals, zero_state
 from shardc.tools.plan.candidates import Options
 
-TRAIN = ("mesh X=4\ndim B=64, D=32, F=48\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
-         "H[B_X, F] = In ·_D W\nbackward\n")
+TRAIN = (
+    "mesh X=4\ndim B=64, D=32, F=48\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
+    "H[B_X, F] = In ·_D W\nbackward\n"
+)
 
 
 def test_model_flops_count_every_einsum_once_over_the_mesh():
@@ -32,12 +34,15 @@ def test_running_totals_start_at_zero():
 
 DP = Layout("dp", (Axis("X", 8, "data", "@ici(x)"),))
 FSDP = Layout("fsdp", (Axis("X", 8, "data", "@ici(x)"),), fsdp=True)
-DP_TP = Layout("dp-tp", (Axis("X", 4, "data", "@ici(x)"), Axis("Y", 2, "tp", "@ici(y)"),
-                         Axis("P", 2, "pod", "@dcn")))
+DP_TP = Layout(
+    "dp-tp",
+    (Axis("X", 4, "data", "@ici(x)"), Axis("Y", 2, "tp", "@ici(y)"), Axis("P", 2, "pod", "@dcn")),
+)
 
 
-@pytest.mark.parametrize(("zero", "optimizer", "gradients"), [(0, 80.0, 16.0), (1, 10.0, 16.0),
-                                                               (2, 10.0, 2.0)])
+@pytest.mark.parametrize(
+    ("zero", "optimizer", "gradients"), [(0, 80.0, 16.0), (1, 10.0, 16.0), (2, 10.0, 2.0)]
+)
 def test_zero_divides_the_state_over_the_data_replicas(zero, optimizer, gradients):
     memory = {"optimizer": 80.0, "gradients": 16.0, "parameters": 8.0}
     zero_state(memory, DP, Options(zero=zero))

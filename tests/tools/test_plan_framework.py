@@ -66,8 +66,14 @@ def test_accumulation_grows_with_the_microbatches(layer):
     one = accumulation_seconds(layer, A100, 1)
     assert accumulation_seconds(layer, A100, 4) == pytest.approx(4 * one)
     assert accumulation_seconds(layer, A100, 0) == 0.0
-    params = sum(float(layer.value(a.bytes_per_device)) for a in layer.cost.arrays
-                 if a.name in layer.program.params) / 2
+    params = (
+        sum(
+            float(layer.value(a.bytes_per_device))
+            for a in layer.cost.arrays
+            if a.name in layer.program.params
+        )
+        / 2
+    )
     assert one == pytest.approx(params * MAIN_GRAD_BYTES / hbm_rate(A100))
 
 
@@ -84,8 +90,19 @@ def test_the_roofline_keeps_none_of_it_and_the_calibrated_step_all():
 
 @pytest.mark.parametrize("text", ["1", "-0.1", "nan", "inf", "0.1.2", "ten", ""])
 def test_a_bad_dropout_is_an_error_not_a_traceback(text, capsys):
-    argv = ["plan", "--card", "llama3-8b", "--hw", "a100", "--chips", "16", "--batch", "64Ki",
-            "--dropout", text]
+    argv = [
+        "plan",
+        "--card",
+        "llama3-8b",
+        "--hw",
+        "a100",
+        "--chips",
+        "16",
+        "--batch",
+        "64Ki",
+        "--dropout",
+        text,
+    ]
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert "--dropout" in err and "Traceback" not in err and "\n" not in err, err
@@ -98,10 +115,14 @@ def test_the_python_api_refuses_a_bad_dropout(rate):
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.floats(0, 1, exclude_max=True), st.sampled_from(["none", "selective", "block"]),
-       st.sampled_from(["materialized", "flash"]))
+@given(
+    st.floats(0, 1, exclude_max=True),
+    st.sampled_from(["none", "selective", "block"]),
+    st.sampled_from(["materialized", "flash"]),
+)
 def test_the_passes_are_finite_and_never_fewer_with_dropout_or_recomputation(
-        layer, rate, remat, attention):
+    layer, rate, remat, attention
+):
     """Any rate and policy: finite, positive seconds; dropout and recomputation only add."""
     t = layer_seconds(layer, A100, remat, rate, attention)
     assert 0 < t < 1e3 and t == t

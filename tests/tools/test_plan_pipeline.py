@@ -25,8 +25,7 @@ TOKENS = 64 * 4096  # 64 sequences of 4096
 
 
 def _one(layout, **options):
-    return P.plan(CARD, H100, 64, TOKENS, options=Options(**options), only=layout
-                  ).candidates[0]
+    return P.plan(CARD, H100, 64, TOKENS, options=Options(**options), only=layout).candidates[0]
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +34,7 @@ def one_f_one_b():
 
 
 # ---- closed forms ------------------------------------------------------------------------------
+
 
 @given(st.integers(2, 200), st.integers(2, 64), st.floats(0.01, 10), st.floats(0, 50))
 def test_the_stage_split_places_every_layer_and_beats_even_splitting(n, p, t_layer, t_head):
@@ -58,18 +58,22 @@ def test_interleaving_keeps_less_than_gpipe_and_idles_less_than_1f1b(p, m, v):
 
 # ---- one pipelined layout ----------------------------------------------------------------------
 
+
 def test_a_pipelined_step_is_its_closed_form(one_f_one_b):
     c = one_f_one_b
     assert c.evaluated and c.label() == "pp-dp-tp (PP=4 X=2 Y=8)"
     f, pp = c.figures, c.figures["pipeline"]
     p, m = pp["stages"], pp["microbatches"]
     assert (p, m, pp["microbatch_sequences"]) == (4, 32, 2)  # 64 sequences, 2 replicas
-    assert pp["layers_first_stage"] == 10 and pp["layers_first_stage"] * 3 + \
-        pp["layers_last_stage"] >= CARD.n_layers
+    assert (
+        pp["layers_first_stage"] == 10
+        and pp["layers_first_stage"] * 3 + pp["layers_last_stage"] >= CARD.n_layers
+    )
     t_stage, t_send, t_grad = pp["t_stage_s"], pp["t_send_s"], pp["t_grad_sync_s"]
     exposed = max(t_grad / pp["layers_first_stage"], t_grad - 2 / 3 * t_stage)
-    assert f["t_step_s"] == pytest.approx((m + p - 1) * max(t_stage, t_send)
-                                          + (p - 1) * t_send + exposed, rel=1e-12)
+    assert f["t_step_s"] == pytest.approx(
+        (m + p - 1) * max(t_stage, t_send) + (p - 1) * t_send + exposed, rel=1e-12
+    )
     assert pp["bubble_fraction"] == pytest.approx(3 / 35)
     assert 0 < f["mfu"] <= f["hfu"] <= 1
     assert c.chips == 64 and f["chips"] == 64
@@ -80,25 +84,31 @@ def test_pipelining_does_not_change_the_model_flops(one_f_one_b):
     microbatch equal the unpipelined step's."""
     fsdp_tp = _one(("fsdp-tp", 8))
     assert one_f_one_b.figures["model_flops"] == pytest.approx(
-        fsdp_tp.figures["model_flops"], rel=1e-9)
+        fsdp_tp.figures["model_flops"], rel=1e-9
+    )
 
 
 def test_schedules_trade_memory_for_bubble(one_f_one_b):
     gpipe = _one(("pp-dp-tp", 8, 4), schedule="gpipe")
     inter = _one(("pp-dp-tp", 8, 4), schedule="interleaved", virtual_stages=2)
-    act = {k: c.figures["memory"]["activations"]
-           for k, c in (("gpipe", gpipe), ("1f1b", one_f_one_b), ("inter", inter))}
+    act = {
+        k: c.figures["memory"]["activations"]
+        for k, c in (("gpipe", gpipe), ("1f1b", one_f_one_b), ("inter", inter))
+    }
     assert act["gpipe"] > act["inter"] > act["1f1b"]
     assert gpipe.t_step == pytest.approx(one_f_one_b.t_step)  # the same ticks, more memory
-    assert inter.figures["pipeline"]["bubble_fraction"] < \
-        one_f_one_b.figures["pipeline"]["bubble_fraction"]
+    assert (
+        inter.figures["pipeline"]["bubble_fraction"]
+        < one_f_one_b.figures["pipeline"]["bubble_fraction"]
+    )
 
 
 def test_zero_1_divides_the_optimizer_state_over_the_data_replicas(one_f_one_b):
     zero = _one(("pp-dp-tp", 8, 4), zero=1)
     n = one_f_one_b.layout.degree("data", "seq")
     assert zero.figures["memory"]["optimizer"] == pytest.approx(
-        one_f_one_b.figures["memory"]["optimizer"] / n)
+        one_f_one_b.figures["memory"]["optimizer"] / n
+    )
     assert zero.figures["memory"]["gradients"] == one_f_one_b.figures["memory"]["gradients"]
     assert zero.t_step == one_f_one_b.t_step  # the same traffic (ReduceScatter + AllGather)
 
@@ -110,7 +120,8 @@ def test_the_dp_tp_estimate_is_the_compiled_memory(zero):
     fsdp_tp = _one(("fsdp-tp", 8))
     dp_tp = _one(("dp-tp", 8), zero=zero)
     assert replicated_memory(fsdp_tp, zero) == pytest.approx(
-        dp_tp.figures["memory_per_device_bytes"], rel=1e-9)
+        dp_tp.figures["memory_per_device_bytes"], rel=1e-9
+    )
 
 
 def test_the_search_pipelines_on_gpus_and_says_why_not_on_tpus():
@@ -135,7 +146,9 @@ def test_fsdp_over_a_count_no_weight_divides_is_hybrid_sharding(mt_nlg_on_1120):
     (fsdp,) = [c for c in mt_nlg_on_1120.candidates if c.strategy == "fsdp"]
     assert fsdp.evaluated and fsdp.figures["fits"]
     assert [(a.name, a.size, a.role) for a in fsdp.layout.axes] == [
-        ("P", 7, "pod"), ("X", 160, "data")]
+        ("P", 7, "pod"),
+        ("X", 160, "data"),
+    ]
     assert set(fsdp.figures["t_comms_by_role_s"]) == {"fsdp", "dp"}
     for c in mt_nlg_on_1120.candidates:
         if c.strategy == "fsdp-tp" and c.evaluated:
@@ -156,8 +169,7 @@ def nemotron_on_6144():
     """Nemotron-4 340B on 6,144 H100, batch 2,304 x 4,096 (NVIDIA 2024, "Nemotron-4 340B
     Technical Report", Table 2), with Megatron-LM's flash attention; the ZeRO stage is the
     search's to choose."""
-    return P.plan("nemotron4-340b", "h100", 6144, 2304 * 4096,
-                  options=Options(attention="flash"))
+    return P.plan("nemotron4-340b", "h100", 6144, 2304 * 4096, options=Options(attention="flash"))
 
 
 def _fits_by_estimate(p, t):
@@ -183,8 +195,7 @@ def test_every_stage_count_that_fits_is_tried(nemotron_on_6144):
     p = nemotron_on_6144
     assert p.best is not None and p.best.pipeline is not None
     pipes = [c for c in p.candidates if c.pipeline is not None and c.evaluated]
-    plain = [c for c in pipes if c.pipeline.schedule == "1f1b"
-             and c.pipeline.micro_sequences == 1]
+    plain = [c for c in pipes if c.pipeline.schedule == "1f1b" and c.pipeline.micro_sequences == 1]
     pp12 = [c for c in plain if c.pipeline.stages == 12 and c.tp == 8 and c.fits]
     assert pp12 and pp12[0].layout.degree("data") == 64 and pp12[0].zero == 1
     assert "ZeRO-1" in pp12[0].label()
@@ -197,36 +208,56 @@ def test_a_zero_1_twin_has_the_same_step_and_less_state(nemotron_on_6144):
     that fits: the same step, the optimizer state over the stage's data replicas."""
     p = nemotron_on_6144
     for twin in (c for c in p.candidates if c.zero == 1 and c.evaluated):
-        same = [c for c in p.candidates if c.zero is None and c.pipeline == twin.pipeline
-                and c.tp == twin.tp and c.evaluated]
+        same = [
+            c
+            for c in p.candidates
+            if c.zero is None and c.pipeline == twin.pipeline and c.tp == twin.tp and c.evaluated
+        ]
         for c in same:
             assert c.t_step == twin.t_step and not c.fits and twin.fits
             assert twin.figures["memory"]["optimizer"] == pytest.approx(
-                c.figures["memory"]["optimizer"] / c.layout.degree("data", "seq"))
+                c.figures["memory"]["optimizer"] / c.layout.degree("data", "seq")
+            )
 
 
-def test_the_fastest_pipeline_is_tried_interleaved_and_with_larger_microbatches(
-        nemotron_on_6144):
+def test_the_fastest_pipeline_is_tried_interleaved_and_with_larger_microbatches(nemotron_on_6144):
     """Around the fastest pipelined candidate that fits: interleaved 1F1B and microbatches of 2
     and 4 sequences a replica, each where its estimated memory fits."""
     p = nemotron_on_6144
-    variants = [c for c in p.candidates if c.pipeline is not None
-                and (c.pipeline.schedule == "interleaved" or c.pipeline.micro_sequences > 1)]
+    variants = [
+        c
+        for c in p.candidates
+        if c.pipeline is not None
+        and (c.pipeline.schedule == "interleaved" or c.pipeline.micro_sequences > 1)
+    ]
     assert variants and all(c.evaluated for c in variants)
     inter = next(c for c in variants if c.pipeline.schedule == "interleaved")
     assert "v=2" in inter.label()
-    plain = next(c for c in p.candidates if c.pipeline is not None and c.tp == inter.tp
-                 and c.pipeline.stages == inter.pipeline.stages and c.evaluated
-                 and c.pipeline.schedule == "1f1b" and c.pipeline.micro_sequences == 1)
-    assert inter.figures["pipeline"]["bubble_fraction"] < \
-        plain.figures["pipeline"]["bubble_fraction"]
+    plain = next(
+        c
+        for c in p.candidates
+        if c.pipeline is not None
+        and c.tp == inter.tp
+        and c.pipeline.stages == inter.pipeline.stages
+        and c.evaluated
+        and c.pipeline.schedule == "1f1b"
+        and c.pipeline.micro_sequences == 1
+    )
+    assert (
+        inter.figures["pipeline"]["bubble_fraction"] < plain.figures["pipeline"]["bubble_fraction"]
+    )
 
 
-@given(st.sampled_from([16, 32, 64]), st.sampled_from([32, 64, 128]),
-       st.sampled_from(["none", "selective", "block"]), st.sampled_from([0, 1]))
+@given(
+    st.sampled_from([16, 32, 64]),
+    st.sampled_from([32, 64, 128]),
+    st.sampled_from(["none", "selective", "block"]),
+    st.sampled_from([0, 1]),
+)
 @settings(max_examples=6, deadline=None)
 def test_what_the_search_reports_as_fitting_fits_and_what_it_prunes_does_not(
-        chips, sequences, remat, zero):
+    chips, sequences, remat, zero
+):
     """Every candidate the search reports as fitting fits in HBM by the model's own count (its
     memory summed), and every stage count the memory estimate pruned (at ZeRO 1 as well where
     the options say 0), compiled at ZeRO 1, does not fit: the estimate is a bound from below."""
@@ -242,22 +273,30 @@ def test_what_the_search_reports_as_fitting_fits_and_what_it_prunes_does_not(
 
     for base in _bases(p.candidates, 8):
         sharded = Options(remat=remat, zero=1)
-        est = _stage_estimates(CARD, H100, p.slice, base, base.tp, sequences, sharded,
-                               "1f1b", 1, 1)
+        est = _stage_estimates(CARD, H100, p.slice, base, base.tp, sequences, sharded, "1f1b", 1, 1)
         if any(e <= H100.hbm_bytes for _, e in est):
             pruned += [(base.tp, n) for n, e in est if e > H100.hbm_bytes]
     for t, n in pruned[-2:]:
         strategy = "pp-dp-tp" if t > 1 else "pp-dp"
-        c = P.plan(CARD, H100, chips, sequences * 4096, options=Options(remat=remat, zero=1),
-                   only=(strategy, t, n)).candidates[0]
+        c = P.plan(
+            CARD,
+            H100,
+            chips,
+            sequences * 4096,
+            options=Options(remat=remat, zero=1),
+            only=(strategy, t, n),
+        ).candidates[0]
         assert c.evaluated and not c.fits, c.label()
 
 
-@pytest.mark.parametrize(("options", "hint"), [
-    (Options(), "try --remat block"),
-    (Options(remat="block"), "try --attention flash"),
-    (Options(remat="block", attention="flash"), "try more chips"),
-])
+@pytest.mark.parametrize(
+    ("options", "hint"),
+    [
+        (Options(), "try --remat block"),
+        (Options(remat="block"), "try --attention flash"),
+        (Options(remat="block", attention="flash"), "try more chips"),
+    ],
+)
 def test_when_nothing_fits_the_hint_is_an_option_not_yet_used(options, hint):
     from shardc.tools.plan.explanation import explain
 
@@ -269,16 +308,35 @@ def test_when_nothing_fits_the_hint_is_an_option_not_yet_used(options, hint):
 
 # ---- the CLI -----------------------------------------------------------------------------------
 
+
 def _shardc(*args):
-    return subprocess.run([sys.executable, "-m", "shardc", *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "shardc", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_evaluates_a_pipelined_layout_as_json():
-    r = _shardc("plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch",
-                "256Ki", "--layout", "pp-dp-tp: PP=4, X=2, Y=8", "--zero", "1",
-                "--pipeline-schedule", "interleaved", "--virtual-stages", "2",
-                "--format", "json")
+    r = _shardc(
+        "plan",
+        "--card",
+        "llama2-13b",
+        "--hw",
+        "h100",
+        "--chips",
+        "64",
+        "--batch",
+        "256Ki",
+        "--layout",
+        "pp-dp-tp: PP=4, X=2, Y=8",
+        "--zero",
+        "1",
+        "--pipeline-schedule",
+        "interleaved",
+        "--virtual-stages",
+        "2",
+        "--format",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     (c,) = d["candidates"]
@@ -287,30 +345,58 @@ def test_cli_evaluates_a_pipelined_layout_as_json():
     assert d["options"]["zero"] == 1 and d["options"]["pipeline_schedule"] == "interleaved"
 
 
-@pytest.mark.parametrize("layout, message", [
-    ("pp-dp-tp: Y=8", "give the stages, PP=N"),
-    ("pp-dp: PP=4, Y=8", "has no tensor axis"),
-    ("pp-dp-tp: PP=3, Y=8", "3 stages do not split 64 chips"),
-    ("pp-dp-tp: PP=4, X=3, Y=8", "PP x X x Y = 96 devices"),
-    ("pp-dp-tp: PP=4, Z=2", "PP=, X=, Y= and CP= sizes only"),
-    ("pp-dp-tp: PP=4, Y=8, CP=3", "context-parallel degree of 3 does not divide"),
-    ("pp-dp-tp: PP=4, PP=2", "PP is given twice"),
-    ("pp-dp-tp: PP=0", "--layout PP=0"),
-    ("pp-dp-tp: PP=64", "64 stages for 40 layers"),
-    ("fsdp: P=8 @ib, X=8 @ib, P=1", "P is given twice"),
-])
+@pytest.mark.parametrize(
+    "layout, message",
+    [
+        ("pp-dp-tp: Y=8", "give the stages, PP=N"),
+        ("pp-dp: PP=4, Y=8", "has no tensor axis"),
+        ("pp-dp-tp: PP=3, Y=8", "3 stages do not split 64 chips"),
+        ("pp-dp-tp: PP=4, X=3, Y=8", "PP x X x Y = 96 devices"),
+        ("pp-dp-tp: PP=4, Z=2", "PP=, X=, Y= and CP= sizes only"),
+        ("pp-dp-tp: PP=4, Y=8, CP=3", "context-parallel degree of 3 does not divide"),
+        ("pp-dp-tp: PP=4, PP=2", "PP is given twice"),
+        ("pp-dp-tp: PP=0", "--layout PP=0"),
+        ("pp-dp-tp: PP=64", "64 stages for 40 layers"),
+        ("fsdp: P=8 @ib, X=8 @ib, P=1", "P is given twice"),
+    ],
+)
 def test_cli_refuses_bad_pipelined_layouts_in_one_line(layout, message):
-    r = _shardc("plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch",
-                "256Ki", "--layout", layout)
+    r = _shardc(
+        "plan",
+        "--card",
+        "llama2-13b",
+        "--hw",
+        "h100",
+        "--chips",
+        "64",
+        "--batch",
+        "256Ki",
+        "--layout",
+        layout,
+    )
     assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("flag, value", [("--virtual-stages", "0"), ("--microbatch", "x"),
-                                         ("--microbatch", "3")])
+@pytest.mark.parametrize(
+    "flag, value", [("--virtual-stages", "0"), ("--microbatch", "x"), ("--microbatch", "3")]
+)
 def test_cli_refuses_bad_pipeline_options(flag, value):
-    r = _shardc("plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch",
-                "256Ki", "--layout", "pp-dp-tp: PP=4, Y=8", flag, value)
+    r = _shardc(
+        "plan",
+        "--card",
+        "llama2-13b",
+        "--hw",
+        "h100",
+        "--chips",
+        "64",
+        "--batch",
+        "256Ki",
+        "--layout",
+        "pp-dp-tp: PP=4, Y=8",
+        flag,
+        value,
+    )
     assert r.returncode in (1, 2), r.stderr
     assert flag.lstrip("-").split("-")[0] in r.stderr and "Traceback" not in r.stderr
 
@@ -332,13 +418,15 @@ def test_without_sequence_parallelism_each_block_ends_in_an_allreduce():
     assert exposed[1] < exposed[0]
     passes = []
     for c in (sp, no_sp):
-        ((_, r, _), *_) = compile_parts(CARD, H100, c.layout, TOKENS // 4096, 4096,
-                                        Options(remat="selective"))
+        ((_, r, _), *_) = compile_parts(
+            CARD, H100, c.layout, TOKENS // 4096, 4096, Options(remat="selective")
+        )
         passes.append(layer_seconds(r, H100, "selective", 0.0))
     assert passes[1] == pytest.approx(8 * passes[0])  # the stream is 8x wider on each rank
 
 
 # ---- mixture of experts ------------------------------------------------------------------------
+
 
 def test_a_moe_model_is_planned_with_expert_parallelism():
     """DeepSeek-V3 on 2048 H100: the routed experts sharded over a data axis that divides their
@@ -347,8 +435,14 @@ def test_a_moe_model_is_planned_with_expert_parallelism():
     from shardc.driver import api
     from shardc.tools.models.programs import part
 
-    p = P.plan("deepseek-v3", H100, 2048, 4 * 2**20,
-               options=Options(remat="block", attention="flash"), only=("fsdp-tp", 4))
+    p = P.plan(
+        "deepseek-v3",
+        H100,
+        2048,
+        4 * 2**20,
+        options=Options(remat="block", attention="flash"),
+        only=("fsdp-tp", 4),
+    )
     (c,) = p.candidates
     assert c.evaluated and c.fits and c.layout.expert_parallel
     assert set(c.figures["parts"]) == {"layer", "moe-layer", "experts", "head"}
@@ -356,8 +450,11 @@ def test_a_moe_model_is_planned_with_expert_parallelism():
     assert "the dispatch: an AllToAll over X2" in prog.text
     assert "param W_e1: bf16[E_{X2}," in prog.text  # 256 experts, one a device of X2=256
     r = api.compile(prog.text, hw="h100")
-    moves = [(op.op, op.axes) for op in r.ops if op.kind == "collective"
-             and op.array in ("Xe", "Yd", "dYe", "dXd")]
+    moves = [
+        (op.op, op.axes)
+        for op in r.ops
+        if op.kind == "collective" and op.array in ("Xe", "Yd", "dYe", "dXd")
+    ]
     assert moves == [("AllToAll", ("X2",))] * 4  # dispatch, combine, and their gradients
 
 

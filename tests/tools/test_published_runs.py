@@ -20,8 +20,9 @@ def rows():
 
 
 def test_the_docs_table_is_the_runs(rows):
-    assert table(rows) in DOC.read_text(), \
+    assert table(rows) in DOC.read_text(), (
         "docs/validation.md is stale: paste `python -m benchmarks.published_runs` into it"
+    )
 
 
 def test_every_row_is_evaluated(rows):
@@ -35,8 +36,10 @@ def test_shardc_is_an_upper_bound_on_every_published_run(rows):
     """A roofline with ideal collectives cannot be slower than a real run."""
     for r in rows:
         if r.ratio is not None:
-            assert r.ratio >= 1.0, f"{r.label}: predicted {r.predicted_mfu:.1%} below " \
-                                   f"the measured {r.measured_mfu:.1%}"
+            assert r.ratio >= 1.0, (
+                f"{r.label}: predicted {r.predicted_mfu:.1%} below "
+                f"the measured {r.measured_mfu:.1%}"
+            )
 
 
 def _scheme(r) -> str:
@@ -59,30 +62,42 @@ def test_no_row_overrides_the_topology():
 
 
 def _at(rows, set_: str, scheme: str, chips: int):
-    (r,) = [r for r in rows if r.set == set_ and _scheme(r) == scheme
-            and f"--chips {chips} " in r.command and "--remat block" in r.command]
+    (r,) = [
+        r
+        for r in rows
+        if r.set == set_
+        and _scheme(r) == scheme
+        and f"--chips {chips} " in r.command
+        and "--remat block" in r.command
+    ]
     return r
 
 
-@pytest.mark.parametrize("set_, chips", [("narayanan2021-table2-175b", 768),
-                                         ("narayanan2021-table2-175b", 1536),
-                                         ("narayanan2021-table2-530b", 1120),
-                                         ("narayanan2021-table2-530b", 2240)])
+@pytest.mark.parametrize(
+    "set_, chips",
+    [
+        ("narayanan2021-table2-175b", 768),
+        ("narayanan2021-table2-175b", 1536),
+        ("narayanan2021-table2-530b", 1120),
+        ("narayanan2021-table2-530b", 2240),
+    ],
+)
 def test_the_calibrated_step_ranks_ptdp_above_zero3_as_measured(rows, set_, chips):
     """Narayanan et al. 2021, Table 2: PTD-P measured 1.7x and 3.2x ZeRO-3's throughput for
     GPT-3 175B on 768 and 1,536 A100 (and above it for the 530B model on 1,120 and 2,240):
     the calibrated step, on the default topology, puts PTD-P first at each of these counts."""
     ptdp, zero3 = _at(rows, set_, "pp-dp-tp", chips), _at(rows, set_, "fsdp", chips)
     assert ptdp.measured_mfu > zero3.measured_mfu
-    assert ptdp.expected_mfu > zero3.expected_mfu, (ptdp.t_step_expected_s,
-                                                    zero3.t_step_expected_s)
+    assert ptdp.expected_mfu > zero3.expected_mfu, (ptdp.t_step_expected_s, zero3.t_step_expected_s)
 
 
 def test_selective_recomputation_ranks_above_full_as_measured(rows):
     """Korthikanti et al. 2022: selective recomputation with sequence parallelism measured
     above full recomputation (54.2% against 42.1% MFU), on the roofline and calibrated."""
-    sel, full = (next(r for r in rows if r.set == "korthikanti2022-530b" and flag in r.command)
-                 for flag in ("--remat selective", "--remat block"))
+    sel, full = (
+        next(r for r in rows if r.set == "korthikanti2022-530b" and flag in r.command)
+        for flag in ("--remat selective", "--remat block")
+    )
     assert sel.measured_mfu > full.measured_mfu
     assert sel.predicted_mfu > full.predicted_mfu
     assert sel.expected_mfu > full.expected_mfu
@@ -93,8 +108,10 @@ def test_zero3_falls_behind_ptdp_as_the_gpus_grow(rows):
     (0.94, 0.59, 0.31); the calibrated ratio falls with it (overlap that can fail and the
     ring's steps), where the roofline's barely moves."""
     s = "narayanan2021-table2-175b"
-    ratios = [_at(rows, s, "fsdp", n).expected_mfu / _at(rows, s, "pp-dp-tp", n).expected_mfu
-              for n in (384, 768, 1536)]
+    ratios = [
+        _at(rows, s, "fsdp", n).expected_mfu / _at(rows, s, "pp-dp-tp", n).expected_mfu
+        for n in (384, 768, 1536)
+    ]
     assert ratios == sorted(ratios, reverse=True) and len(set(ratios)) == 3
 
 
@@ -124,8 +141,14 @@ def test_the_default_search_ranks_ptdp_above_zero3_for_gpt3(chips):
     options = Options(remat="block")
     p = plan("gpt3-175b", chip, chips, 3145728, options=options)
     assert p.best is not None and p.best.pipeline is not None
-    (published,) = plan("gpt3-175b", chip, chips, 3145728, options=options,
-                        only=_layout_flag("pp-dp-tp: PP=12, Y=8", chip, chips)).candidates
+    (published,) = plan(
+        "gpt3-175b",
+        chip,
+        chips,
+        3145728,
+        options=options,
+        only=_layout_flag("pp-dp-tp: PP=12, Y=8", chip, chips),
+    ).candidates
     zero3 = next(c for c in p.ranked() if c.strategy == "fsdp" and c.fits)
     assert published.t_expected < zero3.t_expected
     assert p.ranked().index(zero3) > p.ranked().index(p.best)

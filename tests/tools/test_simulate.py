@@ -171,9 +171,15 @@ def test_permute_between_different_axis_sets() -> None:
     `J_Y -> J_X` with |X| = |Y|, and `L_YX -> L_XY` after a slice, each over both axes."""
     a, a1 = val("A", "J_Y"), val("A1", "J_X")
     b, b1, b2 = val("B", "L_Y K"), val("B1", "L_YX K"), val("B2", "L_XY K")
-    program = prog({"X": 2, "Y": 2}, {"J": 8, "L": 8, "K": 3}, Input(a),
-                   Collective("CollectivePermute", a1, a, ("Y", "X")), Input(b),
-                   LocalSlice(b1, b), Collective("CollectivePermute", b2, b1, ("Y", "X")))
+    program = prog(
+        {"X": 2, "Y": 2},
+        {"J": 8, "L": 8, "K": 3},
+        Input(a),
+        Collective("CollectivePermute", a1, a, ("Y", "X")),
+        Input(b),
+        LocalSlice(b1, b),
+        Collective("CollectivePermute", b2, b1, ("Y", "X")),
+    )
     run_check(program)
 
 

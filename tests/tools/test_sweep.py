@@ -23,15 +23,21 @@ from shardc.tools.sweep import Grid, SweepError, parse_setting, parse_settings
 from tests.driver.test_regions import FSDP
 
 DP = "programs/mlp-dp-train.shard"
-STRATEGIES = [DP, "programs/mlp-fsdp-train.shard", "programs/mlp-tp-train.shard",
-              "programs/mlp-fsdp-tp-train.shard"]
+STRATEGIES = [
+    DP,
+    "programs/mlp-fsdp-train.shard",
+    "programs/mlp-tp-train.shard",
+    "programs/mlp-fsdp-tp-train.shard",
+]
 
 
 @pytest.fixture
 def cli(monkeypatch, capsys, in_repo_root):
     """`shardc ...` with the sweep extension loaded (whether or not shardc.cli.app lists it yet)."""
     if "shardc.cli.sweep" not in shardc.cli.app.EXTENSIONS:
-        monkeypatch.setattr(shardc.cli.app, "EXTENSIONS", (*shardc.cli.app.EXTENSIONS, "shardc.cli.sweep"))
+        monkeypatch.setattr(
+            shardc.cli.app, "EXTENSIONS", (*shardc.cli.app.EXTENSIONS, "shardc.cli.sweep")
+        )
 
     def run(*args: str) -> tuple[int, str, str]:
         code = shardc.cli.app.main(["sweep", *args])
@@ -49,14 +55,17 @@ def dp():
 
 
 # ---- grids ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("text,expected", [
-    ("B=4096", ("B", 4096.0)),
-    ("B=4M", ("B", 4e6)),
-    ("W_ici=1e11", ("W_ici", 1e11)),
-    ("B=1e3:1e7:log40", ("B", Grid("B", 1e3, 1e7, 40, "log"))),
-    ("F=1k:64k:lin9", ("F", Grid("F", 1e3, 64e3, 9, "lin"))),
-    (" X = 2:16:lin15 ", ("X", Grid("X", 2, 16, 15, "lin"))),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("B=4096", ("B", 4096.0)),
+        ("B=4M", ("B", 4e6)),
+        ("W_ici=1e11", ("W_ici", 1e11)),
+        ("B=1e3:1e7:log40", ("B", Grid("B", 1e3, 1e7, 40, "log"))),
+        ("F=1k:64k:lin9", ("F", Grid("F", 1e3, 64e3, 9, "lin"))),
+        (" X = 2:16:lin15 ", ("X", Grid("X", 2, 16, 15, "lin"))),
+    ],
+)
 def test_parse_setting(text, expected):
     assert parse_setting(text) == expected
 
@@ -67,19 +76,22 @@ def test_grid_values():
     np.testing.assert_allclose(Grid("F", 0, 10, 6, "lin").values, [0, 2, 4, 6, 8, 10])
 
 
-@pytest.mark.parametrize("text,message", [
-    ("B", "NAME=VALUE"),
-    ("B=lots", "not a number"),
-    ("B=1e3:1e7", "START:STOP:linN"),
-    ("B=1e3:1e7:geo40", "START:STOP:linN"),
-    ("B=1e3:1e7:log1", "at least 2 points"),
-    ("B=0:1e7:log40", "must be positive"),
-    ("B=-1:1:lin5", "must be positive, got -1"),
-    ("B=1:1e300:log5", "larger than the limit"),
-    ("W_hbm=1e-300:1:log5", "too small"),
-    ("B=5:5:lin3", "equal"),
-    ("B=1e3:inf:lin3", "not a number"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("B", "NAME=VALUE"),
+        ("B=lots", "not a number"),
+        ("B=1e3:1e7", "START:STOP:linN"),
+        ("B=1e3:1e7:geo40", "START:STOP:linN"),
+        ("B=1e3:1e7:log1", "at least 2 points"),
+        ("B=0:1e7:log40", "must be positive"),
+        ("B=-1:1:lin5", "must be positive, got -1"),
+        ("B=1:1e300:log5", "larger than the limit"),
+        ("W_hbm=1e-300:1:log5", "too small"),
+        ("B=5:5:lin3", "equal"),
+        ("B=1e3:inf:lin3", "not a number"),
+    ],
+)
 def test_bad_settings(text, message):
     with pytest.raises(SweepError, match=message):
         parse_setting(text)
@@ -97,9 +109,18 @@ def test_settings_split_and_limits():
 
 
 # ---- numbers -------------------------------------------------------------------------------
-QUANTITIES = ["t_math_s", "t_hbm_s", "t_comms_s", "t_lower_s", "flops_per_device",
-              "memory_per_device_bytes", "intensity", "flops_per_s", "t_math_s/t_comms_s",
-              "2*B*D*F/C + t_hop"]
+QUANTITIES = [
+    "t_math_s",
+    "t_hbm_s",
+    "t_comms_s",
+    "t_lower_s",
+    "flops_per_device",
+    "memory_per_device_bytes",
+    "intensity",
+    "flops_per_s",
+    "t_math_s/t_comms_s",
+    "2*B*D*F/C + t_hop",
+]
 
 
 def test_one_axis_equals_report_value(dp):
@@ -120,8 +141,10 @@ def test_two_axes_equal_report_value(dp):
         b, w = grids[0].values[i], grids[1].values[j]
         for q in ("t_comms_s", "t_lower_s"):
             assert s.values[q][i, j] == pytest.approx(dp.value(q, B=b, W_ici=w), rel=1e-12)
-        times = {k: dp.value(t, B=b, W_ici=w) for k, t in
-                 (("compute", "t_math_s"), ("hbm", "t_hbm_s"), ("comms", "t_comms_s"))}
+        times = {
+            k: dp.value(t, B=b, W_ici=w)
+            for k, t in (("compute", "t_math_s"), ("hbm", "t_hbm_s"), ("comms", "t_comms_s"))
+        }
         assert s.bound[i, j] == max(times, key=times.get)
 
 
@@ -167,7 +190,8 @@ def test_crossovers_per_column_on_two_axes(dp):
     assert [c.where["F"] for c in found] == pytest.approx(list(grids[1].values))
     for c in found:
         assert dp.value("t_math_s", B=c.at, F=c.where["F"]) == pytest.approx(
-            dp.value("t_comms_s", B=c.at, F=c.where["F"]), rel=1e-9)
+            dp.value("t_comms_s", B=c.at, F=c.where["F"]), rel=1e-9
+        )
 
 
 def test_descending_grid_finds_the_same_crossover(dp):
@@ -192,16 +216,29 @@ def test_table(cli):
 
 
 def test_table_two_axes_is_compact(cli):
-    code, out, _ = cli(DP, "--set", "B=1e3:1e7:log100", "--set", "F=1k:64k:lin50",
-                       "--y", "t_math_s")
+    code, out, _ = cli(
+        DP, "--set", "B=1e3:1e7:log100", "--set", "F=1k:64k:lin50", "--y", "t_math_s"
+    )
     assert code == 0
     assert "T_math (rows: B, columns: F)" in out and "of 100 x 50 points" in out
 
 
 def test_json_shape(cli):
-    code, out, _ = cli(DP, "--set", "B=1e3:1e7:log6", "--set", "F=4k:32k:lin3",
-                       "--y", "t_math_s", "--y", "t_math_s/t_comms_s", "--y", "bound",
-                       "--format", "json")
+    code, out, _ = cli(
+        DP,
+        "--set",
+        "B=1e3:1e7:log6",
+        "--set",
+        "F=4k:32k:lin3",
+        "--y",
+        "t_math_s",
+        "--y",
+        "t_math_s/t_comms_s",
+        "--y",
+        "bound",
+        "--format",
+        "json",
+    )
     d = json.loads(out)
     assert code == 0
     assert {"grid", "quantities", "points", "seconds", "crossovers"} <= d.keys()
@@ -240,10 +277,13 @@ def test_each_point_has_the_plan_and_numbers_of_the_compile_at_it(model, boundar
     s = sw.sweep(r, [grid], ["t_math_s", "t_hbm_s", "t_comms_s", "t_lower_s"])
     assert [p.letter for p in s.plans] == ["A", "B"]
     (change,) = s.plan_changes
-    assert (change.before, change.after) == ("B", "A") and change.at == pytest.approx(boundary, rel=1e-5)
+    assert (change.before, change.after) == ("B", "A") and change.at == pytest.approx(
+        boundary, rel=1e-5
+    )
     for k, b in enumerate(grid.values):
-        numeric = shardc.compile(FSDP, model=model, set={"X": 16, "B": int(b)},
-                                 objective="statement")
+        numeric = shardc.compile(
+            FSDP, model=model, set={"X": 16, "B": int(b)}, objective="statement"
+        )
         plan = s.plans[int(s.plan[k])]
         assert plan.collectives == sw_collectives(numeric)
         for q in s.shown:
@@ -267,42 +307,61 @@ def test_a_crossover_at_a_plan_change_says_so(cli):
 
 def test_a_declared_size_is_swept_with_its_plans_but_not_from_python_without_free():
     """The CLI compiles the swept sizes symbolic; from Python, `compile(free=[...])` does."""
-    bound = sw.sweep(shardc.compile(DP, objective="statement"), [Grid("B", 1e3, 1e7, 5, "log")],
-                     ["t_comms_s"])
+    bound = sw.sweep(
+        shardc.compile(DP, objective="statement"), [Grid("B", 1e3, 1e7, 5, "log")], ["t_comms_s"]
+    )
     assert not bound.plans and "the program's values" in bound.notes[0]
-    free = sw.sweep(shardc.compile(DP, free=["B"], objective="statement"),
-                    [Grid("B", 1e3, 1e7, 5, "log")], ["t_comms_s"])
+    free = sw.sweep(
+        shardc.compile(DP, free=["B"], objective="statement"),
+        [Grid("B", 1e3, 1e7, 5, "log")],
+        ["t_comms_s"],
+    )
     assert len(free.plans) == 2 and free.plan.tolist() == [1, 0, 0, 0, 0]
 
 
 def test_hardware_symbols_can_be_swept_and_fixed(cli):
-    code, out, _ = cli(DP, "--set", "W_ici=1e10:1e12:log3", "--set", "B=64k", "--y",
-                       "t_comms_s", "--format", "json")
+    code, out, _ = cli(
+        DP,
+        "--set",
+        "W_ici=1e10:1e12:log3",
+        "--set",
+        "B=64k",
+        "--y",
+        "t_comms_s",
+        "--format",
+        "json",
+    )
     d = json.loads(out)
     assert code == 0 and d["fixed"]["B"] == 64e3
     assert d["quantities"]["t_comms_s"][0] > d["quantities"]["t_comms_s"][-1]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--set", "Q=1:10:lin3"], "--set names 'Q', which is not a dimension"),
-    (["--set", "B=1:10:lin3", "--set", "Z=3"], "--set names 'Z'"),
-    (["--set", "B=1:10:cubic3"], "bad grid '1:10:cubic3' for B"),
-    (["--set", "B=1:10:lin3", "--set", "D=1:2:lin2", "--plot", "x.png"], "one grid axis"),
-    (["--set", "B=1:10:lin3", "--label", "a", "--label", "b"], "--label given 2 times"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--set", "Q=1:10:lin3"], "--set names 'Q', which is not a dimension"),
+        (["--set", "B=1:10:lin3", "--set", "Z=3"], "--set names 'Z'"),
+        (["--set", "B=1:10:cubic3"], "bad grid '1:10:cubic3' for B"),
+        (["--set", "B=1:10:lin3", "--set", "D=1:2:lin2", "--plot", "x.png"], "one grid axis"),
+        (["--set", "B=1:10:lin3", "--label", "a", "--label", "b"], "--label given 2 times"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(cli, args, message):
     code, out, err = cli(DP, *args)
     assert code == 2 and out == ""
     assert err.startswith("shardc: error: ") and message in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("y, message, column", [
-    ("t_math_s +", "unexpected end; expected a name", 10),
-    ("t_math_s*Q", "unknown name 'Q' (known: ", 9),
-    ("t_math_s/0", "division by zero", 8),
-    ("frobnicate(t_math_s)", "unknown function 'frobnicate'", 0),
-    ("t_math_s.__class__", "unexpected '.' (no attribute access)", 8),
-])
+@pytest.mark.parametrize(
+    "y, message, column",
+    [
+        ("t_math_s +", "unexpected end; expected a name", 10),
+        ("t_math_s*Q", "unknown name 'Q' (known: ", 9),
+        ("t_math_s/0", "division by zero", 8),
+        ("frobnicate(t_math_s)", "unknown function 'frobnicate'", 0),
+        ("t_math_s.__class__", "unexpected '.' (no attribute access)", 8),
+    ],
+)
 def test_a_bad_y_formula_is_a_usage_error_with_a_caret(cli, y, message, column):
     code, out, err = cli(DP, "--set", "B=1:10:lin3", "--y", y)
     assert code == 2 and out == ""
@@ -349,18 +408,23 @@ def test_plot_without_matplotlib(cli, monkeypatch, tmp_path):
 def test_plots_are_written(cli, tmp_path, kind):
     pytest.importorskip("matplotlib")
     target = tmp_path / f"{kind}.png"
-    code, _, err = cli(*STRATEGIES, "--set", "B=1e3:1e7:log12", "--plot", str(target),
-                       "--kind", kind)
+    code, _, err = cli(
+        *STRATEGIES, "--set", "B=1e3:1e7:log12", "--plot", str(target), "--kind", kind
+    )
     assert code == 0 and f"wrote {target}" in err
     assert target.read_bytes().startswith(b"\x89PNG")
 
 
-@pytest.mark.parametrize("hw, grid, code", [("tpu-v5e", "X=1:1024:log5", "H020"),
-                                             ("h100", "X=1:1e12:log5", "S015")])
+@pytest.mark.parametrize(
+    "hw, grid, code", [("tpu-v5e", "X=1:1024:log5", "H020"), ("h100", "X=1:1e12:log5", "S015")]
+)
 def test_a_swept_mesh_is_held_to_the_machines_a_compile_accepts(cli, tmp_path, hw, grid, code):
     prog = tmp_path / "m.shard"
-    prog.write_text("mesh X\ndim B=65536, D=1024, F=4096\nA: bf16[B_X, D]\nW: bf16[D, F]\n"
-                    "C[B_X, F] = A ·_D W\n", encoding="utf-8")
+    prog.write_text(
+        "mesh X\ndim B=65536, D=1024, F=4096\nA: bf16[B_X, D]\nW: bf16[D, F]\n"
+        "C[B_X, F] = A ·_D W\n",
+        encoding="utf-8",
+    )
     status, out, err = cli(str(prog), "--hw", hw, "--set", grid)
     assert status == 2 and out == "" and f"error[{code}]" in err and "--set" in err
     assert cli(str(prog), "--hw", hw, "--set", "X=1:256:log5")[0] == 0
@@ -370,23 +434,35 @@ def test_a_plot_never_overwrites_the_programs_own_chip_file(cli, tmp_path):
     """`hardware "./mine.toml"` inside the program: --plot refuses that file as it refuses the
     program itself (the chip is known only once the program is read)."""
     pytest.importorskip("matplotlib")
-    chip = (Path(shardc.hardware.load("tpu-v5e").path).read_text(encoding="utf-8")
-            .replace('name = "tpu-v5e"', 'name = "mine"'))
+    chip = (
+        Path(shardc.hardware.load("tpu-v5e").path)
+        .read_text(encoding="utf-8")
+        .replace('name = "tpu-v5e"', 'name = "mine"')
+    )
     (tmp_path / "mine.toml").write_text(chip, encoding="utf-8")
     prog = tmp_path / "p.shard"
-    prog.write_text('hardware "./mine.toml"\nmesh X=4\ndim B, D=1024, F=4096\n'
-                    "A: bf16[B_X, D]\nW: bf16[D, F]\nC[B_X, F] = A ·_D W\n", encoding="utf-8")
-    code, _, err = cli(str(prog), "--set", "B=1e3:1e5:log4", "--plot",
-                       str(tmp_path / "mine.toml"))
+    prog.write_text(
+        'hardware "./mine.toml"\nmesh X=4\ndim B, D=1024, F=4096\n'
+        "A: bf16[B_X, D]\nW: bf16[D, F]\nC[B_X, F] = A ·_D W\n",
+        encoding="utf-8",
+    )
+    code, _, err = cli(str(prog), "--set", "B=1e3:1e5:log4", "--plot", str(tmp_path / "mine.toml"))
     assert code == 2 and "refusing to overwrite" in err, err
     assert (tmp_path / "mine.toml").read_text(encoding="utf-8") == chip
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(prog=programs(symbolic=True), hw=st.sampled_from(["tpu-v5e", "h100"]),
-       model=st.sampled_from(["exact", "book"]), pick=st.integers(0, 3),
-       step=st.integers(1, 4096))
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    prog=programs(symbolic=True),
+    hw=st.sampled_from(["tpu-v5e", "h100"]),
+    model=st.sampled_from(["exact", "book"]),
+    pick=st.integers(0, 3),
+    step=st.integers(1, 4096),
+)
 def test_a_sweep_is_the_compile_at_each_point(prog, hw, model, pick, step):
     """Over generated programs: sweeping one symbolic size (whole multiples of its shard count)
     gives, at every point, the collectives and numbers of compiling with the size bound."""
@@ -403,8 +479,9 @@ def test_a_sweep_is_the_compile_at_each_point(prog, hw, model, pick, step):
     grid = Grid(var, unit, unit * (1 + 4 * step), 5, "lin")
     s = sw.sweep(r, [grid], ["t_math_s", "t_hbm_s", "t_comms_s"])
     for k, v in enumerate(grid.values):
-        numeric = shardc.compile(text, hw=hw, model=model, set={**bound, var: int(round(v))},
-                                 objective="statement")
+        numeric = shardc.compile(
+            text, hw=hw, model=model, set={**bound, var: int(round(v))}, objective="statement"
+        )
         if s.plans:
             assert s.plans[int(s.plan[k])].collectives == sw_collectives(numeric)
         for q in s.shown:

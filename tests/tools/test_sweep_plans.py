@@ -49,4 +49,5 @@ def test_the_variants_share_the_grid_as_its_points_are_classified(report):
 def test_a_change_of_plan_in_words():
     assert PlanChange("B", 7680.0, {}, "A", "B").describe() == "plan A -> B at B = 7,680"
     assert PlanChange("B", 7680.0, {"X": 16.0}, "B", "A").describe() == (
-        "plan B -> A at B = 7,680, X = 16")
+        "plan B -> A at B = 7,680, X = 16"
+    )

@@ -34,10 +34,14 @@ def derive_name(report_name: str, model: str) -> str:
     return "compute-bound" if model == "exact" else "step-compute-vs-comms"
 
 
-STRATEGY = dict(prog=programs(symbolic=True), hw=st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]),
-                model=st.sampled_from(["exact", "book"]), pick=st.integers(0, 3),
-                others=st.lists(st.integers(1, 64), min_size=4, max_size=4),
-                samples=st.lists(st.integers(1, TOP), min_size=3, max_size=3))
+STRATEGY = dict(
+    prog=programs(symbolic=True),
+    hw=st.sampled_from(["tpu-v5e", "tpu-v5p", "h100"]),
+    model=st.sampled_from(["exact", "book"]),
+    pick=st.integers(0, 3),
+    others=st.lists(st.integers(1, 64), min_size=4, max_size=4),
+    samples=st.lists(st.integers(1, TOP), min_size=3, max_size=3),
+)
 
 
 def check_thresholds(prog, hw, model, pick, others, samples):
@@ -45,8 +49,7 @@ def check_thresholds(prog, hw, model, pick, others, samples):
     assume(sizes)
     var = sorted(sizes)[pick % len(sizes)]
     unit = sizes[var]
-    bound = {d: s * k for (d, s), k in zip(sorted(sizes.items()), others, strict=False)
-             if d != var}
+    bound = {d: s * k for (d, s), k in zip(sorted(sizes.items()), others, strict=False) if d != var}
     try:
         report = shardc.compile(text, hw=hw, model=model, set=bound)
     except shardc.CompileError as exc:  # a mesh the chip cannot hold (H016): not this property
@@ -59,8 +62,7 @@ def check_thresholds(prog, hw, model, pick, others, samples):
     def holds(k: int) -> dict[str, bool | None]:
         if k not in numeric:
             r = shardc.compile(text, hw=hw, model=model, set={**bound, var: unit * k})
-            numeric[k] = {derive_name(c.name, model): r.holds(c.relation)
-                          for c in r.conditions}
+            numeric[k] = {derive_name(c.name, model): r.holds(c.relation) for c in r.conditions}
         return numeric[k]
 
     for name in holds(1):
@@ -87,35 +89,65 @@ def check_thresholds(prog, hw, model, pick, others, samples):
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 lo, hi = (mid, hi) if holds(mid)[name] == holds(lo)[name] else (lo, mid)
-            crossing = [e for e in edges
-                        if unit * lo * (1 - 1e-9) <= e <= unit * hi * (1 + 1e-9)]
+            crossing = [e for e in edges if unit * lo * (1 - 1e-9) <= e <= unit * hi * (1 + 1e-9)]
             assert crossing, (name, var, unit * lo, unit * hi, pieces)
 
 
 # Found in CI: with X=1 a condition's communication side is 0, so its ratio divides by zero
 # (SymPy's zoo); derive treats it as unbounded and Report.value as having no number.
-@example(prog=("mesh X=1, Y=2, Z=4\ndim I=8, J=8, K=8, L\nA: bf16[I_XYZ, J]\n"
-               "B: bf16[J_XYZ, K]\nC = A ·_J B\n", {"L": 8}),
-         hw="h100", model="exact", pick=0, others=[1, 1, 1, 1], samples=[1, 1, 1])
+@example(
+    prog=(
+        "mesh X=1, Y=2, Z=4\ndim I=8, J=8, K=8, L\nA: bf16[I_XYZ, J]\n"
+        "B: bf16[J_XYZ, K]\nC = A ·_J B\n",
+        {"L": 8},
+    ),
+    hw="h100",
+    model="exact",
+    pick=0,
+    others=[1, 1, 1, 1],
+    samples=[1, 1, 1],
+)
 # and a relation whose side is one bound size (X), which substitutes to a plain float
-@example(prog=("mesh X=2, Y=1, Z=2\ndim I=4, J, K=4, L=4\nA: bf16[I_XYZ, J]\n"
-               "B: bf16[J_XYZ, K]\nC[I_ZX, K_Y] = A ·_J B\n", {"J": 4}),
-         hw="h100", model="exact", pick=0, others=[1, 1, 1, 1], samples=[1, 1, 1])
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.filter_too_much])
+@example(
+    prog=(
+        "mesh X=2, Y=1, Z=2\ndim I=4, J, K=4, L=4\nA: bf16[I_XYZ, J]\n"
+        "B: bf16[J_XYZ, K]\nC[I_ZX, K_Y] = A ·_J B\n",
+        {"J": 4},
+    ),
+    hw="h100",
+    model="exact",
+    pick=0,
+    others=[1, 1, 1, 1],
+    samples=[1, 1, 1],
+)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 @given(**STRATEGY)
-def test_solved_thresholds_are_the_crossovers_of_numeric_compiles(prog, hw, model, pick, others,
-                                                                  samples):
+def test_solved_thresholds_are_the_crossovers_of_numeric_compiles(
+    prog, hw, model, pick, others, samples
+):
     check_thresholds(prog, hw, model, pick, others, samples)
 
 
 @pytest.mark.slow
-@settings(max_examples=10_000, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=10_000,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 @given(**STRATEGY)
-def test_solved_thresholds_are_the_crossovers_of_numeric_compiles_10000(prog, hw, model, pick,
-                                                                        others, samples):
+def test_solved_thresholds_are_the_crossovers_of_numeric_compiles_10000(
+    prog, hw, model, pick, others, samples
+):
     check_thresholds(prog, hw, model, pick, others, samples)
-

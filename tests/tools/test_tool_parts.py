@@ -42,8 +42,10 @@ def test_refine_brackets_the_change_between_two_points(threshold, scale):
 
 
 def test_labels_names_and_regions():
-    assert short_labels(["programs/mlp-dp-train.shard", "programs/mlp-fsdp-tp-train.shard"]) \
-        == ["dp", "fsdp-tp"]
+    assert short_labels(["programs/mlp-dp-train.shard", "programs/mlp-fsdp-tp-train.shard"]) == [
+        "dp",
+        "fsdp-tp",
+    ]
     assert short_labels(["one.shard"]) == ["one"]
     assert [letter(k) for k in (0, 25, 26)] == ["A", "Z", "P26"]
     assert region_text({"I": (0, 4), "J": (2, 6)}) == "I[0:4], J[2:6]"

@@ -24,15 +24,15 @@ SEQ, SEQUENCES = 4096, 8
 MB = 1e6
 # Per layer and GPU, bf16 (docs/validation.md): s = 4096 tokens, h = 5120, t = 8,
 # 5 of the 40 heads of 128, 1,728 of the 13,824 MLP columns.
-IN_FULL = 4096 * 5120 * 2 / MB            # the layer input, gathered: 41.94
-IN_SHARD = IN_FULL / 8                    # as it arrives: 5.24
-QKV = 3 * 4096 * 5 * 128 * 2 / MB         # 15.73
-PROBS = 4096 * 4096 * 5 * 2 / MB          # 167.77
-ATT = 4096 * 5 * 128 * 2 / MB             # 5.24
-MLP_IN = 2 * 4096 * 1728 * 2 / MB         # gate and up projections: 28.31
-MLP_MID = 2 * 4096 * 1728 * 2 / MB        # silu(gate) and the product: 28.31
-PRODUCT = MLP_MID / 2                     # the product alone (silu made again): 14.16
-LSE = 4096 * 5 * 4 / MB                   # flash: fp32 log-sum-exp rows: 0.08
+IN_FULL = 4096 * 5120 * 2 / MB  # the layer input, gathered: 41.94
+IN_SHARD = IN_FULL / 8  # as it arrives: 5.24
+QKV = 3 * 4096 * 5 * 128 * 2 / MB  # 15.73
+PROBS = 4096 * 4096 * 5 * 2 / MB  # 167.77
+ATT = 4096 * 5 * 128 * 2 / MB  # 5.24
+MLP_IN = 2 * 4096 * 1728 * 2 / MB  # gate and up projections: 28.31
+MLP_MID = 2 * 4096 * 1728 * 2 / MB  # silu(gate) and the product: 28.31
+PRODUCT = MLP_MID / 2  # the product alone (silu made again): 14.16
+LSE = 4096 * 5 * 4 / MB  # flash: fp32 log-sum-exp rows: 0.08
 HAND = {  # MB per layer
     ("gathered", "materialized"): 2 * IN_FULL + QKV + PROBS + ATT + MLP_IN + PRODUCT,
     ("none", "materialized"): 2 * IN_SHARD + QKV + PROBS + ATT + MLP_IN + PRODUCT,
@@ -48,8 +48,14 @@ HAND = {  # MB per layer
 
 
 def _figures(remat: str, attention: str) -> dict:
-    figures, why = evaluate(CARD, hardware.load("h100"), LAYOUT, SEQUENCES, SEQ,
-                            Options(remat=remat, attention=attention))  # type: ignore[arg-type]
+    figures, why = evaluate(
+        CARD,
+        hardware.load("h100"),
+        LAYOUT,
+        SEQUENCES,
+        SEQ,
+        Options(remat=remat, attention=attention),
+    )  # type: ignore[arg-type]
     assert figures is not None, why
     return figures
 
@@ -68,8 +74,9 @@ def test_optimizer_and_gradient_state_is_16_bytes_per_parameter():
     """Mixed-precision Adam: bf16 weights and gradients, fp32 master weights and moments."""
     memory = _figures("none", "materialized")["memory"]
     params = memory["parameters"] / 2  # bf16
-    assert (memory["parameters"] + memory["gradients"] + memory["optimizer"]) / params \
-        == pytest.approx(16, rel=0.02)  # the embedding's gradient is counted as its table
+    assert (
+        memory["parameters"] + memory["gradients"] + memory["optimizer"]
+    ) / params == pytest.approx(16, rel=0.02)  # the embedding's gradient is counted as its table
 
 
 def test_mfu_counts_model_flops_and_hfu_counts_recomputation():
@@ -111,6 +118,7 @@ def test_tensor_parallel_without_sequence_parallelism_allreduces():
 
 # ---- LLaMA 3: Megatron-LM's sequence-parallel storage and GQA's reductions ---------------------
 
+
 def test_llama3_405b_published_layout_fits_with_megatrons_activations():
     """LLaMA 3 405B, TP 8, PP 16, DP 128 on 16,384 H100 at 8,192 tokens (Dubey et al. 2024,
     "The Llama 3 Herd of Models", Table 4), flash attention and the distributed optimizer: the
@@ -121,17 +129,28 @@ def test_llama3_405b_published_layout_fits_with_megatrons_activations():
 
     s, h, f, t, kv, heads = 8192, 16384, 53248, 8, 8 * 128, 128
     per_layer = (2 * (4 * s * h + 2 * s * kv + 3 * s * f)) / t + 4 * s * heads / t
-    p = plan("llama3-405b", "h100", 16384, 16 * 2**20,
-             options=Options(attention="flash", zero=1), only=("pp-dp-tp", 8, 16))
+    p = plan(
+        "llama3-405b",
+        "h100",
+        16384,
+        16 * 2**20,
+        options=Options(attention="flash", zero=1),
+        only=("pp-dp-tp", 8, 16),
+    )
     (c,) = p.candidates
     pipe = c.figures["pipeline"]
     kept = pipe["layers_first_stage"] * pipe["activations_in_flight"]
     assert kept == 8 * 16
     assert c.figures["memory"]["activations"] == pytest.approx(per_layer * kept, rel=0.05)
     assert c.fits and c.figures["memory_per_device_bytes"] <= 80e9
-    gathered = plan("llama3-405b", "h100", 16384, 16 * 2**20,
-                    options=Options(attention="flash", zero=1, remat="gathered"),
-                    only=("pp-dp-tp", 8, 16)).candidates[0]
+    gathered = plan(
+        "llama3-405b",
+        "h100",
+        16384,
+        16 * 2**20,
+        options=Options(attention="flash", zero=1, remat="gathered"),
+        only=("pp-dp-tp", 8, 16),
+    ).candidates[0]
     assert not gathered.fits  # the gathered copies: 2 x 2sh (t - 1) / t more a layer
 
 
@@ -143,8 +162,11 @@ def _tp_bytes(remat: str) -> float:
     layer = part(card, mesh_layout("fsdp-tp", "X=8, Y=8"), 8, 8192, "layer", "h100")
     r = shardc.compile(layer.text, remat=remat)
     again = set(r.cost.recomputed)
-    return sum(r.value(c.comm_bytes * c.count) * (2 if c.index in again else 1)
-               for c in r.ops if c.kind == "collective" and c.axes == ("Y",))
+    return sum(
+        r.value(c.comm_bytes * c.count) * (2 if c.index in again else 1)
+        for c in r.ops
+        if c.kind == "collective" and c.axes == ("Y",)
+    )
 
 
 @pytest.mark.parametrize(("remat", "collectives"), [("none", 10), ("gathered", 8)])

@@ -77,35 +77,44 @@ def _prepared(text: str, name: str = "t.shard", **bindings: float) -> Prepared:
 # ---- without JAX --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("attrs", "groups"), [
-    ("replica_groups={{0,1},{2,3}}, dimensions={0}", ((0, 1), (2, 3))),
-    ("replica_groups={}", ((0, 1, 2, 3),)),
-    ("replica_groups=[2,2]<=[4]", ((0, 1), (2, 3))),
-    ("replica_groups=[2,2]<=[2,2]T(1,0)", ((0, 2), (1, 3))),
-    ("replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_0'}", ((0, 2), (1, 3))),
-    ("replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'}", ((0, 1), (2, 3))),
-    # A mesh [4,1,2] whose device ids are iota [2,4] transposed: groups of 4 along axis_0.
-    ("replica_groups=mesh['axis_0'=4,'axis_1'=1,'axis_2'=2], device_ids=([2,4]T(1,0)) "
-     "{'axis_0'}", ((0, 1, 2, 3), (4, 5, 6, 7))),
-    ("source_target_pairs={{0,1},{1,0}}", ((0, 1), (1, 0))),
-    # Sub-axes: 'a':(pre)size is the middle factor of a split pre x size x rest.
-    ("replica_groups=mesh['a'=4] {'a':(1)2}", ((0, 2), (1, 3))),
-    ("replica_groups=mesh['a'=4] {'a':(2)2}", ((0, 1), (2, 3))),
-])
+@pytest.mark.parametrize(
+    ("attrs", "groups"),
+    [
+        ("replica_groups={{0,1},{2,3}}, dimensions={0}", ((0, 1), (2, 3))),
+        ("replica_groups={}", ((0, 1, 2, 3),)),
+        ("replica_groups=[2,2]<=[4]", ((0, 1), (2, 3))),
+        ("replica_groups=[2,2]<=[2,2]T(1,0)", ((0, 2), (1, 3))),
+        ("replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_0'}", ((0, 2), (1, 3))),
+        ("replica_groups=mesh['axis_0'=2,'axis_1'=2] {'axis_1'}", ((0, 1), (2, 3))),
+        # A mesh [4,1,2] whose device ids are iota [2,4] transposed: groups of 4 along axis_0.
+        (
+            "replica_groups=mesh['axis_0'=4,'axis_1'=1,'axis_2'=2], device_ids=([2,4]T(1,0)) "
+            "{'axis_0'}",
+            ((0, 1, 2, 3), (4, 5, 6, 7)),
+        ),
+        ("source_target_pairs={{0,1},{1,0}}", ((0, 1), (1, 0))),
+        # Sub-axes: 'a':(pre)size is the middle factor of a split pre x size x rest.
+        ("replica_groups=mesh['a'=4] {'a':(1)2}", ((0, 2), (1, 3))),
+        ("replica_groups=mesh['a'=4] {'a':(2)2}", ((0, 1), (2, 3))),
+    ],
+)
 def test_replica_group_spellings(attrs: str, groups: tuple) -> None:
     assert parse_replica_groups(attrs, 4 if "4," not in attrs else 8)[0] == groups
 
 
-@pytest.mark.parametrize(("groups", "axes"), [
-    (((0, 1, 2, 3, 4, 5, 6, 7),), ("X", "Y")),
-    (((0, 2, 4, 6), (1, 3, 5, 7)), ("X",)),
-    (((0, 1), (2, 3), (4, 5), (6, 7)), ("Y",)),
-    (((0, 4), (1, 5), (2, 6), (3, 7)), ("X:(1)2",)),  # the major half of X
-    (((0, 2), (1, 3), (4, 6), (5, 7)), ("X:(2)2",)),  # the minor half of X
-    (((0, 1, 4, 5), (2, 3, 6, 7)), ("X:(1)2", "Y")),
-    (((0, 3), (1, 2), (4, 7), (5, 6)), None),  # members differ on both axes at once
-    (((0, 1, 2), (3, 4, 5, 6, 7)), None),  # groups of different shapes
-])
+@pytest.mark.parametrize(
+    ("groups", "axes"),
+    [
+        (((0, 1, 2, 3, 4, 5, 6, 7),), ("X", "Y")),
+        (((0, 2, 4, 6), (1, 3, 5, 7)), ("X",)),
+        (((0, 1), (2, 3), (4, 5), (6, 7)), ("Y",)),
+        (((0, 4), (1, 5), (2, 6), (3, 7)), ("X:(1)2",)),  # the major half of X
+        (((0, 2), (1, 3), (4, 6), (5, 7)), ("X:(2)2",)),  # the minor half of X
+        (((0, 1, 4, 5), (2, 3, 6, 7)), ("X:(1)2", "Y")),
+        (((0, 3), (1, 2), (4, 7), (5, 6)), None),  # members differ on both axes at once
+        (((0, 1, 2), (3, 4, 5, 6, 7)), None),  # groups of different shapes
+    ],
+)
 def test_device_groups_map_back_to_mesh_axes_and_sub_axes(groups: tuple, axes) -> None:
     subs = map_groups(groups, {"X": 4, "Y": 2})
     assert (None if subs is None else tuple(s.name for s in subs)) == axes
@@ -113,8 +122,13 @@ def test_device_groups_map_back_to_mesh_axes_and_sub_axes(groups: tuple, axes) -
 
 def test_summarize_reads_collectives_shapes_and_dot_flops() -> None:
     s = summarize(HLO, 8)
-    assert [c.kind for c in s.collectives] == ["AllGather", "AllReduce", "ReduceScatter",
-                                                "AllToAll", "CollectivePermute"]
+    assert [c.kind for c in s.collectives] == [
+        "AllGather",
+        "AllReduce",
+        "ReduceScatter",
+        "AllToAll",
+        "CollectivePermute",
+    ]
     ag, ar, rs, a2a, cp = s.collectives
     assert (ag.group_size, ag.v_elements, ag.dtype) == (4, 2048 * 8192, "f32")
     assert ar.v_elements == 20 and ar.group_size == 2  # a combined all-reduce: both operands
@@ -195,8 +209,10 @@ def test_generated_code_reshards_where_the_program_asks() -> None:
     assert "PREDICTED = {11:" in text and "env['W_out'] = make((32768, 8192)" in text
 
 
-RS_PROGRAM = ("mesh X=8\ndim I=64, J=64, K=64\nhardware tpu-v5e\nA: bf16[I, J_X]\n"
-              "B: bf16[J_X, K]\nC[I, K_X] = A ·_J B\n")
+RS_PROGRAM = (
+    "mesh X=8\ndim I=64, J=64, K=64\nhardware tpu-v5e\nA: bf16[I, J_X]\n"
+    "B: bf16[J_X, K]\nC[I, K_X] = A ·_J B\n"
+)
 PARTIAL_SUMS = (Origin(frozenset({0, 1}), CONTRACTION),)  # what a dot of A and B leaves
 
 
@@ -204,16 +220,24 @@ def _row(p: Prepared, *collectives: HloCollective, flops: float | None = None):
     st = p.statements[0]
     size = {**p.sizes, **p.mesh}.__getitem__
     dots = flops if flops is not None else 2 * 64 * 64 * 64 / 8
-    return compare(st, HloSummary(collectives, dots), p.mesh, size, "exact", p.hardware, None,
-                   None, "", "")
+    return compare(
+        st, HloSummary(collectives, dots), p.mesh, size, "exact", p.hardware, None, None, "", ""
+    )
 
 
 def test_xla_cheaper_is_a_failure_and_explained_differences_are_not() -> None:
     p = _prepared(RS_PROGRAM)
     # XLA:CPU's spelling of a reduce-scatter: an all-reduce of the whole C (64 x 64, f32).
-    ar = HloCollective("AllReduce", "all-reduce", (ArrayShape("f32", (64, 64)),),
-                       (tuple(range(8)),), "", "ar", (ArrayShape("f32", (64, 64)),),
-                       PARTIAL_SUMS)
+    ar = HloCollective(
+        "AllReduce",
+        "all-reduce",
+        (ArrayShape("f32", (64, 64)),),
+        (tuple(range(8)),),
+        "",
+        "ar",
+        (ArrayShape("f32", (64, 64)),),
+        PARTIAL_SUMS,
+    )
     row = _row(p, ar)
     assert row.verdict == OURS_CHEAPER and row.known
     assert any("no reduce-scatter" in e for e in row.explanations)
@@ -223,11 +247,20 @@ def test_xla_cheaper_is_a_failure_and_explained_differences_are_not() -> None:
     assert not result.ok and result.summary()["failed_lines"] == [p.statements[0].line]
 
 
-def _reduce_scatter(origins: tuple[Origin, ...], rows: int = 8,
-                    groups: tuple = (tuple(range(8)),)) -> HloCollective:
+def _reduce_scatter(
+    origins: tuple[Origin, ...], rows: int = 8, groups: tuple = (tuple(range(8)),)
+) -> HloCollective:
     """A reduce-scatter of C over X: f32[64,64] in, `rows` x 64 out per device."""
-    return HloCollective("ReduceScatter", "reduce-scatter", (ArrayShape("f32", (rows, 64)),),
-                         groups, "", "rs", (ArrayShape("f32", (64, 64)),), origins)
+    return HloCollective(
+        "ReduceScatter",
+        "reduce-scatter",
+        (ArrayShape("f32", (rows, 64)),),
+        groups,
+        "",
+        "rs",
+        (ArrayShape("f32", (64, 64)),),
+        origins,
+    )
 
 
 def test_agree_needs_the_same_array_and_the_same_flops() -> None:
@@ -249,8 +282,9 @@ def test_a_different_array_is_never_a_byte_count_bug(monkeypatch: pytest.MonkeyP
     other = _reduce_scatter((Origin(frozenset({0})),), rows=16)  # XLA moves A, twice the bytes
     row = _row(p, other)
     assert not row.byte_count_bug and CheckResult("t", p, [row], "test").ok
-    assert any("shardc's ReduceScatter_{X,K} moves C" in e and "moves A" in e
-               for e in row.explanations)
+    assert any(
+        "shardc's ReduceScatter_{X,K} moves C" in e and "moves A" in e for e in row.explanations
+    )
     same = _reduce_scatter(PARTIAL_SUMS, rows=16)  # C with the same 64x64 block, 2x the output
     row = _row(p, same)
     assert not row.byte_count_bug and any("in different blocks" in e for e in row.explanations)
@@ -264,11 +298,20 @@ def test_a_different_array_is_never_a_byte_count_bug(monkeypatch: pytest.MonkeyP
 
 
 def test_groups_that_are_no_mesh_axis_are_reported_not_priced() -> None:
-    p = _prepared("mesh X=2, Y=4\ndim I=64, J=64, K=64\nhardware tpu-v5e\nA: bf16[I, J_XY]\n"
-                  "B: bf16[J_XY, K]\nC[I, K] = A ·_J B\n")
-    odd = HloCollective("AllReduce", "all-reduce", (ArrayShape("f32", (64, 64)),),
-                        ((0, 5), (1, 4), (2, 7), (3, 6)), "{{0,5},{1,4},{2,7},{3,6}}", "ar",
-                        (ArrayShape("f32", (64, 64)),), PARTIAL_SUMS)
+    p = _prepared(
+        "mesh X=2, Y=4\ndim I=64, J=64, K=64\nhardware tpu-v5e\nA: bf16[I, J_XY]\n"
+        "B: bf16[J_XY, K]\nC[I, K] = A ·_J B\n"
+    )
+    odd = HloCollective(
+        "AllReduce",
+        "all-reduce",
+        (ArrayShape("f32", (64, 64)),),
+        ((0, 5), (1, 4), (2, 7), (3, 6)),
+        "{{0,5},{1,4},{2,7},{3,6}}",
+        "ar",
+        (ArrayShape("f32", (64, 64)),),
+        PARTIAL_SUMS,
+    )
     row = _row(p, odd, flops=2 * 64 * 64 * 64 / 8)
     assert row.verdict == UNMAPPED and row.xla_cost is None and row.xla[0].time is None
     assert any("unmapped group" in e and "no mesh axis" in e for e in row.explanations)
@@ -283,14 +326,16 @@ def test_a_sub_axis_costs_what_the_same_mesh_axis_would() -> None:
     for chip in ("tpu-v5e", "tpu-v4p", "h100"):
         at = ("", "") if chip == "h100" else (" @ici(x)", " @ici(y)")
         sub = _prepared(f"mesh X=4, Y=2\ndim I=64\nhardware {chip}\nA: f32[I_X]\n")
-        same = _prepared(f"mesh A=2{at[0]}, B=2{at[0]}, Y=2{at[1]}\ndim I=64\n"
-                         f"hardware {chip}\nA: f32[I_A]\n")
+        same = _prepared(
+            f"mesh A=2{at[0]}, B=2{at[0]}, Y=2{at[1]}\ndim I=64\nhardware {chip}\nA: f32[I_A]\n"
+        )
         for op in ("AllGather", "AllReduce", "AllToAll", "ReduceScatter"):
             for part, axis in ((SubAxis("X", 2, 2, 4), "A"), (SubAxis("X", 2, 1, 4), "B")):
                 got = group_seconds(op, 1e6, (part,), sub.mesh, "exact", sub.hardware).time
                 sizes = {a: float(n) for a, n in same.mesh.items()}
-                want = collective_seconds(op, 1e6, (axis,), sizes.__getitem__, "exact",
-                                          same.hardware)
+                want = collective_seconds(
+                    op, 1e6, (axis,), sizes.__getitem__, "exact", same.hardware
+                )
                 assert got == pytest.approx(want, rel=1e-12) and 0 < want < 1e-3, (chip, op)
 
 
@@ -351,8 +396,12 @@ def test_case3_reduce_scatter_is_all_reduce_plus_slice_on_cpu() -> None:
     assert result is not None
     assert [r.verdict for r in result.rows] == [AGREE, OURS_CHEAPER, SKIPPED]
     ar = result.rows[0].xla[0]
-    assert (ar.op, ar.axes, ar.bytes, ar.xla_bytes) == ("AllReduce", ("X",), 2 * 4096 * 4096,
-                                                        4 * 4096 * 4096)
+    assert (ar.op, ar.axes, ar.bytes, ar.xla_bytes) == (
+        "AllReduce",
+        ("X",),
+        2 * 4096 * 4096,
+        4 * 4096 * 4096,
+    )
 
 
 def _checked_text(tmp_path: Path, text: str) -> CheckResult:
@@ -372,8 +421,9 @@ def test_gpu_permute_and_sub_axis_are_priced_by_the_shared_cost_code(tmp_path: P
     from shardc.passes.ir import AxisLink, Topology
     from shardc.passes.send_cost import send_time
 
-    result = _checked_text(tmp_path, "mesh X=4, Y=2\ndim I=64, J=64\nhardware h100\n"
-                           "A: f32[I_X, J]\nB[I_Y, J] = A\n")
+    result = _checked_text(
+        tmp_path, "mesh X=4, Y=2\ndim I=64, J=64\nhardware h100\nA: f32[I_X, J]\nB[I_Y, J] = A\n"
+    )
     (row,) = result.rows
     hw, mesh = result.prepared.hardware, result.prepared.mesh
     permute = next(c for c in row.xla if c.op == "CollectivePermute")
@@ -381,13 +431,15 @@ def test_gpu_permute_and_sub_axis_are_priced_by_the_shared_cost_code(tmp_path: P
     assert gather.axes == ("X:(1)2",) and permute.axes == ("X", "Y")
     assert "nvlink" in hw.figured and hw.links.w["nvlink"] > 1e9  # the chip's figure
     two = Topology((AxisLink("S", "nvlink", size=2),), (), "gpu")
-    want = collective_time("AllGather", gather.bytes, ("S",), {"S": 2}.__getitem__, "exact",
-                           two, hw.links).time
+    want = collective_time(
+        "AllGather", gather.bytes, ("S",), {"S": 2}.__getitem__, "exact", two, hw.links
+    ).time
     assert gather.time == pytest.approx(float(want))
     # Device 1 (X=0, Y=1) sends to device 2 (X=1, Y=0): a point Send along X and Y.
     moves = [SendAxis("X", src=0, dst=1), SendAxis("Y", src=1, dst=0)]
-    want = send_time(permute.bytes, moves, lambda a: float(mesh[a]), "exact", hw.topology,
-                     hw.links).time
+    want = send_time(
+        permute.bytes, moves, lambda a: float(mesh[a]), "exact", hw.topology, hw.links
+    ).time
     assert permute.time == pytest.approx(float(want))
     for c in (gather, permute):
         assert c.time is not None and 0 < c.time < 1e-3, c
@@ -398,8 +450,11 @@ def test_xla_moving_another_array_is_not_a_byte_count_bug(tmp_path: Path) -> Non
     """Both gather over X, with different bytes: shardc gathers the input B, XLA slices A
     locally, multiplies and gathers the result C (a third of the FLOPs). Different arrays:
     never "agree", never a byte-count bug."""
-    result = _checked_text(tmp_path, "mesh X=3\ndim I=6, J=3, K=6, L=3\nhardware tpu-v4p\n"
-                           "A: bf16[L, I, J]\nB: bf16[L_X, J, K]\nC[L, I, K] = A ·_J B\n")
+    result = _checked_text(
+        tmp_path,
+        "mesh X=3\ndim I=6, J=3, K=6, L=3\nhardware tpu-v4p\n"
+        "A: bf16[L, I, J]\nB: bf16[L_X, J, K]\nC[L, I, K] = A ·_J B\n",
+    )
     (row,) = result.rows
     ((o,), (x,)) = row.ours, row.xla
     assert (o.label(), o.array, x.label(), x.array) == ("AllGather_X", "B", "AllGather_X", "C")
@@ -412,8 +467,9 @@ def test_cli_json(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["xla-check", str(ROOT / "programs/q9-reducescatter.shard"), "--format",
-                     "json"])
+        code = main(
+            ["xla-check", str(ROOT / "programs/q9-reducescatter.shard"), "--format", "json"]
+        )
     data = json.loads(out.getvalue())
     assert code == 0 and data["schema"] == "shardc.xla-check/2"
     (st,) = data["statements"]
@@ -430,10 +486,29 @@ def test_exported_script_runs_on_fake_devices(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     prog = tmp_path / "prog.py"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["export-jax", str(ROOT / "programs/case3.shard"), "-o", str(prog),
-                     "--set", "I=64", "--set", "J=128", "--set", "K=64"]) == 0
-    run = subprocess.run([sys.executable, str(prog), "--cpu", "--repeat", "2"],
-                         capture_output=True, text=True, timeout=120)
+        assert (
+            main(
+                [
+                    "export-jax",
+                    str(ROOT / "programs/case3.shard"),
+                    "-o",
+                    str(prog),
+                    "--set",
+                    "I=64",
+                    "--set",
+                    "J=128",
+                    "--set",
+                    "K=64",
+                ]
+            )
+            == 0
+        )
+    run = subprocess.run(
+        [sys.executable, str(prog), "--cpu", "--repeat", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert "C2[I, K_X] = A ·_J B" in run.stdout and "line 12 not exported" in prog.read_text()
 
@@ -470,7 +545,10 @@ def test_max_devices_must_be_a_positive_whole_number(value: str, capsys) -> None
 def test_a_statement_larger_than_the_host_is_compiled_not_skipped(tmp_path: Path) -> None:
     """XLA compiles against abstract arrays (`jax.ShapeDtypeStruct`): 64 TiB of inputs are
     never allocated, so no statement is skipped for its size."""
-    result = _checked_text(tmp_path, "mesh X=2\ndim I=4194304, J=4194304\nhardware tpu-v5e\n"
-                           "A: f32[I_X, J]\nB: f32[J, I]\nC = A ·_J B\n")
+    result = _checked_text(
+        tmp_path,
+        "mesh X=2\ndim I=4194304, J=4194304\nhardware tpu-v5e\n"
+        "A: f32[I_X, J]\nB: f32[J, I]\nC = A ·_J B\n",
+    )
     (row,) = result.rows
     assert row.verdict == AGREE and row.xla_dot_flops == row.ours_flops > 1e13

@@ -52,8 +52,13 @@ def _scaled(text: str, factors: list[int]) -> str:
     """`dim I=8, J=16` with each size multiplied by the next factor (still divisible by every
     sharding, the sizes being multiples of the device count)."""
     it = iter(factors)
-    return re.sub(r"^dim .*$", lambda m: re.sub(r"=(\d+)", lambda n: f"={int(n.group(1)) * next(it)}",
-                                               m.group(0)), text, count=1, flags=re.M)
+    return re.sub(
+        r"^dim .*$",
+        lambda m: re.sub(r"=(\d+)", lambda n: f"={int(n.group(1)) * next(it)}", m.group(0)),
+        text,
+        count=1,
+        flags=re.M,
+    )
 
 
 def _renamed(layout: str, old: str, new: str) -> str:
@@ -68,23 +73,34 @@ def training_steps(draw) -> str:
     `backward` splits into two statements, and `neg` around a sum."""
     mesh = draw(meshes())
     size = {d: dim_sizes(mesh, draw(st.sampled_from(SCALES))) for d in ("B", "T", "D", "F")}
-    lines = [mesh.decl(), f"dim B={size['B']}, T={size['T']}, S={size['T']}, D={size['D']}, "
-             f"F={size['F']}"]
+    lines = [
+        mesh.decl(),
+        f"dim B={size['B']}, T={size['T']}, S={size['T']}, D={size['D']}, F={size['F']}",
+    ]
     x = draw(layout_text(("B", "T", "D"), mesh))
-    lines += [f"In: bf16{x}", f"param WQ: bf16{draw(layout_text(('D', 'F'), mesh))}",
-              f"param WK: bf16{draw(layout_text(('D', 'F'), mesh))}"]
+    lines += [
+        f"In: bf16{x}",
+        f"param WQ: bf16{draw(layout_text(('D', 'F'), mesh))}",
+        f"param WK: bf16{draw(layout_text(('D', 'F'), mesh))}",
+    ]
     kind = draw(st.sampled_from(["attention", "chain", "bias"]))
     if kind == "attention":
         use = _renamed(draw(layout_text(("B", "T", "D"), mesh)), "T", "S")
-        lines += ["Q = In ·_D WQ", f"Kc = In{use} ·_D WK", "Logits = Q ·_F Kc",
-                  f"Out{draw(layout_text(('B', 'T', 'S'), mesh))} = "
-                  f"{draw(st.sampled_from(['exp', 'gelu', 'tanh']))}(Logits)"]
+        lines += [
+            "Q = In ·_D WQ",
+            f"Kc = In{use} ·_D WK",
+            "Logits = Q ·_F Kc",
+            f"Out{draw(layout_text(('B', 'T', 'S'), mesh))} = "
+            f"{draw(st.sampled_from(['exp', 'gelu', 'tanh']))}(Logits)",
+        ]
     elif kind == "chain":
         lines += [f"Out{draw(layout_text(('B', 'T', 'D'), mesh))} = In ·_D WQ ·_F WK[D, F]"]
     else:
-        lines += [f"param bias: bf16{draw(layout_text(('F',), mesh))}",
-                  "H = In ·_D WQ", f"Out{draw(layout_text(('B', 'T', 'F'), mesh))} = "
-                  "neg(H + bias)"]
+        lines += [
+            f"param bias: bf16{draw(layout_text(('F',), mesh))}",
+            "H = In ·_D WQ",
+            f"Out{draw(layout_text(('B', 'T', 'F'), mesh))} = neg(H + bias)",
+        ]
     return "\n".join([*lines, "backward"]) + "\n"
 
 
@@ -113,8 +129,13 @@ class Sweep:
 def _sweep(n: int) -> Sweep:
     out = Sweep()
 
-    @settings(max_examples=n, derandomize=True, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=n,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(xla_programs())
     def one(text: str) -> None:
         try:
@@ -164,5 +185,7 @@ def test_a_thousand_random_programs_against_xla():
     assert not s.crashes, "\n\n".join(s.crashes)
     assert not s.byte_bugs, "\n\n".join(s.byte_bugs)
     assert len(s.xla_cheaper) <= XLA_CHEAPER_IN_1000, "\n\n".join(s.xla_cheaper)
-    print(f"{s.programs} programs, {s.statements} statements: {dict(s.verdicts)}, backward "
-          f"passes: {dict(s.backward)}")
+    print(
+        f"{s.programs} programs, {s.statements} statements: {dict(s.verdicts)}, backward "
+        f"passes: {dict(s.backward)}"
+    )

@@ -63,8 +63,11 @@ def test_a_chain_slices_before_its_first_product(chip: str) -> None:
     """The chain's first product ran on whole arrays and the result was sliced after (7.2x the
     FLOPs per device here); now N and K are sliced before it, as XLA does."""
     row = _row(_check(CHAIN_SLICES_LATE.format(chip=chip)), "R3")
-    assert row.ours_flops == row.xla_dot_flops == 2 * 512 * 1024 * 256 * 512 * 64 / 8 + (
-        2 * 512 * 256 * 512 * 64 * 128 / 8)
+    assert (
+        row.ours_flops
+        == row.xla_dot_flops
+        == 2 * 512 * 1024 * 256 * 512 * 64 / 8 + (2 * 512 * 256 * 512 * 64 * 128 / 8)
+    )
     if chip == "tpu-v5e":  # one AllGather over XY uses both axes' links at once
         assert row.verdict in FINE, row
 
@@ -82,19 +85,26 @@ def test_a_reshard_between_two_axes_is_one_permute(chip: str) -> None:
     block now comes from the holder XLA's pairs take (two X-hops away, its send leaving on
     both axes' ports: 8.83 us), not the neighbour on Y (12.7 us). XLA permutes the block it
     sliced from A (xla-check calls it "a function of A"), so the two read as the same cost."""
-    row = _row(_check(f"mesh X=4, Y=2\ndim J=1024, K=1024\nhardware {chip}\n"
-                      "A: f32[J, K_Y]\nB[J_Y, K_X] = A\n"), "B")
+    row = _row(
+        _check(
+            f"mesh X=4, Y=2\ndim J=1024, K=1024\nhardware {chip}\nA: f32[J, K_Y]\nB[J_Y, K_X] = A\n"
+        ),
+        "B",
+    )
     assert row.verdict in (*FINE, SAME_COST), row
     assert [(c.op, c.bytes, c.time) for c in row.ours] == [
-        (c.op, c.bytes, pytest.approx(c.time)) for c in row.xla]
+        (c.op, c.bytes, pytest.approx(c.time)) for c in row.xla
+    ]
 
 
 def test_a_reshard_that_is_no_op_hands_xla_the_requested_layout() -> None:
     """`C[K_X, J] = A` reuses the slice line 4 made: no op, and C is K_X. XLA was handed C in
     A's old layout (replicated), and reading it at `E[K, J_X]` looked free to XLA ("XLA
     cheaper"); both now AllToAll the same array C."""
-    result = _check("mesh X=4\ndim K=64, J=64\nA: f32[K, J]\nB = exp(A[K_X, J])\n"
-                    "C[K_X, J] = A\nD = C + B\nE[K, J_X] = C\n")
+    result = _check(
+        "mesh X=4\ndim K=64, J=64\nA: f32[K, J]\nB = exp(A[K_X, J])\n"
+        "C[K_X, J] = A\nD = C + B\nE[K, J_X] = C\n"
+    )
     c, e = _row(result, "C[K_X"), _row(result, "E")
     assert c.ours_out == "C[K_X, J]" and c.verdict == AGREE
     assert e.verdict == AGREE and [(x.op, x.array) for x in e.ours] == [("AllToAll", "C")]
@@ -103,9 +113,11 @@ def test_a_reshard_that_is_no_op_hands_xla_the_requested_layout() -> None:
 def test_a_chain_backward_splits_is_charged_once() -> None:
     """`backward` hoists `In ·_J W1` into its own statement; its AllReduce was charged to the
     chain's row too (shardc's side of that row then held a collective XLA's could not)."""
-    result = _check("mesh X=4\ndim I=64, J=64, K=64, L=64\nIn: bf16[I, J_X]\n"
-                    "param W1: bf16[J_X, K]\nparam W2: bf16[K, L]\n"
-                    "Out[I, L] = In ·_J W1 ·_K W2\nbackward\n")
+    result = _check(
+        "mesh X=4\ndim I=64, J=64, K=64, L=64\nIn: bf16[I, J_X]\n"
+        "param W1: bf16[J_X, K]\nparam W2: bf16[K, L]\n"
+        "Out[I, L] = In ·_J W1 ·_K W2\nbackward\n"
+    )
     first, chain, back = result.rows
     assert [c.op for c in first.ours] == ["AllReduce"] and chain.ours == ()
     assert first.verdict == chain.verdict == AGREE
@@ -114,13 +126,17 @@ def test_a_chain_backward_splits_is_charged_once() -> None:
 
 def test_the_backward_pass_is_compared_with_xla_autodiff(tmp_path: Path) -> None:
     """Data parallelism: the weight gradients' AllReduces on both sides, the same FLOPs."""
-    text = ("mesh X=4\ndim B=256, D=128, F=512\nhardware tpu-v5e\nIn: bf16[B_X, D]\n"
-            "param W_in: bf16[D, F]\nparam W_out: bf16[F, D]\nTmp = In ·_D W_in\n"
-            "Out[B_X, D] = gelu(Tmp) ·_F W_out\nbackward\n")
+    text = (
+        "mesh X=4\ndim B=256, D=128, F=512\nhardware tpu-v5e\nIn: bf16[B_X, D]\n"
+        "param W_in: bf16[D, F]\nparam W_out: bf16[F, D]\nTmp = In ·_D W_in\n"
+        "Out[B_X, D] = gelu(Tmp) ·_F W_out\nbackward\n"
+    )
     back = _row(_check(text), "backward")
     assert back.verdict == AGREE, back
-    assert sorted((c.op, c.array) for c in back.xla) == [("AllReduce", "dW_in"),
-                                                         ("AllReduce", "dW_out")]
+    assert sorted((c.op, c.array) for c in back.xla) == [
+        ("AllReduce", "dW_in"),
+        ("AllReduce", "dW_out"),
+    ]
     assert back.ours_flops == back.xla_dot_flops > 0
     assert "dW_in[D, F]" in back.ours_out
 
@@ -128,7 +144,9 @@ def test_the_backward_pass_is_compared_with_xla_autodiff(tmp_path: Path) -> None
 def test_statements_after_backward_are_not_differentiated() -> None:
     """`backward` with a comment, then a statement that reads a parameter: the backward row sits
     on its own line and differentiates the forward statements only."""
-    result = _check("mesh X=2\ndim I=64, J=64, K=64\nIn: bf16[I_X, J]\nparam W: bf16[J, K]\n"
-                    "Out[I_X, K] = In ·_J W\nbackward   # the gradients\nW2[J_X, K] = W\n")
+    result = _check(
+        "mesh X=2\ndim I=64, J=64, K=64\nIn: bf16[I_X, J]\nparam W: bf16[J, K]\n"
+        "Out[I_X, K] = In ·_J W\nbackward   # the gradients\nW2[J_X, K] = W\n"
+    )
     assert [(r.line, r.verdict) for r in result.rows] == [(5, AGREE), (6, AGREE), (7, AGREE)]
     assert [(c.op, c.array) for c in result.rows[1].ours] == [("AllReduce", "dW")]

@@ -12,8 +12,11 @@ from shardc.lang.source import Source
 from shardc.tools.xla.arrays import ArrayRef, StatementArrays
 from shardc.tools.xla.statements import referenced, statements
 
-SOURCE = Source("t.shard", "mesh X=2\ndim I=8, J=8, K=8\nA: bf16[I, J_X]\nB: bf16[J_X, K]\n"
-                           "C[I, K] = A ·_J B\nD = gelu(C)\n")
+SOURCE = Source(
+    "t.shard",
+    "mesh X=2\ndim I=8, J=8, K=8\nA: bf16[I, J_X]\nB: bf16[J_X, K]\n"
+    "C[I, K] = A ·_J B\nD = gelu(C)\n",
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +30,9 @@ def test_one_statement_per_assignment_with_its_inputs_as_they_are(split):
     c, d = split
     assert (c.line, c.target, d.line, d.target) == (5, "C", 6, "D")
     assert [(x.name, x.layout.format(x.name)) for x in c.inputs] == [
-        ("A", "A[I, J_X]"), ("B", "B[J_X, K]")]
+        ("A", "A[I, J_X]"),
+        ("B", "B[J_X, K]"),
+    ]
     # D reads C as C's statement left it: the AllReduce already summed the partial sums.
     assert [(x.name, x.layout.format(x.name)) for x in d.inputs] == [("C", "C[I, K]")]
     assert c.out_layout == Layout.of({"I": (), "K": ()}) and d.out_layout is None

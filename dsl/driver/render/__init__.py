@@ -16,7 +16,8 @@ WRITERS: dict[str, tuple[str, str]] = {
     "text": ("shardc.driver.render.text", "TextWriter"),
     "md": ("shardc.driver.render.markdown", "MarkdownWriter"),
     "latex": ("shardc.driver.render.latex", "LatexWriter"),
-    "html": ("shardc.driver.render.html", "HtmlWriter")}
+    "html": ("shardc.driver.render.html", "HtmlWriter"),
+}
 """The writer of each format (its module and class), by its `--format` name; JSON has its own
 shape (`shardc.driver.json_report`)."""
 
@@ -47,8 +48,9 @@ def write(r: Report, fmt: str, only: Iterable[str] | None = None) -> str:
     names = set(SECTIONS) if only is None else set(only)
     unknown = names - SECTIONS.keys()
     if unknown:
-        raise KeyError(f"unknown section {', '.join(sorted(unknown))}; sections are "
-                       f"{', '.join(SECTIONS)}")
+        raise KeyError(
+            f"unknown section {', '.join(sorted(unknown))}; sections are {', '.join(SECTIONS)}"
+        )
     return w.write(sections(r, names & w.sections if w.sections else names))
 
 

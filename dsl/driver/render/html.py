@@ -35,24 +35,44 @@ class HtmlWriter(Writer):
 
     def _section_summary(self, s: Section) -> list[str]:
         order = (Total, Utilization, Bound)
-        cells = [self.cells(row) for kind in order for row in s.rows
-                 if type(row) is kind and not getattr(row, "expected", False)]
+        cells = [
+            self.cells(row)
+            for kind in order
+            for row in s.rows
+            if type(row) is kind and not getattr(row, "expected", False)
+        ]
         return [table_html(("quantity", "value", "formula"), cells)]
 
     def _section_memory(self, s: Section) -> list[str]:
         rows = [self.cells(t) for t in s.rows if type(t) is Total]
-        return [f"<p><b>{s.title}</b> ({html_text(s.detail)})</p><table>",
-                *(f"<tr><td>{label}</td><td>{value}</td><td>{formula}</td></tr>"
-                  for label, value, formula in rows), "</table>"]
+        return [
+            f"<p><b>{s.title}</b> ({html_text(s.detail)})</p><table>",
+            *(
+                f"<tr><td>{label}</td><td>{value}</td><td>{formula}</td></tr>"
+                for label, value, formula in rows
+            ),
+            "</table>",
+        ]
 
     def _section_ops(self, s: Section) -> list[str]:
         ops: tuple[Op, ...] = s.rows
         e = html_text
-        table = table_html(("#", "line", "op", "axes", "from &rarr; to", "bytes", "time", "why"),
-                           ((str(c.index), str(c.line), e(c.op), e(",".join(c.axes)),
-                             f"<code>{e(c.src)}</code> &rarr; <code>{e(c.dst)}</code>",
-                             e(fmt_value(c.bytes, "B")), e(fmt_value(c.time, "s")),
-                             e(c.reason) if c.kind == "collective" else "") for c in ops))
+        table = table_html(
+            ("#", "line", "op", "axes", "from &rarr; to", "bytes", "time", "why"),
+            (
+                (
+                    str(c.index),
+                    str(c.line),
+                    e(c.op),
+                    e(",".join(c.axes)),
+                    f"<code>{e(c.src)}</code> &rarr; <code>{e(c.dst)}</code>",
+                    e(fmt_value(c.bytes, "B")),
+                    e(fmt_value(c.time, "s")),
+                    e(c.reason) if c.kind == "collective" else "",
+                )
+                for c in ops
+            ),
+        )
         return [f"<details><summary>{len(ops)} ops</summary>{table}</details></div>"]
 
     def cells(self, row: Any) -> tuple[str, str, str]:
@@ -61,18 +81,24 @@ class HtmlWriter(Writer):
         if type(row) is Total:
             return e(row.label), e(fmt_value(row.value, row.unit)), math_html(row.formula)
         if type(row) is Utilization:
-            return ("MFU / HFU", f"{row.mfu:.0%} / {row.hfu:.0%}",
-                    "model FLOPs / (devices &times; peak &times; T_step)")
+            return (
+                "MFU / HFU",
+                f"{row.mfu:.0%} / {row.hfu:.0%}",
+                "model FLOPs / (devices &times; peak &times; T_step)",
+            )
         return "bound", e(row.value or "undecided"), ""
 
     def _print_Header(self, h: Header) -> list[str]:
         e = html_text
-        return [f"<div class='shardc-report'><b>shardc report</b> <code>{e(h.program)}</code> "
-                f"&mdash; chip <b>{e(h.chip or 'none')}</b>, model <b>{e(h.model)}</b>, mesh "
-                + ", ".join(f"<code>{e(n)}={e(str(s if s is not None else n))}</code>"
-                            for n, s in h.mesh),
-                # plans by region of the symbolic sizes: which one the sections show
-                *([f"<p><i>plans: {e(h.plans)}</i></p>"] if h.plans else [])]
+        return [
+            f"<div class='shardc-report'><b>shardc report</b> <code>{e(h.program)}</code> "
+            f"&mdash; chip <b>{e(h.chip or 'none')}</b>, model <b>{e(h.model)}</b>, mesh "
+            + ", ".join(
+                f"<code>{e(n)}={e(str(s if s is not None else n))}</code>" for n, s in h.mesh
+            ),
+            # plans by region of the symbolic sizes: which one the sections show
+            *([f"<p><i>plans: {e(h.plans)}</i></p>"] if h.plans else []),
+        ]
 
 
 __all__ = ["HtmlWriter", "math_html", "table_html"]

@@ -35,14 +35,20 @@ class LatexWriter(Writer):
         return align(self.rows(s.rows))
 
     def _section_ops(self, s: Section) -> list[str]:
-        return ["\\begin{tabular}{rlllll}", "  \\# & op & axes & bytes & time & expected \\\\ "
-                "\\hline", *self.rows(s.rows), "\\end{tabular}"]
+        return [
+            "\\begin{tabular}{rlllll}",
+            "  \\# & op & axes & bytes & time & expected \\\\ \\hline",
+            *self.rows(s.rows),
+            "\\end{tabular}",
+        ]
 
     def _section_regions(self, s: Section) -> list[str]:
         """Each total as `cases` over the regions (one formula where they agree)."""
         if s.rows and type(s.rows[0]) is RegionsPast:
-            return [f"% regions: more than {MAX_REGIONS}, or more than {REGIONS_SECONDS:g} s to "
-                    "find; the default plans are kept"]
+            return [
+                f"% regions: more than {MAX_REGIONS}, or more than {REGIONS_SECONDS:g} s to "
+                "find; the default plans are kept"
+            ]
         regions: tuple[Region, ...] = s.rows
         rows = []
         for i, t in enumerate(REGION_TOTALS):
@@ -53,13 +59,17 @@ class LatexWriter(Writer):
                 continue
             cases = " \\\\ ".join(f"{e} & \\text{{where {latex_text(c)}}}" for e, c in pieces)
             rows.append(f"  \\text{{{name}}} &= \\begin{{cases}} {cases} \\end{{cases}}")
-        return ["% totals by region (the program a compile with the sizes bound runs there)",
-                *align(rows)]
+        return [
+            "% totals by region (the program a compile with the sizes bound runs there)",
+            *align(rows),
+        ]
 
     def _print_Header(self, h: Header) -> list[str]:
-        return [f"% shardc report: {latex_comment(h.program)} (chip "
-                f"{latex_comment(h.chip or 'none')}, model {h.model})",
-                *([f"% plans: {h.plans}"] if h.plans is not None else [])]
+        return [
+            f"% shardc report: {latex_comment(h.program)} (chip "
+            f"{latex_comment(h.chip or 'none')}, model {h.model})",
+            *([f"% plans: {h.plans}"] if h.plans is not None else []),
+        ]
 
     def _print_Total(self, t: Total) -> list[str]:
         return [f"  \\text{{{t.label.replace('_', chr(92) + '_')}}} &= {latex(t.formula)}"]
@@ -68,9 +78,11 @@ class LatexWriter(Writer):
         return [f"  \\text{{{latex_text(c.name)}}}:\\ & {latex(c.relation)}"]
 
     def _print_Op(self, c: Op) -> list[str]:
-        return [f"  {c.index} & {latex_text(c.op)} & {format_axes(c.axes) if c.axes else ''} & "
-                f"${latex(c.moved)}$ & ${latex(c.time_formula)}$ & "
-                f"${latex(c.expected_formula)}$ \\\\"]
+        return [
+            f"  {c.index} & {latex_text(c.op)} & {format_axes(c.axes) if c.axes else ''} & "
+            f"${latex(c.moved)}$ & ${latex(c.time_formula)}$ & "
+            f"${latex(c.expected_formula)}$ \\\\"
+        ]
 
 
 __all__ = ["LatexWriter", "align"]

@@ -86,21 +86,48 @@ def plan(quick: bool, cpu: bool) -> Plan:
         samples, warmup, loop_s = 30, 3, 0.005
     cases = [Case("dispatch", "dispatch")]
     for i, n in enumerate(squares):
-        cases.append(Case(f"square_{n}", "matmul", "bf16", (n, n, n), "default",
-                          "held-out" if i % 2 else "fit"))
+        cases.append(
+            Case(
+                f"square_{n}",
+                "matmul",
+                "bf16",
+                (n, n, n),
+                "default",
+                "held-out" if i % 2 else "fit",
+            )
+        )
     for i, b in enumerate(batches):
-        cases.append(Case(f"sweep_B{b}", "matmul", "bf16", (b, k, k), "default",
-                          "held-out" if i % 2 else "fit"))
+        cases.append(
+            Case(
+                f"sweep_B{b}",
+                "matmul",
+                "bf16",
+                (b, k, k),
+                "default",
+                "held-out" if i % 2 else "fit",
+            )
+        )
     n = squares[-1]
     cases.append(Case(f"f16_{n}", "matmul", "f16", (n, n, n), "default", "held-out"))
     for precision in ("default", "high", "highest"):
-        cases.append(Case(f"f32_{n}_{precision}", "matmul", "f32", (n, n, n), precision,
-                          "held-out", F32_NOTE))
+        cases.append(
+            Case(
+                f"f32_{n}_{precision}", "matmul", "f32", (n, n, n), precision, "held-out", F32_NOTE
+            )
+        )
     for i, mib in enumerate(sizes):
         cols = mib * 2**20 // 2 // 1024
         for j, op in enumerate(("add", "mul")):
-            cases.append(Case(f"ew_{op}_{mib}MiB", "elementwise", "bf16", (1024, cols), op,
-                              "held-out" if (i + j) % 2 else "fit"))
+            cases.append(
+                Case(
+                    f"ew_{op}_{mib}MiB",
+                    "elementwise",
+                    "bf16",
+                    (1024, cols),
+                    op,
+                    "held-out" if (i + j) % 2 else "fit",
+                )
+            )
     return Plan(tuple(cases), samples, warmup, loop_s)
 
 
@@ -114,8 +141,11 @@ def _function(case: Case, jax, jnp) -> tuple[Callable, tuple]:
         m, k, n = case.shape
         a = jax.random.normal(key, (m, k), dtype)
         b = jax.random.normal(jax.random.fold_in(key, 1), (k, n), dtype)
-        precision = {"default": jax.lax.Precision.DEFAULT, "high": jax.lax.Precision.HIGH,
-                     "highest": jax.lax.Precision.HIGHEST}[case.op]
+        precision = {
+            "default": jax.lax.Precision.DEFAULT,
+            "high": jax.lax.Precision.HIGH,
+            "highest": jax.lax.Precision.HIGHEST,
+        }[case.op]
         return jax.jit(lambda x, y: jnp.matmul(x, y, precision=precision)), (a, b)
     a = jax.random.normal(key, case.shape, dtype)
     b = jax.random.normal(jax.random.fold_in(key, 1), case.shape, dtype)
@@ -160,9 +190,22 @@ def run(p: Plan, progress: Callable[[int, int, str], None] | None = None) -> lis
         if progress is not None:
             progress(i, len(p.cases), case.name)
         median, low, p90 = time_case(case, p)
-        rows.append(Row(case.name, case.kind, case.dtype, case.flops, case.bytes, median, low,
-                        p90, case.role, None, case.note,
-                        case.op if case.kind == "matmul" else "default"))
+        rows.append(
+            Row(
+                case.name,
+                case.kind,
+                case.dtype,
+                case.flops,
+                case.bytes,
+                median,
+                low,
+                p90,
+                case.role,
+                None,
+                case.note,
+                case.op if case.kind == "matmul" else "default",
+            )
+        )
     if progress is not None:
         progress(len(p.cases), len(p.cases), "")
     return rows
@@ -174,6 +217,7 @@ def environment() -> dict[str, str]:
     import jaxlib
 
     device = jax.devices()[0]
-    return {"device": f"{getattr(device, 'device_kind', device.platform)} "
-                      f"({device.platform})",
-            "software": f"jax {jax.__version__}, jaxlib {jaxlib.__version__}"}
+    return {
+        "device": f"{getattr(device, 'device_kind', device.platform)} ({device.platform})",
+        "software": f"jax {jax.__version__}, jaxlib {jaxlib.__version__}",
+    }

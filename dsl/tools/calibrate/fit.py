@@ -23,8 +23,9 @@ EXPOSED_GRID = np.arange(0.0, 1.0 + 1e-9, 0.1)
 """Shares of a memory-bound product's math tried as exposed (c_expose), then steps of 0.02
 around the best."""
 
-GRID = np.concatenate([np.geomspace(1e-5, 0.05, 160, endpoint=False),
-                       np.arange(0.05, 1.0 + 1e-9, 0.0025)])
+GRID = np.concatenate(
+    [np.geomspace(1e-5, 0.05, 160, endpoint=False), np.arange(0.05, 1.0 + 1e-9, 0.0025)]
+)
 """Efficiencies tried: steps of 0.0025 from 0.05 to 1, and geometric below (a CPU run against a
 GPU's peaks reaches a small fraction)."""
 
@@ -43,13 +44,24 @@ class Fit:
 
     def residuals(self) -> list[tuple[Row, float]]:
         """Each timed row with fitted / measured median - 1."""
-        return [(r, r.fitted_s / r.median_s - 1) for r in self.rows
-                if r.fitted_s is not None and r.kind != "dispatch"]
+        return [
+            (r, r.fitted_s / r.median_s - 1)
+            for r in self.rows
+            if r.fitted_s is not None and r.kind != "dispatch"
+        ]
 
 
-def predict(row: Row, rate: float, w_hbm: float, eta_mxu: float, eta_hbm: float,
-            t_call: float, t_dispatch: float, k_boost: float = 1.0,
-            exposed: float = 0.0) -> float:
+def predict(
+    row: Row,
+    rate: float,
+    w_hbm: float,
+    eta_mxu: float,
+    eta_hbm: float,
+    t_call: float,
+    t_dispatch: float,
+    k_boost: float = 1.0,
+    exposed: float = 0.0,
+) -> float:
     """The model's time for one row (a single-op program).
 
     >>> r = Row("x", "matmul", "bf16", 2e12, 0.0, 1.0, 1.0, 1.0)
@@ -69,8 +81,13 @@ def predict(row: Row, rate: float, w_hbm: float, eta_mxu: float, eta_hbm: float,
     return max(t_dispatch, t_call + max(fast, hbm), math)
 
 
-def fit(rows: Sequence[Row], rate: Callable[[str, str], float], w_hbm: float,
-        k_boost: float = 1.0, exposed: bool = False) -> Fit:
+def fit(
+    rows: Sequence[Row],
+    rate: Callable[[str, str], float],
+    w_hbm: float,
+    k_boost: float = 1.0,
+    exposed: bool = False,
+) -> Fit:
     """Fit eta_mxu, eta_hbm, t_call and t_dispatch to the rows whose role is "fit";
     `k_boost` (the chip's boost over power-limited clock, 1 for none) is given, not fitted;
     with `exposed`, c_expose too (on `EXPOSED_GRID`, then in steps of 0.02 around the best; the
@@ -91,14 +108,18 @@ def fit(rows: Sequence[Row], rate: Callable[[str, str], float], w_hbm: float,
     t_dispatch = float(np.median(floors)) if floors else 0.0
     timed = [r for r in used if r.kind != "dispatch"]
     if not timed:
-        return _with_fitted(Fit(1.0, 1.0, 0.0, t_dispatch, tuple(rows),
-                                0.0 if exposed else None), rate, w_hbm, k_boost)
+        return _with_fitted(
+            Fit(1.0, 1.0, 0.0, t_dispatch, tuple(rows), 0.0 if exposed else None),
+            rate,
+            w_hbm,
+            k_boost,
+        )
     m = np.array([r.median_s for r in timed])
     tf = np.array([r.flops / rate(r.dtype, r.precision) for r in timed])
     th = np.array([r.bytes / w_hbm for r in timed])
     product = np.array([r.kind == "matmul" for r in timed])
     best: tuple[float, Fit] | None = None
-    for grid in ((EXPOSED_GRID, None) if exposed else ((0.0,),)):
+    for grid in (EXPOSED_GRID, None) if exposed else ((0.0,),):
         if grid is None:  # the finer steps around the coarse best
             c0 = best[1].exposed or 0.0 if best is not None else 0.0
             grid = np.round(np.arange(max(0.0, c0 - 0.08), min(1.0, c0 + 0.08) + 1e-9, 0.02), 2)
@@ -110,8 +131,9 @@ def fit(rows: Sequence[Row], rate: Callable[[str, str], float], w_hbm: float,
     return _with_fitted(best[1], rate, w_hbm, k_boost)
 
 
-def _fit_at(m, tf, th, c, k_boost: float, t_dispatch: float, rows: Sequence[Row]
-            ) -> tuple[float, Fit]:
+def _fit_at(
+    m, tf, th, c, k_boost: float, t_dispatch: float, rows: Sequence[Row]
+) -> tuple[float, Fit]:
     """The best (error, Fit) with each row's exposed share `c` of its math given."""
     # k[i, j, row]: the kernel time at eta_mxu = GRID[i], eta_hbm = GRID[j]
     math = tf[None, None, :] / GRID[:, None, None]
@@ -135,16 +157,31 @@ def _fit_at(m, tf, th, c, k_boost: float, t_dispatch: float, rows: Sequence[Row]
     if not (th > 0).any():
         err[:, :-1] = np.inf
     i, j = np.unravel_index(int(np.argmin(err)), err.shape)
-    return float(err[i, j]), Fit(float(GRID[i]), float(GRID[j]), float(t[i, j]), t_dispatch,
-                                 tuple(rows))
+    return float(err[i, j]), Fit(
+        float(GRID[i]), float(GRID[j]), float(t[i, j]), t_dispatch, tuple(rows)
+    )
 
 
-def _with_fitted(f: Fit, rate: Callable[[str, str], float], w_hbm: float,
-                 k_boost: float = 1.0) -> Fit:
-    rows = tuple(replace(r, fitted_s=predict(r, rate(r.dtype, r.precision), w_hbm, f.eta_mxu,
-                                             f.eta_hbm, f.t_call, f.t_dispatch, k_boost,
-                                             f.exposed or 0.0))
-                 for r in f.rows)
+def _with_fitted(
+    f: Fit, rate: Callable[[str, str], float], w_hbm: float, k_boost: float = 1.0
+) -> Fit:
+    rows = tuple(
+        replace(
+            r,
+            fitted_s=predict(
+                r,
+                rate(r.dtype, r.precision),
+                w_hbm,
+                f.eta_mxu,
+                f.eta_hbm,
+                f.t_call,
+                f.t_dispatch,
+                k_boost,
+                f.exposed or 0.0,
+            ),
+        )
+        for r in f.rows
+    )
     return replace(f, rows=rows)
 
 
@@ -153,9 +190,13 @@ def table(f: Fit) -> str:
     lines = [f"{'case':<28} {'role':<9} {'median':>11} {'fitted':>11} {'residual':>9}"]
     for r, res in f.residuals():
         fitted = r.fitted_s or 0.0
-        lines.append(f"{r.case:<28} {r.role:<9} {r.median_s * 1e6:>9.1f}us "
-                     f"{fitted * 1e6:>9.1f}us {res * 100:>+8.1f}%")
-    lines.append(f"eta_mxu = {f.eta_mxu:.4g}   eta_hbm = {f.eta_hbm:.4g}   "
-                 f"t_call = {f.t_call * 1e6:.3g} us   t_dispatch = {f.t_dispatch * 1e6:.3g} us"
-                 + (f"   c_expose = {f.exposed:.3g}" if f.exposed is not None else ""))
+        lines.append(
+            f"{r.case:<28} {r.role:<9} {r.median_s * 1e6:>9.1f}us "
+            f"{fitted * 1e6:>9.1f}us {res * 100:>+8.1f}%"
+        )
+    lines.append(
+        f"eta_mxu = {f.eta_mxu:.4g}   eta_hbm = {f.eta_hbm:.4g}   "
+        f"t_call = {f.t_call * 1e6:.3g} us   t_dispatch = {f.t_dispatch * 1e6:.3g} us"
+        + (f"   c_expose = {f.exposed:.3g}" if f.exposed is not None else "")
+    )
     return "\n".join(lines)

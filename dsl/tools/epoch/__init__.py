@@ -9,5 +9,15 @@ so that importing the package stays cheap (SymPy and matplotlib load only when a
 
 from __future__ import annotations
 
-__all__ = ["closed_form", "curves", "gemm", "network", "plot", "presets", "results", "scaling",
-           "search", "step"]
+__all__ = [
+    "closed_form",
+    "curves",
+    "gemm",
+    "network",
+    "plot",
+    "presets",
+    "results",
+    "scaling",
+    "search",
+    "step",
+]

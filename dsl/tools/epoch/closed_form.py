@@ -93,8 +93,8 @@ def p2p_frequencies(pp_levels: list[int], ep_levels: list[int], depth: int, inte
     ([5/8, 1/4, 1/8], [1/4, 0, 3/4], 1)
     """
     H = len(pp_levels)
-    rest = [math.prod(pp_levels[h:]) for h in range(H)] + [1]      # prod_{k>=h} N_PP(k)
-    above = [interleave * r - 1 if r > 1 else 0 for r in rest]     # interfaces at level >= h
+    rest = [math.prod(pp_levels[h:]) for h in range(H)] + [1]  # prod_{k>=h} N_PP(k)
+    above = [interleave * r - 1 if r > 1 else 0 for r in rest]  # interfaces at level >= h
     pp = [sp.Rational(depth - interleave * math.prod(pp_levels), depth - 1)]
     pp += [sp.Rational(above[h] - above[h + 1], depth - 1) for h in range(H)]
     n_ep = math.prod(ep_levels)
@@ -156,7 +156,7 @@ def derive_t_limit() -> sp.Expr:
 # ---- Appendix 8.3: batch and depth scaling with the training compute -----------------------------
 def generalize(limit: sp.Expr) -> sp.Expr:
     """Solve T = limit(b/L) with b/L = (b0/L0) (T/T0)^alpha for T (Appendix 8.3)."""
-    k = sp.cancel(limit / (b / L) ** 2)               # limit = k (b/L)^2
+    k = sp.cancel(limit / (b / L) ** 2)  # limit = k (b/L)^2
     assert not k.has(b, L), "the limit must depend on b and L only through b/L"
     return (k * ((b0 / L0) / T0**alpha) ** 2) ** (1 / (1 - 2 * alpha))
 
@@ -200,23 +200,35 @@ def node_spec(preset: Preset) -> NodeSpec:
     """Node totals from the per-GPU preset: peak FP16 MAC/s, the link above the node (unidir),
     half the HBM bandwidth (Section 5.1.2's "unidirectional" DRAM), SRAM, in 2-byte words."""
     k, gpu = preset.gpus_per_node, preset.gpu
-    return NodeSpec(mac_per_s=k * gpu.peak_flops / FLOP_PER_MAC,
-                    net_words_per_s=k * preset.node_network.words_per_s,
-                    dram_words_per_s=k * gpu.hbm_bw / 2 / WORD_BYTES,
-                    sram_words=k * gpu.sram_bytes / WORD_BYTES)
+    return NodeSpec(
+        mac_per_s=k * gpu.peak_flops / FLOP_PER_MAC,
+        net_words_per_s=k * preset.node_network.words_per_s,
+        dram_words_per_s=k * gpu.hbm_bw / 2 / WORD_BYTES,
+        sram_words=k * gpu.sram_bytes / WORD_BYTES,
+    )
 
 
 _NUMERIC = sp.lambdify(
     (C, B_net, B_DRAM, S, t_L, b, L, E, t_train),
-    (D_PRIME_EQ16, S / D_PRIME_EQ16**2,
-     B_PRIME.subs(d_p, D_PRIME_EQ16),
-     T_CRITICAL_EQ13.subs(b_p, B_PRIME).subs(d_p, D_PRIME_EQ16),
-     T_LATENCY_EQ14, T_LIMIT_EQ18),
-    modules="math")
+    (
+        D_PRIME_EQ16,
+        S / D_PRIME_EQ16**2,
+        B_PRIME.subs(d_p, D_PRIME_EQ16),
+        T_CRITICAL_EQ13.subs(b_p, B_PRIME).subs(d_p, D_PRIME_EQ16),
+        T_LATENCY_EQ14,
+        T_LIMIT_EQ18,
+    ),
+    modules="math",
+)
 
 
-def evaluate(preset: Preset, batch: float = 4e6, depth: float = 100, experts: float = 1,
-             t_train_s: float = THREE_MONTHS_S) -> ClosedFormRow:
+def evaluate(
+    preset: Preset,
+    batch: float = 4e6,
+    depth: float = 100,
+    experts: float = 1,
+    t_train_s: float = THREE_MONTHS_S,
+) -> ClosedFormRow:
     """Table 2's row and the latency limits (Eqs. 13-18) for a preset, in FLOP.
 
     >>> from shardc.tools.epoch.presets import get
@@ -225,17 +237,41 @@ def evaluate(preset: Preset, batch: float = 4e6, depth: float = 100, experts: fl
     (26385, 590, '1.92e+28', '2.31e+31')
     """
     spec = node_spec(preset)
-    if math.isinf(spec.net_words_per_s):          # infinite network: no bandwidth cliff
+    if math.isinf(spec.net_words_per_s):  # infinite network: no bandwidth cliff
         dp, ratio, bp, tc = 0.0, math.inf, 16.0, math.inf
-        *_, tl, tw = _NUMERIC(spec.mac_per_s, 1.0, spec.dram_words_per_s, spec.sram_words,
-                              preset.t_l_s, batch, depth, experts, t_train_s)
+        *_, tl, tw = _NUMERIC(
+            spec.mac_per_s,
+            1.0,
+            spec.dram_words_per_s,
+            spec.sram_words,
+            preset.t_l_s,
+            batch,
+            depth,
+            experts,
+            t_train_s,
+        )
     else:
         dp, ratio, bp, tc, tl, tw = _NUMERIC(
-            spec.mac_per_s, spec.net_words_per_s, spec.dram_words_per_s, spec.sram_words,
-            preset.t_l_s, batch, depth, experts, t_train_s)
-    return ClosedFormRow(preset.name, spec, float(dp), float(bp), float(ratio),
-                         FLOP_PER_MAC * float(tc), FLOP_PER_MAC * float(tl),
-                         FLOP_PER_MAC * float(tw))
+            spec.mac_per_s,
+            spec.net_words_per_s,
+            spec.dram_words_per_s,
+            spec.sram_words,
+            preset.t_l_s,
+            batch,
+            depth,
+            experts,
+            t_train_s,
+        )
+    return ClosedFormRow(
+        preset.name,
+        spec,
+        float(dp),
+        float(bp),
+        float(ratio),
+        FLOP_PER_MAC * float(tc),
+        FLOP_PER_MAC * float(tl),
+        FLOP_PER_MAC * float(tw),
+    )
 
 
 def appendix_83(alpha_value: float, limit: sp.Expr, **values: float) -> float:

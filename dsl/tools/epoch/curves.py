@@ -42,9 +42,15 @@ def sustained_utilization(preset: Preset) -> float:
     return GemmModel(preset.gpu).single_gpu_utilization()
 
 
-def saturating_run(preset: Preset, n_bits: int, guess: float, sparse: bool = False,
-                   batch_law: str = "baseline", options: Options = DEFAULT_OPTIONS,
-                   tol_decades: float = EXACT_DECADES) -> Point | None:
+def saturating_run(
+    preset: Preset,
+    n_bits: int,
+    guess: float,
+    sparse: bool = False,
+    batch_law: str = "baseline",
+    options: Options = DEFAULT_OPTIONS,
+    tol_decades: float = EXACT_DECADES,
+) -> Point | None:
     """The compute that 2**n_bits GPUs train in exactly t_train, and the MFU there.
 
     Root of log(t_run / t_train) in log T: bracketed from `guess` by Newton steps (SLOPE) that
@@ -56,18 +62,24 @@ def saturating_run(preset: Preset, n_bits: int, guess: float, sparse: bool = Fal
     return None if run is None else run[0]
 
 
-def _saturate(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law: str,
-              options: Options, tol_decades: float, hint: np.ndarray | None = None
-              ) -> tuple[Point, np.ndarray] | None:
+def _saturate(
+    preset: Preset,
+    n_bits: int,
+    guess: float,
+    sparse: bool,
+    batch_law: str,
+    options: Options,
+    tol_decades: float,
+    hint: np.ndarray | None = None,
+) -> tuple[Point, np.ndarray] | None:
     """`saturating_run`, and the leading degree tuples of its first full search (which takes
     its first upper bound from `hint`, see `search`)."""
     leaders: list[np.ndarray] = []
 
     def g(x: float) -> tuple[float, Best | None]:
         shape = shape_for(10**x, sparse, batch_law)
-        best, lead = search(shape, preset, n_bits, options, leaders[0] if leaders else None,
-                            hint)
-        if best is None and leaders:          # the shape moved away from the warm start
+        best, lead = search(shape, preset, n_bits, options, leaders[0] if leaders else None, hint)
+        if best is None and leaders:  # the shape moved away from the warm start
             best, lead = search(shape, preset, n_bits, options, hint=leaders[0])
         if best is None:
             return math.inf, None
@@ -78,7 +90,7 @@ def _saturate(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law
     x = math.log10(guess)
     gx, bx = g(x)
     lo = hi = None
-    margin = tol_decades             # Newton steps (SLOPE) past the root, by a growing margin
+    margin = tol_decades  # Newton steps (SLOPE) past the root, by a growing margin
     for _ in range(40):
         if gx <= 0:
             lo = (x, gx, bx)
@@ -114,13 +126,20 @@ def _saturate(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law
 def _point(preset: Preset, x: float, gx: float, best: Best, exact: bool = True) -> Point:
     """The run of 10**x FLOP on `best`'s cluster, whose t_run is t_train e**gx."""
     t, t_run = 10**x, THREE_MONTHS_S * math.exp(gx)
-    return Point(t, t / (best.n_gpu * preset.gpu.peak_flops * t_run), best.n_gpu, t_run, best,
-                 exact)
+    return Point(
+        t, t / (best.n_gpu * preset.gpu.peak_flops * t_run), best.n_gpu, t_run, best, exact
+    )
 
 
-def _certify(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law: str,
-             options: Options, candidates: np.ndarray
-             ) -> tuple[Point, np.ndarray, float] | None:
+def _certify(
+    preset: Preset,
+    n_bits: int,
+    guess: float,
+    sparse: bool,
+    batch_law: str,
+    options: Options,
+    candidates: np.ndarray,
+) -> tuple[Point, np.ndarray, float] | None:
     """A run on 2**n_bits GPUs that finishes within t_train, at most CERTIFY_DECADES below the
     compute where it takes exactly t_train, searching only `candidates`: Newton steps (SLOPE)
     aimed half that tolerance below the root. Returns the run (exact=False), its leading
@@ -129,8 +148,8 @@ def _certify(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law:
     no later, and utilization at a root is T / (n peak t_train)). None if the steps do not
     settle."""
     x = math.log10(guess)
-    lo: tuple[float, float, Best, np.ndarray] | None = None     # feasible: x, g, best, leaders
-    hi: float | None = None                                      # infeasible x
+    lo: tuple[float, float, Best, np.ndarray] | None = None  # feasible: x, g, best, leaders
+    hi: float | None = None  # infeasible x
     for _ in range(CERTIFY_STEPS):
         shape = shape_for(10**x, sparse, batch_law)
         best, lead = search(shape, preset, n_bits, options, candidates)
@@ -141,14 +160,14 @@ def _certify(preset: Preset, n_bits: int, guess: float, sparse: bool, batch_law:
             lo = (x, gx, best, lead) if lo is None or x > lo[0] else lo
         else:
             hi = x if hi is None else min(hi, x)
-        if lo is not None and (-lo[1] <= CERTIFY_DECADES * SLOPE
-                               or (hi is not None and hi - lo[0] <= CERTIFY_DECADES)):
+        if lo is not None and (
+            -lo[1] <= CERTIFY_DECADES * SLOPE or (hi is not None and hi - lo[0] <= CERTIFY_DECADES)
+        ):
             x, gx, best, lead = lo
             point = _point(preset, x, gx, best, exact=False)
-            return point, lead, point.t_flop / (best.n_gpu * preset.gpu.peak_flops
-                                                * THREE_MONTHS_S)
+            return point, lead, point.t_flop / (best.n_gpu * preset.gpu.peak_flops * THREE_MONTHS_S)
         x -= gx / SLOPE + CERTIFY_DECADES / 2
-        if lo is not None and hi is not None:       # a jump in t_run: stay inside the bracket
+        if lo is not None and hi is not None:  # a jump in t_run: stay inside the bracket
             x = min(max(x, lo[0] + 0.25 * (hi - lo[0])), hi - 0.25 * (hi - lo[0]))
     return None
 
@@ -157,9 +176,16 @@ MFU_FLOOR = 0.02
 """Curves end where utilization is below 2%: past the latency wall, in practice."""
 
 
-def envelope(preset: Preset, sparse: bool = False, t_min: float = 1e24, t_max: float = 1e36,
-             stop_below: float | None = None, progress: Progress | None = None,
-             batch_law: str = "baseline", options: Options = DEFAULT_OPTIONS) -> list[Point]:
+def envelope(
+    preset: Preset,
+    sparse: bool = False,
+    t_min: float = 1e24,
+    t_max: float = 1e36,
+    stop_below: float | None = None,
+    progress: Progress | None = None,
+    batch_law: str = "baseline",
+    options: Options = DEFAULT_OPTIONS,
+) -> list[Point]:
     """Utilization against compute: one point per power-of-two cluster from the one that
     saturates near `t_min`, until more GPUs stop helping (the latency wall), MFU_FLOOR,
     `t_max`, or (with `stop_below`) the first point whose MFU is below it."""
@@ -180,21 +206,39 @@ def envelope(preset: Preset, sparse: bool = False, t_min: float = 1e24, t_max: f
             progress(f"{preset.name} {kind}: {2**n_bits:,} GPUs")
         run = None
         if certifying and leaders is not None:
-            run = _certify(preset, n_bits, guess, sparse, batch_law, options,
-                           next_size(leaders[:CERTIFY_LEADERS]))
-            if (run is None or run[2] <= stop_below or run[0].t_flop > t_max
-                    or _stalled(points, run[0])):
+            run = _certify(
+                preset,
+                n_bits,
+                guess,
+                sparse,
+                batch_law,
+                options,
+                next_size(leaders[:CERTIFY_LEADERS]),
+            )
+            if (
+                run is None
+                or run[2] <= stop_below
+                or run[0].t_flop > t_max
+                or _stalled(points, run[0])
+            ):
                 certifying, run = False, None
                 if points and not points[-1].exact:
-                    again = _saturate(preset, n_bits - 1, guesses[-1], sparse, batch_law,
-                                      options, EXACT_DECADES, hints[-1])
+                    again = _saturate(
+                        preset,
+                        n_bits - 1,
+                        guesses[-1],
+                        sparse,
+                        batch_law,
+                        options,
+                        EXACT_DECADES,
+                        hints[-1],
+                    )
                     if again is not None:
                         points[-1], leaders = again
                         guess = _next_guess(points)
         hint = None if leaders is None else next_size(leaders)
         if run is None:
-            run = _saturate(preset, n_bits, guess, sparse, batch_law, options, EXACT_DECADES,
-                            hint)
+            run = _saturate(preset, n_bits, guess, sparse, batch_law, options, EXACT_DECADES, hint)
         if run is None or _stalled(points, run[0]):
             break
         p, leaders = run[0], run[1]
@@ -234,13 +278,24 @@ def threshold(points: list[Point], limit: float) -> float | None:
     return None
 
 
-def find_threshold(preset: Preset, sparse: bool = False, progress: Progress | None = None,
-                   batch_law: str = "baseline", options: Options = DEFAULT_OPTIONS,
-                   points: list[Point] | None = None) -> tuple[float | None, list[Point]]:
+def find_threshold(
+    preset: Preset,
+    sparse: bool = False,
+    progress: Progress | None = None,
+    batch_law: str = "baseline",
+    options: Options = DEFAULT_OPTIONS,
+    points: list[Point] | None = None,
+) -> tuple[float | None, list[Point]]:
     """Tables 3 and 4: where MFU falls below 80% of single-GPU sustained utilization. Uses
     `points` when given (a curve already computed), else computes the curve up to there."""
     limit = THRESHOLD_FRACTION * sustained_utilization(preset)
     if points is None:
-        points = envelope(preset, sparse, stop_below=limit, progress=progress,
-                          batch_law=batch_law, options=options)
+        points = envelope(
+            preset,
+            sparse,
+            stop_below=limit,
+            progress=progress,
+            batch_law=batch_law,
+            options=options,
+        )
     return threshold(points, limit), points

@@ -36,8 +36,15 @@ def _grid(d1: np.ndarray, d2: np.ndarray, tile_words: float) -> tuple[np.ndarray
     return d1 / tile_rows, np.maximum(1.0, d2 * tile_rows / tile_words)
 
 
-def _io(out_dim: np.ndarray, in_dim: np.ndarray, tokens: np.ndarray, experts: np.ndarray,
-        tile_words: float, resident: np.ndarray, weight_grads: bool) -> np.ndarray:
+def _io(
+    out_dim: np.ndarray,
+    in_dim: np.ndarray,
+    tokens: np.ndarray,
+    experts: np.ndarray,
+    tile_words: float,
+    resident: np.ndarray,
+    weight_grads: bool,
+) -> np.ndarray:
     """Bytes crossing one level boundary for a weight (out_dim x in_dim) GEMM over `tokens`.
 
     Forward-like GEMMs (Y = W X, or dX = W^T dY) read the input once per tile row and
@@ -62,9 +69,15 @@ class GemmModel:
 
     gpu: GPU
 
-    def time(self, out_dim: ArrayLike, in_dim: ArrayLike, tokens: ArrayLike,
-             experts: ArrayLike, resident_bytes: ArrayLike, weight_grads: bool = False
-             ) -> np.ndarray:
+    def time(
+        self,
+        out_dim: ArrayLike,
+        in_dim: ArrayLike,
+        tokens: ArrayLike,
+        experts: ArrayLike,
+        resident_bytes: ArrayLike,
+        weight_grads: bool = False,
+    ) -> np.ndarray:
         """Seconds for one kernel: `experts` GEMMs of (out_dim x in_dim) x (in_dim x tokens).
 
         `resident_bytes` is what the GPU keeps of weights and their gradients (all its layers);
@@ -77,28 +90,38 @@ class GemmModel:
         """
         g = self.gpu
         out_dim, in_dim, tokens, experts, resident_bytes = np.broadcast_arrays(
-            *(np.asarray(x, dtype=float) for x in
-              (out_dim, in_dim, tokens, experts, resident_bytes)))
+            *(
+                np.asarray(x, dtype=float)
+                for x in (out_dim, in_dim, tokens, experts, resident_bytes)
+            )
+        )
         l2_cap = USABLE * g.l2_bytes
         sm_cap = USABLE * g.regs_per_sm_bytes
         in_l2 = resident_bytes <= l2_cap
         in_regs = resident_bytes <= g.sms * sm_cap
 
         def io(tile_bytes: float, resident: np.ndarray) -> np.ndarray:
-            return _io(out_dim, in_dim, tokens, experts, tile_bytes / WORD_BYTES, resident,
-                       weight_grads)
+            return _io(
+                out_dim, in_dim, tokens, experts, tile_bytes / WORD_BYTES, resident, weight_grads
+            )
 
         hbm = io(l2_cap, in_l2)
         per_sm = io(sm_cap, in_regs)
-        if g.dsmem:     # SMs share tiles: L2 sees one GPU-wide tile; the rest moves SM to SM,
-            l2_sm = io(g.sms * sm_cap, in_regs)   # counted once, at the receiving SM
+        if g.dsmem:  # SMs share tiles: L2 sees one GPU-wide tile; the rest moves SM to SM,
+            l2_sm = io(g.sms * sm_cap, in_regs)  # counted once, at the receiving SM
             dsmem = per_sm - l2_sm
         else:
             l2_sm, dsmem = per_sm, 0.0
         regs = io(sm_cap / 4, in_regs)
         flop = 2 * _pad(out_dim) * _pad(in_dim) * _pad(tokens) * experts
-        busy = np.maximum.reduce([hbm / g.hbm_bw, (hbm + l2_sm) / g.l2_bw,
-                                  (l2_sm + dsmem + regs) / g.smem_bw, flop / g.sustained_flops])
+        busy = np.maximum.reduce(
+            [
+                hbm / g.hbm_bw,
+                (hbm + l2_sm) / g.l2_bw,
+                (l2_sm + dsmem + regs) / g.smem_bw,
+                flop / g.sustained_flops,
+            ]
+        )
         return busy + g.matmul_latency_s
 
     def single_gpu_utilization(self, side: float = 16384) -> float:

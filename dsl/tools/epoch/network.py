@@ -48,8 +48,9 @@ def level_bits(levels: tuple[NetworkLevel, ...]) -> list[int | None]:
 def _compositions(most: int, parts: int) -> np.ndarray:
     """Every way to write 0, 1, ..., `most` as an ordered sum of `parts` non-negative integers,
     by total (read-only: one array per argument pair, shared by every search)."""
-    rows = sorted((c for c in itertools.product(range(most + 1), repeat=parts)
-                   if sum(c) <= most), key=sum)
+    rows = sorted(
+        (c for c in itertools.product(range(most + 1), repeat=parts) if sum(c) <= most), key=sum
+    )
     out = np.array(rows, dtype=np.int64).reshape(-1, parts)
     out.flags.writeable = False
     return out
@@ -76,8 +77,9 @@ def canonical_placement(exps: np.ndarray, levels: tuple[NetworkLevel, ...]) -> n
     return np.stack(per_level, axis=2)
 
 
-def all_placements(exps: np.ndarray, levels: tuple[NetworkLevel, ...]
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def all_placements(
+    exps: np.ndarray, levels: tuple[NetworkLevel, ...]
+) -> tuple[np.ndarray, np.ndarray]:
     """Every split of the innermost level's bits among the dimensions (further inner levels are
     filled in FILL_ORDER). Returns (row index into `exps`, bits of shape (R', 5, H))."""
     caps = level_bits(levels)
@@ -87,8 +89,9 @@ def all_placements(exps: np.ndarray, levels: tuple[NetworkLevel, ...]
     assert first is not None  # only the outermost level is unbounded
     used = np.minimum(first, exps.sum(axis=1))
     comps = _compositions(first, len(DIMS))
-    ok = ((comps[None, :, :] <= exps[:, None, :]).all(axis=2)
-          & (comps.sum(axis=1)[None, :] == used[:, None]))
+    ok = (comps[None, :, :] <= exps[:, None, :]).all(axis=2) & (
+        comps.sum(axis=1)[None, :] == used[:, None]
+    )
     row, comp = np.nonzero(ok)
     inner = comps[comp]
     remaining = exps[row] - inner
@@ -110,9 +113,10 @@ def allreduce_words(size: np.ndarray, bits: np.ndarray) -> np.ndarray:
     >>> allreduce_words(np.array([8.0]), np.array([[1, 2]]))    # 2 in-node x 4 outside
     array([[8., 6.]])
     """
-    n_level = 2.0 ** bits
-    below = np.cumprod(np.concatenate([np.ones_like(n_level[:, :1]), n_level[:, :-1]], axis=1),
-                       axis=1)
+    n_level = 2.0**bits
+    below = np.cumprod(
+        np.concatenate([np.ones_like(n_level[:, :1]), n_level[:, :-1]], axis=1), axis=1
+    )
     return 2 * size[:, None] / below * (n_level - 1) / n_level
 
 
@@ -121,8 +125,9 @@ def spanned_latency(bits: np.ndarray, latency: np.ndarray) -> np.ndarray:
     return ((bits > 0) * latency[None, :]).sum(axis=1)
 
 
-def p2p_fractions(pp_bits: np.ndarray, ep_bits: np.ndarray, interleave: np.ndarray,
-                  layers: float) -> tuple[np.ndarray, np.ndarray]:
+def p2p_fractions(
+    pp_bits: np.ndarray, ep_bits: np.ndarray, interleave: np.ndarray, layers: float
+) -> tuple[np.ndarray, np.ndarray]:
     """P_P2P(h) for h = 1..H and the PP interface counts per level (Appendix 8.1.2).
 
     Returns (fractions of the L - 1 block interfaces that send on each level, shape (R, H);
@@ -132,27 +137,33 @@ def p2p_fractions(pp_bits: np.ndarray, ep_bits: np.ndarray, interleave: np.ndarr
     if layers < 2:
         zero = np.zeros((rows, H))
         return zero, zero
-    rest_pp = 2.0 ** np.cumsum(pp_bits[:, ::-1], axis=1)[:, ::-1]       # prod_{k>=h} N_PP(k)
+    rest_pp = 2.0 ** np.cumsum(pp_bits[:, ::-1], axis=1)[:, ::-1]  # prod_{k>=h} N_PP(k)
     above = np.where(rest_pp > 1, interleave[:, None] * rest_pp - 1, 0.0)
     above_next = np.concatenate([above[:, 1:], np.zeros((rows, 1))], axis=1)
     pp_counts = above - above_next
     p_pp = np.concatenate([(layers - 1 - above[:, :1]), pp_counts], axis=1) / (layers - 1)
     rest_ep = 2.0 ** np.cumsum(ep_bits[:, ::-1], axis=1)[:, ::-1]
-    n_ep = 2.0 ** ep_bits
+    n_ep = 2.0**ep_bits
     p_ep = np.concatenate([1 / rest_ep[:, :1], (n_ep - 1) / rest_ep], axis=1)
     joint = np.cumsum(p_pp, axis=1) * np.cumsum(p_ep, axis=1)
     return np.diff(joint, axis=1), pp_counts
 
 
-def p2p_latency(pp_counts: np.ndarray, ep_bits: np.ndarray, interleave: np.ndarray,
-                n_pp: np.ndarray, layers: float, latency: np.ndarray) -> np.ndarray:
+def p2p_latency(
+    pp_counts: np.ndarray,
+    ep_bits: np.ndarray,
+    interleave: np.ndarray,
+    n_pp: np.ndarray,
+    layers: float,
+    latency: np.ndarray,
+) -> np.ndarray:
     """Latency of one pass's point-to-point hops along a microbatch's path through all blocks.
 
     Expert routing is taken at its worst (8.1.2): with expert parallelism every block boundary
     hops on the highest EP level, and a pipeline interface on the higher of the two levels.
     """
     H = latency.shape[0]
-    lat0 = np.concatenate([[0.0], latency])                          # level 0: no hop
+    lat0 = np.concatenate([[0.0], latency])  # level 0: no hop
     has_ep = ep_bits > 0
     top_ep = np.where(has_ep.any(axis=1), H - np.argmax(has_ep[:, ::-1], axis=1), 0)
     levels = np.arange(1, H + 1)[None, :]

@@ -17,10 +17,14 @@ from shardc.tools.epoch.curves import THRESHOLD_FRACTION  # noqa: E402
 from shardc.tools.epoch.results import Limits, SimulatedRow  # noqa: E402
 
 PANELS = (
-    ("Figure 6 analogue: DGX nodes, InfiniBand above the node",
-     ("v100", "a100", "h100", "h100-superpod")),
-    ("Figure 8 analogue: H100 with better interconnects",
-     ("h100", "h100-ll", "h100-gnvl", "h100-gnvl-ll", "h100-inf-ll")),
+    (
+        "Figure 6 analogue: DGX nodes, InfiniBand above the node",
+        ("v100", "a100", "h100", "h100-superpod"),
+    ),
+    (
+        "Figure 8 analogue: H100 with better interconnects",
+        ("h100", "h100-ll", "h100-gnvl", "h100-gnvl-ll", "h100-inf-ll"),
+    ),
 )
 
 
@@ -39,8 +43,15 @@ def _panel(ax: plt.Axes, rows: list[SimulatedRow], walls: dict[float, float]) ->
     for t_l, wall in sorted(walls.items()):
         if any(r.preset.t_l_s == t_l for r in rows):
             ax.axvline(wall, color="0.5", ls=":", lw=1)
-            ax.text(wall, 98, f"latency wall \n(Eq. 18, \nt_L = {t_l * 1e6:.2g} us) ",
-                    color="0.4", fontsize=8, va="top", ha="right")
+            ax.text(
+                wall,
+                98,
+                f"latency wall \n(Eq. 18, \nt_L = {t_l * 1e6:.2g} us) ",
+                color="0.4",
+                fontsize=8,
+                va="top",
+                ha="right",
+            )
     ax.set_xscale("log")
     ax.set_xlim(1e24, 1e34)
     ax.set_ylim(0, 100)
@@ -63,8 +74,11 @@ def plot_utilization(lim: Limits, path: str | Path) -> Path:
     for ax, (title, rows) in zip(axes[0], panels, strict=True):
         _panel(ax, rows, walls)
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Utilization of three-month training runs (the Epoch AI paper's model as simulated by "
-                 "shardc). o: our threshold, x: the paper's (Tables 3, 4)", fontsize=10)
+    fig.suptitle(
+        "Utilization of three-month training runs (the Epoch AI paper's model as simulated by "
+        "shardc). o: our threshold, x: the paper's (Tables 3, 4)",
+        fontsize=10,
+    )
     fig.tight_layout()
     from shardc.driver.files import atomic_path
 

@@ -121,23 +121,58 @@ class Preset:
         return self.levels[-1]
 
 
-V100 = GPU("V100 SXM", sms=80, max_clock_hz=1533e6, sustained=0.9, flop_per_clock_per_sm=1024,
-           hbm_bw=900e9, l2_bw=2155e9, l2_bytes=6 * MIB, regs_per_sm_bytes=256 * KIB,
-           smem_per_sm_bytes=128 * KIB, dsmem=False, matmul_latency_s=4.5e-6)
-A100 = GPU("A100 SXM", sms=108, max_clock_hz=1410e6, sustained=0.85, flop_per_clock_per_sm=2048,
-           hbm_bw=1555e9, l2_bw=5603e9, l2_bytes=40 * MIB, regs_per_sm_bytes=256 * KIB,
-           smem_per_sm_bytes=192 * KIB, dsmem=False, matmul_latency_s=4.5e-6)
-H100 = GPU("H100 SXM", sms=132, max_clock_hz=1830e6, sustained=0.7, flop_per_clock_per_sm=4096,
-           hbm_bw=3352e9, l2_bw=6441e9, l2_bytes=50 * MIB, regs_per_sm_bytes=256 * KIB,
-           smem_per_sm_bytes=256 * KIB, dsmem=True, matmul_latency_s=4.5e-6)
+V100 = GPU(
+    "V100 SXM",
+    sms=80,
+    max_clock_hz=1533e6,
+    sustained=0.9,
+    flop_per_clock_per_sm=1024,
+    hbm_bw=900e9,
+    l2_bw=2155e9,
+    l2_bytes=6 * MIB,
+    regs_per_sm_bytes=256 * KIB,
+    smem_per_sm_bytes=128 * KIB,
+    dsmem=False,
+    matmul_latency_s=4.5e-6,
+)
+A100 = GPU(
+    "A100 SXM",
+    sms=108,
+    max_clock_hz=1410e6,
+    sustained=0.85,
+    flop_per_clock_per_sm=2048,
+    hbm_bw=1555e9,
+    l2_bw=5603e9,
+    l2_bytes=40 * MIB,
+    regs_per_sm_bytes=256 * KIB,
+    smem_per_sm_bytes=192 * KIB,
+    dsmem=False,
+    matmul_latency_s=4.5e-6,
+)
+H100 = GPU(
+    "H100 SXM",
+    sms=132,
+    max_clock_hz=1830e6,
+    sustained=0.7,
+    flop_per_clock_per_sm=4096,
+    hbm_bw=3352e9,
+    l2_bw=6441e9,
+    l2_bytes=50 * MIB,
+    regs_per_sm_bytes=256 * KIB,
+    smem_per_sm_bytes=256 * KIB,
+    dsmem=True,
+    matmul_latency_s=4.5e-6,
+)
 
 NET_LATENCY_S = 5e-6
 """One-way latency per network level (public companion figures; Section 4.3 quotes ~1-10 us)."""
 
 
 def _dgx(nvlink_bidir: float, ib_bidir: float) -> tuple[NetworkLevel, ...]:
-    return (NetworkLevel("NVLink node", 8, nvlink_bidir, NET_LATENCY_S),
-            NetworkLevel("InfiniBand", None, ib_bidir, NET_LATENCY_S))
+    return (
+        NetworkLevel("NVLink node", 8, nvlink_bidir, NET_LATENCY_S),
+        NetworkLevel("InfiniBand", None, ib_bidir, NET_LATENCY_S),
+    )
 
 
 def low_latency(preset: Preset, name: str, label: str, scenario: str, paper: Paper) -> Preset:
@@ -145,8 +180,16 @@ def low_latency(preset: Preset, name: str, label: str, scenario: str, paper: Pap
     k = LOW_LATENCY_DIVISOR
     gpu = replace(preset.gpu, matmul_latency_s=preset.gpu.matmul_latency_s / k)
     levels = tuple(replace(lv, latency_s=lv.latency_s / k) for lv in preset.levels)
-    return replace(preset, name=name, label=label, scenario=scenario, gpu=gpu, levels=levels,
-                   t_l_s=preset.t_l_s / k, paper=paper)
+    return replace(
+        preset,
+        name=name,
+        label=label,
+        scenario=scenario,
+        gpu=gpu,
+        levels=levels,
+        t_l_s=preset.t_l_s / k,
+        paper=paper,
+    )
 
 
 class _Walls(TypedDict):
@@ -156,45 +199,124 @@ class _Walls(TypedDict):
 
 _LAT: _Walls = {"t_latency_flop": 3e30, "t_wall_flop": 2e31}
 DGX1_V100 = Preset(
-    "v100", "DGX-1 (V100)", "baseline", V100, _dgx(300e9, 12.5e9), 9e-6,
-    Paper(26.7e3, 278, 1e27, **_LAT, dense_threshold_flop=3e27, sparse_threshold_flop=2e27,
-          table="Table 3"))
+    "v100",
+    "DGX-1 (V100)",
+    "baseline",
+    V100,
+    _dgx(300e9, 12.5e9),
+    9e-6,
+    Paper(
+        26.7e3,
+        278,
+        1e27,
+        **_LAT,
+        dense_threshold_flop=3e27,
+        sparse_threshold_flop=2e27,
+        table="Table 3",
+    ),
+)
 DGX_A100 = Preset(
-    "a100", "DGX A100", "baseline", A100, _dgx(600e9, 50e9), 9e-6,
-    Paper(16.7e3, 401, 3e28, **_LAT, dense_threshold_flop=3e28, sparse_threshold_flop=2e29,
-          table="Table 3"))
+    "a100",
+    "DGX A100",
+    "baseline",
+    A100,
+    _dgx(600e9, 50e9),
+    9e-6,
+    Paper(
+        16.7e3,
+        401,
+        3e28,
+        **_LAT,
+        dense_threshold_flop=3e28,
+        sparse_threshold_flop=2e29,
+        table="Table 3",
+    ),
+)
 DGX_H100 = Preset(
-    "h100", "DGX H100", "baseline", H100, _dgx(900e9, 100e9), 9e-6,
-    Paper(26.4e3, 591, 2e28, **_LAT, dense_threshold_flop=2e28, sparse_threshold_flop=7e28,
-          table="Tables 3, 4"))
+    "h100",
+    "DGX H100",
+    "baseline",
+    H100,
+    _dgx(900e9, 100e9),
+    9e-6,
+    Paper(
+        26.4e3,
+        591,
+        2e28,
+        **_LAT,
+        dense_threshold_flop=2e28,
+        sparse_threshold_flop=7e28,
+        table="Tables 3, 4",
+    ),
+)
 H100_SUPERPOD = Preset(
-    "h100-superpod", "H100 SuperPOD", "SuperPOD", H100,
-    (NetworkLevel("NVLink node", 8, 900e9, NET_LATENCY_S),
-     NetworkLevel("NVLink Network (SuperPOD)", 256, 450e9, NET_LATENCY_S),
-     NetworkLevel("InfiniBand", None, 100e9, NET_LATENCY_S)), 9e-6,
-    Paper(5.9e3, 16, 1e34, **_LAT))
-H100_LL = low_latency(DGX_H100, "h100-ll", "H100 Low Latency", "low latency", Paper(
-    dense_threshold_flop=1e29, sparse_threshold_flop=7e28, table="Table 4"))
+    "h100-superpod",
+    "H100 SuperPOD",
+    "SuperPOD",
+    H100,
+    (
+        NetworkLevel("NVLink node", 8, 900e9, NET_LATENCY_S),
+        NetworkLevel("NVLink Network (SuperPOD)", 256, 450e9, NET_LATENCY_S),
+        NetworkLevel("InfiniBand", None, 100e9, NET_LATENCY_S),
+    ),
+    9e-6,
+    Paper(5.9e3, 16, 1e34, **_LAT),
+)
+H100_LL = low_latency(
+    DGX_H100,
+    "h100-ll",
+    "H100 Low Latency",
+    "low latency",
+    Paper(dense_threshold_flop=1e29, sparse_threshold_flop=7e28, table="Table 4"),
+)
 H100_GNVL = replace(
-    DGX_H100, name="h100-gnvl", label="H100 Global NVLink", scenario="global NVLink",
+    DGX_H100,
+    name="h100-gnvl",
+    label="H100 Global NVLink",
+    scenario="global NVLink",
     levels=(NetworkLevel("global NVLink", None, 900e9, NET_LATENCY_S),),
-    paper=Paper(dense_threshold_flop=4e29, sparse_threshold_flop=7e29, table="Table 4"))
-H100_GNVL_LL = low_latency(H100_GNVL, "h100-gnvl-ll", "H100 Global NVLink + LL",
-                           "global NVLink + low latency", Paper(
-    dense_threshold_flop=5e31, sparse_threshold_flop=1e32, table="Table 4"))
+    paper=Paper(dense_threshold_flop=4e29, sparse_threshold_flop=7e29, table="Table 4"),
+)
+H100_GNVL_LL = low_latency(
+    H100_GNVL,
+    "h100-gnvl-ll",
+    "H100 Global NVLink + LL",
+    "global NVLink + low latency",
+    Paper(dense_threshold_flop=5e31, sparse_threshold_flop=1e32, table="Table 4"),
+)
 H100_INF_LL = replace(
-    H100_GNVL_LL, name="h100-inf-ll", label="H100 Infinite network + LL",
+    H100_GNVL_LL,
+    name="h100-inf-ll",
+    label="H100 Infinite network + LL",
     scenario="infinite network + low latency",
-    levels=(NetworkLevel("infinite network", None, math.inf,
-                         NET_LATENCY_S / LOW_LATENCY_DIVISOR),),
-    paper=Paper(dense_threshold_flop=9e31, sparse_threshold_flop=6e32, table="Table 4"))
+    levels=(NetworkLevel("infinite network", None, math.inf, NET_LATENCY_S / LOW_LATENCY_DIVISOR),),
+    paper=Paper(dense_threshold_flop=9e31, sparse_threshold_flop=6e32, table="Table 4"),
+)
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (
-    DGX1_V100, DGX_A100, DGX_H100, H100_SUPERPOD, H100_LL, H100_GNVL, H100_GNVL_LL, H100_INF_LL)}
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        DGX1_V100,
+        DGX_A100,
+        DGX_H100,
+        H100_SUPERPOD,
+        H100_LL,
+        H100_GNVL,
+        H100_GNVL_LL,
+        H100_INF_LL,
+    )
+}
 """Every preset by name, in the order the tables print them."""
 
-SIMULATED_BY_DEFAULT = ("v100", "a100", "h100", "h100-ll", "h100-gnvl", "h100-gnvl-ll",
-                        "h100-inf-ll")
+SIMULATED_BY_DEFAULT = (
+    "v100",
+    "a100",
+    "h100",
+    "h100-ll",
+    "h100-gnvl",
+    "h100-gnvl-ll",
+    "h100-inf-ll",
+)
 """The presets of Tables 3 and 4 (the SuperPOD is a Table 2 row only; simulate it on request)."""
 
 

@@ -40,8 +40,12 @@ class Limits:
     """Appendix 8.3 with alpha = 0.33 - 0.1364: H100 T_critical and T_limit, FLOP."""
 
 
-def compute(closed: Sequence[Preset], simulated: Sequence[Preset], full_curves: bool = False,
-            progress: curves.Progress | None = None) -> Limits:
+def compute(
+    closed: Sequence[Preset],
+    simulated: Sequence[Preset],
+    full_curves: bool = False,
+    progress: curves.Progress | None = None,
+) -> Limits:
     """Evaluate the closed form for `closed` and simulate `simulated` (dense curves to the
     latency wall with `full_curves`, as the plot needs; else each curve up to its threshold)."""
     rows = tuple((p, cf.evaluate(p)) for p in closed)
@@ -50,11 +54,19 @@ def compute(closed: Sequence[Preset], simulated: Sequence[Preset], full_curves: 
         dense = curves.envelope(p, False, progress=progress) if full_curves else None
         t_dense, dense = curves.find_threshold(p, False, progress, points=dense)
         t_sparse, sparse = curves.find_threshold(p, True, progress)
-        sim.append(SimulatedRow(p, curves.sustained_utilization(p), t_dense, t_sparse,
-                                tuple(dense), tuple(sparse)))
+        sim.append(
+            SimulatedRow(
+                p, curves.sustained_utilization(p), t_dense, t_sparse, tuple(dense), tuple(sparse)
+            )
+        )
     h100 = cf.evaluate(PRESETS["h100"])
-    crit = cf.appendix_83(cf.DEEPSEEK_ALPHA, cf.T_CRITICAL_GENERAL, C=h100.node.mac_per_s,
-                          d_p=h100.d_prime, b_p=h100.b_prime)
+    crit = cf.appendix_83(
+        cf.DEEPSEEK_ALPHA,
+        cf.T_CRITICAL_GENERAL,
+        C=h100.node.mac_per_s,
+        d_p=h100.d_prime,
+        b_p=h100.b_prime,
+    )
     wall = cf.appendix_83(cf.DEEPSEEK_ALPHA, cf.T_LIMIT_GENERAL, t_L=9e-6)
     return Limits(rows, tuple(sim), (crit, wall))
 
@@ -73,44 +85,88 @@ def to_text(lim: Limits) -> str:
     """The report: a settings block, then the closed-form and simulated tables."""
     out = [
         "shardc limits: data-movement limits of three-month training runs (Erdil and "
-        "Schneider-Joseph, \"Data Movement Limits to Frontier Model Training\", Epoch AI 2024)",
+        'Schneider-Joseph, "Data Movement Limits to Frontier Model Training", Epoch AI 2024)',
         f"  3 months = {THREE_MONTHS_S:.4g} s; FLOP = 2 MAC; words are FP16 (2 bytes); "
         "ratios are ours / paper",
     ]
     if lim.closed_form:
-        out += ["", "closed form (Table 2 analogue: a DGX node as one \"GPU\", b = 4e6, L = 100, "
-                "dense; Eqs. 13-18)"]
+        out += [
+            "",
+            'closed form (Table 2 analogue: a DGX node as one "GPU", b = 4e6, L = 100, '
+            "dense; Eqs. 13-18)",
+        ]
         rows = []
         for p, r in lim.closed_form:
             pp = p.paper
-            rows.append((p.name, f"{r.node.mac_per_s:.3g}", f"{r.node.net_words_per_s:.3g}",
-                         f"{r.node.dram_words_per_s:.3g}", f"{r.node.sram_words / 1e6:.0f}M",
-                         f"{r.sram_ratio:.2f}", f"{_kilo(r.d_prime)} / {_kilo(pp.d_prime)}",
-                         _pair(r.b_prime, pp.b_prime, ".3g"),
-                         _with_ratio(r.t_crit_flop, pp.t_crit_flop),
-                         _pair(r.t_latency_flop, pp.t_latency_flop),
-                         _pair(r.t_wall_flop, pp.t_wall_flop)))
-        out += aligned(("preset", "C MAC/s", "B_net w/s", "B_DRAM", "SRAM w", "S/d^2",
-                        "d_prime ours / paper", "b_prime ours / paper",
-                        "T_crit FLOP ours / paper", "T_latency (Eq. 15)", "T_wall (Eq. 18)"),
-                       rows, right={1, 2, 3, 4, 5})
+            rows.append(
+                (
+                    p.name,
+                    f"{r.node.mac_per_s:.3g}",
+                    f"{r.node.net_words_per_s:.3g}",
+                    f"{r.node.dram_words_per_s:.3g}",
+                    f"{r.node.sram_words / 1e6:.0f}M",
+                    f"{r.sram_ratio:.2f}",
+                    f"{_kilo(r.d_prime)} / {_kilo(pp.d_prime)}",
+                    _pair(r.b_prime, pp.b_prime, ".3g"),
+                    _with_ratio(r.t_crit_flop, pp.t_crit_flop),
+                    _pair(r.t_latency_flop, pp.t_latency_flop),
+                    _pair(r.t_wall_flop, pp.t_wall_flop),
+                )
+            )
+        out += aligned(
+            (
+                "preset",
+                "C MAC/s",
+                "B_net w/s",
+                "B_DRAM",
+                "SRAM w",
+                "S/d^2",
+                "d_prime ours / paper",
+                "b_prime ours / paper",
+                "T_crit FLOP ours / paper",
+                "T_latency (Eq. 15)",
+                "T_wall (Eq. 18)",
+            ),
+            rows,
+            right={1, 2, 3, 4, 5},
+        )
         r0 = lim.closed_form[0][1]
-        out += [f"  T_wall / T_latency = {r0.t_wall_flop / r0.t_latency_flop:.6g} "
-                "(Eq. 18 over Eq. 14: a latency-minimizing schedule instead of an efficient one)",
-                f"  Appendix 8.3, DeepSeek batch scaling (alpha = {cf.DEEPSEEK_ALPHA:.3f}): h100 "
-                f"T_crit {fmt_sci(lim.deepseek[0])} (paper: about 3 OOM above Table 2), "
-                f"T_limit {fmt_sci(lim.deepseek[1])} (paper: up to 3e+36)"]
+        out += [
+            f"  T_wall / T_latency = {r0.t_wall_flop / r0.t_latency_flop:.6g} "
+            "(Eq. 18 over Eq. 14: a latency-minimizing schedule instead of an efficient one)",
+            f"  Appendix 8.3, DeepSeek batch scaling (alpha = {cf.DEEPSEEK_ALPHA:.3f}): h100 "
+            f"T_crit {fmt_sci(lim.deepseek[0])} (paper: about 3 OOM above Table 2), "
+            f"T_limit {fmt_sci(lim.deepseek[1])} (paper: up to 3e+36)",
+        ]
     if lim.simulated:
-        out += ["", "simulated (Tables 3 and 4 analogues: training compute at which MFU falls "
-                "below 80% of single-GPU sustained utilization)"]
+        out += [
+            "",
+            "simulated (Tables 3 and 4 analogues: training compute at which MFU falls "
+            "below 80% of single-GPU sustained utilization)",
+        ]
         simulated: list[tuple[str, ...]] = []
         for s in lim.simulated:
             pp = s.preset.paper
-            simulated.append((s.preset.name, s.preset.scenario, f"{s.sustained:.2f}",
-                         _with_ratio(s.dense_threshold_flop, pp.dense_threshold_flop),
-                         _with_ratio(s.sparse_threshold_flop, pp.sparse_threshold_flop)))
-        out += aligned(("preset", "scenario", "sustained", "dense FLOP ours / paper",
-                        "sparse FLOP ours / paper"), simulated, right={2})
+            simulated.append(
+                (
+                    s.preset.name,
+                    s.preset.scenario,
+                    f"{s.sustained:.2f}",
+                    _with_ratio(s.dense_threshold_flop, pp.dense_threshold_flop),
+                    _with_ratio(s.sparse_threshold_flop, pp.sparse_threshold_flop),
+                )
+            )
+        out += aligned(
+            (
+                "preset",
+                "scenario",
+                "sustained",
+                "dense FLOP ours / paper",
+                "sparse FLOP ours / paper",
+            ),
+            simulated,
+            right={2},
+        )
     return "\n".join(out) + "\n"
 
 
@@ -137,23 +193,52 @@ def _pair(ours: float | None, paper: float | None, fmt: str = "") -> str:
 def to_dict(lim: Limits) -> dict:
     """The JSON document: `closed_form` and `simulated` rows (ours), `paper` (the same rows as
     printed in the paper, null where it prints nothing). Infinite values are null."""
-    closed = [{"preset": p.name, "d_prime": _json_num(r.d_prime),
-               "b_prime": _json_num(r.b_prime), "t_crit_flop": _json_num(r.t_crit_flop),
-               "t_latency_flop": _json_num(r.t_latency_flop),
-               "t_wall_flop": _json_num(r.t_wall_flop)} for p, r in lim.closed_form]
-    sim = [{"preset": s.preset.name, "scenario": s.preset.scenario,
+    closed = [
+        {
+            "preset": p.name,
+            "d_prime": _json_num(r.d_prime),
+            "b_prime": _json_num(r.b_prime),
+            "t_crit_flop": _json_num(r.t_crit_flop),
+            "t_latency_flop": _json_num(r.t_latency_flop),
+            "t_wall_flop": _json_num(r.t_wall_flop),
+        }
+        for p, r in lim.closed_form
+    ]
+    sim = [
+        {
+            "preset": s.preset.name,
+            "scenario": s.preset.scenario,
             "dense_threshold_flop": _json_num(s.dense_threshold_flop),
-            "sparse_threshold_flop": _json_num(s.sparse_threshold_flop)} for s in lim.simulated]
-    paper_closed = [{"preset": p.name, "d_prime": p.paper.d_prime, "b_prime": p.paper.b_prime,
-                     "t_crit_flop": p.paper.t_crit_flop,
-                     "t_latency_flop": p.paper.t_latency_flop,
-                     "t_wall_flop": p.paper.t_wall_flop} for p, _ in lim.closed_form]
-    paper_sim = [{"preset": s.preset.name, "scenario": s.preset.scenario,
-                  "dense_threshold_flop": s.preset.paper.dense_threshold_flop,
-                  "sparse_threshold_flop": s.preset.paper.sparse_threshold_flop}
-                 for s in lim.simulated]
-    return {"schema": SCHEMA, "closed_form": closed, "simulated": sim,
-            "paper": {"closed_form": paper_closed, "simulated": paper_sim}}
+            "sparse_threshold_flop": _json_num(s.sparse_threshold_flop),
+        }
+        for s in lim.simulated
+    ]
+    paper_closed = [
+        {
+            "preset": p.name,
+            "d_prime": p.paper.d_prime,
+            "b_prime": p.paper.b_prime,
+            "t_crit_flop": p.paper.t_crit_flop,
+            "t_latency_flop": p.paper.t_latency_flop,
+            "t_wall_flop": p.paper.t_wall_flop,
+        }
+        for p, _ in lim.closed_form
+    ]
+    paper_sim = [
+        {
+            "preset": s.preset.name,
+            "scenario": s.preset.scenario,
+            "dense_threshold_flop": s.preset.paper.dense_threshold_flop,
+            "sparse_threshold_flop": s.preset.paper.sparse_threshold_flop,
+        }
+        for s in lim.simulated
+    ]
+    return {
+        "schema": SCHEMA,
+        "closed_form": closed,
+        "simulated": sim,
+        "paper": {"closed_form": paper_closed, "simulated": paper_sim},
+    }
 
 
 def to_json(lim: Limits) -> str:

@@ -64,7 +64,9 @@ def batch_tokens(t_flop: float, experts: float = 1, law: str = "baseline") -> fl
     >>> batch_tokens(3e23)
     4194304.0
     """
-    return BATCH_ANCHOR_TOKENS * math.sqrt(experts) * (t_flop / BATCH_ANCHOR_FLOP) ** BATCH_LAWS[law]
+    return (
+        BATCH_ANCHOR_TOKENS * math.sqrt(experts) * (t_flop / BATCH_ANCHOR_FLOP) ** BATCH_LAWS[law]
+    )
 
 
 def depth(d_model: float) -> float:
@@ -93,5 +95,4 @@ def shape_for(t_flop: float, sparse: bool = False, batch_law: str = "baseline") 
     experts = sparsity(d_model) if sparse else 1.0
     n_params = 2 * layers * experts * d_model * FF_RATIO * d_model
     tokens = TOKENS_PER_PARAM * n_params
-    return Shape(t_flop, d_model, layers, experts, batch_tokens(t_flop, experts, batch_law),
-                 tokens)
+    return Shape(t_flop, d_model, layers, experts, batch_tokens(t_flop, experts, batch_law), tokens)

@@ -70,11 +70,22 @@ class Point:
 def degree_tuples(shape: Shape, n_bits: int) -> np.ndarray:
     """Every (dp, ff, model, pp, ep) exponent tuple summing to n_bits within the model's sizes:
     N_PP <= L, N_EP <= E, N_TP,ff <= d_ff, N_TP,model <= d_model, N_DP <= b / E."""
+
     def cap(x: float) -> int:
         return min(n_bits, int(math.floor(math.log2(max(x, 1)) + 1e-9)))
 
-    grids = np.indices((cap(shape.d_ff) + 1, cap(shape.d_model) + 1, cap(shape.layers) + 1,
-                        cap(shape.experts) + 1)).reshape(4, -1).T
+    grids = (
+        np.indices(
+            (
+                cap(shape.d_ff) + 1,
+                cap(shape.d_model) + 1,
+                cap(shape.layers) + 1,
+                cap(shape.experts) + 1,
+            )
+        )
+        .reshape(4, -1)
+        .T
+    )
     dp = n_bits - grids.sum(axis=1)
     ok = (dp >= 0) & (dp <= cap(shape.batch / shape.experts))
     return np.column_stack([dp[ok], grids[ok]]).astype(np.int64)
@@ -131,13 +142,18 @@ def _pick(cfg: Configs, times: StepTimes, n_bits: int) -> Best | None:
     if not np.isfinite(fastest):
         return None
     tied = np.nonzero(times.t_step <= fastest * (1 + 1e-9))[0]
-    k = tied[np.argmin(times.t_network[tied])]       # ties: least network time (6.1 item 5)
+    k = tied[np.argmin(times.t_network[tied])]  # ties: least network time (6.1 item 5)
     bits = cfg.bits[k]
-    return Best(2**n_bits, float(times.t_step[k]), float(times.mfu[k]),
-                {d: int(2 ** cfg.exps[k, j]) for j, d in enumerate(nw.DIMS)},
-                tuple(tuple(int(2**v) for v in bits[:, h]) for h in range(bits.shape[1])),
-                "ZB-H2" if cfg.zero_bubble[k] else "1F1B", int(cfg.micro[k]),
-                int(cfg.interleave[k]))
+    return Best(
+        2**n_bits,
+        float(times.t_step[k]),
+        float(times.mfu[k]),
+        {d: int(2 ** cfg.exps[k, j]) for j, d in enumerate(nw.DIMS)},
+        tuple(tuple(int(2**v) for v in bits[:, h]) for h in range(bits.shape[1])),
+        "ZB-H2" if cfg.zero_bubble[k] else "1F1B",
+        int(cfg.micro[k]),
+        int(cfg.interleave[k]),
+    )
 
 
 def _leaders(exps: np.ndarray, t_step: np.ndarray, k: int) -> np.ndarray:
@@ -153,9 +169,14 @@ def _leaders(exps: np.ndarray, t_step: np.ndarray, k: int) -> np.ndarray:
     return exps[order[np.sort(first)[:k]]]
 
 
-def search(shape: Shape, preset: Preset, n_bits: int, options: Options = DEFAULT_OPTIONS,
-           candidates: np.ndarray | None = None, hint: np.ndarray | None = None
-           ) -> tuple[Best | None, np.ndarray]:
+def search(
+    shape: Shape,
+    preset: Preset,
+    n_bits: int,
+    options: Options = DEFAULT_OPTIONS,
+    candidates: np.ndarray | None = None,
+    hint: np.ndarray | None = None,
+) -> tuple[Best | None, np.ndarray]:
     """The fastest parallelization and the leading degree tuples. With `candidates`, only
     those tuples are searched (every schedule and placement): a warm start for nearby models
     on the same cluster. Without, every tuple is, and `hint` (tuples likely to be fast, such
@@ -163,39 +184,43 @@ def search(shape: Shape, preset: Preset, n_bits: int, options: Options = DEFAULT
     exps = degree_tuples(shape, n_bits) if candidates is None else candidates
     if not len(exps):
         return None, exps
-    if candidates is None:       # 1. drop tuples whose bound exceeds an upper bound
+    if candidates is None:  # 1. drop tuples whose bound exceeds an upper bound
         bound = lower_bound(shape, preset, exps, options)
         upper = np.inf
-        if hint is not None and len(hint):   # any step time achieved is an upper bound
+        if hint is not None and len(hint):  # any step time achieved is an upper bound
             upper = _every_schedule(shape, preset, hint, options)[1].t_step.min()
-        if not np.isfinite(upper):            # else the quick schedules of every tuple
+        if not np.isfinite(upper):  # else the quick schedules of every tuple
             canonical = nw.canonical_placement(exps, preset.levels)
-            upper = evaluate(shape, preset, expand(exps, canonical, shape.layers, quick=True),
-                             options).t_step.min()
+            upper = evaluate(
+                shape, preset, expand(exps, canonical, shape.layers, quick=True), options
+            ).t_step.min()
         exps = exps[bound <= upper * (1 + 1e-9)]
     cfg, times = _every_schedule(shape, preset, exps, options)
     return _pick(cfg, times, n_bits), _leaders(cfg.exps, times.t_step, CANDIDATES)
 
 
-def _every_schedule(shape: Shape, preset: Preset, exps: np.ndarray, options: Options
-                    ) -> tuple[Configs, StepTimes]:
+def _every_schedule(
+    shape: Shape, preset: Preset, exps: np.ndarray, options: Options
+) -> tuple[Configs, StepTimes]:
     """Every schedule and placement of the degree tuples `exps` (placements only for rows
     whose placement-free bound can win)."""
     # 2. every schedule on the canonical placement; keep rows whose placement-free bound wins
     cfg = expand(exps, nw.canonical_placement(exps, preset.levels), shape.layers)
     times = evaluate(shape, preset, cfg, options)
-    if len(preset.levels) > 1:   # 3. every placement of the innermost level for those rows
+    if len(preset.levels) > 1:  # 3. every placement of the innermost level for those rows
         keep = np.nonzero(times.bound <= times.t_step.min() * (1 + 1e-9))[0]
         rows, bits = nw.all_placements(cfg.exps[keep], preset.levels)
         idx = keep[rows]
-        cfg = Configs(cfg.exps[idx], bits, cfg.zero_bubble[idx], cfg.micro[idx],
-                      cfg.interleave[idx])
+        cfg = Configs(
+            cfg.exps[idx], bits, cfg.zero_bubble[idx], cfg.micro[idx], cfg.interleave[idx]
+        )
         times = evaluate(shape, preset, cfg, options, matmul=times.t_matmul[idx])
     return cfg, times
 
 
-def best_config(shape: Shape, preset: Preset, n_bits: int, options: Options = DEFAULT_OPTIONS
-                ) -> Best | None:
+def best_config(
+    shape: Shape, preset: Preset, n_bits: int, options: Options = DEFAULT_OPTIONS
+) -> Best | None:
     """The fastest parallelization of `shape` on 2**n_bits GPUs (None if none is valid).
 
     >>> from shardc.tools.epoch.presets import get
@@ -206,8 +231,12 @@ def best_config(shape: Shape, preset: Preset, n_bits: int, options: Options = DE
     return search(shape, preset, n_bits, options)[0]
 
 
-def smallest_cluster(shape: Shape, preset: Preset, t_train_s: float = THREE_MONTHS_S,
-                     options: Options = DEFAULT_OPTIONS) -> Point:
+def smallest_cluster(
+    shape: Shape,
+    preset: Preset,
+    t_train_s: float = THREE_MONTHS_S,
+    options: Options = DEFAULT_OPTIONS,
+) -> Point:
     """The smallest power-of-two cluster that trains `shape` within t_train, and its MFU.
 
     Starts where even sustained full utilization would need that many GPUs, doubles until the
@@ -230,8 +259,12 @@ def smallest_cluster(shape: Shape, preset: Preset, t_train_s: float = THREE_MONT
     return Point(shape.t_flop, 0.0, None, math.inf, None)
 
 
-def utilization(preset: Preset, t_flop: float, sparse: bool = False,
-                batch_law: str = "baseline", options: Options = DEFAULT_OPTIONS) -> Point:
+def utilization(
+    preset: Preset,
+    t_flop: float,
+    sparse: bool = False,
+    batch_law: str = "baseline",
+    options: Options = DEFAULT_OPTIONS,
+) -> Point:
     """MFU of a three-month run of `t_flop` FLOP on the smallest power-of-two cluster."""
-    return smallest_cluster(shape_for(t_flop, sparse, batch_law), preset, THREE_MONTHS_S,
-                            options)
+    return smallest_cluster(shape_for(t_flop, sparse, batch_law), preset, THREE_MONTHS_S, options)

@@ -80,8 +80,9 @@ def _time_on_levels(words: np.ndarray, words_per_s: np.ndarray) -> np.ndarray:
     return t.max(axis=1)
 
 
-def bubble_fraction(n_pp: Numbers, micro: Numbers, interleave: Numbers,
-                    zero_bubble: Flags) -> np.ndarray:
+def bubble_fraction(
+    n_pp: Numbers, micro: Numbers, interleave: Numbers, zero_bubble: Flags
+) -> np.ndarray:
     """Eq. 22 for interleaved 1F1B; 0 for ZB-H2.
 
     >>> float(bubble_fraction(4, 8, 1, False)), float(bubble_fraction(4, 2, 2, False))
@@ -116,58 +117,79 @@ class Local:
     """What one GPU holds and does per microbatch, for given degrees (arrays)."""
 
     n_gpu: np.ndarray
-    f: np.ndarray           # local d_ff
-    d: np.ndarray           # local d_model
-    experts: np.ndarray     # local experts, E / N_EP
-    blocks: np.ndarray      # MLP blocks per pipeline stage, L / N_PP
-    tokens: np.ndarray      # nanobatch b' = b / (E N_DP m)
-    weights: np.ndarray     # weight words held (both matrices of every local block)
+    f: np.ndarray  # local d_ff
+    d: np.ndarray  # local d_model
+    experts: np.ndarray  # local experts, E / N_EP
+    blocks: np.ndarray  # MLP blocks per pipeline stage, L / N_PP
+    tokens: np.ndarray  # nanobatch b' = b / (E N_DP m)
+    weights: np.ndarray  # weight words held (both matrices of every local block)
 
     @staticmethod
     def of(shape: Shape, exps: np.ndarray, micro: Numbers, interleave: Numbers) -> Local:
-        n = 2.0 ** exps
+        n = 2.0**exps
         blocks = shape.layers / n[:, nw.PP] + 0 * interleave
         f = shape.d_ff / n[:, nw.FF]
         d = shape.d_model / n[:, nw.MODEL]
         experts = shape.experts / n[:, nw.EP]
-        return Local(n.prod(axis=1), f, d, experts, blocks,
-                     shape.batch / (shape.experts * n[:, nw.DP] * micro),
-                     2 * blocks * experts * f * d)
+        return Local(
+            n.prod(axis=1),
+            f,
+            d,
+            experts,
+            blocks,
+            shape.batch / (shape.experts * n[:, nw.DP] * micro),
+            2 * blocks * experts * f * d,
+        )
 
     def matmul_time(self, gemm: GemmModel, micro: Numbers) -> np.ndarray:
         """m L_local [2 forward + 2 input-gradient + 2 weight-gradient GEMMs] per step."""
-        resident = 2 * self.weights * WORD_BYTES           # weights and their gradients
+        resident = 2 * self.weights * WORD_BYTES  # weights and their gradients
         args = (self.tokens, self.experts, resident)
-        per_block = (gemm.time(self.f, self.d, *args) + gemm.time(self.d, self.f, *args)
-                     + gemm.time(self.f, self.d, *args, weight_grads=True))
+        per_block = (
+            gemm.time(self.f, self.d, *args)
+            + gemm.time(self.d, self.f, *args)
+            + gemm.time(self.f, self.d, *args, weight_grads=True)
+        )
         return micro * self.blocks * 2 * per_block
 
 
-def evaluate(shape: Shape, preset: Preset, cfg: Configs, options: Options = DEFAULT_OPTIONS,
-             matmul: np.ndarray | None = None) -> StepTimes:
+def evaluate(
+    shape: Shape,
+    preset: Preset,
+    cfg: Configs,
+    options: Options = DEFAULT_OPTIONS,
+    matmul: np.ndarray | None = None,
+) -> StepTimes:
     """Eq. 21 for every configuration (`matmul`: GEMM times already known for these rows)."""
     words_per_s, latency = _levels(preset)
     m, il, zb = cfg.micro, cfg.interleave, cfg.zero_bubble
-    n = 2.0 ** cfg.exps
+    n = 2.0**cfg.exps
     loc = Local.of(shape, cfg.exps, m, il)
     t_mm = loc.matmul_time(GemmModel(preset.gpu), m) if matmul is None else matmul
 
-    per_ar = 2 * m * loc.blocks                   # all-reduces per step on each TP axis
+    per_ar = 2 * m * loc.blocks  # all-reduces per step on each TP axis
     tp = per_ar[:, None] * (
         nw.allreduce_words(loc.f * loc.tokens * loc.experts, cfg.bits[:, nw.MODEL])
-        + nw.allreduce_words(loc.d * loc.tokens * loc.experts, cfg.bits[:, nw.FF]))
+        + nw.allreduce_words(loc.d * loc.tokens * loc.experts, cfg.bits[:, nw.FF])
+    )
     frac, pp_counts = nw.p2p_fractions(cfg.bits[:, nw.PP], cfg.bits[:, nw.EP], il, shape.layers)
     p2p = 2 * shape.batch * shape.d_model * (shape.layers - 1) * frac / loc.n_gpu[:, None]
     dp = nw.allreduce_words(loc.weights, cfg.bits[:, nw.DP])
     t_ndp, t_dp = _time_on_levels(tp + p2p, words_per_s), _time_on_levels(dp, words_per_s)
 
-    lat_dp = 2 * nw.spanned_latency(cfg.bits[:, nw.DP], latency)   # reduce-scatter + all-gather
-    lat_tp = 2 * shape.layers * (
-        (n[:, nw.MODEL] > 1) * nw.spanned_latency(cfg.bits[:, nw.MODEL], latency)
-        + (n[:, nw.FF] > 1) * nw.spanned_latency(cfg.bits[:, nw.FF], latency))
-    lat_p2p = 2 * nw.p2p_latency(pp_counts, cfg.bits[:, nw.EP], il, n[:, nw.PP],
-                                 shape.layers, latency)
-    hidden = zb & (m >= 2)                        # ZB-H2 hides all but data-parallel latency
+    lat_dp = 2 * nw.spanned_latency(cfg.bits[:, nw.DP], latency)  # reduce-scatter + all-gather
+    lat_tp = (
+        2
+        * shape.layers
+        * (
+            (n[:, nw.MODEL] > 1) * nw.spanned_latency(cfg.bits[:, nw.MODEL], latency)
+            + (n[:, nw.FF] > 1) * nw.spanned_latency(cfg.bits[:, nw.FF], latency)
+        )
+    )
+    lat_p2p = 2 * nw.p2p_latency(
+        pp_counts, cfg.bits[:, nw.EP], il, n[:, nw.PP], shape.layers, latency
+    )
+    hidden = zb & (m >= 2)  # ZB-H2 hides all but data-parallel latency
     t_lat = lat_dp + np.where(hidden, 0.0, lat_tp + lat_p2p)
 
     f_b = bubble_fraction(n[:, nw.PP], m, il, zb)
@@ -177,17 +199,22 @@ def evaluate(shape: Shape, preset: Preset, cfg: Configs, options: Options = DEFA
         inner = (np.maximum(t_mm, t_ndp * (1 - exposed)) + t_ndp * exposed) / (1 - f_b)
         return lat + (np.maximum(t_dp, inner) if options.dp_overlap else t_dp + inner)
 
-    hops = (2 * shape.layers * ((n[:, nw.MODEL] > 1) + (n[:, nw.FF] > 1))
-            + 2 * (pp_counts.sum(axis=1)
-                   + np.maximum(shape.layers - il * n[:, nw.PP], 0) * (n[:, nw.EP] > 1)))
+    hops = 2 * shape.layers * ((n[:, nw.MODEL] > 1) + (n[:, nw.FF] > 1)) + 2 * (
+        pp_counts.sum(axis=1) + np.maximum(shape.layers - il * n[:, nw.PP], 0) * (n[:, nw.EP] > 1)
+    )
     lat_min = latency.min() * (2 * (n[:, nw.DP] > 1) + np.where(hidden, 0.0, hops))
     total_bw = words_per_s.sum()
     bound = step(lat_min, dp.sum(axis=1) / total_bw, (tp + p2p).sum(axis=1) / total_bw)
     t_step = step(t_lat, t_dp, t_ndp)
 
-    valid = ((loc.tokens >= 1) & (n[:, nw.PP] * il <= shape.layers)
-             & (n[:, nw.EP] <= shape.experts) & (loc.f >= 1) & (loc.d >= 1)
-             & (~zb | (m >= 2 * n[:, nw.PP] - 1)))
+    valid = (
+        (loc.tokens >= 1)
+        & (n[:, nw.PP] * il <= shape.layers)
+        & (n[:, nw.EP] <= shape.experts)
+        & (loc.f >= 1)
+        & (loc.d >= 1)
+        & (~zb | (m >= 2 * n[:, nw.PP] - 1))
+    )
     t_step, bound = np.where(valid, t_step, np.inf), np.where(valid, bound, np.inf)
     useful = 6 * shape.n_params / shape.experts * shape.batch
     mfu = useful / (loc.n_gpu * preset.gpu.peak_flops * t_step)
@@ -198,8 +225,9 @@ MAX_INTERLEAVE = 4
 """The largest interleaving factor a schedule may use (the search tries 1, 2 and 4)."""
 
 
-def lower_bound(shape: Shape, preset: Preset, exps: np.ndarray, options: Options = DEFAULT_OPTIONS
-                ) -> np.ndarray:
+def lower_bound(
+    shape: Shape, preset: Preset, exps: np.ndarray, options: Options = DEFAULT_OPTIONS
+) -> np.ndarray:
     """A bound below every placement and schedule of each degree tuple, for pruning.
 
     GEMM time at m microbatches is at least its time at m = 1 (GEMM time is subadditive in the
@@ -212,10 +240,10 @@ def lower_bound(shape: Shape, preset: Preset, exps: np.ndarray, options: Options
     """
     words_per_s, latency = _levels(preset)
     one = np.ones(len(exps))
-    n = 2.0 ** exps
+    n = 2.0**exps
     loc = Local.of(shape, exps, one, one)
     gemm = GemmModel(preset.gpu)
-    first = loc.matmul_time(gemm, one)                                          # A: m = 1
+    first = loc.matmul_time(gemm, one)  # A: m = 1
     per_micro = replace(loc, tokens=np.zeros(len(exps))).matmul_time(gemm, one)  # B: per m
     zero_bubble = np.maximum(first, per_micro * (2 * n[:, nw.PP] - 1))
     c = (n[:, nw.PP] - 1) / MAX_INTERLEAVE

@@ -19,8 +19,19 @@ _SIGXCPU = int(getattr(signal, "SIGXCPU", 24))
 
 
 def _failure(message: str) -> dict[str, Any]:
-    return {"diagnostics": [{"severity": "error", "code": "", "message": message, "label": "",
-                             "notes": [], "span": [0, 0, 0, 0]}], "hover": {}}
+    return {
+        "diagnostics": [
+            {
+                "severity": "error",
+                "code": "",
+                "message": message,
+                "label": "",
+                "notes": [],
+                "span": [0, 0, 0, 0],
+            }
+        ],
+        "hover": {},
+    }
 
 
 class Compiler:
@@ -46,8 +57,14 @@ class Compiler:
         if self._proc is None or self._proc.returncode is not None:
             self._ready = False
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "shardc.tools.lsp.worker", stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, limit=MAX_ANSWER_BYTES)
+                sys.executable,
+                "-m",
+                "shardc.tools.lsp.worker",
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                limit=MAX_ANSWER_BYTES,
+            )
 
     def stop(self) -> None:
         """End the worker now (a compile in flight is lost)."""
@@ -109,8 +126,10 @@ class Compiler:
                 pass
         self.stop()
         if timed_out or proc.returncode == -_SIGXCPU:  # or the worker's CPU budget ran out
-            return _failure(f"the compile ran past its time budget of {self.budget:g} s "
-                            "and was stopped (`shardc lsp --time-budget SECONDS` sets it)")
+            return _failure(
+                f"the compile ran past its time budget of {self.budget:g} s "
+                "and was stopped (`shardc lsp --time-budget SECONDS` sets it)"
+            )
         return _failure(f"the compiler stopped unexpectedly (exit status {proc.returncode})")
 
 

@@ -100,8 +100,7 @@ class FdReader:
         return bool(chunk)
 
     def readline(self, limit: int) -> bytes:
-        while self.buf.find(b"\n", 0, limit) < 0 and len(self.buf) < limit and \
-                self._fill(0):
+        while self.buf.find(b"\n", 0, limit) < 0 and len(self.buf) < limit and self._fill(0):
             pass
         end = self.buf.find(b"\n", 0, limit)
         n = min(limit, len(self.buf)) if end < 0 else end + 1
@@ -154,5 +153,13 @@ def encode(message: dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-__all__ = ["MAX_MESSAGE_BYTES", "FdReader", "LongNumber", "Oversize", "ParseError", "decode", "encode",
-           "read_frame"]
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "FdReader",
+    "LongNumber",
+    "Oversize",
+    "ParseError",
+    "decode",
+    "encode",
+    "read_frame",
+]

@@ -47,8 +47,11 @@ finishes: restarting the worker would cost more)."""
 PROGRESS_AFTER_S = 0.5
 """A compile still running after this long shows as work-done progress (where the client
 supports it)."""
-SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
-            "note": types.DiagnosticSeverity.Information}
+SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "note": types.DiagnosticSeverity.Information,
+}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DID_YOU_MEAN = re.compile(r"did you mean '([^']+)'\?")
 
@@ -85,22 +88,28 @@ class ShardcProtocol(LanguageServerProtocol):
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
         general = params.capabilities.general
         if general is not None and types.PositionEncodingKind.Utf8 in (
-                general.position_encodings or []):
+            general.position_encodings or []
+        ):
             params.capabilities.general = attrs.evolve(
-                general, position_encodings=[types.PositionEncodingKind.Utf8])
+                general, position_encodings=[types.PositionEncodingKind.Utf8]
+            )
         return (yield from super().lsp_initialize(params))
 
     def error(self, ident: Any, code: int, message: str) -> None:
-        self._send_data({"jsonrpc": "2.0", "id": ident, "error": {"code": code,
-                                                                  "message": message}})
+        self._send_data(
+            {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+        )
 
     def receive(self, item: Any) -> int | None:
         """Handle one decoded frame; the exit status once `exit` has come, else None."""
         if isinstance(item, Oversize):
             if self.initialized:
-                self._server.window_log_message(types.LogMessageParams(
-                    types.MessageType.Warning,
-                    f"shardc lsp: skipped a message of {item.length} bytes (over the limit)"))
+                self._server.window_log_message(
+                    types.LogMessageParams(
+                        types.MessageType.Warning,
+                        f"shardc lsp: skipped a message of {item.length} bytes (over the limit)",
+                    )
+                )
             return None
         if isinstance(item, ParseError):
             self.error(None, PARSE_ERROR, f"parse error: {item.reason}")
@@ -110,8 +119,13 @@ class ShardcProtocol(LanguageServerProtocol):
             return None
         method, is_request, ident = item.get("method"), "id" in item, item.get("id")
         if "method" not in item:  # a response (or nothing): never answered
-            if is_request and isinstance(ident, str) and ident in self._result_types and (
-                    "result" in item or "error" in item) and item.get("jsonrpc") == "2.0":
+            if (
+                is_request
+                and isinstance(ident, str)
+                and ident in self._result_types
+                and ("result" in item or "error" in item)
+                and item.get("jsonrpc") == "2.0"
+            ):
                 try:
                     self.handle_message(self.structure_message(item))
                 except Exception:
@@ -119,8 +133,9 @@ class ShardcProtocol(LanguageServerProtocol):
             return None
         if is_request and not (isinstance(ident, str) or type(ident) is int):
             kind = "too long" if isinstance(ident, LongNumber) else type(ident).__name__
-            self.error(None, INVALID_REQUEST, f"a request's id must be an integer or a string, "
-                       f"not {kind}")
+            self.error(
+                None, INVALID_REQUEST, f"a request's id must be an integer or a string, not {kind}"
+            )
             return None
         if not isinstance(method, str) or item.get("jsonrpc") != "2.0":
             if is_request:
@@ -134,11 +149,17 @@ class ShardcProtocol(LanguageServerProtocol):
             return None  # a notification before `initialize` is dropped
         if self._shutdown or (self.initialized and method == types.INITIALIZE):
             if is_request:
-                self.error(ident, INVALID_REQUEST, "the server is shutting down"
-                           if self._shutdown else "initialize came twice")
+                self.error(
+                    ident,
+                    INVALID_REQUEST,
+                    "the server is shutting down" if self._shutdown else "initialize came twice",
+                )
             return None
-        if method not in self.fm.features and method not in self.fm.builtin_features and \
-                method != types.CANCEL_REQUEST:
+        if (
+            method not in self.fm.features
+            and method not in self.fm.builtin_features
+            and method != types.CANCEL_REQUEST
+        ):
             if is_request:
                 self.error(ident, METHOD_NOT_FOUND, f"method not found: {method[:120]}")
             return None  # an unknown notification ($/ ones included) is dropped
@@ -164,8 +185,12 @@ class ShardcServer(LanguageServer):
     protocol: ShardcProtocol
 
     def __init__(self, version: str, time_budget: float) -> None:
-        super().__init__("shardc", version, protocol_cls=ShardcProtocol,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "shardc",
+            version,
+            protocol_cls=ShardcProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
         self.time_budget = time_budget
         self.docs: dict[str, _Document] = {}
         self.compiler: Compiler | None = None
@@ -174,9 +199,12 @@ class ShardcServer(LanguageServer):
         """A handler's error, in the client's log (pygls' default shows it to the user, which a
         hostile message should not be able to do)."""
         try:
-            self.window_log_message(types.LogMessageParams(
-                types.MessageType.Error, f"shardc lsp: {type(error).__name__}: "
-                f"{str(error)[:200]}"))
+            self.window_log_message(
+                types.LogMessageParams(
+                    types.MessageType.Error,
+                    f"shardc lsp: {type(error).__name__}: {str(error)[:200]}",
+                )
+            )
         except Exception:
             pass
 
@@ -199,8 +227,7 @@ class ShardcServer(LanguageServer):
             while True:
                 try:
                     frame = read_frame(stdin)
-                    item = frame if frame is None or isinstance(frame, Oversize) \
-                        else decode(frame)
+                    item = frame if frame is None or isinstance(frame, Oversize) else decode(frame)
                 except Exception:  # the input itself failed (closed, not readable)
                     item = None
                 try:
@@ -234,8 +261,11 @@ class ShardcServer(LanguageServer):
         doc.generation += 1
         doc.done.clear()
         old = doc.task
-        if old is not None and not old.done() and (
-                doc.started is None or loop.time() - doc.started > CANCEL_AFTER_S):
+        if (
+            old is not None
+            and not old.done()
+            and (doc.started is None or loop.time() - doc.started > CANCEL_AFTER_S)
+        ):
             old.cancel()
         doc.task = asyncio.ensure_future(self._validate(uri, doc, doc.generation, delay))
 
@@ -246,7 +276,8 @@ class ShardcServer(LanguageServer):
                 doc.task.cancel()
             doc.done.set()
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
 
     async def _validate(self, uri: str, doc: _Document, generation: int, delay: float) -> None:
         try:
@@ -258,17 +289,30 @@ class ShardcServer(LanguageServer):
                 doc.started = None
                 doc.done.set()
 
-    async def _compile_and_publish(self, uri: str, doc: _Document, generation: int,
-                                   delay: float) -> None:
+    async def _compile_and_publish(
+        self, uri: str, doc: _Document, generation: int, delay: float
+    ) -> None:
         if delay:
             await asyncio.sleep(delay)
         text = self.workspace.get_text_document(uri).source
-        if len(text) > MAX_SOURCE_BYTES or \
-                len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
-            answer = {"diagnostics": [{
-                "severity": "error", "code": "", "label": "", "notes": [],
-                "span": [0, 0, 0, 0], "message": f"the program is larger than the limit "
-                f"of {MAX_SOURCE_BYTES // 2**20} MiB"}], "hover": {}}
+        if (
+            len(text) > MAX_SOURCE_BYTES
+            or len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES
+        ):
+            answer = {
+                "diagnostics": [
+                    {
+                        "severity": "error",
+                        "code": "",
+                        "label": "",
+                        "notes": [],
+                        "span": [0, 0, 0, 0],
+                        "message": f"the program is larger than the limit "
+                        f"of {MAX_SOURCE_BYTES // 2**20} MiB",
+                    }
+                ],
+                "hover": {},
+            }
         else:
             assert self.compiler is not None
             doc.started = asyncio.get_running_loop().time()
@@ -284,17 +328,24 @@ class ShardcServer(LanguageServer):
         source = Source(uri, text)
         published = []
         for d in answer.get("diagnostics", []):
-            message = d["message"] + (f" ({d['label']})" if d["label"] else "") + \
-                "".join(f"\nnote: {n}" for n in d["notes"])
-            diag = types.Diagnostic(range=self.lsp_range(source, *d["span"]), message=message,
-                                    severity=SEVERITY.get(d["severity"],
-                                                          types.DiagnosticSeverity.Error),
-                                    code=d["code"] or None, source="shardc")
+            message = (
+                d["message"]
+                + (f" ({d['label']})" if d["label"] else "")
+                + "".join(f"\nnote: {n}" for n in d["notes"])
+            )
+            diag = types.Diagnostic(
+                range=self.lsp_range(source, *d["span"]),
+                message=message,
+                severity=SEVERITY.get(d["severity"], types.DiagnosticSeverity.Error),
+                code=d["code"] or None,
+                source="shardc",
+            )
             published.append((diag, d["label"]))
         doc.text, doc.published, doc.hover = text, published, answer.get("hover", {})
         doc.pictures = answer.get("pictures", {})
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=[d for d, _ in published]))
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[d for d, _ in published])
+        )
 
     def _progress(self, uri: str) -> Any:
         """Show the compile as work-done progress if it is still running after
@@ -311,9 +362,14 @@ class ShardcServer(LanguageServer):
             if state["done"]:
                 return
             state["begun"] = True
-            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title="shardc", message=f"compiling {uri.rsplit('/', 1)[-1][:80]}",
-                cancellable=True))
+            self.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(
+                    title="shardc",
+                    message=f"compiling {uri.rsplit('/', 1)[-1][:80]}",
+                    cancellable=True,
+                ),
+            )
             cancel = self.work_done_progress.tokens.get(token)
             if cancel is not None and task is not None:
                 cancel.add_done_callback(lambda f: f.cancelled() and task.cancel())
@@ -358,8 +414,9 @@ class ShardcServer(LanguageServer):
                 break
         return None
 
-    def lsp_range(self, source: Source, line: int, col: int, end_line: int,
-                  end_col: int) -> types.Range:
+    def lsp_range(
+        self, source: Source, line: int, col: int, end_line: int, end_col: int
+    ) -> types.Range:
         """The LSP range of a span (1-based, code points, end exclusive); a span without a
         position is the start of the document."""
         if line <= 0:
@@ -369,11 +426,13 @@ class ShardcServer(LanguageServer):
             end_col = col + 1
         return types.Range(
             types.Position(line - 1, self.units(source.line_text(line), col - 1)),
-            types.Position(end_line - 1, self.units(source.line_text(end_line), end_col - 1)))
+            types.Position(end_line - 1, self.units(source.line_text(end_line), end_col - 1)),
+        )
 
 
-def build_server(version: str = "unknown", time_budget: float = DEFAULT_TIME_BUDGET_S
-                 ) -> ShardcServer:
+def build_server(
+    version: str = "unknown", time_budget: float = DEFAULT_TIME_BUDGET_S
+) -> ShardcServer:
     """The server with its features: diagnostics on open and change, hover, quick fixes."""
     server = ShardcServer(version, time_budget)
 
@@ -419,11 +478,16 @@ def build_server(version: str = "unknown", time_budget: float = DEFAULT_TIME_BUD
         start, end = (word[1], word[2]) if ops is None and word is not None else (0, len(text))
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown),
-            range=types.Range(types.Position(line, ls.units(text, start)),
-                              types.Position(line, ls.units(text, end))))
+            range=types.Range(
+                types.Position(line, ls.units(text, start)),
+                types.Position(line, ls.units(text, end)),
+            ),
+        )
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+    )
     def code_action(ls: ShardcServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         """Where a diagnostic on the asked line names its fix ("did you mean 'gelu'?"), a
         quick fix replacing the marked text with it."""
@@ -433,17 +497,27 @@ def build_server(version: str = "unknown", time_budget: float = DEFAULT_TIME_BUD
             m = _DID_YOU_MEAN.search(label)
             if m and diag.range.start.line <= line <= diag.range.end.line:
                 edit = types.TextEdit(range=diag.range, new_text=m[1])
-                out.append(types.CodeAction(
-                    title=f"Replace with '{m[1]}'", kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diag], is_preferred=True,
-                    edit=types.WorkspaceEdit(changes={params.text_document.uri: [edit]})))
+                out.append(
+                    types.CodeAction(
+                        title=f"Replace with '{m[1]}'",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diag],
+                        is_preferred=True,
+                        edit=types.WorkspaceEdit(changes={params.text_document.uri: [edit]}),
+                    )
+                )
         return out
 
     return server
 
 
-def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *,
-          version: str = "unknown", time_budget: float = DEFAULT_TIME_BUDGET_S) -> int:
+def serve(
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    *,
+    version: str = "unknown",
+    time_budget: float = DEFAULT_TIME_BUDGET_S,
+) -> int:
     """Serve until `exit` or the end of input; exit status 0 after `shutdown`, else 1 (as the
     protocol asks)."""
     if not os.environ.get("SHARDC_DEBUG"):

@@ -40,22 +40,53 @@ def compile_document(uri: str, text: str) -> dict[str, Any]:
     try:
         result = run_pipeline(Source(uri, text))
     except MemoryError:  # the worker's address space (`LSP_COMPILE_BYTES`): start a fresh one
-        return {"diagnostics": [{
-            "severity": "error", "code": "", "span": [0, 0, 0, 0], "label": "", "notes": [],
-            "message": f"the compile needed more than {LSP_COMPILE_BYTES // 2**30} GiB of "
-                       "memory and was stopped"}], "hover": {}, "restart": True}
+        return {
+            "diagnostics": [
+                {
+                    "severity": "error",
+                    "code": "",
+                    "span": [0, 0, 0, 0],
+                    "label": "",
+                    "notes": [],
+                    "message": f"the compile needed more than {LSP_COMPILE_BYTES // 2**30} GiB of "
+                    "memory and was stopped",
+                }
+            ],
+            "hover": {},
+            "restart": True,
+        }
     except Exception as exc:  # a compiler bug: said in the editor, as the CLI says it
-        return {"diagnostics": [{
-            "severity": "error", "code": "", "span": [0, 0, 0, 0], "label": "", "notes": [],
-            "message": f"internal error (this is a bug in shardc): {type(exc).__name__}: "
-                       f"{str(exc)[:120]}"}], "hover": {}}
-    diagnostics = [{"severity": d.severity, "code": d.code, "message": d.message,
-                    "label": d.label, "notes": list(d.notes),
-                    "span": [d.span.line, d.span.col, d.span.end_line, d.span.end_col]}
-                   for d in result.diagnostics.items]
+        return {
+            "diagnostics": [
+                {
+                    "severity": "error",
+                    "code": "",
+                    "span": [0, 0, 0, 0],
+                    "label": "",
+                    "notes": [],
+                    "message": f"internal error (this is a bug in shardc): {type(exc).__name__}: "
+                    f"{str(exc)[:120]}",
+                }
+            ],
+            "hover": {},
+        }
+    diagnostics = [
+        {
+            "severity": d.severity,
+            "code": d.code,
+            "message": d.message,
+            "label": d.label,
+            "notes": list(d.notes),
+            "span": [d.span.line, d.span.col, d.span.end_line, d.span.end_col],
+        }
+        for d in result.diagnostics.items
+    ]
     report = result.report
-    return {"diagnostics": diagnostics, "hover": _hovers(report) if report is not None else {},
-            "pictures": _pictures(report) if report is not None else {}}
+    return {
+        "diagnostics": diagnostics,
+        "hover": _hovers(report) if report is not None else {},
+        "pictures": _pictures(report) if report is not None else {},
+    }
 
 
 MAX_PICTURES = 2000
@@ -83,18 +114,21 @@ def _hovers(report: Any) -> dict[str, str]:
         if c.line <= 0:
             continue
         moved = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
-        row = (f"- `{c.op}` {c.src} → {c.dst}: {fmt_value(report.value(c.time), 's')}, "
-               f"{fmt_value(report.value(moved), 'B')}")
+        row = (
+            f"- `{c.op}` {c.src} → {c.dst}: {fmt_value(report.value(c.time), 's')}, "
+            f"{fmt_value(report.value(moved), 'B')}"
+        )
         if c.kind == "collective" and c.reason:
             row += f"  \n  why: {c.reason}"
         rows.setdefault(c.line, []).append(row)
     chip = report.hardware_name or "no chip (hardware symbols stay symbolic)"
     if report.shown_region is not None:  # plans by region of the symbolic sizes
         for r in rows.values():
-            r.append(f"\n(the plan where {report.shown_region[0]}: "
-                     f"{report.shown_region[1]:.0%} of the sizes sampled)")
-    return {str(line): f"**line {line}** on {chip}\n\n" + "\n".join(r)
-            for line, r in rows.items()}
+            r.append(
+                f"\n(the plan where {report.shown_region[0]}: "
+                f"{report.shown_region[1]:.0%} of the sizes sampled)"
+            )
+    return {str(line): f"**line {line}** on {chip}\n\n" + "\n".join(r) for line, r in rows.items()}
 
 
 def _limit_cpu(seconds: float) -> None:
@@ -131,8 +165,9 @@ def main() -> int:
     except (ImportError, AttributeError, ValueError, OSError):
         pass  # not a Unix: the server's wall-clock cap is the only limit
     # The imports and the compiler's first-use work, once, before any budget starts.
-    compile_document("warm-up", "mesh X=2\ndim I=8\nhardware tpu-v5e\nA: bf16[I_X]\n"
-                     "B[I] = gelu(A)\n")
+    compile_document(
+        "warm-up", "mesh X=2\ndim I=8\nhardware tpu-v5e\nA: bf16[I_X]\nB[I] = gelu(A)\n"
+    )
 
     answers.write('{"ready": true}\n')  # the server's wall-clock cap starts after the imports
     answers.flush()

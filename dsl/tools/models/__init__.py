@@ -20,8 +20,17 @@ from typing import Any
 from shardc.lang.numeric import MAX_INTEGER, NumberError, parse_decimal, whole
 from shardc.lang.quoting import quoted
 
-__all__ = ["MLA", "ModelCard", "ModelError", "MoE", "Reference", "available", "from_config",
-           "load", "load_text"]
+__all__ = [
+    "MLA",
+    "ModelCard",
+    "ModelError",
+    "MoE",
+    "Reference",
+    "available",
+    "from_config",
+    "load",
+    "load_text",
+]
 
 
 class ModelError(Exception):
@@ -98,13 +107,32 @@ class ModelCard:
 
 # The tables a card holds, each key with its type (card_schema builds the cards' JSON Schema
 # from these).
-ARCHITECTURE_FIELDS = {"n_layers": int, "d_model": int, "d_ff": int, "n_heads": int,
-                       "n_kv_heads": int, "d_head": int, "vocab": int, "mlp": str,
-                       "activation": str, "tied_embeddings": bool}
-MOE_FIELDS = {"n_experts": int, "n_active": int, "n_shared": int, "d_ff_expert": int,
-              "first_dense_layers": int}
-MLA_FIELDS = {"q_lora_rank": int, "kv_lora_rank": int, "qk_nope_head_dim": int,
-              "qk_rope_head_dim": int, "v_head_dim": int}
+ARCHITECTURE_FIELDS = {
+    "n_layers": int,
+    "d_model": int,
+    "d_ff": int,
+    "n_heads": int,
+    "n_kv_heads": int,
+    "d_head": int,
+    "vocab": int,
+    "mlp": str,
+    "activation": str,
+    "tied_embeddings": bool,
+}
+MOE_FIELDS = {
+    "n_experts": int,
+    "n_active": int,
+    "n_shared": int,
+    "d_ff_expert": int,
+    "first_dense_layers": int,
+}
+MLA_FIELDS = {
+    "q_lora_rank": int,
+    "kv_lora_rank": int,
+    "qk_nope_head_dim": int,
+    "qk_rope_head_dim": int,
+    "v_head_dim": int,
+}
 TRAINING_FIELDS = {"seq_len": int, "batch_tokens": int, "tokens": float}
 _TOP = {"name", "display_name", "aliases", "architecture", "moe", "mla", "training", "reference"}
 ACTIVATIONS = ("silu", "gelu", "relu")
@@ -147,15 +175,16 @@ def load(name_or_path: str) -> ModelCard:
     if key not in shipped:
         close = difflib.get_close_matches(key, list(shipped), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ModelError(f"unknown model {name_or_path!r}{hint} (known: "
-                         f"{', '.join(sorted(shipped))})")
+        raise ModelError(
+            f"unknown model {name_or_path!r}{hint} (known: {', '.join(sorted(shipped))})"
+        )
     res = shipped[key]
     return _build(res.read_text(encoding="utf-8"), f"dsl/tools/models/cards/{key}.toml")
 
 
 def _shipped() -> dict[str, Any]:
     root = files("shardc.tools.models") / "cards"
-    return {r.name[:-len(".toml")]: r for r in root.iterdir() if r.name.endswith(".toml")}
+    return {r.name[: -len(".toml")]: r for r in root.iterdir() if r.name.endswith(".toml")}
 
 
 def _aliases(text: str) -> list[str]:
@@ -196,25 +225,40 @@ def _build(text: str, path: str) -> ModelCard:
 def _from_document(doc: dict[str, Any], path: str) -> ModelCard:
     unknown = set(doc) - _TOP
     if unknown:
-        raise ModelError(f"{path}: unknown key {quoted(sorted(unknown)[0])} (expected "
-                         f"{', '.join(sorted(_TOP))})")
+        raise ModelError(
+            f"{path}: unknown key {quoted(sorted(unknown)[0])} (expected {', '.join(sorted(_TOP))})"
+        )
     for key in ("name", "architecture", "training"):
         if key not in doc:
             raise ModelError(f"{path}: missing {key!r}")
     _check_top(doc, path)
-    arch = _table(doc, "architecture", ARCHITECTURE_FIELDS, path,
-                  required=tuple(ARCHITECTURE_FIELDS))
+    arch = _table(
+        doc, "architecture", ARCHITECTURE_FIELDS, path, required=tuple(ARCHITECTURE_FIELDS)
+    )
     training = _table(doc, "training", TRAINING_FIELDS, path, required=("seq_len",))
-    moe = (MoE(**_table(doc, "moe", MOE_FIELDS, path, required=tuple(MOE_FIELDS)))
-           if "moe" in doc else None)
-    mla = (MLA(**_table(doc, "mla", MLA_FIELDS, path, required=tuple(MLA_FIELDS)))
-           if "mla" in doc else None)
+    moe = (
+        MoE(**_table(doc, "moe", MOE_FIELDS, path, required=tuple(MOE_FIELDS)))
+        if "moe" in doc
+        else None
+    )
+    mla = (
+        MLA(**_table(doc, "mla", MLA_FIELDS, path, required=tuple(MLA_FIELDS)))
+        if "mla" in doc
+        else None
+    )
     card = ModelCard(
-        name=doc["name"], display_name=doc.get("display_name", doc["name"]),
-        **arch, seq_len=training["seq_len"], batch_tokens=training.get("batch_tokens"),
-        tokens=training.get("tokens"), moe=moe, mla=mla, path=path,
+        name=doc["name"],
+        display_name=doc.get("display_name", doc["name"]),
+        **arch,
+        seq_len=training["seq_len"],
+        batch_tokens=training.get("batch_tokens"),
+        tokens=training.get("tokens"),
+        moe=moe,
+        mla=mla,
+        path=path,
         aliases=tuple(doc.get("aliases", [])),
-        reference=_references(doc.get("reference", {}), path))
+        reference=_references(doc.get("reference", {}), path),
+    )
     _check(card, path)
     return card
 
@@ -226,22 +270,31 @@ def _check_top(doc: dict[str, Any], path: str) -> None:
     if not isinstance(name, str) or not name.strip():
         raise ModelError(f"{path}: name must be a non-empty string, got {_described(name)}")
     if "display_name" in doc and not isinstance(doc["display_name"], str):
-        raise ModelError(f"{path}: display_name must be a string, got "
-                         f"{_described(doc['display_name'])}")
+        raise ModelError(
+            f"{path}: display_name must be a string, got {_described(doc['display_name'])}"
+        )
     aliases = doc.get("aliases", [])
     if not isinstance(aliases, list):
-        raise ModelError(f"{path}: aliases must be a list of names ([\"llama-3-70b\"]), got "
-                         f"{_described(aliases)}")
+        raise ModelError(
+            f'{path}: aliases must be a list of names (["llama-3-70b"]), got {_described(aliases)}'
+        )
     for a in aliases:
         if not isinstance(a, str) or not a.strip():
-            raise ModelError(f"{path}: aliases: each alias must be a non-empty string, got "
-                             f"{_described(a)}")
+            raise ModelError(
+                f"{path}: aliases: each alias must be a non-empty string, got {_described(a)}"
+            )
 
 
 def _described(value: Any) -> str:
     """A TOML value's type and (at most 120 characters of) its text, for a message."""
-    names = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
-             dict: "table"}
+    names = {
+        str: "string",
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        list: "array",
+        dict: "table",
+    }
     return f"{names.get(type(value), type(value).__name__)} {quoted(value)}"
 
 
@@ -256,8 +309,9 @@ def _number_text(text: str, kind: type, where: str) -> int | float:
     return n if kind is int else float(n)
 
 
-def _table(doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str,
-           required: tuple[str, ...]) -> dict[str, Any]:
+def _table(
+    doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str, required: tuple[str, ...]
+) -> dict[str, Any]:
     table = doc.get(name, {})
     if not isinstance(table, dict):
         raise ModelError(f"{path}: [{name}] must be a table")
@@ -282,13 +336,19 @@ def _table(doc: dict[str, Any], name: str, spec: Mapping[str, type], path: str,
         elif kind is int and isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ModelError(f"{path}: [{name}] {key} = {quoted(value)} is not a "
-                             f"{_TYPE_NAMES[kind]}")
+            raise ModelError(
+                f"{path}: [{name}] {key} = {quoted(value)} is not a {_TYPE_NAMES[kind]}"
+            )
         if kind is int and isinstance(value, int) and value > MAX_INTEGER:
-            raise ModelError(f"{path}: [{name}] {key} = {quoted(value)} is larger than the "
-                             "limit 2**63 - 1")
-        if (isinstance(value, int | float) and not isinstance(value, bool) and value <= 0
-                and key not in ("first_dense_layers", "n_shared")):
+            raise ModelError(
+                f"{path}: [{name}] {key} = {quoted(value)} is larger than the limit 2**63 - 1"
+            )
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and value <= 0
+            and key not in ("first_dense_layers", "n_shared")
+        ):
             raise ModelError(f"{path}: [{name}] {key} = {value!r} must be positive")
         out[key] = value
     for key in required:
@@ -314,38 +374,56 @@ def _references(table: Any, path: str) -> tuple[Reference, ...]:
     out = []
     for quantity, entry in table.items():
         value = entry.get("value") if isinstance(entry, dict) else None
-        if (not isinstance(value, int | float) or isinstance(value, bool)
-                or not _finite(value) or value <= 0):
-            raise ModelError(f"{path}: [reference] {quoted(quantity)} needs a positive, finite "
-                             "numeric 'value'")
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not _finite(value)
+            or value <= 0
+        ):
+            raise ModelError(
+                f"{path}: [reference] {quoted(quantity)} needs a positive, finite numeric 'value'"
+            )
         extra = sorted(set(entry) - {"value", "source"})
         if extra:
-            raise ModelError(f"{path}: [reference] {quoted(quantity)} has an unknown key "
-                             f"{quoted(extra[0])} (expected value, source)")
+            raise ModelError(
+                f"{path}: [reference] {quoted(quantity)} has an unknown key "
+                f"{quoted(extra[0])} (expected value, source)"
+            )
         source = entry.get("source", "")
         if not isinstance(source, str):
-            raise ModelError(f"{path}: [reference] {quoted(quantity)} source must be a string, "
-                             f"got {_described(source)}")
+            raise ModelError(
+                f"{path}: [reference] {quoted(quantity)} source must be a string, "
+                f"got {_described(source)}"
+            )
         out.append(Reference(quantity, float(value), source))
     return tuple(out)
 
 
 def _check(card: ModelCard, path: str) -> None:
     if card.mlp not in ("gated", "plain"):
-        raise ModelError(f"{path}: [architecture] mlp = {card.mlp!r}: expected 'gated' "
-                         "(three matrices) or 'plain' (two)")
+        raise ModelError(
+            f"{path}: [architecture] mlp = {card.mlp!r}: expected 'gated' "
+            "(three matrices) or 'plain' (two)"
+        )
     if card.activation not in ACTIVATIONS:
-        raise ModelError(f"{path}: [architecture] activation = {card.activation!r}: expected "
-                         f"one of {', '.join(ACTIVATIONS)}")
+        raise ModelError(
+            f"{path}: [architecture] activation = {card.activation!r}: expected "
+            f"one of {', '.join(ACTIVATIONS)}"
+        )
     if card.n_heads % card.n_kv_heads:
-        raise ModelError(f"{path}: n_heads = {card.n_heads} is not a multiple of n_kv_heads = "
-                         f"{card.n_kv_heads} (grouped-query attention shares each KV head "
-                         "among n_heads / n_kv_heads query heads)")
+        raise ModelError(
+            f"{path}: n_heads = {card.n_heads} is not a multiple of n_kv_heads = "
+            f"{card.n_kv_heads} (grouped-query attention shares each KV head "
+            "among n_heads / n_kv_heads query heads)"
+        )
     if card.moe is not None:
         m = card.moe
         if m.n_active > m.n_experts:
-            raise ModelError(f"{path}: [moe] n_active = {m.n_active} exceeds n_experts = "
-                             f"{m.n_experts}")
+            raise ModelError(
+                f"{path}: [moe] n_active = {m.n_active} exceeds n_experts = {m.n_experts}"
+            )
         if m.first_dense_layers >= card.n_layers:
-            raise ModelError(f"{path}: [moe] first_dense_layers = {m.first_dense_layers} leaves "
-                             f"no MoE layer of {card.n_layers}")
+            raise ModelError(
+                f"{path}: [moe] first_dense_layers = {m.first_dense_layers} leaves "
+                f"no MoE layer of {card.n_layers}"
+            )

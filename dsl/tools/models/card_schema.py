@@ -24,14 +24,14 @@ DOCS: dict[str, str] = {
     "architecture.d_ff": "F: the MLP's hidden width (MoE: the dense layers')",
     "architecture.n_heads": "N: query heads",
     "architecture.n_kv_heads": "K: key/value heads (N for multi-head attention; N must be a "
-                               "multiple of K)",
+    "multiple of K)",
     "architecture.d_head": "H: each head's width",
     "architecture.vocab": "V: the vocabulary",
     "architecture.mlp": "gated: three matrices (SwiGLU); plain: two",
     "architecture.activation": "the MLP's nonlinearity",
     "architecture.tied_embeddings": "the unembedding is the embedding's transpose",
     "moe": "a mixture of experts: the layers after the first dense ones route each token to "
-           "n_active of n_experts experts, plus n_shared experts every token uses",
+    "n_active of n_experts experts, plus n_shared experts every token uses",
     "moe.n_experts": "routed experts per MoE layer",
     "moe.n_active": "routed experts each token uses (k)",
     "moe.n_shared": "experts every token uses (0 or more)",
@@ -45,9 +45,9 @@ DOCS: dict[str, str] = {
     "mla.v_head_dim": "each head's value width",
     "training": "what a training step defaults to",
     "training.seq_len": "tokens a sequence (--seq's default)",
-    "training.batch_tokens": "tokens a step (--batch's default); a number or text such as \"4Mi\"",
+    "training.batch_tokens": 'tokens a step (--batch\'s default); a number or text such as "4Mi"',
     "training.tokens": "training tokens (model show's total FLOPs); a number or text such as "
-                       "\"15T\"",
+    '"15T"',
     "reference": "figures a source states, checked against the compiled counts by `model show`",
 }
 
@@ -71,39 +71,58 @@ def card_json_schema() -> dict[str, Any]:
 
     tables: dict[str, dict[str, Any]] = {}
     for name, spec, required in (
-            ("architecture", ARCHITECTURE_FIELDS, tuple(ARCHITECTURE_FIELDS)),
-            ("moe", MOE_FIELDS, tuple(MOE_FIELDS)), ("mla", MLA_FIELDS, tuple(MLA_FIELDS)),
-            ("training", TRAINING_FIELDS, ("seq_len",))):
+        ("architecture", ARCHITECTURE_FIELDS, tuple(ARCHITECTURE_FIELDS)),
+        ("moe", MOE_FIELDS, tuple(MOE_FIELDS)),
+        ("mla", MLA_FIELDS, tuple(MLA_FIELDS)),
+        ("training", TRAINING_FIELDS, ("seq_len",)),
+    ):
         props = {key: _field(name, key, kind) for key, kind in spec.items()}
-        tables[name] = {"type": "object", "description": DOCS[name],
-                        "required": list(required), "additionalProperties": False,
-                        "properties": props}
+        tables[name] = {
+            "type": "object",
+            "description": DOCS[name],
+            "required": list(required),
+            "additionalProperties": False,
+            "properties": props,
+        }
     arch = tables["architecture"]["properties"]
     arch["mlp"]["enum"] = ["gated", "plain"]
     arch["activation"]["enum"] = list(ACTIVATIONS)
-    reference = {"type": "object", "description": DOCS["reference"],
-                 "additionalProperties": {
-                     "type": "object", "required": ["value"], "additionalProperties": False,
-                     "properties": {"value": {"type": "number", "exclusiveMinimum": 0},
-                                    "source": {"type": "string"}}}}
+    reference = {
+        "type": "object",
+        "description": DOCS["reference"],
+        "additionalProperties": {
+            "type": "object",
+            "required": ["value"],
+            "additionalProperties": False,
+            "properties": {
+                "value": {"type": "number", "exclusiveMinimum": 0},
+                "source": {"type": "string"},
+            },
+        },
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://shardc.dev/schemas/shardc.card-1.json",
         "title": "shardc model card",
         "description": "A model card TOML (dsl/tools/models/cards/*.toml, or one of your own "
-                       "for --card FILE) after TOML parsing. Generated from the loader's field "
-                       "tables; print it with `shardc model schema`. A schema cannot say that "
-                       "n_heads is a multiple of n_kv_heads or that n_active <= n_experts: "
-                       "`shardc model show FILE` checks those too.",
+        "for --card FILE) after TOML parsing. Generated from the loader's field "
+        "tables; print it with `shardc model schema`. A schema cannot say that "
+        "n_heads is a multiple of n_kv_heads or that n_active <= n_experts: "
+        "`shardc model show FILE` checks those too.",
         "type": "object",
         "required": ["name", "architecture", "training"],
         "additionalProperties": False,
         "properties": {
             "name": {"type": "string", "minLength": 1, "description": DOCS["name"]},
             "display_name": {"type": "string", "description": DOCS["display_name"]},
-            "aliases": {"type": "array", "items": {"type": "string", "minLength": 1},
-                        "description": DOCS["aliases"]},
-            **tables, "reference": reference},
+            "aliases": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "description": DOCS["aliases"],
+            },
+            **tables,
+            "reference": reference,
+        },
     }
 
 

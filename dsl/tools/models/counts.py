@@ -85,14 +85,15 @@ class Counts:
         from shardc.lang.numeric import finite
 
         what = f"training FLOPs over {tokens:.4g} tokens"
-        return {"six_n": finite(self.six_n * tokens, f"{what} (6N)"),
-                "compiled": finite(self.train_flops_per_token * tokens, f"{what} (compiled)")}
+        return {
+            "six_n": finite(self.six_n * tokens, f"{what} (6N)"),
+            "compiled": finite(self.train_flops_per_token * tokens, f"{what} (compiled)"),
+        }
 
     @property
     def kv_bytes_per_token(self) -> float:
         """Bytes of KV cache per token over all layers (keys and values, or MLA's latent)."""
-        return (sum(p.kv_elements * p.count / p.tokens for p in self.parts)
-                * DTYPES[self.kv_dtype])
+        return sum(p.kv_elements * p.count / p.tokens for p in self.parts) * DTYPES[self.kv_dtype]
 
 
 def count(card: ModelCard, seq_len: int | None = None, kv_dtype: str = "bf16") -> Counts:
@@ -106,8 +107,11 @@ def count(card: ModelCard, seq_len: int | None = None, kv_dtype: str = "bf16") -
     seq = seq_len or card.seq_len
     # Sequences enough that the routed experts' tokens split evenly over the experts (one for
     # every shipped card); the figures are per token either way.
-    batch = (card.moe.n_experts // math.gcd(seq * card.moe.n_active, card.moe.n_experts)
-             if card.moe else 1)
+    batch = (
+        card.moe.n_experts // math.gcd(seq * card.moe.n_active, card.moe.n_experts)
+        if card.moe
+        else 1
+    )
     out = []
     groups: dict[str, float] = {}
     for part in parts(card, Layout("single"), batch, seq):
@@ -128,8 +132,9 @@ def count_part(part: Part, tokens: int) -> PartCount:
     by_group: dict[str, float] = {}
     kv = 0.0
     for a in report.cost.arrays:
-        elements = _value(report, a.bytes_total) / DTYPES[a.dtype] * _value(
-            report, getattr(a, "count", 1))
+        elements = (
+            _value(report, a.bytes_total) / DTYPES[a.dtype] * _value(report, getattr(a, "count", 1))
+        )
         if a.name in params:
             g = part.groups.get(a.name, "other")
             by_group[g] = by_group.get(g, 0.0) + elements
@@ -146,8 +151,17 @@ def count_part(part: Part, tokens: int) -> PartCount:
         names = {s.name for s in c.flops.free_symbols}
         if {"T", "S"} <= names:
             attention += flops
-    return PartCount(part.name, part.count, sum(by_group.values()), by_group, forward, train,
-                     attention, kv, tokens)
+    return PartCount(
+        part.name,
+        part.count,
+        sum(by_group.values()),
+        by_group,
+        forward,
+        train,
+        attention,
+        kv,
+        tokens,
+    )
 
 
 def _value(report, expr) -> float:

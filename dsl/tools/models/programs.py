@@ -42,8 +42,9 @@ class Part:
     """What the sharding had to decide that the layout did not say (a data axis on T)."""
 
 
-def parts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None = None
-          ) -> list[Part]:
+def parts(
+    card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None = None
+) -> list[Part]:
     """Every program of one training step of `batch` sequences of `seq` tokens."""
     moe = card.moe
     out = []
@@ -58,8 +59,9 @@ def parts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None 
     return out
 
 
-def part(card: ModelCard, layout: Layout, batch: int, seq: int, name: str,
-         hw: str | None = None) -> Part:
+def part(
+    card: ModelCard, layout: Layout, batch: int, seq: int, name: str, hw: str | None = None
+) -> Part:
     for p in parts(card, layout, batch, seq, hw):
         if p.name == name:
             return p
@@ -69,8 +71,16 @@ def part(card: ModelCard, layout: Layout, batch: int, seq: int, name: str,
 
 # ---- the programs ----------------------------------------------------------------------------
 
-def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
-          part: str = "layer", count: int = 1) -> Part:
+
+def layer(
+    card: ModelCard,
+    layout: Layout,
+    batch: int,
+    seq: int,
+    hw: str | None,
+    part: str = "layer",
+    count: int = 1,
+) -> Part:
     """One transformer layer (attention, then the MLP) with `backward`."""
     s = Sharding(card, layout, batch, seq)
     moe = card.moe if part == "moe-layer" else None
@@ -81,8 +91,9 @@ def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
     w = Weights(s)
     lines: list[str] = []
     a = s.act  # activation subscripts
-    lines.append(f"In: bf16[{a('B', 'T', 'D', d_tp=True)}]"
-                 "   # the residual stream entering the layer")
+    lines.append(
+        f"In: bf16[{a('B', 'T', 'D', d_tp=True)}]   # the residual stream entering the layer"
+    )
     if card.mla is None:
         kv, groups = _gqa(card, s, w, dims, lines)
     else:
@@ -91,19 +102,36 @@ def layer(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
         dims["E"] = moe.n_experts
         s.check("E", moe.n_experts, (), "n_experts")
         w.lines.append(w.param("W_R", ("D", card.d_model), ("E", moe.n_experts)))
-        lines.append(f"Router = A[{a('B', 'T', 'D')}] ·_D W_R"
-                     "   # routing logits (not on the path to Out, so no gradient)")
+        lines.append(
+            f"Router = A[{a('B', 'T', 'D')}] ·_D W_R"
+            "   # routing logits (not on the path to Out, so no gradient)"
+        )
         groups["W_R"] = "router"
     if moe is None or moe.n_shared:
         groups.update(_mlp(card, s, w, "F", d_ff, lines, shared=moe is not None))
     else:  # no shared experts (Mixtral): the routed experts are the whole MLP
         del dims["F"]
-        lines.append(f"Out[{a('B', 'T', 'D', d_tp=True)}] = A   # the layer's output, before "
-                     "the routed experts")
-    header = _header(card, layout, s, dims, hw,
-                     f"one {'MoE ' if moe else ''}transformer layer"
-                     + ((" (attention and the shared experts)" if moe.n_shared else
-                         " (attention and the router; no shared experts)") if moe else ""))
+        lines.append(
+            f"Out[{a('B', 'T', 'D', d_tp=True)}] = A   # the layer's output, before "
+            "the routed experts"
+        )
+    header = _header(
+        card,
+        layout,
+        s,
+        dims,
+        hw,
+        f"one {'MoE ' if moe else ''}transformer layer"
+        + (
+            (
+                " (attention and the shared experts)"
+                if moe.n_shared
+                else " (attention and the router; no shared experts)"
+            )
+            if moe
+            else ""
+        ),
+    )
     body = w.lines + lines + ["backward"]
     return Part(part, count, "\n".join(header + body) + "\n", groups, kv, tuple(s.notes))
 
@@ -115,12 +143,12 @@ def keys(spec: str) -> str:
     >>> keys("B_{X}, S_{Z}, D")
     'B_{X}, T->S_{Z}, D'
     """
-    return ", ".join(f"T->{e}" if e == "S" or e.startswith("S_") else e
-                     for e in spec.split(", "))
+    return ", ".join(f"T->{e}" if e == "S" or e.startswith("S_") else e for e in spec.split(", "))
 
 
-def _gqa(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
-         lines: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+def _gqa(
+    card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int], lines: list[str]
+) -> tuple[tuple[str, ...], dict[str, str]]:
     k, g, h = card.n_kv_heads, card.groups, card.d_head
     dims.update({"K": k, "G": g, "H": h})
     a = s.act
@@ -142,22 +170,33 @@ def _gqa(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
     return ("Kc", "Vc"), {n: "attention" for n in ("W_Q", "W_K", "W_V", "W_O")}
 
 
-def _mla(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
-         lines: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+def _mla(
+    card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int], lines: list[str]
+) -> tuple[tuple[str, ...], dict[str, str]]:
     m = card.mla
     assert m is not None
     n = card.n_heads
-    dims.update({"N": n, "HN": m.qk_nope_head_dim, "HR": m.qk_rope_head_dim,
-                 "HV": m.v_head_dim, "RQ": m.q_lora_rank, "RKV": m.kv_lora_rank})
+    dims.update(
+        {
+            "N": n,
+            "HN": m.qk_nope_head_dim,
+            "HR": m.qk_rope_head_dim,
+            "HV": m.v_head_dim,
+            "RQ": m.q_lora_rank,
+            "RKV": m.kv_lora_rank,
+        }
+    )
     D = ("D", card.d_model)
-    specs = {"W_DQ": (D, ("RQ", m.q_lora_rank)),
-             "W_UQ": (("RQ", m.q_lora_rank), ("N", n), ("HN", m.qk_nope_head_dim)),
-             "W_QR": (("RQ", m.q_lora_rank), ("N", n), ("HR", m.qk_rope_head_dim)),
-             "W_DKV": (D, ("RKV", m.kv_lora_rank)),
-             "W_KR": (D, ("HR", m.qk_rope_head_dim)),
-             "W_UK": (("RKV", m.kv_lora_rank), ("N", n), ("HN", m.qk_nope_head_dim)),
-             "W_UV": (("RKV", m.kv_lora_rank), ("N", n), ("HV", m.v_head_dim)),
-             "W_O": (("N", n), ("HV", m.v_head_dim), D)}
+    specs = {
+        "W_DQ": (D, ("RQ", m.q_lora_rank)),
+        "W_UQ": (("RQ", m.q_lora_rank), ("N", n), ("HN", m.qk_nope_head_dim)),
+        "W_QR": (("RQ", m.q_lora_rank), ("N", n), ("HR", m.qk_rope_head_dim)),
+        "W_DKV": (D, ("RKV", m.kv_lora_rank)),
+        "W_KR": (D, ("HR", m.qk_rope_head_dim)),
+        "W_UK": (("RKV", m.kv_lora_rank), ("N", n), ("HN", m.qk_nope_head_dim)),
+        "W_UV": (("RKV", m.kv_lora_rank), ("N", n), ("HV", m.v_head_dim)),
+        "W_O": (("N", n), ("HV", m.v_head_dim), D),
+    }
     for name, spec in specs.items():
         w.lines.append(w.param(name, *spec))
     a = s.act
@@ -178,8 +217,9 @@ def _mla(card: ModelCard, s: Sharding, w: Weights, dims: dict[str, int],
     return ("Ckv", "Kr"), {name: "attention" for name in specs}
 
 
-def _mlp(card: ModelCard, s: Sharding, w: Weights, fdim: str, d_ff: int, lines: list[str],
-         shared: bool) -> dict[str, str]:
+def _mlp(
+    card: ModelCard, s: Sharding, w: Weights, fdim: str, d_ff: int, lines: list[str], shared: bool
+) -> dict[str, str]:
     a = s.act
     D, F = ("D", card.d_model), (fdim, d_ff)
     group = "shared-experts" if shared else "mlp"
@@ -188,11 +228,15 @@ def _mlp(card: ModelCard, s: Sharding, w: Weights, fdim: str, d_ff: int, lines: 
     if card.mlp == "gated":
         w.lines.append(w.param("W_in2", D, F))
     w.lines.append(w.param("W_out", F, D))
-    lines.append(f"Tmp1 = A[{a('B', 'T', 'D')}] ·_D W_in1"
-                 + ("   # the shared experts as one MLP" if shared else ""))
+    lines.append(
+        f"Tmp1 = A[{a('B', 'T', 'D')}] ·_D W_in1"
+        + ("   # the shared experts as one MLP" if shared else "")
+    )
     if card.mlp == "gated":
         lines.append(f"Tmp2 = A[{a('B', 'T', 'D')}] ·_D W_in2")
-        lines.append(f"Act = {act}(Tmp1) * Tmp2   # the gating einsum (the transformer-math chapter)")
+        lines.append(
+            f"Act = {act}(Tmp1) * Tmp2   # the gating einsum (the transformer-math chapter)"
+        )
     else:
         lines.append(f"Act = {act}(Tmp1)")
     lines.append(f"Out[{a('B', 'T', 'D', d_tp=True)}] = Act ·_{fdim} W_out")
@@ -200,15 +244,18 @@ def _mlp(card: ModelCard, s: Sharding, w: Weights, fdim: str, d_ff: int, lines: 
     return {n: group for n in names}
 
 
-def experts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None,
-            count: int = 1) -> Part:
+def experts(
+    card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None, count: int = 1
+) -> Part:
     """The routed experts of one MoE layer on their dispatched tokens, with `backward`."""
     moe = card.moe
     assert moe is not None
     tokens = batch * seq * moe.n_active
     if tokens % moe.n_experts:
-        raise ShardingError(f"{batch * seq} tokens x {moe.n_active} experts each do not split "
-                            f"evenly over {moe.n_experts} experts")
+        raise ShardingError(
+            f"{batch * seq} tokens x {moe.n_active} experts each do not split "
+            f"evenly over {moe.n_experts} experts"
+        )
     c = tokens // moe.n_experts
     s = Sharding(card, layout, batch, seq, capacity=c)
     dims = {"E": moe.n_experts, "C": c, "D": card.d_model, "FE": moe.d_ff_expert}
@@ -220,42 +267,61 @@ def experts(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | Non
         w.lines.append(w.param("W_e2", E, D, FE))
     w.lines.append(w.param("W_e3", E, FE, D))
     a = s.act
-    lines = [f"Xe: bf16[{a('E', 'C', 'D', d_tp=True)}]"
-             "   # the dispatched tokens: C per expert (balanced routing)"]
+    lines = [
+        f"Xe: bf16[{a('E', 'C', 'D', d_tp=True)}]"
+        "   # the dispatched tokens: C per expert (balanced routing)"
+    ]
     x = "Xe"
     if s.expert_axes:  # the dispatch: each token to the devices of its experts
         ep = s.expert_axes
-        at = {"E": subscripted("E", ep),
-              "C": subscripted("C", tuple(n for n in s.batch_axes if n not in ep))}
+        at = {
+            "E": subscripted("E", ep),
+            "C": subscripted("C", tuple(n for n in s.batch_axes if n not in ep)),
+        }
         d_tp = a("D", d_tp=True)
 
         def moved(d: str = "D") -> str:
             return f"{at['E']}, {at['C']}, {d}"
-        lines.append(f"Xd[{moved(d_tp)}] = Xe   # the dispatch: an AllToAll over "
-                     f"{', '.join(ep)} (expert parallelism)")
+
+        lines.append(
+            f"Xd[{moved(d_tp)}] = Xe   # the dispatch: an AllToAll over "
+            f"{', '.join(ep)} (expert parallelism)"
+        )
         x = "Xd"
     else:
+
         def moved(d: str = "D") -> str:
             return a("E", "C", d)
+
     lines.append(f"Te1 = {x}[{moved()}] ·_D W_e1   # E is a batch dim: each expert its own")
     if card.mlp == "gated":
-        lines += [f"Te2 = {x}[{moved()}] ·_D W_e2",
-                  f"Ae = {card.activation}(Te1) * Te2"]
+        lines += [f"Te2 = {x}[{moved()}] ·_D W_e2", f"Ae = {card.activation}(Te1) * Te2"]
     else:
         lines.append(f"Ae = {card.activation}(Te1)")
     if s.expert_axes:
-        lines += [f"Yd[{moved(a('D', d_tp=True))}] = Ae ·_FE W_e3",
-                  f"Ye[{a('E', 'C', 'D', d_tp=True)}] = Yd   # the combine: back to the tokens' "
-                  "devices"]
+        lines += [
+            f"Yd[{moved(a('D', d_tp=True))}] = Ae ·_FE W_e3",
+            f"Ye[{a('E', 'C', 'D', d_tp=True)}] = Yd   # the combine: back to the tokens' devices",
+        ]
     else:
         lines.append(f"Ye[{a('E', 'C', 'D', d_tp=True)}] = Ae ·_FE W_e3")
     lines.append("backward")
-    header = _header(card, layout, s, dims, hw,
-                     f"the {moe.n_experts} routed experts of one MoE layer, each token sent to "
-                     f"{moe.n_active}")
+    header = _header(
+        card,
+        layout,
+        s,
+        dims,
+        hw,
+        f"the {moe.n_experts} routed experts of one MoE layer, each token sent to {moe.n_active}",
+    )
     names = ("W_e1", "W_e2", "W_e3") if card.mlp == "gated" else ("W_e1", "W_e3")
-    return Part("experts", count, "\n".join(header + w.lines + lines) + "\n",
-                {n: "experts" for n in names}, notes=tuple(s.notes))
+    return Part(
+        "experts",
+        count,
+        "\n".join(header + w.lines + lines) + "\n",
+        {n: "experts" for n in names},
+        notes=tuple(s.notes),
+    )
 
 
 def head(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None) -> Part:
@@ -269,15 +335,17 @@ def head(card: ModelCard, layout: Layout, batch: int, seq: int, hw: str | None) 
     if not card.tied_embeddings:
         w.lines.append(w.param("W_E", V, D) + "   # the embedding: a lookup, no FLOPs")
         groups["W_E"] = "embeddings"
-    w.lines.append(w.param("W_U", D, V) + ("   # tied: also the embedding"
-                                           if card.tied_embeddings else ""))
+    w.lines.append(
+        w.param("W_U", D, V) + ("   # tied: also the embedding" if card.tied_embeddings else "")
+    )
     a = s.act
-    lines = [f"Hf: bf16[{a('B', 'T', 'D', d_tp=True)}]   # the last layer's output",
-             f"Logits[{a('B', 'T', 'V', d_tp=True)}] = Hf[{a('B', 'T', 'D')}] ·_D W_U",
-             "backward"]
+    lines = [
+        f"Hf: bf16[{a('B', 'T', 'D', d_tp=True)}]   # the last layer's output",
+        f"Logits[{a('B', 'T', 'V', d_tp=True)}] = Hf[{a('B', 'T', 'D')}] ·_D W_U",
+        "backward",
+    ]
     header = _header(card, layout, s, dims, hw, "the embedding and unembedding")
-    return Part("head", 1, "\n".join(header + w.lines + lines) + "\n", groups,
-                notes=tuple(s.notes))
+    return Part("head", 1, "\n".join(header + w.lines + lines) + "\n", groups, notes=tuple(s.notes))
 
 
 def _padded_vocab(vocab: int, s: Sharding) -> int:
@@ -312,15 +380,20 @@ def hardware_line(hw: str) -> str:
         return f"hardware {hw}"
     if hw.isprintable() and '"' not in hw:
         return f'hardware "{hw}"'
-    raise ShardingError(f"--hw {quoted(hw)}: a chip name or path with a double quote or a "
-                        "control character cannot be written into a program's `hardware` line")
+    raise ShardingError(
+        f"--hw {quoted(hw)}: a chip name or path with a double quote or a "
+        "control character cannot be written into a program's `hardware` line"
+    )
 
 
-def _header(card: ModelCard, layout: Layout, s: Sharding, dims: dict[str, int],
-            hw: str | None, what: str) -> list[str]:
-    out = [comment(f"{card.display_name}: {what}."),
-           comment(f"Generated by `shardc model program {card.name}` from {card.path}."),
-           comment(f"Strategy {layout.strategy}: {s.describe()}.")]
+def _header(
+    card: ModelCard, layout: Layout, s: Sharding, dims: dict[str, int], hw: str | None, what: str
+) -> list[str]:
+    out = [
+        comment(f"{card.display_name}: {what}."),
+        comment(f"Generated by `shardc model program {card.name}` from {card.path}."),
+        comment(f"Strategy {layout.strategy}: {s.describe()}."),
+    ]
     if layout.axes:
         out.append(f"mesh {layout.mesh_text()}")
     out.append("dim " + ", ".join(f"{k}={v}" for k, v in dims.items()))

@@ -2,7 +2,6 @@
 the data axes, heads, d_ff, vocabulary and d_model over the tensor axes) and the weights' layouts
 (`Weights`), for the programs of `shardc.tools.models.programs`."""
 
-
 from __future__ import annotations
 
 import math
@@ -71,7 +70,6 @@ class Layout:
         return ", ".join(a.text() for a in self.axes)
 
 
-
 def subscripted(dim: str, axes: tuple[str, ...]) -> str:
     return f"{dim}_{{{','.join(axes)}}}" if axes else dim
 
@@ -81,8 +79,9 @@ class Sharding:
     experts' capacity C), data axes that do not divide B on the sequence T (and S), tensor
     axes on the heads (K first, then G; MLA: N), d_ff, the vocabulary and d_model."""
 
-    def __init__(self, card: ModelCard, layout: Layout, batch: int, seq: int,
-                 capacity: int | None = None):
+    def __init__(
+        self, card: ModelCard, layout: Layout, batch: int, seq: int, capacity: int | None = None
+    ):
         self.card, self.layout = card, layout
         self.tp = tuple(a.name for a in layout.of("tp"))
         self.data = tuple(a.name for a in layout.of("data", "seq"))
@@ -104,13 +103,22 @@ class Sharding:
                 rest_t //= n
                 if ax.role == "data":
                     part = math.gcd(n, rest_b)
-                    hint = (f"; to split it {part} x {n // part} over the batch and the "
-                            "sequence, write it as two axes" if part > 1 else "")
-                    self.notes.append(f"{ax.name}={n} shards the sequence T (the {rest_b} "
-                                      f"sequences left do not split {n} ways){hint}")
+                    hint = (
+                        f"; to split it {part} x {n // part} over the batch and the "
+                        "sequence, write it as two axes"
+                        if part > 1
+                        else ""
+                    )
+                    self.notes.append(
+                        f"{ax.name}={n} shards the sequence T (the {rest_b} "
+                        f"sequences left do not split {n} ways){hint}"
+                    )
             else:
-                what = (f"{capacity} tokens per expert" if tokens else
-                        f"{batch} sequences x {seq} tokens")
+                what = (
+                    f"{capacity} tokens per expert"
+                    if tokens
+                    else f"{batch} sequences x {seq} tokens"
+                )
                 raise ShardingError(f"{what} cannot be split further over {ax.name}={n}")
         self.batch_axes, self.seq_axes = tuple(batch_axes), tuple(seq_axes)
         self.expert_axes: tuple[str, ...] = ()
@@ -131,14 +139,24 @@ class Sharding:
                     raise ShardingError(
                         f"the {card.n_heads} heads ({card.n_kv_heads} KV heads x {card.groups} "
                         f"query groups) cannot be split over tensor axis {ax.name}={size} "
-                        "(split it into two axes, one for the KV heads, one for the groups)")
+                        "(split it into two axes, one for the KV heads, one for the groups)"
+                    )
         else:
             self.check("N", card.n_heads, self.tp, "n_heads")
         self.heads_k, self.heads_g = tuple(heads_k), tuple(heads_g)
         self.check("D", card.d_model, self.tp, "d_model")
-        self.dim_axes = {"B": self.batch_axes, "C": self.batch_axes, "T": self.seq_axes,
-                         "S": self.seq_axes, "K": self.heads_k, "G": self.heads_g,
-                         "N": self.tp, "F": self.tp, "FE": self.tp, "V": self.tp}
+        self.dim_axes = {
+            "B": self.batch_axes,
+            "C": self.batch_axes,
+            "T": self.seq_axes,
+            "S": self.seq_axes,
+            "K": self.heads_k,
+            "G": self.heads_g,
+            "N": self.tp,
+            "F": self.tp,
+            "FE": self.tp,
+            "V": self.tp,
+        }
 
     def _expert_axes(self, experts: int) -> tuple[str, ...]:
         """The data axes (batch axes of the tokens) that shard the experts: the minor ones
@@ -152,8 +170,10 @@ class Sharding:
                 out.insert(0, name)
                 rest_e //= n
         if not out:
-            raise ShardingError(f"no data axis divides the {experts} experts (expert "
-                                "parallelism shards them over the data axes)")
+            raise ShardingError(
+                f"no data axis divides the {experts} experts (expert "
+                "parallelism shards them over the data axes)"
+            )
         return tuple(out)
 
     def ways(self, axes: tuple[str, ...]) -> int:
@@ -166,17 +186,23 @@ class Sharding:
     def check(self, dim: str, size: int, axes: tuple[str, ...], what: str) -> None:
         n = self.ways(axes)
         if size % n:
-            raise ShardingError(f"{what} = {size} is not divisible by the {n} ways of "
-                                f"{', '.join(axes)} ({dim} would be sharded {subscripted(dim, axes)})")
+            raise ShardingError(
+                f"{what} = {size} is not divisible by the {n} ways of "
+                f"{', '.join(axes)} ({dim} would be sharded {subscripted(dim, axes)})"
+            )
 
     def act(self, *dims: str, d_tp: bool = False, whole: tuple[str, ...] = ()) -> str:
         """An activation's layout: `d_tp` shards d_model over the tensor axes (the book's
         In[B, D_Y]); the dims in `whole` are not sharded (the keys' S in the scores: gathered)."""
         out = []
         for d in dims:
-            axes = (self.tp if self.layout.sequence_parallel else ()) if (d == "D" and d_tp) \
-                else () if d in whole else (
-                self.dim_axes.get(d, ()))
+            axes = (
+                (self.tp if self.layout.sequence_parallel else ())
+                if (d == "D" and d_tp)
+                else ()
+                if d in whole
+                else (self.dim_axes.get(d, ()))
+            )
             out.append(subscripted(d, axes))
         return ", ".join(out)
 
@@ -204,8 +230,10 @@ def _hybrid_hint(ax: str, n: int | None, free: list[int]) -> str:
     shard = max((math.gcd(n, f) for f in free), default=1)
     if shard <= 1:
         return ""
-    return (f" (ZeRO-3 pads it, which shardc does not model; shard it {shard} ways and replicate "
-            f"it {n // shard} ways instead: a batch-only axis P={n // shard} beside {ax}={shard})")
+    return (
+        f" (ZeRO-3 pads it, which shardc does not model; shard it {shard} ways and replicate "
+        f"it {n // shard} ways instead: a batch-only axis P={n // shard} beside {ax}={shard})"
+    )
 
 
 class Weights:
@@ -218,13 +246,15 @@ class Weights:
 
     def param(self, name: str, *dims: tuple[str, int]) -> str:
         s = self.s
-        axes: dict[str, list[str]] = {d: list(s.dim_axes.get(d, ())) if d != "D" else []
-                                      for d, _ in dims}
+        axes: dict[str, list[str]] = {
+            d: list(s.dim_axes.get(d, ())) if d != "D" else [] for d, _ in dims
+        }
         if "E" in axes:
             axes["E"] = list(s.expert_axes)
         sizes = dict(dims)
-        order = ["D"] * ("D" in sizes) + sorted((d for d in sizes if d != "D" and not axes[d]),
-                                                key=lambda d: -sizes[d])
+        order = ["D"] * ("D" in sizes) + sorted(
+            (d for d in sizes if d != "D" and not axes[d]), key=lambda d: -sizes[d]
+        )
         for ax in s.fsdp_axes:
             if "E" in axes and ax in s.expert_axes:
                 continue  # the experts' axis shards E already
@@ -237,8 +267,16 @@ class Weights:
                     axes[d].append(ax)
                     break
             else:
-                raise WeightSplitError(f"{name}[{', '.join(d for d, _ in dims)}] has no dim "
-                                       f"that FSDP can split over {ax}={n} as well"
-                                       + _hybrid_hint(ax, n, [sizes[d] // math.prod(
-                                           s.sizes.get(o) or 1 for o in axes[d]) for d in order]))
-        return (f"param {name}: bf16[{', '.join(subscripted(d, tuple(axes[d])) for d, _ in dims)}]")
+                raise WeightSplitError(
+                    f"{name}[{', '.join(d for d, _ in dims)}] has no dim "
+                    f"that FSDP can split over {ax}={n} as well"
+                    + _hybrid_hint(
+                        ax,
+                        n,
+                        [
+                            sizes[d] // math.prod(s.sizes.get(o) or 1 for o in axes[d])
+                            for d in order
+                        ],
+                    )
+                )
+        return f"param {name}: bf16[{', '.join(subscripted(d, tuple(axes[d])) for d, _ in dims)}]"

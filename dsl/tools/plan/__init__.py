@@ -23,5 +23,16 @@ from shardc.tools.plan.evaluation import evaluate, plan
 from shardc.tools.plan.explanation import book_figures, explain
 from shardc.tools.plan.strategies import choose_slice, layouts
 
-__all__ = ["Candidate", "Options", "Plan", "PlanError", "Slice", "book_figures",
-           "choose_slice", "evaluate", "explain", "layouts", "plan"]
+__all__ = [
+    "Candidate",
+    "Options",
+    "Plan",
+    "PlanError",
+    "Slice",
+    "book_figures",
+    "choose_slice",
+    "evaluate",
+    "explain",
+    "layouts",
+    "plan",
+]

@@ -16,8 +16,9 @@ from shardc.tools.models.sharding import Layout, ShardingError
 from shardc.tools.plan.candidates import Options
 
 
-def compile_parts(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: int,
-                  options: Options) -> list[tuple[Part, Any, dict[int, float]]] | str:
+def compile_parts(
+    card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: int, options: Options
+) -> list[tuple[Part, Any, dict[int, float]]] | str:
     """Each program of a step of `sequences` sequences, compiled for the chip, with its ops'
     durations; or why one cannot be."""
     from shardc.driver import api
@@ -30,15 +31,23 @@ def compile_parts(card: ModelCard, chip: Chip, layout: Layout, sequences: int, s
     out = []
     for p in ps:
         try:
-            r = api.compile(p.text, hw=chip, model=options.model, optimizer=options.optimizer,
-                            remat=options.remat, name=f"<{card.name} {p.name}>",
-                            attention=options.attention, explain=False, idle_axes=False,
-                            matmul_precision=options.matmul_precision)
+            r = api.compile(
+                p.text,
+                hw=chip,
+                model=options.model,
+                optimizer=options.optimizer,
+                remat=options.remat,
+                name=f"<{card.name} {p.name}>",
+                attention=options.attention,
+                explain=False,
+                idle_axes=False,
+                matmul_precision=options.matmul_precision,
+            )
         except CompileError as exc:
             first = exc.diagnostics[0] if exc.diagnostics else None
-            return ("not evaluated: the compiler rejects the generated "
-                    f"{p.name} program: " + (f"[{first.code}] {first.message}"
-                                             if first else str(exc)))
+            return f"not evaluated: the compiler rejects the generated {p.name} program: " + (
+                f"[{first.code}] {first.message}" if first else str(exc)
+            )
         durations = r.step_durations()
         if durations is None:
             return f"not evaluated: the {p.name} program has unbound sizes"
@@ -48,16 +57,27 @@ def compile_parts(card: ModelCard, chip: Chip, layout: Layout, sequences: int, s
 
 def new_totals() -> dict[str, Any]:
     """Running totals at zero, for `add_report` to add to."""
-    return {"t_step_s": 0.0, "t_step_overlap_revised_s": 0.0, "t_step_expected_s": 0.0,
-            "t_lower_s": 0.0,
-            "t_math_s": 0.0, "t_hbm_s": 0.0, "t_comms_s": 0.0,
-            "flops_per_device": 0.0, "model_flops": 0.0,
-            "t_comms_by_level_s": {},
-            "t_comms_by_role_s": {}, "t_exposed_by_role_s": {}, "memory": {}, "parts": {}}
+    return {
+        "t_step_s": 0.0,
+        "t_step_overlap_revised_s": 0.0,
+        "t_step_expected_s": 0.0,
+        "t_lower_s": 0.0,
+        "t_math_s": 0.0,
+        "t_hbm_s": 0.0,
+        "t_comms_s": 0.0,
+        "flops_per_device": 0.0,
+        "model_flops": 0.0,
+        "t_comms_by_level_s": {},
+        "t_comms_by_role_s": {},
+        "t_exposed_by_role_s": {},
+        "memory": {},
+        "parts": {},
+    }
 
 
-def add_report(acc: dict[str, Any], r, p: Part, layout: Layout, n: float,
-               memory_count: float | None = None) -> None:
+def add_report(
+    acc: dict[str, Any], r, p: Part, layout: Layout, n: float, memory_count: float | None = None
+) -> None:
     """Add `n` runs of a compiled part's per-device figures to `acc` (its memory
     `memory_count` times, by default `p.count`)."""
     acc["t_lower_s"] += (r.value("t_lower_s") or 0.0) * n
@@ -81,9 +101,12 @@ def expected_step(r, roofline: float, durations: dict[int, float] | None = None)
     return expected_parts(r, roofline, durations)[0]
 
 
-def expected_parts(r, roofline: float, durations: dict[int, float] | None = None,
-                   spans: dict[int, tuple[float, float, str]] | None = None
-                   ) -> tuple[float, dict[int, float]]:
+def expected_parts(
+    r,
+    roofline: float,
+    durations: dict[int, float] | None = None,
+    spans: dict[int, tuple[float, float, str]] | None = None,
+) -> tuple[float, dict[int, float]]:
     """`expected_step` and each collective's exposed part in that schedule, by op index (in
     the roofline's schedule on a chip without a calibration: from its `spans` where the
     caller has them, so it is not scheduled twice)."""
@@ -97,14 +120,12 @@ def expected_parts(r, roofline: float, durations: dict[int, float] | None = None
     return (roofline, {}) if out is None else (max(out[0], roofline), out[1])
 
 
-def add_exposed(acc: dict[str, Any], r, parts: dict[int, float], layout: Layout,
-                n: float) -> None:
+def add_exposed(acc: dict[str, Any], r, parts: dict[int, float], layout: Layout, n: float) -> None:
     """Add `n` times each collective's exposed seconds to `acc["t_exposed_by_role_s"]`, by
     its role (`collective_role`)."""
     for op in r.ops:
         if op.index in parts:
-            _add(acc["t_exposed_by_role_s"], collective_role(op.axes, layout),
-                 parts[op.index] * n)
+            _add(acc["t_exposed_by_role_s"], collective_role(op.axes, layout), parts[op.index] * n)
 
 
 def zero_state(memory: dict[str, float], layout: Layout, options: Options) -> None:
@@ -141,8 +162,9 @@ def collective_role(axes: tuple[str, ...], layout: Layout) -> str:
     roles = {a.name: a.role for a in layout.axes}
     kinds = {roles.get(a, "?") for a in axes}
     if "pod" in kinds:
-        dcn = any(a.role == "pod" and a.link.startswith("@dcn") and a.name in axes
-                  for a in layout.axes)
+        dcn = any(
+            a.role == "pod" and a.link.startswith("@dcn") and a.name in axes for a in layout.axes
+        )
         return "dcn" if dcn else "dp"
     if kinds == {"tp"}:
         return "tp"
@@ -165,35 +187,43 @@ def _add_memory(memory: dict[str, float], r, p: Part, count: float) -> None:
                 memory["gradients"] += r.value(a.bytes_per_device) or 0.0
 
 
-def figures(acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int,
-            stages: int = 1) -> dict[str, Any]:
+def figures(
+    acc: dict[str, Any], chip: Chip, layout: Layout, tokens: int, stages: int = 1
+) -> dict[str, Any]:
     """The step's figures from the totals of `acc`: the bound, memory and whether it fits,
     MFU and HFU; `stages` pipeline stages of the layout's chips each."""
     mem = sum(acc["memory"].values())
     t_math, t_hbm, t_comms = acc["t_math_s"], acc["t_hbm_s"], acc["t_comms_s"]
-    bound = max((("compute", t_math), ("hbm", t_hbm), ("comms", t_comms)),
-                key=lambda kv: (kv[1], kv[0] == "compute"))[0]
+    bound = max(
+        (("compute", t_math), ("hbm", t_hbm), ("comms", t_comms)),
+        key=lambda kv: (kv[1], kv[0] == "compute"),
+    )[0]
     levels = acc["t_comms_by_level_s"]
     level = max(levels, key=lambda k: levels[k]) if levels and bound == "comms" else None
     chips = layout.degree("data", "seq", "tp", "pod") * stages
     step = acc["t_step_s"]
     peak = chip.flops_for("bf16")[0]
-    return {**acc,
-            "bound": bound, "bound_level": level,
-            "memory_per_device_bytes": mem,
-            "fits": mem <= chip.hbm_bytes,
-            "chips": chips,
-            "tokens_per_chip": tokens / chips,
-            # MFU: model FLOPs over what the chips could do in the step; HFU: every FLOP a
-            # device runs (recomputation, replicated work and elementwise ops included).
-            "mfu": acc["model_flops"] / (chips * peak * step) if step else None,
-            # the calibrated step (T_expected's figures, exposed communication) beside the
-            # roofline's; plan ranks by the calibrated step (docs/plan.md)
-            "t_step_expected_s": max(acc["t_step_expected_s"], step),
-            "mfu_expected": (acc["model_flops"] / (chips * peak * max(acc["t_step_expected_s"],
-                                                                       step))
-                             if step else None),
-            "hfu": acc["flops_per_device"] / (peak * step) if step else None}
+    return {
+        **acc,
+        "bound": bound,
+        "bound_level": level,
+        "memory_per_device_bytes": mem,
+        "fits": mem <= chip.hbm_bytes,
+        "chips": chips,
+        "tokens_per_chip": tokens / chips,
+        # MFU: model FLOPs over what the chips could do in the step; HFU: every FLOP a
+        # device runs (recomputation, replicated work and elementwise ops included).
+        "mfu": acc["model_flops"] / (chips * peak * step) if step else None,
+        # the calibrated step (T_expected's figures, exposed communication) beside the
+        # roofline's; plan ranks by the calibrated step (docs/plan.md)
+        "t_step_expected_s": max(acc["t_step_expected_s"], step),
+        "mfu_expected": (
+            acc["model_flops"] / (chips * peak * max(acc["t_step_expected_s"], step))
+            if step
+            else None
+        ),
+        "hfu": acc["flops_per_device"] / (peak * step) if step else None,
+    }
 
 
 def schedule_revised(r, durations: dict[int, float], layout: Layout) -> float:
@@ -202,5 +232,10 @@ def schedule_revised(r, durations: dict[int, float], layout: Layout) -> float:
     its section on combining FSDP and tensor parallelism:
     T_comms = max(T_FSDP, T_TP)): the list schedule of passes/schedule.py with one network
     resource per kind of axis instead of one."""
-    return schedule(r.program, durations, lambda op: "network-" + collective_role(op.axes, layout),
-                    axis_sizes=r.mesh_sizes(), busy_after=r.busy_after())
+    return schedule(
+        r.program,
+        durations,
+        lambda op: "network-" + collective_role(op.axes, layout),
+        axis_sizes=r.mesh_sizes(),
+        busy_after=r.busy_after(),
+    )

@@ -88,7 +88,8 @@ class Pipeline:
         """What sets the pipeline apart beyond its stages, for a label: `v=2` (interleaved
         chunks), `mb=2` (sequences per replica in a microbatch)."""
         return ([f"v={self.virtual}"] if self.schedule == "interleaved" else []) + (
-            [f"mb={self.micro_sequences}"] if self.micro_sequences > 1 else [])
+            [f"mb={self.micro_sequences}"] if self.micro_sequences > 1 else []
+        )
 
 
 @dataclass
@@ -144,9 +145,11 @@ class Candidate:
             deg = pp + ([f"Y={self.tp}"] if self.tp > 1 else [])
             return f"{self.strategy} ({' '.join(deg)})" if deg else self.strategy
         roles = {"data": "X", "tp": "Y", "pod": "P"}
-        deg = [f"{roles[r]}={self.layout.degree(*rs)}"
-               for r, rs in (("pod", ("pod",)), ("data", ("data", "seq")), ("tp", ("tp",)))
-               if self.layout.of(*rs)]
+        deg = [
+            f"{roles[r]}={self.layout.degree(*rs)}"
+            for r, rs in (("pod", ("pod",)), ("data", ("data", "seq")), ("tp", ("tp",)))
+            if self.layout.of(*rs)
+        ]
         return f"{self.strategy} ({' '.join(pp + deg)})"
 
     def mesh_text(self) -> str:

@@ -30,11 +30,17 @@ from shardc.tools.plan.stages import pipeline_candidates, pipeline_variants, zer
 from shardc.tools.plan.strategies import choose_slice, fits_replicated, layouts, one_layout
 
 
-def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
-         seq: int | None = None, options: Options | None = None,
-         progress: Callable[[str], None] | None = None,
-         only: tuple[str, int] | tuple[str, int, int] | tuple[str, int, int, int] | Layout
-         | None = None, jobs: int = 1) -> Plan:
+def plan(
+    card: ModelCard | str,
+    chip: Chip | str,
+    chips: int,
+    batch_tokens: int,
+    seq: int | None = None,
+    options: Options | None = None,
+    progress: Callable[[str], None] | None = None,
+    only: tuple[str, int] | tuple[str, int, int] | tuple[str, int, int, int] | Layout | None = None,
+    jobs: int = 1,
+) -> Plan:
     """Enumerate, compile and rank the strategies for one training step; `progress` hears
     which candidate is compiled (`"fsdp-tp (X=2048 Y=4): 1 of 8"`). `card` and `chip` are
     objects or names (`"llama3-8b"`, `"tpu-v5e"`; a path to a TOML works too), loaded as the
@@ -58,8 +64,10 @@ def plan(card: ModelCard | str, chip: Chip | str, chips: int, batch_tokens: int,
     seq = seq or card.seq_len
     options = options or Options()
     if batch_tokens < seq or batch_tokens % seq:
-        raise PlanError(f"--batch {batch_tokens} tokens is not a whole number of {seq}-token "
-                        f"sequences (try {max(1, batch_tokens // seq) * seq})")
+        raise PlanError(
+            f"--batch {batch_tokens} tokens is not a whole number of {seq}-token "
+            f"sequences (try {max(1, batch_tokens // seq) * seq})"
+        )
     sl = choose_slice(chip, chips)
     sequences = batch_tokens // seq
     if only is None:
@@ -91,33 +99,48 @@ def _check_arguments(card, chip, chips, batch_tokens, seq, options, progress, jo
         return f"{type(value).__name__} {quoted(value)}"
 
     if not isinstance(card, ModelCard | str):
-        raise TypeError(f"card must be a model card or its name ('llama3-8b'), got "
-                        f"{described(card)}")
+        raise TypeError(
+            f"card must be a model card or its name ('llama3-8b'), got {described(card)}"
+        )
     if not isinstance(chip, Chip | str):
-        raise TypeError(f"chip must be a shardc.hardware.Chip or its name ('tpu-v5e'), got "
-                        f"{described(chip)}")
-    for name, value in (("chips", chips), ("batch_tokens", batch_tokens), ("seq", seq),
-                        ("jobs", jobs)):
+        raise TypeError(
+            f"chip must be a shardc.hardware.Chip or its name ('tpu-v5e'), got {described(chip)}"
+        )
+    for name, value in (
+        ("chips", chips),
+        ("batch_tokens", batch_tokens),
+        ("seq", seq),
+        ("jobs", jobs),
+    ):
         if value is None and name == "seq":
             continue
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"{name} must be a whole number, got {described(value)}")
         whole(value, name)  # NumberError, a ValueError: 0, negative, past 2**63 - 1
     if options is not None and not isinstance(options, Options):
-        raise TypeError(f"options must be a shardc.tools.plan.candidates.Options, got "
-                        f"{described(options)}")
+        raise TypeError(
+            f"options must be a shardc.tools.plan.candidates.Options, got {described(options)}"
+        )
     if options is not None:
         rate = options.dropout
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
-            raise ValueError(f"options.dropout must be a rate from 0 to below 1, got "
-                             f"{described(rate)}")
+            raise ValueError(
+                f"options.dropout must be a rate from 0 to below 1, got {described(rate)}"
+            )
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of one string, got {described(progress)}")
 
 
-def _evaluate_all(card: ModelCard, chip: Chip, cands: list[Candidate], sequences: int, seq: int,
-                  options: Options, progress: Callable[[str], None] | None,
-                  jobs: int = 1) -> None:
+def _evaluate_all(
+    card: ModelCard,
+    chip: Chip,
+    cands: list[Candidate],
+    sequences: int,
+    seq: int,
+    options: Options,
+    progress: Callable[[str], None] | None,
+    jobs: int = 1,
+) -> None:
     """Compile every candidate that has a layout; DP + TP only when its replicated state could
     fit beside FSDP + TP's at the same degree (so after those). Candidates are independent:
     with `jobs` > 1 they compile in that many processes, to the same figures."""
@@ -126,24 +149,33 @@ def _evaluate_all(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
         if not options.sequence_parallel and c.layout is not None and c.layout.of("tp"):
             c.layout = dataclasses.replace(c.layout, sequence_parallel=False)
     first = [c for c in todo if c.strategy != "dp-tp"]
-    done = _compile_each(card, chip, first, sequences, seq, options, progress, jobs,
-                         0, len(todo))
+    done = _compile_each(card, chip, first, sequences, seq, options, progress, jobs, 0, len(todo))
     later = []
     for c in todo:
         if c.strategy == "dp-tp":
-            twin = next((f for f in cands if f.strategy == "fsdp-tp" and f.tp == c.tp
-                         and f.evaluated), None)
-            c.reason = None if twin is None else fits_replicated(twin, chip.hbm_bytes,
-                                                                 options.zero)
+            twin = next(
+                (f for f in cands if f.strategy == "fsdp-tp" and f.tp == c.tp and f.evaluated), None
+            )
+            c.reason = None if twin is None else fits_replicated(twin, chip.hbm_bytes, options.zero)
             if c.reason is None:
                 later.append(c)
-    _compile_each(card, chip, later, sequences, seq, options, progress, jobs, done,
-                  done + len(later))
+    _compile_each(
+        card, chip, later, sequences, seq, options, progress, jobs, done, done + len(later)
+    )
 
 
-def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences: int, seq: int,
-                  options: Options, progress: Callable[[str], None] | None, jobs: int,
-                  before: int, total: int) -> int:
+def _compile_each(
+    card: ModelCard,
+    chip: Chip,
+    cands: list[Candidate],
+    sequences: int,
+    seq: int,
+    options: Options,
+    progress: Callable[[str], None] | None,
+    jobs: int,
+    before: int,
+    total: int,
+) -> int:
     """Evaluate each candidate (in `jobs` forked processes when there are several), setting
     its figures or reason; the number reported so far."""
     k = before
@@ -155,8 +187,10 @@ def _compile_each(card: ModelCard, chip: Chip, cands: list[Candidate], sequences
 
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(jobs, len(cands)), mp_context=ctx) as pool:
-            futures = {pool.submit(_evaluate_one, card, chip, c, sequences, seq, options): c
-                       for c in sorted(cands, key=_work, reverse=True)}
+            futures = {
+                pool.submit(_evaluate_one, card, chip, c, sequences, seq, options): c
+                for c in sorted(cands, key=_work, reverse=True)
+            }
             for future in as_completed(futures):
                 c = futures[future]
                 figures_, c.reason = future.result()
@@ -189,12 +223,17 @@ def _can_fork() -> bool:
     import sys
     import threading
 
-    return ("fork" in multiprocessing.get_all_start_methods()
-            and threading.active_count() == 1 and "jax" not in sys.modules)
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and "jax" not in sys.modules
+    )
 
 
-_WARM = ("mesh X=2\ndim B=4, D=4, F=4\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
-         "Out[B_X, F] = In ·_D W\nbackward\n")
+_WARM = (
+    "mesh X=2\ndim B=4, D=4, F=4\nIn: bf16[B_X, D]\nparam W: bf16[D, F]\n"
+    "Out[B_X, F] = In ·_D W\nbackward\n"
+)
 _warmed: list[bool] = []
 
 
@@ -209,8 +248,9 @@ def _warm_up(chip: Chip) -> None:
         _warmed.append(True)
 
 
-def _evaluate_one(card: ModelCard, chip: Chip, c: Candidate, sequences: int, seq: int,
-                  options: Options) -> tuple[dict[str, Any] | None, str | None]:
+def _evaluate_one(
+    card: ModelCard, chip: Chip, c: Candidate, sequences: int, seq: int, options: Options
+) -> tuple[dict[str, Any] | None, str | None]:
     assert c.layout is not None
     if c.zero is not None:
         options = dataclasses.replace(options, zero=c.zero)
@@ -219,16 +259,18 @@ def _evaluate_one(card: ModelCard, chip: Chip, c: Candidate, sequences: int, seq
     return evaluate(card, chip, c.layout, sequences, seq, options)
 
 
-def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: int,
-             options: Options) -> tuple[dict[str, Any] | None, str | None]:
+def evaluate(
+    card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: int, options: Options
+) -> tuple[dict[str, Any] | None, str | None]:
     """Compile a layout's programs: (figures for the whole step, None), or (None, why not)."""
     compiled = compile_parts(card, chip, layout, sequences, seq, options)
     if isinstance(compiled, str):
         return None, compiled
     acc = new_totals()
     for p, r, durations in compiled:
-        t, spans = timeline(r.program, durations, axis_sizes=r.mesh_sizes(),
-                            busy_after=r.busy_after())
+        t, spans = timeline(
+            r.program, durations, axis_sizes=r.mesh_sizes(), busy_after=r.busy_after()
+        )
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
@@ -241,17 +283,29 @@ def evaluate(card: ModelCard, chip: Chip, layout: Layout, sequences: int, seq: i
     return figures(acc, chip, layout, sequences * seq), None
 
 
-def _one(card: ModelCard, chip: Chip, sl, only: tuple, sequences: int, seq: int,
-         options: Options) -> Candidate:
+def _one(
+    card: ModelCard, chip: Chip, sl, only: tuple, sequences: int, seq: int, options: Options
+) -> Candidate:
     """The candidate `--layout` names: (strategy, tensor degree) or, pipelined,
     (strategy, tensor degree, stages[, context-parallel degree])."""
     strategy, t = only[0], only[1]
     try:
         if strategy in INNER:
             stages, context = only[2], (only[3] if len(only) > 3 else 1)
-            layout, pipe = stage_layout(card, chip, sl, strategy, t, stages,
-                                        options.microbatch_sequences, sequences, seq,
-                                        options.schedule, options.virtual_stages, context)
+            layout, pipe = stage_layout(
+                card,
+                chip,
+                sl,
+                strategy,
+                t,
+                stages,
+                options.microbatch_sequences,
+                sequences,
+                seq,
+                options.schedule,
+                options.virtual_stages,
+                context,
+            )
             return Candidate(strategy, layout, t, pipeline=pipe)
         return one_layout(card, chip, sl, strategy, t, sequences, seq)
     except ShardingError as exc:

@@ -79,8 +79,9 @@ def param_bytes(r: Any) -> float:
     return sum(_bytes(r, p) for p in r.program.params)
 
 
-def layer_seconds(r: Any, chip: Chip, remat: str, dropout: float,
-                  attention: str = "materialized") -> float:
+def layer_seconds(
+    r: Any, chip: Chip, remat: str, dropout: float, attention: str = "materialized"
+) -> float:
     """The framework's passes of one compiled layer program (its batch, per device) that the
     program leaves out, in seconds at the achievable HBM rate; 0 without a calibration. Flash
     attention drops out its probabilities inside its kernel (Dao et al. 2022): no pass."""
@@ -120,8 +121,9 @@ def optimizer_seconds(r: Any, chip: Chip, shards: int) -> float:
     return param_bytes(r) / 2 / max(1, shards) * OPTIMIZER_BYTES / rate
 
 
-def framework_seconds(r: Any, part: Any, chip: Chip, layout: Any, options: Any,
-                      microbatches: int = 0) -> float:
+def framework_seconds(
+    r: Any, part: Any, chip: Chip, layout: Any, options: Any, microbatches: int = 0
+) -> float:
     """What the calibrated step adds to one run of a compiled part (`part.name` "layer" or
     another): the layer's passes, the gradients of `microbatches` microbatches accumulated in
     fp32 (0: no accumulation, the step is one batch), and its share of the optimizer step."""

@@ -19,8 +19,10 @@ def short_repr(p: Plan) -> str:
     """`<shardc.Plan llama3-8b on 16 tpu-v5e: 7 candidates, best fsdp (X=16) 1.23 s>`."""
     best = p.best
     win = f"best {best.label()} {time_text(best.t_step)}" if best is not None else "none fits"
-    return (f"<shardc.Plan {p.card.name} on {p.slice.chips + p.slice.idle} {p.chip.name}: "
-            f"{len(p.candidates)} candidates, {win}>")
+    return (
+        f"<shardc.Plan {p.card.name} on {p.slice.chips + p.slice.idle} {p.chip.name}: "
+        f"{len(p.candidates)} candidates, {win}>"
+    )
 
 
 def render_html(p: Plan) -> str:
@@ -32,11 +34,13 @@ def render_html(p: Plan) -> str:
     sl = p.slice
     idle = f", {sl.idle} idle" if sl.idle else ""
     pods = f" ({sl.pods} pods of {sl.chips_per_pod})" if sl.pods > 1 else ""
-    out = [f"<div class='shardc-plan'><b>shardc plan</b> {e(p.card.display_name)} on "
-           f"{sl.chips + sl.idle} <b>{e(p.chip.name)}</b> chips{e(pods + idle)}, batch "
-           f"{p.batch_tokens:,} tokens ({p.sequences} sequences &times; {p.seq}); optimizer "
-           f"{e(p.options.optimizer)}, remat {e(p.options.remat)}, attention "
-           f"{e(p.options.attention)}, collectives {e(p.options.model)}"]
+    out = [
+        f"<div class='shardc-plan'><b>shardc plan</b> {e(p.card.display_name)} on "
+        f"{sl.chips + sl.idle} <b>{e(p.chip.name)}</b> chips{e(pods + idle)}, batch "
+        f"{p.batch_tokens:,} tokens ({p.sequences} sequences &times; {p.seq}); optimizer "
+        f"{e(p.options.optimizer)}, remat {e(p.options.remat)}, attention "
+        f"{e(p.options.attention)}, collectives {e(p.options.model)}"
+    ]
     rank = {id(c): k for k, c in enumerate((c for c in p.ranked() if c.fits), 1)}
     rows = []
     for c in ordered(p):
@@ -45,19 +49,44 @@ def render_html(p: Plan) -> str:
             continue
         f = c.figures
         bound = f["bound"] + (f" ({f['bound_level']})" if f.get("bound_level") else "")
-        rows.append((str(rank.get(id(c), "-")), e(c.label()),
-                     f"<code>{e(c.layout.mesh_text())}</code>" if c.layout else "",
-                     e(time_text(f["t_step_s"])), e(bound),
-                     f"{f['memory_per_device_bytes'] / 1e9:.1f} GB", "yes" if c.fits else "no",
-                     pct_of(f["mfu"]), pct_of(f["hfu"])))
-    out.append(table_html(("rank", "strategy", "mesh", "step time", "bound", "memory/device",
-                           "fits", "MFU", "HFU"), rows))
+        rows.append(
+            (
+                str(rank.get(id(c), "-")),
+                e(c.label()),
+                f"<code>{e(c.layout.mesh_text())}</code>" if c.layout else "",
+                e(time_text(f["t_step_s"])),
+                e(bound),
+                f"{f['memory_per_device_bytes'] / 1e9:.1f} GB",
+                "yes" if c.fits else "no",
+                pct_of(f["mfu"]),
+                pct_of(f["hfu"]),
+            )
+        )
+    out.append(
+        table_html(
+            (
+                "rank",
+                "strategy",
+                "mesh",
+                "step time",
+                "bound",
+                "memory/device",
+                "fits",
+                "MFU",
+                "HFU",
+            ),
+            rows,
+        )
+    )
     why = explain(p) or ["why"]
     book = book_figures(p)
     lines = [line.removeprefix("  ") for line in why[1:]]
     if book:
-        lines += [*([""] if lines else []), "the book's conditions for this setting:",
-                  *book["lines"]]
+        lines += [
+            *([""] if lines else []),
+            "the book's conditions for this setting:",
+            *book["lines"],
+        ]
     text = e("\n".join(lines))
     out.append(f"<details><summary>{e(why[0])}</summary><pre>{text}</pre></details></div>")
     return "\n".join(out)

@@ -55,10 +55,20 @@ def bubble_fraction(pipe: Pipeline) -> float:
     return fill / (pipe.microbatches + fill)
 
 
-def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, stages: int,
-                 microbatch_sequences: int, sequences: int, seq: int,
-                 schedule_: PipelineSchedule, virtual: int, context: int = 1
-                 ) -> tuple[Layout, Pipeline]:
+def stage_layout(
+    card: ModelCard,
+    chip: Chip,
+    sl: Slice,
+    strategy: str,
+    t: int,
+    stages: int,
+    microbatch_sequences: int,
+    sequences: int,
+    seq: int,
+    schedule_: PipelineSchedule,
+    virtual: int,
+    context: int = 1,
+) -> tuple[Layout, Pipeline]:
     """One stage's layout for `strategy` (pp-dp-tp, ...) at tensor degree t over `stages`
     stages, and the pipeline: microbatches of `microbatch_sequences` per data replica, a replica
     being `context` data ranks that split its sequences (context parallelism: the LLaMA 3
@@ -66,9 +76,11 @@ def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, 
     from shardc.tools.plan.strategies import build_layout
 
     if sl.shape or sl.pods > 1:
-        raise ShardingError("pipelines are laid out on GPU clusters only (stages over the "
-                            "network between NVLink domains); on TPU pods the training chapter "
-                            "finds them less essential")
+        raise ShardingError(
+            "pipelines are laid out on GPU clusters only (stages over the "
+            "network between NVLink domains); on TPU pods the training chapter "
+            "finds them less essential"
+        )
     if card.moe is not None:
         raise ShardingError("pipelines of mixture-of-experts models are not planned")
     if stages < 2:
@@ -79,18 +91,20 @@ def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, 
         raise ShardingError(f"{stages} stages for {card.n_layers} layers")
     per_stage = sl.chips_per_pod // stages
     if per_stage % t:
-        raise ShardingError(f"a tensor degree of {t} does not divide a stage's {per_stage} "
-                            "chips")
+        raise ShardingError(f"a tensor degree of {t} does not divide a stage's {per_stage} chips")
     data = per_stage // t
     if context < 1 or data % context:
-        raise ShardingError(f"a context-parallel degree of {context} does not divide a "
-                            f"stage's {data} data ranks")
+        raise ShardingError(
+            f"a context-parallel degree of {context} does not divide a stage's {data} data ranks"
+        )
     replicas = data // context
     micro = replicas * microbatch_sequences
     if sequences % micro:
-        raise ShardingError(f"{sequences} sequences are not a whole number of microbatches "
-                            f"of {microbatch_sequences} sequence(s) on each of {replicas} data "
-                            "replicas")
+        raise ShardingError(
+            f"{sequences} sequences are not a whole number of microbatches "
+            f"of {microbatch_sequences} sequence(s) on each of {replicas} data "
+            "replicas"
+        )
     if seq % context:
         raise ShardingError(f"a sequence of {seq} does not split {context} ways")
     inner = INNER[strategy]
@@ -103,30 +117,40 @@ def stage_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, 
     return layout, Pipeline(stages, sequences // micro, schedule_, v, microbatch_sequences)
 
 
-def boundary_program(card: ModelCard, layout: Layout, pipe: Pipeline, micro: int, seq: int,
-                     hw: str) -> str:
+def boundary_program(
+    card: ModelCard, layout: Layout, pipe: Pipeline, micro: int, seq: int, hw: str
+) -> str:
     """The stage boundary as a program: one microbatch's residual stream, as a stage emits it
     (sharded over the tensor axes under sequence parallelism: Narayanan et al. 2021's
     scatter/gather optimization), sent to the next stage, and its gradient sent back."""
     s = Sharding(card, layout, micro, seq)
     act = s.act("B", "T", "D", d_tp=True)
     mesh = f"PP={pipe.stages}" + (f", {layout.mesh_text()}" if layout.axes else "")
-    return "\n".join([
-        comment(f"{card.display_name}: a pipeline stage boundary ({pipe.text()})."),
-        f"mesh {mesh}",
-        f"dim B={micro}, T={seq}, D={card.d_model}",
-        hardware_line(hw),
-        "",
-        f"Act: bf16[{act}]   # one microbatch's residual stream leaving a stage",
-        f"dAct: bf16[{act}]  # its gradient, coming back",
-        "Next = Send_{PP: +1}(Act)",
-        "dPrev = Send_{PP: -1}(dAct)",
-        ""])
+    return "\n".join(
+        [
+            comment(f"{card.display_name}: a pipeline stage boundary ({pipe.text()})."),
+            f"mesh {mesh}",
+            f"dim B={micro}, T={seq}, D={card.d_model}",
+            hardware_line(hw),
+            "",
+            f"Act: bf16[{act}]   # one microbatch's residual stream leaving a stage",
+            f"dAct: bf16[{act}]  # its gradient, coming back",
+            "Next = Send_{PP: +1}(Act)",
+            "dPrev = Send_{PP: -1}(dAct)",
+            "",
+        ]
+    )
 
 
-def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipeline,
-                      sequences: int, seq: int, options: Options
-                      ) -> tuple[dict[str, Any] | None, str | None]:
+def evaluate_pipeline(
+    card: ModelCard,
+    chip: Chip,
+    layout: Layout,
+    pipe: Pipeline,
+    sequences: int,
+    seq: int,
+    options: Options,
+) -> tuple[dict[str, Any] | None, str | None]:
     """A pipelined candidate's figures for the whole step, or why it is not evaluated.
 
     A stage's programs are compiled for the whole step's sequences on the stage's layout, so
@@ -159,15 +183,21 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     if isinstance(compiled, str):
         return None, compiled
     try:
-        edge = api.compile(boundary_program(card, layout, pipe, micro, seq, chip.name),
-                           hw=chip, model=options.model, name=f"<{card.name} boundary>",
-                           explain=False, idle_axes=False)
+        edge = api.compile(
+            boundary_program(card, layout, pipe, micro, seq, chip.name),
+            hw=chip,
+            model=options.model,
+            name=f"<{card.name} boundary>",
+            explain=False,
+            idle_axes=False,
+        )
     except CompileError as exc:  # pragma: no cover - the program is ours
         return None, f"not evaluated: the stage boundary does not compile: {exc}"
     sends = edge.step_durations() or {}
     t_send = sum(sends.values())  # one forward and one backward Send per boundary crossing
-    t_send_e = (sum((edge.step_durations(expected=True) or sends).values()) if edge.calibrated
-                else t_send)
+    t_send_e = (
+        sum((edge.step_durations(expected=True) or sends).values()) if edge.calibrated else t_send
+    )
 
     m, p, v = pipe.microbatches, pipe.stages, pipe.virtual
     per: dict[str, tuple[float, float, float]] = {}
@@ -177,19 +207,28 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     shards = layout.degree("data") if options.zero >= 1 and not layout.fsdp else 1
     for part, r, durations in compiled:
         grads = {f"d{w}" for w in part.groups}
-        once = {op.index for op in r.ops if op.kind == "collective" and op.array in grads
-                and collective_role(op.axes, layout) in ("dp", "fsdp")}
+        once = {
+            op.index
+            for op in r.ops
+            if op.kind == "collective"
+            and op.array in grads
+            and collective_role(op.axes, layout) in ("dp", "fsdp")
+        }
         rest = {i: (0.0 if i in once else d) for i, d in durations.items()}
-        per[part.name] = (schedule(r.program, rest, axis_sizes=r.mesh_sizes(),
-                                   busy_after=r.busy_after()) / m,
-                          schedule_revised(r, rest, layout) / m,
-                          sum(durations[i] for i in once))
+        per[part.name] = (
+            schedule(r.program, rest, axis_sizes=r.mesh_sizes(), busy_after=r.busy_after()) / m,
+            schedule_revised(r, rest, layout) / m,
+            sum(durations[i] for i in once),
+        )
         expected = (r.step_durations(expected=True) if r.calibrated else None) or durations
         rest_e = {i: (0.0 if i in once else d) for i, d in expected.items()}
         t_e, exposed_e[part.name] = expected_parts(r, per[part.name][0] * m, rest_e)
         # the framework's passes and the fp32 accumulation of each microbatch's gradients
-        passes = (layer_seconds(r, chip, options.remat, options.dropout, options.attention)
-                  if part.name == "layer" else 0.0) + accumulation_seconds(r, chip, m)
+        passes = (
+            layer_seconds(r, chip, options.remat, options.dropout, options.attention)
+            if part.name == "layer"
+            else 0.0
+        ) + accumulation_seconds(r, chip, m)
         per_e[part.name] = ((t_e + passes) / m, sum(expected[i] for i in once))
         optimizer[part.name] = optimizer_seconds(r, chip, shards)
     t_layer, t_layer_rev, g_layer = per["layer"]
@@ -211,8 +250,9 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
         _scale_activations(acc["memory"], r, n, kept / m)
     # HFU's FLOPs are the busiest stage's: the first stage's layers, or the last stage's
     # layers and the head, not both (add_report added both).
-    fl = {part.name: compiled_r.value("flops_per_device") or 0.0
-          for part, compiled_r, _ in compiled}
+    fl = {
+        part.name: compiled_r.value("flops_per_device") or 0.0 for part, compiled_r, _ in compiled
+    }
     acc["flops_per_device"] = max(k * fl["layer"], last * fl["layer"] + fl["head"])
     acc["t_comms_s"] += m * v * t_send
     by_role = acc["t_comms_by_role_s"]
@@ -228,9 +268,9 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     acc["t_step_overlap_revised_s"] = step(t_stage_rev)
     (te_layer, ge_layer), (te_head, ge_head) = per_e["layer"], per_e["head"]
     t_stage_e = max(k * te_layer, last * te_layer + te_head)
-    acc["t_step_expected_s"] = (step(t_stage_e, t_send_e, k * ge_layer + ge_head)
-                                + max(k * optimizer["layer"],
-                                      last * optimizer["layer"] + optimizer["head"]))
+    acc["t_step_expected_s"] = step(t_stage_e, t_send_e, k * ge_layer + ge_head) + max(
+        k * optimizer["layer"], last * optimizer["layer"] + optimizer["head"]
+    )
     # Exposed communication of the calibrated step: the busiest stage's, each of its
     # microbatch ticks (m + (p - 1) / v of them); the sends of the fill and drain; the
     # gradient reduction left after the last backward pass.
@@ -248,18 +288,24 @@ def evaluate_pipeline(card: ModelCard, chip: Chip, layout: Layout, pipe: Pipelin
     role = "fsdp" if layout.fsdp else "dp"
     exposed_roles[role] = exposed_roles.get(role, 0.0) + left
     out = figures(acc, chip, layout, sequences * seq, stages=p)
-    out["pipeline"] = {"stages": p, "microbatches": m, "schedule": pipe.schedule,
-                       "virtual_stages": v, "microbatch_sequences": micro,
-                       "layers_first_stage": k, "layers_last_stage": last,
-                       "t_stage_s": t_stage, "t_send_s": t_send,
-                       "t_grad_sync_s": t_grad,
-                       "bubble_fraction": bubble_fraction(pipe),
-                       "activations_in_flight": in_flight(pipe)}
+    out["pipeline"] = {
+        "stages": p,
+        "microbatches": m,
+        "schedule": pipe.schedule,
+        "virtual_stages": v,
+        "microbatch_sequences": micro,
+        "layers_first_stage": k,
+        "layers_last_stage": last,
+        "t_stage_s": t_stage,
+        "t_send_s": t_send,
+        "t_grad_sync_s": t_grad,
+        "bubble_fraction": bubble_fraction(pipe),
+        "activations_in_flight": in_flight(pipe),
+    }
     return out, None
 
 
-def split_layers(n_layers: int, p: int, v: int, t_layer: float, t_head: float
-                 ) -> tuple[int, int]:
+def split_layers(n_layers: int, p: int, v: int, t_layer: float, t_head: float) -> tuple[int, int]:
     """Layers on the first stage and on the last (which also runs the head), for the
     shortest stage time. One chunk per stage: the last stage takes j layers and the head, the
     others ceil((L - j) / (p - 1)) each (the LLaMA 3 paper balances its first and last stages

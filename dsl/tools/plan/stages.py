@@ -17,8 +17,15 @@ from shardc.tools.plan.candidates import Candidate, Options, Pipeline, Slice
 from shardc.tools.plan.pipeline_parallel import in_flight, stage_layout
 
 
-def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int,
-                        options: Options, done: list[Candidate]) -> list[Candidate]:
+def pipeline_candidates(
+    card: ModelCard,
+    chip: Chip,
+    sl: Slice,
+    sequences: int,
+    seq: int,
+    options: Options,
+    done: list[Candidate],
+) -> list[Candidate]:
     """Pipelined candidates worth compiling: for each tensor degree inside an NVLink domain
     (Narayanan et al. 2021: tensor parallelism inside a server, pipelines across servers),
     every stage count whose estimated memory per chip fits (`_stage_estimates`, from the
@@ -27,13 +34,27 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
     stage means more microbatches, so the bubble's share stays near (p - 1) / (m + p - 1)
     while each stage's gradient reduction shrinks; the compiled step decides."""
     if card.moe is not None:
-        return [Candidate("pp-dp-tp", None, reason=(
-            "not evaluated: pipelines of mixture-of-experts models are not planned (their "
-            "stages mix dense layers, MoE layers and experts)"))]
+        return [
+            Candidate(
+                "pp-dp-tp",
+                None,
+                reason=(
+                    "not evaluated: pipelines of mixture-of-experts models are not planned (their "
+                    "stages mix dense layers, MoE layers and experts)"
+                ),
+            )
+        ]
     if sl.shape or sl.pods > 1:
-        return [Candidate("pp-dp-tp", None, reason=(
-            "not evaluated: pipelines are planned on GPU clusters only; on TPU pods the "
-            "training chapter ('Pipelining') finds them less essential"))]
+        return [
+            Candidate(
+                "pp-dp-tp",
+                None,
+                reason=(
+                    "not evaluated: pipelines are planned on GPU clusters only; on TPU pods the "
+                    "training chapter ('Pipelining') finds them less essential"
+                ),
+            )
+        ]
     domain = chip.nvlink_domain or 1
     out = []
     sharded = dataclasses.replace(options, zero=1)
@@ -45,11 +66,16 @@ def pipeline_candidates(card: ModelCard, chip: Chip, sl: Slice, sequences: int, 
         # Where the options keep the optimizer state replicated, a count that fits only with
         # it sharded over the stage's data replicas (ZeRO-1, Megatron-LM's distributed
         # optimizer: the same traffic) is tried at ZeRO-1.
-        zero1 = dict(_stage_estimates(card, chip, sl, base, t, sequences, sharded, *shape)
-                     if options.zero == 0 else ())
-        tries = [(p, None) if est <= chip.hbm_bytes else (p, 1)
-                 for p, est in estimates
-                 if est <= chip.hbm_bytes or zero1.get(p, math.inf) <= chip.hbm_bytes]
+        zero1 = dict(
+            _stage_estimates(card, chip, sl, base, t, sequences, sharded, *shape)
+            if options.zero == 0
+            else ()
+        )
+        tries = [
+            (p, None) if est <= chip.hbm_bytes else (p, 1)
+            for p, est in estimates
+            if est <= chip.hbm_bytes or zero1.get(p, math.inf) <= chip.hbm_bytes
+        ]
         for stages, zero in tries or [(p, None) for p, _ in estimates[-1:]]:
             c = _pipelined(card, chip, sl, strategy, t, stages, sequences, seq, *shape)
             c.zero = zero
@@ -67,8 +93,13 @@ def zero_twins(chip: Chip, options: Options, done: list[Candidate]) -> list[Cand
         return []
     out = []
     for c in done:
-        if c.pipeline is None or not c.evaluated or c.fits or c.zero is not None \
-                or c.layout is None:
+        if (
+            c.pipeline is None
+            or not c.evaluated
+            or c.fits
+            or c.zero is not None
+            or c.layout is None
+        ):
             continue
         memory = dict(c.figures["memory"])
         memory["optimizer"] = memory.get("optimizer", 0.0) / c.layout.degree("data", "seq")
@@ -76,21 +107,35 @@ def zero_twins(chip: Chip, options: Options, done: list[Candidate]) -> list[Cand
         if total > chip.hbm_bytes:
             continue
         twin = Candidate(c.strategy, c.layout, c.tp, pipeline=c.pipeline, zero=1)
-        twin.figures = {**c.figures, "memory": memory, "memory_per_device_bytes": total,
-                        "fits": True}
+        twin.figures = {
+            **c.figures,
+            "memory": memory,
+            "memory_per_device_bytes": total,
+            "fits": True,
+        }
         out.append(twin)
     return out
 
 
-def pipeline_variants(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int,
-                      options: Options, done: list[Candidate]) -> list[Candidate]:
+def pipeline_variants(
+    card: ModelCard,
+    chip: Chip,
+    sl: Slice,
+    sequences: int,
+    seq: int,
+    options: Options,
+    done: list[Candidate],
+) -> list[Candidate]:
     """Around the fastest pipelined candidate that fits: the interleaved schedule (Narayanan
     et al. 2021, section 2.2.2: v chunks a stage divide the bubble by v, for v times the
     sends) where the options ask for 1F1B, and microbatches of 2 and 4 sequences a replica
     where they ask for 1 (larger matmuls, fewer microbatches: a larger bubble), each where its
     estimated memory fits. Variants the options already fix are not tried."""
-    best = min((c for c in done if c.pipeline is not None and c.fits),
-               key=lambda c: (c.t_expected, c.t_step), default=None)
+    best = min(
+        (c for c in done if c.pipeline is not None and c.fits),
+        key=lambda c: (c.t_expected, c.t_step),
+        default=None,
+    )
     if best is None or best.pipeline is None:
         return []
     pipe = best.pipeline
@@ -106,23 +151,46 @@ def pipeline_variants(card: ModelCard, chip: Chip, sl: Slice, sequences: int, se
         tries += [(options.schedule, options.virtual_stages, n) for n in (2, 4)]
     out = []
     for schedule_, v, micro in tries:
-        est = dict(_stage_estimates(card, chip, sl, base, best.tp, sequences, options,
-                                    schedule_, v, micro))
+        est = dict(
+            _stage_estimates(card, chip, sl, base, best.tp, sequences, options, schedule_, v, micro)
+        )
         if est.get(pipe.stages, math.inf) <= chip.hbm_bytes:
-            c = _pipelined(card, chip, sl, best.strategy, best.tp, pipe.stages, sequences,
-                           seq, schedule_, v, micro)
+            c = _pipelined(
+                card,
+                chip,
+                sl,
+                best.strategy,
+                best.tp,
+                pipe.stages,
+                sequences,
+                seq,
+                schedule_,
+                v,
+                micro,
+            )
             c.zero = best.zero
             if c.layout is not None:
                 out.append(c)
     return out
 
 
-def _pipelined(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, stages: int,
-               sequences: int, seq: int, schedule_: PipelineSchedule, virtual: int,
-               micro: int) -> Candidate:
+def _pipelined(
+    card: ModelCard,
+    chip: Chip,
+    sl: Slice,
+    strategy: str,
+    t: int,
+    stages: int,
+    sequences: int,
+    seq: int,
+    schedule_: PipelineSchedule,
+    virtual: int,
+    micro: int,
+) -> Candidate:
     try:
-        layout, pipe = stage_layout(card, chip, sl, strategy, t, stages, micro, sequences, seq,
-                                    schedule_, virtual)
+        layout, pipe = stage_layout(
+            card, chip, sl, strategy, t, stages, micro, sequences, seq, schedule_, virtual
+        )
     except ShardingError as exc:
         return Candidate(strategy, None, t, reason=f"not evaluated: {exc}")
     return Candidate(strategy, layout, t, pipeline=pipe)
@@ -134,15 +202,27 @@ def _bases(done: list[Candidate], domain: int) -> list[Candidate]:
     shard the weights (530B on 1,120 GPUs: no weight dimension splits 140 ways)."""
     by_t: dict[int, Candidate] = {}
     for c in done:
-        if c.evaluated and c.tp <= domain and (
-                c.strategy in ("fsdp", "fsdp-tp") or (c.strategy == "dp-tp" and c.tp not in by_t)):
+        if (
+            c.evaluated
+            and c.tp <= domain
+            and (c.strategy in ("fsdp", "fsdp-tp") or (c.strategy == "dp-tp" and c.tp not in by_t))
+        ):
             by_t[c.tp] = c
     return [by_t[t] for t in sorted(by_t)]
 
 
-def _stage_estimates(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t: int,
-                     sequences: int, options: Options, schedule_: PipelineSchedule,
-                     virtual: int, micro_sequences: int) -> list[tuple[int, float]]:
+def _stage_estimates(
+    card: ModelCard,
+    chip: Chip,
+    sl: Slice,
+    base: Candidate,
+    t: int,
+    sequences: int,
+    options: Options,
+    schedule_: PipelineSchedule,
+    virtual: int,
+    micro_sequences: int,
+) -> list[tuple[int, float]]:
     """Each stage count (at least 2, dividing the chips over the tensor degree, each stage
     whole NVLink domains or a part of one, a whole number of microbatches) with its estimated
     memory per chip, fewest stages first. The estimate scales the unpipelined candidate's
@@ -176,13 +256,18 @@ def _stage_estimates(card: ModelCard, chip: Chip, sl: Slice, base: Candidate, t:
         replicas = per_stage // p
         micro = replicas * micro_sequences
         stage = replicas * t  # a stage's GPUs fill NVLink domains, or share one (H016)
-        if per_stage % p == 0 and sequences % micro == 0 and p * v <= card.n_layers and (
-                stage % domain == 0 or domain % stage == 0):
+        if (
+            per_stage % p == 0
+            and sequences % micro == 0
+            and p * v <= card.n_layers
+            and (stage % domain == 0 or domain % stage == 0)
+        ):
             pipe = Pipeline(p, sequences // micro, schedule_, v)
             shard = replicas if options.zero >= 1 else 1
             layers = math.ceil(card.n_layers / p)
             per_param = (weights + optimizer / shard) / params
-            est = per_param * ((params - head) * layers / card.n_layers + head) + \
-                per_layer_seq * layers * micro_sequences * in_flight(pipe)
+            est = per_param * (
+                (params - head) * layers / card.n_layers + head
+            ) + per_layer_seq * layers * micro_sequences * in_flight(pipe)
             out.append((p, est))
     return out

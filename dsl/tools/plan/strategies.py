@@ -43,10 +43,15 @@ def choose_slice(chip: Chip, chips: int) -> Slice:
     cubes = _cube_slice(chip, chips)
     if cubes is not None:
         return cubes
-    raise PlanError(f"--chips {chips} is neither a power of two, a whole number of "
-                    f"{chip.name} pods ({pod} chips, {chip.pod_shape}), nor "
-                    + ("equal slices of 4x4x4 cubes, one a pod" if _reconfigurable(chip)
-                       else "a slice this chip's pods can make"))
+    raise PlanError(
+        f"--chips {chips} is neither a power of two, a whole number of "
+        f"{chip.name} pods ({pod} chips, {chip.pod_shape}), nor "
+        + (
+            "equal slices of 4x4x4 cubes, one a pod"
+            if _reconfigurable(chip)
+            else "a slice this chip's pods can make"
+        )
+    )
 
 
 def _cube_slice(chip: Chip, chips: int) -> Slice | None:
@@ -69,8 +74,9 @@ def _cube_slice(chip: Chip, chips: int) -> Slice | None:
     return None
 
 
-def even_factors(n: int, k: int, multiple: int = 1, limits: tuple[int, ...] | None = None
-                 ) -> tuple[int, ...] | None:
+def even_factors(
+    n: int, k: int, multiple: int = 1, limits: tuple[int, ...] | None = None
+) -> tuple[int, ...] | None:
     """n as k factors in ascending order, each a multiple of `multiple` (and at most
     `limits[i]`), the largest over the smallest as small as possible; None if there are none.
     For a power of two, its exponent split as evenly as it goes, the larger ones last.
@@ -91,10 +97,11 @@ def even_factors(n: int, k: int, multiple: int = 1, limits: tuple[int, ...] | No
                         best = key
             return
         d = lo
-        while d ** left <= rest:
+        while d**left <= rest:
             if rest % d == 0 and d % multiple == 0:
                 walk(rest // d, left - 1, d, (*got, d))
             d += 1
+
     walk(n, k, 1, ())
     return None if best is None else best[1]
 
@@ -114,15 +121,16 @@ def _reconfigurable(chip: Chip) -> bool:
     return chip.wraparound == "cube-multiple-4"
 
 
-def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int
-            ) -> list[Candidate]:
+def layouts(card: ModelCard, chip: Chip, sl: Slice, sequences: int, seq: int) -> list[Candidate]:
     """Every unpipelined strategy on the slice: DP, FSDP, TP over every chip, FSDP + TP for each
     power-of-two tensor degree that divides the chips, and DP + TP (replicated weights) where the
     tensor axis stays inside a fast domain (an NVLink domain, or a TPU slice's first axis).
     Pipelined candidates are chosen after these are evaluated (`stages.pipeline_candidates`)."""
     m = sl.chips_per_pod
-    out = [_layout(card, chip, sl, "dp", 1, sequences, seq),
-           _layout(card, chip, sl, "fsdp", 1, sequences, seq)]
+    out = [
+        _layout(card, chip, sl, "dp", 1, sequences, seq),
+        _layout(card, chip, sl, "fsdp", 1, sequences, seq),
+    ]
     fast = chip.nvlink_domain if chip.nvlink_domain else (sl.shape[0] if sl.shape else 1)
     for t in tensor_degrees(sl):
         out.append(_layout(card, chip, sl, "fsdp-tp", t, sequences, seq))
@@ -147,24 +155,35 @@ def tensor_degrees(sl: Slice) -> list[int]:
     return sorted(t for t in out if t < m)
 
 
-def one_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int,
-               seq: int) -> Candidate:
+def one_layout(
+    card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int, seq: int
+) -> Candidate:
     """One strategy at tensor degree `t`, laid out on the slice as `layouts` lays it out
     (`plan --layout`)."""
     if strategy not in ("dp", "fsdp", "tp", "fsdp-tp", "dp-tp"):
         raise ShardingError(f"unknown strategy {strategy!r} (dp, fsdp, tp, fsdp-tp or dp-tp)")
     m = sl.chips_per_pod
-    if t < 1 or m % t or (strategy == "tp" and t != m) or (strategy in ("dp", "fsdp") and t != 1) \
-            or (strategy in ("fsdp-tp", "dp-tp") and not 1 < t < m):
-        want = {"dp": "no tensor axis", "fsdp": "no tensor axis", "tp": f"Y={m}",
-                "fsdp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}",
-                "dp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}"}[strategy]
+    if (
+        t < 1
+        or m % t
+        or (strategy == "tp" and t != m)
+        or (strategy in ("dp", "fsdp") and t != 1)
+        or (strategy in ("fsdp-tp", "dp-tp") and not 1 < t < m)
+    ):
+        want = {
+            "dp": "no tensor axis",
+            "fsdp": "no tensor axis",
+            "tp": f"Y={m}",
+            "fsdp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}",
+            "dp-tp": f"a tensor degree between 2 and {m // 2} that divides {m}",
+        }[strategy]
         raise ShardingError(f"{strategy} on {m} chips per pod needs {want} (got {t})")
     return _layout(card, chip, sl, strategy, t, sequences, seq)
 
 
-def _layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int,
-            seq: int) -> Candidate:
+def _layout(
+    card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int, seq: int
+) -> Candidate:
     try:
         lay = build_layout(card, chip, sl, strategy, t, sequences, seq)
         if lay.fsdp and not sl.shape:
@@ -195,8 +214,13 @@ def _hybrid(card: ModelCard, chip: Chip, lay: Layout, sequences: int, seq: int) 
     for r in range(2, n):
         if n % r:
             continue
-        split = tuple(a for b in lay.axes for a in (
-            (Axis("P", r, "pod"), dataclasses.replace(b, size=n // r)) if b is x else (b,)))
+        split = tuple(
+            a
+            for b in lay.axes
+            for a in (
+                (Axis("P", r, "pod"), dataclasses.replace(b, size=n // r)) if b is x else (b,)
+            )
+        )
         hybrid = dataclasses.replace(lay, axes=split)
         try:
             parts(card, hybrid, sequences, seq, hw=chip.name)
@@ -206,8 +230,9 @@ def _hybrid(card: ModelCard, chip: Chip, lay: Layout, sequences: int, seq: int) 
     raise first
 
 
-def build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
-                  sequences: int, seq: int) -> Layout:
+def build_layout(
+    card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int, sequences: int, seq: int
+) -> Layout:
     m = sl.chips_per_pod
     data = m // t
     if sequences % sl.pods:
@@ -217,8 +242,10 @@ def build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
     b = math.gcd(data, sequences // sl.pods)
     s = data // b
     if seq % s:
-        raise ShardingError(f"{sequences} sequences x {seq} tokens cannot be split {data} ways "
-                            f"({b} over the batch, {s} over the sequence)")
+        raise ShardingError(
+            f"{sequences} sequences x {seq} tokens cannot be split {data} ways "
+            f"({b} over the batch, {s} over the sequence)"
+        )
     k, g = _head_split(card, t)
     tp = [("tp", n) for n in (k, g) if n > 1]
     if not sl.shape:  # GPUs: no physical axes; TP innermost, so inside an NVLink domain
@@ -232,8 +259,12 @@ def build_layout(card: ModelCard, chip: Chip, sl: Slice, strategy: str, t: int,
         phys = reshaped if reshaped is not None else _on_slice(sl.shape, b, s, t, tp)
     axes: list[Axis] = [Axis("P", sl.pods, "pod", "@dcn")] if sl.pods > 1 else []
     mesh = _mesh_axes(phys, physical=bool(sl.shape))
-    return Layout(strategy, (*axes, *mesh), fsdp=strategy in ("fsdp", "fsdp-tp"),
-                  expert_parallel=card.moe is not None)
+    return Layout(
+        strategy,
+        (*axes, *mesh),
+        fsdp=strategy in ("fsdp", "fsdp-tp"),
+        expert_parallel=card.moe is not None,
+    )
 
 
 def replicated_memory(fsdp_tp: Candidate, zero: int) -> float:
@@ -257,9 +288,11 @@ def fits_replicated(fsdp_tp: Candidate, hbm: float, zero: int) -> str | None:
     if total <= hbm:
         return None
     hint = "" if zero >= 1 else "; try --zero 1"
-    return (f"not evaluated: with the weights replicated it needs about {total / 1e9:.1f} GB "
-            f"per chip, more than {hbm / 1e9:.0f} GB (fsdp-tp's activations, its weights, "
-            f"gradients and optimizer state x {fsdp_tp.data_degree}){hint}")
+    return (
+        f"not evaluated: with the weights replicated it needs about {total / 1e9:.1f} GB "
+        f"per chip, more than {hbm / 1e9:.0f} GB (fsdp-tp's activations, its weights, "
+        f"gradients and optimizer state x {fsdp_tp.data_degree}){hint}"
+    )
 
 
 def _head_split(card: ModelCard, t: int) -> tuple[int, int]:
@@ -271,8 +304,10 @@ def _head_split(card: ModelCard, t: int) -> tuple[int, int]:
     k = math.gcd(t, card.n_kv_heads)
     g = t // k
     if card.groups % g:
-        raise ShardingError(f"the {card.n_heads} heads ({card.n_kv_heads} KV heads x "
-                            f"{card.groups} query groups) do not split {t} ways")
+        raise ShardingError(
+            f"the {card.n_heads} heads ({card.n_kv_heads} KV heads x "
+            f"{card.groups} query groups) do not split {t} ways"
+        )
     return k, g
 
 
@@ -292,7 +327,7 @@ def _reshaped(chip: Chip, b: int, s: int, t: int, tp: list[tuple[str, int]]) -> 
     if s >= 4:
         phys.append([("seq", s)])
     free = chip.ici_axes - len(phys)
-    if free < 1 or b < 4 ** free:
+    if free < 1 or b < 4**free:
         return None
     sizes = even_factors(b, free)
     if sizes is None:
@@ -308,13 +343,14 @@ def _reshaped(chip: Chip, b: int, s: int, t: int, tp: list[tuple[str, int]]) -> 
     return phys
 
 
-def _on_slice(shape: tuple[int, ...], b: int, s: int, t: int, tp: list[tuple[str, int]]
-              ) -> Phys:
+def _on_slice(shape: tuple[int, ...], b: int, s: int, t: int, tp: list[tuple[str, int]]) -> Phys:
     """On a fixed slice: tensor axes on the innermost chips of the first physical axis, the
     batch on the rest, the sequence innermost after it."""
     if shape[0] % t:
-        raise ShardingError(f"a tensor axis of {t} does not fit on one physical axis of the "
-                            f"{'x'.join(map(str, shape))} slice")
+        raise ShardingError(
+            f"a tensor axis of {t} does not fit on one physical axis of the "
+            f"{'x'.join(map(str, shape))} slice"
+        )
     phys: Phys = []
     rest_b, rest_s = b, s
     for i, n in enumerate(shape):
@@ -325,8 +361,10 @@ def _on_slice(shape: tuple[int, ...], b: int, s: int, t: int, tp: list[tuple[str
         ax = [(r, x) for r, x in (("data", bb), ("seq", d // bb)) if x > 1]
         phys.append(ax + (list(tp) if i == 0 else []))
     if rest_b != 1 or rest_s != 1:
-        raise ShardingError(f"the {'x'.join(map(str, shape))} slice does not split as {b} "
-                            f"(batch) x {s} (sequence) x {t} (model)")
+        raise ShardingError(
+            f"the {'x'.join(map(str, shape))} slice does not split as {b} "
+            f"(batch) x {s} (sequence) x {t} (model)"
+        )
     return phys
 
 
@@ -341,8 +379,9 @@ def _mesh_axes(phys: Phys, physical: bool = True) -> list[Axis]:
     spans = physical and len(whole) > 1 and len(lengths) == 1
     groups: dict[str, list[tuple[int, str]]] = {"data": [], "seq": [], "tp": []}
     if spans:
-        groups["data"].append((math.prod(n for _, n, _ in whole),
-                               ", ".join(p for _, _, p in whole)))
+        groups["data"].append(
+            (math.prod(n for _, n, _ in whole), ", ".join(p for _, _, p in whole))
+        )
     for ax in on:
         for role, n, p in ax:
             if not (spans and len(ax) == 1 and role == "data"):

@@ -83,20 +83,32 @@ def _symbolic(compilation: Compilation) -> tuple[list[str], list[str]]:
     return ([a for a, s in prog.mesh if s is None], [d for d, s in prog.dims if s is None])
 
 
-def prepare(source: Source, hw: str | None = None, model: Model = "exact",
-            bindings: Mapping[str, float] | None = None,
-            matmul_precision: MatmulPrecision = "default") -> Prepared | Compilation:
+def prepare(
+    source: Source,
+    hw: str | None = None,
+    model: Model = "exact",
+    bindings: Mapping[str, float] | None = None,
+    matmul_precision: MatmulPrecision = "default",
+) -> Prepared | Compilation:
     """Run shardc on the program; a Compilation (with its diagnostics) when it has errors."""
     bindings = dict(bindings or {})
-    first = run_pipeline(source, hw=hw, model=model, set=bindings,
-                         stop_after="insert-collectives", matmul_precision=matmul_precision)
+    first = run_pipeline(
+        source,
+        hw=hw,
+        model=model,
+        set=bindings,
+        stop_after="insert-collectives",
+        matmul_precision=matmul_precision,
+    )
     if first.diagnostics.has_errors or first.compiled is None:
         return first
     axes, dims = _symbolic(first)
     missing = [a for a in axes if a not in bindings]
     if missing:
-        raise UsageError(f"mesh axes {', '.join(missing)} are symbolic: the number of devices "
-                         f"must be known (--set {missing[0]}=8)")
+        raise UsageError(
+            f"mesh axes {', '.join(missing)} are symbolic: the number of devices "
+            f"must be known (--set {missing[0]}=8)"
+        )
     notes = []
     free = [d for d in dims if d not in bindings]
     if free:
@@ -104,11 +116,14 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
         declared_mesh = dict(first.compiled.mesh)
         devices = math.prod(size_of(a, declared_mesh, bindings) or 1 for a in declared_mesh)
         size = math.lcm(TYPICAL_DIM, devices)
-        notes.append(f"{', '.join(free)} symbolic: checked at {size} (the planner's typical "
-                     "size, a multiple of the device count); bind with --set")
+        notes.append(
+            f"{', '.join(free)} symbolic: checked at {size} (the planner's typical "
+            "size, a multiple of the device count); bind with --set"
+        )
         bindings.update({d: size for d in free})
-    result = run_pipeline(source, hw=hw, model=model, set=bindings,
-                          matmul_precision=matmul_precision)
+    result = run_pipeline(
+        source, hw=hw, model=model, set=bindings, matmul_precision=matmul_precision
+    )
     if result.diagnostics.has_errors or result.compiled is None or result.program is None:
         return result
     prog = result.compiled
@@ -116,10 +131,22 @@ def prepare(source: Source, hw: str | None = None, model: Model = "exact",
     mesh = {a: size_of(a, declared, bindings) or 1 for a in prog.mesh_axes}
     sizes = {d: size_of(d, declared, bindings) or TYPICAL_DIM for d, _ in prog.dims}
     chip = result.report.chip if result.report is not None else None
-    return Prepared(result, statements(result.program, prog, source), mesh, sizes,
-                    hardware(chip, bindings, frozenset(sizes) | frozenset(mesh),
-                             getattr(prog, "topology", None), matmul_precision), getattr(chip, "name", None),
-                    model, notes)
+    return Prepared(
+        result,
+        statements(result.program, prog, source),
+        mesh,
+        sizes,
+        hardware(
+            chip,
+            bindings,
+            frozenset(sizes) | frozenset(mesh),
+            getattr(prog, "topology", None),
+            matmul_precision,
+        ),
+        getattr(chip, "name", None),
+        model,
+        notes,
+    )
 
 
 def devices_needed(prepared: Prepared) -> int:
@@ -151,14 +178,34 @@ def check(prepared: Prepared) -> CheckResult:
         summary = summarize(res.hlo, math.prod(prepared.mesh.values()) if prepared.mesh else 1)
         ours_out = st.ours_layout.format(st.target, mesh_order)
         if st.is_backward:  # both return the gradients pinned to their parameters' layouts
-            ours_out = ", ".join(g.layout.format(gradient_name(g.name), mesh_order)
-                                 for g in st.grads)
-        rows.append(compare(st, summary, prepared.mesh, size, prepared.model, prepared.hardware,
-                            res.flops, res.bytes_accessed,
-                            ours_out if st.is_backward else res.out_spec, ours_out))
+            ours_out = ", ".join(
+                g.layout.format(gradient_name(g.name), mesh_order) for g in st.grads
+            )
+        rows.append(
+            compare(
+                st,
+                summary,
+                prepared.mesh,
+                size,
+                prepared.model,
+                prepared.hardware,
+                res.flops,
+                res.bytes_accessed,
+                ours_out if st.is_backward else res.out_spec,
+                ours_out,
+            )
+        )
     name = prepared.compilation.source.name
     return CheckResult(name, prepared, rows, jax.__version__)
 
 
-__all__ = ["OURS_CHEAPER", "SAME_COST", "CheckResult", "Prepared", "UsageError", "check",
-           "devices_needed", "prepare"]
+__all__ = [
+    "OURS_CHEAPER",
+    "SAME_COST",
+    "CheckResult",
+    "Prepared",
+    "UsageError",
+    "check",
+    "devices_needed",
+    "prepare",
+]

@@ -16,22 +16,30 @@ from shardc.passes.einsum_plan import output_dims
 from shardc.tools.xla.statements import Statement
 
 UNARY = {
-    "gelu": "jax.nn.gelu({}, approximate=True)", "silu": "jax.nn.silu({})",
-    "relu": "jax.nn.relu({})", "sigmoid": "jax.nn.sigmoid({})", "tanh": "jnp.tanh({})",
-    "exp": "jnp.exp({})", "log": "jnp.log({})", "sqrt": "jnp.sqrt({})",
-    "rsqrt": "jax.lax.rsqrt({})", "square": "jnp.square({})", "neg": "jnp.negative({})",
-    "abs": "jnp.abs({})", "copy": "{}",
+    "gelu": "jax.nn.gelu({}, approximate=True)",
+    "silu": "jax.nn.silu({})",
+    "relu": "jax.nn.relu({})",
+    "sigmoid": "jax.nn.sigmoid({})",
+    "tanh": "jnp.tanh({})",
+    "exp": "jnp.exp({})",
+    "log": "jnp.log({})",
+    "sqrt": "jnp.sqrt({})",
+    "rsqrt": "jax.lax.rsqrt({})",
+    "square": "jnp.square({})",
+    "neg": "jnp.negative({})",
+    "abs": "jnp.abs({})",
+    "copy": "{}",
 }
 """JAX spelling of each unary function of the language (gelu: the tanh form, as simulated)."""
 
-PRELUDE = '''\
+PRELUDE = """\
 def spec(*axes):
     return NamedSharding(mesh, P(*axes))
 
 
 def constrain(x, *axes):
     return jax.lax.with_sharding_constraint(x, spec(*axes))
-'''
+"""
 """Helpers the generated functions use; `mesh`, `jax`, `jnp`, `NamedSharding`, `P` in scope."""
 
 
@@ -78,8 +86,7 @@ def identifier(name: str) -> str:
     """
     if not name.isidentifier() or name.startswith("_") or "__" in name:
         raise CodegenError(f"{name!r} is not a plain identifier; it cannot be written as code")
-    clash = (keyword.iskeyword(name) or name in RESERVED
-             or (name[:1] == "t" and name[1:].isdigit()))
+    clash = keyword.iskeyword(name) or name in RESERVED or (name[:1] == "t" and name[1:].isdigit())
     return f"{name}_" if clash else name
 
 
@@ -95,15 +102,18 @@ class _Writer:
         self.lines.append(f"    {name} = {code}")
         return name
 
-    def ev(self, e: Expr, env: dict[str, tuple[str, tuple[str, ...]]]) -> tuple[str, tuple[str, ...]]:
+    def ev(
+        self, e: Expr, env: dict[str, tuple[str, tuple[str, ...]]]
+    ) -> tuple[str, tuple[str, ...]]:
         match e:
             case Ref(name=name, layout=layout):
                 x, dims = env[name]
                 dims = e.used_dims(dims)  # `In[T->S, D]`: the same data, T called S
                 if layout is not None:
                     want = layout.stripped()
-                    x = self.let(f"constrain({_transpose(x, dims, want.dim_names)}, "
-                                 f"{spec_args(want)})")
+                    x = self.let(
+                        f"constrain({_transpose(x, dims, want.dim_names)}, {spec_args(want)})"
+                    )
                     dims = want.dim_names
                 return x, dims
             case Contract(lhs=lhs, rhs=rhs, dims=contract):
@@ -111,8 +121,10 @@ class _Writer:
                 out = output_dims(da, db, contract)
                 names = sorted(set(da) | set(db))
                 letter = {n: string.ascii_letters[i] for i, n in enumerate(names)}
-                sub = (f"{''.join(letter[d] for d in da)},{''.join(letter[d] for d in db)}->"
-                       f"{''.join(letter[d] for d in out)}")
+                sub = (
+                    f"{''.join(letter[d] for d in da)},{''.join(letter[d] for d in db)}->"
+                    f"{''.join(letter[d] for d in out)}"
+                )
                 return self.let(f'jnp.einsum("{sub}", {a}, {b})'), out
             case Binary(op=op, lhs=lhs, rhs=rhs):
                 (a, da), (b, db) = self.ev(lhs, env), self.ev(rhs, env)
@@ -129,15 +141,19 @@ class _Writer:
                 if kind == "softmax":
                     return self.let(f"jax.nn.softmax({x}, axis={axes[0]})"), dims
                 fn = "jnp.sum" if kind == "Sum" else "jnp.max"
-                return (self.let(f"{fn}({x}, axis={axes})"),
-                        tuple(d for d in dims if d not in rdims))
+                return (
+                    self.let(f"{fn}({x}, axis={axes})"),
+                    tuple(d for d in dims if d not in rdims),
+                )
             case CollectiveCall(kind=kind, arg=arg):
                 x, dims = self.ev(arg, env)
                 layout = self.st.explicit_layout(e.span) if self.st is not None else None
                 if layout is None or self.st is None:
                     raise CodegenError(f"no layout known for {kind} at {e.span.line}")
-                x = self.let(f"constrain({_transpose(x, dims, layout.dim_names)}, "
-                             f"{spec_args(layout)})  # {comment(kind)}")
+                x = self.let(
+                    f"constrain({_transpose(x, dims, layout.dim_names)}, "
+                    f"{spec_args(layout)})  # {comment(kind)}"
+                )
                 return x, layout.dim_names
         raise CodegenError(f"cannot write {type(e).__name__}")
 
@@ -181,8 +197,10 @@ def backward_source(st: Statement) -> str:
     seed = st.inputs[-1]
     dims = {x.name: x.dims for x in st.inputs}
     cot: dict[str, str] = {st.forward[-1].target: identifier(seed.name)}
-    lines = [f"def {function_name(st)}({', '.join(params)}):",
-             f"    # {comment('XLA differentiates each forward statement (jax.vjp), last first')}"]
+    lines = [
+        f"def {function_name(st)}({', '.join(params)}):",
+        f"    # {comment('XLA differentiates each forward statement (jax.vjp), last first')}",
+    ]
     k = 0
     for f in reversed(st.forward):
         if f.target not in cot:
@@ -227,8 +245,10 @@ def program_source(stmts: list[Statement], name: str = "program") -> str:
         x, dims = w.ev(st.expr, env)
         want = st.ours_layout.dim_names
         if st.out_layout is not None:
-            x = w.let(f"constrain({_transpose(x, dims, want)}, "
-                      f"{spec_args(st.out_layout.reordered(want))})")
+            x = w.let(
+                f"constrain({_transpose(x, dims, want)}, "
+                f"{spec_args(st.out_layout.reordered(want))})"
+            )
         elif dims != want:
             x = w.let(_transpose(x, dims, want))
         env[st.target] = (x, want)

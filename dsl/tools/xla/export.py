@@ -150,8 +150,10 @@ def _inputs(prepared: Prepared, stmts: list[Statement]) -> list[str]:
                 continue
             seen.add(x.name)
             shape = tuple(prepared.sizes[d] for d in x.dims)
-            lines.append(f"    env[{x.name!r}] = make({shape!r}, jnp.{JAX_DTYPES[x.dtype]}, "
-                         f"spec({spec_args(x.layout)}))  # {comment(x.layout.format(x.name))}")
+            lines.append(
+                f"    env[{x.name!r}] = make({shape!r}, jnp.{JAX_DTYPES[x.dtype]}, "
+                f"spec({spec_args(x.layout)}))  # {comment(x.layout.format(x.name))}"
+            )
     return lines
 
 
@@ -168,14 +170,22 @@ def script(prepared: Prepared, file_name: str = "prog.py") -> str:
     mesh: Mapping[str, int] = prepared.mesh
     # User text (file names, array names, statements) enters the script only through repr()
     # or as a comment made safe by `comment`: a file named `a"""+...` is data, not code.
-    parts = [HEADER.format(name=repr(str(name)), script=repr(str(file_name)),
-                           devices=int(math.prod(mesh.values())),
-                           mesh=repr({str(k): int(v) for k, v in mesh.items()}),
-                           dims=repr({str(k): int(v) for k, v in prepared.sizes.items()}),
-                           predicted=repr(_predicted(prepared))), "", PRELUDE]
+    parts = [
+        HEADER.format(
+            name=repr(str(name)),
+            script=repr(str(file_name)),
+            devices=int(math.prod(mesh.values())),
+            mesh=repr({str(k): int(v) for k, v in mesh.items()}),
+            dims=repr({str(k): int(v) for k, v in prepared.sizes.items()}),
+            predicted=repr(_predicted(prepared)),
+        ),
+        "",
+        PRELUDE,
+    ]
     for st in skipped:
-        parts.append(f"# line {int(st.line)} not exported: {comment(st.text)}\n"
-                     f"#   {comment(st.skip)}\n")
+        parts.append(
+            f"# line {int(st.line)} not exported: {comment(st.text)}\n#   {comment(st.skip)}\n"
+        )
     for st in stmts:
         parts.append("\n" + statement_source(st))
     rows = []
@@ -184,10 +194,15 @@ def script(prepared: Prepared, file_name: str = "prog.py") -> str:
         if st.is_backward:
             out = "[" + ", ".join(_tuple(g.layout) for g in st.grads) + "]"
         else:
-            out = ("None" if st.out_layout is None
-                   else _tuple(st.out_layout.reordered(st.ours_layout.dim_names)))
-        rows.append(f"    ({int(st.line)}, {function_name(st)}, {st.target!r}, [{ins}], {out}, "
-                    f"{st.text!r}),")
+            out = (
+                "None"
+                if st.out_layout is None
+                else _tuple(st.out_layout.reordered(st.ours_layout.dim_names))
+            )
+        rows.append(
+            f"    ({int(st.line)}, {function_name(st)}, {st.target!r}, [{ins}], {out}, "
+            f"{st.text!r}),"
+        )
     parts.append("\nSTATEMENTS = [\n" + "\n".join(rows) + "\n]\n")
     parts.append(MAIN.format(inputs="\n".join(_inputs(prepared, stmts)) or "    pass"))
     text = "\n".join(parts)

@@ -97,8 +97,9 @@ def map_groups(groups: Groups | None, mesh: Mapping[str, int]) -> tuple[SubAxis,
     return shape
 
 
-def pair_coords(pairs: Groups, mesh: Mapping[str, int]
-                ) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+def pair_coords(
+    pairs: Groups, mesh: Mapping[str, int]
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
     """A collective-permute's (source, target) pairs as mesh coordinates; None when a device is
     outside the mesh."""
     sizes = list(mesh.values())
@@ -138,8 +139,9 @@ def _ints(text: str) -> list[int]:
 _CHOSEN = re.compile(r"'([^']+)'(?::\((\d+)\)(\d+))?")
 
 
-def _mesh_form(names: list[str], sizes: list[int], ids: np.ndarray, chosen_text: str
-               ) -> Groups | None:
+def _mesh_form(
+    names: list[str], sizes: list[int], ids: np.ndarray, chosen_text: str
+) -> Groups | None:
     """Groups of the mesh form: the devices that differ only along the chosen (sub-)axes."""
     chosen = _CHOSEN.findall(chosen_text)
     split_names: list[str] = []
@@ -204,8 +206,11 @@ def parse_replica_groups(attrs: str, n_devices: int) -> tuple[Groups | None, str
         shape = _ints(m.group(1))
         ids = _iota(_ints(m.group(2)), _ints(m.group(3)) if m.group(3) else None)
         return tuple(tuple(int(x) for x in row) for row in ids.reshape(shape[0], -1)), m.group(0)
-    m = re.match(r"mesh\[([^\]]*)\](?:,\s*device_ids=\(\[([\d,]+)\](?:T\(([\d,]+)\))?\))?"
-                 r"\s*\{([^}]*)\}", attrs[i:])
+    m = re.match(
+        r"mesh\[([^\]]*)\](?:,\s*device_ids=\(\[([\d,]+)\](?:T\(([\d,]+)\))?\))?"
+        r"\s*\{([^}]*)\}",
+        attrs[i:],
+    )
     if m:
         axes = re.findall(r"'([^']+)'=(\d+)", m.group(1))
         names = [a for a, _ in axes]
@@ -215,4 +220,4 @@ def parse_replica_groups(attrs: str, n_devices: int) -> tuple[Groups | None, str
         else:
             ids = np.arange(math.prod(sizes))
         return _mesh_form(names, sizes, ids.reshape(-1), m.group(4)), m.group(0)
-    return None, attrs[i:i + 40]
+    return None, attrs[i : i + 40]

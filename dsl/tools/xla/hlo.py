@@ -18,17 +18,30 @@ from shardc.tools.xla.groups import Groups, balanced, parse_replica_groups
 XLA_DTYPE_BYTES: dict[str, float] = {
     # shardc's own dtypes by their HLO names (ints where whole, so bytes print as 1024, not 1024.0)
     **{XLA_NAME[d]: int(b) if b == int(b) else b for d, b in BYTES.items()},
-    "f64": 8, "s64": 8, "u64": 8, "s32": 4, "u32": 4, "s16": 2, "u16": 2, "u8": 1, "pred": 1,
-    "u4": 0.5, "f8e5m2": 1,
+    "f64": 8,
+    "s64": 8,
+    "u64": 8,
+    "s32": 4,
+    "u32": 4,
+    "s16": 2,
+    "u16": 2,
+    "u8": 1,
+    "pred": 1,
+    "u4": 0.5,
+    "f8e5m2": 1,
 }
 """Bytes per element of the HLO element types shardc's dtypes lower to (and a few more)."""
 
 COLLECTIVE_OPS: dict[str, str] = {
-    "all-gather": "AllGather", "all-gather-start": "AllGather",
+    "all-gather": "AllGather",
+    "all-gather-start": "AllGather",
     "reduce-scatter": "ReduceScatter",
-    "all-reduce": "AllReduce", "all-reduce-start": "AllReduce",
-    "all-to-all": "AllToAll", "ragged-all-to-all": "AllToAll",
-    "collective-permute": "CollectivePermute", "collective-permute-start": "CollectivePermute",
+    "all-reduce": "AllReduce",
+    "all-reduce-start": "AllReduce",
+    "all-to-all": "AllToAll",
+    "ragged-all-to-all": "AllToAll",
+    "collective-permute": "CollectivePermute",
+    "collective-permute-start": "CollectivePermute",
 }
 """HLO opcodes that communicate, by the name shardc gives them (`-done` halves are skipped)."""
 
@@ -129,14 +142,26 @@ class HloCollective:
         """A combined all-reduce, all-gather or reduce-scatter (XLA's combiner passes put
         several arrays in one collective) as one collective per array, as shardc counts them;
         anything else (an all-to-all's tuple form is the pieces of one array) as it is."""
-        if (self.kind not in ("AllReduce", "AllGather", "ReduceScatter")
-                or len(self.operands) < 2 or len(self.shapes) != len(self.operands)
-                or len(self.origins) != len(self.operands)):
+        if (
+            self.kind not in ("AllReduce", "AllGather", "ReduceScatter")
+            or len(self.operands) < 2
+            or len(self.shapes) != len(self.operands)
+            or len(self.origins) != len(self.operands)
+        ):
             return (self,)
-        return tuple(HloCollective(self.kind, self.opcode, (shape,), self.groups,
-                                   self.groups_text, self.name, (operand,), (origin,))
-                     for shape, operand, origin in zip(self.shapes, self.operands, self.origins,
-                                                       strict=True))
+        return tuple(
+            HloCollective(
+                self.kind,
+                self.opcode,
+                (shape,),
+                self.groups,
+                self.groups_text,
+                self.name,
+                (operand,),
+                (origin,),
+            )
+            for shape, operand, origin in zip(self.shapes, self.operands, self.origins, strict=True)
+        )
 
     def shape_text(self) -> str:
         """`f32[8,4]`; a combined or tuple-form collective: `8 x f32[1,512,2048]`."""
@@ -160,8 +185,10 @@ def parse_shapes(text: str) -> tuple[ArrayShape, ...]:
     >>> parse_shapes("(f32[2,3]{1,0}, bf16[4]{0})")
     (ArrayShape(dtype='f32', dims=(2, 3)), ArrayShape(dtype='bf16', dims=(4,)))
     """
-    return tuple(ArrayShape(t, tuple(int(d) for d in dims.split(",") if d))
-                 for t, dims in _ARRAY.findall(text))
+    return tuple(
+        ArrayShape(t, tuple(int(d) for d in dims.split(",") if d))
+        for t, dims in _ARRAY.findall(text)
+    )
 
 
 def _split_instruction(line: str) -> tuple[str, str, str, str] | None:
@@ -169,7 +196,7 @@ def _split_instruction(line: str) -> tuple[str, str, str, str] | None:
     m = _INSTR.match(line)
     if not m:
         return None
-    rest = line[m.end():]
+    rest = line[m.end() :]
     if rest.startswith("("):
         end = balanced(rest, 0)
     else:
@@ -182,7 +209,7 @@ def _split_instruction(line: str) -> tuple[str, str, str, str] | None:
     op = re.match(r"([\w\-]+)\(", tail)
     if not op:
         return None
-    return m.group(1), shape, op.group(1), tail[op.end() - 1:]
+    return m.group(1), shape, op.group(1), tail[op.end() - 1 :]
 
 
 # ---- the module: computations and instructions ----------------------------------------------
@@ -227,10 +254,11 @@ def parse_module(hlo_text: str) -> Module:
             continue
         name, shape, opcode, tail = parts
         end = balanced(tail, 0)
-        args = tail[1:end - 1]
+        args = tail[1 : end - 1]
         index = int(args) if opcode == "parameter" and args.strip().isdigit() else None
-        instr = Instr(name, shape, opcode, tuple(re.findall(r"%([\w.\-]+)", args)),
-                      tail[end:], index)
+        instr = Instr(
+            name, shape, opcode, tuple(re.findall(r"%([\w.\-]+)", args)), tail[end:], index
+        )
         mod.comps.setdefault(comp, {})[name] = instr
         if line.lstrip().startswith("ROOT"):
             mod.roots[comp] = name
@@ -241,16 +269,48 @@ def parse_module(hlo_text: str) -> Module:
 
 # ---- where values come from ---------------------------------------------------------------------
 
-_PASS = frozenset({
-    "convert", "bitcast", "bitcast-convert", "copy", "copy-start", "copy-done", "reshape",
-    "transpose", "broadcast", "slice", "dynamic-slice", "pad", "reverse", "concatenate",
-    "dynamic-update-slice", "select", "tuple", "optimization-barrier", "all-gather-done",
-    "all-reduce-done", "collective-permute-done", "async-start", "async-done", *COLLECTIVE_OPS})
+_PASS = frozenset(
+    {
+        "convert",
+        "bitcast",
+        "bitcast-convert",
+        "copy",
+        "copy-start",
+        "copy-done",
+        "reshape",
+        "transpose",
+        "broadcast",
+        "slice",
+        "dynamic-slice",
+        "pad",
+        "reverse",
+        "concatenate",
+        "dynamic-update-slice",
+        "select",
+        "tuple",
+        "optimization-barrier",
+        "all-gather-done",
+        "all-reduce-done",
+        "collective-permute-done",
+        "async-start",
+        "async-done",
+        *COLLECTIVE_OPS,
+    }
+)
 """Opcodes that move, convert, reshape, slice or combine values without computing on them."""
 
 _CONTRACT = frozenset({"dot", "convolution", "reduce", "reduce-window"})
-_SOURCELESS = frozenset({"constant", "iota", "partition-id", "replica-id", "rng", "after-all",
-                         "rng-get-and-update-state"})
+_SOURCELESS = frozenset(
+    {
+        "constant",
+        "iota",
+        "partition-id",
+        "replica-id",
+        "rng",
+        "after-all",
+        "rng-get-and-update-state",
+    }
+)
 
 
 class _Tracer:
@@ -310,8 +370,11 @@ class _Tracer:
                 sub = called.group(1)
                 args = tuple(self.origin(comp, o, bound) for o in ins.operands)
                 return self.element(sub, self.mod.roots[sub], i, args)
-        if (ins.opcode in COLLECTIVE_OPS and not ins.opcode.endswith("-start")
-                and i < len(ins.operands)):
+        if (
+            ins.opcode in COLLECTIVE_OPS
+            and not ins.opcode.endswith("-start")
+            and i < len(ins.operands)
+        ):
             return self.origin(comp, ins.operands[i], bound)
         return self.origin(comp, name, bound)
 
@@ -333,8 +396,12 @@ def _tag(ins: Instr) -> bool:
     """A float op XLA made out of a dot (its metadata names the dot_general)."""
     m = re.search(r'op_name="([^"]*)"', ins.attrs)
     out = parse_shapes(ins.shape)
-    return (m is not None and m.group(1).endswith("dot_general") and len(out) == 1
-            and out[0].dtype.startswith(("f", "bf")))  # s32 ops are the slicing's indices
+    return (
+        m is not None
+        and m.group(1).endswith("dot_general")
+        and len(out) == 1
+        and out[0].dtype.startswith(("f", "bf"))
+    )  # s32 ops are the slicing's indices
 
 
 def _rewritten_dot_flops(instrs: dict[str, Instr], shapes: dict[str, ArrayShape]) -> float:
@@ -371,13 +438,14 @@ def summarize(hlo_text: str, n_devices: int) -> HloSummary:
             if ins.opcode in ("all-gather-start", "collective-permute-start"):
                 # Async starts return (operands, results[, context scalars]): keep the results.
                 results = tuple(r for r in results if r.dims)
-                results = results[len(results) // 2:]
+                results = results[len(results) // 2 :]
             groups, text = parse_replica_groups(ins.attrs, n_devices)
             operands = tuple(shapes[o] for o in ins.operands if o in shapes)
             try:
                 origins = tuple(tracer.origin(comp, o) for o in ins.operands)
             except RecursionError:  # a chain deeper than Python's stack: left untraced
                 origins = ()
-            collectives.append(HloCollective(kind, ins.opcode, results, groups, text, ins.name,
-                                             operands, origins))
+            collectives.append(
+                HloCollective(kind, ins.opcode, results, groups, text, ins.name, operands, origins)
+            )
     return HloSummary(tuple(collectives), flops)

@@ -17,8 +17,14 @@ from shardc.lang.layout import DimSharding, Layout
 from shardc.tools.xla.codegen import PRELUDE, CodegenError, function_name, statement_source
 from shardc.tools.xla.statements import Statement
 
-JAX_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "fp8": "float8_e4m3fn",
-              "int8": "int8", "int4": "int4"}
+JAX_DTYPES = {
+    "f32": "float32",
+    "bf16": "bfloat16",
+    "f16": "float16",
+    "fp8": "float8_e4m3fn",
+    "int8": "int8",
+    "int4": "int4",
+}
 """The jax.numpy dtype each shardc dtype lowers to."""
 
 
@@ -44,9 +50,11 @@ def make_mesh(mesh: Mapping[str, int]) -> Any:
     n = math.prod(mesh.values())
     devices = jax.devices()
     if len(devices) < n:
-        raise LoweringError(f"the mesh needs {n} devices but JAX has {len(devices)}; set "
-                            f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before JAX "
-                            "starts")
+        raise LoweringError(
+            f"the mesh needs {n} devices but JAX has {len(devices)}; set "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before JAX "
+            "starts"
+        )
     grid = np.array(devices[:n]).reshape(tuple(mesh.values()))
     try:  # Auto axes: GSPMD propagates shardings (the only kind before JAX 0.5)
         from jax.sharding import AxisType
@@ -59,8 +67,9 @@ def spec(layout: Layout) -> Any:
     """The PartitionSpec of a layout: `A[I_XY, J]` is `P(("X", "Y"), None)`."""
     from jax.sharding import PartitionSpec
 
-    return PartitionSpec(*[None if not d.axes else d.axes[0] if len(d.axes) == 1 else d.axes
-                           for d in layout.dims])
+    return PartitionSpec(
+        *[None if not d.axes else d.axes[0] if len(d.axes) == 1 else d.axes for d in layout.dims]
+    )
 
 
 def build_function(st: Statement, mesh: Any) -> Callable[..., Any]:
@@ -69,8 +78,13 @@ def build_function(st: Statement, mesh: Any) -> Callable[..., Any]:
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    scope: dict[str, Any] = {"jax": jax, "jnp": jnp, "mesh": mesh,
-                             "NamedSharding": NamedSharding, "P": PartitionSpec}
+    scope: dict[str, Any] = {
+        "jax": jax,
+        "jnp": jnp,
+        "mesh": mesh,
+        "NamedSharding": NamedSharding,
+        "P": PartitionSpec,
+    }
     try:
         forward = [statement_source(f) for f in st.forward]  # the backward pass calls them
         code = "\n\n".join([PRELUDE, *forward, statement_source(st)])
@@ -96,15 +110,19 @@ def compile_statement(st: Statement, mesh: Any, sizes: Mapping[str, int]) -> Xla
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
 
-    args = [jax.ShapeDtypeStruct(tuple(sizes[d] for d in x.dims), getattr(jnp, JAX_DTYPES[x.dtype]))
-            for x in st.inputs]
+    args = [
+        jax.ShapeDtypeStruct(tuple(sizes[d] for d in x.dims), getattr(jnp, JAX_DTYPES[x.dtype]))
+        for x in st.inputs
+    ]
     kwargs: dict[str, Any] = {
-        "in_shardings": tuple(NamedSharding(mesh, spec(x.layout)) for x in st.inputs)}
+        "in_shardings": tuple(NamedSharding(mesh, spec(x.layout)) for x in st.inputs)
+    }
     if st.is_backward:  # the gradients, each in its requested layout
         kwargs["out_shardings"] = tuple(NamedSharding(mesh, spec(g.layout)) for g in st.grads)
     elif st.out_layout is not None:
-        kwargs["out_shardings"] = NamedSharding(mesh, spec(st.out_layout.reordered(
-            st.ours_layout.dim_names)))
+        kwargs["out_shardings"] = NamedSharding(
+            mesh, spec(st.out_layout.reordered(st.ours_layout.dim_names))
+        )
     try:
         compiled = jax.jit(build_function(st, mesh), **kwargs).lower(*args).compile()
     except LoweringError:
@@ -117,8 +135,7 @@ def compile_statement(st: Statement, mesh: Any, sizes: Mapping[str, int]) -> Xla
         cost = cost[0] if cost else {}
     cost = cost or {}
     out = "" if st.is_backward else _layout_text(compiled.output_shardings, st)
-    return XlaResult(compiled.as_text() or "", cost.get("flops"), cost.get("bytes accessed"),
-                     out)
+    return XlaResult(compiled.as_text() or "", cost.get("flops"), cost.get("bytes accessed"), out)
 
 
 def _layout_text(sharding: Any, st: Statement) -> str:

@@ -81,8 +81,10 @@ class Statement:
 
 
 def _inside(inner: Span, outer: Span) -> bool:
-    return ((outer.line, outer.col) <= (inner.line, inner.col)
-            and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col))
+    return (outer.line, outer.col) <= (inner.line, inner.col) and (
+        inner.end_line,
+        inner.end_col,
+    ) <= (outer.end_line, outer.end_col)
 
 
 def referenced(e: Expr) -> list[str]:
@@ -120,11 +122,15 @@ def _owners(program: Program, ops: list[Op], derived: set[int]) -> dict[int, lis
     ops of the statements `backward` derives under -1: every op from the first that carries the
     `backward` line's span on (they are lowered last; a derived statement reading `W[D, F]`
     reshards W at the span of that use in the forward pass)."""
-    spans = [(i, s.span) for i, s in enumerate(program.statements)
-             if isinstance(s, Assign) and i not in derived]
+    spans = [
+        (i, s.span)
+        for i, s in enumerate(program.statements)
+        if isinstance(s, Assign) and i not in derived
+    ]
     back = program.statements[min(derived)].span if derived else None
-    start = next((k for k, op in enumerate(ops) if back is not None and _inside(op.span, back)),
-                 len(ops))
+    start = next(
+        (k for k, op in enumerate(ops) if back is not None and _inside(op.span, back)), len(ops)
+    )
     out: dict[int, list[Op]] = {}
     for k, op in enumerate(ops):
         if k >= start:
@@ -142,9 +148,14 @@ def statements(program: Program, compiled: CompiledProgram, source: Source) -> l
     env: dict[str, Operand] = {}
     declared: dict[str, Operand] = {}
     line = compiled.backward_line
-    derived = {i for i, s in enumerate(program.statements)
-               if isinstance(s, Assign | ArrayDecl) and line is not None
-               and s.span.line == line and source.line_text(line).strip().startswith("backward")}
+    derived = {
+        i
+        for i, s in enumerate(program.statements)
+        if isinstance(s, Assign | ArrayDecl)
+        and line is not None
+        and s.span.line == line
+        and source.line_text(line).strip().startswith("backward")
+    }
     owners = _owners(program, list(compiled.ops), derived)
     out: list[Statement] = []
     back_targets: list[str] = []
@@ -169,8 +180,7 @@ def statements(program: Program, compiled: CompiledProgram, source: Source) -> l
         mine = tuple(owners.get(i, ()))
         for op in mine:
             if isinstance(op, Input):  # an array declared inline, `B = A[I_X]` with A new
-                env[op.out.array] = Operand(op.out.array, op.out.dtype, op.out.layout,
-                                            op.out.id)
+                env[op.out.array] = Operand(op.out.array, op.out.dtype, op.out.layout, op.out.id)
                 if i not in derived:
                     declared.setdefault(op.out.array, env[op.out.array])
         inputs = tuple(env[n] for n in referenced(stmt.expr) if n in env)
@@ -197,28 +207,49 @@ def statements(program: Program, compiled: CompiledProgram, source: Source) -> l
         skip = ""
         for x in inputs:
             if x.layout.unreduced:
-                skip = (f"input {_unreduced_text(x.name, x.layout, mesh)} holds partial sums "
-                        "{U_" + format_axes(sorted(x.layout.unreduced)) + "}: JAX has no "
-                        "spelling for an unreduced array")
+                skip = (
+                    f"input {_unreduced_text(x.name, x.layout, mesh)} holds partial sums "
+                    "{U_" + format_axes(sorted(x.layout.unreduced)) + "}: JAX has no "
+                    "spelling for an unreduced array"
+                )
                 break
         if not skip and any(isinstance(op, Collective) and op.op == "Send" for op in mine):
-            skip = ("a point-to-point Send has no JAX spelling in xla-check yet (its shift form "
-                    "is jax.lax.ppermute under shard_map, which the lowering does not write)")
+            skip = (
+                "a point-to-point Send has no JAX spelling in xla-check yet (its shift form "
+                "is jax.lax.ppermute under shard_map, which the lowering does not write)"
+            )
         if not skip and final.unreduced:
-            skip = (f"the result {final.format(stmt.target, mesh)} keeps partial sums: JAX "
-                    "has no spelling for an unreduced array")
-        explicit = tuple((op.span, op.out.layout) for op in mine
-                         if isinstance(op, Collective) and op.explicit)
+            skip = (
+                f"the result {final.format(stmt.target, mesh)} keeps partial sums: JAX "
+                "has no spelling for an unreduced array"
+            )
+        explicit = tuple(
+            (op.span, op.out.layout) for op in mine if isinstance(op, Collective) and op.explicit
+        )
         text = source.line_text(stmt.span.line).strip()
         if stmt.span.end_line == stmt.span.line:
-            text = source.line_text(stmt.span.line)[stmt.span.col - 1:stmt.span.end_col - 1]
-        out.append(Statement(stmt.span.line, text.strip(), stmt.target, stmt.expr, inputs,
-                             tuple(computed), requested, final, dtype, explicit, skip))
+            text = source.line_text(stmt.span.line)[stmt.span.col - 1 : stmt.span.end_col - 1]
+        out.append(
+            Statement(
+                stmt.span.line,
+                text.strip(),
+                stmt.target,
+                stmt.expr,
+                inputs,
+                tuple(computed),
+                requested,
+                final,
+                dtype,
+                explicit,
+                skip,
+            )
+        )
         env[stmt.target] = Operand(stmt.target, dtype, final, vid)
     if back_targets and seed is not None:
         back_ops = tuple(op for op in owners.get(-1, ()) if not isinstance(op, Input))
-        out.insert(n_forward, _backward(out[:n_forward], back_line, back_ops, back_targets,
-                                        seed, declared))
+        out.insert(
+            n_forward, _backward(out[:n_forward], back_line, back_ops, back_targets, seed, declared)
+        )
     return out
 
 
@@ -233,8 +264,14 @@ def _gradient_of(name: str, targets: list[str], forward: set[str]) -> str | None
     return None
 
 
-def _backward(forward: list[Statement], line: int, ops: tuple[Op, ...], targets: list[str],
-              seed: Operand, declared: dict[str, Operand]) -> Statement:
+def _backward(
+    forward: list[Statement],
+    line: int,
+    ops: tuple[Op, ...],
+    targets: list[str],
+    seed: Operand,
+    declared: dict[str, Operand],
+) -> Statement:
     """The statements `backward` derives, as one statement: its inputs are every array the
     forward statements read or made (in the layouts shardc holds them in) and the seed; its
     results the gradients of the declared arrays, in their requested layouts."""
@@ -250,15 +287,30 @@ def _backward(forward: list[Statement], line: int, ops: tuple[Op, ...], targets:
             grads.append(Operand(name, decl.dtype, decl.layout.with_unreduced(frozenset())))
     skip = ""
     if blocked := [st for st in forward if st.skip]:
-        skip = (f"the forward statement at line {blocked[0].line} cannot be lowered ("
-                f"{blocked[0].skip}), so neither can its gradient")
+        skip = (
+            f"the forward statement at line {blocked[0].line} cannot be lowered ("
+            f"{blocked[0].skip}), so neither can its gradient"
+        )
     elif not grads:
         skip = "the backward pass computes no gradient of a declared array"
     elif last is None or last.target != _forward_of(seed.name, names):
         skip = "the seed of the backward pass is not the last forward statement's gradient"
     operands = (*inputs.values(), seed)
-    return Statement(line, "backward", "backward", Ref(seed.name, None, NO_SPAN), operands, ops,
-                     None, seed.layout, seed.dtype, (), skip, tuple(forward), tuple(grads))
+    return Statement(
+        line,
+        "backward",
+        "backward",
+        Ref(seed.name, None, NO_SPAN),
+        operands,
+        ops,
+        None,
+        seed.layout,
+        seed.dtype,
+        (),
+        skip,
+        tuple(forward),
+        tuple(grads),
+    )
 
 
 def _forward_of(seed: str, names: set[str]) -> str | None:
