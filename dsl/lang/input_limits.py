@@ -39,7 +39,7 @@ MAX_PLAN_CHIPS = 2**18
 trained on 16,384 H100s). Plan compiles every candidate layout, and a candidate at this size
 already has six mesh axes; `shardc limits` covers larger hypothetical runs."""
 SOLVE_SECONDS = 2.0
-"""Wall-clock budget for one SymPy `solve` in `shardc derive`; past it: "no closed form"."""
+"""CPU-time budget for one SymPy `solve` in `shardc derive`; past it: "no closed form"."""
 MAX_REGIONS = 16
 """Regions (`compile --regions`, `Report.regions`) of one program; past it the report keeps the
 default plans and says so."""

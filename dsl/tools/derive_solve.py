@@ -29,7 +29,7 @@ class Solved:
 
 
 class _OutOfTime(Exception):
-    """SymPy's `solve` ran past `SOLVE_SECONDS` (raised from the SIGALRM handler)."""
+    """SymPy's `solve` ran past `SOLVE_SECONDS` (raised from the SIGPROF handler)."""
 
 
 _budget_depth = 0
@@ -40,10 +40,10 @@ late repeat of the alarm does nothing."""
 
 @contextmanager
 def solve_budget(seconds: float | None = None) -> Iterator[None]:
-    """Raise `_OutOfTime` inside the block once `seconds` (default `SOLVE_SECONDS`) of
-    wall-clock time have passed.
+    """Raise `_OutOfTime` inside the block once `seconds` (default `SOLVE_SECONDS`) of this
+    process's CPU time have passed (so the answer does not depend on the machine's load).
 
-    Uses SIGALRM, so only in the main thread (elsewhere the block runs without a budget); the
+    Uses SIGPROF, so only in the main thread (elsewhere the block runs without a budget); the
     previous handler and timer are restored afterwards. Nested budgets share the outer one.
     """
     global _budget_depth, _armed
@@ -66,21 +66,21 @@ def solve_budget(seconds: float | None = None) -> Iterator[None]:
         if _armed:
             raise _OutOfTime
 
-    old_handler = signal.signal(signal.SIGALRM, alarm)
+    old_handler = signal.signal(signal.SIGPROF, alarm)
     _armed = True
-    # The alarm repeats every 50 ms until the block ends: an _OutOfTime raised where Python
-    # ignores exceptions (a garbage-collector callback, a __del__) is raised again.
-    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+    # The alarm repeats every 50 ms of CPU time until the block ends: an _OutOfTime raised
+    # where Python ignores exceptions (a garbage-collector callback, a __del__) is raised again.
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_PROF, seconds, 0.05)
     _budget_depth += 1
     try:
         yield
     finally:
         _armed = False
         _budget_depth -= 1
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old_handler)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old_handler)
         if old_delay > 0:  # someone else's timer: give back what is left of it
-            signal.setitimer(signal.ITIMER_REAL, max(old_delay - seconds, 1e-3), old_interval)
+            signal.setitimer(signal.ITIMER_PROF, max(old_delay - seconds, 1e-3), old_interval)
 
 
 def budgeted(fn):
