@@ -88,9 +88,10 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
         # The formulas of a symbolic mesh axis assume a full ring; with its size known the
         # topology is the slice's own, so the program is compiled again at this point.
         return recompile(r, merged).evaluate()
-    if r.recipe is not None and r.program.sized_choices and symbolic & bound:
-        # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
-        # compile with these sizes bound does (passes/symbolic_plans.py), and cost that program.
+    if r.recipe is not None and symbolic & bound and (r.program.sized_choices or symbolic <= bound):
+        # Plans chosen "by default" at symbolic sizes, or every size now known (where a compile
+        # runs the whole program's search): choose them again at this point, as a compile with
+        # these sizes bound does (passes/symbolic_plans.py), and cost that program.
         from shardc.driver.region_totals import settle
         from shardc.passes.symbolic_plans import AtPoint
 
