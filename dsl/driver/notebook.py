@@ -84,7 +84,8 @@ def render_html(r: Report) -> str:
     """The HTML view (`_repr_html_`): summary, memory, and the ops, collapsible; then each
     array's blocks on the mesh (`shardc.driver.show`), collapsible."""
     from shardc.driver.render import write
-    from shardc.driver.show import array_pictures, to_html
+    from shardc.driver.show import array_pictures
+    from shardc.driver.show_writers import to_html
 
     pictures = array_pictures(r)
     return (

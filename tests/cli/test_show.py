@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import shardc
 from shardc.cli.app import main
-from shardc.driver import show
+from shardc.driver import show, show_blocks, show_writers
 from tests.paths import ROOT
 
 GOLDEN = ROOT / "tests" / "golden" / "show"
@@ -57,8 +57,8 @@ def test_symbolic_sizes() -> None:
     """Sizes left symbolic: the first and last block, their bounds as formulas."""
     r = shardc.compile("mesh X, Y\ndim B, D\nA: bf16[B_XY, D]\n")
     (p,) = show.array_pictures(r)
-    assert p.rows == ("B[0:B/(X*Y)]", show.ELIDED, "B[B*(X*Y-1)/(X*Y):B]")
-    assert p.cells == (("X=0 Y=0",), (show.ELIDED,), ("X=X-1 Y=Y-1",))
+    assert p.rows == ("B[0:B/(X*Y)]", show_blocks.ELIDED, "B[B*(X*Y-1)/(X*Y):B]")
+    assert p.cells == (("X=0 Y=0",), (show_blocks.ELIDED,), ("X=X-1 Y=Y-1",))
     assert p.notes[0] == "X*Y blocks of B/(X*Y) x D"
 
 
@@ -78,7 +78,7 @@ def test_higher_rank_rows_combine_sharded_dims() -> None:
 def test_elision_and_max_blocks() -> None:
     r = shardc.compile("mesh X=64\ndim I=128\nA: f32[I_X]\n")
     (p,) = show.array_pictures(r, max_blocks=4)
-    assert p.cols == ("I[0:2]", "I[2:4]", "I[4:6]", show.ELIDED, "I[126:128]")
+    assert p.cols == ("I[0:2]", "I[2:4]", "I[4:6]", show_blocks.ELIDED, "I[126:128]")
     assert p.cells[0][-1] == "X=63" and p.group[0][3] == -1
 
 
@@ -133,10 +133,10 @@ def test_every_device_holds_one_block(case) -> None:
 def test_markdown_and_html() -> None:
     r = shardc.compile(CASE4)
     (b,) = show.array_pictures(r, ["B"])
-    md = show.to_markdown(b)
+    md = show_writers.to_markdown(b)
     assert md.startswith("**B: bf16[J, K\\_X]**") or md.startswith("**B: bf16[J, K_X]**")
     assert "| `J[0:4096]` | X=0 | X=1 |" in md
-    html = show.to_html(b)
+    html = show_writers.to_html(b)
     assert html.count("<td") == 8 and "background:" in html and "<script" not in html
 
 
@@ -249,7 +249,7 @@ def test_report_sharding_api() -> None:
     assert [p.name for p in pictures] == ["B", "#2"]
     assert str(pictures).startswith("B: bf16[J, K_X]\n+") and str(pictures[0]) in str(pictures)
     assert "<table" in pictures._repr_html_() and "| `J[0:4096]` |" in pictures._repr_markdown_()
-    assert str(r.sharding()) == show.pictures_text(show.array_pictures(r))
+    assert str(r.sharding()) == show_writers.pictures_text(show.array_pictures(r))
     with pytest.raises(ValueError, match="no array 'Q'.*its arrays: A, B, C, C2"):
         r.sharding("Q")
     for bad, error in ((1, ValueError), (65, ValueError), (2.5, TypeError), (True, TypeError)):
@@ -263,7 +263,7 @@ def test_report_sharding_api() -> None:
 def test_combined_rows_stay_within_max_blocks() -> None:
     r = shardc.compile("mesh X=8, Y=8, Z=8\ndim I=8, J=8, K=8\nA: f32[I_X, J_Y, K_Z]\n")
     (p,) = show.array_pictures(r, max_blocks=4)
-    assert len(p.rows) <= 5 and p.rows[-1] == "I[7:8], J[7:8]" and show.ELIDED in p.rows
+    assert len(p.rows) <= 5 and p.rows[-1] == "I[7:8], J[7:8]" and show_blocks.ELIDED in p.rows
     assert p.cells[-1][-1] == "X=7 Y=7 Z=7"
     (full,) = show.array_pictures(r, max_blocks=64)
     assert len(full.rows) == 64 and len(full.cols) == 8

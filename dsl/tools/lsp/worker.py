@@ -97,7 +97,8 @@ shows only its line's ops."""
 def _pictures(report: Any) -> dict[str, str]:
     """Per array name, the Markdown of its picture (`shardc.driver.show`): which mesh devices
     hold which of its blocks, shown on hover over the name."""
-    from shardc.driver.show import array_pictures, to_markdown
+    from shardc.driver.show import array_pictures
+    from shardc.driver.show_writers import to_markdown
 
     names = [v.array for v in report.program.arrays][:MAX_PICTURES]
     return {p.name: to_markdown(p) for p in array_pictures(report, names)}
