@@ -11,7 +11,7 @@ from shardc.driver.document import OP_FIELDS, TOTALS
 from shardc.driver.formulas import latex, text
 from shardc.driver.json_text import dumps, strict_dumps
 from shardc.driver.region_totals import as_json, has_lines
-from shardc.driver.sections import expected_note
+from shardc.driver.summary_section import expected_note
 
 SCHEMA = "shardc.report/1"
 JSON_TOTALS = tuple(

@@ -9,7 +9,7 @@ from shardc.driver.document import BLOCK_TOTALS as BLOCK_SUMMARY
 from shardc.driver.document import SECTIONS, TOTALS
 from shardc.driver.formulas import latex, text
 from shardc.driver.render import write
-from shardc.driver.sections import expected_note
+from shardc.driver.summary_section import expected_note
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report

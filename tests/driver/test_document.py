@@ -13,6 +13,7 @@ import shardc
 from shardc.driver.document import SECTIONS, TOTALS, Section, Total
 from shardc.driver.render import WRITERS, write, writer_for
 from shardc.driver.sections import sections
+from shardc.driver.summary_section import expected_note, summary
 from tests.paths import ROOT
 
 TRAIN = ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard"
@@ -52,6 +53,15 @@ def test_a_new_total_row_reaches_every_writer_by_its_type(report, fmt):
     label = "T\\_foo" if fmt == "latex" else "T_foo"
     assert label in writer_for(fmt).write(doc)
     assert label not in writer_for(fmt).write(sections(report))
+
+
+def test_the_summary_section_is_the_documents(report):
+    """`sections` places the summary builder's section as it is; T_expected's note says where
+    its figures come from, here the roofline (the chip has no calibration)."""
+    doc = sections(report, only={"summary"})
+    assert doc[1] == summary(report)
+    note = expected_note(shardc.compile("mesh X=2\ndim B=8\nA: bf16[B_X]\n", hw="tpu-v5e"))
+    assert note == "equals T_lower: tpu-v5e has no calibration"
 
 
 def test_a_row_type_a_writer_does_not_know_is_left_out():
