@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import sympy as sp
 
-from shardc.driver.user_expr_syntax import (
+from shardc.driver.user_expr_ast import (
     ARITY,
     FUNCTIONS,
     MAX_EXPONENT,
@@ -32,8 +32,8 @@ from shardc.driver.user_expr_syntax import (
     Neg,
     Node,
     Num,
-    parse,
 )
+from shardc.driver.user_expr_syntax import parse
 
 
 # ---- to SymPy --------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""The syntax of a command-line formula (`shardc.driver.user_expr_syntax`): the AST `parse`
-builds, and the refusals with their columns. What SymPy is built from the AST is
-tests/driver/test_user_expr.py's."""
+"""The syntax of a command-line formula (`shardc.driver.user_expr_syntax`, the AST in
+`shardc.driver.user_expr_ast`): the AST `parse` builds, and the refusals with their columns.
+What SymPy is built from the AST is tests/driver/test_user_expr.py's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardc.driver import user_expr
-from shardc.driver.user_expr_syntax import (
+from shardc.driver.user_expr_ast import (
     FUNCTIONS,
     MAX_EXPONENT,
     MAX_LENGTH,
@@ -22,8 +22,8 @@ from shardc.driver.user_expr_syntax import (
     Name,
     Neg,
     Num,
-    parse,
 )
+from shardc.driver.user_expr_syntax import parse
 
 
 @pytest.mark.parametrize(
