@@ -49,7 +49,7 @@ cheapest step, and the regions split there, not where the steps cross.)"""
 EXHAUSTIVE = 256
 """At most this many plan vectors (the product of the contractions' option counts) are tried,
 all of them: the search is exact over its options, so the plans a compile chooses at a point
-are the cheapest of those options there (the regions drawn by `driver.objective.partition`
+are the cheapest of those options there (the regions drawn by `driver.objective_regions.partition`
 rely on it). The FSDP step has 2^6 = 64."""
 
 WORK = 4096

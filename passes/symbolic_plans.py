@@ -512,7 +512,7 @@ def classify(found: Sequence[Variant], points: Mapping[str, Any]) -> Any:
     out = np.full(size, -1, dtype=np.int64)
     for k, v in enumerate(found):
         mask = out < 0
-        if not v.path and v.bounds:  # drawn by its bounds (`driver.objective.partition`)
+        if not v.path and v.bounds:  # drawn by its bounds (`driver.objective_regions.partition`)
             for b in v.bounds:
                 names, fn = _function(b, "numpy")
                 mask &= np.broadcast_to(

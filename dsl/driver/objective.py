@@ -1,13 +1,12 @@
 """The whole-program objective in the driver: each candidate plan vector is lowered, costed and
 evaluated as a report (`passes.objective.search` does the search); the report keeps the
-cheapest and says so.
+cheapest and says so. Where each program wins over a free size is `driver.objective_regions`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from itertools import pairwise
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from shardc.passes.objective import OBJECTIVE_TEXT, OBJECTIVES, Objective, default_objective
@@ -119,10 +118,13 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
 def at_point(r: Report, base: Any, bindings: Mapping[str, Any]) -> Report:
     """`r`'s program at a point (`base`, an `AtPoint`; `bindings`, the report's then): the
     plans a compile with those sizes bound chooses, for the whole program's objective."""
-    return _at_point(r, base, bindings)[0]
+    return at_point_with_chooser(r, base, bindings)[0]
 
 
-def _at_point(r: Report, base: Any, bindings: Mapping[str, Any]) -> tuple[Report, Forced]:
+def at_point_with_chooser(
+    r: Report, base: Any, bindings: Mapping[str, Any]
+) -> tuple[Report, Forced]:
+    """`at_point`, and the chooser of the plans it returns (`driver.objective_regions`)."""
     from shardc.driver.recipe import relower
     from shardc.passes.objective import Forced
 
@@ -149,186 +151,12 @@ def note_text(r: Report) -> str | None:
     )
 
 
-__all__ = ["at_point", "choose", "light", "note_text", "objective_of", "value"]
-
-
-# ---- regions: where each plan is the whole program's choice --------------------------------
-REFINE = 6
-"""Rounds of `partition`: the search's picks beside the boundaries found, then the boundaries
-again (three rounds missed the FSDP step's narrowest mix, from B = 7491 to 7612)."""
-
-BISECTIONS = 64
-"""Sample values of a lone free size at which the candidates are compared (log-spaced through
-the sample); each change of winner between two of them is then bisected to a whole size."""
-
-
-def fixed(r: Report, point: Mapping[str, float]) -> Report:
-    """`r`'s program, plans unchanged, with the sizes of `point` bound."""
-    return dataclasses.replace(
-        r, bindings={**r.bindings, **point}, warnings=list(r.warnings), memo=r.memo.fresh()
-    )
-
-
-def partition(
-    r: Report,
-    found: tuple[Any, ...],
-    points: Mapping[str, Any],
-    names: list[str],
-    plan_of: Callable[[Report], Any],
-) -> tuple[Any, ...]:
-    """The regions of `found` (the per-statement plans' regions, `passes.symbolic_plans.variants`)
-    re-drawn for the whole program's objective. The candidates are each region's program and
-    the programs the search picks (`Report.at`) inside each region and on each side of every
-    boundary found so far (those sides probed again), until no new one appears (`REFINE`
-    rounds); a size is in the region of the candidate whose objective is lowest there among
-    those a compile there could run (each plan among the options it ranks there,
-    `Forced.options_at`), the per-statement plans winning ties, so each boundary is where two
-    programs' objectives cross (a whole size, by bisection).
-
-    Only where one size is free; with more, `found` is returned as it is (docs/cost-model.md:
-    the report at a point, `Report.at`, still runs the search). `plan_of` tells programs
-    apart (`driver.region_totals.plan_of`)."""
-    import numpy as np
-
-    from shardc.driver.recipe import relower
-    from shardc.passes.objective import REL_TOL, Forced
-    from shardc.passes.symbolic_plans import AtPoint, Variant, classify
-    from shardc.passes.symbols import size_symbol
-
-    if len(names) != 1 or not found or r.recipe is None:
-        return found
-    (name,) = names
-    objective = objective_of(r)
-    if objective == "statement":
-        return found
-    sample = np.unique(np.asarray(points[name], dtype=float))
-    if not len(sample):
-        return found
-    others = {k: float(v[0]) for k, v in points.items() if k != name and len(v)}
-    candidates: list[Report] = [v.result for v in found]
-    plans = [plan_of(c) for c in candidates]
-    # what each candidate runs at each contraction (the per-statement regions': not known,
-    # a candidate only inside their own region)
-    vectors: list[dict[int, Any] | None] = [None] * len(candidates)
-    picked: set[int] = set()
-
-    def add_pick(x: float) -> bool:
-        """The search's program at size x as a candidate; whether it is a new one."""
-        if int(x) in picked:
-            return False
-        picked.add(int(x))
-        at = {**others, name: float(x)}
-        got, chooser = _at_point(r, AtPoint(at), {**r.bindings, **at})  # chosen with x bound
-        got = dataclasses.replace(
-            got, bindings=dict(r.bindings), memo=got.memo.fresh(), objective_note=None
-        )  # shown over the free size
-        if plan_of(got) in plans:
-            k = plans.index(plan_of(got))
-            if vectors[k] is None:  # a per-statement region's program: now known what it runs
-                vectors[k] = dict(chooser.picked)
-                return True
-            return False
-        candidates.append(got)
-        plans.append(plan_of(got))
-        vectors.append(dict(chooser.picked))
-        return True
-
-    def greedy_at(x: float) -> int:
-        at = {**{k: np.array([v]) for k, v in others.items()}, name: np.array([float(x)])}
-        return int(classify(found, at)[0])
-
-    assert r.recipe is not None
-    # the contractions' plans as one lowering meets them, ranked again at each size
-    recorder = Forced(
-        AtPoint({**others, name: float(sample[len(sample) // 2])}), shared=r.recipe.shared
-    )
-    relower(r.recipe, recorder)
-
-    won: dict[tuple[float, int, int], int] = {}  # winners by size and candidates known
-
-    def winner(x: float) -> int:
-        """The cheapest candidate at x among those the search at x could run (a compile
-        with x bound searches only the options it ranks near the best: the others are not
-        its choice however cheap), the per-statement plans winning ties."""
-        key = (float(x), len(candidates), sum(v is not None for v in vectors))
-        if key not in won:
-            won[key] = _winner(x)
-        return won[key]
-
-    def _winner(x: float) -> int:
-        at = {**others, name: float(x)}
-        greedy = greedy_at(x)
-        options = recorder.options_at(at)
-        got = [
-            value(fixed(c, at), objective)
-            if k == greedy or (vec is not None and recorder.admits(vec, options))
-            else float("inf")
-            for k, (c, vec) in enumerate(zip(candidates, vectors, strict=True))
-        ]
-        if any(v is None for v in got):
-            return max(greedy, 0)
-        values = [float(v) for v in got if v is not None]
-        best = min(range(len(values)), key=values.__getitem__)
-        if greedy >= 0 and values[greedy] <= values[best] * (1 + REL_TOL):
-            return greedy
-        return best
-
-    which = classify(
-        found, {name: sample, **{k: np.full(len(sample), v) for k, v in others.items()}}
-    )
-    for k in range(len(found)):
-        inside = sample[which == k]
-        if len(inside):
-            add_pick(inside[len(inside) // 2])
-    probes = sample[np.unique(np.linspace(0, len(sample) - 1, BISECTIONS).round().astype(int))]
-    for _ in range(REFINE):
-        wins = [winner(x) for x in probes]
-        cuts: list[tuple[int, int]] = []  # (first whole size of the new winner, the winner)
-        for (lo, a), (hi, b) in pairwise(zip(probes, wins, strict=True)):
-            start = int(lo)
-            while a != b:  # each change of winner between two probes, in order
-                low, high = start, int(hi)  # winner(low) == a, winner(high) != a
-                while high - low > 1:
-                    mid = (low + high) // 2
-                    if winner(mid) == a:
-                        low = mid
-                    else:
-                        high = mid
-                a = winner(high)
-                cuts.append((high, a))
-                start = high
-        # the search's picks on each side of each boundary: a mix of the two programs may win
-        # near it (FSDP: gather one weight, move the other activations)
-        new = [add_pick(x) for c, _ in cuts for x in (c - 1, c)]
-        if not any(new):
-            break
-        # the next round probes each side of each boundary too: a new candidate that wins
-        # just beside one (between two probes) is bisected to its own boundaries
-        probes = np.unique(
-            np.concatenate(
-                [probes, np.asarray([x for c, _ in cuts for x in (c - 1, c)], dtype=float)]
-            )
-        )
-    symbol = size_symbol(name)
-    starts: list[tuple[int | None, int]] = [(None, wins[0]), *cuts]
-    out = []
-    for i, (begin, k) in enumerate(starts):
-        end = starts[i + 1][0] if i + 1 < len(starts) else None
-        bounds = tuple(
-            b
-            for b in (
-                (symbol >= begin) if begin is not None else None,
-                (symbol < end) if end is not None else None,
-            )
-            if b is not None
-        )
-        inside = np.ones(len(sample), dtype=bool)
-        if begin is not None:
-            inside &= sample >= begin
-        if end is not None:
-            inside &= sample < end
-        out.append(Variant((), bounds, float(inside.mean()), candidates[k]))
-    return tuple(sorted(out, key=lambda v: -v.share))
-
-
-__all__ += ["BISECTIONS", "REFINE", "fixed", "partition"]
+__all__ = [
+    "at_point",
+    "at_point_with_chooser",
+    "choose",
+    "light",
+    "note_text",
+    "objective_of",
+    "value",
+]

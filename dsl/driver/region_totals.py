@@ -44,7 +44,7 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     def lower(chooser):
         return lowered(r, chooser)
 
-    from shardc.driver.objective import partition
+    from shardc.driver.objective_regions import partition
     from shardc.passes.symbolic_plans import sample_points
 
     points = sample_points(free, frozenset(r.program.mesh_axes)) if points is None else points
@@ -91,7 +91,7 @@ def settle(r: Report) -> Report:
     start = time.process_time()
     largest = lower(most)
     once = time.process_time() - start
-    from shardc.driver.objective import partition
+    from shardc.driver.objective_regions import partition
 
     found: tuple[Variant, ...] | None = None
     if most.splits == 0:

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import shardc
-from shardc.driver.objective import fixed, objective_of, value
+from shardc.driver.objective import objective_of, value
+from shardc.driver.objective_regions import fixed
 from shardc.passes.objective import OBJECTIVES, Forced, default_objective, distinct, search
 from shardc.testing.strategies import programs
 
