@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import sympy as sp
 
 from shardc.driver.boundaries import boundaries, free_sizes
-from shardc.driver.decisions import relation_text
+from shardc.driver.decision_regions import relation_text
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 from shardc.passes.symbols import as_expr
 

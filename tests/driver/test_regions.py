@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import shardc
+from shardc.driver import decision_regions
 from shardc.driver.boundaries import boundaries
 from shardc.passes.symbolic_plans import AtPoint, Candidate, RegionFinder, plan_key, winners
 from shardc.testing.strategies import programs
@@ -28,6 +29,20 @@ Tmp[B_X, F] = In ·_D W_in
 Out[B_X, D] = Tmp ·_F W_out
 backward
 """
+
+
+def test_a_decisions_regions_in_words():
+    """Each contraction of the FSDP step has two regions, split where its own plans cross
+    (`shardc.driver.decision_regions`): gather the weight above B = 7659.4, move activations
+    below; the larger share first."""
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    first = r.decisions[0]
+    regions = decision_regions.regions(first)
+    assert [decision_regions.region_text(g) for g in regions] == ["B > 7659.4", "B < 7659.4"]
+    assert regions[0].share > regions[1].share
+    assert decision_regions.candidate_text(first, regions[0].order) == (
+        "AllGather_X(W_in), local einsum"
+    )
 
 
 def collectives(r):

@@ -282,7 +282,6 @@ def test_the_language_has_no_sympy(name: str, path: Path) -> None:
 DRIVER_LINES = 300
 """The driver's modules stay small: one purpose each, at most this many lines."""
 LONG_DRIVER_MODULES: dict[str, int] = {
-    "shardc.driver.decisions": 315,
     "shardc.driver.report": 312,
 }
 """Driver modules over DRIVER_LINES since the tree was formatted with `ruff format` (which

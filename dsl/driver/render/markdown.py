@@ -3,7 +3,7 @@ with LaTeX formulas, the repeat blocks, conditions and decisions as lists, the o
 
 from __future__ import annotations
 
-from shardc.driver import decisions
+from shardc.driver import decision_regions, decisions
 from shardc.driver.document import (
     REGION_TOTALS,
     Block,
@@ -144,9 +144,9 @@ class MarkdownWriter(Writer):
                 f"{md_text(decisions.description(d, a))}{cond}"
             )
         out.extend(
-            f"  - region {md_code(decisions.region_text(reg))}: "
-            f"{md_text(decisions.candidate_text(d, reg.order))}"
-            for reg in decisions.regions(d)
+            f"  - region {md_code(decision_regions.region_text(reg))}: "
+            f"{md_text(decision_regions.candidate_text(d, reg.order))}"
+            for reg in decision_regions.regions(d)
         )
         return out
 

@@ -3,7 +3,7 @@ table (`shardc compile`'s default format)."""
 
 from __future__ import annotations
 
-from shardc.driver import decisions
+from shardc.driver import decision_regions, decisions
 from shardc.driver.document import (
     Block,
     Bound,
@@ -170,15 +170,15 @@ class TextWriter(Writer):
                 else ""
             )
             out.append(f"    {'*' if a.chosen else ' '} {decisions.description(d, a)}{cond}")
-        regs = decisions.regions(d)
+        regs = decision_regions.regions(d)
         if regs:
             out.append(
                 "    regions (this product's own choice; the whole program's plans: "
                 "totals by region):"
             )
             out.extend(
-                f"      {decisions.candidate_text(d, reg.order)}   where "
-                f"{decisions.region_text(reg)}"
+                f"      {decision_regions.candidate_text(d, reg.order)}   where "
+                f"{decision_regions.region_text(reg)}"
                 for reg in regs
             )
         return out

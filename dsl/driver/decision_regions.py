@@ -1,0 +1,81 @@
+"""Where each plan of a decision is the product's own cheapest, in words: the regions of the
+sizes (`passes.symbolic_plans`), their bounds solved for a size, each region's plan.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from shardc.passes.ir import Decision
+from shardc.passes.lower.explain import describe_steps
+from shardc.passes.memo import DECISION_REGIONS, RELATION_TEXT, memoized
+from shardc.passes.symbolic_plans import Region, RegionFinder
+
+_FINDER = RegionFinder()
+
+
+def regions(d: Decision) -> tuple[Region, ...]:
+    """Where each plan is the product's own cheapest (passes/symbolic_plans.py; the whole program's
+    objective may run another there, `driver.objective`), largest share of the sample first;
+    empty when one plan wins everywhere sampled."""
+    if not d.candidates:
+        return ()
+    hit = DECISION_REGIONS.get(d.candidates)
+    if hit is None:
+        hit = DECISION_REGIONS[d.candidates] = _FINDER.regions(d.candidates)
+    return hit
+
+
+def candidate_text(d: Decision, order: int) -> str:
+    """The plan of candidate `order` in words."""
+    c = next(c for c in d.candidates if c.order == order)
+    return describe_steps(*c.steps, d.lhs, d.rhs, d.target)
+
+
+@memoized(RELATION_TEXT, lambda rel: rel)
+def relation_text(rel: sp.Basic) -> str:
+    """A region's bound, solved for its size where it is linear in one (`B > 7659.4`).
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> relation_text(1.0 < 0.000130558518568810 * B), relation_text(B**2 < 3)
+    ('B > 7659.4', 'B**2 < 3')
+    """
+    if isinstance(rel, sp.core.relational.Relational) and len(rel.free_symbols) == 1:
+        (x,) = rel.free_symbols
+        diff = sp.expand(rel.gts - rel.lts)  # > 0 where the relation holds
+        poly = sp.Poly(diff, x) if diff.is_polynomial(x) else None
+        if poly is not None and poly.degree() == 1:
+            a, b = (float(c) for c in poly.all_coeffs())
+            bound = -b / a
+            op = ">" if a > 0 else "<"
+            if isinstance(rel, (sp.GreaterThan, sp.LessThan)):
+                op += "="
+            return f"{x} {op} {bound:.6g}"
+    return str(_tidy_numbers(rel))
+
+
+def _tidy_numbers(e: sp.Basic) -> sp.Basic:
+    """Floats from the chip's figures as small fractions where they are (`0.5` -> `1/2`),
+    otherwise to six significant figures.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> _tidy_numbers(1.0 * B < 0.000114213197969543 * B**2 + 0.5 * B)
+    B < 0.000114213*B**2 + B/2
+    """
+    swap = {}
+    for f in e.atoms(sp.Float):
+        eighths = float(f) * 8
+        swap[f] = (
+            sp.Rational(round(eighths), 8)
+            if abs(eighths) >= 1 and abs(eighths - round(eighths)) < 1e-9
+            else sp.Float(float(f"{float(f):.6g}"), 6)
+        )
+    return e.xreplace(swap)
+
+
+def region_text(r: Region) -> str:
+    """`B > 7659.4 and D < 2*F`, or `everywhere`."""
+    return " and ".join(relation_text(b) for b in r.bounds) or "everywhere else"
+
+
+__all__ = ["candidate_text", "region_text", "regions", "relation_text"]
