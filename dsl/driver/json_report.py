@@ -12,6 +12,7 @@ from shardc.driver.formulas import latex, text
 from shardc.driver.json_text import dumps, strict_dumps
 from shardc.driver.region_totals import as_json, has_lines
 from shardc.driver.summary_section import expected_note
+from shardc.passes.symbols import as_expr
 
 SCHEMA = "shardc.report/1"
 JSON_TOTALS = tuple(
@@ -21,6 +22,20 @@ JSON_TOTALS = tuple(
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
+
+
+def formula_json(r: Report, expr: Any) -> dict[str, Any]:
+    """`Report.q`: a formula as JSON, `{"expr", "latex", "value"}`; one (shared) dict per
+    distinct formula of the report."""
+    seen = r.memo.q_by_id.get(id(expr))
+    if seen is not None and seen[0] is expr:
+        return seen[1]
+    hit = r.memo.q.get(expr)
+    if hit is None:
+        e = as_expr(expr)
+        hit = r.memo.q[expr] = {"expr": text(e), "latex": latex(e), "value": r.value(e)}
+    r.memo.q_by_id[id(expr)] = (expr, hit)
+    return hit
 
 
 def report_dict(r: Report) -> dict[str, Any]:

@@ -7,7 +7,6 @@ those functions, and the writers (`shardc.driver.render`) print the report.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,13 +15,17 @@ import sympy as sp
 
 from shardc.driver import overlap, points, step, values
 from shardc.driver.caches import Memo
-from shardc.driver.formulas import latex, text
-from shardc.driver.json_report import SCHEMA, report_dict, report_json, topology_dict
+from shardc.driver.json_report import (
+    SCHEMA,
+    formula_json,
+    report_dict,
+    report_json,
+    topology_dict,
+)
 from shardc.driver.points import OVERFLOW_NOTE, overflows
 from shardc.driver.recipe import Recipe
 from shardc.driver.render import write
 from shardc.passes.derive_cost import ProgramCost
-from shardc.passes.symbols import as_expr, on_expected
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
@@ -82,16 +85,7 @@ class Report:
     def conditions(self):
         """The compute-bound conditions: on the roofline, or with `on="expected"` (`--on
         expected`) on the calibrated rates (`passes.symbols.on_expected`)."""
-        if self.options.get("on") != "expected":
-            return self.cost.conditions
-        return tuple(
-            dataclasses.replace(
-                c,
-                relation=on_expected(c.relation, self.cost.symbols),
-                text=f"{c.text}, on T_expected's rates",
-            )
-            for c in self.cost.conditions
-        )
+        return step.conditions(self)
 
     @property
     def decisions(self):
@@ -237,15 +231,7 @@ class Report:
     def q(self, expr) -> dict[str, Any]:
         """A formula as JSON: `{"expr", "latex", "value"}`; one (shared) dict per distinct
         formula of this report."""
-        seen = self.memo.q_by_id.get(id(expr))
-        if seen is not None and seen[0] is expr:
-            return seen[1]
-        hit = self.memo.q.get(expr)
-        if hit is None:
-            e = as_expr(expr)
-            hit = self.memo.q[expr] = {"expr": text(e), "latex": latex(e), "value": self.value(e)}
-        self.memo.q_by_id[id(expr)] = (expr, hit)
-        return hit
+        return formula_json(self, expr)
 
     def to_dict(self) -> dict[str, Any]:
         return report_dict(self)

@@ -1,17 +1,34 @@
-"""Figures of the step computed over a report's numbers: what bounds it, each op's time over
-the step, the list schedule (`passes.schedule`), the exposed communication, MFU and HFU."""
+"""Figures of the step computed over a report's numbers: the compute-bound conditions, what
+bounds it, each op's time over the step, the list schedule (`passes.schedule`), the exposed
+communication, MFU and HFU."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
 from shardc.passes.sizes import known_sizes
-from shardc.passes.symbols import size_symbol
+from shardc.passes.symbols import on_expected, size_symbol
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
+
+
+def conditions(r: Report) -> tuple[Any, ...]:
+    """`Report.conditions`: the compute-bound conditions on the roofline, or with `on="expected"`
+    (`--on expected`) on the calibrated rates (`passes.symbols.on_expected`)."""
+    if r.options.get("on") != "expected":
+        return r.cost.conditions
+    return tuple(
+        dataclasses.replace(
+            c,
+            relation=on_expected(c.relation, r.cost.symbols),
+            text=f"{c.text}, on T_expected's rates",
+        )
+        for c in r.cost.conditions
+    )
 
 
 def holds(r: Report, rel) -> bool | None:

@@ -76,6 +76,11 @@ def test_the_step(bound):
     assert used is not None and 0 < used["mfu"] <= used["hfu"] <= 1
     assert used["model_flops"] == 2 * 1024 * 16 * 6 / 16 * 16  # 2BDF over the whole mesh
     assert step.scheduled_step(bound) >= bound.value("t_lower_s") * (1 - 1e-12)
+    assert step.conditions(bound) == bound.conditions == bound.cost.conditions
+    expected = shardc.compile(SOURCE.replace("dim B,", "dim B=1024,"), hw="h100", on="expected")
+    assert [c.text for c in step.conditions(expected)] == [
+        f"{c.text}, on T_expected's rates" for c in bound.cost.conditions
+    ]
 
 
 def test_a_mesh_no_machine_holds_is_refused_by_name(free):
@@ -106,6 +111,9 @@ def test_the_json_form(bound):
     public = {k: v for k, v in d.items() if not k.startswith("_")}  # `_mesh_order`: for writers
     assert json.loads(json_report.report_json(bound)) == json.loads(json.dumps(public))
     assert json_report.topology_dict(bound) == [{"axis": "X", "level": "nvlink", "nvlink_part": 8}]
+    formula = bound.totals["t_comms_s"]
+    q = json_report.formula_json(bound, formula)
+    assert q is bound.q(formula) and q["value"] == bound.value(formula)
 
 
 def test_the_old_writer_names_write_what_the_writers_write(bound):
