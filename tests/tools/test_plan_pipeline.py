@@ -16,7 +16,7 @@ from shardc import hardware
 from shardc.tools import models
 from shardc.tools import plan as P
 from shardc.tools.plan.candidates import Options, Pipeline
-from shardc.tools.plan.pipeline_parallel import bubble_fraction, in_flight, split_layers
+from shardc.tools.plan.pipeline_parallel import balanced, bubble_fraction, in_flight, split_layers
 from shardc.tools.plan.strategies import replicated_memory
 
 H100 = hardware.load("h100")
@@ -54,6 +54,38 @@ def test_interleaving_keeps_less_than_gpipe_and_idles_less_than_1f1b(p, m, v):
     assert in_flight(f1b) <= in_flight(gpipe)
     assert bubble_fraction(inter) < bubble_fraction(f1b) == bubble_fraction(gpipe)
     assert 0 <= bubble_fraction(Pipeline(p, m + 1, "1f1b")) < bubble_fraction(f1b)
+
+
+@given(st.integers(2, 64), st.integers(1, 512), st.integers(2, 8))
+def test_interleaving_keeps_korthikantis_count_but_never_more_microbatches_than_there_are(p, m, v):
+    """Korthikanti et al. 2022, section 4.2.3: the first stage keeps p (1 + (p - 1) / (p v))
+    microbatches of its layers once m is large enough; Megatron-LM's schedule never runs more
+    than the m v chunk forward passes a step has, so at m <= p every microbatch, as 1F1B."""
+    inter = Pipeline(p, m, "interleaved", v)
+    korthikanti = p * (1 + (p - 1) / (p * v))
+    assert in_flight(inter) == pytest.approx(min(m, korthikanti))
+    if m <= p:
+        assert in_flight(inter) == in_flight(Pipeline(p, m, "1f1b")) == m
+    ranks = [in_flight(inter, r) for r in range(p)]
+    assert ranks == sorted(ranks, reverse=True) and ranks[-1] >= min(m, 1)
+
+
+@given(st.integers(2, 200), st.integers(2, 32), st.integers(2, 8))
+def test_the_balanced_interleaved_split_places_every_layer_and_costs_no_stage_a_layer(n, p, v):
+    """Balanced (the LLaMA 3 paper): the first and last stages one layer fewer, the embedding
+    and the output layer in their place; never more layers on a stage than the plain split."""
+    if not balanced(n, p, v):
+        return
+    k, last = split_layers(n, p, v, 1.0, 1.0)
+    assert last == k - 1 and 2 * (k - 1) + (p - 2) * k >= n
+    assert k <= math.ceil(n / (p * v)) * v or p * v > n
+
+
+def test_llama3_interleaved_split_is_the_papers():
+    """126 layers, PP 16, 8 chunks a stage: chunks of one layer, 7 on the first and last stage
+    (Dubey et al. 2024, section 3.3.2), which the plain split refuses (16 x 8 > 126)."""
+    assert balanced(126, 16, 8) and split_layers(126, 16, 8, 1.0, 2.0) == (8, 7)
+    assert not balanced(96, 12, 2)  # GPT-3's 96 layers: 4 a chunk already; 98 would need 5
 
 
 # ---- one pipelined layout ----------------------------------------------------------------------

@@ -90,7 +90,7 @@ def add_report(
     for op in r.ops:
         if op.kind == "collective":
             _add(acc["t_comms_by_role_s"], collective_role(op.axes, layout), _op_time(r, op) * n)
-    _add_memory(acc["memory"], r, p, p.count if memory_count is None else memory_count)
+    add_memory(acc["memory"], r, p, p.count if memory_count is None else memory_count)
 
 
 def expected_step(r, roofline: float, durations: dict[int, float] | None = None) -> float:
@@ -173,7 +173,8 @@ def collective_role(axes: tuple[str, ...], layout: Layout) -> str:
     return "mixed"
 
 
-def _add_memory(memory: dict[str, float], r, p: Part, count: float) -> None:
+def add_memory(memory: dict[str, float], r, p: Part, count: float) -> None:
+    """Add `count` copies of a compiled part's memory to `memory`, by kind."""
     m = r.memory
     if m is None:
         return

@@ -16,9 +16,16 @@ schedule's closed forms, each from its paper (docs/plan.md, "Pipelines"):
 - the gradient reduction over the data axes runs once per step, bucketed per layer and
   overlapped with the last microbatch's backward pass (2/3 of a stage's time: the backward
   pass is twice the forward's FLOPs, the transformer-math chapter);
-- activations kept on the first stage (Korthikanti et al. 2022, "Reducing Activation
-  Recomputation in Large Transformer Models", section 4.2.3): GPipe m microbatches, 1F1B
-  min(m, p), interleaved min(m, p) x (1 + (p - 1) / (p v)), each for the stage's layers.
+- activations kept by stage r (Korthikanti et al. 2022, "Reducing Activation Recomputation
+  in Large Transformer Models", section 4.2.3): GPipe m microbatches, 1F1B min(m, p - r),
+  interleaved min(m, p + (p - 1 - 2r) / v), each for the stage's layers: Megatron-LM's
+  interleaved schedule (Narayanan et al. 2021, section 2.2.2) runs (v - 1) p + 2 (p - 1 - r)
+  chunk forward passes before its first backward pass, and all m v of them when that is
+  more; on the first stage this is Korthikanti et al.'s p (1 + (p - 1) / (p v));
+- interleaved stages balanced as the LLaMA 3 paper does (Dubey et al. 2024, "The Llama 3
+  Herd of Models", section 3.3.2): the embedding and the output layer each take one layer's
+  place among the p v chunks, so the first and last stages hold one layer fewer, where that
+  costs no stage a layer.
 """
 
 from __future__ import annotations
@@ -38,15 +45,43 @@ INNER = {"pp-dp": "dp", "pp-dp-tp": "dp-tp", "pp-fsdp": "fsdp", "pp-fsdp-tp": "f
 """Pipelined strategies and the layout of each stage."""
 
 
-def in_flight(pipe: Pipeline) -> float:
-    """Microbatches whose activations the first stage keeps at once, in units of a whole
-    stage's layers (Korthikanti et al. 2022, section 4.2.3)."""
+def in_flight(pipe: Pipeline, rank: int = 0) -> float:
+    """Microbatches whose activations stage `rank` (0 the first) keeps at once, in units of
+    a whole stage's layers (Korthikanti et al. 2022, section 4.2.3). Interleaved: the chunk
+    forward passes Megatron-LM's schedule runs before its first backward pass, (v - 1) p +
+    2 (p - 1 - rank), and one more in the steady state, at most all m v (Narayanan et al.
+    2021's schedule; Megatron-LM, `forward_backward_pipelining_with_interleaving`); over v.
+
+    >>> in_flight(Pipeline(16, 32, "interleaved", 2))  # Korthikanti et al.: p (1 + (p-1)/(pv))
+    23.5
+    >>> in_flight(Pipeline(16, 16, "interleaved", 2))  # m = p: every microbatch, as 1F1B
+    16.0
+    """
     p, m, v = pipe.stages, pipe.microbatches, pipe.virtual
     if pipe.schedule == "gpipe":
         return float(m)
     if pipe.schedule == "1f1b":
-        return float(min(m, p))
-    return min(m, p) * (1 + (p - 1) / (p * v))
+        return float(min(m, p - rank))
+    return min(float(m), ((v - 1) * p + 2 * (p - 1 - rank) + 1) / v)
+
+
+def balanced(n_layers: int, p: int, v: int) -> bool:
+    """Whether an interleaved split gives the embedding and the output layer one layer's
+    place each (the LLaMA 3 paper, section 3.3.2: "the first model chunk on the first stage
+    has only the embedding, and the last model chunk on the last stage has only output
+    projection and loss calculation"; Megatron-Core's account_for_embedding_in_pipeline_split
+    and account_for_loss_in_pipeline_split): only where no chunk then holds more layers."""
+    return v > 1 and p * v <= n_layers + 2 and _ceil(n_layers + 2, p * v) == _ceil(n_layers, p * v)
+
+
+def chunks_fit(n_layers: int, p: int, v: int) -> bool:
+    """Whether p stages of v chunks each have a layer (or the balanced split's embedding or
+    output layer) to hold."""
+    return p * v <= n_layers or balanced(n_layers, p, v)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def bubble_fraction(pipe: Pipeline) -> float:
@@ -112,7 +147,7 @@ def stage_layout(
         raise ShardingError(f"{strategy} has no tensor axis (got Y={t})")
     layout = build_layout(card, chip, Slice(1, per_stage, (), 0), inner, t, micro, seq)
     v = virtual if schedule_ == "interleaved" else 1
-    if stages * v > card.n_layers:
+    if not chunks_fit(card.n_layers, stages, v):
         raise ShardingError(f"{stages} stages x {v} chunks for {card.n_layers} layers")
     return layout, Pipeline(stages, sequences // micro, schedule_, v, microbatch_sequences)
 
@@ -162,6 +197,7 @@ def evaluate_pipeline(
     from shardc.lang.diagnostics import CompileError
     from shardc.tools.plan.accounting import (
         add_exposed,
+        add_memory,
         add_report,
         collective_role,
         compile_parts,
@@ -246,8 +282,19 @@ def evaluate_pipeline(
         add_report(acc, r, part, layout, n, memory_count=n)
         # add_report counted the model FLOPs of this stage's layers; MFU counts every layer's.
         acc["model_flops"] += model_flops(r) * (part.count - n)
-        kept = in_flight(pipe) if part.name != "head" else 1
-        _scale_activations(acc["memory"], r, n, kept / m)
+    # Memory: the stage that holds the most, of those that can (`memory_stages`).
+    held = []
+    for rank, layers, head in memory_stages(card.n_layers, pipe, k, last):
+        mem: dict[str, float] = {}
+        for part, r, _ in compiled:
+            if part.name != "head" or head:
+                n = layers if part.name != "head" else 1
+                add_memory(mem, r, part, n)
+                kept = in_flight(pipe, rank) if part.name != "head" else 1
+                _scale_activations(mem, r, n, kept / m)
+        zero_state(mem, layout, options)
+        held.append((sum(mem.values()), rank, layers, mem))
+    _, mem_rank, mem_layers, acc["memory"] = max(held, key=lambda h: h[0])
     # HFU's FLOPs are the busiest stage's: the first stage's layers, or the last stage's
     # layers and the head, not both (add_report added both).
     fl = {
@@ -257,7 +304,6 @@ def evaluate_pipeline(
     acc["t_comms_s"] += m * v * t_send
     by_role = acc["t_comms_by_role_s"]
     by_role["pp"] = by_role.get("pp", 0.0) + m * v * t_send
-    zero_state(acc["memory"], layout, options)
 
     def step(t_st: float, send: float = t_send, grad: float = t_grad) -> float:
         steady = max(t_st, v * send)
@@ -294,27 +340,36 @@ def evaluate_pipeline(
         "schedule": pipe.schedule,
         "virtual_stages": v,
         "microbatch_sequences": micro,
-        "layers_first_stage": k,
+        "layers_first_stage": k - 1 if balanced(card.n_layers, p, v) else k,
         "layers_last_stage": last,
+        "memory_stage": mem_rank,
+        "layers_memory_stage": mem_layers,
         "t_stage_s": t_stage,
         "t_send_s": t_send,
         "t_grad_sync_s": t_grad,
         "bubble_fraction": bubble_fraction(pipe),
-        "activations_in_flight": in_flight(pipe),
+        "activations_in_flight": in_flight(pipe, mem_rank),
     }
     return out, None
 
 
 def split_layers(n_layers: int, p: int, v: int, t_layer: float, t_head: float) -> tuple[int, int]:
-    """Layers on the first stage and on the last (which also runs the head), for the
-    shortest stage time. One chunk per stage: the last stage takes j layers and the head, the
-    others ceil((L - j) / (p - 1)) each (the LLaMA 3 paper balances its first and last stages
-    by moving layers off them); interleaved: v chunks of at most ceil(L / (p v)) layers on
-    every stage, the head on the last as well.
+    """Layers on the fullest stage (the first, or under the balanced interleaved split a
+    middle one) and on the last (which also runs the head), for the shortest stage time. One
+    chunk per stage: the last stage takes j layers and the head, the others
+    ceil((L - j) / (p - 1)) each (the LLaMA 3 paper balances its first and last stages by
+    moving layers off them); interleaved: v chunks of at most ceil(L / (p v)) layers on every
+    stage, the head on the last as well; balanced (`balanced`): chunks of
+    ceil((L + 2) / (p v)) layers, the first and the last stage one layer fewer.
 
     >>> split_layers(126, 16, 1, 1.0, 1.5)  # 8 layers a stage, the last 6 and the head
     (8, 6)
+    >>> split_layers(126, 16, 8, 1.0, 1.5)  # the LLaMA 3 paper: 8 a stage, the last 7
+    (8, 7)
     """
+    if balanced(n_layers, p, v):
+        k = _ceil(n_layers + 2, p * v) * v
+        return k, k - 1
     if v > 1:
         k = math.ceil(n_layers / (p * v)) * v
         return k, k
@@ -326,6 +381,19 @@ def split_layers(n_layers: int, p: int, v: int, t_layer: float, t_head: float) -
             best = (cost, k, j)
     assert best is not None
     return best[1], best[2]
+
+
+def memory_stages(n_layers: int, pipe: Pipeline, k: int, last: int) -> list[tuple[int, int, bool]]:
+    """The stages whose memory may be the most, as (rank, layers, whether the head's weights
+    and activations are counted): the first stage with k layers and the whole head (an upper
+    bound: the head is the last stage's, its embedding table the first's); under the balanced
+    interleaved split, the first and the last stage with one layer fewer and the head, and
+    the second with k layers, which keeps almost as many microbatches as the first."""
+    p, v = pipe.stages, pipe.virtual
+    if not balanced(n_layers, p, v):
+        return [(0, k, True)]
+    out = [(0, k - 1, True), (p - 1, last, True)]
+    return out + ([(1, k, False)] if p > 2 else [])
 
 
 def _scale_activations(memory: dict[str, float], r, k: int, factor: float) -> None:

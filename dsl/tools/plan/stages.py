@@ -14,7 +14,7 @@ from shardc.passes.context import PipelineSchedule
 from shardc.tools.models import ModelCard
 from shardc.tools.models.sharding import ShardingError
 from shardc.tools.plan.candidates import Candidate, Options, Pipeline, Slice
-from shardc.tools.plan.pipeline_parallel import in_flight, stage_layout
+from shardc.tools.plan.pipeline_parallel import balanced, chunks_fit, in_flight, stage_layout
 
 
 def pipeline_candidates(
@@ -259,15 +259,17 @@ def _stage_estimates(
         if (
             per_stage % p == 0
             and sequences % micro == 0
-            and p * v <= card.n_layers
+            and chunks_fit(card.n_layers, p, v)
             and (stage % domain == 0 or domain % stage == 0)
         ):
             pipe = Pipeline(p, sequences // micro, schedule_, v)
             shard = replicas if options.zero >= 1 else 1
             layers = math.ceil(card.n_layers / p)
             per_param = (weights + optimizer / shard) / params
+            # the balanced interleaved split's second stage: at least `layers`, no head
+            lone = balanced(card.n_layers, p, v) and p > 2
             est = per_param * (
-                (params - head) * layers / card.n_layers + head
-            ) + per_layer_seq * layers * micro_sequences * in_flight(pipe)
+                (params - head) * layers / card.n_layers + (0 if lone else head)
+            ) + per_layer_seq * layers * micro_sequences * in_flight(pipe, 1 if lone else 0)
             out.append((p, est))
     return out
