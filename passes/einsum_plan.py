@@ -326,9 +326,9 @@ def _space(
         # and AllToAlls the result, moving 1/X of what reducing C's partial sums moves. The
         # book's model keeps the roles the book's cases give, and so does a result left to the
         # planner or requested whole (the book's answers compare the strategies that leave
-        # it so: its Question 4's two regions), and so does a program leaving a size
-        # symbolic (`wide` False: its regions are the book's strategies', the FSDP step's
-        # two, and a compile binding the size chooses as the report at that point does).
+        # it so: its Question 4's two regions). A size left symbolic or bound by `--set`
+        # gets them too (a report's regions and a compile at a point rank the same plans as
+        # a compile declaring the size: the FSDP step's F-sharded plans at B = 8192).
         # Each axis an operand holds may move within it (an AllToAll) to any of its dims, or
         # to a contracted dim of the product (partial sums reduced after).
         def more(a: str) -> tuple[str, ...]:
@@ -471,6 +471,8 @@ class PlanSearch:
     tried: int  # role assignments evaluated
     capped: bool  # True: too many to try all; a local search from the current layouts
     plans: tuple[EinsumPlan, ...] = ()  # every plan met, in enumeration order (ties' order)
+    widened: tuple[bool, ...] = ()
+    """By `plans`: whether each gives an axis a role beyond the book's cases (`_Space.widened`)."""
 
     def note(self) -> str:
         """What the decision record says about the search ("" when it was exhaustive)."""
@@ -533,10 +535,22 @@ def search_plans(
         if floor is not None:
             plans = _refine_best(space, plans, objective, floor)
         return PlanSearch(
-            space.keep(rank_plans(plans, objective)), total, total, False, tuple(plans)
+            space.keep(rank_plans(plans, objective)),
+            total,
+            total,
+            False,
+            tuple(plans),
+            tuple(space.widened(p) for p in plans),
         )
     plans, tried = _local_search(space, objective, PLAN_SEARCH_LIMIT)
-    return PlanSearch(space.keep(rank_plans(plans, objective)), total, tried, True, tuple(plans))
+    return PlanSearch(
+        space.keep(rank_plans(plans, objective)),
+        total,
+        tried,
+        True,
+        tuple(plans),
+        tuple(space.widened(p) for p in plans),
+    )
 
 
 KEPT = 3

@@ -167,7 +167,9 @@ def ranked(
 ) -> list[tuple[float, Candidate]] | None:
     """A contraction's options at `point`: its plans ranked as the planner ranks them there
     (`passes.symbolic_plans.plan_key`, then the search's order), distinct by reshard steps, at most
-    `MAX_OPTIONS`, each with its own time (None where a size has no value)."""
+    `MAX_OPTIONS`, each with its own time (None where a size has no value). The plans with
+    roles beyond the book's cases are options only where one of them ranks first, as the
+    ranking of a contraction whose sizes are all known keeps them (`PlanSearch.keep`)."""
     keyed = []
     for c in candidates:
         t, f = evaluate(c.time, point), evaluate(c.flops, point)
@@ -175,6 +177,8 @@ def ranked(
             return None
         keyed.append(((plan_key(t, f, c.collectives), c.order), c))
     keyed.sort(key=lambda k: k[0])
+    if keyed and not keyed[0][1].widened:
+        keyed = [k for k in keyed if not k[1].widened]
     return [(k[0][0][0], k[1]) for k in distinct(keyed, lambda k: k[1].steps)]
 
 

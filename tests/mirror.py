@@ -69,6 +69,7 @@ FOLDERS: dict[str, tuple[str, ...]] = {
         "test_reshard_rules",
         "test_backward_rules",
         "test_objective",
+        "test_bound_sizes",
         "test_memo",
         "test_regions_alias",
         "test_lowering_parts",

@@ -104,7 +104,7 @@ def contract(
     candidates: tuple[Candidate, ...] = ()
     whole = ""
     if not numeric and not search.capped:
-        candidates = plan_candidates(st, search.plans, lv.dtype, rv.dtype, dtype, links, c)
+        candidates = plan_candidates(st, search, lv.dtype, rv.dtype, dtype, links, c)
         st.sized_choices += 1
         pick = st.chooser.choose(ordinal, candidates) if st.chooser else None
         if pick is not None:
@@ -405,7 +405,7 @@ def plan_search(
             pricings=pricings,
             floor=rank if bounded else None,
             idle=st.ctx.idle_axes,
-            wide=declared,
+            wide=True,  # every size known or not: a bound size plans as a declared one
             hint=hint,
         )
     return Ranking(search, objective, shape)
@@ -413,7 +413,7 @@ def plan_search(
 
 def plan_candidates(
     st: LoweringState,
-    plans: Sequence[EinsumPlan],
+    search: PlanSearch,
     ldt: str,
     rdt: str,
     dt: str,
@@ -421,11 +421,12 @@ def plan_candidates(
     c: float | None,
 ) -> tuple[Candidate, ...]:
     """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
-    (communication, plus compute at the chip's peak) and FLOPs (`passes.symbolic_plans`)."""
+    (communication, plus compute at the chip's peak) and FLOPs (`passes.symbolic_plans`),
+    each marked where it takes a role beyond the book's cases (`PlanSearch.widened`)."""
     model, topo = st.ctx.model, st.topology
     memo, recipes = st.caches.candidates, st.caches.recipes
     out = []
-    for i, p in enumerate(plans):
+    for i, p in enumerate(search.plans):
         key = (p.lhs_steps, p.rhs_steps, p.out_steps, p.lhs_target, p.rhs_target, ldt, rdt, dt)
         if key not in memo:
             comm = (
@@ -447,7 +448,13 @@ def plan_candidates(
             recipe = recipes[rkey] = recipe_of(st, local, (ldt, rdt, dt), links, c)
         out.append(
             Candidate(
-                i, time, flops, len(p.collectives), (p.lhs_steps, p.rhs_steps, p.out_steps), recipe
+                i,
+                time,
+                flops,
+                len(p.collectives),
+                (p.lhs_steps, p.rhs_steps, p.out_steps),
+                recipe,
+                search.widened[i],
             )
         )
     return tuple(out)
