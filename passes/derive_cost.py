@@ -204,13 +204,16 @@ def derive_cost(
     *,
     chip: Chip | None = None,
     bindings: Mapping[str, float] = MappingProxyType({}),
+    lean: bool = False,
 ) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
     program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root.
     `memo` keeps each op shape's formulas for the next program costed in the same context (the
     whole-program search costs many lowerings of one program). `chip` (`Unit.chip`) gives the
     calibration and the rates; `bindings` (`Unit.bindings`) the mesh sizes a Send's distances
-    need."""
+    need. `lean`: only what the whole-program search compares (each op's figures, T_math,
+    T_hbm and T_comms, of which it takes T_lower and T_upper), without the ops' texts, the
+    arrays, the other totals and the blocks (`driver.objective.light`)."""
     syms = HardwareSymbols(frozenset(n for n, _ in program.dims) | frozenset(program.mesh_axes))
     _rate_assumptions(program, ctx, chip)
     mesh = program.mesh_axes
@@ -245,7 +248,9 @@ def derive_cost(
         changes: dict[str, Any] = {}  # one copy per op: three `replace`s were a fifth of the pass
         if key is not None and key in memo:
             c = memo[key]
-            if c is not None:
+            if c is not None and lean:
+                changes.update(index=index, line=op.span.line)
+            elif c is not None:
                 changes.update(
                     index=index,
                     line=op.span.line,
@@ -280,7 +285,7 @@ def derive_cost(
 
     arrays = tuple(
         ArrayCost(v.array, v.dtype, v.format(mesh), *sizes(v), times_count(made.get(v.array, ())))
-        for v in program.arrays
+        for v in (() if lean else program.arrays)
     )
     aliases = dict(program.aliases)
 
@@ -302,6 +307,19 @@ def derive_cost(
 
     t_math, t_hbm = total("t_math"), total("t_hbm")
     t_comms = summed([(c.time, c.count) for c in charged if c.kind == "collective"])
+    if lean:
+        return ProgramCost(
+            program,
+            ctx.model,
+            tuple(costs),
+            arrays,
+            {"t_math_s": t_math, "t_hbm_s": t_hbm, "t_comms_s": t_comms},
+            lambda: (),
+            syms,
+            (),
+            redo,
+            ctx.options.matmul_precision,
+        )
     totals = {
         "flops": total("flops"),
         "flops_per_device": total("flops_per_device"),

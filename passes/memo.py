@@ -114,6 +114,9 @@ def _table(name: str, holds: str, maxsize: int = MAX_ENTRIES) -> Table[Any, Any]
 SIZE_SYMBOL: Table[str, sp.Symbol] = _table(
     "symbols.size-symbol", "a size's SymPy symbol (positive integer), by name", 4096
 )
+FIGURE_SYMBOL: Table[tuple[str, str], sp.Symbol] = _table(
+    "symbols.figure-symbol", "a chip figure's SymPy symbol, by name and sign", 4096
+)
 COLLECTIVE_TIME: Table[Hashable, CollectiveTime] = _table(
     "cost_model.collective_time",
     "a collective's time per level, by the op, its bytes, its "

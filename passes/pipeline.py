@@ -210,17 +210,23 @@ class DeriveCost:
         default=None, compare=False, hash=False
     )
     """Op formulas by shape, kept from one run to the next in one context (`derive_cost`)."""
+    lean: bool = False
+    """Only the figures the whole-program search compares (`derive_cost`'s `lean`)."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.derive_cost import derive_cost
 
         assert unit.compiled is not None
-        return dataclasses.replace(
-            unit,
-            cost=derive_cost(
-                unit.compiled, ctx, unit.fusion, self.memo, chip=unit.chip, bindings=unit.bindings
-            ),
+        cost = derive_cost(
+            unit.compiled,
+            ctx,
+            unit.fusion,
+            self.memo,
+            chip=unit.chip,
+            bindings=unit.bindings,
+            lean=self.lean,
         )
+        return dataclasses.replace(unit, cost=cost)
 
 
 @dataclass(frozen=True, slots=True)

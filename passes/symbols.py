@@ -20,7 +20,7 @@ import sympy as sp
 
 from shardc.hardware.levels import LEVELS, PER_HOP
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
-from shardc.passes.memo import SIZE_SYMBOL, memoized
+from shardc.passes.memo import FIGURE_SYMBOL, SIZE_SYMBOL, memoized
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
@@ -70,6 +70,13 @@ def times_count(times: Sequence[Count]) -> sp.Expr:
     return sp.Mul(*[count_expr(c) for c in times]) if times else sp.Integer(1)
 
 
+@memoized(FIGURE_SYMBOL, lambda name, sign="positive": (name, sign))
+def figure_symbol(name: str, sign: str = "positive") -> sp.Symbol:
+    """A chip figure's symbol (`sign`: "positive" or "nonnegative"): built once, as
+    `size_symbol` is (the planner asks for `C` once per plan search)."""
+    return sp.Symbol(name, **{sign: True})
+
+
 @dataclass(frozen=True, slots=True)
 class HardwareSymbols:
     """Symbols for one compilation (renamed if a program name would clash)."""
@@ -78,79 +85,79 @@ class HardwareSymbols:
 
     def flops(self, dtype: str) -> sp.Symbol:
         name = "C" if dtype == "bf16" and "C" not in self.taken else f"C_{dtype}"
-        return sp.Symbol(name, positive=True)
+        return figure_symbol(name)
 
     @property
     def w_hbm(self) -> sp.Symbol:
-        return sp.Symbol("W_hbm", positive=True)
+        return figure_symbol("W_hbm")
 
     @property
     def w_ici(self) -> sp.Symbol:
-        return sp.Symbol("W_ici", positive=True)
+        return figure_symbol("W_ici")
 
     @property
     def t_hop(self) -> sp.Symbol:
-        return sp.Symbol("t_hop", positive=True)
+        return figure_symbol("t_hop")
 
     @property
     def eta_mxu(self) -> sp.Symbol:
         """The sustained fraction of the peak FLOP/s a product reaches (a calibration)."""
-        return sp.Symbol("eta_mxu", positive=True)
+        return figure_symbol("eta_mxu")
 
     @property
     def eta_hbm(self) -> sp.Symbol:
         """The achievable fraction of W_hbm (a calibration)."""
-        return sp.Symbol("eta_hbm", positive=True)
+        return figure_symbol("eta_hbm")
 
     @property
     def t_call(self) -> sp.Symbol:
         """The fixed cost of one op (a kernel launch; a calibration)."""
-        return sp.Symbol("t_call", nonnegative=True)
+        return figure_symbol("t_call", "nonnegative")
 
     @property
     def t_dispatch(self) -> sp.Symbol:
         """The floor of one program call (an empty jitted call; a calibration)."""
-        return sp.Symbol("t_dispatch", nonnegative=True)
+        return figure_symbol("t_dispatch", "nonnegative")
 
     @property
     def k_boost(self) -> sp.Symbol:
         """The boost clock over the power-limited one (a calibration's `[clock]`; 1 without
         one): a short or memory-bound kernel's math runs this much faster than eta_mxu says."""
-        return sp.Symbol("k_boost", positive=True)
+        return figure_symbol("k_boost")
 
     @property
     def c_expose(self) -> sp.Symbol:
         """The share of a memory-bound product's math left exposed beside its HBM traffic (a
         calibration's `[matmul].exposed`)."""
-        return sp.Symbol("c_expose", nonnegative=True)
+        return figure_symbol("c_expose", "nonnegative")
 
     def eta_net(self, level: str) -> sp.Symbol:
         """The peak fraction of a level's bus bandwidth a large collective reaches (a
         calibration)."""
-        return sp.Symbol(f"eta_{level}", positive=True)
+        return figure_symbol(f"eta_{level}")
 
     def n_half(self, level: str) -> sp.Symbol:
         """The bytes per rank at which a collective on a level reaches half of eta_<level>."""
-        return sp.Symbol(f"n_half_{level}", nonnegative=True)
+        return figure_symbol(f"n_half_{level}", "nonnegative")
 
     def ranks(self, level: str) -> sp.Symbol:
         """The group size at which a level's half size was measured (a calibration)."""
-        return sp.Symbol(f"ranks_{level}", positive=True)
+        return figure_symbol(f"ranks_{level}")
 
     def alpha(self, level: str) -> sp.Symbol:
         """A level's calibrated per-step latency (per hop on ICI and NVLink)."""
-        return sp.Symbol(f"alpha_{level}", positive=True)
+        return figure_symbol(f"alpha_{level}")
 
     def calibration(self) -> tuple[sp.Symbol, ...]:
         return (self.eta_mxu, self.eta_hbm, self.t_call, self.t_dispatch)
 
     def w(self, level: str) -> sp.Symbol:
         """Bandwidth of a network level: W_ici, W_nvlink, W_pcie, W_ib, W_dcn."""
-        return sp.Symbol(f"W_{level}", positive=True)
+        return figure_symbol(f"W_{level}")
 
     def t(self, level: str) -> sp.Symbol:
         """Latency of a level: t_hop per ICI/NVLink/PCIe hop, t_ib and t_dcn per step."""
-        return self.t_hop if level in PER_HOP else sp.Symbol(f"t_{level}", positive=True)
+        return self.t_hop if level in PER_HOP else figure_symbol(f"t_{level}")
 
     def links(self) -> Links:
         from shardc.passes.cost_model import Links

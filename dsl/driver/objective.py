@@ -32,7 +32,16 @@ def value(r: Report, objective: Objective) -> float | None:
         return None
     if objective == "step":
         return r.scheduled_step()
-    return r.value(r.totals["t_lower_s" if objective == "t_lower" else "t_upper_s"])
+    name = "t_lower_s" if objective == "t_lower" else "t_upper_s"
+    if name in r.totals:
+        return r.value(r.totals[name])
+    # a search's candidate (`light`): the roofline of its three totals, without building
+    # SymPy's Max and sum of them for each candidate
+    parts = [r.value(r.totals[k]) for k in ("t_math_s", "t_hbm_s", "t_comms_s")]
+    known = [p for p in parts if p is not None]
+    if len(known) < len(parts):
+        return None
+    return max(known) if objective == "t_lower" else sum(known)
 
 
 def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
@@ -48,7 +57,7 @@ def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
     )
     again = recipe.unit
     memo = recipe.shared.setdefault("costs", {})
-    for p in (InsertCollectives(chooser), FuseElementwise(), DeriveCost(memo)):
+    for p in (InsertCollectives(chooser), FuseElementwise(), DeriveCost(memo, lean=True)):
         again = p.run(again, quick)
     return again.cost, None
 
@@ -103,7 +112,11 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
             lowerings[key] = light(recipe, chooser)
         else:
             chooser.seen.update(seen)  # as the lowering would have recorded them
-        return _with(r, *lowerings[key])
+        out = _with(r, *lowerings[key])
+        # the same sizes, chip and bindings: the environment of numbers is `r`'s, and so is
+        # each formula's number (the vectors share most of their ops' formulas)
+        out.memo.env, out.memo.values = r.memo.env, r.memo.values
+        return out
 
     found = search(lower, lambda x: value(x, objective), base, first=(r, recorder))
     if found.chooser is None or found.value is None or found.greedy is None:

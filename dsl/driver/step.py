@@ -57,14 +57,16 @@ def calibrated(r: Report) -> bool:
     return r.chip is not None and r.chip.calibration is not None
 
 
-def step_durations(r: Report, expected: bool = False) -> dict[int, float] | None:
+def step_durations(
+    r: Report, expected: bool = False, hidden: dict[int, float] | None = None
+) -> dict[int, float] | None:
     """Each op's time over the step (all its runs; twice for an op the backward pass
     recomputes under --remat), by op index; None unless every op has a number. Under
     `--remat none` the collectives run again (the AllGathers of sequence-parallel inputs
     kept sharded) are left to `busy_after`. `expected`: each op's calibrated expected time
-    instead of its roofline time."""
+    instead of its roofline time. `hidden`: `busy_after(r)`, where the caller has it."""
     durations: dict[int, float] = {}
-    hidden = busy_after(r)
+    hidden = busy_after(r) if hidden is None else hidden
     for c in r.ops:
         v = r.value((c.t_expected if expected else c.time) * c.count)
         if v is None:
@@ -108,11 +110,12 @@ def scheduled_step(r: Report, expected: bool = False) -> float | None:
         out = expected_schedule(r)
         step = None if out is None else out[0]
     else:
-        durations = step_durations(r, expected)
+        hidden = busy_after(r)
+        durations = step_durations(r, expected, hidden)
         step = (
             None
             if durations is None
-            else schedule(r.program, durations, axis_sizes=mesh_sizes(r), busy_after=busy_after(r))
+            else schedule(r.program, durations, axis_sizes=mesh_sizes(r), busy_after=hidden)
         )
     r.memo.schedules[expected] = step
     return step

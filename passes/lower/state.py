@@ -121,6 +121,8 @@ class PlanCaches:
         default_factory=dict
     )
     """An alternative's time in SymPy and the relation under which it beats the chosen plan."""
+    rates: dict[str, float | None] = field(default_factory=dict)
+    """The chip's matmul rate for planning, by dtype (`LoweringState.hw_numbers`)."""
     pricings: dict[tuple[str, tuple[str, ...]], Pricing] = field(default_factory=dict)
     """How the reshard planner prices each (dtype, dims) (`LoweringState.pricing`)."""
 
@@ -242,8 +244,11 @@ class LoweringState:
                 self.chip, self.bindings, frozenset(self.dims), self.ctx.options.matmul_precision
             )
         links, values = self.figures
-        c = values.get(HardwareSymbols(frozenset(self.dims)).flops(dtype).name)
-        return links, (None if c is None else float(c))
+        rates = self.caches.rates
+        if dtype not in rates:
+            c = values.get(HardwareSymbols(frozenset(self.dims)).flops(dtype).name)
+            rates[dtype] = None if c is None else float(c)
+        return links, rates[dtype]
 
     # ---- values and ops ----------------------------------------------------------------------
     def fresh(self, base: str) -> str:
