@@ -328,7 +328,8 @@ def _space(
         # planner or requested whole (the book's answers compare the strategies that leave
         # it so: its Question 4's two regions). A size left symbolic or bound by `--set`
         # gets them too (a report's regions and a compile at a point rank the same plans as
-        # a compile declaring the size: the FSDP step's F-sharded plans at B = 8192).
+        # a compile declaring the size: the FSDP step's F-sharded plans at B = 8192), except
+        # under `--objective statement`, whose regions stay the book's two strategies.
         # Each axis an operand holds may move within it (an AllToAll) to any of its dims, or
         # to a contracted dim of the product (partial sums reduced after).
         def more(a: str) -> tuple[str, ...]:

@@ -405,7 +405,10 @@ def plan_search(
             pricings=pricings,
             floor=rank if bounded else None,
             idle=st.ctx.idle_axes,
-            wide=True,  # every size known or not: a bound size plans as a declared one
+            # every size known or not (a bound size plans as a declared one), except
+            # where each contraction keeps the plans of a planner without the
+            # whole-program objective (`--objective statement`)
+            wide=declared or st.ctx.options.objective != "statement",
             hint=hint,
         )
     return Ranking(search, objective, shape)
