@@ -86,6 +86,7 @@ FOLDERS: dict[str, tuple[str, ...]] = {
         "test_options",
         "test_schemas",
         "test_writers",
+        "test_json_writer",
         "test_report_functions",
         "test_user_expr_syntax",
     ),

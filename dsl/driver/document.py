@@ -156,6 +156,10 @@ class Block:
     runs: float | None
     rows: tuple[tuple[str, str, float | None, float | None, Any], ...]
     """(label, unit, per iteration, all iterations, the formula per iteration)."""
+    count: Any = None
+    per_iteration: tuple[tuple[str, Any], ...] = ()
+    total: tuple[tuple[str, Any], ...] = ()
+    """The runs' formula and every figure's formula by key, per iteration and for all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +211,16 @@ class Op:
     crossover: float | None
     has_crossover: bool
     reason: str
+    array: str | None = None
+    formulas: tuple[Any, ...] = ()
+    """The `OP_FIELDS` quantities' formulas, in that order."""
+    crossover_formula: Any = None
+    levels: tuple[tuple[str, Any], ...] = ()
+    overlap: str = ""
+    fused_into: int | None = None
+    fusion: str = ""
+    times: tuple[int, ...] = ()
+    """The lines of the `repeat` blocks the op runs in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +247,12 @@ class Region:
     totals: tuple[Total, ...]
     boundaries: tuple[str, ...] = ()
     """Each bound solved for a size (`shardc.driver.boundaries.Boundary.text`)."""
+    relation: str = ""
+    solved: tuple[Any, ...] = ()
+    """The region's condition as a relation, and every `Boundary` (`boundaries` has the
+    ones with words)."""
+    values: tuple[float | None, ...] = ()
+    """The `totals`' numbers under the region's own report (its plans at the region's sizes)."""
 
 
 @dataclass(frozen=True, slots=True)

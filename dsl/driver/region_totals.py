@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from shardc.driver.boundaries import boundaries, free_sizes
+from shardc.driver.boundaries import free_sizes
 from shardc.driver.decision_regions import relation_text
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 from shardc.passes.symbols import as_expr
@@ -227,56 +227,7 @@ def has_lines(r: Report) -> bool:
     return r.shown_region is not None or bool(r.regions())
 
 
-def as_json(r: Report) -> dict[str, Any]:
-    from shardc.driver.boundaries import condition
-
-    regions = r.regions()
-    if regions is None:
-        shown = (
-            f"the plan where {r.shown_region[0]} is shown"
-            if r.shown_region
-            else "default plans kept"
-        )
-        return {
-            "regions": None,
-            "note": f"more than {MAX_REGIONS} regions, or more than "
-            f"{REGIONS_SECONDS:g} s to find: {shown}",
-            **(
-                {
-                    "shown_region": {
-                        "condition": r.shown_region[0],
-                        "share_of_sample": round(r.shown_region[1], 4),
-                    }
-                }
-                if r.shown_region
-                else {}
-            ),
-        }
-    out: dict[str, Any] = {
-        "regions": [
-            {
-                "condition": condition_text(v),
-                "relation": str(condition(r, v)),
-                "boundaries": [b.as_json() for b in boundaries(r, v)],
-                "share_of_sample": round(v.share, 4),
-                "collectives": collectives(v.result),
-                "totals": {key: v.result.q(v.result.totals[key]) for _, key, _ in TOTALS},
-            }
-            for v in regions or ()
-        ]
-    }
-    if regions:  # kept within shardc.report/1: `totals` are these formulas now
-        out["totals_piecewise"] = {key: str(r.piecewise(key)) for _, key, _ in TOTALS}
-    if r.shown_region is not None:
-        out["shown_region"] = {
-            "condition": r.shown_region[0],
-            "share_of_sample": round(r.shown_region[1], 4),
-        }
-    return out
-
-
 __all__ = [
-    "as_json",
     "collectives",
     "condition_text",
     "find",

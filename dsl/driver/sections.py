@@ -7,9 +7,19 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
+from shardc.driver.detail_sections import (
+    MemoryDetail,
+    Numbers,
+    arrays,
+    links,
+    region_detail,
+    step_detail,
+)
 from shardc.driver.document import (
     BLOCK_TOTALS,
+    OP_FIELDS,
     REGION_TOTALS,
+    SECTIONS,
     Block,
     Condition,
     DecisionRow,
@@ -34,7 +44,7 @@ if TYPE_CHECKING:
 
 def sections(r: Report, only: Collection[str] | None = None) -> list[Section]:
     """The report's sections in order; `only`: the header, the warnings and just these sections
-    (names of `SECTIONS`).
+    (names of `SECTIONS`, and of `detail_sections.DETAIL` for a writer that prints them).
 
     >>> import shardc
     >>> r = shardc.compile("mesh X=2\\ndim B=8, D=4, F=6\\nA: bf16[B, D_X]\\n"
@@ -45,9 +55,9 @@ def sections(r: Report, only: Collection[str] | None = None) -> list[Section]:
     Total(label='T_math', value=1.949238578680203e-12, unit='s', formula=2*B*D*F/C, key='t_math_s')
     """
     r.evaluate()
-    out = [Section("header", "", (header(r),))]
+    out = [Section("header", "", (header(r), Numbers(r.memo.values)))]
     for name, build in BUILDERS.items():
-        if only is None or name in only:
+        if name in (SECTIONS if only is None else only):
             section = build(r)
             if section is not None:
                 out.append(section)
@@ -92,6 +102,9 @@ def repeats(r: Report) -> Section | None:
                     )
                     for label, key, unit in BLOCK_TOTALS
                 ),
+                b.count,
+                tuple(b.per_iteration.items()),
+                tuple(b.total.items()),
             )
             for b in r.cost.blocks
         ),
@@ -105,13 +118,13 @@ def memory(r: Report) -> Section | None:
     if m is None:
         return None
     rows: list[object] = [
-        Total(label, r.value(x), "B", x)
-        for label, x in (
-            ("parameters", m.parameters),
-            ("gradients", m.gradients),
-            ("optimizer state", m.optimizer),
-            ("activations", m.activations),
-            ("total", m.total),
+        Total(label, r.value(x), "B", x, key)
+        for label, key, x in (
+            ("parameters", "parameters", m.parameters),
+            ("gradients", "gradients", m.gradients),
+            ("optimizer state", "optimizer_state", m.optimizer),
+            ("activations", "activations", m.activations),
+            ("total", "total", m.total),
         )
     ]
     if m.saved:
@@ -122,6 +135,7 @@ def memory(r: Report) -> Section | None:
             "array the program names, live or not)"
         )
     )
+    rows.append(MemoryDetail(tuple(m.saved), tuple(r.options.items())))
     flash = ", attention flash" if r.options.get("attention") == "flash" else ""
     return Section(
         "memory",
@@ -134,8 +148,8 @@ def memory(r: Report) -> Section | None:
 def topology(r: Report) -> Section | None:
     from shardc.driver.topology_text import topology_lines
 
-    lines = topology_lines(r.program.topology)
-    return Section("topology", "topology", tuple(map(Line, lines))) if lines else None
+    rows = (*map(Line, topology_lines(r.program.topology)), *links(r))
+    return Section("topology", "topology", rows) if rows else None
 
 
 def conditions(r: Report) -> Section | None:
@@ -190,6 +204,14 @@ def op_row(r: Report, c: OpCost) -> Op:
         r.value(c.crossover_bytes) if has_crossover else None,
         has_crossover,
         c.reason,
+        c.array,
+        tuple(getattr(c, f) for _, f in OP_FIELDS),
+        c.crossover_bytes,
+        tuple(c.levels),
+        c.overlap,
+        c.fused_into,
+        c.fusion,
+        tuple(c.times),
     )
 
 
@@ -218,38 +240,47 @@ def regions(r: Report) -> Section | None:
         )
     if not found:
         return None
-    from shardc.driver.boundaries import boundaries
+    from shardc.driver.boundaries import boundaries, condition
 
-    rows = tuple(
-        Region(
-            condition_text(v),
-            v.share,
-            collectives(v.result),
-            tuple(
-                Total(
-                    t.short or t.label, None, t.unit, as_expr(v.result.totals.get(t.key, 0)), t.key
-                )
-                for t in REGION_TOTALS
-            ),
-            tuple(t for b in boundaries(r, v) if (t := b.text()) is not None),
+    rows: list[Region] = []
+    for v in found:
+        solved = tuple(boundaries(r, v))
+        totals = tuple(
+            Total(t.short or t.label, None, t.unit, as_expr(v.result.totals.get(t.key, 0)), t.key)
+            for t in REGION_TOTALS
         )
-        for v in found
-    )
+        rows.append(
+            Region(
+                condition_text(v),
+                v.share,
+                collectives(v.result),
+                totals,
+                tuple(t for b in solved if (t := b.text()) is not None),
+                str(condition(r, v)),
+                solved,
+                tuple(v.result.value(t.formula) for t in totals),
+            )
+        )
     if len(found) == 1:
         return Section(
             "regions",
             "totals",
-            rows,
+            tuple(rows),
             "one plan wins at every size sampled, not the "
             "default plans above: a compile with the sizes bound runs this program",
         )
     return Section(
-        "regions", "totals by region", rows, "the program a compile with the sizes bound runs there"
+        "regions",
+        "totals by region",
+        tuple(rows),
+        "the program a compile with the sizes bound runs there",
     )
 
 
 BUILDERS: dict[str, Callable[[Report], Section | None]] = {
     "summary": summary,
+    "step": step_detail,
+    "arrays": arrays,
     "repeats": repeats,
     "memory": memory,
     "topology": topology,
@@ -257,6 +288,7 @@ BUILDERS: dict[str, Callable[[Report], Section | None]] = {
     "decisions": decisions,
     "ops": ops,
     "why": why,
+    "region_detail": region_detail,
     "regions": regions,
 }
 """Each section's builder, in the report's order (the keys of `SECTIONS`)."""

@@ -35,6 +35,7 @@ def test_every_total_is_written_in_every_format(report, fmt):
     out = write(report, fmt)
     for t in TOTALS:
         label = t.label.replace("_", "\\_") if fmt == "latex" else t.label
+        label = f'"{t.key}"' if fmt == "json" else label  # JSON names a total by its key
         assert label in out, f"{t.key} missing from the {fmt} report"
 
 
@@ -45,14 +46,16 @@ def test_every_total_is_in_the_json_totals(report):
 @pytest.mark.parametrize("fmt", sorted(WRITERS))
 def test_a_new_total_row_reaches_every_writer_by_its_type(report, fmt):
     """What adding a total to `TOTALS` does: one more `Total` row, and each writer's generic
-    `_print_Total` writes it with no other change."""
-    doc = sections(report)
+    `_print_Total` writes it with no other change (JSON: a member of `totals`, by its key).
+    Each writer is given the document with the detail it prints (`Writer.detail`)."""
+    w = writer_for(fmt)
+    doc = sections(report, {*SECTIONS, *w.detail})
     summary = next(i for i, s in enumerate(doc) if s.name == "summary")
     extra = Total("T_foo", 0.5, "s", sp.Symbol("B") / 7, "t_foo_s")
     doc[summary] = dataclasses.replace(doc[summary], rows=(*doc[summary].rows, extra))
-    label = "T\\_foo" if fmt == "latex" else "T_foo"
+    label = {"latex": "T\\_foo", "json": '"t_foo_s"'}.get(fmt, "T_foo")
     assert label in writer_for(fmt).write(doc)
-    assert label not in writer_for(fmt).write(sections(report))
+    assert label not in writer_for(fmt).write(sections(report, {*SECTIONS, *w.detail}))
 
 
 def test_the_summary_section_is_the_documents(report):

@@ -16,6 +16,7 @@ import shardc
 from shardc.driver.document import Section
 from shardc.driver.render import WRITERS, write, writer_for
 from shardc.driver.render.html import HtmlWriter, math_html, table_html
+from shardc.driver.render.json import JsonWriter
 from shardc.driver.render.latex import LatexWriter, align
 from shardc.driver.render.markdown import TABLE, MarkdownWriter
 from shardc.driver.render.text import TextWriter
@@ -67,7 +68,13 @@ def test_the_writer_dispatches_on_section_name_and_row_type():
 
 
 def test_each_format_has_its_writer_class():
-    classes = {"text": TextWriter, "md": MarkdownWriter, "latex": LatexWriter, "html": HtmlWriter}
+    classes = {
+        "text": TextWriter,
+        "md": MarkdownWriter,
+        "latex": LatexWriter,
+        "html": HtmlWriter,
+        "json": JsonWriter,
+    }
     assert set(WRITERS) == set(classes)
     for fmt, cls in classes.items():
         w = writer_for(fmt)

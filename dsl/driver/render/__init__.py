@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from shardc.driver.render.writer import Writer
@@ -17,18 +17,18 @@ WRITERS: dict[str, tuple[str, str]] = {
     "md": ("shardc.driver.render.markdown", "MarkdownWriter"),
     "latex": ("shardc.driver.render.latex", "LatexWriter"),
     "html": ("shardc.driver.render.html", "HtmlWriter"),
+    "json": ("shardc.driver.render.json", "JsonWriter"),
 }
-"""The writer of each format (its module and class), by its `--format` name; JSON has its own
-shape (`shardc.driver.json_report`)."""
+"""The writer of each format (its module and class), by its `--format` name."""
 
 
-def writer_for(fmt: str) -> Writer:
-    """The writer of format `fmt` (a key of `WRITERS`)."""
+def writer_for(fmt: str, **options: Any) -> Writer:
+    """The writer of format `fmt` (a key of `WRITERS`), with its `options` (JSON: `indent`)."""
     module, name = WRITERS[fmt]
-    return getattr(importlib.import_module(module), name)()
+    return getattr(importlib.import_module(module), name)(**options)
 
 
-def write(r: Report, fmt: str, only: Iterable[str] | None = None) -> str:
+def write(r: Report, fmt: str, only: Iterable[str] | None = None, **options: Any) -> str:
     """The report in format `fmt` (a key of `WRITERS`); `only`: the header and just these
     sections (`shardc.driver.document.SECTIONS`), chosen before anything is written
     (`KeyError` for a name that is not a section).
@@ -44,14 +44,15 @@ def write(r: Report, fmt: str, only: Iterable[str] | None = None) -> str:
     from shardc.driver.document import SECTIONS
     from shardc.driver.sections import sections
 
-    w = writer_for(fmt)
+    w = writer_for(fmt, **options)
     names = set(SECTIONS) if only is None else set(only)
     unknown = names - SECTIONS.keys()
     if unknown:
         raise KeyError(
             f"unknown section {', '.join(sorted(unknown))}; sections are {', '.join(SECTIONS)}"
         )
-    return w.write(sections(r, names & w.sections if w.sections else names))
+    names = names & w.sections if w.sections else names
+    return w.write(sections(r, names | set(w.detail)))  # the detail: sections only it prints
 
 
 __all__ = ["WRITERS", "write", "writer_for"]

@@ -15,6 +15,8 @@ class Writer:
     format: ClassVar[str] = ""
     sections: ClassVar[frozenset[str] | None] = None
     """The sections this format writes (None: all of them)."""
+    detail: ClassVar[tuple[str, ...]] = ()
+    """The detail sections it prints besides (`shardc.driver.detail_sections.DETAIL`)."""
 
     def write(self, doc: list[Section]) -> str:
         out: list[str] = []
