@@ -113,19 +113,14 @@ class Options:
     explain: bool = option(
         True, help="build what only a printed report shows (decision records, crossover sizes)"
     )
-    """Build what only a printed report shows: each contraction's decision record (its
-    alternatives' costs as formulas) and each collective's crossover size. False for a caller
-    that reads only numbers (the planner): they are the same, and a sixth of the time less.
-    A switch of the `insert-collectives` pass, declared here until the lowering's state
-    carries it (`passes.lower`)."""
+    """The `explain` parameter of the `insert-collectives` and `derive-cost` passes
+    (`passes.pipeline.InsertCollectives.explain`), declared here for `compile`'s keyword; the
+    passes receive it as their own field (`passes.pipeline.configure`), never read it here."""
     idle_axes: bool = option(
         True, help="let a contraction split its product over a mesh axis it does not use"
     )
-    """Under the exact model, let a contraction split its product over a mesh axis neither
-    operand nor its request uses (`passes.einsum_plan._idle_axes`). False leaves such axes idle:
-    the planner, whose generated programs give every axis a role, where the wider search cost
-    15% of its time and changed no ranking. A switch of the `insert-collectives` pass, declared
-    here until the lowering's state carries it (`passes.lower`)."""
+    """The `idle_axes` parameter of the `insert-collectives` pass
+    (`passes.pipeline.InsertCollectives.idle_axes`), declared here as `explain` is."""
     matmul_precision: MatmulPrecision = option(
         "default",
         flags=("--matmul-precision",),
@@ -189,11 +184,3 @@ class Context:
     @property
     def attention(self) -> Attention:
         return self.options.attention
-
-    @property
-    def explain(self) -> bool:
-        return self.options.explain
-
-    @property
-    def idle_axes(self) -> bool:
-        return self.options.idle_axes

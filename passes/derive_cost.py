@@ -205,6 +205,7 @@ def derive_cost(
     chip: Chip | None = None,
     bindings: Mapping[str, float] = MappingProxyType({}),
     lean: bool = False,
+    explain: bool = True,
 ) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
     program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root.
@@ -213,7 +214,8 @@ def derive_cost(
     calibration and the rates; `bindings` (`Unit.bindings`) the mesh sizes a Send's distances
     need. `lean`: only what the whole-program search compares (each op's figures, T_math,
     T_hbm and T_comms, of which it takes T_lower and T_upper), without the ops' texts, the
-    arrays, the other totals and the blocks (`driver.objective.light`)."""
+    arrays, the other totals and the blocks (`driver.objective.light`). `explain`
+    (`passes.pipeline.DeriveCost.explain`): each collective's crossover size."""
     syms = HardwareSymbols(frozenset(n for n, _ in program.dims) | frozenset(program.mesh_axes))
     _rate_assumptions(program, ctx, chip)
     mesh = program.mesh_axes
@@ -260,7 +262,9 @@ def derive_cost(
                     reason=_reason(op),
                 )
         else:
-            c = _op_cost(index, op, ctx, syms, mesh, program.mesh, program.topology, bindings)
+            c = _op_cost(
+                index, op, ctx, syms, mesh, program.mesh, program.topology, bindings, explain
+            )
             if c is not None and calibrated:
                 c = dataclasses.replace(c, expected=_expected(c, syms, expected_memo, network))
             if key is not None:
@@ -648,6 +652,7 @@ def _op_cost(
     program_mesh: tuple[tuple[str, int | None], ...] = (),
     topology: Topology | None = None,
     bindings: Mapping[str, float] = MappingProxyType({}),
+    explain: bool = True,
 ) -> OpCost | None:
     line = op.span.line
     match op:
@@ -713,9 +718,7 @@ def _op_cost(
                     _known_size(program_mesh, bindings),
                 )
             bw, lat = as_expr(t.bandwidth), as_expr(t.latency)
-            crossover = (
-                _crossover(lat, moved, bw) if bw != 0 and moved != 0 and ctx.explain else None
-            )
+            crossover = _crossover(lat, moved, bw) if bw != 0 and moved != 0 and explain else None
             name = (
                 format_send(op.send)
                 if kind == "Send"

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, get_args
 
-from shardc.passes.context import Context
+from shardc.passes.context import Context, Options
 
 if TYPE_CHECKING:
     from shardc.hardware import Chip
@@ -52,6 +52,8 @@ class Unit:
 
 class Pass(Protocol):
     name: ClassVar[str]
+    options: ClassVar[tuple[str, ...]]
+    """The fields of the pass that the user's `Options` of the same name set (`configure`)."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit: ...
 
@@ -59,6 +61,7 @@ class Pass(Protocol):
 @dataclass(frozen=True, slots=True)
 class Parse:
     name: ClassVar[str] = "parse"
+    options: ClassVar[tuple[str, ...]] = ()
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.lang.parser import parse
@@ -73,6 +76,7 @@ class Parse:
 @dataclass(frozen=True, slots=True)
 class Validate:
     name: ClassVar[str] = "validate"
+    options: ClassVar[tuple[str, ...]] = ()
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.validate import validate
@@ -87,6 +91,7 @@ class DeriveBackward:
     """The `backward` statement becomes statements, validated like any other."""
 
     name: ClassVar[str] = "derive-backward"
+    options: ClassVar[tuple[str, ...]] = ()
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.lang.syntax import Backward
@@ -111,6 +116,7 @@ class ResolveHardware:
     """The chip named by the caller (`hw`) or, failing that, by the program's `hardware` line."""
 
     name: ClassVar[str] = "resolve-hardware"
+    options: ClassVar[tuple[str, ...]] = ()
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc import hardware
@@ -144,6 +150,7 @@ class ResolveHardware:
 @dataclass(frozen=True, slots=True)
 class ResolveTopology:
     name: ClassVar[str] = "resolve-topology"
+    options: ClassVar[tuple[str, ...]] = ()
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.topology import resolve_topology
@@ -156,6 +163,7 @@ class ResolveTopology:
 @dataclass(frozen=True, slots=True)
 class InsertCollectives:
     name: ClassVar[str] = "insert-collectives"
+    options: ClassVar[tuple[str, ...]] = ("explain", "idle_axes")
     chooser: Chooser | None = None
     """Picks plans whose ranking depends on symbolic sizes (`relower`); None: the default."""
     verify: bool = True
@@ -163,6 +171,15 @@ class InsertCollectives:
     by an earlier op) and raise `IRError`, a compiler bug, if not. It runs as part of this pass,
     as MLIR's pass manager verifies after each pass, so that every caller that stops after
     `insert-collectives` (`shardc check`, `xla-check`, the planner) and `relower` get it."""
+    explain: bool = True
+    """Build each contraction's decision record (its alternatives' costs as formulas), which
+    only a printed report shows. False for a caller that reads only numbers (the planner):
+    they are the same, and a sixth of the time less."""
+    idle_axes: bool = True
+    """Under the exact model, let a contraction split its product over a mesh axis neither
+    operand nor its request uses (`passes.einsum_plan._idle_axes`). False leaves such axes
+    idle: the planner, whose generated programs give every axis a role, where the wider search
+    cost 15% of its time and changed no ranking."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.lower import insert_collectives
@@ -175,6 +192,8 @@ class InsertCollectives:
             chip=unit.chip,
             topology=unit.topology,
             bindings=unit.bindings,
+            explain=self.explain,
+            idle_axes=self.idle_axes,
         )
         if self.verify and not ctx.diagnostics.has_errors:
             from shardc.passes.verify import verify_ir
@@ -190,6 +209,7 @@ class FuseElementwise:
     HBM bytes are counted once, at its root."""
 
     name: ClassVar[str] = "fuse-elementwise"
+    options: ClassVar[tuple[str, ...]] = ()
     enabled: bool = True
     """False: every op its own kernel (the unfused count, for comparison)."""
 
@@ -206,12 +226,15 @@ class FuseElementwise:
 @dataclass(frozen=True, slots=True)
 class DeriveCost:
     name: ClassVar[str] = "derive-cost"
+    options: ClassVar[tuple[str, ...]] = ("explain",)
     memo: dict[tuple[Hashable, ...], OpCost | None] | None = dataclasses.field(
         default=None, compare=False, hash=False
     )
     """Op formulas by shape, kept from one run to the next in one context (`derive_cost`)."""
     lean: bool = False
     """Only the figures the whole-program search compares (`derive_cost`'s `lean`)."""
+    explain: bool = True
+    """Derive each collective's crossover size, which only a printed report shows."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.derive_cost import derive_cost
@@ -225,6 +248,7 @@ class DeriveCost:
             chip=unit.chip,
             bindings=unit.bindings,
             lean=self.lean,
+            explain=self.explain,
         )
         return dataclasses.replace(unit, cost=cost)
 
@@ -232,6 +256,7 @@ class DeriveCost:
 @dataclass(frozen=True, slots=True)
 class TrainingMemory:
     name: ClassVar[str] = "training-memory"
+    options: ClassVar[tuple[str, ...]] = ()
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.memory import training_memory
@@ -271,13 +296,34 @@ PassName = Literal[
 PASS_NAMES: tuple[PassName, ...] = get_args(PassName)
 
 
+def configure(passes: tuple[Pass, ...], options: Options) -> tuple[Pass, ...]:
+    """`passes` with the fields each lists in `options` (its `Pass.options`) set from the
+    user's `options`: `compile(explain=False)` reaches the passes that take `explain` as their
+    own parameter, as xDSL builds a pass from its pipeline's arguments.
+
+    >>> from shardc.passes.context import Options
+    >>> for p in configure(PIPELINE, Options(idle_axes=False)):
+    ...     if p.options:
+    ...         print(p.name, {k: getattr(p, k) for k in p.options})
+    insert-collectives {'explain': True, 'idle_axes': False}
+    derive-cost {'explain': True}
+    """
+    out: list[Pass] = []
+    for p in passes:
+        given = {k: getattr(options, k) for k in p.options}
+        changed = any(getattr(p, k) != v for k, v in given.items())
+        out.append(dataclasses.replace(p, **given) if changed else p)  # type: ignore[type-var]
+    return tuple(out)
+
+
 def run_passes(
     ctx: Context,
-    passes: tuple[Pass, ...] = PIPELINE,
+    passes: tuple[Pass, ...] | None = None,
     stop_after: PassName | None = None,
     on_pass: Callable[[Pass, Unit], None] | None = None,
 ) -> Unit:
-    """Run `passes` in order on `ctx.source`, stopping after the one named `stop_after` or at the
+    """Run `passes` (None: `PIPELINE` as `ctx.options` configure it) in order on `ctx.source`,
+    stopping after the one named `stop_after` or at the
     first pass that leaves an error (or no program). `on_pass(pass_, unit)` sees each result.
 
     >>> from shardc.lang.source import Source
@@ -291,7 +337,7 @@ def run_passes(
             f"stop_after: no pass named {stop_after!r} (passes: {', '.join(PASS_NAMES)})"
         )
     unit = Unit()
-    for p in passes:
+    for p in configure(PIPELINE, ctx.options) if passes is None else passes:
         unit = p.run(unit, ctx)
         if on_pass is not None:
             on_pass(p, unit)
@@ -304,6 +350,7 @@ def relower(unit: Unit, ctx: Context, chooser: Chooser) -> Unit:
     """`unit` lowered again, with the plan of every contraction whose ranking depends on
     symbolic sizes picked by `chooser`, then costed: the symbolic program at one choice of
     plans (`Report.at` picks them as a compile at its point would)."""
-    for p in (InsertCollectives(chooser), FuseElementwise(), DeriveCost(), TrainingMemory()):
+    passes = (InsertCollectives(chooser), FuseElementwise(), DeriveCost(), TrainingMemory())
+    for p in configure(passes, ctx.options):
         unit = p.run(unit, ctx)
     return unit

@@ -84,7 +84,7 @@ def run_pipeline(
     options = options_with(options, overrides)
     ctx = Context(source, options=options)
     from shardc.passes.objective import Forced
-    from shardc.passes.pipeline import PIPELINE, InsertCollectives
+    from shardc.passes.pipeline import PIPELINE, InsertCollectives, configure
 
     # The lowering records each contraction's options for the whole-program search.
     shared: dict = {}
@@ -92,7 +92,7 @@ def run_pipeline(
     passes = tuple(
         InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p for p in PIPELINE
     )
-    unit = run_passes(ctx, passes, stop_after=stop_after)
+    unit = run_passes(ctx, configure(passes, options), stop_after=stop_after)
     result = Compilation(source, ctx.diagnostics, unit.program, unit.compiled)
     if ctx.diagnostics.has_errors or stop_after is not None or unit.cost is None:
         return result

@@ -48,16 +48,13 @@ def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
     """The program lowered with `chooser`'s plans and costed, nothing a printed report alone
     shows (decision records, memory): the search's candidates."""
     from shardc.lang.diagnostics import Diagnostics
-    from shardc.passes.pipeline import DeriveCost, FuseElementwise, InsertCollectives
+    from shardc.passes.pipeline import DeriveCost, FuseElementwise, InsertCollectives, configure
 
-    quick = dataclasses.replace(
-        recipe.ctx,
-        diagnostics=Diagnostics(),
-        options=dataclasses.replace(recipe.ctx.options, explain=False),
-    )
+    quick = dataclasses.replace(recipe.ctx, diagnostics=Diagnostics())
     again = recipe.unit
     memo = recipe.shared.setdefault("costs", {})
-    for p in (InsertCollectives(chooser), FuseElementwise(), DeriveCost(memo, lean=True)):
+    passes = (InsertCollectives(chooser), FuseElementwise(), DeriveCost(memo, lean=True))
+    for p in configure(passes, dataclasses.replace(recipe.ctx.options, explain=False)):
         again = p.run(again, quick)
     return again.cost, None
 

@@ -43,7 +43,7 @@ def rerun(recipe: Recipe, bindings: Mapping[str, float]) -> Recipe:
     """The program compiled again with `bindings` (the passes' diagnostics in `ctx`)."""
     from shardc.passes.context import Context
     from shardc.passes.objective import Forced
-    from shardc.passes.pipeline import PIPELINE, InsertCollectives, run_passes
+    from shardc.passes.pipeline import PIPELINE, InsertCollectives, configure, run_passes
 
     options = dataclasses.replace(recipe.ctx.options, bindings=dict(bindings))
     ctx = Context(recipe.source, options=options)
@@ -53,7 +53,8 @@ def rerun(recipe: Recipe, bindings: Mapping[str, float]) -> Recipe:
     passes = tuple(
         InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p for p in PIPELINE
     )
-    return Recipe(recipe.source, run_passes(ctx, passes), ctx, recipe.on, shared)
+    unit = run_passes(ctx, configure(passes, options))
+    return Recipe(recipe.source, unit, ctx, recipe.on, shared)
 
 
 __all__ = ["Recipe", "relower", "rerun"]

@@ -404,7 +404,7 @@ def plan_search(
             objective,
             pricings=pricings,
             floor=rank if bounded else None,
-            idle=st.ctx.idle_axes,
+            idle=st.idle_axes,
             # every size known or not (a bound size plans as a declared one), except
             # where each contraction keeps the plans of a planner without the
             # whole-program objective (`--objective statement`)
@@ -536,8 +536,9 @@ def record_decision(
     would move fewer bytes than the chosen one. Nothing when there is nothing to explain.
     The alternatives of a ranking met before (the same plans in the same order: a
     repeated statement shape) are reused. None at all where the compile explains nothing
-    (`Options.explain`): pricing the alternatives in SymPy is a sixth of a plan's time."""
-    if not st.ctx.explain:
+    (`InsertCollectives.explain`): pricing the alternatives in SymPy is a sixth of a plan's
+    time."""
+    if not st.explain:
         return
     # The ranking's statement shape fixes the objective the alternatives are priced by; its
     # plans, by identity, live in the shape's search (`PlanCaches.searches`) for the lowering.

@@ -141,6 +141,9 @@ class LoweringState:
     """Where each mesh axis lives (`Unit.topology`)."""
     bindings: Mapping[str, float] = field(default_factory=dict)
     """The validated bindings (`Unit.bindings`): sizes bound with `--set`."""
+    explain: bool = True
+    idle_axes: bool = True
+    """The pass's own switches (`passes.pipeline.InsertCollectives`)."""
     name: str = ""
     mesh: dict[str, int | None] = field(default_factory=dict)
     dims: dict[str, int | None] = field(default_factory=dict)

@@ -60,6 +60,8 @@ def insert_collectives(
     chip: Chip | None = None,
     topology: Topology | None = None,
     bindings: Mapping[str, float] = MappingProxyType({}),
+    explain: bool = True,
+    idle_axes: bool = True,
 ) -> CompiledProgram:
     """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
     the collectives its layouts need, on `chip` and `topology` with the validated `bindings`
@@ -67,8 +69,9 @@ def insert_collectives(
     symbolic sizes, `chooser` picks (`passes.symbolic_plans.AtPoint`: as a compile at those sizes
     would); without one, the book's default. A chooser with a `shared` dict (the whole-program
     search's, `passes.objective.Forced`) lends its plan caches to every lowering of the same
-    program and context: they depend only on statement shapes, not on the plans chosen."""
-    st = LoweringState(ctx, chooser, chip, topology, bindings)
+    program and context: they depend only on statement shapes, not on the plans chosen.
+    `explain` and `idle_axes` are the pass's switches (`passes.pipeline.InsertCollectives`)."""
+    st = LoweringState(ctx, chooser, chip, topology, bindings, explain, idle_axes)
     shared = getattr(chooser, "shared", None)
     if shared is not None:
         st.caches = shared.setdefault("caches", PlanCaches())

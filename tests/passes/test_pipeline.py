@@ -17,7 +17,15 @@ from shardc.lang.source import Source
 from shardc.passes.context import Context, Options
 from shardc.passes.graph import build_graph, distinct_inputs, op_inputs, ops_in_order, producers
 from shardc.passes.ir import gradient_name
-from shardc.passes.pipeline import PIPELINE, PassName, Unit, run_passes
+from shardc.passes.pipeline import (
+    PIPELINE,
+    DeriveCost,
+    InsertCollectives,
+    PassName,
+    Unit,
+    configure,
+    run_passes,
+)
 from shardc.passes.schedule import critical_path, schedule
 from tests.paths import ROOT
 
@@ -32,6 +40,42 @@ def test_pass_names_are_the_pipeline_in_order():
     for p in PIPELINE:
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", p.name), p.name
         assert dataclasses.is_dataclass(p) and type(p).__dataclass_params__.frozen
+
+
+def test_planner_switches_are_fields_of_their_passes():
+    """`explain` and `idle_axes` are parameters of the passes that use them (as an xDSL pass
+    carries its options): `configure` sets them from the user's `Options`; the context has no
+    such switch for a pass to read."""
+    for p in PIPELINE:
+        assert set(p.options) <= {f.name for f in dataclasses.fields(p)}
+        assert set(p.options) <= {f.name for f in dataclasses.fields(Options)}
+    assert {p.name: p.options for p in PIPELINE if p.options} == {
+        "insert-collectives": ("explain", "idle_axes"),
+        "derive-cost": ("explain",),
+    }
+    assert not hasattr(Context(Source("t", TRAIN)), "explain")
+    lean = configure(PIPELINE, Options(explain=False, idle_axes=False))
+    (lower,) = [p for p in lean if isinstance(p, InsertCollectives)]
+    (cost,) = [p for p in lean if isinstance(p, DeriveCost)]
+    assert (lower.explain, lower.idle_axes, cost.explain) == (False, False, False)
+    assert configure(PIPELINE, Options()) == PIPELINE  # the defaults are the passes' own
+
+
+def test_a_pass_runs_by_its_own_parameters_not_the_options():
+    """The same context, two pipelines: the passes' fields decide, the options are not read."""
+    ctx = Options(hw="tpu-v5e")  # explain=True in the options
+    full = run_passes(Context(Source("t", TRAIN), options=ctx))
+    lean_passes = tuple(
+        dataclasses.replace(p, explain=False) if "explain" in p.options else p for p in PIPELINE
+    )
+    lean = run_passes(Context(Source("t", TRAIN), options=ctx), lean_passes)
+    assert full.compiled is not None and lean.compiled is not None
+    assert full.compiled.decisions and not lean.compiled.decisions
+    assert full.cost is not None and lean.cost is not None
+    assert any(c.crossover_bytes is not None for c in full.cost.ops)
+    assert all(c.crossover_bytes is None for c in lean.cost.ops)
+    # compile's keyword reaches the same field
+    assert not shardc.compile(TRAIN, hw="tpu-v5e", explain=False).program.decisions
 
 
 @pytest.mark.parametrize("stop", get_args(PassName))
