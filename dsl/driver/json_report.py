@@ -32,11 +32,11 @@ def formula_json(r: Report, expr: Any) -> dict[str, Any]:
 def report_dict(r: Report) -> dict[str, Any]:
     """The report as `shardc.report/1` (docs/language.md, section 12) without the regions'
     members, with `_mesh_order`."""
-    from shardc.driver.document import SECTIONS
     from shardc.driver.sections import sections
 
     w = JsonWriter()
-    d = w.document(sections(r, {*SECTIONS, *w.detail} - {"region_detail"}))
+    assert w.sections is not None
+    d = w.document(sections(r, {*w.sections, *w.detail} - {"region_detail"}))
     return {**d, "_mesh_order": list(r.program.mesh_axes)}
 
 

@@ -180,3 +180,48 @@ def test_a_table_keeps_the_most_recently_used(maxsize: int, ops: list[tuple[bool
         assert set(t.data) == set(model)
         assert len(t) <= maxsize
     assert (t.hits, t.misses) == (hits, misses)
+
+
+# ---- identity keys ------------------------------------------------------------------------------
+def _plan_caches(text: str, hw: str):
+    """The `PlanCaches` of one compile (lent to the lowering through a chooser's `shared`)."""
+    from shardc.lang.source import Source
+    from shardc.passes.context import Context, Options
+    from shardc.passes.objective import Forced
+    from shardc.passes.pipeline import PIPELINE, InsertCollectives, run_passes
+
+    shared: dict = {}
+    passes = tuple(
+        InsertCollectives(Forced(shared=shared)) if isinstance(p, InsertCollectives) else p
+        for p in PIPELINE
+    )
+    unit = run_passes(Context(Source("t", text), options=Options(hw=hw)), passes)
+    assert unit.cost is not None
+    return shared["caches"]
+
+
+SYMBOLIC = (
+    "mesh X=16\ndim B, D=8192, F=32768\nIn: bf16[B_X, D]\nparam W_in: bf16[D_X, F]\n"
+    "param W_out: bf16[F, D_X]\nTmp[B_X, F] = In ·_D W_in\nOut[B_X, D] = Tmp ·_F W_out\nbackward\n"
+)
+
+
+def test_identity_keyed_plan_memos_hold_their_plan():
+    """`PlanCaches.ranks` and `.measured` are keyed by `id(plan)` on purpose (value keys cost
+    the planner about 7%, docs/benchmarks.md "What is cached"). That is safe only because each
+    entry holds the plan itself: while the entry lives the plan cannot be freed, so its id
+    cannot be reused by another object; and the lookup checks `entry[0] is plan`. A ranking's
+    decision record is keyed by its plans' ids, which the shape's search holds."""
+    train = (ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard").read_text()
+    for text, hw in ((train, "tpu-v5p"), (SYMBOLIC, "tpu-v5p")):
+        caches = _plan_caches(text, hw)
+        entries = 0
+        for table in (caches.ranks, caches.measured):
+            for by_plan in table.values():
+                for key, (plan, _) in by_plan.items():
+                    assert key == id(plan)
+                    entries += 1
+        assert entries
+        held = {id(p) for s in caches.searches.values() for p in (*s.ranked, *s.plans)}
+        for shape, ids, _, _ in caches.rankings:
+            assert set(ids) <= held, shape

@@ -18,6 +18,7 @@ from shardc.driver.detail_sections import (
 )
 from shardc.driver.document import (
     OP_FIELDS,
+    SECTIONS,
     TOTALS,
     Block,
     Bound,
@@ -57,6 +58,8 @@ class JsonWriter(Writer):
     `_section_<name>`, which returns the members it sets; rows it does not read are skipped."""
 
     format = "json"
+    sections: ClassVar[frozenset[str] | None] = frozenset(SECTIONS) - {"why"}
+    """Every section but `why`: each op's reason is a member of the op."""
     detail: ClassVar[tuple[str, ...]] = DETAIL
 
     def __init__(self, indent: int | None = 2) -> None:
