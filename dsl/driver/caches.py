@@ -28,6 +28,10 @@ class Memo:
     few objects tens of thousands of times, and a SymPy hash is a Python call."""
     schedules: dict[bool, float | None] = field(default_factory=dict)
     """T_step of the list schedule (`step.scheduled_step`), by `expected`."""
+    utilization: dict[bool, dict[str, float] | None] = field(default_factory=dict)
+    exposed: dict[bool, dict[int, float] | None] = field(default_factory=dict)
+    """MFU and HFU, and each collective's exposed seconds, by `expected` (`shardc.driver.step`):
+    the summary and the JSON writer's step figures both ask for them."""
     regions: Any = False
     """`regions.find`'s answer once asked (False: not yet)."""
 

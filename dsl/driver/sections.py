@@ -5,6 +5,7 @@ number evaluated; `--only` picks sections here, before any writer runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from shardc.driver.detail_sections import (
@@ -181,6 +182,9 @@ def ops(r: Report) -> Section:
     return Section("ops", "ops", tuple(op_row(r, c) for c in r.ops))
 
 
+OP_FORMULAS = attrgetter(*(f for _, f in OP_FIELDS))  # an op's formulas, `OP_FIELDS` order
+
+
 def op_row(r: Report, c: OpCost) -> Op:
     moved = c.comm_bytes if c.kind == "collective" else c.hbm_bytes
     has_crossover = c.crossover_bytes is not None
@@ -205,13 +209,13 @@ def op_row(r: Report, c: OpCost) -> Op:
         has_crossover,
         c.reason,
         c.array,
-        tuple(getattr(c, f) for _, f in OP_FIELDS),
+        OP_FORMULAS(c),
         c.crossover_bytes,
-        tuple(c.levels),
+        c.levels,
         c.overlap,
         c.fused_into,
         c.fusion,
-        tuple(c.times),
+        c.times,
     )
 
 

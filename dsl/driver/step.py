@@ -125,6 +125,13 @@ def exposed(r: Report, expected: bool = False) -> dict[int, float] | None:
     """Each collective's exposed part in the scheduled step (`passes.schedule.exposed`):
     the seconds it runs while no compute does, by op index; None unless every op has a
     number. `expected`: in the calibrated step (`shardc.driver.overlap`)."""
+    if expected not in r.memo.exposed:
+        r.memo.exposed[expected] = _exposed(r, expected)
+    found = r.memo.exposed[expected]
+    return None if found is None else dict(found)
+
+
+def _exposed(r: Report, expected: bool) -> dict[int, float] | None:
     from shardc.driver.overlap import expected_schedule
     from shardc.passes.schedule import exposed
 
@@ -144,6 +151,13 @@ def utilization(r: Report, expected: bool = False) -> dict[str, float] | None:
     Chowdhery et al. 2022, "PaLM", appendix B); HFU = every FLOP a device runs /
     (peak x T_step). The peak is the chip's bf16 matrix rate. `expected`: over the
     expected schedule (`MFU (expected)`)."""
+    if expected not in r.memo.utilization:
+        r.memo.utilization[expected] = _utilization(r, expected)
+    found = r.memo.utilization[expected]
+    return None if found is None else dict(found)
+
+
+def _utilization(r: Report, expected: bool) -> dict[str, float] | None:
     if r.chip is None:
         return None
     step = scheduled_step(r, expected)
