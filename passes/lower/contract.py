@@ -334,6 +334,7 @@ def plan_search(
 
     def measure(p: EinsumPlan) -> Measure:
         """Each reshard's time, the local product's HBM time and the FLOPs."""
+        # by identity, the entry holding the plan (`PlanCaches.ranks` says why and when safe)
         hit = measured.get(id(p))
         if hit is None or hit[0] is not p:
             hit = measured[id(p)] = (

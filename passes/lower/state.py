@@ -89,9 +89,14 @@ class PlanCaches:
     searches: dict[SearchKey, PlanSearch] = field(default_factory=dict)
     """The plan search of each statement shape."""
     ranks: dict[SearchKey, dict[int, tuple[EinsumPlan, Rank]]] = field(default_factory=dict)
-    """Each plan's rank within its statement shape's search, by identity with the plan itself
-    (a plan's hash is a dozen Python calls, and the search asks for every rank many times;
-    kept with the plan, an id is never reused while its entry lives)."""
+    """Each plan's rank within its statement shape's search, by identity with the plan itself.
+    `id()` keys on purpose: the search asks for every rank many times and a plan's hash is a
+    dozen Python calls. Keyed by the plan's value instead, `shardc plan --card llama3-70b --hw
+    tpu-v5p --chips 8960 --batch 4Mi` took 6% more CPU (paired median ratio 0.94, 4.40 s
+    against 4.65 s, `benchmarks/bench_plan_paired.py --repeat 5`, 2026-11-27; docs/benchmarks.md,
+    "What is cached"). Safe because each entry holds the plan: while the entry lives the plan
+    is not freed, so no other object can get its id, and the lookup checks `entry[0] is plan`
+    (tests/passes/test_memo.py pins it)."""
     measured: dict[SearchKey, dict[int, tuple[EinsumPlan, Measure]]] = field(default_factory=dict)
     """Each plan's reshard, HBM and FLOP figures, keyed as `ranks`."""
     seconds: dict[tuple[tuple[Step, ...], str], float] = field(default_factory=dict)
