@@ -8,6 +8,10 @@ efficiency symbols (`passes/symbols.py`):
 - `[matmul].efficiency` (eta_mxu): the sustained fraction of the chip's peak FLOP/s a product
   reaches; `[matmul].exposed` (c_expose, optional, 0 to 1): the share of a memory-bound
   product's math its pipeline leaves exposed beside the traffic;
+- `[attention].efficiency` (eta_attn, optional): the sustained fraction of the peak FLOP/s the
+  products inside a flash-attention kernel reach, with its `source` (a published kernel
+  measurement); the calibrated step prices the attention core's products with it under
+  `--attention flash`, and a chip without the table prices them at eta_mxu;
 - `[hbm].efficiency` (eta_hbm): the achievable fraction of the HBM bandwidth;
 - `[call].launch_s` (t_call): a fixed cost per op (a kernel launch);
 - `[call].dispatch_s` (t_dispatch): the floor of one program call (an empty jitted call);
@@ -53,6 +57,7 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "clock": ("boost_mhz", "sustained_mhz", "power_w"),
     "provenance": ("kind", "command", "date", "software", "device", "source", "fit"),
     "overlap": ("prefetch_elements", "contention", "source"),
+    "attention": ("efficiency", "source"),
 }
 _NETWORK_KEYS = ("efficiency", "half_bytes", "half_ranks", "latency_s", "source", "note")
 NETWORK_LEVELS = LEVELS
@@ -140,6 +145,15 @@ class OverlapFit:
 
 
 @dataclass(frozen=True, slots=True)
+class AttentionFit:
+    """eta_attn: the sustained fraction of the peak FLOP/s a flash-attention kernel's products
+    reach (the kernel's forward and backward FLOPs over its measured time), and its source."""
+
+    efficiency: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class ClockFit:
     """The SM clocks behind the expected time's power cap (docs/cost-model.md, "Expected
     time"): a kernel starts at `boost_mhz`; a long product at the chip's power limit
@@ -193,6 +207,10 @@ class Calibration:
     exposed: float | None = None
     """c_expose: the share of a memory-bound product's math left exposed beside its HBM
     traffic, where the file gives it (else none: the max of the two)."""
+
+    attention: AttentionFit | None = None
+    """eta_attn: the flash-attention kernel's products' efficiency, where the file gives it
+    (else they run at eta_mxu)."""
 
     @property
     def k_boost(self) -> float:
@@ -294,6 +312,15 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
                 "matmul",
                 f"field [matmul].exposed must be from 0 to 1, got {doc['matmul']['exposed']!r}",
             )
+    attention = None
+    if "attention" in doc:
+        for key in ("efficiency", "source"):
+            if key not in doc["attention"]:
+                raise where.fail("attention", "", f"missing field [attention].{key}")
+        attention = AttentionFit(
+            _fraction(doc, "attention", "efficiency", where),
+            _text(doc, "attention", "source", where),
+        )
     return Calibration(
         name,
         eta_mxu,
@@ -309,6 +336,7 @@ def read_calibration_toml(text: str, path: str, chip: str | None = None) -> Cali
         overlap,
         clock,
         exposed,
+        attention,
     )
 
 
@@ -637,6 +665,13 @@ def calibration_toml(c: Calibration, header: str = "") -> str:
         ]
         if c.clock.power_w is not None:
             out.append(f"power_w = {_num(c.clock.power_w)}")
+    if c.attention is not None:
+        out += [
+            "",
+            "[attention]",
+            f"efficiency = {_num(c.attention.efficiency)}   # eta_attn",
+            f"source = {_toml_string(c.attention.source)}",
+        ]
     for f in c.network:
         out += [
             "",

@@ -223,7 +223,7 @@ def derive_cost(
     costs: list[OpCost] = []
     calibrated = chip is not None and getattr(chip, "calibration", None) is not None
     # by (an einsum?, T_math, T_hbm): ops repeat them
-    expected_memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None] = {}
+    expected_memo: dict[tuple[str, sp.Expr, sp.Expr], sp.Expr | None] = {}
     cal = getattr(chip, "calibration", None)
     # the calibrated network levels, and `alpha:<level>` for those that give their own latency
     network = frozenset(f.level for f in cal.network) if cal is not None else frozenset()
@@ -241,6 +241,8 @@ def derive_cost(
         network |= {"power-cap"}
     if cal is not None and cal.exposed is not None:
         network |= {"exposed-math"}
+    if cal is not None and cal.attention is not None:
+        network |= {"attention"}
     # Programs repeat op shapes (a layer after a layer): formulas depend only on layouts,
     # dtypes and axes, so each shape is derived once and its expressions reused.
     memo = {} if memo is None else memo
@@ -293,14 +295,16 @@ def derive_cost(
     )
     aliases = dict(program.aliases)
 
+    core: frozenset[int] = frozenset()  # the flash kernel's ops (priced at eta_attn)
     if ctx.attention == "flash" and program.backward_line is not None:
-        costs = _flash(costs, program, syms)
+        plain, costs = costs, _flash(costs, program, syms)
+        core = frozenset(c.index for c, d in zip(plain, costs, strict=True) if c is not d)
     if fusion is not None and fusion.groups:
         from shardc.passes.fusion_cost import fused_costs
 
         costs = fused_costs(costs, program, fusion, syms, ctx.attention == "flash")
     if calibrated and (ctx.attention == "flash" or (fusion is not None and fusion.groups)):
-        costs = _with_expected(costs, syms, expected_memo, network)
+        costs = _with_expected(costs, syms, expected_memo, network, core)
     # Under --remat the backward pass runs forward compute ops again: they are charged twice.
     redo = kept_activations(program, ctx.remat, ctx.attention)[1]
     again = [c for c in costs if c.index in set(redo)]
@@ -418,14 +422,16 @@ def _rate_assumptions(program: CompiledProgram, ctx: Context, chip: Chip | None)
 def _with_expected(
     costs: list[OpCost],
     syms: HardwareSymbols,
-    memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
+    memo: dict[tuple[str, sp.Expr, sp.Expr], sp.Expr | None],
     network: frozenset[str] = frozenset(),
+    core: frozenset[int] = frozenset(),
 ) -> list[OpCost]:
     """Each op's expected time again once `--attention flash` or fusion changed its roofline
-    figures; an op they left alone keeps its own (the same object: no copy)."""
+    figures; an op they left alone keeps its own (the same object: no copy). The products of
+    `core` (the flash kernel's ops) run at eta_attn where the calibration gives it."""
     out = []
     for c in costs:
-        e = _expected(c, syms, memo, network)
+        e = _expected(c, syms, memo, network, c.index in core)
         out.append(c if e is c.expected else dataclasses.replace(c, expected=e))
     return out
 
@@ -433,8 +439,9 @@ def _with_expected(
 def _expected(
     c: OpCost,
     syms: HardwareSymbols,
-    memo: dict[tuple[bool, sp.Expr, sp.Expr], sp.Expr | None],
+    memo: dict[tuple[str, sp.Expr, sp.Expr], sp.Expr | None],
     network: frozenset[str] = frozenset(),
+    in_kernel: bool = False,
 ) -> sp.Expr | None:
     """An op's expected time (docs/cost-model.md, "Expected time"): a launch, then the slower
     of its math at eta_mxu of the peak and its HBM traffic at eta_hbm of W_hbm. On a chip
@@ -443,7 +450,9 @@ def _expected(
     power-limited clock, `max(t_call + max(T_math / (eta_mxu k_boost), T_hbm / eta_hbm),
     T_math / eta_mxu)` (the launch gap, drawing no math power, is repaid by a faster clock).
     Where it gives `c_expose` ("exposed-math"), a memory-bound product's traffic takes `T_hbm /
-    eta_hbm + c_expose x` its math (the share its pipeline stages leave exposed). A collective
+    eta_hbm + c_expose x` its math (the share its pipeline stages leave exposed). A product
+    inside the flash-attention kernel (`in_kernel`) runs at eta_attn instead of eta_mxu where
+    the calibration gives it ("attention": a published kernel measurement). A collective
     pays each calibrated level of `network` at its achievable bus bandwidth
     (`expected_collective`). None (the roofline's time) for a collective on no calibrated
     level and for an op that costs nothing (a slice, or an op fused into another's kernel: the
@@ -452,10 +461,11 @@ def _expected(
         return expected_collective(c, syms, network) if network else None
     if c.t_math == 0 and c.t_hbm == 0:
         return None
-    key = (c.kind == "einsum", c.t_math, c.t_hbm)
+    attn = in_kernel and c.kind == "einsum" and "attention" in network
+    key = ("attention" if attn else "einsum" if c.kind == "einsum" else "", c.t_math, c.t_hbm)
     if key not in memo:
         hbm = c.t_hbm / syms.eta_hbm
-        math = c.t_math / syms.eta_mxu
+        math = c.t_math / (syms.eta_attn if attn else syms.eta_mxu)
         fast = math / syms.k_boost if "power-cap" in network else math
         if "exposed-math" in network and c.kind == "einsum":  # a product's pipeline stages
             hbm = hbm + syms.c_expose * fast  # leave c_expose of its math exposed

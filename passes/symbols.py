@@ -131,6 +131,12 @@ class HardwareSymbols:
         calibration's `[matmul].exposed`)."""
         return figure_symbol("c_expose", "nonnegative")
 
+    @property
+    def eta_attn(self) -> sp.Symbol:
+        """The sustained fraction of the peak FLOP/s a flash-attention kernel's products reach
+        (a calibration's `[attention]`; eta_mxu without one)."""
+        return sp.Symbol("eta_attn", positive=True)
+
     def eta_net(self, level: str) -> sp.Symbol:
         """The peak fraction of a level's bus bandwidth a large collective reaches (a
         calibration)."""
@@ -173,6 +179,7 @@ class HardwareSymbols:
             *(f(lv) for lv in LEVELS for f in (self.eta_net, self.n_half, self.ranks, self.alpha)),
             self.k_boost,
             self.c_expose,
+            self.eta_attn,
         ]
 
     def is_hardware(self, sym: sp.Symbol) -> bool:
@@ -199,6 +206,7 @@ HARDWARE_NAMES = frozenset(
         "t_hop",
         "k_boost",
         "c_expose",
+        "eta_attn",
         *CALIBRATION_NAMES,
         *(f"W_{lv}" for lv in LEVELS),
         *(f"t_{lv}" for lv in LEVELS if lv not in PER_HOP),
@@ -276,6 +284,8 @@ def hardware_values(
             out[syms.k_boost] = float(cal.k_boost)
         if cal.exposed is not None:
             out[syms.c_expose] = float(cal.exposed)
+        if cal.attention is not None:
+            out[syms.eta_attn] = float(cal.attention.efficiency)
     w, t = chip_links(chip)
     for fit in getattr(cal, "network", ()):
         out[syms.eta_net(fit.level)] = float(fit.efficiency)

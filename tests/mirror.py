@@ -47,6 +47,7 @@ FOLDERS: dict[str, tuple[str, ...]] = {
         "test_text_limits",
     ),
     "passes": (
+        "test_attention_efficiency",
         "test_backward",
         "test_chain_plans",
         "test_elementwise_plans",
