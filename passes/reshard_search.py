@@ -13,7 +13,8 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
 - AllGather of the innermost axes of any dims, past the prefix a dim shares with the target
   (gathering more than needed and slicing again is one of these);
 - AllToAll of a dim's innermost axes to a dim the target gives one of them;
-- ReduceScatter of partial sums onto the dim the target gives them; AllReduce of any of them;
+- ReduceScatter of partial sums onto the dim the target gives them (with partial sums the
+  target shards nowhere, gathered after); AllReduce of any of them;
 - CollectivePermute to a layout with the same number of shards in every dim (the same block
   shape: only which device holds which block changes) that is the target, or one step from it:
   the target with extra innermost axes (then gathered), with an innermost run moved to another
@@ -282,7 +283,8 @@ class _Search:
         least one AllGather over axes that make enough shards into the target's block, the
         cheapest such (gathering in several steps costs more than in one, into a bigger block
         more than into a smaller one); the partial sums the target does not keep
-        need a reduction, at least a ReduceScatter of them on the smallest block they can have.
+        need a reduction, at least a ReduceScatter of them on the smallest block they can have
+        (on switched levels, where collectives over each axis in turn may cost less, neither).
         Admissible under the cost model's formulas as far as tests/passes/test_reshard_and_plans.py
         checks it; were it not somewhere, the search could miss a cheaper plan there, never
         return a dearer one."""
@@ -306,7 +308,7 @@ class _Search:
                 self._gather_bound[need] = lb
             out += lb
         free = sums - self.kept_sums
-        if free:
+        if free and not self.repeat:  # (with `repeat`, reductions in turn may cost less)
             lb = self._reduce_bound.get(free)
             if lb is None:
                 most = self.prod("".join(a for a in self.size if a not in free))
@@ -449,8 +451,12 @@ class _Search:
                             yield "AllToAll", run, j, (new, sums), c, shards
         free = sums - self.kept_sums
         if free:
-            for j in self.dims:  # ReduceScatter onto the dim the target gives the axes
-                cand = [a for a in target[j] if a in free]
+            # ReduceScatter onto the dim the target gives the axes, joined by partial sums the
+            # target shards nowhere (gathered after: RS_XY then AllGather_Y beats RS_X then
+            # AllReduce_Y, one scatter over more links)
+            spare = [a for a in sorted(free) if a not in self.wanted]
+            for j in self.dims:
+                cand = [a for a in target[j] if a in free] + spare
                 for r in range(1, len(cand) + 1):
                     for perm in itertools.permutations(cand, r):
                         run = "".join(perm)

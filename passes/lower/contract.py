@@ -30,7 +30,7 @@ from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import SizeOf, local_bytes, local_elements, steps_time
 from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
 from shardc.passes.lower.explain import beat_text, case_reason, whole_program_text
-from shardc.passes.lower.resharding import apply_steps
+from shardc.passes.lower.resharding import apply_steps, copies_of
 from shardc.passes.lower.state import (
     LoweringState,
     Measure,
@@ -160,6 +160,46 @@ def contract(
         # or gather (`plan_search`'s `shared`), which the sum pays once.
         return v
     return apply_steps(st, v, best.out_steps, e.span, why_o, beat)
+
+
+def cached_operands(
+    st: LoweringState,
+    e: Contract,
+    lv: Value,
+    rv: Value,
+    requested: Layout | None,
+    keep_partial: bool,
+    stmt: Assign | None,
+) -> tuple[Value, Value]:
+    """The operands to plan `e` from: `lv` and `rv`, or copies of them an earlier reshard
+    made (`resharding.copies_of`), the pair whose cheapest plan costs least, where every size
+    is known. `R0[J_XY, K] = B` gathering B over Y leaves `[J_X, K]`, from which `C[I_XY, K]
+    = A ·_J B` gathers X alone (1.2 us), not XY from B's own `[J_X, K_Y]` (2.1 us)."""
+    pairs = [(a, b) for a in (lv, *copies_of(st, lv, 4)) for b in (rv, *copies_of(st, rv, 4))]
+    names = {*lv.layout.dim_names, *rv.layout.dim_names, *st.mesh}
+    if len(pairs) == 1 or not st.all_known(names):
+        return lv, rv
+    out_dims = (
+        requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
+    )
+    shared = stmt is not None and stmt.partial
+
+    def best(pair: tuple[Value, Value]) -> float:
+        ranking = plan_search(st, *pair, e.dims, out_dims, requested, keep_partial, None, shared)
+        ranked = ranking.search.ranked
+        if not ranked:
+            return float("inf")
+        p = ranked[0]
+        if pair == (lv, rv) and any(
+            steps and (v.id, steps[0].dst) in st.resharded
+            for v, steps in ((lv, p.lhs_steps), (rv, p.rhs_steps))
+        ):
+            return -1.0  # its plan reuses a copy already: planned as it is
+        return float(ranking.objective(p)[1])
+
+    times = [best(p) for p in pairs]
+    pick = min(range(len(pairs)), key=lambda i: (times[i] * (1 + 1e-9) if i else times[i], i))
+    return pairs[pick] if times[pick] < times[0] * (1 - 1e-9) else (lv, rv)
 
 
 def shared_steps(steps: Sequence[Step]) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from shardc.lang.layout import Layout, format_axes
+from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.source import Span
+from shardc.lang.syntax import Binary, Call, CollectiveCall, Contract, Expr, Reduce, Ref
 from shardc.passes.ir import Collective, LocalSlice, Value
 from shardc.passes.layout_cost import Pricing
 from shardc.passes.lower.explain import describe_step
@@ -41,6 +42,87 @@ def reshard(
     return apply_steps(st, v, steps, span, lambda s: why)
 
 
+SHARED_ORDINAL = 1 << 20
+"""Where the ordinals of reshard statements' choice points start (`shared_reshard`): apart
+from the contractions' and elementwise ops' (counted from 0)."""
+
+
+def shared_reshard(
+    st: LoweringState, v: Value, want: Layout, span: Span, why: str, name: str
+) -> Value | None:
+    """A reshard statement's `reshard`, where the array it reads is read again by a later
+    statement: its own cheapest plan, or the plan through the layout the two share (each
+    dim keeps the axes both hold first; `coarsest_common`), which gathers a copy that later
+    statements can slice for free (`cached_source`). Which runs is the whole-program search's
+    choice (`passes.objective.Forced.rank`): `D0[I, K_YX] = gelu(E); R1[I_Y, K_X] = E;
+    R2[I_X, K] = E` on a 2x4 v5p gathers E over Y once (3.0 us) rather than AllToAll it for
+    R1 and gather it again for R2 (6.0 us)."""
+    ordinal = SHARED_ORDINAL + st.reshard_statements
+    st.reshard_statements += 1
+    if (
+        not hasattr(st.chooser, "rank")
+        or v.layout == want
+        or st.ctx.model != "exact"
+        or v.array in st.params
+        or st.last_read.get(v.array, -1) <= st.statement
+        or v.layout.unreduced
+        or want.unreduced
+        or not st.all_known({*v.layout.dim_names, *st.mesh})
+    ):
+        return reshard(st, v, want, span, why, name)
+    sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)
+    src = cached_source(st, v, want, sizes, pricing)
+    mid = coarsest_common(src.layout, want)
+    own = plan_reshard(src.layout, want, sizes, pricing)
+    there = plan_reshard(src.layout, mid, sizes, pricing)
+    on = plan_reshard(mid, want, sizes, pricing)
+    if own is None or there is None or on is None or mid in (src.layout, want):
+        return reshard(st, v, want, span, why, name)
+    options = sorted(
+        [
+            (pricing.time(own, sizes), 0, own),
+            (pricing.time([*there, *on], sizes), 1, [*there, *on]),
+        ],
+        key=lambda o: (o[0], o[1]),
+    )
+    if [s.dst for s in options[0][2]] == [s.dst for s in options[1][2]]:
+        options = options[:1]
+    r = st.chooser.rank(ordinal, [t for t, _, _ in options])  # type: ignore[union-attr]
+    return apply_steps(st, src, options[r][2], span, lambda s: why)
+
+
+def coarsest_common(a: Layout, b: Layout) -> Layout:
+    """The finest layout both `a` and `b` are slices of: each dim keeps the axes `a` and `b`
+    both shard it over first, in their order (from it, either is a free local slice).
+
+    >>> a = Layout.of({"I": ("X",), "K": ("Y", "X")})
+    >>> coarsest_common(a, Layout.of({"I": ("X", "Y"), "K": ("Y",)})).format("E")
+    'E[I_X, K_Y]'
+    """
+    dims = []
+    for d in a.dims:
+        other = b.axes_of(d.dim) if d.dim in b.dim_names else ()
+        n = 0
+        while n < min(len(d.axes), len(other)) and d.axes[n] == other[n]:
+            n += 1
+        dims.append(DimSharding(d.dim, d.axes[:n]))
+    return Layout(tuple(dims), a.unreduced & b.unreduced)
+
+
+def names_read(e: Expr) -> set[str]:
+    """The arrays an expression reads."""
+    match e:
+        case Ref(name=name):
+            return {name}
+        case Contract(lhs=lhs, rhs=rhs) | Binary(lhs=lhs, rhs=rhs):
+            return names_read(lhs) | names_read(rhs)
+        case Call(args=args):
+            return set().union(*(names_read(a) for a in args))
+        case CollectiveCall(arg=arg) | Reduce(arg=arg):
+            return names_read(arg)
+    return set()
+
+
 def cached_source(
     st: LoweringState, v: Value, want: Layout, sizes: dict[str, float], pricing: Pricing
 ) -> Value:
@@ -49,22 +131,9 @@ def cached_source(
     resharding that copy costs strictly less (`R0[I, K_Y] = E; R1[I, K_X] = E` slices
     R1 from the whole E that R0's reshard gathered, rather than gather E again).
     Parameters are gathered again where needed (`apply_steps`)."""
-    if (
-        st.ctx.model != "exact"
-        or v.array in st.params
-        or v.id not in st.copies
-        or any(a not in sizes for a in st.mesh)
-    ):
+    if any(a not in sizes for a in st.mesh):
         return v
-    copies: list[Value] = []
-    frontier = [v.id]
-    seen = {v.id}
-    while frontier and len(copies) < 16:
-        for u in st.copies.get(frontier.pop(), ()):
-            if u.id not in seen:
-                seen.add(u.id)
-                copies.append(u)
-                frontier.append(u.id)
+    copies = copies_of(st, v)
 
     def cost(u: Value) -> float | None:
         steps = plan_reshard(u.layout, want, sizes, pricing)
@@ -76,6 +145,24 @@ def cached_source(
         if c is not None and (best_cost is None or c < best_cost * (1 - 1e-9)):
             best, best_cost = u, c
     return best
+
+
+def copies_of(st: LoweringState, v: Value, most: int = 16) -> list[Value]:
+    """The layouts of `v` earlier reshards made (`apply_steps`), at most `most`: none under
+    the book's model, or of a parameter (gathered again where needed, as FSDP keeps only its
+    shard between uses)."""
+    if st.ctx.model != "exact" or v.array in st.params or v.id not in st.copies:
+        return []
+    copies: list[Value] = []
+    frontier = [v.id]
+    seen = {v.id}
+    while frontier and len(copies) < most:
+        for u in st.copies.get(frontier.pop(), ()):
+            if u.id not in seen:
+                seen.add(u.id)
+                copies.append(u)
+                frontier.append(u.id)
+    return copies
 
 
 def apply_steps(

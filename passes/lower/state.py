@@ -166,6 +166,14 @@ class LoweringState:
     choices: int = 0
     sized_choices: int = 0
     """Choice points met so far (contractions and elementwise alignments): a chooser's ordinal."""
+    statement: int = 0
+    """The index of the statement being lowered (`walk.walk`)."""
+    last_read: dict[str, int] = field(default_factory=dict)
+    """By array name: the index of the last statement that reads it (`walk.walk`)."""
+    reshard_statements: int = 0
+    """Reshard statements met so far: their choice points' ordinals (`resharding.shared_reshard`)
+    count apart from the contractions', so a choice present in one lowering and not another
+    shifts no contraction's ordinal."""
     resharded: dict[tuple[str, Layout], Value] = field(default_factory=dict)
     """An array brought to a layout, by (the value's id, the layout) (`resharding.apply_steps`)."""
     copies: dict[str, list[Value]] = field(default_factory=dict)

@@ -43,7 +43,7 @@ from shardc.passes.lower import contract as contraction
 from shardc.passes.lower.chain import JointPick
 from shardc.passes.lower.elementwise import combine, cost_steps, unary, wide_layouts, wide_search
 from shardc.passes.lower.explicit import explicit_collective
-from shardc.passes.lower.resharding import reshard
+from shardc.passes.lower.resharding import names_read, reshard, shared_reshard
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
 from shardc.passes.reshard import plan_reshard
 from shardc.passes.symbolic_plans import Chooser
@@ -81,7 +81,11 @@ def insert_collectives(
 def walk(st: LoweringState, program: Program) -> CompiledProgram:
     """Lower each statement in turn; stop at the first that fails."""
     st.name = st.ctx.source.name
-    for stmt in program.statements:
+    for i, stmt in enumerate(program.statements):
+        if isinstance(stmt, Assign):
+            st.last_read.update(dict.fromkeys(names_read(stmt.expr), i))
+    for i, stmt in enumerate(program.statements):
+        st.statement = i
         start = len(st.ops)
         match stmt:
             case MeshDecl(axes=axes):
@@ -144,7 +148,10 @@ def assign(st: LoweringState, stmt: Assign) -> None:
         # a small operand can beat moving the result).
         v = elementwise(st, stmt.expr, target, req)
         if v is not None:
-            if req is not None:
+            if req is not None and isinstance(stmt.expr, Ref) and stmt.expr.layout is None:
+                why = f"the left-hand side requests {st.fmt(req, target)}"
+                v = shared_reshard(st, v, req, stmt.span, why, target)
+            elif req is not None:
                 v = reshard(
                     st,
                     v,
@@ -244,6 +251,8 @@ def contract(
     rv = expr(st, e.rhs, target)
     if lv is None or rv is None:
         return None
+    if joint is None and not isinstance(e.lhs, Contract):
+        lv, rv = contraction.cached_operands(st, e, lv, rv, requested, keep_partial, stmt)
     return contraction.contract(st, e, lv, rv, requested, target, stmt, keep_partial, joint)
 
 

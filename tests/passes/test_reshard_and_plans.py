@@ -123,14 +123,16 @@ def test_an_idle_axis_slices_an_operand_before_the_product():
 def test_an_idle_axis_splits_the_product_where_xla_did():
     """`C[K, I] = A[I, J_Y] ·_J B[J, K_Y]` on 4x4 (the differential test): XLA splits the
     product over the idle X (a quarter of the FLOPs) and moves 1.66 kB / W_ici; shardc computed
-    it replicated over X (1.79 kB). It now slices A over X before the product (864 B)."""
+    it replicated over X (1.79 kB). Slicing A over X before the product moved 864 B; it now
+    permutes B to `[J_Y, K_X]`, ReduceScatters the partial sums over Y onto K (an axis the
+    result shards nowhere) and gathers XY once (736 B)."""
     r = shardc.compile(
         "mesh X=4, Y=4\ndim I=32, J=32, K=16\nA: bf16[I, J_Y]\nB: bf16[J, K_Y]\nC[K, I] = A ·_J B\n"
     )
-    ops = [(c.op, "".join(c.axes), c.src) for c in r.ops]
-    assert ops[0] == ("slice", "", "A[I, J_Y]")
+    ops = [(c.op, "".join(c.axes)) for c in r.ops if c.kind == "collective"]
+    assert ops == [("CollectivePermute", "YX"), ("ReduceScatter", "Y"), ("AllGather", "XY")]
     assert r.value("flops_per_device") == 2 * 32 * 32 * 16 / 16
-    assert r.value("t_comms_s", W_ici=1.0, t_hop=0.0) == 864
+    assert r.value("t_comms_s", W_ici=1.0, t_hop=0.0) == 736
 
 
 def test_an_idle_axis_leaves_an_unrequested_result_as_it_was():
