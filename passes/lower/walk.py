@@ -43,7 +43,7 @@ from shardc.passes.lower import contract as contraction
 from shardc.passes.lower.chain import JointPick
 from shardc.passes.lower.elementwise import combine, cost_steps, unary, wide_layouts, wide_search
 from shardc.passes.lower.explicit import explicit_collective
-from shardc.passes.lower.resharding import names_read, reshard, shared_reshard
+from shardc.passes.lower.resharding import coarsest_common, names_read, reshard, shared_reshard
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
 from shardc.passes.reshard import plan_reshard
 from shardc.passes.symbolic_plans import Chooser
@@ -299,12 +299,32 @@ def operand(
         calls.append(inner)
         inner = inner.args[0]
     ahead = peek_array(st, other)
+    if calls and request is not None and isinstance(inner, Ref):
+        # `exp(E) * E` into a finer request: where both operands reach the request by free
+        # slices, the calls run on the slice, not on the whole array
+        here = peek_array(st, inner)
+        if here is not None and ahead is not None and _slices_to(here, request, ahead):
+            v = reshard(st, expr(st, inner, target), request, e.span, "sliced before the call")
+            for call in reversed(calls):
+                v = unary(st, call.fn, v, call.span)
+            return v
     if not isinstance(inner, Binary) or ahead is None or not wide_search(st, ahead.dims):
         return expr(st, e, target)
     v = binary(st, inner, target, None, (ahead, request))
     for call in reversed(calls):
         v = unary(st, call.fn, v, call.span)
     return v
+
+
+def _slices_to(v: Value, request: Layout, other: Value) -> bool:
+    """Whether `v` and `other`, with `request`'s dims, both reach it by free slices alone."""
+    return all(
+        u.dims == request.dim_names
+        and not u.layout.unreduced
+        and not request.unreduced
+        and coarsest_common(u.layout, request) == u.layout
+        for u in (v, other)
+    )
 
 
 def peek_array(st: LoweringState, e: Expr) -> Value | None:
