@@ -171,35 +171,44 @@ def cached_operands(
     keep_partial: bool,
     stmt: Assign | None,
 ) -> tuple[Value, Value]:
-    """The operands to plan `e` from: `lv` and `rv`, or copies of them an earlier reshard
-    made (`resharding.copies_of`), the pair whose cheapest plan costs least, where every size
-    is known. `R0[J_XY, K] = B` gathering B over Y leaves `[J_X, K]`, from which `C[I_XY, K]
-    = A ·_J B` gathers X alone (1.2 us), not XY from B's own `[J_X, K_Y]` (2.1 us)."""
-    pairs = [(a, b) for a in (lv, *copies_of(st, lv, 4)) for b in (rv, *copies_of(st, rv, 4))]
+    """The operands to plan `e` from: `lv` and `rv`, or a copy of one an earlier reshard made
+    (`resharding.copies_of`) where the cheapest plan from it costs less, every size known.
+    `R0[J_XY, K] = B` gathering B over Y leaves `[J_X, K]`, from which `C[I_XY, K] = A ·_J B`
+    gathers X alone (1.2 us), not XY from B's own `[J_X, K_Y]` (2.1 us). Only an operand the
+    cheapest plan moves, and whose first step no copy serves already, looks at its copies."""
+    copies = (copies_of(st, lv, 4), copies_of(st, rv, 4))
     names = {*lv.layout.dim_names, *rv.layout.dim_names, *st.mesh}
-    if len(pairs) == 1 or not st.all_known(names):
+    if not (copies[0] or copies[1]) or not st.all_known(names):
         return lv, rv
     out_dims = (
         requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
     )
     shared = stmt is not None and stmt.partial
 
-    def best(pair: tuple[Value, Value]) -> float:
-        ranking = plan_search(st, *pair, e.dims, out_dims, requested, keep_partial, None, shared)
+    def best(a: Value, b: Value) -> tuple[float, EinsumPlan | None]:
+        ranking = plan_search(st, a, b, e.dims, out_dims, requested, keep_partial, None, shared)
         ranked = ranking.search.ranked
         if not ranked:
-            return float("inf")
-        p = ranked[0]
-        if pair == (lv, rv) and any(
-            steps and (v.id, steps[0].dst) in st.resharded
-            for v, steps in ((lv, p.lhs_steps), (rv, p.rhs_steps))
-        ):
-            return -1.0  # its plan reuses a copy already: planned as it is
-        return float(ranking.objective(p)[1])
+            return float("inf"), None
+        return float(ranking.objective(ranked[0])[1]), ranked[0]
 
-    times = [best(p) for p in pairs]
-    pick = min(range(len(pairs)), key=lambda i: (times[i] * (1 + 1e-9) if i else times[i], i))
-    return pairs[pick] if times[pick] < times[0] * (1 - 1e-9) else (lv, rv)
+    t0, p = best(lv, rv)
+    if p is None:
+        return lv, rv
+    pick, least = (lv, rv), t0 * (1 - 1e-9)
+    for side, (v, steps) in enumerate(((lv, p.lhs_steps), (rv, p.rhs_steps))):
+        if not steps or (v.id, steps[0].dst) in st.resharded:
+            continue  # read as it is, or its plan reuses a copy already
+        seen = {v.layout}
+        for u in copies[side]:
+            if u.layout in seen:
+                continue
+            seen.add(u.layout)
+            pair = (u, rv) if side == 0 else (lv, u)
+            t, _ = best(*pair)
+            if t < least:
+                pick, least = pair, t
+    return pick
 
 
 def shared_steps(steps: Sequence[Step]) -> bool:
