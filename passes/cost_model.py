@@ -202,6 +202,8 @@ def collective_time(
         if is_number(n) and n == 1:
             continue
         link = topo.link(a) if topo is not None else None
+        if link is not None and link.size == 1:
+            continue  # one device: no ring and no links (`AllGather_ZX` with Z=1 is AllGather_X)
         level = link.level if link is not None else "ici"
         if link is not None and level == "nvlink" and link.inner is not None:
             # The axis crosses NVLink domains: `inner` devices per domain, the rest over IB.

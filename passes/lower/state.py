@@ -115,8 +115,11 @@ class PlanCaches:
     alignments: dict[tuple[object, ...], list[Alignment]] = field(default_factory=dict)
     """An elementwise op's candidate layouts by its operands, request and consumer
     (`elementwise._alignments`)."""
-    summed: dict[tuple[object, ...], Layout | None] = field(default_factory=dict)
-    """The layout a sum runs in by its operand, dims and request (`walk.summed_layout`)."""
+    summed: dict[tuple[object, ...], tuple[Layout | None, float | None]] = field(
+        default_factory=dict
+    )
+    """The layout a sum runs in by its operand, dims and request, and what the sum costs from
+    there (`walk.summed_layout`)."""
     rankings: dict[
         tuple[SearchKey, tuple[int, ...], bool, bool], tuple[tuple[Alternative, ...], bool] | None
     ] = field(default_factory=dict)

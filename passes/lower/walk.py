@@ -43,7 +43,13 @@ from shardc.passes.lower import contract as contraction
 from shardc.passes.lower.chain import JointPick
 from shardc.passes.lower.elementwise import combine, cost_steps, unary, wide_layouts, wide_search
 from shardc.passes.lower.explicit import explicit_collective
-from shardc.passes.lower.resharding import coarsest_common, names_read, reshard, shared_reshard
+from shardc.passes.lower.resharding import (
+    coarsest_common,
+    copies_of,
+    names_read,
+    reshard,
+    shared_reshard,
+)
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
 from shardc.passes.reshard import plan_reshard
 from shardc.passes.symbolic_plans import Chooser
@@ -371,6 +377,13 @@ def reduce(
     if e.kind == "Sum":
         if request is not None:
             want = summed_layout(st, a, e.dims, request)
+            # A copy an earlier reshard made may be the cheaper place to sum from (`R0[I, K_X]
+            # = E` gathered E: `Sum_{I}` into `[K_YX]` sums that copy and slices)
+            cost = _summed_cost(st, a, e.dims, request)
+            for u in copies_of(st, a, 4):
+                c = _summed_cost(st, u, e.dims, request)
+                if c is not None and (cost is None or c < cost * (1 - 1e-9)):
+                    a, cost, want = u, c, summed_layout(st, u, e.dims, request)
             if want is not None:
                 a = reshard(
                     st,
@@ -429,15 +442,30 @@ def summed_layout(
     (`Sum_{I}(E[I_X, K_Y])` into `[K]` on a 4x2 v5p: AllReduce_X, AllGather_Y, 7.0 us);
     gathering the operand first may cost less (4.1 us). Only where `wide_search` holds and
     `a` has no partial sums of its own; once per statement shape."""
+    return _summed_at(st, a, dims, request)[0]
+
+
+def _summed_cost(
+    st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
+) -> float | None:
+    """What summing `a` in `summed_layout`'s layout and moving the sum to `request` costs."""
+    return _summed_at(st, a, dims, request)[1]
+
+
+def _summed_at(
+    st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
+) -> tuple[Layout | None, float | None]:
     if a.layout.unreduced or not wide_search(st, a.dims):
-        return None
+        return None, None
     key = (a.layout, a.dtype, dims, request)
     if key not in st.caches.summed:
         st.caches.summed[key] = _summed(st, a, dims, request)
     return st.caches.summed[key]
 
 
-def _summed(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout) -> Layout | None:
+def _summed(
+    st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
+) -> tuple[Layout | None, float | None]:
     w_hbm = contraction.hbm_rate(st)
     axes = [
         x
@@ -465,7 +493,7 @@ def _summed(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout)
             )
         if best_cost is None or cost < best_cost * (1 - 1e-9):
             best, best_cost = lay, cost
-    return None if best is None or best == a.layout else best
+    return (None if best is None or best == a.layout else best), best_cost
 
 
 def reduction(st: LoweringState, kind: str, a: Value, dims: tuple[str, ...], span: Span) -> Value:

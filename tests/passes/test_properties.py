@@ -239,3 +239,13 @@ def test_the_sized_miss_the_property_found():
     sym = shardc.compile(text, set={**W, "K": 4})
     num = shardc.compile(text.replace("K, L=4", "K=4, L=4"), set=W)
     assert num.value(num.totals["t_comms_s"]) <= sym.value(sym.totals["t_comms_s"]) * (1 + 1e-4)
+
+
+def test_a_one_device_axis_adds_no_links():
+    """Found by the sized-vs-typical property: on `mesh X=2, Y=2, Z=1`, `AllGather_ZX` cost half
+    of `AllGather_X` (Z's links were counted in a multi-axis collective), so the plan ranked at
+    typical sizes gathered ZX. An axis of one device has no ring and no links."""
+    head = "mesh X=2, Y=2, Z=1\ndim I=4, J=4, K=4\nA: f32[I_ZYX, J, K]\n"
+    zx = shardc.compile(head + "B1[I_YZX, J, K] = A\nB = AllGather_ZX(B1)\n", set=W)
+    x = shardc.compile(head + "B1[I_YX, J, K] = A\nB = AllGather_X(B1)\n", set=W)
+    assert zx.value(zx.totals["t_comms_s"]) == pytest.approx(x.value(x.totals["t_comms_s"]))
