@@ -310,7 +310,10 @@ def operand(
         # slices, the calls run on the slice, not on the whole array
         here = peek_array(st, inner)
         if here is not None and ahead is not None and _slices_to(here, request, ahead):
-            v = reshard(st, expr(st, inner, target), request, e.span, "sliced before the call")
+            read = expr(st, inner, target)
+            if read is None:
+                return None
+            v = reshard(st, read, request, e.span, "sliced before the call")
             for call in reversed(calls):
                 v = unary(st, call.fn, v, call.span)
             return v
