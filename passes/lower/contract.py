@@ -32,6 +32,7 @@ from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
 from shardc.passes.lower.explain import beat_text, case_reason, whole_program_text
 from shardc.passes.lower.resharding import apply_steps, copies_of
 from shardc.passes.lower.state import (
+    Blocks,
     LoweringState,
     Measure,
     Rank,
@@ -76,7 +77,7 @@ def contract(
         requested,
         keep_partial,
         joint.hint if joint is not None else None,
-        shared=stmt is not None and stmt.partial,
+        shared=frozenset(st.term_gathers) if stmt is not None and stmt.partial else None,
     )
     search, objective = ranking.search, ranking.objective
     ranked = search.ranked
@@ -158,6 +159,8 @@ def contract(
         # its partial sums stay unreduced and the sum is reduced once, or its blocks stay
         # sharded and the sum is gathered once. The plan is ranked without that reduction
         # or gather (`plan_search`'s `shared`), which the sum pays once.
+        if MOVES & {s.kind for s in best.out_steps}:
+            st.term_gathers.add(blocks(best.local_out))
         return v
     return apply_steps(st, v, best.out_steps, e.span, why_o, beat)
 
@@ -216,13 +219,37 @@ def shared_steps(steps: Sequence[Step]) -> bool:
     sum, paid once for all its terms: reductions of partial sums (Megatron-LM's backward pass
     reduces the sum of a layer input's gradients once), or gathers (each term of a gradient
     gathered over X before the sum moves X times what one gather of the sum does: XLA sums
-    the terms of dIn sharded and gathers once)."""
+    the terms of dIn sharded and gathers once), or AllToAlls (the terms of an attention
+    step's dIn, each computed batch-sharded and wanted sharded over D, are summed and moved
+    once)."""
     kinds = {s.kind for s in steps}
     return bool(kinds) and (
         kinds <= {"AllReduce", "ReduceScatter"}
-        or "AllGather" in kinds
-        and kinds <= {"AllGather", "slice"}
+        or bool(MOVES & kinds)
+        and kinds <= {*MOVES, "slice"}
     )
+
+
+MOVES = frozenset({"AllGather", "AllToAll"})
+"""The steps that move a term's blocks to the sum's layout (`shared_steps`)."""
+
+
+def blocks(layout: Layout) -> Blocks:
+    """Each dim's mesh axes, by position (`state.Blocks`)."""
+    return tuple(d.axes for d in layout.dims)
+
+
+def left_to_sum(p: EinsumPlan, gathered: frozenset[Blocks]) -> bool:
+    """Whether the sum pays the steps that take this term to the sum's layout anyway, so the
+    term is ranked without them: reductions of partial sums (the sum is reduced once), or a
+    gather or AllToAll from blocks an earlier term already left alike. The first term to leave
+    its blocks so pays the move: were every term planned as if another paid it, each
+    would slice its operands over an idle axis to save FLOPs and the sum would gather what
+    no term needed sharded (an attention step's dIn over X, where XLA moves nothing)."""
+    if not shared_steps(p.out_steps):
+        return False
+    kinds = {s.kind for s in p.out_steps}
+    return not MOVES & kinds or blocks(p.local_out) in gathered
 
 
 def chain_picks(
@@ -314,15 +341,17 @@ def plan_search(
     requested: Layout | None,
     keep_partial: bool,
     hint: Layout | None = None,
-    shared: bool = False,
+    shared: frozenset[Blocks] | None = None,
 ) -> Ranking:
     """The ranked plans of `lv ·_contract rv` and the objective that ranks them, searched
     once per statement shape: within a lowering the sizes, topology and chip are fixed, so
     the ranking depends only on the operands' layouts and dtypes, the request and the hint
-    (docs/benchmarks.md: a chain of 2,000 einsums has two shapes). `shared`: the product
-    is one term of a gradient's sum, whose partial sums the sum reduces once, so a plan
-    that ends in a reduction is ranked without it (Megatron-LM adds the input-gradient
-    terms of grouped-query attention while partial and ReduceScatters the sum once)."""
+    (docs/benchmarks.md: a chain of 2,000 einsums has two shapes). `shared` (None: not a
+    term): the product is one term of a gradient's sum, whose partial sums the sum reduces
+    once, so a plan that ends in a reduction is ranked without it (Megatron-LM adds the
+    input-gradient terms of grouped-query attention while partial and ReduceScatters the sum
+    once), as is a gather from the blocks `shared` names, which earlier terms left to the sum
+    (`left_to_sum`)."""
     dtype = promote(lv.dtype, rv.dtype)
     names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *st.mesh}
     numeric = st.all_known(names)
@@ -407,7 +436,7 @@ def plan_search(
         comm = 0.0
         for t, low in zip(times[:3], floors, strict=True):
             comm += low if low is not None else t
-        if shared and (floors[2] is not None or shared_steps(p.out_steps)):
+        if shared is not None and (floors[2] is not None or left_to_sum(p, shared)):
             comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
         collectives = len(p.collectives) if floors == (None, None, None) else 0
         # With every size known, rank by time (comms + compute: under the exact model the

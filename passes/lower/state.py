@@ -53,6 +53,10 @@ TYPICAL_AXIS = 4
 then lists the alternatives with the condition under which each would win."""
 
 
+Blocks = tuple[tuple[str, ...], ...]
+"""Each dim's mesh axes, by position: where one term of a sum holds its blocks (the terms may
+name a dim differently, `In[T->S]`)."""
+
 SearchKey = tuple[
     Layout,
     Layout,
@@ -63,11 +67,12 @@ SearchKey = tuple[
     "Layout | None",
     bool,
     "Layout | None",
-    bool,
+    "frozenset[Blocks] | None",
 ]
 """A contraction's statement shape, as the plan search sees it: the operands' layouts and
 dtypes, the contracted dims, the output dims, the request, whether partial sums are kept, the
-chain's hint and whether the product is one term of a sum (`contract.plan_search`)."""
+chain's hint and, for one term of a sum, where its earlier terms left their blocks for the
+sum to gather (`contract.plan_search`)."""
 
 Rank = tuple[int, float, float, int]
 """A plan's key in the ranking, smallest first (`contract.plan_search`)."""
@@ -186,6 +191,9 @@ class LoweringState:
     size_cache: dict[str, float | None] = field(default_factory=dict)
     """`known`'s answers; the walk empties it when a `mesh` or `dim` statement changes them."""
     caches: PlanCaches = field(default_factory=PlanCaches)
+    term_gathers: set[Blocks] = field(default_factory=set)
+    """Where the terms of the sum being lowered so far left their blocks for the sum to gather
+    (`contract.contract`); emptied by each statement that is not a term."""
 
     # ---- sizes -------------------------------------------------------------------------------
     def known(self, name: str) -> float | None:

@@ -137,6 +137,8 @@ def walk(st: LoweringState, program: Program) -> CompiledProgram:
 
 
 def assign(st: LoweringState, stmt: Assign) -> None:
+    if not stmt.partial:
+        st.term_gathers.clear()  # the terms' sum, or no sum: no gather is left pending
     target = stmt.target
     tid = target if target not in st.values else st.fresh(target)
     start = len(st.ops)

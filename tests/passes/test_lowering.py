@@ -114,3 +114,42 @@ def test_the_pass_is_the_walk_and_it_inserts_the_cases_collectives():
     kinds = [(type(op).__name__, getattr(op, "op", "")) for op in unit.compiled.ops]
     assert kinds[-2:] == [("Einsum", ""), ("Collective", "AllReduce")]
     assert unit.compiled.ops[-1].reason.startswith("Case 3")
+
+
+ATTENTION_STEP = """\
+mesh X=2
+dim B={b}, T=8, S=8, D={d}, F={f}
+In: bf16[B, T, D{d_x}]
+param WQ: bf16[D, F]
+param WK: bf16[D, F]
+Q = In ·_D WQ
+Kc = In[B, T->S, D{d_x}] ·_D WK
+Logits = Q ·_F Kc
+Out[B{out}, T, S] = tanh(Logits)
+backward
+"""
+
+
+@pytest.mark.parametrize(
+    "sizes,out,moves",
+    [
+        # Nothing sharded: no term of dIn slices its operands over the idle X to halve its
+        # FLOPs and leave the sum a gather (XLA's partitioner moves nothing; it was "XLA
+        # cheaper" under shardc's own model).
+        ((8, 8, 8, ""), "", []),
+        # dQ and dKc sharded over X by the output: each term stays sharded and the sum of the
+        # two is gathered once (gathering each term before the sum moved twice the bytes).
+        ((8, 8, 32, ""), "_X", [("AllGather", "dIn_2+dIn_3")]),
+        # In sharded over D, the output over B: the terms, computed B_X, are summed and the
+        # sum AllToAll'd to D_X once (each term's AllToAll made XLA's two gathers cheaper).
+        ((16, 4, 4, "_X"), "_X", [("AllToAll", "dIn_2+dIn_3")]),
+    ],
+)
+def test_a_gradients_terms_leave_the_sum_one_move_it_needs(sizes, out, moves):
+    import shardc
+
+    b, d, f, d_x = sizes
+    text = ATTENTION_STEP.format(b=b, d=d, f=f, d_x=d_x, out=out)
+    r = shardc.compile(text, name="attention.shard")
+    got = [(c.op, c.array) for c in r.ops if c.kind == "collective" and c.array.startswith("dIn")]
+    assert got == moves

@@ -124,6 +124,55 @@ def test_a_chain_backward_splits_is_charged_once() -> None:
     assert back.statement == "backward" and back.verdict != SKIPPED
 
 
+ATTENTION_BACKWARD = """\
+mesh X=2
+dim B=8, T=8, S=8, D=8, F=8
+In: bf16[B, T, D]
+param WQ: bf16[D, F]
+param WK: bf16[D, F]
+Q = In ·_D WQ
+Kc = In[B, T->S, D] ·_D WK
+Logits = Q ·_F Kc
+Out[B, T, S] = tanh(Logits)
+backward
+"""
+
+
+def test_the_terms_of_a_gradient_do_not_slice_for_a_gather_no_one_needs() -> None:
+    """The random-program test's attention step, nothing sharded: each term of dIn sliced its
+    operands over the idle X (half the FLOPs), ranked as if the sum's gather were paid anyway,
+    and the sum was gathered over X (1 kB); XLA moves nothing. Now neither does shardc."""
+    back = _row(_check(ATTENTION_BACKWARD), "backward")
+    assert back.verdict == AGREE, back
+    assert back.ours == back.xla == ()
+
+
+ATTENTION_BACKWARD_D_SHARDED = """\
+mesh X=2
+dim B=512, T=32, S=32, D=4, F=4
+In: bf16[B, T, D_X]
+param WQ: bf16[D, F]
+param WK: bf16[D, F]
+Q = In ·_D WQ
+Kc = In[B, T->S, D_X] ·_D WK
+Logits = Q ·_F Kc
+Out[B_X, T, S] = tanh(Logits)
+backward
+"""
+
+
+def test_the_terms_of_a_gradient_are_summed_before_their_alltoall() -> None:
+    """In sharded over D, the output over B (a draw of the random-program test's 1,000): each
+    term of dIn was AllToAll'd from B_X to D_X before the sum (with In's AllToAlls, 262 kB),
+    where XLA gathers dKc and dQ (262 kB) and gathers the 32 B weight gradients where shardc
+    all-reduces them, so XLA was cheaper by 64 B. The sum is now moved once."""
+    back = _row(_check(ATTENTION_BACKWARD_D_SHARDED), "backward")
+    assert back.verdict in FINE, back
+    assert [(c.op, c.array) for c in back.ours if c.array.startswith("dIn")] == [
+        ("AllToAll", "dIn_2+dIn_3")
+    ]
+
+
 def test_the_backward_pass_is_compared_with_xla_autodiff(tmp_path: Path) -> None:
     """Data parallelism: the weight gradients' AllReduces on both sides, the same FLOPs."""
     text = (
