@@ -242,14 +242,18 @@ def blocks(layout: Layout) -> Blocks:
 def left_to_sum(p: EinsumPlan, gathered: frozenset[Blocks]) -> bool:
     """Whether the sum pays the steps that take this term to the sum's layout anyway, so the
     term is ranked without them: reductions of partial sums (the sum is reduced once), or a
-    gather or AllToAll from blocks an earlier term already left alike. The first term to leave
-    its blocks so pays the move: were every term planned as if another paid it, each
-    would slice its operands over an idle axis to save FLOPs and the sum would gather what
-    no term needed sharded (an attention step's dIn over X, where XLA moves nothing)."""
+    gather or AllToAll of blocks its operands already held sharded, or that an earlier term
+    left alike. A plan that slices its operands over an axis only to move the result back
+    over it pays the move: ranked as if the sum paid it, each term sliced over an idle axis to
+    save FLOPs and the sum gathered what no term needed sharded (an attention step's dIn
+    over X, where XLA moves nothing)."""
     if not shared_steps(p.out_steps):
         return False
-    kinds = {s.kind for s in p.out_steps}
-    return not MOVES & kinds or blocks(p.local_out) in gathered
+    moved = {a for s in p.out_steps if s.kind in MOVES for a in s.axes}
+    sliced = {a for s in (*p.lhs_steps, *p.rhs_steps) if s.kind == "slice" for a in s.axes}
+    # Blocks the operands already held sharded are the sum's to move, as before; blocks this
+    # plan slices only to move them again are its own cost unless an earlier term did so.
+    return not moved & sliced or blocks(p.local_out) in gathered
 
 
 def chain_picks(
