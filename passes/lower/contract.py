@@ -186,7 +186,7 @@ def cached_operands(
     out_dims = (
         requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
     )
-    shared = stmt is not None and stmt.partial
+    shared = frozenset(st.term_gathers) if stmt is not None and stmt.partial else None
 
     def best(a: Value, b: Value) -> tuple[float, EinsumPlan | None]:
         ranking = plan_search(st, a, b, e.dims, out_dims, requested, keep_partial, None, shared)
