@@ -204,7 +204,9 @@ def cached_operands(
             continue  # read as it is, or its plan reuses a copy already
         seen = {v.layout}
         for u in copies[side]:
-            if u.layout in seen:
+            # a copy made under other names (`In[B, T->S, D]` reads `In` with T as S)
+            # is not this operand's layout
+            if u.layout in seen or u.layout.dim_names != v.layout.dim_names:
                 continue
             seen.add(u.layout)
             pair = (u, rv) if side == 0 else (lv, u)
