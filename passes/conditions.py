@@ -6,7 +6,7 @@ ratio of the two sides is split into factors that hold only hardware symbols and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import sympy as sp
 
@@ -23,6 +23,18 @@ def _separate_key(
 ) -> tuple[sp.Expr, sp.Expr, frozenset[sp.Symbol]]:
     hw = frozenset(s for e in (lhs, rhs) for s in getattr(e, "free_symbols", ()) if is_hw(s))
     return (lhs, rhs, hw)
+
+
+def vanishes(side: sp.Expr, sizes: Mapping[sp.Symbol, int]) -> bool:
+    """Whether a condition's side is 0 at the known `sizes` (the InfiniBand part of a
+    collective whose X is 1): `a > side` then has no `program > hardware` form, since its
+    ratio divides by zero (SymPy's `zoo`), and the caller states no condition.
+
+    >>> X, W = sp.symbols("X W", positive=True)
+    >>> vanishes((X - 1) / (W * X), {X: 1}), vanishes((X - 1) / (W * X), {X: 2})
+    (True, False)
+    """
+    return side == 0 or bool(sizes and side.xreplace(sizes).is_zero)
 
 
 @memoized(SEPARATE, _separate_key)

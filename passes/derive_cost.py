@@ -19,7 +19,7 @@ from shardc.lang.dtypes import promote
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.send import format_send
 from shardc.lang.syntax import BINARY_FLOPS, ELEMENTWISE_FUNCTIONS
-from shardc.passes.conditions import separate
+from shardc.passes.conditions import separate, vanishes
 from shardc.passes.context import Context
 from shardc.passes.graph import ops_in_order
 from shardc.passes.ir import (
@@ -377,7 +377,8 @@ def derive_cost(
 
     def conditions() -> tuple[ConditionCost, ...]:
         # `charged`: the collectives run again count here as in T_comms and T_math
-        return _conditions(program, charged, t_math, t_hbm, bw_by_level, syms)
+        mesh_sizes = {size_symbol(n): v for n, v in known_sizes(program.mesh, bindings).items()}
+        return _conditions(program, charged, t_math, t_hbm, bw_by_level, syms, mesh_sizes)
 
     return ProgramCost(
         program,
@@ -543,11 +544,18 @@ def _conditions(
     t_hbm: sp.Expr,
     bw_by_level: dict[str, sp.Expr],
     syms: HardwareSymbols,
+    mesh_sizes: Mapping[sp.Symbol, int] = MappingProxyType({}),
 ) -> tuple[ConditionCost, ...]:
     """The report's conditions: compute against HBM, against communication (the whole step,
-    the backward pass, each network level), each as `program part > hardware ratio`."""
+    the backward pass, each network level), each as `program part > hardware ratio`. A side
+    that is 0 at the mesh's known sizes (`mesh_sizes`: the InfiniBand part of a collective
+    whose X is 1) gives no condition (`passes.conditions.vanishes`)."""
     conditions: list[ConditionCost] = []
-    if t_math != 0 and t_hbm != 0:
+
+    def nonzero(x: sp.Expr) -> bool:
+        return not vanishes(x, mesh_sizes)
+
+    if t_math != 0 and nonzero(t_hbm):
         rel = separate(t_math, t_hbm, syms.is_hardware)
         conditions.append(
             ConditionCost(
@@ -555,7 +563,7 @@ def _conditions(
             )
         )
     t_comms_bw = summed([(c.t_bandwidth, c.count) for c in costs if c.kind == "collective"])
-    if t_math != 0 and t_comms_bw != 0:
+    if t_math != 0 and nonzero(t_comms_bw):
         rel = separate(t_math, t_comms_bw, syms.is_hardware)
         conditions.append(
             ConditionCost(
@@ -568,7 +576,7 @@ def _conditions(
         bwd = [c for c in costs if c.line == program.backward_line]
         m_b = summed([(c.t_math, c.count) for c in bwd])
         c_b = summed([(c.t_bandwidth, c.count) for c in bwd if c.kind == "collective"])
-        if m_b != 0 and c_b != 0:
+        if m_b != 0 and nonzero(c_b):
             conditions.append(
                 ConditionCost(
                     "backward-compute-vs-comms",
@@ -579,7 +587,7 @@ def _conditions(
             )
     if t_math != 0 and len(bw_by_level) > 1:
         for lv, bw in bw_by_level.items():
-            if bw != 0:
+            if nonzero(bw):
                 conditions.append(
                     ConditionCost(
                         f"compute-vs-{lv}",

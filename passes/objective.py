@@ -130,8 +130,21 @@ class Forced:
 
     def admits(self, picked: Mapping[int, Any], options: Mapping[int, tuple[Any, ...]]) -> bool:
         """Whether every plan of `picked` (another chooser's `picked`) is among `options`
-        (`options_at`): whether the search there could run that vector."""
+        (`options_at`), each read as this lowering's contractions meet them."""
         return all(v in options.get(k, (v,)) for k, v in picked.items())
+
+    def runs(self, other: Forced, point: Mapping[str, float]) -> bool:
+        """Whether the search at `point`, over this (per-statement) lowering's options there,
+        could run `other`'s plan vector. Each contraction's pick is placed among the options
+        `other`'s own lowering meets at `point` (a contraction's options depend on the layouts
+        the contractions before it leave, so another lowering's would not do), and that place
+        must be one the search tries there (`search` forces the k-th option of each)."""
+        own, ranges = other.options_at(point), self.options_at(point)
+        for k, v in other.picked.items():
+            options = own.get(k, (v,))
+            if v not in options or options.index(v) >= len(ranges.get(k, options)):
+                return False
+        return True
 
     candidates: dict[int, Sequence[Candidate]] = field(default_factory=dict)
     """Each contraction's plans whose ranking depends on symbolic sizes (`options_at`)."""
@@ -196,6 +209,18 @@ class Searched:
     lowerings: int = 0
 
 
+def searchable(seen: Mapping[int, int]) -> bool:
+    """Whether `search` tries other plan vectors than the per-statement one, given each
+    contraction's option count (`Forced.seen`): more than one vector, within `EXHAUSTIVE` and
+    `WORK`.
+
+    >>> searchable({0: 2, 1: 1}), searchable({0: 1}), searchable({k: 2 for k in range(9)})
+    (True, False, False)
+    """
+    vectors = math.prod(seen.values())
+    return 1 < vectors <= EXHAUSTIVE and vectors * len(seen) <= WORK
+
+
 def search(
     lower: Callable[[Forced], R],
     cost: Callable[[R], float | None],
@@ -215,8 +240,7 @@ def search(
         first = (lower(recorder), recorder)
     result, recorder = first
     seen = dict(recorder.seen)
-    vectors = math.prod(seen.values())
-    if vectors == 1 or vectors > EXHAUSTIVE or vectors * len(seen) > WORK:
+    if not searchable(seen):
         return Searched(None, None, None)
     greedy = cost(result)
     if greedy is None:
@@ -248,4 +272,5 @@ __all__ = [
     "distinct",
     "ranked",
     "search",
+    "searchable",
 ]

@@ -88,7 +88,7 @@ def run_pipeline(
 
     # The lowering records each contraction's options for the whole-program search.
     shared: dict = {}
-    recorder = Forced(shared=shared)
+    recorder = shared["recorder"] = Forced(shared=shared)
     passes = tuple(
         InsertCollectives(recorder) if isinstance(p, InsertCollectives) else p for p in PIPELINE
     )
@@ -116,12 +116,11 @@ def run_pipeline(
         options=shown,
         recipe=Recipe(source, unit, ctx, on, shared),
     )
-    from shardc.driver.region_totals import free_sizes
+    from shardc.driver.objective import choose
 
-    if not free_sizes(report):  # every size known: plans for the whole program's objective
-        from shardc.driver.objective import choose
-
-        report = choose(report, recorder)
+    # plans for the whole program's objective, wherever it has a number (a size left symbolic
+    # that no formula uses changes nothing); where a free size enters it, by region (`finish`)
+    report = choose(report, recorder)
     finished = finish(report, ctx.diagnostics)
     if finished is None:  # K003: a number past a float's range
         return result

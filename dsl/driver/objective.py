@@ -44,6 +44,25 @@ def value(r: Report, objective: Objective) -> float | None:
     return max(known) if objective == "t_lower" else sum(known)
 
 
+def varies(r: Report) -> bool:
+    """Whether `r`'s plans can change with the sizes it leaves free: a choice planned at
+    symbolic sizes (`sized_choices`), or the whole program's search choosing among plan
+    vectors (`passes.objective.searchable`) for an objective a free size enters. The report's
+    regions, `value` and `at` at a point all ask this, so a size no formula uses leaves the
+    report as the compile that binds it (its search ran, `api.run_pipeline`)."""
+    if r.program.sized_choices:
+        return True
+    from shardc.driver.boundaries import free_sizes
+    from shardc.passes.objective import searchable
+    from shardc.passes.symbols import as_expr
+
+    recorder = None if r.recipe is None else r.recipe.shared.get("recorder")
+    if recorder is None or objective_of(r) == "statement" or not searchable(recorder.seen):
+        return False
+    free = set(free_sizes(r))  # every op's time is in T_upper: the objectives are built of them
+    return any(s.name in free for s in as_expr(r.totals["t_upper_s"]).free_symbols)
+
+
 def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
     """The program lowered with `chooser`'s plans and costed, nothing a printed report alone
     shows (decision records, memory): the search's candidates."""
@@ -169,4 +188,5 @@ __all__ = [
     "note_text",
     "objective_of",
     "value",
+    "varies",
 ]

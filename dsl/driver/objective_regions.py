@@ -43,9 +43,11 @@ def partition(
     the programs the search picks (`Report.at`) inside each region and on each side of every
     boundary found so far (those sides probed again), until no new one appears (`REFINE`
     rounds); a size is in the region of the candidate whose objective is lowest there among
-    those a compile there could run (each plan among the options it ranks there,
-    `Forced.options_at`), the per-statement plans winning ties, so each boundary is where two
-    programs' objectives cross (a whole size, by bisection).
+    those a compile there could run (each plan among the options the search tries there, as
+    the candidate's own lowering ranks them: `Forced.runs`), the per-statement plans winning
+    ties, so each boundary is where two programs' objectives cross (a whole size, by
+    bisection). The search's picks at the sample's ends are candidates too: where no
+    per-statement choice depends on the size, the objective still may.
 
     Only where one size is free; with more, `found` is returned as it is (docs/cost-model.md:
     the report at a point, `Report.at`, still runs the search). `plan_of` tells programs
@@ -69,9 +71,9 @@ def partition(
     others = {k: float(v[0]) for k, v in points.items() if k != name and len(v)}
     candidates: list[Report] = [v.result for v in found]
     plans = [plan_of(c) for c in candidates]
-    # what each candidate runs at each contraction (the per-statement regions': not known,
-    # a candidate only inside their own region)
-    vectors: list[dict[int, Any] | None] = [None] * len(candidates)
+    # the chooser of each candidate's lowering: what it runs and the options it met at each
+    # contraction (the per-statement regions': not known, a candidate only inside its region)
+    vectors: list[Forced | None] = [None] * len(candidates)
     picked: set[int] = set()
 
     def add_pick(x: float) -> bool:
@@ -89,12 +91,12 @@ def partition(
         if plan_of(got) in plans:
             k = plans.index(plan_of(got))
             if vectors[k] is None:  # a per-statement region's program: now known what it runs
-                vectors[k] = dict(chooser.picked)
+                vectors[k] = chooser
                 return True
             return False
         candidates.append(got)
         plans.append(plan_of(got))
-        vectors.append(dict(chooser.picked))
+        vectors.append(chooser)
         return True
 
     def greedy_at(x: float) -> int:
@@ -122,10 +124,9 @@ def partition(
     def _winner(x: float) -> int:
         at = {**others, name: float(x)}
         greedy = greedy_at(x)
-        options = recorder.options_at(at)
         got = [
             value(fixed(c, at), objective)
-            if k == greedy or (vec is not None and recorder.admits(vec, options))
+            if k == greedy or (vec is not None and recorder.runs(vec, at))
             else float("inf")
             for k, (c, vec) in enumerate(zip(candidates, vectors, strict=True))
         ]
@@ -144,6 +145,11 @@ def partition(
         inside = sample[which == k]
         if len(inside):
             add_pick(inside[len(inside) // 2])
+    # and at the sample's ends: where no per-statement choice depends on the size (a region of
+    # one program), the search's choice may still change with it (comms bound at one end,
+    # HBM at the other)
+    add_pick(sample[0])
+    add_pick(sample[-1])
     probes = sample[np.unique(np.linspace(0, len(sample) - 1, BISECTIONS).round().astype(int))]
     for _ in range(REFINE):
         wins = [winner(x) for x in probes]

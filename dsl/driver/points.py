@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from shardc.driver import values
 from shardc.driver.caches import Memo
+from shardc.driver.objective import varies
 from shardc.driver.values import any_unfinite, binding, environment, names, override_env
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import as_expr
@@ -32,7 +33,7 @@ def value(r: Report, expr: Any, **bindings: float) -> float | None:
         bindings
         and isinstance(expr, str)
         and r.recipe is not None
-        and r.program.sized_choices
+        and varies(r)
         and any(r.program.dims_and_mesh.get(k, 0) is None and k not in r.bindings for k in bindings)
     ):
         if expr in r.totals:
@@ -88,7 +89,7 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
         # The formulas of a symbolic mesh axis assume a full ring; with its size known the
         # topology is the slice's own, so the program is compiled again at this point.
         return recompile(r, merged).evaluate()
-    if r.recipe is not None and symbolic & bound and (r.program.sized_choices or symbolic <= bound):
+    if r.recipe is not None and symbolic & bound and (varies(r) or symbolic <= bound):
         # Plans chosen "by default" at symbolic sizes, or every size now known (where a compile
         # runs the whole program's search): choose them again at this point, as a compile with
         # these sizes bound does (passes/symbolic_plans.py), and cost that program.
@@ -121,7 +122,6 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
     out = None
     if not ctx.diagnostics.has_errors and unit.cost is not None:
         from shardc.driver.objective import choose
-        from shardc.driver.region_totals import free_sizes
 
         again = dataclasses.replace(
             r,
@@ -136,8 +136,7 @@ def recompile(r: Report, bindings: dict[str, float]) -> Report:
             memo=Memo(),
             objective_note=None,
         )
-        if not free_sizes(again):  # as a compile at these sizes: the whole program's plans
-            again = choose(again, recipe.shared["recorder"])
+        again = choose(again, recipe.shared["recorder"])  # as a compile at these sizes
         out = finish(again, ctx.diagnostics)
     if out is None:
         raise CompileError(ctx.diagnostics.errors(), recipe.source)

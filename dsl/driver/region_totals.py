@@ -12,6 +12,7 @@ import sympy as sp
 
 from shardc.driver.boundaries import free_sizes
 from shardc.driver.decision_regions import relation_text
+from shardc.driver.objective import varies
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
 from shardc.passes.symbols import as_expr
 
@@ -38,7 +39,7 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     from shardc.passes.symbolic_plans import variants
 
     free = free_sizes(r)
-    if not free or r.recipe is None or not r.program.sized_choices:
+    if not free or r.recipe is None or not varies(r):
         return ()
 
     def lower(chooser):
@@ -72,7 +73,7 @@ def settle(r: Report) -> Report:
     from shardc.passes.symbolic_plans import Majority, Variant, sample_points, variants
 
     free = free_sizes(r)
-    if not free or r.recipe is None or not r.program.sized_choices:
+    if not free or r.recipe is None or not varies(r):
         return r
     import numpy as np
 

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from shardc.passes.conditions import separate
+from shardc.passes.conditions import separate, vanishes
 from shardc.passes.cost_model import collective_time
 from shardc.passes.ir import gradient_name
+from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import as_expr, size_symbol
 from shardc.tools.derive_solve import (
     Optimum,
@@ -175,9 +176,13 @@ def mesh_groups(groups: dict[tuple[str, ...], sp.Expr]) -> str:
 def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str) -> list[Condition]:
     """T_math > T_comms of a pass: summed (the book) and, with several axis groups, overlapped (the
     revised training chapter) as one condition per group; and one condition per network level when
-    there are several."""
+    there are several. A part that moves nothing at the mesh's known sizes (over an axis of 1)
+    gives no condition (`passes.conditions.vanishes`)."""
     is_hw = report.cost.symbols.is_hardware
-    if p.math == 0 or p.t_comms == 0:
+    sizes = {
+        size_symbol(n): v for n, v in known_sizes(report.program.mesh, report.bindings).items()
+    }
+    if p.math == 0 or vanishes(p.t_comms, sizes):
         return []
     mesh = report.program.mesh_axes
     groups = p.groups(mesh)
@@ -193,6 +198,8 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str) -
         )
     if "max" in overlaps and len(groups) > 1:
         for axes, t in groups.items():
+            if vanishes(t, sizes):
+                continue
             out.append(
                 Condition(
                     f"compute-bound-max-{''.join(axes)}",
@@ -207,7 +214,7 @@ def conditions_of(p: Pass, report: Report, overlaps: Sequence[str], what: str) -
             levels.setdefault(lv, []).append(x)
     if len(levels) > 1:
         for lv, xs in levels.items():
-            if sp.Add(*xs) != 0:
+            if not vanishes(sp.Add(*xs), sizes):
                 out.append(
                     Condition(
                         f"compute-bound-{lv}",

@@ -117,11 +117,14 @@ def _numbers(rel: sp.Basic, env: dict[sp.Symbol, float]) -> list[float]:
     such as `B >= 7491` gives 7491)."""
     if not isinstance(rel, sp.Basic):
         return []
-    bound = rel.xreplace({s: env[s] for s in rel.free_symbols if s in env})
+    values = {s: env[s] for s in rel.free_symbols if s in env}
+    relations = [rel] if isinstance(rel, sp.Rel) else rel.atoms(sp.Rel)
     out = []
-    for n in bound.atoms(sp.Number):
-        if n.is_finite:
-            out.append(float(n))
+    for r in relations:
+        for side in r.args:  # each side alone: a comparison with `zoo` in it would not build
+            for n in _expr(side.xreplace(values)).atoms(sp.Number):
+                if n.is_finite:
+                    out.append(float(n))
     return out
 
 

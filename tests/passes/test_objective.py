@@ -203,6 +203,17 @@ def test_options_far_slower_than_the_first_are_not_tried():
     assert c.admits({1: 1}, c.options) and not c.admits({0: 1}, c.options)
 
 
+def test_a_vector_runs_where_each_pick_is_among_the_options_the_search_tries():
+    """`Forced.runs`: another lowering's pick is placed among the options that lowering met
+    (its own), and must be one the per-statement lowering's search forces there."""
+    other = Forced(sweep=1)
+    other.rank(0, [1.0, 2.0])
+    wide, narrow = Forced(), Forced()
+    wide.rank(0, [1.0, 2.5])
+    narrow.rank(0, [1.0, 3.5])  # the second option is past NEAR: the search tries one
+    assert wide.runs(other, {}) and not narrow.runs(other, {})
+
+
 def test_helpers():
     assert default_objective(True) == "step" and default_objective(False) == "t_lower"
     assert distinct([(1, "a"), (2, "a"), (3, "b")], lambda x: (x[1],)) == [(1, "a"), (3, "b")]

@@ -59,11 +59,6 @@ def test_each_quoted_output_is_what_shardc_prints(tmp_path, command, code, print
     assert proc.stdout == printed
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 31: the MLP's default report, its regions drawn by the whole-program "
-    "objective, gives at B=4096 another FLOP count than a compile there",
-)
 def test_pytest_passes_what_the_page_says(tmp_path):
     text = DOC.read_text(encoding="utf-8")
     runs = re.findall(r"<!-- pytest: (\d+) passed \(([^)]*)\) -->", text)

@@ -120,11 +120,6 @@ def check_thresholds(prog, hw, model, pick, others, samples):
     others=[1, 1, 1, 1],
     samples=[1, 1, 1],
 )
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 31: an explicit example (L unused, h100 2x4 mesh) ends in SymPy's "
-    "'Invalid comparison of non-real zoo' after this stop's merges",
-)
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -156,3 +151,23 @@ def test_solved_thresholds_are_the_crossovers_of_numeric_compiles_10000(
     prog, hw, model, pick, others, samples
 ):
     check_thresholds(prog, hw, model, pick, others, samples)
+
+
+def test_no_condition_divides_by_an_axis_of_one():
+    """On an h100 mesh whose X (InfiniBand) is 1, every collective's InfiniBand part is 0 (its
+    X - 1): neither the report nor `derive` states compute against InfiniBand, whose ratio
+    would divide by zero (SymPy's `zoo`, which made the solver's comparison raise). With X = 2
+    both do."""
+    import sympy as sp
+
+    text = (
+        "mesh X={x}, Y=2, Z=4\ndim I=16, J=16, K=8, L\nA: bf16[I_XYZ, J]\n"
+        "B: bf16[J_XYZ, K]\nC = A ·_J B\n"
+    )
+    for x, ib in ((1, False), (2, True)):
+        r = shardc.compile(text.format(x=x), hw="h100", model="exact")
+        names = {c.name for c in r.conditions}
+        assert ("compute-vs-ib" in names) == ib and "compute-vs-nvlink" in names
+        assert not any(c.relation.has(sp.zoo, sp.nan) for c in r.conditions)
+        solved = solve_by_region(r, "L", solve=False)
+        assert solved is not None and ("compute-bound-ib" in solved["holds"]) == ib
