@@ -467,7 +467,7 @@ def _link_text(level: str | None, physical: str | None, flag: str | None) -> str
 
 def _layout_flag(text: str, chip, chips: int):
     """`--layout`: ("fsdp-tp", 4) for sizes alone (the search's placement of that degree), or
-    the `Layout` as written when any axis names its links."""
+    the `Layout` as written when any axis names its links or, on GPUs, a replica axis P."""
     from shardc.tools.plan.evaluation import tensor_degree
     from shardc.tools.plan.strategies import choose_slice
 
@@ -499,7 +499,12 @@ def _layout_flag(text: str, chip, chips: int):
                 f"--layout {quoted(text)}: the mesh has {total} devices, --chips is {chips}"
             )
         return layout
-    per_pod = choose_slice(chip, chips).chips_per_pod
+    sl = choose_slice(chip, chips)
+    per_pod = sl.chips_per_pod
+    if not sl.shape and any(a.role == "pod" for a in layout.axes) and data_size(layout) == chips:
+        # On GPUs a written replica axis (hybrid sharding: 'fsdp: P=14, X=160') is the
+        # split the user asks for; the search's placement would choose its own.
+        return layout
     if strategy == "tp" and not mesh:
         tp = per_pod
     data, data_axes = 1, False
@@ -517,6 +522,14 @@ def _layout_flag(text: str, chip, chips: int):
             f"{chips} has {per_pod} chips per pod"
         )
     return strategy, tp
+
+
+def data_size(layout) -> int:
+    """The devices a layout's sized axes multiply to."""
+    total = 1
+    for a in layout.axes:
+        total *= a.size or 1
+    return total
 
 
 def _pipelined_layout(

@@ -388,3 +388,18 @@ def test_no_fork_where_threads_run(monkeypatch):
 
     monkeypatch.setitem(__import__("sys").modules, "jax", object())
     assert not evaluation._can_fork()
+
+
+def test_a_written_replica_axis_is_the_split_evaluated(capsys):
+    """On GPUs `--layout 'fsdp: P=14, X=80'` evaluates 14 replicas of 80 shards, as written: the
+    search's own placement (the fewest replicas that let the weights split: P=7, X=160) once
+    replaced the split silently, so a published row run as 160 shards x 14 replicas was
+    costed as 320 x 7."""
+    args = ["plan", "--card", "mt-nlg-530b", "--hw", "a100", "--chips", "1120"]
+    args += ["--batch", str(1120 * 2048), "--format", "json"]
+    assert main([*args, "--layout", "fsdp: P=14, X=80"]) == 0
+    (one,) = json.loads(capsys.readouterr().out)["candidates"]
+    assert one["mesh"] == {"P": 14, "X": 80}
+    assert main([*args, "--layout", "fsdp: X=1120"]) == 0
+    (placed,) = json.loads(capsys.readouterr().out)["candidates"]
+    assert placed["mesh"] == {"P": 7, "X": 160}
