@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sympy as sp
 
@@ -19,6 +19,18 @@ from shardc.passes.symbols import as_expr
 if TYPE_CHECKING:
     from shardc.driver.report import Report
     from shardc.passes.symbolic_plans import Variant
+
+
+class Shown(NamedTuple):
+    """`Report.shown_region`: where the plan the report's sections show holds (`B > 7659.4`,
+    the chip's figures as exact numbers), its share of the sample, and `past`, the limit the
+    regions went past where the report shows one plan instead of them: "regions" (more than
+    `MAX_REGIONS`) or "seconds" (`REGIONS_SECONDS` of CPU time); None below the cap."""
+
+    where: str
+    share: float
+    past: str | None = None
+
 
 TOTALS = (
     ("T_lower", "t_lower_s", "s"),
@@ -66,7 +78,8 @@ def settle(r: Report) -> Report:
       totals as `Piecewise` formulas over the regions (each region's totals, `regions()`);
     - past `MAX_REGIONS` regions (or `REGIONS_SECONDS`), the plan of the region holding most of
       the sample (at each choice, the plan that wins on most of the points left), labelled with
-      the region it holds in.
+      the region it holds in (exact numbers, `boundaries.boundary`) and the limit hit
+      (`Shown.past`).
 
     Programs whose plans depend on no symbolic size are returned as they are."""
     from shardc.passes.sizes import known_sizes
@@ -95,6 +108,7 @@ def settle(r: Report) -> Report:
     from shardc.driver.objective_regions import partition
 
     found: tuple[Variant, ...] | None = None
+    past = None
     if most.splits == 0:
         # One plan per statement everywhere; the whole program's objective may still split.
         alone = (Variant((), (), 1.0, largest),)
@@ -104,18 +118,27 @@ def settle(r: Report) -> Report:
     # The enumeration lowers the program at least once per region (1 + splits of them): where
     # that is past the cap, or would take longer than the time budget at this lowering's
     # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
-    elif 1 + most.splits <= MAX_REGIONS and (1 + most.splits) * once <= REGIONS_SECONDS:
+    elif 1 + most.splits > MAX_REGIONS:
+        past = "regions"
+    elif (1 + most.splits) * once > REGIONS_SECONDS:
+        past = "seconds"
+    else:
+        start = time.process_time()
         found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
-        if found is not None:  # where the whole program's objective, not each statement, decides
+        if found is None:  # which limit `variants` stopped at: its time is spent, or the count
+            past = "seconds" if time.process_time() - start > REGIONS_SECONDS else "regions"
+        else:  # where the whole program's objective, not each statement, decides
             found = partition(r, found, points, free, plan_of)
     if found is None:
+        from shardc.driver.boundaries import boundary
+
+        # Each bound with exact numbers, built from the chip's symbols (`boundary`), not the
+        # lowering's floats.
+        bounds = dict.fromkeys(most.bounds)
+        rels = [boundary(r, b, most.sides.get(b)).relation for b in bounds]
+        where = " and ".join(relation_text(b) for b in rels) or "elsewhere"
         return dataclasses.replace(
-            largest,
-            settled=None,
-            shown_region=(
-                " and ".join(relation_text(b) for b in dict.fromkeys(most.bounds)) or "elsewhere",
-                float(most.mask.mean()),
-            ),
+            largest, settled=None, shown_region=Shown(where, float(most.mask.mean()), past)
         )
     if len(found) == 1:
         return dataclasses.replace(found[0].result, settled=())
@@ -138,7 +161,7 @@ def settle(r: Report) -> Report:
         lowered(r, None, base.memory),
         cost=dataclasses.replace(base.cost, totals=totals),
         settled=found,
-        shown_region=(condition_text(found[0]), found[0].share),
+        shown_region=Shown(condition_text(found[0]), found[0].share),
     )
 
 
@@ -208,13 +231,15 @@ def shown_text(r: Report) -> str | None:
         from shardc.driver.objective import note_text
 
         return note_text(r)
-    where, share = r.shown_region
+    where, share, past = r.shown_region
     regions = r.regions()
     if regions is None:
+        from shardc.driver.render.writer import past_text
+
         return (
-            f"more than {MAX_REGIONS} regions, or more than {REGIONS_SECONDS:g} s to find "
-            f"them: every section shows the plan that holds where {where} ({share:.0%} of "
-            "the sample), not a plan for every size (bind sizes with --set for another)"
+            f"{past_text(past)}: every section shows the plan that holds where {where} "
+            f"({share:.0%} of the sample), not a plan for every size (bind sizes with --set "
+            "for another)"
         )
     return (
         f"{len(regions)} regions of the symbolic sizes: the totals are piecewise (totals "
@@ -229,6 +254,7 @@ def has_lines(r: Report) -> bool:
 
 
 __all__ = [
+    "Shown",
     "collectives",
     "condition_text",
     "find",

@@ -28,6 +28,7 @@ from shardc.driver.render import write
 from shardc.passes.derive_cost import ProgramCost
 
 if TYPE_CHECKING:
+    from shardc.driver.region_totals import Shown
     from shardc.hardware import Chip
     from shardc.passes.memory import Memory
 
@@ -46,10 +47,10 @@ class Report:
     recipe: Recipe | None = field(default=None, compare=False)
     """What the report was compiled from (set by `compile`): `at` and the regions lower or
     compile the program again from it. None for a report built by hand."""
-    shown_region: tuple[str, float] | None = None
-    """Where the plan this report's ops, decisions and conditions show holds, and its share of
-    the sample, when the plans depend on sizes left symbolic (`shardc.driver.region_totals.settle`);
-    None where one plan holds everywhere."""
+    shown_region: Shown | None = None
+    """Where the plan this report's ops, decisions and conditions show holds, its share of the
+    sample and, past the cap, the limit hit, when the plans depend on sizes left symbolic
+    (`shardc.driver.region_totals.settle`); None where one plan holds everywhere."""
     settled: Any = False
     """The regions `regions.settle` found when it chose the plans this report shows
     (`passes.symbolic_plans.Variant`s; None: too many; False: not settled, `regions()` finds them

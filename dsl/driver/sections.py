@@ -239,9 +239,9 @@ def regions(r: Report) -> Section | None:
         return None
     found = r.regions()
     if found is None:
-        return Section(
-            "regions", "regions", (RegionsPast(r.shown_region[0] if r.shown_region else None),)
-        )
+        shown = r.shown_region
+        past = RegionsPast(shown.where, shown.past) if shown else RegionsPast(None)
+        return Section("regions", "regions", (past,))
     if not found:
         return None
     from shardc.driver.boundaries import boundaries, condition

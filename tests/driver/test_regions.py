@@ -520,21 +520,46 @@ def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
 
 def test_past_the_cap_the_report_shows_one_plan_labelled_with_its_region():
     """Six layers with B, D and F symbolic have more than 16 regions: the report shows the
-    plan that wins on most of the sample at each choice, with the region it holds in."""
+    plan that wins on most of the sample at each choice, with the region it holds in (the
+    chip's figures as exact numbers, never floats) and the limit it went past."""
     import json
+    import re
 
     from benchmarks.gen import program
 
     text = program(6).replace("dim B=65536, D=8192, F=32768", "dim B, D, F")
     r = shardc.compile(text)
     assert r.regions() is None and r.shown_region is not None
-    where, share = r.shown_region
-    assert 0 < share < 1 and " and " in where
+    where, share, past = r.shown_region
+    assert 0 < share < 1 and " and " in where and past == "regions"
+    assert not re.search(r"\d\.\d|\de-\d", where), where  # 1/5100, not 0.000196078
+    assert "B*F + 1440000 < B*D*F/5100" in where
     out = r.to_text()
-    assert "plans: more than 16 regions" in out and f"where {where}" in out
-    assert "decided by default" not in out
+    assert "plans: more than 16 regions: every section" in out and f"where {where}" in out
+    assert "regions: more than 16 regions for this program;" in out
+    assert "decided by default" not in out and " s to find" not in out
     d = json.loads(r.to_json())
     assert d["regions"] is None and d["shown_region"]["condition"] == where
+    assert d["regions_limit"] == "regions" and d["note"].startswith("more than 16 regions: ")
+
+
+def test_past_the_time_budget_the_report_says_it_was_the_time(monkeypatch):
+    """Where finding the regions would take longer than the CPU budget (here a budget of 0 s
+    for the FSDP step's two regions), the label names the time, not the count."""
+    import json
+
+    from shardc.driver import region_totals
+
+    monkeypatch.setattr(region_totals, "REGIONS_SECONDS", 0.0)
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    assert r.regions() is None and r.shown_region is not None
+    assert r.shown_region.past == "seconds"
+    out = r.to_text()
+    assert "plans: more than 3 s of CPU time to find the regions: every section" in out
+    assert "more than 16" not in out
+    d = json.loads(r.to_json())
+    assert d["regions_limit"] == "seconds" and "3 s of CPU time" in d["note"]
+    assert d["shown_region"]["condition"] == r.shown_region.where
 
 
 def test_the_fsdp_boundary_is_where_compiles_change_plan():

@@ -10,7 +10,7 @@ from typing import Any
 from shardc.driver.detail_sections import RegionDetail
 from shardc.driver.document import Region, RegionsPast
 from shardc.driver.formulas import latex, text
-from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.driver.render.writer import past_text
 
 
 def regions(d: RegionDetail, rows: tuple[Any, ...]) -> dict[str, Any]:
@@ -25,8 +25,8 @@ def regions(d: RegionDetail, rows: tuple[Any, ...]) -> dict[str, Any]:
         where = f"the plan where {d.shown[0]} is shown" if d.shown else "default plans kept"
         return {
             "regions": None,
-            "note": f"more than {MAX_REGIONS} regions, or more than "
-            f"{REGIONS_SECONDS:g} s to find: {where}",
+            "note": f"{past_text(rows[0].past)}: {where}",
+            "regions_limit": rows[0].past,
             **shown,
         }
     out: dict[str, Any] = {"regions": [region(v) for v in rows if type(v) is Region]}

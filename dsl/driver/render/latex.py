@@ -15,8 +15,7 @@ from shardc.driver.document import (
 )
 from shardc.driver.escape import latex_comment, latex_text
 from shardc.driver.formulas import latex
-from shardc.driver.render.writer import Writer
-from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.driver.render.writer import Writer, past_text
 from shardc.lang.layout import format_axes
 
 
@@ -45,10 +44,9 @@ class LatexWriter(Writer):
     def _section_regions(self, s: Section) -> list[str]:
         """Each total as `cases` over the regions (one formula where they agree)."""
         if s.rows and type(s.rows[0]) is RegionsPast:
-            return [
-                f"% regions: more than {MAX_REGIONS}, or more than {REGIONS_SECONDS:g} s to "
-                "find; the default plans are kept"
-            ]
+            p = s.rows[0]
+            kept = "the plan the note above names is shown" if p.shown else "default plans kept"
+            return [f"% regions: {past_text(p.past)}; {kept}"]
         regions: tuple[Region, ...] = s.rows
         rows = []
         for i, t in enumerate(REGION_TOTALS):

@@ -23,8 +23,7 @@ from shardc.driver.document import (
     Warning,
 )
 from shardc.driver.formulas import text
-from shardc.driver.render.writer import Writer, holds_text, pct
-from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.driver.render.writer import Writer, holds_text, past_text, pct
 from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
 from shardc.lang.visible import visible
@@ -204,8 +203,7 @@ class TextWriter(Writer):
     def _print_RegionsPast(self, p: RegionsPast) -> list[str]:
         return [
             "",
-            f"regions: more than {MAX_REGIONS} for this program, or more than "
-            f"{REGIONS_SECONDS:g} s to find; "
+            f"regions: {past_text(p.past)} for this program; "
             + (
                 f"the report shows the plan where {p.shown}"
                 if p.shown

@@ -49,4 +49,19 @@ def holds_text(h: bool | None) -> str:
     return {True: "holds", False: "does not hold", None: "undecided"}[h]
 
 
-__all__ = ["Writer", "holds_text", "pct"]
+def past_text(past: str | None) -> str:
+    """The limit a report's regions went past (`driver.region_totals.Shown.past`): "regions"
+    (more than `MAX_REGIONS` of them) or "seconds" (`REGIONS_SECONDS` of CPU time to find
+    them); None where the report does not say which."""
+    from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+
+    return {
+        "regions": f"more than {MAX_REGIONS} regions",
+        "seconds": f"more than {REGIONS_SECONDS:g} s of CPU time to find the regions",
+    }.get(
+        past or "",
+        f"more than {MAX_REGIONS} regions, or more than {REGIONS_SECONDS:g} s to find them",
+    )
+
+
+__all__ = ["Writer", "holds_text", "past_text", "pct"]
