@@ -154,7 +154,7 @@ def settle(r: Report) -> Report:
             for v, c in zip(found, conditions, strict=True)
         ]
         if len({e for e, _ in pieces}) > 1:
-            totals[key] = sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
+            totals[key] = disjoint(pieces)
         else:  # a total some region lacks (0 there) is still a total of every region
             totals.setdefault(key, pieces[0][0])
     return dataclasses.replace(
@@ -202,7 +202,20 @@ def piecewise(r: Report, name: str) -> sp.Expr:
     from shardc.driver.boundaries import condition
 
     pieces = [(as_expr(v.result.totals.get(name, 0)), condition(r, v)) for v in regions]
-    return sp.Piecewise(*pieces[:-1], (pieces[-1][0], True))
+    return disjoint(pieces)
+
+
+def disjoint(pieces: list[tuple[sp.Expr, Any]]) -> sp.Expr:
+    """A `Piecewise` over regions whose conditions do not overlap, the last one as `True`. Not
+    evaluated: SymPy's collapse of the conditions distributes And over Or, exponential in the
+    relations of three or more free sizes (a CI property example ran for over 15 minutes), and
+    disjoint regions leave it nothing to merge. At a point every condition is a boolean."""
+
+    def canonical(c: Any) -> Any:  # each relation as an evaluated Piecewise writes it
+        return c.replace(lambda e: e.is_Relational, lambda e: e.canonical) if c is not True else c
+
+    args = [(e, canonical(c)) for e, c in pieces[:-1]]
+    return sp.Piecewise(*args, (pieces[-1][0], True), evaluate=False)
 
 
 def condition_text(v: Variant) -> str:
