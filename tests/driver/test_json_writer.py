@@ -16,20 +16,10 @@ from shardc.driver.render.json import KEYS, JsonWriter
 from shardc.driver.render.json_regions import region, regions
 from shardc.driver.render.text import TextWriter
 from shardc.driver.sections import sections
+from tests.driver.test_regions import FSDP
 from tests.paths import ROOT
 
 TRAIN = (ROOT / "programs" / "mlp-fsdp-tp-layers-train.shard").read_text()
-
-FSDP = """mesh X
-dim B, D=8192, F=32768
-hardware tpu-v5p
-In: bf16[B_X, D]
-param W_in: bf16[D_X, F]
-param W_out: bf16[F, D_X]
-Tmp[B_X, F] = In ·_D W_in
-Out[B_X, D] = Tmp ·_F W_out
-backward
-"""
 
 
 @pytest.fixture(scope="module")

@@ -14,19 +14,10 @@ from hypothesis import strategies as st
 
 import shardc
 from shardc.testing.strategies import programs
+from tests.passes.test_objective import FSDP
 
 EXAMPLES = int(os.environ.get("SHARDC_BOUND_EXAMPLES", "30"))
 
-FSDP = """mesh X=16
-dim B, D=8192, F=32768
-hardware tpu-v5p
-In: bf16[B_X, D]
-param W_in: bf16[D_X, F]
-param W_out: bf16[F, D_X]
-Tmp[B_X, F] = In ·_D W_in
-Out[B_X, D] = Tmp ·_F W_out
-backward
-"""
 
 TOTALS = ("t_math_s", "t_hbm_s", "t_comms_s", "t_lower_s", "t_upper_s")
 
