@@ -474,6 +474,9 @@ class PlanSearch:
     plans: tuple[EinsumPlan, ...] = ()  # every plan met, in enumeration order (ties' order)
     widened: tuple[bool, ...] = ()
     """By `plans`: whether each gives an axis a role beyond the book's cases (`_Space.widened`)."""
+    every: tuple[EinsumPlan, ...] = ()
+    """Every plan ranked, the widened ones kept (`ranked` drops them where one does not win):
+    the whole-program search's options (`passes.objective`)."""
 
     def note(self) -> str:
         """What the decision record says about the search ("" when it was exhaustive)."""
@@ -535,22 +538,26 @@ def search_plans(
         plans = _enumerate(space, floor is None)
         if floor is not None:
             plans = _refine_best(space, plans, objective, floor)
+        every = rank_plans(plans, objective)
         return PlanSearch(
-            space.keep(rank_plans(plans, objective)),
+            space.keep(every),
             total,
             total,
             False,
             tuple(plans),
             tuple(space.widened(p) for p in plans),
+            tuple(every),
         )
     plans, tried = _local_search(space, objective, PLAN_SEARCH_LIMIT)
+    every = rank_plans(plans, objective)
     return PlanSearch(
-        space.keep(rank_plans(plans, objective)),
+        space.keep(every),
         total,
         tried,
         True,
         tuple(plans),
         tuple(space.widened(p) for p in plans),
+        tuple(every),
     )
 
 

@@ -181,8 +181,10 @@ def ranked(
     """A contraction's options at `point`: its plans ranked as the planner ranks them there
     (`passes.symbolic_plans.plan_key`, then the search's order), distinct by reshard steps, at most
     `MAX_OPTIONS`, each with its own time (None where a size has no value). The plans with
-    roles beyond the book's cases are options only where one of them ranks first, as the
-    ranking of a contraction whose sizes are all known keeps them (`PlanSearch.keep`)."""
+    roles beyond the book's cases are ranked with the others (`PlanSearch.every`, as where
+    every size is known): were they options only where one ranks first, a program using one
+    would leave the options where another plan overtakes it for its own product, and the
+    regions would split there although the whole step's costs do not cross."""
     keyed = []
     for c in candidates:
         t, f = evaluate(c.time, point), evaluate(c.flops, point)
@@ -190,8 +192,6 @@ def ranked(
             return None
         keyed.append(((plan_key(t, f, c.collectives), c.order), c))
     keyed.sort(key=lambda k: k[0])
-    if keyed and not keyed[0][1].widened:
-        keyed = [k for k in keyed if not k[1].widened]
     return [(k[0][0][0], k[1]) for k in distinct(keyed, lambda k: k[1].steps)]
 
 

@@ -42,9 +42,9 @@ class Candidate:
     """How `time` was priced, to price it again with every size and figure a symbol
     (`symbolic_time`): a region's boundary as a formula."""
     widened: bool = False
-    """Whether it gives an axis a role beyond the book's cases (`PlanSearch.widened`): an
-    option of the whole-program search only where such a plan ranks first, as where every
-    size is known (`passes.objective.ranked`)."""
+    """Whether it gives an axis a role beyond the book's cases (`PlanSearch.widened`): a
+    decision lists such plans only where one ranks first; the whole-program search ranks
+    them with the others (`passes.objective.ranked`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,8 +112,12 @@ def contract(
             chosen = search.plans[pick]
             ranked = [chosen, *(p for p in ranked if p is not chosen)]
     elif numeric and hasattr(st.chooser, "rank"):
-        # The whole-program search (passes.objective) may run another of the best plans.
-        options = distinct(ranked, lambda p: (p.lhs_steps, p.rhs_steps, p.out_steps))
+        # The whole-program search (passes.objective) may run another of the best plans,
+        # the wider roles ranked with the book's (`PlanSearch.every`), as `ranked` ranks them
+        # where sizes are symbolic.
+        options = distinct(
+            [ranked[0], *search.every], lambda p: (p.lhs_steps, p.rhs_steps, p.out_steps)
+        )
         times = [float(objective(p)[1]) for p in options]
         chosen = options[st.chooser.rank(ordinal, times)]  # type: ignore[union-attr]
         if chosen is not ranked[0]:
