@@ -32,6 +32,8 @@ class Memo:
     exposed: dict[bool, dict[int, float] | None] = field(default_factory=dict)
     """MFU and HFU, and each collective's exposed seconds, by `expected` (`shardc.driver.step`):
     the summary and the JSON writer's step figures both ask for them."""
+    points: dict[tuple[tuple[str, float], ...], Any] = field(default_factory=dict)
+    """`Report.at`'s reports, by the bindings it was given (`driver.points.at`)."""
     regions: Any = False
     """`regions.find`'s answer once asked (False: not yet)."""
 

@@ -29,13 +29,9 @@ def value(r: Report, expr: Any, **bindings: float) -> float | None:
     number (`values.value`), at the plans a compile with `bindings` chooses where the plans
     depend on the sizes bound (piecewise over the regions): exact also off the regions'
     sample."""
-    if (
-        bindings
-        and isinstance(expr, str)
-        and r.recipe is not None
-        and varies(r)
-        and any(r.program.dims_and_mesh.get(k, 0) is None and k not in r.bindings for k in bindings)
-    ):
+    free = free_sizes(r) if bindings and isinstance(expr, str) and r.recipe is not None else set()
+    if free & bindings.keys() and (free <= bindings.keys() or varies(r)):
+        # every free size bound: a compile there plans as with the sizes declared (`moved`)
         if expr in r.totals:
             return values.value(at(r, **bindings), expr)
         if expr.isidentifier() and expr not in names(r):
@@ -45,8 +41,22 @@ def value(r: Report, expr: Any, **bindings: float) -> float | None:
     return values.value(r, expr, **bindings)
 
 
+def free_sizes(r: Report) -> set[str]:
+    """The sizes `r` leaves symbolic: neither declared nor bound."""
+    return {n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings}
+
+
 def at(r: Report, **bindings: float) -> Report:
-    """`Report.at`: the report with `bindings` added to its own, every number evaluated."""
+    """`Report.at`: the report with `bindings` added to its own, every number evaluated (one
+    report per point, kept: `value` at a point asks for each total)."""
+    key = tuple(sorted(bindings.items()))
+    hit = r.memo.points.get(key)
+    if hit is None:
+        hit = r.memo.points[key] = _at(r, **bindings)
+    return hit
+
+
+def _at(r: Report, **bindings: float) -> Report:
     from shardc.lang.diagnostics import Diagnostics
     from shardc.lang.numeric import NumberError, whole
 
@@ -84,15 +94,22 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
     """The report at `merged` (`bound`: the names `at` was given), evaluated."""
 
     bound = set(bound)
-    symbolic = {n for n, v in r.program.dims_and_mesh.items() if v is None and n not in r.bindings}
-    if r.recipe is not None and symbolic & set(r.program.mesh_axes) & bound:
+    symbolic = free_sizes(r)
+    if (
+        r.recipe is not None
+        and symbolic & bound
+        and (symbolic & set(r.program.mesh_axes) & bound or symbolic <= bound)
+    ):
         # The formulas of a symbolic mesh axis assume a full ring; with its size known the
-        # topology is the slice's own, so the program is compiled again at this point.
+        # topology is the slice's own. With every size now known a compile plans as the
+        # program declaring them does (`passes.lower.walk.as_declared`: the HBM time in the
+        # ranking, reshards priced at the sizes, chains planned jointly). Either way the
+        # program is compiled again at this point.
         return recompile(r, merged).evaluate()
-    if r.recipe is not None and symbolic & bound and (varies(r) or symbolic <= bound):
-        # Plans chosen "by default" at symbolic sizes, or every size now known (where a compile
-        # runs the whole program's search): choose them again at this point, as a compile with
-        # these sizes bound does (passes/symbolic_plans.py), and cost that program.
+    if r.recipe is not None and symbolic & bound and varies(r):
+        # Plans chosen "by default" at symbolic sizes, some still free: choose them again at
+        # this point, as a compile with these sizes bound does (passes/symbolic_plans.py),
+        # and cost that program.
         from shardc.driver.region_totals import settle
         from shardc.passes.symbolic_plans import AtPoint
 
@@ -254,6 +271,7 @@ __all__ = [
     "OVERFLOW_NOTE",
     "at",
     "finish",
+    "free_sizes",
     "memory_warning",
     "moved",
     "overflows",

@@ -290,8 +290,9 @@ def chain_picks(
     }
     if not st.all_declared(names):
         # Sizes the program leaves symbolic are planned one product at a time even where a
-        # binding gives them a number, so a report's `at(...)` and a compile with those
-        # bindings choose the same plans (as reshards are priced: `pricing`).
+        # binding gives them a number (unless `--set` binds them all: `walk.as_declared`), so
+        # a report's `at(...)` and a compile with those bindings choose the same plans (as
+        # reshards are priced: `pricing`).
         return alone
     dtypes = [operands[0].dtype]
     for v in operands[1:]:
@@ -402,9 +403,10 @@ def plan_search(
             f = flops[(p.lhs_target, p.rhs_target)] = 2.0 * float(einsum_elements(p, size_of))
         return f
 
-    # Only where the program declares every size: a size bound by `--set` (or `at`) is
-    # ranked as the symbolic report's regions rank it (communication and math), so the
-    # compile at a point and the report at it choose alike.
+    # Only where the program declares every size (or `--set` binds them all:
+    # `walk.as_declared`): a size bound while others stay free is ranked as the symbolic
+    # report's regions rank it (communication and math), so the compile at a point and the
+    # report at it choose alike.
     declared = numeric and st.all_declared(names)
     w_hbm = hbm_rate(st) if declared else None
     hbm = caches.hbm

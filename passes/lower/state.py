@@ -222,15 +222,16 @@ class LoweringState:
         return size_symbol(name) if v is None else int(v)
 
     def declared(self, dim: str) -> bool:
-        """The program gives `dim` a number (a dim declared symbolic stays so under `--set`)."""
+        """The program gives `dim` a number, or `--set` binds every size the program leaves
+        symbolic (`walk.as_declared`); a dim bound while others stay free stays symbolic."""
         return self.dims.get(dim) is not None
 
     def pricing(self, dtype: str, dims: Sequence[str]) -> Pricing:
         """How the reshard planner prices an array's steps: the chip's link figures, and each
-        dim at its size where the program declares one, else at TYPICAL_DIM, even when a
-        binding gives it a size: a reshard's plan must be the same in a report with a size
-        left symbolic and in the compile that binds it (`Report.at`), as the plans of a
-        contraction are (`passes.symbolic_plans`)."""
+        dim at its size where the program declares one (`declared`), else at TYPICAL_DIM,
+        even when a binding gives it a size: a reshard's plan must be the same in a report
+        with a size left symbolic and in the compile that binds it (`Report.at`), as the plans
+        of a contraction are (`passes.symbolic_plans`)."""
         key = (dtype, tuple(dims))
         hit = self.caches.pricings.get(key)
         if hit is None:  # one object per array shape: the planner's memo key compares by identity

@@ -84,22 +84,43 @@ def insert_collectives(
     return walk(st, program)
 
 
+def as_declared(program: Program, bindings: Mapping[str, float]) -> dict[str, int]:
+    """The sizes the planner takes as declared beyond the program's own: where the bindings
+    give every size the program leaves symbolic a number, each of them (a compile with `--set`
+    binding them all plans as the program declaring them does: `--set` replaces the declared
+    size, docs/language.md 9); else none, and a bound size plans as a symbolic one, so that a
+    report's `at` binding only some of them chooses as the compile does. (The walk asks only
+    outside `--objective statement`, whose regions stay the book's strategies and whose
+    compile at a point keeps to them, docs/cost-model.md.)"""
+    free = [
+        s.name
+        for stmt in program.statements
+        if isinstance(stmt, (MeshDecl, DimDecl))
+        for s in (stmt.axes if isinstance(stmt, MeshDecl) else stmt.dims)
+        if s.size is None
+    ]
+    if not free or any(n not in bindings for n in free):
+        return {}
+    return {n: int(bindings[n]) for n in free}
+
+
 def walk(st: LoweringState, program: Program) -> CompiledProgram:
     """Lower each statement in turn; stop at the first that fails."""
     st.name = st.ctx.source.name
     for i, stmt in enumerate(program.statements):
         if isinstance(stmt, Assign):
             st.last_read.update(dict.fromkeys(names_read(stmt.expr), i))
+    given = {} if st.ctx.options.objective == "statement" else as_declared(program, st.bindings)
     for i, stmt in enumerate(program.statements):
         st.statement = i
         start = len(st.ops)
         match stmt:
             case MeshDecl(axes=axes):
-                st.mesh = {a.name: a.size for a in axes}
+                st.mesh = {a.name: given.get(a.name, a.size) for a in axes}
                 st.size_cache.clear()
             case DimDecl(dims=dims):
                 for d in dims:
-                    st.dims[d.name] = d.size
+                    st.dims[d.name] = given.get(d.name, d.size)
                 st.size_cache.clear()
             case HardwareDecl(name=name):
                 st.hardware = name
