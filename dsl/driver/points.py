@@ -29,9 +29,13 @@ def value(r: Report, expr: Any, **bindings: float) -> float | None:
     number (`values.value`), at the plans a compile with `bindings` chooses where the plans
     depend on the sizes bound (piecewise over the regions): exact also off the regions'
     sample."""
-    free = free_sizes(r) if bindings and isinstance(expr, str) and r.recipe is not None else set()
-    if free & bindings.keys() and (free <= bindings.keys() or varies(r)):
-        # every free size bound: a compile there plans as with the sizes declared (`moved`)
+    if (
+        bindings
+        and isinstance(expr, str)
+        and r.recipe is not None
+        and varies(r)
+        and free_sizes(r) & bindings.keys()
+    ):
         if expr in r.totals:
             return values.value(at(r, **bindings), expr)
         if expr.isidentifier() and expr not in names(r):
