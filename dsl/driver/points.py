@@ -97,23 +97,28 @@ def _at(r: Report, **bindings: float) -> Report:
 def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
     """The report at `merged` (`bound`: the names `at` was given), evaluated."""
 
+    from shardc.lang.diagnostics import CompileError
+
     bound = set(bound)
     symbolic = free_sizes(r)
-    if (
-        r.recipe is not None
-        and symbolic & bound
-        and (symbolic & set(r.program.mesh_axes) & bound or symbolic <= bound)
-    ):
+    if r.recipe is not None and symbolic & set(r.program.mesh_axes) & bound:
         # The formulas of a symbolic mesh axis assume a full ring; with its size known the
-        # topology is the slice's own. With every size now known a compile plans as the
-        # program declaring them does (`passes.lower.walk.as_declared`: the HBM time in the
-        # ranking, reshards priced at the sizes, chains planned jointly). Either way the
-        # program is compiled again at this point.
+        # topology is the slice's own, so the program is compiled again at this point.
         return recompile(r, merged).evaluate()
-    if r.recipe is not None and symbolic & bound and varies(r):
-        # Plans chosen "by default" at symbolic sizes, some still free: choose them again at
-        # this point, as a compile with these sizes bound does (passes/symbolic_plans.py),
-        # and cost that program.
+    if r.recipe is not None and symbolic & bound and symbolic <= bound:
+        # Every size now known: a compile plans as the program declaring them does
+        # (`passes.lower.walk.as_declared`: the HBM time in the ranking, reshards priced at
+        # the sizes, chains planned jointly), so the program is compiled again at this point.
+        # A point a compile refuses (a size its shards do not divide, S004) keeps the plans
+        # chosen there among the report's own, as `value` over a grid of sizes expects.
+        try:
+            return recompile(r, merged).evaluate()
+        except CompileError:
+            pass
+    if r.recipe is not None and symbolic & bound and (varies(r) or symbolic <= bound):
+        # Plans chosen "by default" at symbolic sizes: choose them again at this point, as a
+        # compile with these sizes bound does (passes/symbolic_plans.py), and cost that
+        # program.
         from shardc.driver.region_totals import settle
         from shardc.passes.symbolic_plans import AtPoint
 
