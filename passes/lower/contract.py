@@ -78,6 +78,7 @@ def contract(
         keep_partial,
         joint.hint if joint is not None else None,
         shared=frozenset(st.term_gathers) if stmt is not None and stmt.partial else None,
+        reducible=frozenset(st.term_reduced),
     )
     search, objective = ranking.search, ranking.objective
     ranked = search.ranked
@@ -165,6 +166,8 @@ def contract(
         # or gather (`plan_search`'s `shared`), which the sum pays once.
         if MOVES & {s.kind for s in best.out_steps}:
             st.term_gathers.add(blocks(best.local_out))
+        else:
+            st.term_reduced.update(a for s in best.out_steps for a in s.axes)
         return v
     return apply_steps(st, v, best.out_steps, e.span, why_o, beat)
 
@@ -191,9 +194,12 @@ def cached_operands(
         requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
     )
     shared = frozenset(st.term_gathers) if stmt is not None and stmt.partial else None
+    reduced = frozenset(st.term_reduced)
 
     def best(a: Value, b: Value) -> tuple[float, EinsumPlan | None]:
-        ranking = plan_search(st, a, b, e.dims, out_dims, requested, keep_partial, None, shared)
+        ranking = plan_search(
+            st, a, b, e.dims, out_dims, requested, keep_partial, None, shared, reduced
+        )
         ranked = ranking.search.ranked
         if not ranked:
             return float("inf"), None
@@ -236,6 +242,38 @@ def shared_steps(steps: Sequence[Step]) -> bool:
     )
 
 
+def natural_partials(st: LoweringState, terms: Sequence[Assign]) -> set[str]:
+    """The mesh axes whose partial sums the sum of `terms` reduces anyway: those that at least
+    two terms' products hold as their operands stand, a contracted dim sharded over the axis
+    in both (GQA's dQ ·_{K,G,H} WQ, dK ·_{K,H} WK and dV ·_{K,H} WV with K over Y: one
+    ReduceScatter of dIn over Y, Megatron-LM's). A term whose operands hold no such axis, or
+    the only one that does, is ranked with its reduction (`left_to_sum`)."""
+    count: dict[str, int] = {}
+    for t in terms:
+        e = t.expr
+        if not isinstance(e, Contract):
+            continue
+        held = [_held(st, x) for x in (e.lhs, e.rhs)]
+        axes = {a for d in e.dims for a in held[0].get(d, ()) if a in held[1].get(d, ())}
+        for a in axes:
+            count[a] = count.get(a, 0) + 1
+    return {a for a, n in count.items() if n >= 2}
+
+
+def _held(st: LoweringState, e: Expr) -> dict[str, tuple[str, ...]]:
+    """Each dim's mesh axes in operand `e` as it stands, by the names the use gives them;
+    empty for an operand that is not a plain array."""
+    if not isinstance(e, Ref):
+        return {}
+    if e.layout is not None:
+        return {d.dim: tuple(d.axes) for d in e.layout.dims}
+    v = st.values.get(e.name)
+    if v is None:
+        return {}
+    dims = e.used_dims(tuple(d.dim for d in v.layout.dims))
+    return {n: tuple(d.axes) for n, d in zip(dims, v.layout.dims, strict=True)}
+
+
 MOVES = frozenset({"AllGather", "AllToAll"})
 """The steps that move a term's blocks to the sum's layout (`shared_steps`)."""
 
@@ -245,16 +283,24 @@ def blocks(layout: Layout) -> Blocks:
     return tuple(d.axes for d in layout.dims)
 
 
-def left_to_sum(p: EinsumPlan, gathered: frozenset[Blocks]) -> bool:
+def left_to_sum(
+    p: EinsumPlan, gathered: frozenset[Blocks], reducible: frozenset[str] = frozenset()
+) -> bool:
     """Whether the sum pays the steps that take this term to the sum's layout anyway, so the
-    term is ranked without them: reductions of partial sums (the sum is reduced once), or a
-    gather or AllToAll of blocks its operands already held sharded, or that an earlier term
-    left alike. A plan that slices its operands over an axis only to move the result back
-    over it pays the move: ranked as if the sum paid it, each term sliced over an idle axis to
-    save FLOPs and the sum gathered what no term needed sharded (an attention step's dIn
-    over X, where XLA moves nothing)."""
+    term is ranked without them: a reduction of partial sums over axes the sum reduces anyway
+    (`reducible`: two terms hold them as they stand, or an earlier term left them: GQA's dQ,
+    dK and dV terms of dIn, ReduceScattered once as Megatron-LM does), or a gather or
+    AllToAll of blocks its operands already held sharded, or that an earlier term left alike.
+    A term whose partial sums no other term shares pays their reduction: ranked as if the sum
+    paid it, an attention step's dKc term AllReduced dIn over Y (2.1 MB) where gathering the
+    1 kB WK avoids it, as XLA does. A plan that slices its operands over an axis only to move
+    the result back over it pays the move: ranked as if the sum paid it, each term sliced
+    over an idle axis to save FLOPs and the sum gathered what no term needed sharded (an
+    attention step's dIn over X, where XLA moves nothing)."""
     if not shared_steps(p.out_steps):
         return False
+    if not MOVES & {s.kind for s in p.out_steps}:
+        return {a for s in p.out_steps for a in s.axes} <= reducible
     moved = {a for s in p.out_steps if s.kind in MOVES for a in s.axes}
     sliced = {a for s in (*p.lhs_steps, *p.rhs_steps) if s.kind == "slice" for a in s.axes}
     # Blocks the operands already held sharded are the sum's to move, as before; blocks this
@@ -353,6 +399,7 @@ def plan_search(
     keep_partial: bool,
     hint: Layout | None = None,
     shared: frozenset[Blocks] | None = None,
+    reducible: frozenset[str] = frozenset(),
 ) -> Ranking:
     """The ranked plans of `lv ·_contract rv` and the objective that ranks them, searched
     once per statement shape: within a lowering the sizes, topology and chip are fixed, so
@@ -361,8 +408,10 @@ def plan_search(
     term): the product is one term of a gradient's sum, whose partial sums the sum reduces
     once, so a plan that ends in a reduction is ranked without it (Megatron-LM adds the
     input-gradient terms of grouped-query attention while partial and ReduceScatters the sum
-    once), as is a gather from the blocks `shared` names, which earlier terms left to the sum
-    (`left_to_sum`)."""
+    once where `reducible` holds its axes, as is a gather from the blocks `shared` names,
+    which earlier terms left to the sum (`left_to_sum`)."""
+    if shared is None:
+        reducible = frozenset()
     dtype = promote(lv.dtype, rv.dtype)
     names = {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *st.mesh}
     numeric = st.all_known(names)
@@ -381,6 +430,7 @@ def plan_search(
         keep_partial,
         hint,
         shared,
+        reducible,
     )
     measured = caches.measured.setdefault(shape, {})
 
@@ -448,7 +498,7 @@ def plan_search(
         comm = 0.0
         for t, low in zip(times[:3], floors, strict=True):
             comm += low if low is not None else t
-        if shared is not None and (floors[2] is not None or left_to_sum(p, shared)):
+        if shared is not None and (floors[2] is not None or left_to_sum(p, shared, reducible)):
             comm -= floors[2] if floors[2] is not None else times[2]  # the sum's, once
         collectives = len(p.collectives) if floors == (None, None, None) else 0
         # With every size known, rank by time (comms + compute: under the exact model the

@@ -68,11 +68,12 @@ SearchKey = tuple[
     bool,
     "Layout | None",
     "frozenset[Blocks] | None",
+    frozenset[str],
 ]
 """A contraction's statement shape, as the plan search sees it: the operands' layouts and
 dtypes, the contracted dims, the output dims, the request, whether partial sums are kept, the
 chain's hint and, for one term of a sum, where its earlier terms left their blocks for the
-sum to gather (`contract.plan_search`)."""
+sum to gather and the mesh axes the sum reduces anyway (`contract.plan_search`)."""
 
 Rank = tuple[int, float, float, int]
 """A plan's key in the ranking, smallest first (`contract.plan_search`)."""
@@ -193,6 +194,10 @@ class LoweringState:
     caches: PlanCaches = field(default_factory=PlanCaches)
     term_gathers: set[Blocks] = field(default_factory=set)
     """Where the terms of the sum being lowered so far left their blocks for the sum to gather
+    (`contract.contract`); emptied by each statement that is not a term."""
+    term_reduced: set[str] = field(default_factory=set)
+    """The mesh axes whose partial sums the sum being lowered reduces anyway: held by two of
+    its terms as they stand (`contract.natural_partials`), or left by an earlier term
     (`contract.contract`); emptied by each statement that is not a term."""
 
     # ---- sizes -------------------------------------------------------------------------------

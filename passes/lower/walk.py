@@ -131,6 +131,15 @@ def walk(st: LoweringState, program: Program) -> CompiledProgram:
                 st.values[name] = st.emit(Input(v, stmt.span))
                 st.arrays[name] = v
             case Assign():
+                prev = program.statements[i - 1] if i else None
+                if stmt.partial and not (isinstance(prev, Assign) and prev.partial):
+                    # The first term of a sum: the partial sums its terms share
+                    run: list[Assign] = []
+                    for s in program.statements[i:]:
+                        if not (isinstance(s, Assign) and s.partial):
+                            break
+                        run.append(s)
+                    st.term_reduced = contraction.natural_partials(st, run)
                 assign(st, stmt)
         if st.failed:
             break
@@ -160,6 +169,7 @@ def walk(st: LoweringState, program: Program) -> CompiledProgram:
 def assign(st: LoweringState, stmt: Assign) -> None:
     if not stmt.partial:
         st.term_gathers.clear()  # the terms' sum, or no sum: no gather is left pending
+        st.term_reduced.clear()
     target = stmt.target
     tid = target if target not in st.values else st.fresh(target)
     start = len(st.ops)

@@ -173,6 +173,32 @@ def test_the_terms_of_a_gradient_are_summed_before_their_alltoall() -> None:
     ]
 
 
+ATTENTION_BACKWARD_ONE_PARTIAL_TERM = """\
+mesh X=1, Y=4
+dim B=256, T=64, S=64, D=64, F=8
+hardware tpu-v5e
+In: bf16[B_X, T, D]
+param WQ: bf16[D, F]
+param WK: bf16[D_X, F_Y]
+Q = In ·_D WQ
+Kc = In[B_X, T->S_Y, D] ·_D WK
+Out[B, T, S] = Q ·_F Kc
+backward
+"""
+
+
+def test_a_term_whose_partial_sums_no_other_term_shares_pays_their_reduction() -> None:
+    """WK sharded over F on Y: dIn's dKc term kept partial sums over Y and was ranked without
+    their reduction, so the sum was AllReduced over Y (2.1 MB, 75.9 us) where XLA moves the
+    1 kB WK and gathers dIn (38 us): "XLA cheaper". No other term holds partial sums over Y,
+    so the term now pays the reduction and moves WK instead."""
+    back = _row(_check(ATTENTION_BACKWARD_ONE_PARTIAL_TERM), "backward")
+    assert back.verdict in FINE, back
+    assert [(c.op, c.array) for c in back.ours if c.array.startswith("dIn")] == [
+        ("AllGather", "dIn_1+dIn_2")
+    ]
+
+
 def test_the_backward_pass_is_compared_with_xla_autodiff(tmp_path: Path) -> None:
     """Data parallelism: the weight gradients' AllReduces on both sides, the same FLOPs."""
     text = (
