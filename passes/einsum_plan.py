@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -111,6 +111,13 @@ class _Space:
     one costs less."""
     reordered: set[Layouts] = dataclasses.field(default_factory=set)
     """The (targets, local and final layouts) of plans found only by `reorder`."""
+    loose: frozenset[tuple[str, str | None]] = frozenset()
+    """The roles of `extra` that move an axis onto a free dim no operand holds it on (`_space`):
+    their plans come after the others (ties keep their winner) and bound no refinement
+    (`_refine_best`), so the alternatives a decision lists stay as without them."""
+
+    def is_loose(self, p: EinsumPlan) -> bool:
+        return bool(self.loose) and any(r in self.loose for r in p.roles)
 
     def widened(self, p: EinsumPlan) -> bool:
         """Whether `p` gives some axis a role beyond the book's cases (`extra`) or orders a
@@ -308,6 +315,7 @@ def _space(
     involved.sort(key=lambda a: mesh_order.index(a) if a in mesh_order else len(mesh_order))
     choices: list[tuple[str | None, ...]] = []
     extra: frozenset[tuple[str, str | None]] = frozenset()
+    loose: frozenset[tuple[str, str | None]] = frozenset()
     for a in involved:
         opts: list[str | None] = []
         for lay in (lhs, rhs, requested, hint):
@@ -332,6 +340,11 @@ def _space(
         # under `--objective statement`, whose regions stay the book's two strategies.
         # Each axis an operand holds may move within it (an AllToAll) to any of its dims, or
         # to a contracted dim of the product (partial sums reduced after).
+        # An axis may also leave its operand's dim for a free dim of the other operand,
+        # sliced there for free (`C[I_X, K] = A[I_YZ, J] ·_J B[J_X, K]` on 16 H100s moves
+        # Y and Z onto B's K: A is resharded to `[I_X, J]`, B gathers J over X alone).
+        free = [d for d in (*lhs.dim_names, *rhs.dim_names) if d not in contract]
+
         def more(a: str) -> tuple[str, ...]:
             held = [d for lay in (lhs, rhs) if a in lay.used_axes for d in lay.dim_names]
             return tuple(dict.fromkeys((*(d for d in held if d not in contract), *contract)))
@@ -339,6 +352,12 @@ def _space(
         widened = [
             (*c, *(d for d in more(a) if d not in c))
             for a, c in zip(involved, choices, strict=True)
+        ]
+        loose = frozenset(
+            (a, d) for a, w in zip(involved, widened, strict=True) for d in free if d not in w
+        )
+        widened = [
+            (*w, *(d for d in free if d not in w)) for a, w in zip(involved, widened, strict=True)
         ]
         extra = frozenset(
             (a, d) for a, c, w in zip(involved, choices, widened, strict=True) for d in w[len(c) :]
@@ -385,6 +404,7 @@ def _space(
         hint,
         extra,
         idle and wide and model == "exact",
+        loose=loose,
     )
 
 
@@ -451,7 +471,10 @@ def _enumerate(space: _Space, search: bool) -> list[EinsumPlan]:
     seen: set[Layouts] = set()
     reshards: dict[tuple[str | Layout, ...], list[Step] | None] = {}
     out: list[EinsumPlan] = []
-    for combo in itertools.product(*space.choices):
+    combos: Iterable[tuple[str | None, ...]] = itertools.product(*space.choices)
+    if space.loose:  # the loose roles' plans after the others (`_Space.loose`)
+        combos = sorted(combos, key=lambda c: any(r in space.loose for r in _roles(space, c)))
+    for combo in combos:
         p = space.plan(combo, seen, search, reshards)
         if p is not None:
             out.append(p)
@@ -461,6 +484,10 @@ def _enumerate(space: _Space, search: bool) -> list[EinsumPlan]:
                 space.reordered.add((q.lhs_target, q.rhs_target, q.local_out, q.final))
                 out.append(q)
     return out
+
+
+def _roles(space: _Space, combo: tuple[str | None, ...]) -> Iterable[tuple[str, str | None]]:
+    return zip(space.involved, combo, strict=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -587,8 +614,9 @@ def _refine_best(
         ):
             continue
         out[i] = refined = space.refine(p)
-        sig, value = plan_signature(refined), objective(refined)
-        best[sig] = min(best.get(sig, value), value)
+        if not space.is_loose(p):
+            sig, value = plan_signature(refined), objective(refined)
+            best[sig] = min(best.get(sig, value), value)
     return out
 
 

@@ -454,9 +454,12 @@ class _Search:
             # ReduceScatter onto the dim the target gives the axes, joined by partial sums the
             # target shards nowhere (gathered after: RS_XY then AllGather_Y beats RS_X then
             # AllReduce_Y, one scatter over more links)
+            # Or onto another dim than their own, moved home by an AllToAll after:
+            # `[I, K]{U_XY} -> [I_Y, K_X]` on a 2x4 v5e as RS_YX onto I, then AllToAll X.
             spare = [a for a in sorted(free) if a not in self.wanted]
             for j in self.dims:
-                cand = [a for a in target[j] if a in free] + spare
+                cand = [a for a in target[j] if a in free]
+                cand += [a for a in sorted(free) if a not in cand and a in self.wanted] + spare
                 for r in range(1, len(cand) + 1):
                     for perm in itertools.permutations(cand, r):
                         run = "".join(perm)

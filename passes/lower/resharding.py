@@ -4,6 +4,7 @@ plan, each step emitted with its reason, and a layout an earlier step made is re
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
@@ -72,23 +73,57 @@ def shared_reshard(
         return reshard(st, v, want, span, why, name)
     sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)
     src = cached_source(st, v, want, sizes, pricing)
-    mid = coarsest_common(src.layout, want)
     own = plan_reshard(src.layout, want, sizes, pricing)
-    there = plan_reshard(src.layout, mid, sizes, pricing)
-    on = plan_reshard(mid, want, sizes, pricing)
-    if own is None or there is None or on is None or mid in (src.layout, want):
+    if own is None:
         return reshard(st, v, want, span, why, name)
-    options = sorted(
-        [
-            (pricing.time(own, sizes), 0, own),
-            (pricing.time([*there, *on], sizes), 1, [*there, *on]),
-        ],
-        key=lambda o: (o[0], o[1]),
-    )
-    if [s.dst for s in options[0][2]] == [s.dst for s in options[1][2]]:
-        options = options[:1]
+    options = [(pricing.time(own, sizes), 0, own)]
+    # Through the layout the two share (gathered once, both slice it), and through the
+    # cheapest partial gather of the source on the way there (`partial_gathers`: a later
+    # statement may read that copy, as `R0[I, J_XY] = A[I_XY, J]` on a 4x4 v5p gathers Y,
+    # AllToAlls X and slices Y, leaving `[I_X, J]` for a product reading A).
+    common = coarsest_common(src.layout, want)
+    through = []
+    for mid in partial_gathers(src.layout, common):
+        there = plan_reshard(src.layout, mid, sizes, pricing)
+        on = plan_reshard(mid, want, sizes, pricing)
+        if there is not None and on is not None and mid != want:
+            steps = [*there, *on]
+            through.append((pricing.time(steps, sizes), mid != common, steps))
+    through.sort(key=lambda o: (o[0], o[1]))
+    for o in (through[:1] + [o for o in through if not o[1]])[:2]:
+        options.append((o[0], len(options), o[2]))
+    options.sort(key=lambda o: (o[0], o[1]))
+    kept, seen = [], set()
+    for o in options:
+        key = tuple(s.dst for s in o[2])
+        if key not in seen:
+            seen.add(key)
+            kept.append(o)
+    options = kept
+    if len(options) == 1:
+        return apply_steps(st, src, options[0][2], span, lambda s: why)
     r = st.chooser.rank(ordinal, [t for t, _, _ in options])  # type: ignore[union-attr]
     return apply_steps(st, src, options[r][2], span, lambda s: why)
+
+
+def partial_gathers(src: Layout, common: Layout) -> list[Layout]:
+    """The layouts between `src` and `common` (a gather of it, `coarsest_common`): each dim
+    keeps a prefix of its axes in `src` at least as long as in `common`; `src` left out.
+
+    >>> src = Layout.of({"I": ("X", "Y"), "J": ()})
+    >>> [m.format("A") for m in partial_gathers(src, Layout.of({"I": (), "J": ()}))]
+    ['A[I, J]', 'A[I_X, J]']
+    """
+    keep = [range(len(c.axes), len(d.axes) + 1) for d, c in zip(src.dims, common.dims, strict=True)]
+    out = []
+    for ks in itertools.product(*keep):
+        mid = Layout(
+            tuple(DimSharding(d.dim, d.axes[:k]) for d, k in zip(src.dims, ks, strict=True)),
+            common.unreduced,
+        )
+        if mid != src:
+            out.append(mid)
+    return out
 
 
 def coarsest_common(a: Layout, b: Layout) -> Layout:

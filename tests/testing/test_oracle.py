@@ -317,6 +317,51 @@ def test_the_whole_program_misses(program, hand, most):
     assert cheaper_plans(program, hands=[head + "\n" + hand]) == []
 
 
+# Misses a hunt over more random programs than CI draws found (the `slow` property's
+# draws), each now a regression test: (program, the hand plan, the most the compile may cost:
+# T_lower, seconds).
+HUNT_MISSES = [
+    # A reshard whose intermediate a later statement reads: R0 gathered A over XY (6.34 us)
+    # and the product sliced `[I_X, J]` from it; gathering Y (leaving `[I_X, J]` for the
+    # product), an AllToAll of X and a slice of Y cost 6.32 us (passes/lower/resharding.py,
+    # `partial_gathers`).
+    (
+        "mesh X=4, Y=4\ndim I=256, J=64, K=4096\nhardware tpu-v5p\nA: f32[I_XY, J]\n"
+        "B: f32[J, K_Y]\nE: f32[I_Y, K]\nR0[I, J_XY] = A\nC[I_X, K] = A ·_J B\n",
+        "R0h[I_X, J] = A\nR0[I, J_XY] = R0h\nC[I_X, K] = A ·_J B\n",
+        1.7781e-05,
+    ),
+    # Partial sums over XY into `[I_Y, K_X]`: ReduceScatter_Y onto I, then _X onto K (6.55
+    # us) lost to ReduceScatter_YX onto I and an AllToAll of X to K (6.46 us): a scatter
+    # onto another dim than the axis's own (passes/reshard_search.py).
+    (
+        "mesh X=2, Y=4\ndim I=128, J=512, K=512\nhardware tpu-v5e\nA: bf16[I, J_X]\n"
+        "B: bf16[J_XY, K]\nE: bf16[I_YX, K]\nC[I_Y, K_X] = A ·_J B\nR1[I_Y, J_X] = A\n"
+        "D2[I_XY, K] = C + E\n",
+        "Ch[I_YX, K] = A ·_J B\nC[I_Y, K_X] = Ch\nR1[I_Y, J_X] = A\nD2[I_XY, K] = C + E\n",
+        1.0821e-05,
+    ),
+    # Axes an operand holds on a free dim moved onto the other operand's free dim: on 16
+    # H100s A's Y and Z leave I for B's K (sliced for free), so B gathers J over X alone:
+    # 39.8 us, where the compiler's plan gathered B over XYZ (48.4 us) and a hand plan
+    # reaching `[I_X, J]` by a permute and an AllToAll cost 44.0 us (passes/einsum_plan.py,
+    # `_Space.loose`).
+    (
+        "mesh X=4, Y=2, Z=2\ndim I=4096, J=1024, K=4096\nhardware h100\nA: bf16[I_YZ, J]\n"
+        "B: bf16[J_X, K]\nC[I_X, K] = A ·_J B\n",
+        "Ah[I_X, J_YZ] = A\nAh2 = AllToAll_{Z,I}(Ah)\nC[I_X, K] = Ah2 ·_J B\n",
+        3.979e-05,
+    ),
+]
+
+
+@pytest.mark.parametrize("program, hand, most", HUNT_MISSES)
+def test_the_misses_a_longer_hunt_found(program, hand, most):
+    assert shardc.compile(program).value("t_lower_s") <= most
+    head = "\n".join(line for line in program.splitlines() if " = " not in line)
+    assert cheaper_plans(program, hands=[head + "\n" + hand]) == []
+
+
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
