@@ -44,6 +44,7 @@ from shardc.passes.lower.chain import JointPick
 from shardc.passes.lower.elementwise import combine, cost_steps, unary, wide_layouts, wide_search
 from shardc.passes.lower.explicit import explicit_collective
 from shardc.passes.lower.resharding import (
+    cached_source,
     coarsest_common,
     copies_of,
     names_read,
@@ -302,12 +303,43 @@ def elementwise(
     operands are aligned: also through the unary functions around a `Binary` (`neg(A + b)`
     keeps the layout `A + b` takes, so moving the small `b` to the request can beat moving
     the result, as XLA's partitioner does)."""
+    if isinstance(e, Call):
+        on_copy = _calls_on_copy(st, e, target, request)
+        if on_copy is not None:
+            return on_copy
     match e:
         case Binary():
             return binary(st, e, target, request)
         case Call(fn=fn, args=(Binary() | Call() as inner,)):
             return unary(st, fn, elementwise(st, inner, target, request), e.span)
     return expr(st, e, target)
+
+
+def _calls_on_copy(st: LoweringState, e: Call, target: str, request: Layout | None) -> Value | None:
+    """Unary calls on an array (`gelu(E)`, `neg(exp(E))`) run on it brought to `request`
+    from a copy an earlier reshard made (`cached_source`), where that costs less than from
+    the array itself: the result then needs no reshard (`S1[K] = Sum_{I}(E[I_XY, K]);
+    D2[I, K] = gelu(E)` gathers E once, not E and gelu(E)). None otherwise."""
+    calls: list[Call] = []
+    inner: Expr = e
+    while isinstance(inner, Call) and len(inner.args) == 1:
+        calls.append(inner)
+        inner = inner.args[0]
+    here = peek_array(st, inner)
+    if here is None or request is None or here.dims != request.dim_names:
+        return None
+    if not copies_of(st, here) or not st.all_known({*here.dims, *st.mesh}):
+        return None
+    sizes, pricing = st.known_sizes(), st.pricing(here.dtype, here.dims)
+    if cached_source(st, here, request, sizes, pricing) is here:
+        return None
+    v = expr(st, inner, target)
+    if v is not None:
+        why = f"{calls[-1].fn} runs on a copy an earlier reshard made"
+        v = reshard(st, v, request, e.span, why)
+    for call in reversed(calls):
+        v = unary(st, call.fn, v, call.span)
+    return v
 
 
 def binary(
