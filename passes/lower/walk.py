@@ -41,7 +41,15 @@ from shardc.passes.ir import (
 from shardc.passes.layout_cost import local_bytes
 from shardc.passes.lower import contract as contraction
 from shardc.passes.lower.chain import JointPick
-from shardc.passes.lower.elementwise import combine, cost_steps, unary, wide_layouts, wide_search
+from shardc.passes.lower.elementwise import (
+    best_alignment,
+    cheapest_copy,
+    combine,
+    cost_steps,
+    unary,
+    wide_layouts,
+    wide_search,
+)
 from shardc.passes.lower.explicit import explicit_collective
 from shardc.passes.lower.resharding import (
     cached_source,
@@ -382,6 +390,25 @@ def operand(
             for call in reversed(calls):
                 v = unary(st, call.fn, v, call.span)
             return v
+    if calls and isinstance(inner, Ref) and inner.layout is None and ahead is not None:
+        # The calls on a copy of the array an earlier reshard made, where aligning from it
+        # costs less (`cheapest_copy`)
+        here = peek_array(st, inner)
+        if here is not None and here.dims == tuple(inner.source_dims(here.dims)):
+            v = cheapest_copy(st, here, ahead, request)
+            if v is not here:
+                # sliced first where the alignment takes a slice of the copy
+                best = best_alignment(st, v, ahead, request)
+                want = (
+                    None
+                    if best is None
+                    else Layout(tuple(DimSharding(d, best.layout.axes_of(d)) for d in v.dims))
+                )
+                if want is not None and coarsest_common(v.layout, want) == v.layout:
+                    v = reshard(st, v, want, e.span, "sliced before the call") or v
+                for call in reversed(calls):
+                    v = unary(st, call.fn, v, call.span)
+                return v
     if not isinstance(inner, Binary) or ahead is None or not wide_search(st, ahead.dims):
         return expr(st, e, target)
     v = binary(st, inner, target, None, (ahead, request))

@@ -363,6 +363,28 @@ HUNT_MISSES = [
         "D2[I, K] = gelu(Eh2)\n",
         2.274e-06,
     ),
+    # An elementwise op reading a copy a reshard made: D1's reshard left C in `[I_X, K_YZ]`,
+    # where exp(E) is, and D2 moved exp(E) to C's own `[I_XYZ, K]` (16.1 us); it now
+    # multiplies there and moves the product (14.1 us; passes/lower/elementwise.py,
+    # `cheapest_copy`).
+    (
+        "mesh X=2, Y=2, Z=2\ndim I=32, J=128, K=32\nhardware tpu-v5e\nA: bf16[I, J_ZXY]\n"
+        "B: bf16[J, K_YXZ]\nE: bf16[I_X, K_YZ]\nC[I_XYZ, K] = A ·_J B\n"
+        "D1[I_Y, K_Z] = C + E\nD2[I, K_XYZ] = exp(E) * C\n",
+        "C[I_XYZ, K] = A ·_J B\nD1[I_Y, K_Z] = C + E\nD2h[I, K_YZX] = exp(E) * C\n"
+        "D2[I, K_XYZ] = D2h\n",
+        1.4065e-05,
+    ),
+    # A call on an operand an earlier reshard gathered: exp ran on E's own blocks, whose
+    # product was permuted and gathered (12.0 us); exp now runs on a slice of R0's gathered
+    # copy and nothing moves (8.0 us). The hunt's hand plan: 11.0 us.
+    (
+        "mesh X=2, Y=4\ndim I=32, J=32, K=128\nhardware h100\nA: bf16[I, J_X]\n"
+        "B: bf16[J_Y, K]\nE: bf16[I, K_YX]\nR0[I, K] = E\nC[I, K_X] = A ·_J B\n"
+        "D2[I, K_X] = exp(E) * C\n",
+        "R0[I, K] = E\nC[I, K_X] = A ·_J B\nEh[I_Y, K_X] = E\nD2[I, K_X] = exp(Eh) * C\n",
+        8.026e-06,
+    ),
 ]
 
 
