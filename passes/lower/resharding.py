@@ -60,6 +60,21 @@ def shared_reshard(
     R1 and gather it again for R2 (6.0 us)."""
     ordinal = SHARED_ORDINAL + st.reshard_statements
     st.reshard_statements += 1
+    found = shared_options(st, v, want)
+    if found is None:
+        return reshard(st, v, want, span, why, name)
+    src, options = found
+    r = 0
+    if len(options) > 1:
+        r = st.chooser.rank(ordinal, [t for t, _ in options])  # type: ignore[union-attr]
+    return apply_steps(st, src, options[r][1], span, lambda s: why)
+
+
+def shared_options(
+    st: LoweringState, v: Value, want: Layout
+) -> tuple[Value, list[tuple[float, list[Step]]]] | None:
+    """`shared_reshard`'s options from `v` to `want`, cheapest first (its own plan first on
+    ties), with the copy of `v` they start from; None where it has no choice to make."""
     if (
         not hasattr(st.chooser, "rank")
         or v.layout == want
@@ -70,12 +85,12 @@ def shared_reshard(
         or want.unreduced
         or not st.all_known({*v.layout.dim_names, *st.mesh})
     ):
-        return reshard(st, v, want, span, why, name)
+        return None
     sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)
     src = cached_source(st, v, want, sizes, pricing)
     own = plan_reshard(src.layout, want, sizes, pricing)
     if own is None:
-        return reshard(st, v, want, span, why, name)
+        return None
     options = [(pricing.time(own, sizes), 0, own)]
     # Through the layout the two share (gathered once, both slice it), and through the
     # cheapest partial gather of the source on the way there (`partial_gathers`: a later
@@ -93,17 +108,14 @@ def shared_reshard(
     for o in (through[:1] + [o for o in through if not o[1]])[:2]:
         options.append((o[0], len(options), o[2]))
     options.sort(key=lambda o: (o[0], o[1]))
-    kept, seen = [], set()
-    for o in options:
-        key = tuple(s.dst for s in o[2])
+    kept: list[tuple[float, list[Step]]] = []
+    seen = set()
+    for t, _, steps in options:
+        key = tuple(s.dst for s in steps)
         if key not in seen:
             seen.add(key)
-            kept.append(o)
-    options = kept
-    if len(options) == 1:
-        return apply_steps(st, src, options[0][2], span, lambda s: why)
-    r = st.chooser.rank(ordinal, [t for t, _, _ in options])  # type: ignore[union-attr]
-    return apply_steps(st, src, options[r][2], span, lambda s: why)
+            kept.append((t, steps))
+    return src, kept
 
 
 def partial_gathers(src: Layout, common: Layout) -> list[Layout]:

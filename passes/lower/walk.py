@@ -52,11 +52,14 @@ from shardc.passes.lower.elementwise import (
 )
 from shardc.passes.lower.explicit import explicit_collective
 from shardc.passes.lower.resharding import (
+    SHARED_ORDINAL,
+    apply_steps,
     cached_source,
     coarsest_common,
     copies_of,
     names_read,
     reshard,
+    shared_options,
     shared_reshard,
 )
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
@@ -313,6 +316,8 @@ def elementwise(
     the result, as XLA's partitioner does)."""
     if isinstance(e, Call):
         on_copy = _calls_on_copy(st, e, target, request)
+        if on_copy is None:
+            on_copy = _calls_shared(st, e, request)
         if on_copy is not None:
             return on_copy
     match e:
@@ -321,6 +326,39 @@ def elementwise(
         case Call(fn=fn, args=(Binary() | Call() as inner,)):
             return unary(st, fn, elementwise(st, inner, target, request), e.span)
     return expr(st, e, target)
+
+
+def _calls_shared(st: LoweringState, e: Call, request: Layout | None) -> Value | None:
+    """Unary calls on an array a later statement reads again, into `request`: the calls on
+    the array and their result resharded (as before), or, where the whole-program search
+    picks it, the array brought to `request` through a layout a later statement can slice
+    (`shared_options`, as a reshard statement is) and the calls run there: `D0[I_X, K_Y] =
+    gelu(E[I_YX, K]); S1[K_XY] = Sum_{I}(E)` on a v5p 4x2 gathers E over X once for both
+    (5.5 us) rather than permute gelu(E) and scatter the sum (8.1 us). None: as before."""
+    calls: list[Call] = []
+    inner: Expr = e
+    while isinstance(inner, Call) and len(inner.args) == 1:
+        calls.append(inner)
+        inner = inner.args[0]
+    if request is None or not isinstance(inner, Ref) or inner.layout is not None:
+        return None
+    here = peek_array(st, inner)
+    if here is None or here.dims != request.dim_names:
+        return None
+    ordinal = SHARED_ORDINAL + st.reshard_statements
+    st.reshard_statements += 1
+    found = shared_options(st, here, request)
+    if found is None or len(found[1]) == 1:
+        return None
+    src, options = found
+    r = st.chooser.rank(ordinal, [t for t, _ in options])  # type: ignore[union-attr]
+    if r == 0:
+        return None
+    why = f"{calls[-1].fn} runs on {st.fmt(request, here.array)}, gathered once for later reads"
+    v: Value | None = apply_steps(st, src, options[r][1], e.span, lambda s: why)
+    for call in reversed(calls):
+        v = unary(st, call.fn, v, call.span)
+    return v
 
 
 def _calls_on_copy(st: LoweringState, e: Call, target: str, request: Layout | None) -> Value | None:
