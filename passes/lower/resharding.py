@@ -63,18 +63,27 @@ def shared_reshard(
     found = shared_options(st, v, want)
     if found is None:
         return reshard(st, v, want, span, why, name)
-    src, options = found
+    src, own, through = found
+    options = sorted(
+        [(own[0], 0, own[1]), *((t, i + 1, steps) for i, (t, steps) in enumerate(through))],
+        key=lambda o: (o[0], o[1]),
+    )
     r = 0
     if len(options) > 1:
-        r = st.chooser.rank(ordinal, [t for t, _ in options])  # type: ignore[union-attr]
-    return apply_steps(st, src, options[r][1], span, lambda s: why)
+        r = st.chooser.rank(ordinal, [t for t, _, _ in options])  # type: ignore[union-attr]
+    return apply_steps(st, src, options[r][2], span, lambda s: why)
+
+
+Option = tuple[float, list[Step]]
+"""A way to reshard: its time and its steps."""
 
 
 def shared_options(
     st: LoweringState, v: Value, want: Layout
-) -> tuple[Value, list[tuple[float, list[Step]]]] | None:
-    """`shared_reshard`'s options from `v` to `want`, cheapest first (its own plan first on
-    ties), with the copy of `v` they start from; None where it has no choice to make."""
+) -> tuple[Value, Option, list[Option]] | None:
+    """`shared_reshard`'s options from `v` to `want`: the copy of `v` they start from, its
+    own plan, and the plans through layouts later statements may slice (cheapest first, each
+    moving otherwise than the own plan); None where it has no choice to make."""
     if (
         not hasattr(st.chooser, "rank")
         or v.layout == want
@@ -91,7 +100,6 @@ def shared_options(
     own = plan_reshard(src.layout, want, sizes, pricing)
     if own is None:
         return None
-    options = [(pricing.time(own, sizes), 0, own)]
     # Through the layout the two share (gathered once, both slice it), and through the
     # cheapest partial gather of the source on the way there (`partial_gathers`: a later
     # statement may read that copy, as `R0[I, J_XY] = A[I_XY, J]` on a 4x4 v5p gathers Y,
@@ -105,17 +113,14 @@ def shared_options(
             steps = [*there, *on]
             through.append((pricing.time(steps, sizes), mid != common, steps))
     through.sort(key=lambda o: (o[0], o[1]))
-    for o in (through[:1] + [o for o in through if not o[1]])[:2]:
-        options.append((o[0], len(options), o[2]))
-    options.sort(key=lambda o: (o[0], o[1]))
-    kept: list[tuple[float, list[Step]]] = []
-    seen = set()
-    for t, _, steps in options:
+    kept: list[Option] = []
+    seen = {tuple(s.dst for s in own)}
+    for t, _, steps in (through[:1] + [o for o in through if not o[1]])[:2]:
         key = tuple(s.dst for s in steps)
         if key not in seen:
             seen.add(key)
             kept.append((t, steps))
-    return src, kept
+    return src, (pricing.time(own, sizes), own), kept
 
 
 def partial_gathers(src: Layout, common: Layout) -> list[Layout]:

@@ -397,6 +397,16 @@ HUNT_MISSES = [
         "R2[I, J_Y] = A\n",
         7.387e-06,
     ),
+    # A sum whose array a later statement reads: the sum scattered its partial sums and R1
+    # AllToAlled E (6.0 us); E is now gathered once, and the sum and R1 slice it (3.0 us;
+    # passes/lower/walk.py, `_sum_shared`).
+    (
+        "mesh X=2, Y=4\ndim I=8, J=2048, K=8\nhardware tpu-v5e\nA: f32[I_YX, J]\n"
+        "B: f32[J_YX, K]\nE: f32[I_Y, K]\nS0[K_XY] = Sum_{I}(E)\nR1[I, K_XY] = E\n"
+        "S2[I_Y] = Sum_{K}(E)\n",
+        "S0h[K] = Sum_{I}(E)\nS0[K_XY] = S0h\nR1[I, K_XY] = E\nS2[I_Y] = Sum_{K}(E)\n",
+        3.005e-06,
+    ),
 ]
 
 
