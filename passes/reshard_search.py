@@ -160,6 +160,14 @@ class _Search:
         # Permutes into finer blocks (the exact model; the book's has no such collective):
         # priced over their pairs, so only where those can be listed.
         self.finer = pricing.model == "exact" and math.prod(self.sizes.values()) <= 64
+        # With `finer`, the dims neither layout shards, where an idle axis may be sliced too
+        # (then gathered): `[I, J_XY] -> [I, J_Y]` on 16 H100s slices Z onto I, gathers XY
+        # (a quarter of the bytes over the slow X), slices Y and gathers Z.
+        self.spare = (
+            [i for i in range(len(self.target)) if i not in self.dims]
+            if self.finer and self.idle
+            else []
+        )
         self._gather_bound: dict[float, float] = {}
         self._reduce_bound: dict[frozenset[str], float] = {}
         self._layouts: dict[State, Layout] = {}
@@ -416,7 +424,7 @@ class _Search:
         gathers = any(kept[i] < len(dims[i]) for i in self.dims)
         for a in self.idle:  # an idle axis onto a dim that still gathers (then both at once)
             if a not in used:  # or, with `finer`, onto any dim while another gathers
-                for i in self.dims:
+                for i in (*self.dims, *(self.spare if gathers else ())):
                     if (kept[i] < len(dims[i]) or self.finer and gathers) and fits(
                         i, shape[i] * size[a]
                     ):
@@ -430,7 +438,7 @@ class _Search:
                         )
         if last != "AllGather" or self.repeat:  # the innermost axes of dims past their prefix
             ranges = [
-                range(len(dims[i]) - kept[i] + 1) if i in self.dims else range(1)
+                range(len(dims[i]) - kept[i] + 1) if i in self.dims or dims[i] else range(1)
                 for i in range(len(dims))
             ]
             for ks in itertools.islice(itertools.product(*ranges), 1, None):
