@@ -348,16 +348,17 @@ def _calls_shared(st: LoweringState, e: Call, request: Layout | None) -> Value |
     ordinal = SHARED_ORDINAL + st.reshard_statements
     st.reshard_statements += 1
     found = shared_options(st, here, request)
-    if found is None or not found[2]:
+    if found is None:
         return None
     src, own, through = found
     # First the calls on the array with their result resharded (as before), priced as the
-    # array's own reshard
-    r = st.chooser.rank(ordinal, [own[0], *(t for t, _ in through)])  # type: ignore[union-attr]
+    # array's own reshard; then the array resharded (its copies left for later reads)
+    tail = sorted([own, *through], key=lambda o: o[0])
+    r = st.chooser.rank(ordinal, [own[0], *(t for t, _ in tail)])  # type: ignore[union-attr]
     if r == 0:
         return None
     why = f"{calls[-1].fn} runs on {st.fmt(request, here.array)}, gathered once for later reads"
-    v: Value | None = apply_steps(st, src, through[r - 1][1], e.span, lambda s: why)
+    v: Value | None = apply_steps(st, src, tail[r - 1][1], e.span, lambda s: why)
     for call in reversed(calls):
         v = unary(st, call.fn, v, call.span)
     return v
@@ -585,17 +586,19 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
         return None
     whole = Layout(tuple(DimSharding(d, () if d in e.dims else request.axes_of(d)) for d in a.dims))
     found = shared_options(st, a, whole)
-    if found is None or not found[2]:
+    if found is None:
         return None
-    src, _, through = found
+    src, own, through = found
     before = _summed_cost(st, a, e.dims, request)
     if before is None:
         return None
-    r = st.chooser.rank(ordinal, [before, *(t for t, _ in through)])  # type: ignore[union-attr]
+    # First the sum's own plan; then the array resharded (its copies left for later reads)
+    tail = sorted([own, *through], key=lambda o: o[0])
+    r = st.chooser.rank(ordinal, [before, *(t for t, _ in tail)])  # type: ignore[union-attr]
     if r == 0:
         return None
     why = f"Sum_{{{','.join(e.dims)}}} runs on {st.fmt(whole, a.array)}, gathered once"
-    return apply_steps(st, src, through[r - 1][1], e.span, lambda s: why)
+    return apply_steps(st, src, tail[r - 1][1], e.span, lambda s: why)
 
 
 def summed_layout(
