@@ -340,19 +340,27 @@ def _from_copies(
     then: Then | None,
     options: list[Alignment],
 ) -> tuple[Value, Value, list[Alignment]]:
-    """The operands, or copies of them earlier reshards made, where an alignment from those
-    costs strictly less (`cheapest_copy`, each operand's copy for the other as it is), with
-    their alignments."""
-    if then is not None or unreduced or not options:
+    """The operands, or copies of them earlier reshards made (`copies_of`, without partial
+    sums), where an alignment from those costs strictly less, with their alignments: `S1[I_Y]
+    = Sum_{K}(E); D2[I, K] = E + E` adds the copy of E the sum gathered to itself. Only
+    where every size is known."""
+    names = {*big.dims, *small.dims, *st.mesh}
+    if then is not None or unreduced or not options or not st.all_known(names):
         return big, small, options
-    b, s = cheapest_copy(st, big, small, request), cheapest_copy(st, small, big, request)
-    if b is big and s is small:
+    bigs = [u for u in copies_of(st, big, 4) if not u.layout.unreduced]
+    smalls = [u for u in copies_of(st, small, 4) if not u.layout.unreduced]
+    if not bigs and not smalls:
         return big, small, options
-    opts = _alignments(st, b, s, unreduced, request, then)
-    best = min(plan_key(a.cost, a.elements, 0) for a in options)
-    if opts and min(plan_key(a.cost, a.elements, 0) for a in opts) < best:
-        return b, s, opts
-    return big, small, options
+    best = (min(plan_key(a.cost, a.elements, 0) for a in options), big, small, options)
+    for b, s in itertools.product([big, *bigs], [small, *smalls]):
+        if b is big and s is small:
+            continue
+        opts = _alignments(st, b, s, unreduced, request, then)
+        if opts:
+            key = min(plan_key(a.cost, a.elements, 0) for a in opts)
+            if key < best[0]:
+                best = (key, b, s, opts)
+    return best[1], best[2], best[3]
 
 
 def _alignments(

@@ -429,6 +429,17 @@ HUNT_MISSES = [
         "S2[K_YX] = Sum_{I}(E)\n",
         4.16e-06,
     ),
+    # An elementwise op of an array with itself after a sum: the sum scattered its partial
+    # sums and E + E was gathered (8.1 us for the program); the sum now gathers E (the shared
+    # choice point) and E + E adds that copy to itself (5.1 us; `_from_copies` tries both
+    # operands' copies).
+    (
+        "mesh X=2, Y=4\ndim I=128, J=32, K=128\nhardware tpu-v5e\nA: f32[I_Y, J_X]\n"
+        "B: f32[J_X, K_Y]\nE: f32[I, K_Y]\nR0[J, K_Y] = B\nS1[I_Y] = Sum_{K}(E)\n"
+        "D2[I, K] = E + E\n",
+        "R0[J, K_Y] = B\nS1[I_Y] = Sum_{K}(E)\nEh[I, K] = E\nD2[I, K] = Eh + Eh\n",
+        5.138e-06,
+    ),
 ]
 
 
