@@ -451,7 +451,10 @@ class _Search:
         for i in self.dims:  # AllToAll of an innermost run to a dim the target gives it
             for k in range(1, len(dims[i]) - kept[i] + 1):
                 run = dims[i][-k:]
-                for j in sorted({home[a] for a in run if a in home} - {i}):
+                # (with `finer`, to any other dim: `[I_YZ, J_X] -> [I_XZY, J]` on 16 H100s
+                # AllToAlls YZ to J, then XYZ back to I, where a permute crosses the slow X)
+                homes = {home[a] for a in run if a in home}
+                for j in sorted((set(self.dims) if self.finer else homes) - {i}):
                     if fits(j, shape[j] * prod(run)):
                         c = cost("AllToAll", run, shards)
                         if c < budget:

@@ -440,6 +440,15 @@ HUNT_MISSES = [
         "R0[J, K_Y] = B\nS1[I_Y] = Sum_{K}(E)\nEh[I, K] = E\nD2[I, K] = Eh + Eh\n",
         5.138e-06,
     ),
+    # A reshard on 16 H100s: `[I_YZ, J_X] -> [I_XZY, J]` permuted across the slow X (105
+    # us); AllToAlls of Z and Y to J, then of XZY back to I, cost 69 us (the search's
+    # AllToAll may now go to a dim the target leaves whole). The hunt's hand plan: 94 us.
+    (
+        "mesh X=4, Y=2, Z=2\ndim I=4096, J=4096, K=4096\nhardware h100\nA: f32[I_YZ, J_X]\n"
+        "B: f32[J_YX, K]\nE: f32[I, K_Y]\nR0[I_XZY, J] = A\n",
+        "R0h[I_X, J_Y] = A\nR0[I_XZY, J] = R0h\n",
+        6.942e-05,
+    ),
 ]
 
 
