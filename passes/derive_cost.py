@@ -206,6 +206,7 @@ def derive_cost(
     bindings: Mapping[str, float] = MappingProxyType({}),
     lean: bool = False,
     explain: bool = True,
+    sums: bool = True,
 ) -> ProgramCost:
     """The `derive-cost` pass: every op's FLOPs, bytes and times as SymPy formulas, and the
     program's totals; with `fusion`, each fused group's HBM bytes counted once, at its root.
@@ -215,7 +216,8 @@ def derive_cost(
     need. `lean`: only what the whole-program search compares (each op's figures, T_math,
     T_hbm and T_comms, of which it takes T_lower and T_upper), without the ops' texts, the
     arrays, the other totals and the blocks (`driver.objective.light`). `explain`
-    (`passes.pipeline.DeriveCost.explain`): each collective's crossover size."""
+    (`passes.pipeline.DeriveCost.explain`): each collective's crossover size. `sums=False`
+    with `lean`: not even those three (a search for the scheduled step reads only the ops)."""
     syms = HardwareSymbols(frozenset(n for n, _ in program.dims) | frozenset(program.mesh_axes))
     _rate_assumptions(program, ctx, chip)
     mesh = program.mesh_axes
@@ -276,6 +278,15 @@ def derive_cost(
                 changes["overlap"] = overlap.get(index, "")
             if op.times:
                 changes.update(count=times_count(op.times), times=tuple(t.line for t in op.times))
+            if lean and key is not None and changes:
+                # the search's candidates share most ops at the same places: each placed copy
+                # is made once (`replace` was a fifth of a candidate's costing)
+                placed = ("placed", key, *changes.items())
+                hit = memo.get(placed)
+                if hit is None:
+                    hit = memo[placed] = dataclasses.replace(c, **changes)
+                costs.append(hit)
+                continue
             costs.append(dataclasses.replace(c, **changes) if changes else c)
     made = dict(program.array_times)
     block: dict[
@@ -313,6 +324,19 @@ def derive_cost(
     def total(field: str) -> sp.Expr:
         return summed([(getattr(c, field), c.count) for c in charged]) if costs else ZERO
 
+    if lean and not sums:
+        return ProgramCost(
+            program,
+            ctx.model,
+            tuple(costs),
+            arrays,
+            {},
+            lambda: (),
+            syms,
+            (),
+            redo,
+            ctx.options.matmul_precision,
+        )
     t_math, t_hbm = total("t_math"), total("t_hbm")
     t_comms = summed([(c.time, c.count) for c in charged if c.kind == "collective"])
     if lean:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from shardc.passes.derive_cost import OpCost, ProgramCost
     from shardc.passes.fusion import Fusion
     from shardc.passes.ir import CompiledProgram, Topology
+    from shardc.passes.lower.prefixes import Prefixes
     from shardc.passes.memory import Memory
     from shardc.passes.symbolic_plans import Chooser
 
@@ -180,6 +181,10 @@ class InsertCollectives:
     operand nor its request uses (`passes.einsum_plan._idle_axes`). False leaves such axes
     idle: the planner, whose generated programs give every axis a role, where the wider search
     cost 15% of its time and changed no ranking."""
+    prefixes: Prefixes | None = dataclasses.field(default=None, compare=False, hash=False)
+    """The whole-program search's earlier lowerings of this unit and context
+    (`passes.lower.prefixes.Prefixes`): this one goes on from the last statement whose
+    choices are theirs. None: lowered from the first statement."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.lower import insert_collectives
@@ -194,6 +199,7 @@ class InsertCollectives:
             bindings=unit.bindings,
             explain=self.explain,
             idle_axes=self.idle_axes,
+            prefixes=self.prefixes,
         )
         if self.verify and not ctx.diagnostics.has_errors:
             from shardc.passes.verify import verify_ir
@@ -235,6 +241,8 @@ class DeriveCost:
     """Only the figures the whole-program search compares (`derive_cost`'s `lean`)."""
     explain: bool = True
     """Derive each collective's crossover size, which only a printed report shows."""
+    totals: bool = True
+    """With `lean`, False: no totals either (the search for the scheduled step)."""
 
     def run(self, unit: Unit, ctx: Context) -> Unit:
         from shardc.passes.derive_cost import derive_cost
@@ -249,6 +257,7 @@ class DeriveCost:
             bindings=unit.bindings,
             lean=self.lean,
             explain=self.explain,
+            sums=self.totals,
         )
         return dataclasses.replace(unit, cost=cost)
 

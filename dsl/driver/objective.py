@@ -63,16 +63,21 @@ def varies(r: Report) -> bool:
     return any(s.name in free for s in as_expr(r.totals["t_upper_s"]).free_symbols)
 
 
-def light(recipe: Recipe, chooser: Any) -> tuple[Any, None]:
+def light(recipe: Recipe, chooser: Any, totals: bool = True) -> tuple[Any, None]:
     """The program lowered with `chooser`'s plans and costed, nothing a printed report alone
-    shows (decision records, memory): the search's candidates."""
+    shows (decision records, memory): the search's candidates. `totals=False`: without
+    T_math, T_hbm and T_comms (the scheduled step reads only the ops)."""
     from shardc.lang.diagnostics import Diagnostics
+    from shardc.passes.lower.prefixes import Prefixes
     from shardc.passes.pipeline import DeriveCost, FuseElementwise, InsertCollectives, configure
 
     quick = dataclasses.replace(recipe.ctx, diagnostics=Diagnostics())
     again = recipe.unit
     memo = recipe.shared.setdefault("costs", {})
-    passes = (InsertCollectives(chooser), FuseElementwise(), DeriveCost(memo, lean=True))
+    # the candidates share the statements before their first different choice
+    prefixes = recipe.shared.setdefault("prefixes", Prefixes())
+    lowering = InsertCollectives(chooser, prefixes=prefixes)
+    passes = (lowering, FuseElementwise(), DeriveCost(memo, lean=True, totals=totals))
     for p in configure(passes, dataclasses.replace(recipe.ctx.options, explain=False)):
         again = p.run(again, quick)
     return again.cost, None
@@ -123,9 +128,9 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
                 (k, v) for k in seen if (v := chooser.forced.get(k, chooser.sweep)) < seen[k] and v
             )
         )
-        key = (known, vector)
+        key = (known, vector, objective == "step")
         if key not in lowerings:
-            lowerings[key] = light(recipe, chooser)
+            lowerings[key] = light(recipe, chooser, objective != "step")
         else:
             chooser.seen.update(seen)  # as the lowering would have recorded them
         out = _with(r, *lowerings[key])

@@ -68,7 +68,8 @@ def step_durations(
     durations: dict[int, float] = {}
     hidden = busy_after(r) if hidden is None else hidden
     for c in r.ops:
-        v = r.value((c.t_expected if expected else c.time) * c.count)
+        t = c.t_expected if expected else c.time
+        v = r.value(t if c.count == 1 else t * c.count)  # SymPy's `t * 1` is `t`, built
         if v is None:
             return None
         again = c.index in r.cost.recomputed and c.index not in hidden

@@ -51,6 +51,7 @@ from shardc.passes.lower.elementwise import (
     wide_search,
 )
 from shardc.passes.lower.explicit import explicit_collective
+from shardc.passes.lower.prefixes import Prefixes, Recording, recording
 from shardc.passes.lower.resharding import (
     SHARED_ORDINAL,
     apply_steps,
@@ -80,6 +81,7 @@ def insert_collectives(
     bindings: Mapping[str, float] = MappingProxyType({}),
     explain: bool = True,
     idle_axes: bool = True,
+    prefixes: Prefixes | None = None,
 ) -> CompiledProgram:
     """The `insert-collectives` pass: lower a validated program to per-device ops, inserting
     the collectives its layouts need, on `chip` and `topology` with the validated `bindings`
@@ -88,12 +90,18 @@ def insert_collectives(
     would); without one, the book's default. A chooser with a `shared` dict (the whole-program
     search's, `passes.objective.Forced`) lends its plan caches to every lowering of the same
     program and context: they depend only on statement shapes, not on the plans chosen.
-    `explain` and `idle_axes` are the pass's switches (`passes.pipeline.InsertCollectives`)."""
+    `explain` and `idle_axes` are the pass's switches (`passes.pipeline.InsertCollectives`);
+    `prefixes`, the whole-program search's lowerings of the same program and context, which
+    this one resumes from where its choices are theirs (`passes.lower.prefixes`)."""
     st = LoweringState(ctx, chooser, chip, topology, bindings, explain, idle_axes)
     shared = getattr(chooser, "shared", None)
     if shared is not None:
         st.caches = shared.setdefault("caches", PlanCaches())
-    return walk(st, program)
+    rec = recording(chooser, prefixes)
+    if rec is None:
+        return walk(st, program)
+    st.chooser = rec
+    return walk(st, program, rec)
 
 
 def as_declared(program: Program, bindings: Mapping[str, float]) -> dict[str, int]:
@@ -116,14 +124,26 @@ def as_declared(program: Program, bindings: Mapping[str, float]) -> dict[str, in
     return {n: int(bindings[n]) for n in free}
 
 
-def walk(st: LoweringState, program: Program) -> CompiledProgram:
-    """Lower each statement in turn; stop at the first that fails."""
+def walk(st: LoweringState, program: Program, rec: Recording | None = None) -> CompiledProgram:
+    """Lower each statement in turn; stop at the first that fails. With `rec`, the statements
+    an earlier lowering with the same choices lowered are not lowered again
+    (`passes.lower.prefixes`)."""
     st.name = st.ctx.source.name
     for i, stmt in enumerate(program.statements):
         if isinstance(stmt, Assign):
             st.last_read.update(dict.fromkeys(names_read(stmt.expr), i))
     given = {} if st.ctx.options.objective == "statement" else as_declared(program, st.bindings)
+    first = 0
+    if rec is not None:
+        resumed = rec.resume(st)
+        if not isinstance(resumed, int):
+            return resumed
+        first = resumed
     for i, stmt in enumerate(program.statements):
+        if i < first:
+            continue
+        if rec is not None:
+            rec.begin(st, i)
         st.statement = i
         start = len(st.ops)
         match stmt:
@@ -161,7 +181,9 @@ def walk(st: LoweringState, program: Program) -> CompiledProgram:
             made = {op.out.array for op in st.ops[start:]}  # inline `In[I_X]` too
             made.add(stmt.name if isinstance(stmt, ArrayDecl) else stmt.target)
             st.array_times.update(dict.fromkeys(made, stmt.times))
-    return CompiledProgram(
+        if rec is not None:
+            rec.end()
+    out = CompiledProgram(
         st.name,
         tuple(st.mesh.items()),
         tuple(st.dims.items()),
@@ -176,6 +198,9 @@ def walk(st: LoweringState, program: Program) -> CompiledProgram:
         sized_choices=st.sized_choices,
         aliases=tuple(st.aliases.items()),
     )
+    if rec is not None:
+        rec.finish(out)
+    return out
 
 
 def assign(st: LoweringState, stmt: Assign) -> None:
