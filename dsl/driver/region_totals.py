@@ -48,11 +48,29 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     too many. One variant where a single plan wins everywhere but it is not the report's
     default (the book's rule at symbolic sizes): the numbers a compile at any point gives are
     that variant's, not the report's."""
+    return find_past(r, points)[0]
+
+
+def past_limit(start: float) -> str:
+    """Which limit a search of the regions begun at `start` (`time.process_time()`) stopped
+    at, as `Shown.past` names it: "seconds" where its time is spent, else "regions"."""
+    import time
+
+    return "seconds" if time.process_time() - start > REGIONS_SECONDS else "regions"
+
+
+def find_past(
+    r: Report, points: Mapping[str, Any] | None = None
+) -> tuple[tuple[Variant, ...] | None, str | None]:
+    """`find`, and where it found too many, the limit it stopped at (`Shown.past`, which
+    `render.writer.past_text` words): `sweep`'s note names it as the report does."""
+    import time
+
     from shardc.passes.symbolic_plans import variants
 
     free = free_sizes(r)
     if not free or r.recipe is None or not varies(r):
-        return ()
+        return (), None
 
     def lower(chooser):
         return lowered(r, chooser)
@@ -61,12 +79,15 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     from shardc.passes.symbolic_plans import sample_points
 
     points = sample_points(free, frozenset(r.program.mesh_axes)) if points is None else points
+    start = time.process_time()
     found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
-    if found is not None:  # where the whole program's objective, not each statement, decides
-        found = partition(r, found, points, free, plan_of)
-    if found is not None and len(found) == 1 and plan_of(found[0].result) == plan_of(r):
-        return ()
-    return found
+    if found is None:
+        return None, past_limit(start)
+    # where the whole program's objective, not each statement, decides
+    found = partition(r, found, points, free, plan_of)
+    if len(found) == 1 and plan_of(found[0].result) == plan_of(r):
+        return (), None
+    return found, None
 
 
 def settle(r: Report) -> Report:
@@ -126,7 +147,7 @@ def settle(r: Report) -> Report:
         start = time.process_time()
         found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
         if found is None:  # which limit `variants` stopped at: its time is spent, or the count
-            past = "seconds" if time.process_time() - start > REGIONS_SECONDS else "regions"
+            past = past_limit(start)
         else:  # where the whole program's objective, not each statement, decides
             found = partition(r, found, points, free, plan_of)
     if found is None:
@@ -271,9 +292,11 @@ __all__ = [
     "collectives",
     "condition_text",
     "find",
+    "find_past",
     "free_sizes",
     "has_lines",
     "lowered",
+    "past_limit",
     "piecewise",
     "plan_of",
     "settle",

@@ -338,7 +338,7 @@ def _sweep(
     grid_syms = [symbol(report, g.name) for g in grids]
     for s in grid_syms:
         env.pop(s, None)
-    found = sweep_plans.find(report, grids)
+    found, past = sweep_plans.find_past(report, grids)
     variants = [v.result for v in found] if found else [report]
     if found and len(found) == 1:  # one plan over the grid, not the report's default
         found = ()
@@ -386,7 +386,7 @@ def _sweep(
         changes = sweep_plans.changes(evaluate, grids, plan, [p.letter for p in plans])
     seconds = time.perf_counter() - start
     fixed = {n: v for n, v in _sizes(report).items() if n not in {g.name for g in grids}}
-    notes = _plan_notes(report, grids, found, plans)
+    notes = _plan_notes(report, grids, found, plans, past)
     syms = report.cost.symbols
     c, w_hbm = env.get(syms.flops("bf16")), env.get(syms.w_hbm)
     roof = (c, w_hbm) if c is not None and w_hbm is not None else None
@@ -434,11 +434,16 @@ def _expressions(
 
 
 def _plan_notes(
-    report: Report, grids: Sequence[Grid], found: tuple | None, plans: Sequence[Any]
+    report: Report,
+    grids: Sequence[Grid],
+    found: tuple | None,
+    plans: Sequence[Any],
+    past: str | None = None,
 ) -> tuple[str, ...]:
-    """How the sweep chose the plans: per point (several plans), or fixed where it could not."""
+    """How the sweep chose the plans: per point (several plans), or fixed where it could not
+    (`past`: the limit the regions' search stopped at, worded as the report words it)."""
     from shardc.driver.region_totals import free_sizes
-    from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+    from shardc.driver.render.writer import past_text
 
     if plans:
         return (
@@ -453,10 +458,7 @@ def _plan_notes(
             "varies sizes, not the plan (compile with free=[...] to vary the plan)",
         )
     if found is None and set(free_sizes(report)) & {g.name for g in grids}:
-        return (
-            f"more than {MAX_REGIONS} plans across the grid, or more than "
-            f"{REGIONS_SECONDS:g} s to find them: collectives as chosen at typical sizes",
-        )
+        return (f"{past_text(past)} across the grid: collectives as chosen at typical sizes",)
     return ()
 
 

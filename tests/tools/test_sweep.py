@@ -486,3 +486,30 @@ def test_a_sweep_is_the_compile_at_each_point(prog, hw, model, pick, step):
             assert s.plans[int(s.plan[k])].collectives == sw_collectives(numeric)
         for q in s.shown:
             assert s.values[q][k] == pytest.approx(numeric.value(q), rel=1e-9, abs=1e-300), q
+
+
+@pytest.mark.parametrize(
+    "past, words",
+    [
+        ("regions", "more than 16 regions"),
+        ("seconds", "more than 3 s of CPU time to find the regions"),
+    ],
+)
+def test_past_the_cap_the_sweep_names_the_limit_hit(monkeypatch, past, words):
+    """Where the plans across the grid are too many to find (the count, or the CPU time),
+    the note names the limit hit, as the report's label does (`render.writer.past_text`)."""
+    import functools
+
+    from shardc.driver import region_totals
+    from shardc.passes import symbolic_plans
+
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    real = symbolic_plans.variants
+    if past == "regions":  # the FSDP step's two regions past a cap of one
+        monkeypatch.setattr(symbolic_plans, "variants", functools.partial(real, cap=1))
+    else:  # past a budget of no time at all
+        monkeypatch.setattr(symbolic_plans, "variants", functools.partial(real, seconds=0.0))
+        monkeypatch.setattr(region_totals, "REGIONS_SECONDS", 0.0)
+    s = sw.sweep(r, [Grid("B", 1e3, 1e6, 7, "log")], ["t_comms_s"])
+    assert not s.plans
+    assert s.notes == (f"{words} across the grid: collectives as chosen at typical sizes",)

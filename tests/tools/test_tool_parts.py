@@ -97,3 +97,27 @@ def test_the_compiler_runs_the_worker_in_a_child_process():
     first, second = asyncio.run(both())
     assert [d["code"] for d in first["diagnostics"]] == ["N012"]
     assert second["diagnostics"] == []
+
+
+def test_the_hover_names_the_limit_the_regions_went_past(monkeypatch):
+    """Past the regions' cap each hover says which limit was hit, in the report's words
+    (`render.writer.past_text`); below it (several regions, the largest shown), none."""
+    import dataclasses
+
+    import shardc
+    from shardc.driver import region_totals
+    from shardc.tools.lsp.worker import _hovers
+    from tests.driver.test_regions import FSDP
+
+    monkeypatch.setattr(region_totals, "REGIONS_SECONDS", 0.0)
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    assert r.shown_region is not None and r.shown_region.past == "seconds"
+    where = r.shown_region.where
+    for past, words in (
+        ("seconds", "(more than 3 s of CPU time to find the regions: the plan where "),
+        ("regions", "(more than 16 regions: the plan where "),
+        (None, "\n(the plan where "),
+    ):
+        shown = dataclasses.replace(r, shown_region=r.shown_region._replace(past=past))
+        hovers = _hovers(shown)
+        assert hovers and all(f"{words}{where}: " in h for h in hovers.values())

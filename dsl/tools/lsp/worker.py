@@ -124,11 +124,13 @@ def _hovers(report: Any) -> dict[str, str]:
         rows.setdefault(c.line, []).append(row)
     chip = report.hardware_name or "no chip (hardware symbols stay symbolic)"
     if report.shown_region is not None:  # plans by region of the symbolic sizes
+        from shardc.driver.render.writer import past_text
+
+        where, share, past = report.shown_region
+        # past the regions' cap: the limit hit, worded as the report words it
+        limit = "" if past is None else f"{past_text(past)}: "
         for r in rows.values():
-            r.append(
-                f"\n(the plan where {report.shown_region[0]}: "
-                f"{report.shown_region[1]:.0%} of the sizes sampled)"
-            )
+            r.append(f"\n({limit}the plan where {where}: {share:.0%} of the sizes sampled)")
     return {str(line): f"**line {line}** on {chip}\n\n" + "\n".join(r) for line, r in rows.items()}
 
 
