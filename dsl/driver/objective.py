@@ -76,7 +76,8 @@ def light(recipe: Recipe, chooser: Any, totals: bool = True) -> tuple[Any, None]
     memo = recipe.shared.setdefault("costs", {})
     # the candidates share the statements before their first different choice
     prefixes = recipe.shared.setdefault("prefixes", Prefixes())
-    lowering = InsertCollectives(chooser, prefixes=prefixes)
+    # unverified: the candidate the search keeps is lowered again, verified (`relower`)
+    lowering = InsertCollectives(chooser, verify=False, prefixes=prefixes)
     passes = (lowering, FuseElementwise(), DeriveCost(memo, lean=True, totals=totals))
     for p in configure(passes, dataclasses.replace(recipe.ctx.options, explain=False)):
         again = p.run(again, quick)
