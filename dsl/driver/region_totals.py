@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -54,8 +55,6 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
 def past_limit(start: float) -> str:
     """Which limit a search of the regions begun at `start` (`time.process_time()`) stopped
     at, as `Shown.past` names it: "seconds" where its time is spent, else "regions"."""
-    import time
-
     return "seconds" if time.process_time() - start > REGIONS_SECONDS else "regions"
 
 
@@ -64,8 +63,6 @@ def find_past(
 ) -> tuple[tuple[Variant, ...] | None, str | None]:
     """`find`, and where it found too many, the limit it stopped at (`Shown.past`, which
     `render.writer.past_text` words): `sweep`'s note names it as the report does."""
-    import time
-
     from shardc.passes.symbolic_plans import variants
 
     free = free_sizes(r)
@@ -119,8 +116,6 @@ def settle(r: Report) -> Report:
 
     def lower(chooser) -> Report:
         return lowered(r, chooser)
-
-    import time
 
     most = Majority(points, {})
     start = time.process_time()
