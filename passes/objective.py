@@ -117,10 +117,10 @@ class Forced:
     picked: dict[int, Any] = field(default_factory=dict)
     """The option run at each contraction, as `options` names it."""
 
-    def rank(self, ordinal: int, times: Sequence[float]) -> int:
+    def rank(self, ordinal: int, times: Sequence[float], near: float = NEAR) -> int:
         """The option to run at a contraction whose options' own times (the planner's key,
-        cheapest first) are `times`; options slower than `NEAR` times the first are not run."""
-        options = sum(1 for t in times if t <= times[0] * NEAR)
+        cheapest first) are `times`; options slower than `near` times the first are not run."""
+        options = sum(1 for t in times if t <= times[0] * near)
         self.seen[ordinal] = options
         r = self.forced.get(ordinal, self.sweep)
         r = r if r < options else 0

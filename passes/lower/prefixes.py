@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from shardc.passes.objective import NEAR
+
 if TYPE_CHECKING:
     from shardc.passes.ir import CompiledProgram
     from shardc.passes.lower.state import LoweringState
@@ -99,9 +101,9 @@ class Recording:
         self.book.events[self.at] = event
         self.at = (self.at[0], (*self.at[1], answer))
 
-    def rank(self, ordinal: int, times: Sequence[float]) -> int:
-        r: int = self.inner.rank(ordinal, times)
-        self._asked(("rank", ordinal, tuple(times)), r)
+    def rank(self, ordinal: int, times: Sequence[float], near: float = NEAR) -> int:
+        r: int = self.inner.rank(ordinal, times, near)
+        self._asked(("rank", ordinal, tuple(times), near), r)
         return r
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
@@ -145,7 +147,7 @@ class Recording:
             if event[0] == "end":
                 at = (at[0] + 1, at[1])
                 continue
-            answer = (chooser.rank if event[0] == "rank" else chooser.choose)(event[1], event[2])
+            answer = (chooser.rank if event[0] == "rank" else chooser.choose)(*event[1:])
             at = (at[0], (*at[1], answer))
         if start is None:
             return 0

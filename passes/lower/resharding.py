@@ -5,6 +5,7 @@ plan, each step emitted with its reason, and a layout an earlier step made is re
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
@@ -70,7 +71,10 @@ def shared_reshard(
     )
     r = 0
     if len(options) > 1:
-        r = st.chooser.rank(ordinal, [t for t, _, _ in options])  # type: ignore[union-attr]
+        # every option is tried (at most three): a copy gathered for later statements costs
+        # this one more than its own plan by design, so `NEAR` would drop the useful ones
+        times = [t for t, _, _ in options]
+        r = st.chooser.rank(ordinal, times, math.inf)  # type: ignore[union-attr]
     return apply_steps(st, src, options[r][2], span, lambda s: why)
 
 
@@ -105,6 +109,11 @@ def shared_options(
     # statement may read that copy, as `R0[I, J_XY] = A[I_XY, J]` on a 4x4 v5p gathers Y,
     # AllToAlls X and slices Y, leaving `[I_X, J]` for a product reading A).
     common = coarsest_common(src.layout, want)
+    for i, later in st.read_in.get(v.array, ()):
+        # a later statement that wants the array in another layout: the copy gathered here may
+        # serve it too (`D1[I_YX, K] = E + E` after `R0[I, K_YX] = E` slices a whole E)
+        if i > st.statement and set(later.dim_names) == set(common.dim_names):
+            common = coarsest_common(common, later)
     through = []
     for mid in partial_gathers(src.layout, common):
         there = plan_reshard(src.layout, mid, sizes, pricing)
@@ -172,6 +181,20 @@ def names_read(e: Expr) -> set[str]:
             return set().union(*(names_read(a) for a in args))
         case CollectiveCall(arg=arg) | Reduce(arg=arg):
             return names_read(arg)
+    return set()
+
+
+def plain_reads(e: Expr) -> set[str]:
+    """The arrays an expression reads in their own dims outside a contraction, a reduction or
+    an explicit collective (elementwise operands, call arguments, a reshard's source): the
+    result's layout is where each of them is wanted."""
+    match e:
+        case Ref(name=name, layout=None, renames=()):
+            return {name}
+        case Binary(lhs=lhs, rhs=rhs):
+            return plain_reads(lhs) | plain_reads(rhs)
+        case Call(args=args):
+            return set().union(*(plain_reads(a) for a in args))
     return set()
 
 

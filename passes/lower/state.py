@@ -179,6 +179,11 @@ class LoweringState:
     """The index of the statement being lowered (`walk.walk`)."""
     last_read: dict[str, int] = field(default_factory=dict)
     """By array name: the index of the last statement that reads it (`walk.walk`)."""
+    read_in: dict[str, list[tuple[int, Layout]]] = field(default_factory=dict)
+    """By array name: the statements whose left-hand side states a layout and whose right-hand
+    side reads the array unrenamed outside a contraction (elementwise ops, calls, reshards),
+    each with that layout (`walk.walk`): where a later statement will want the array, as
+    `resharding.shared_options` weighs a copy both can slice."""
     reshard_statements: int = 0
     """Reshard statements met so far: their choice points' ordinals (`resharding.shared_reshard`)
     count apart from the contractions', so a choice present in one lowering and not another

@@ -59,6 +59,7 @@ from shardc.passes.lower.resharding import (
     coarsest_common,
     copies_of,
     names_read,
+    plain_reads,
     reshard,
     shared_options,
     shared_reshard,
@@ -132,6 +133,9 @@ def walk(st: LoweringState, program: Program, rec: Recording | None = None) -> C
     for i, stmt in enumerate(program.statements):
         if isinstance(stmt, Assign):
             st.last_read.update(dict.fromkeys(names_read(stmt.expr), i))
+            if stmt.layout is not None and not isinstance(stmt.expr, (Contract, Reduce)):
+                for name in plain_reads(stmt.expr):
+                    st.read_in.setdefault(name, []).append((i, stmt.layout.stripped()))
     given = {} if st.ctx.options.objective == "statement" else as_declared(program, st.bindings)
     first = 0
     if rec is not None:
