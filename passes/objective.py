@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
 from shardc.passes.context import Objective
-from shardc.passes.symbolic_plans import Candidate, Chooser, evaluate, plan_key
+from shardc.passes.symbolic_plans import Candidate, Chooser, divides, evaluate, plan_key
 
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 
@@ -187,6 +187,8 @@ def ranked(
     regions would split there although the whole step's costs do not cross."""
     keyed = []
     for c in candidates:
+        if not divides(c, point):
+            continue  # a layout whose shards do not divide their dims there
         t, f = evaluate(c.time, point), evaluate(c.flops, point)
         if t is None or f is None:
             return None

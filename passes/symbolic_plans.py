@@ -45,6 +45,10 @@ class Candidate:
     """Whether it gives an axis a role beyond the book's cases (`PlanSearch.widened`): a
     decision lists such plans only where one ranks first; the whole-program search ranks
     them with the others (`passes.objective.ranked`)."""
+    shards: tuple[tuple[sp.Expr, sp.Expr], ...] = field(default=(), compare=False)
+    """Each block its layouts cut whose size depends on a free size, as (the dim's size, the
+    number of shards): a plan runs at a point only where each divides (`divides`), as a
+    compile with those sizes bound plans only layouts whose shards divide their dims."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +165,16 @@ def evaluate(expr: sp.Expr, point: Mapping[str, float]) -> float | None:
     return float(fn(*[float(point[n]) for n in names]))
 
 
+def divides(c: Candidate, point: Mapping[str, float]) -> bool:
+    """Whether every block `c`'s layouts cut divides its dim at `point` (`Candidate.shards`;
+    a size `point` lacks: yes)."""
+    for size, shards in c.shards:
+        n, d = evaluate(size, point), evaluate(shards, point)
+        if n is not None and d is not None and n % d:
+            return False
+    return True
+
+
 @dataclass
 class AtPoint:
     """The plan a compile with the sizes of `point` bound would choose, at every contraction."""
@@ -170,6 +184,8 @@ class AtPoint:
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         best: tuple[tuple[float, float, int], int] | None = None
         for c in candidates:
+            if not divides(c, self.point):
+                continue  # not a plan a compile at the point can run
             t, f = evaluate(c.time, self.point), evaluate(c.flops, self.point)
             if t is None or f is None:
                 return None

@@ -188,7 +188,10 @@ def cached_operands(
     cheapest plan moves, and whose first step no copy serves already, looks at its copies."""
     copies = (copies_of(st, lv, 4), copies_of(st, rv, 4))
     names = {*lv.layout.dim_names, *rv.layout.dim_names, *st.mesh}
-    if not (copies[0] or copies[1]) or not st.all_known(names):
+    if not (copies[0] or copies[1]) or not st.all_declared(names):
+        # Sizes the program leaves symbolic read the operands as they are even where a
+        # binding gives them a number, as the report's regions plan them, so a compile at
+        # a point and the report at it choose the same plans (as `chain_picks` does).
         return lv, rv
     out_dims = (
         requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
@@ -599,6 +602,8 @@ def plan_candidates(
                 (p.lhs_steps, p.rhs_steps, p.out_steps),
                 recipe,
                 search.widened[i],
+                # the blocks the search checks divide where every size is known
+                st.open_shards((p.lhs_target, p.rhs_target, p.local_out)),
             )
         )
     return tuple(out)

@@ -36,6 +36,9 @@ class Alignment:
     big_steps: list[Step]
     small_steps: list[Step]
     request_steps: list[Step]
+    checked: bool = False
+    """Whether `layout` is one the operands do not hold (their union, a refinement, a wide
+    layout): taken only where its shards divide its dims."""
 
 
 def _scatter_target(v: Value, other: Value, drop: frozenset[str]) -> Layout | None:
@@ -247,6 +250,11 @@ def combine(
         return None
     big, small = (lv, rv) if set(rv.dims) <= set(lv.dims) else (rv, lv)
     unreduced = big.layout.unreduced | small.layout.unreduced
+    if then is not None and not wide_search(st, big.dims):
+        # A size the program leaves symbolic (bound by `--set` or `at`, or not at all): the
+        # layout is chosen as the report's regions choose it, without what the consuming op
+        # pays (`ahead_cost`), so a compile at a point and the report at it agree.
+        then = None
     options = _alignments(st, big, small, unreduced, request, then)
     big, small, options = _from_copies(st, big, small, unreduced, request, then, options)
     if not options:
@@ -267,6 +275,7 @@ def combine(
                 as_expr(_symbolic_time(st, a, big, small)),
                 as_expr(local_elements(a.layout, st.size_expr)),
                 0,
+                shards=st.open_shards((a.layout,) if a.checked else ()),
             )
             for a in options
         ]
@@ -401,6 +410,7 @@ def _align(
     then: Then | None,
 ) -> list[Alignment]:
     used = set(small.layout.sharding_axes)
+    checked: set[Layout] = set()
     layouts = [
         big.layout.with_unreduced(unreduced),
         Layout(
@@ -419,6 +429,7 @@ def _align(
     ):
         if union is not None and all(st.divisible(d.dim, d.axes) for d in union.dims):
             layouts.append(union)
+            checked.add(union)
     if request is not None and set(request.dim_names) == set(big.dims):
         layouts.append(
             Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims), unreduced)
@@ -442,9 +453,9 @@ def _align(
             }
             and a not in unreduced
         ]
-        layouts += [
-            lay.with_unreduced(unreduced) for lay in wide_layouts(big.dims, axes, st.divisible)
-        ]
+        wide = [lay.with_unreduced(unreduced) for lay in wide_layouts(big.dims, axes, st.divisible)]
+        layouts += wide
+        checked.update(wide)
     out: list[Alignment] = []
     for layout in dict.fromkeys(layouts):
         big_want = Layout(
@@ -475,7 +486,16 @@ def _align(
         )
         elements = float(local_elements(layout, st.numeric_size))
         out.append(
-            Alignment(len(out), layout, cost, elements, big_steps, small_steps, request_steps)
+            Alignment(
+                len(out),
+                layout,
+                cost,
+                elements,
+                big_steps,
+                small_steps,
+                request_steps,
+                layout in checked and layout not in layouts[:2],
+            )
         )
     return out
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from shardc.passes.ir import Alternative, Collective, Decision, LocalSlice, Op, 
 from shardc.passes.layout_cost import Pricing
 from shardc.passes.reshard import Step
 from shardc.passes.sizes import size_of
-from shardc.passes.symbols import HardwareSymbols, planning_figures, size_symbol
+from shardc.passes.symbols import HardwareSymbols, as_expr, planning_figures, size_symbol
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -274,6 +275,18 @@ class LoweringState:
                 return True
             shards *= s
         return size % shards == 0
+
+    def open_shards(self, layouts: Iterable[Layout]) -> tuple[tuple[sp.Expr, sp.Expr], ...]:
+        """The blocks of `layouts` whose divisibility a free size decides, as (the dim's size,
+        the number of shards) formulas (`passes.symbolic_plans.Candidate.shards`)."""
+        out: dict[tuple[str, tuple[str, ...]], tuple[sp.Expr, sp.Expr]] = {}
+        for layout in layouts:
+            for d in layout.dims:
+                key = (d.dim, d.axes)
+                if d.axes and key not in out and not self.all_known((d.dim, *d.axes)):
+                    shards = as_expr(math.prod(self.size_expr(a) for a in d.axes))
+                    out[key] = (as_expr(self.size_expr(d.dim)), shards)
+        return tuple(out.values())
 
     def hw_numbers(self, dtype: str) -> tuple[Links, float | None]:
         """Link figures and C for planning (passes.symbols.planning_figures), once per run."""
