@@ -154,7 +154,7 @@ class Forced:
         if point is None:
             return self.base.choose(ordinal, candidates) if self.base is not None else None
         self.candidates[ordinal] = candidates
-        options = ranked(candidates, point)
+        options = ranked(candidates, point, getattr(self.base, "whole", False))
         if options is None:
             return None
         pick = options[self.rank(ordinal, [t for t, _ in options])][1]
@@ -176,7 +176,7 @@ class Forced:
 
 
 def ranked(
-    candidates: Sequence[Candidate], point: Mapping[str, float]
+    candidates: Sequence[Candidate], point: Mapping[str, float], whole: bool = False
 ) -> list[tuple[float, Candidate]] | None:
     """A contraction's options at `point`: its plans ranked as the planner ranks them there
     (`passes.symbolic_plans.plan_key`, then the search's order), distinct by reshard steps, at most
@@ -184,15 +184,19 @@ def ranked(
     roles beyond the book's cases are ranked with the others (`PlanSearch.every`, as where
     every size is known): were they options only where one ranks first, a program using one
     would leave the options where another plan overtakes it for its own product, and the
-    regions would split there although the whole step's costs do not cross."""
+    regions would split there although the whole step's costs do not cross. With `whole` (a
+    point a compile runs at, `AtPoint.whole`), plans whose blocks do not divide there are not
+    options (None where none is left)."""
     keyed = []
     for c in candidates:
-        if not divides(c, point):
+        if whole and not divides(c, point):
             continue  # a layout whose shards do not divide their dims there
         t, f = evaluate(c.time, point), evaluate(c.flops, point)
         if t is None or f is None:
             return None
         keyed.append(((plan_key(t, f, c.collectives), c.order), c))
+    if not keyed:
+        return None
     keyed.sort(key=lambda k: k[0])
     return [(k[0][0][0], k[1]) for k in distinct(keyed, lambda k: k[1].steps)]
 

@@ -180,11 +180,15 @@ class AtPoint:
     """The plan a compile with the sizes of `point` bound would choose, at every contraction."""
 
     point: Mapping[str, float]
+    whole: bool = False
+    """Whether the point is one a compile runs at (`Report.at`): plans whose blocks do not
+    divide there are skipped, as that compile's search never forms them. A region's sample
+    point (any whole size) keeps every plan, or the regions would split at each divisor."""
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         best: tuple[tuple[float, float, int], int] | None = None
         for c in candidates:
-            if not divides(c, self.point):
+            if self.whole and not divides(c, self.point):
                 continue  # not a plan a compile at the point can run
             t, f = evaluate(c.time, self.point), evaluate(c.flops, self.point)
             if t is None or f is None:

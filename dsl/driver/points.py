@@ -128,7 +128,7 @@ def moved(r: Report, merged: dict[str, float], bound: Iterable[str]) -> Report:
         from shardc.driver.objective import at_point
 
         # as a compile there: the whole program's objective picks among the plans
-        out = at_point(r, AtPoint(point), merged)
+        out = at_point(r, AtPoint(point, whole=True), merged)
         if symbolic - bound:  # sizes still free: by region, as a compile does
             out = settle(out)
         return out.evaluate()

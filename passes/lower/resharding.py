@@ -96,7 +96,9 @@ def shared_options(
         or st.last_read.get(v.array, -1) <= st.statement
         or v.layout.unreduced
         or want.unreduced
-        or not st.all_known({*v.layout.dim_names, *st.mesh})
+        # sizes the program leaves symbolic (bound by `--set` or `at`, or not): the report's
+        # regions have no such option, so neither has a compile at a point
+        or not st.all_declared({*v.layout.dim_names, *st.mesh})
     ):
         return None
     sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)

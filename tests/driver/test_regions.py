@@ -131,6 +131,16 @@ def check_report(r, text, sizes, hw, model, scales):
     model="exact",
     scales=[[1, 1, 1, 1], [1, 3, 1, 1]],
 )
+@example(  # K bound, not declared: no shared reshard through A[I, J, K] (`shared_reshard`)
+    prog=(
+        "mesh X=1, Y=2, Z=2\ndim I=4, J=8, K, L=4\nA: f32[I_ZY, J, K]\nB[I_X, J_Y, K] = A\n"
+        "C = B + A[I_X, J_Y, K]\n",
+        {"K": 8},
+    ),
+    hw="tpu-v5e",
+    model="exact",
+    scales=[[1475, 1, 1, 1]],
+)
 @example(  # L left symbolic and unused: the compile runs the whole program's search
     prog=(
         "mesh X=2\ndim I=2, J=2, K=4, L\nA: bf16[I_X, J]\nB: bf16[J, K_X]\nC = A ·_J B\n"
@@ -231,8 +241,9 @@ def test_at_point_takes_the_planners_key():
     assert plan_key(1.0, 2.0, 3) < plan_key(1.0, 2.0, 4)
     # a plan whose blocks of B do not divide at the point is not one a compile there runs
     split = Candidate(3, 0 * B, B, 0, shards=((B, sp.Integer(3)),))
-    assert AtPoint({"B": 50}).choose(0, [*cands, split]) == 0
-    assert AtPoint({"B": 51}).choose(0, [*cands, split]) == 3
+    assert AtPoint({"B": 50}, whole=True).choose(0, [*cands, split]) == 0
+    assert AtPoint({"B": 51}, whole=True).choose(0, [*cands, split]) == 3
+    assert AtPoint({"B": 50}).choose(0, [*cands, split]) == 3  # a region's sample point
 
 
 def test_regions_of_two_plans_meet_at_their_crossover():
