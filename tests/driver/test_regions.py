@@ -131,16 +131,6 @@ def check_report(r, text, sizes, hw, model, scales):
     model="exact",
     scales=[[1, 1, 1, 1], [1, 3, 1, 1]],
 )
-@example(  # K bound, not declared: no shared reshard through A[I, J, K] (`shared_reshard`)
-    prog=(
-        "mesh X=1, Y=2, Z=2\ndim I=4, J=8, K, L=4\nA: f32[I_ZY, J, K]\nB[I_X, J_Y, K] = A\n"
-        "C = B + A[I_X, J_Y, K]\n",
-        {"K": 8},
-    ),
-    hw="tpu-v5e",
-    model="exact",
-    scales=[[1475, 1, 1, 1]],
-)
 @example(  # L left symbolic and unused: the compile runs the whole program's search
     prog=(
         "mesh X=2\ndim I=2, J=2, K=4, L\nA: bf16[I_X, J]\nB: bf16[J, K_X]\nC = A ·_J B\n"
