@@ -54,7 +54,10 @@ def at(r: Report, **bindings: float) -> Report:
     """`Report.at`: the report with `bindings` added to its own, every number evaluated (one
     report per point, kept: `value` at a point asks for each total)."""
     key = tuple(sorted(bindings.items()))
-    hit = r.memo.points.get(key)
+    try:
+        hit = r.memo.points.get(key)
+    except TypeError:  # an unhashable value: `_at` names the binding
+        return _at(r, **bindings)
     if hit is None:
         hit = r.memo.points[key] = _at(r, **bindings)
     return hit
