@@ -133,7 +133,7 @@ def walk(st: LoweringState, program: Program, rec: Recording | None = None) -> C
     for i, stmt in enumerate(program.statements):
         if isinstance(stmt, Assign):
             st.last_read.update(dict.fromkeys(names_read(stmt.expr), i))
-            if stmt.layout is not None and not isinstance(stmt.expr, (Contract, Reduce)):
+            if stmt.layout is not None:  # `plain_reads` skips contractions and reductions
                 for name in plain_reads(stmt.expr):
                     st.read_in.setdefault(name, []).append((i, stmt.layout.stripped()))
     given = {} if st.ctx.options.objective == "statement" else as_declared(program, st.bindings)
