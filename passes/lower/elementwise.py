@@ -324,11 +324,12 @@ def cheapest_copy(st: LoweringState, v: Value, other: Value, request: Layout | N
     `other` into `request` costs strictly less: `R0[I, K] = E; D2[I, K_X] = exp(E) * C`
     slices the gathered copy of E (no move at all, where exp on E's own blocks, a permute
     and a gather of the product cost 4.0 us on 2x4 H100s); `D1 = C + E; D2 = exp(E) * C`
-    multiplies in the layout D1's reshard left C in. Only where every size is known and
+    multiplies in the layout D1's reshard left C in. Only where every size is declared (a
+    size bound while others stay free plans as a symbolic one, `walk.as_declared`) and
     neither holds partial sums."""
     copies = copies_of(st, v, 4)
     names = {*v.dims, *other.dims, *st.mesh}
-    if not copies or v.layout.unreduced or other.layout.unreduced or not st.all_known(names):
+    if not copies or v.layout.unreduced or other.layout.unreduced or not st.all_declared(names):
         return v
     best, key = v, alignment_key(st, v, other, request)
     for u in copies:
@@ -352,9 +353,9 @@ def _from_copies(
     """The operands, or copies of them earlier reshards made (`copies_of`, without partial
     sums), where an alignment from those costs strictly less, with their alignments: `S1[I_Y]
     = Sum_{K}(E); D2[I, K] = E + E` adds the copy of E the sum gathered to itself. Only
-    where every size is known."""
+    where every size is declared, as `cheapest_copy`."""
     names = {*big.dims, *small.dims, *st.mesh}
-    if then is not None or unreduced or not options or not st.all_known(names):
+    if then is not None or unreduced or not options or not st.all_declared(names):
         return big, small, options
     bigs = [u for u in copies_of(st, big, 4) if not u.layout.unreduced]
     smalls = [u for u in copies_of(st, small, 4) if not u.layout.unreduced]

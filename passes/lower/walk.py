@@ -397,7 +397,8 @@ def _calls_on_copy(st: LoweringState, e: Call, target: str, request: Layout | No
     """Unary calls on an array (`gelu(E)`, `neg(exp(E))`) run on it brought to `request`
     from a copy an earlier reshard made (`cached_source`), where that costs less than from
     the array itself: the result then needs no reshard (`S1[K] = Sum_{I}(E[I_XY, K]);
-    D2[I, K] = gelu(E)` gathers E once, not E and gelu(E)). None otherwise."""
+    D2[I, K] = gelu(E)` gathers E once, not E and gelu(E)). Only where every size is
+    declared (`as_declared`). None otherwise."""
     calls: list[Call] = []
     inner: Expr = e
     while isinstance(inner, Call) and len(inner.args) == 1:
@@ -406,7 +407,7 @@ def _calls_on_copy(st: LoweringState, e: Call, target: str, request: Layout | No
     here = peek_array(st, inner)
     if here is None or request is None or here.dims != request.dim_names:
         return None
-    if not copies_of(st, here) or not st.all_known({*here.dims, *st.mesh}):
+    if not copies_of(st, here) or not st.all_declared({*here.dims, *st.mesh}):
         return None
     sizes, pricing = st.known_sizes(), st.pricing(here.dtype, here.dims)
     if cached_source(st, here, request, sizes, pricing) is here:

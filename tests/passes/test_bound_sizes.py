@@ -127,3 +127,30 @@ def test_at_binding_the_last_free_size_is_the_declared_compile():
     assert r.at(J=4) is r.at(J=4)  # one compile per point
     free = shardc.compile(TINY, hw="h100")
     assert_same(free.at(I=4, J=4), fixed)
+
+
+READ_AGAIN = [
+    # `cheapest_copy`: exp(E) * C from the copy of E that D1's alignment made
+    "mesh X=2, Y=4\ndim I, K, L\nhardware h100\nE: f32[I_Y, K]\nC: f32[I_X, K_Y]\n"
+    "D1 = C + E\nD2 = exp(E) * C\n",
+    # `_from_copies`: E * E from the copy S1's reshard made
+    "mesh X=2, Y=2\ndim I, K, L\nhardware tpu-v5e\nE: f32[I_XY, K]\nS1[I, K] = E\n"
+    "D2[I, K] = E * E\n",
+    # `_calls_on_copy`: gelu(E) on the copy R's reshard made
+    "mesh X=2, Y=2\ndim I, K, L\nhardware tpu-v5e\nE: f32[I_X, K]\nR[I, K_Y] = E\n"
+    "D2[I, K_Y] = gelu(E)\n",
+]
+
+
+@pytest.mark.parametrize("text", READ_AGAIN)
+def test_an_elementwise_op_reads_a_copy_only_where_every_size_is_declared(text):
+    """The elementwise rules that read copies earlier reshards made need every size declared,
+    as the other at-a-point rules do: with I and K bound and L free, the compile ran them (one
+    collective less) where the report `at` I and K did not."""
+    partial = shardc.compile(text, set={"I": 64, "K": 64})
+    assert_same(partial, shardc.compile(text).at(I=64, K=64))
+    every = {"I": 64, "K": 64, "L": 3}
+    full = shardc.compile(text, set=every)
+    assert_same(full, shardc.compile(declared(text, every)))
+    assert_same(full, shardc.compile(text).at(**every))
+    assert full.value("comm_bytes") < partial.value("comm_bytes")
