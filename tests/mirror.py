@@ -90,6 +90,7 @@ FOLDERS: dict[str, tuple[str, ...]] = {
         "test_json_writer",
         "test_report_functions",
         "test_user_expr_syntax",
+        "test_points",
     ),
     "tools": (
         "test_derive",

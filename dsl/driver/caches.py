@@ -10,6 +10,12 @@ from typing import Any
 
 import sympy as sp
 
+from shardc.passes.memo import Table
+
+POINTS = 64
+"""Points a report keeps `at`'s reports for: a loop of `value` calls over one point's totals
+compiles the point once, and a loop over many points holds at most this many reports."""
+
 
 @dataclass(slots=True)
 class Memo:
@@ -32,8 +38,11 @@ class Memo:
     exposed: dict[bool, dict[int, float] | None] = field(default_factory=dict)
     """MFU and HFU, and each collective's exposed seconds, by `expected` (`shardc.driver.step`):
     the summary and the JSON writer's step figures both ask for them."""
-    points: dict[tuple[tuple[str, float], ...], Any] = field(default_factory=dict)
-    """`Report.at`'s reports, by the bindings it was given (`driver.points.at`)."""
+    points: Table[tuple[tuple[str, float], ...], Any] = field(
+        default_factory=lambda: Table("report.points", POINTS, "`Report.at`'s report")
+    )
+    """`Report.at`'s reports, by the bindings it was given (`driver.points.at`; `value` of a
+    total at a point reads the report there): the last `POINTS` points used."""
     regions: Any = False
     """`regions.find`'s answer once asked (False: not yet)."""
 
@@ -43,4 +52,4 @@ class Memo:
         return Memo(names=self.names, functions=self.functions, regions=self.regions)
 
 
-__all__ = ["Memo"]
+__all__ = ["POINTS", "Memo"]

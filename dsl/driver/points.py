@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from shardc.driver import values
 from shardc.driver.caches import Memo
 from shardc.driver.objective import varies
-from shardc.driver.values import any_unfinite, binding, environment, names, override_env
+from shardc.driver.values import any_unfinite, binding, environment, override_env
 from shardc.passes.sizes import known_sizes
 from shardc.passes.symbols import as_expr
 
@@ -26,22 +26,15 @@ OVERFLOW_NOTE = (
 
 def value(r: Report, expr: Any, **bindings: float) -> float | None:
     """`Report.value`: the one route from a formula, a total's name or a formula's text to a
-    number (`values.value`), at the plans a compile with `bindings` chooses where the plans
-    depend on the sizes bound (piecewise over the regions): exact also off the regions'
-    sample."""
-    if (
-        bindings
-        and isinstance(expr, str)
-        and r.recipe is not None
-        and varies(r)
-        and free_sizes(r) & bindings.keys()
-    ):
-        if expr in r.totals:
+    number (`values.value`). A name or a text is evaluated at the plans a compile with
+    `bindings` chooses (the report `at` the point, remembered per point) where those can
+    differ from the report's: where the plans depend on the sizes bound (piecewise over the
+    regions), and where `bindings` give every free size a number (a compile there plans as
+    declared, `passes.lower.walk.as_declared`). An expression is evaluated as given."""
+    if bindings and isinstance(expr, str) and r.recipe is not None:
+        free = free_sizes(r)
+        if free & bindings.keys() and (free <= bindings.keys() or varies(r)):
             return values.value(at(r, **bindings), expr)
-        if expr.isidentifier() and expr not in names(r):
-            there = at(r, **bindings)
-            if expr in there.totals:  # a total only the plans there have (t_recompute_s)
-                return values.value(there, expr)
     return values.value(r, expr, **bindings)
 
 
