@@ -77,6 +77,9 @@ def test_at_leaves_the_report_as_it_was(report):
 
 
 def test_value_with_bindings_reuses_one_compiled_function(report):
+    """B, D and F are every size the report leaves free: each point is read from the compile
+    there (kept per point, tests/driver/test_points.py), and the report's own compiled
+    functions do not grow with the points."""
     report.value("t_comms_s", B=1024, D=1024, F=1024)
     n = len(report._functions)
     for b in range(2048, 2048 + 50):
