@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from shardc.passes.graph import build_graph, distinct_inputs, ops_in_order, producers
 from shardc.passes.ir import (
@@ -180,6 +180,7 @@ def timeline(
     weights: bool = True,
     busy_after: Mapping[int, float] | None = None,
     ahead: Mapping[int, float] | None = None,
+    blocking: Collection[int] = (),
 ) -> tuple[float, dict[int, tuple[float, float, str]]]:
     """(Makespan, each op's (start, finish, "compute" | "network")) of a list schedule on the
     program graph: ops in program order (a topological
@@ -191,7 +192,9 @@ def timeline(
     busy that long after its result is ready (a collective the backward pass runs again, off
     the critical path: the network carries it, nothing waits for it). `ahead` bounds a
     prefetch: the op starts no sooner than that many seconds before the compute resource is
-    free for the work after it (a gather whose buffer holds only part of the weight)."""
+    free for the work after it (a gather whose buffer holds only part of the weight). A
+    collective in `blocking` holds the compute resource too: it starts when compute is free and
+    nothing computes until it ends (a synchronous collective, which the stream waits for)."""
     feeds, drains = collective_matmuls(program, axis_sizes, weights) if axis_sizes else ({}, {})
     ready: dict[tuple[str, str], float] = {}
     started: dict[int, float] = {}
@@ -224,6 +227,8 @@ def timeline(
         start = max(start_after, free.get(resource, 0.0))
         if ahead is not None and i in ahead:
             start = max(start, free.get("compute", 0.0) - ahead[i])
+        if i in blocking:
+            start = max(start, free.get("compute", 0.0))
         took = durations.get(i, 0.0)
         finish = start + took
         for j, n in fed.values():  # the last block arrives, then its share of the matmul
@@ -239,6 +244,8 @@ def timeline(
             else (start, min(finish, start + took), "compute")
         )
         free[resource] = finish + (busy_after.get(i, 0.0) if busy_after else 0.0)
+        if i in blocking:
+            free["compute"] = finish
         ready[made] = finish
         end = max(end, free[resource])
     return end, spans
@@ -250,6 +257,7 @@ def expected_schedule(
     busy_after: Mapping[int, float] | None = None,
     ahead: Mapping[int, float] | None = None,
     contention: float = CONTENTION,
+    blocking: Collection[int] = (),
 ) -> tuple[float, dict[int, float]]:
     """The calibrated step of a GPU program and each collective's exposed part: overlap that
     can fail (docs/cost-model.md, "Overlap in the calibrated step").
@@ -258,13 +266,17 @@ def expected_schedule(
       or ReduceScatter on the activations' path runs before or after its matmul, exposed
       (Megatron-LM overlaps only the backward pass's re-gather, `busy_after`: Korthikanti et
       al. 2022, section 4.2.2).
+    - A collective in `blocking` holds the compute: nothing runs beside it, not even work that
+      does not need it (context parallelism's gathers of the keys and values: "the
+      all-gather communication latency is exposed in the critical path": Dubey et al. 2024,
+      "The Llama 3 Herd of Models", section 3.3.2; `shardc.tools.plan.accounting`).
     - A parameter's gather runs ahead of its use only as far as `ahead` allows (the prefetch
       buffer, `PREFETCH_ELEMENTS`); the first gather has nothing before it and is exposed.
     - A gradient reduction overlaps only the compute after it (the backward of earlier
       layers); the last one is exposed.
     - The compute that hides a collective runs `contention` slower for that time: the makespan
       grows by `contention` x the hidden communication."""
-    end, spans = timeline(program, durations, None, None, False, busy_after, ahead)
+    end, spans = timeline(program, durations, None, None, False, busy_after, ahead, blocking)
     parts = exposed_parts(spans)
     hidden = sum(b - a for i, (a, b, kind) in spans.items() if kind == "network") - sum(
         parts.values()

@@ -5,17 +5,17 @@ calibrated step"). `Report.expected_schedule` and `Report.prefetch_ahead` call t
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 
 def expected_schedule(
-    r: Any, durations: dict[int, float] | None = None
+    r: Any, durations: dict[int, float] | None = None, blocking: Collection[int] = ()
 ) -> tuple[float, dict[int, float]] | None:
     """The calibrated step of report `r` and each collective's exposed part (no collective
     matmuls, prefetch bounded by its buffer and by free HBM, compute slowed beside
-    collectives) over each op's expected time, or over `durations`; None unless every op has a
-    number."""
+    collectives, the collectives in `blocking` holding the compute) over each op's expected
+    time, or over `durations`; None unless every op has a number."""
     from shardc.passes.schedule import CONTENTION
     from shardc.passes.schedule import expected_schedule as schedule
 
@@ -31,6 +31,7 @@ def expected_schedule(
         busy_after=r.busy_after(),
         ahead=prefetch_ahead(r, durations),
         contention=contention,
+        blocking=blocking,
     )
 
 

@@ -7,7 +7,7 @@ those functions, and the writers (`shardc.driver.render`) print the report.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -193,11 +193,12 @@ class Report:
         return step.exposed(self, expected)
 
     def expected_schedule(
-        self, durations: dict[int, float] | None = None
+        self, durations: dict[int, float] | None = None, blocking: Collection[int] = ()
     ) -> tuple[float, dict[int, float]] | None:
         """The calibrated step and each collective's exposed part, over each op's expected
-        time or `durations` (`shardc.driver.overlap.expected_schedule`)."""
-        return overlap.expected_schedule(self, durations)
+        time or `durations`, the collectives in `blocking` holding the compute
+        (`shardc.driver.overlap.expected_schedule`)."""
+        return overlap.expected_schedule(self, durations, blocking)
 
     def prefetch_ahead(self, durations: Mapping[int, float]) -> dict[int, float]:
         """Each parameter gather's seconds ahead of its use (`shardc.driver.overlap`)."""

@@ -7,7 +7,14 @@ import pytest
 
 import shardc
 from shardc.tools.models.sharding import Axis, Layout
-from shardc.tools.plan.accounting import collective_role, model_flops, new_totals, zero_state
+from shardc.tools.plan.accounting import (
+    collective_role,
+    context_collectives,
+    expected_parts,
+    model_flops,
+    new_totals,
+    zero_state,
+)
 from shardc.tools.plan.candidates import Options
 
 TRAIN = (
@@ -57,3 +64,36 @@ def test_the_role_of_a_collective():
     assert collective_role(("Y",), DP_TP) == "tp"
     assert collective_role(("P",), DP_TP) == "dcn"
     assert collective_role(("X", "Y"), DP_TP) == "mixed"
+
+
+CP_ATTENTION = (
+    "mesh X=4\ndim B=2, T=4096, S=4096, D=1024, H=128\nhardware h100\n"
+    "In: bf16[B, T_X, D]\nparam W_Q: bf16[D, H]\nparam W_K: bf16[D, H]\nparam W_V: bf16[D, H]\n"
+    "Q[B, T_X, H] = In ·_D W_Q\nKc[B, S_X, H] = In[B, T->S_X, D] ·_D W_K\n"
+    "Vc[B, S_X, H] = In[B, T->S_X, D] ·_D W_V\nSc[B, T_X, S] = Q ·_H Kc\n"
+    "Pr = softmax_{S}(Sc)\nAtt[B, T_X, H] = Pr ·_S Vc\nbackward\n"
+)
+CP = Layout("dp", (Axis("X", 4, "seq"),))
+
+
+def test_context_parallel_gathers_of_the_keys_and_values_are_exposed_whole():
+    """The Llama 3 paper's context parallelism gathers K and V before the local queries'
+    attention, the gather "exposed in the critical path" (section 3.3.2): in the calibrated
+    step nothing computes beside those gathers or their gradients' ReduceScatters, where
+    without the layout the gather of K hides behind V's projection and the backward's
+    ReduceScatters behind the rest of the backward pass."""
+    r = shardc.compile(CP_ATTENTION)
+    blocking = context_collectives(r, CP)
+    ops = r.program.ops
+    assert sorted((ops[i].op, ops[i].src.array) for i in blocking) == [
+        ("AllGather", "Kc"),
+        ("AllGather", "Vc"),
+        ("ReduceScatter", "dKc"),
+        ("ReduceScatter", "dVc"),
+    ]  # not the gradients' AllReduces, which overlap the backward pass
+    d = r.step_durations(expected=True)
+    free, hidden = expected_parts(r, 0.0)
+    held, exposed = expected_parts(r, 0.0, layout=CP)
+    assert all(exposed[i] == pytest.approx(d[i]) for i in blocking)
+    assert sum(hidden[i] for i in blocking) < sum(d[i] for i in blocking)
+    assert held > free

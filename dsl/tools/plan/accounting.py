@@ -106,18 +106,39 @@ def expected_parts(
     roofline: float,
     durations: dict[int, float] | None = None,
     spans: dict[int, tuple[float, float, str]] | None = None,
+    layout: Layout | None = None,
 ) -> tuple[float, dict[int, float]]:
     """`expected_step` and each collective's exposed part in that schedule, by op index (in
     the roofline's schedule on a chip without a calibration: from its `spans` where the
-    caller has them, so it is not scheduled twice)."""
+    caller has them, so it is not scheduled twice). With the `layout`, its context-parallel
+    collectives hold the compute (`context_collectives`)."""
     if not r.calibrated:
         if spans is not None:
             return roofline, exposed_parts(spans)
         if durations is None:
             return roofline, r.exposed() or {}
         return roofline, exposed(r.program, durations, axis_sizes=r.mesh_sizes())
-    out = r.expected_schedule(durations)
+    blocking = context_collectives(r, layout) if layout is not None else set()
+    out = r.expected_schedule(durations, blocking)
     return (roofline, {}) if out is None else (max(out[0], roofline), out[1])
+
+
+def context_collectives(r, layout: Layout) -> set[int]:
+    """The collectives of context parallelism: a gather of an activation over data axes (the
+    keys and values, where the data axes split the sequence) and the ReduceScatter of its
+    gradient. The Llama 3 paper's context parallelism gathers K and V whole before the
+    attention of the local queries, not in a ring that overlaps compute, and says "the
+    all-gather communication latency is exposed in the critical path" (Dubey et al. 2024, "The
+    Llama 3 Herd of Models", section 3.3.2); its backward is the same kernel's transpose. So
+    the calibrated step runs them with nothing computing beside them."""
+    return {
+        c.index
+        for c in r.ops
+        if c.kind == "collective"
+        and c.overlap == ""
+        and r.program.ops[c.index].op in ("AllGather", "ReduceScatter")
+        and collective_role(c.axes, layout) in ("dp", "fsdp")
+    }
 
 
 def add_exposed(acc: dict[str, Any], r, parts: dict[int, float], layout: Layout, n: float) -> None:

@@ -274,7 +274,7 @@ def evaluate(
         n = p.count
         acc["parts"][p.name] = {"count": n, "t_step_s": t}
         acc["t_step_s"] += t * n
-        t_e, exposed = expected_parts(r, t, spans=spans)
+        t_e, exposed = expected_parts(r, t, spans=spans, layout=layout)
         acc["t_step_expected_s"] += (t_e + framework_seconds(r, p, chip, layout, options)) * n
         add_exposed(acc, r, exposed, layout, n)
         acc["t_step_overlap_revised_s"] += schedule_revised(r, durations, layout) * n

@@ -258,7 +258,7 @@ def evaluate_pipeline(
         )
         expected = (r.step_durations(expected=True) if r.calibrated else None) or durations
         rest_e = {i: (0.0 if i in once else d) for i, d in expected.items()}
-        t_e, exposed_e[part.name] = expected_parts(r, per[part.name][0] * m, rest_e)
+        t_e, exposed_e[part.name] = expected_parts(r, per[part.name][0] * m, rest_e, layout=layout)
         # the framework's passes and the fp32 accumulation of each microbatch's gradients
         passes = (
             layer_seconds(r, chip, options.remat, options.dropout, options.attention)
