@@ -8,9 +8,10 @@ activations), a collective the step schedule hides (a prefetched weight gather, 
 gradient reduction), a term that does not bound `T_lower`. This module searches over the plan
 vectors (one plan per contraction) for the one that minimizes a named objective of the whole
 program (`OBJECTIVES`), starting from the per-statement choice, which it keeps unless another
-vector is strictly cheaper. The search is exact over its options and bounded (`MAX_OPTIONS`
-plans per contraction within `NEAR` of its cheapest, `EXHAUSTIVE` vectors, `WORK`
-contractions lowered); docs/cost-model.md says what it can miss.
+vector is strictly cheaper. The search is exact over each contraction's `PRODUCT_OPTIONS` best
+plans (`EXHAUSTIVE` vectors), then descends one contraction at a time through its
+`MAX_OPTIONS` best (`PASSES`), all within `NEAR` of its cheapest and `WORK` contractions
+lowered; docs/cost-model.md says what it can miss.
 """
 
 from __future__ import annotations
@@ -34,10 +35,23 @@ OBJECTIVE_TEXT: dict[Objective, str] = {
     "statement": "each contraction's own time (no whole-program search)",
 }
 
-MAX_OPTIONS = 2
-"""Distinct plans tried per contraction: the per-statement choice and the next by its key (the
-decision record lists these and a third). With a third, the FSDP step has 729 vectors; none of
-them was cheaper at B = 4096 or 8192 than the best of the 64."""
+MAX_OPTIONS = 3
+"""Distinct plans ranked per contraction (the decision record lists as many): the first
+`PRODUCT_OPTIONS` are searched in every combination, the next by the descent (`search`). Under
+`T_lower` the FSDP step's first product ranks its two book plans (gather the weight, move the
+activations) second and third behind its F-sharded one on either side of B = 7660, where they
+swap: with two options a program left the options there, and its regions split where no two
+steps cross."""
+
+PRODUCT_OPTIONS = 2
+"""Plans per contraction whose every combination is tried: with three the FSDP step has 729
+vectors, each a lowering (2^6 = 64 with two); none of the 729 was cheaper at B = 4096 or 8192
+than the best of the 64."""
+
+PASSES = 3
+"""Rounds of the descent (`search`): each tries every other option at each contraction in
+turn, then at two neighbouring contractions at once, from the cheapest vector so far; it stops
+after a round that changes nothing."""
 
 NEAR = 3.0
 """An option is tried only where its own time (the planner's key: communication plus compute at
@@ -53,7 +67,8 @@ are the cheapest of those options there (the regions drawn by `driver.objective_
 rely on it). The FSDP step has 2^6 = 64."""
 
 WORK = 4096
-"""At most this many contractions lowered by the search in all (vectors times contractions):
+"""At most this many contractions lowered by the exhaustive search in all (vectors times
+contractions; the descent lowers at most `PASSES` times the options beyond them):
 each vector relowers the whole program, so a program of 50 products with two options at 8
 of them would cost several compiles (docs/cost-model.md, "What it can miss")."""
 
@@ -116,12 +131,19 @@ class Forced:
     contraction's sizes are all known), cheapest first."""
     picked: dict[int, Any] = field(default_factory=dict)
     """The option run at each contraction, as `options` names it."""
+    wide: dict[int, int] = field(default_factory=dict)
+    """How many options each contraction has for the descent (`seen` counts those of the
+    exhaustive product)."""
 
-    def rank(self, ordinal: int, times: Sequence[float], near: float = NEAR) -> int:
+    def rank(
+        self, ordinal: int, times: Sequence[float], near: float = NEAR, product: int = 0
+    ) -> int:
         """The option to run at a contraction whose options' own times (the planner's key,
-        cheapest first) are `times`; options slower than `near` times the first are not run."""
+        cheapest first) are `times`; options slower than `near` times the first are not run,
+        and only the first `product` (all where 0) are in the exhaustive product."""
         options = sum(1 for t in times if t <= times[0] * near)
-        self.seen[ordinal] = options
+        self.seen[ordinal] = min(options, product) if product else options
+        self.wide[ordinal] = options
         r = self.forced.get(ordinal, self.sweep)
         r = r if r < options else 0
         self.options[ordinal] = tuple(range(options))
@@ -138,7 +160,8 @@ class Forced:
         could run `other`'s plan vector. Each contraction's pick is placed among the options
         `other`'s own lowering meets at `point` (a contraction's options depend on the layouts
         the contractions before it leave, so another lowering's would not do), and that place
-        must be one the search tries there (`search` forces the k-th option of each)."""
+        must be one the search tries there (`search` forces the k-th option of each: the
+        product's, or the descent's, which reaches only some vectors of the latter)."""
         own, ranges = other.options_at(point), self.options_at(point)
         for k, v in other.picked.items():
             options = own.get(k, (v,))
@@ -157,8 +180,8 @@ class Forced:
         options = ranked(candidates, point, getattr(self.base, "whole", False))
         if options is None:
             return None
-        pick = options[self.rank(ordinal, [t for t, _ in options])][1]
-        self.options[ordinal] = tuple(c.steps for _, c in options[: self.seen[ordinal]])
+        pick = options[self.rank(ordinal, [t for t, _ in options], product=PRODUCT_OPTIONS)][1]
+        self.options[ordinal] = tuple(c.steps for _, c in options[: self.wide[ordinal]])
         self.picked[ordinal] = pick.steps
         return int(pick.order)
 
@@ -234,12 +257,21 @@ def search(
     first: tuple[R, Forced] | None = None,
 ) -> Searched:
     """The plan vector minimizing `cost`, starting from the per-statement choice (`first`,
-    lowered already with a `Forced` that recorded its options, or lowered here): every vector
-    of the options, in order, the first of equal cost kept (the per-statement one wins ties).
-    Where the vectors number more than `EXHAUSTIVE`, or their lowerings would lower more than
-    `WORK` contractions in all, none is tried and the per-statement plans stand (a search that
-    cannot be exact would make a compile at a point and the report's regions disagree).
-    Deterministic: no time budget.
+    lowered already with a `Forced` that recorded its options, or lowered here).
+
+    First every vector of the product of the options (`Forced.seen`: each contraction's
+    `PRODUCT_OPTIONS` best), in order (`itertools.product` over the contractions in program
+    order, the last varying fastest), the first of equal cost kept (the per-statement one wins
+    ties). Then a descent from the cheapest of them through the options beyond (`Forced.wide`,
+    up to `MAX_OPTIONS`): in each of at most `PASSES` rounds, each contraction in program order,
+    each of its options in rank order, the vector changed there alone (then at two neighbouring
+    contractions to the same option) is lowered, unless lowered before, and kept where strictly
+    cheaper; a round that keeps none ends it. So the search never returns a vector costlier
+    than the exhaustive product's best. Where the product's
+    vectors number more than `EXHAUSTIVE`, or their lowerings would lower more than `WORK`
+    contractions in all, nothing is tried and the per-statement plans stand (a search that
+    cannot be exact over its product would make a compile at a point and the report's regions
+    disagree). Deterministic: no time budget.
     """
     if first is None:
         recorder = Forced(base)
@@ -253,6 +285,7 @@ def search(
         return Searched(None, greedy, greedy)
     best_value, best, runs = greedy, None, 0
     ordinals = sorted(seen)
+    current = (0,) * len(ordinals)
     for vector in itertools.product(*(range(seen[k]) for k in ordinals)):
         if not any(vector):
             continue  # the per-statement plans, lowered already
@@ -260,7 +293,35 @@ def search(
         v = cost(lower(c))
         runs += 1
         if v is not None and v < best_value * (1 - REL_TOL):
-            best_value, best = v, c
+            best_value, best, current = v, c, vector
+    wide = [max(recorder.wide.get(k, seen[k]), seen[k]) for k in ordinals]
+    if wide == [seen[k] for k in ordinals]:
+        return Searched(best, best_value, greedy, runs)
+    tried: set[tuple[int, ...]] = set()  # beyond the product (which was tried whole)
+
+    # The descent's moves, in order: each contraction (program order) to each of its options
+    # (rank order); then each two contractions next to each other in program order to the same
+    # option at once (a product's two gradients read the same operand: plans that swap places
+    # in one's ranking swap in the other's too). Each is taken from the cheapest vector so far.
+    moves = [(i, 1, o) for i in range(len(ordinals)) for o in range(wide[i])]
+    moves += [(i, 2, o) for i in range(len(ordinals) - 1) for o in range(min(wide[i], wide[i + 1]))]
+    for _ in range(PASSES):
+        start = current
+        for i, width, option in moves:
+            if option in current[i : i + width]:
+                continue  # that contraction there already: a smaller move, or none
+            vector = (*current[:i], *(option,) * width, *current[i + width :])
+            inside = all(x < seen[j] for x, j in zip(vector, ordinals, strict=True))
+            if inside or vector in tried:
+                continue
+            tried.add(vector)
+            c = Forced(base, dict(zip(ordinals, vector, strict=True)), shared=recorder.shared)
+            v = cost(lower(c))
+            runs += 1
+            if v is not None and v < best_value * (1 - REL_TOL):
+                best_value, best, current = v, c, vector
+        if current == start:
+            break
     return Searched(best, best_value, greedy, runs)
 
 
@@ -270,6 +331,8 @@ __all__ = [
     "NEAR",
     "OBJECTIVES",
     "OBJECTIVE_TEXT",
+    "PASSES",
+    "PRODUCT_OPTIONS",
     "WORK",
     "Forced",
     "Objective",

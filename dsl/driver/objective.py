@@ -123,7 +123,7 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
     known = tuple(sorted(recorder.options.items()))
 
     def lower(chooser: Forced) -> Report:
-        seen = recorder.seen
+        seen = recorder.wide
         vector = tuple(
             sorted(
                 (k, v) for k in seen if (v := chooser.forced.get(k, chooser.sweep)) < seen[k] and v
@@ -133,7 +133,8 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
         if key not in lowerings:
             lowerings[key] = light(recipe, chooser, objective != "step")
         else:
-            chooser.seen.update(seen)  # as the lowering would have recorded them
+            chooser.seen.update(recorder.seen)  # as the lowering would have recorded them
+            chooser.wide.update(seen)
         out = _with(r, *lowerings[key])
         # the same sizes, chip and bindings: the environment of numbers is `r`'s, and so is
         # each formula's number (the vectors share most of their ops' formulas)

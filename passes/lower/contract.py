@@ -40,7 +40,7 @@ from shardc.passes.lower.state import (
     StepsKey,
     derived_name,
 )
-from shardc.passes.objective import distinct
+from shardc.passes.objective import PRODUCT_OPTIONS, distinct
 from shardc.passes.reshard import Step
 from shardc.passes.symbolic_plans import Candidate, Recipe
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
@@ -120,7 +120,8 @@ def contract(
             [ranked[0], *search.every], lambda p: (p.lhs_steps, p.rhs_steps, p.out_steps)
         )
         times = [float(objective(p)[1]) for p in options]
-        chosen = options[st.chooser.rank(ordinal, times)]  # type: ignore[union-attr]
+        r = st.chooser.rank(ordinal, times, product=PRODUCT_OPTIONS)  # type: ignore[union-attr]
+        chosen = options[r]
         if chosen is not ranked[0]:
             whole = whole_program_text(chosen, ranked[0], objective, lv.array, rv.array, target)
         ranked = [chosen, *(p for p in ranked if p is not chosen)]

@@ -101,9 +101,11 @@ class Recording:
         self.book.events[self.at] = event
         self.at = (self.at[0], (*self.at[1], answer))
 
-    def rank(self, ordinal: int, times: Sequence[float], near: float = NEAR) -> int:
-        r: int = self.inner.rank(ordinal, times, near)
-        self._asked(("rank", ordinal, tuple(times), near), r)
+    def rank(
+        self, ordinal: int, times: Sequence[float], near: float = NEAR, product: int = 0
+    ) -> int:
+        r: int = self.inner.rank(ordinal, times, near, product)
+        self._asked(("rank", ordinal, tuple(times), near, product), r)
         return r
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
