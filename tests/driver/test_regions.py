@@ -285,12 +285,15 @@ def test_a_candidate_whose_later_options_differ_still_wins_its_region():
     through both products (T_lower 6.03 ms against 8.59 for the per-statement plans there).
     That program's second product meets other options than the per-statement lowering's (its
     operand arrives in another layout), so the regions must rank each pick among its own
-    lowering's options (they once kept the per-statement plans from B = 3943): three regions
-    (split at 6419 and 11543), each the compile's."""
+    lowering's options (they once kept the per-statement plans from B = 3943): four regions
+    (split at 4498, 8027 and 11543), each the compile's. Between 4498 and 8027 the first
+    product gathers both operands and the second moves its result (its third option, found by
+    the search's descent: T_lower 7.97 ms at B = 6416, where the two best options per product
+    give 9.40)."""
     r = shardc.compile(MLP)
     regions = r.regions()
-    assert len(regions) == 3
-    for b in (2048, 3936, 4096, 6416, 6432, 7664, 11536, 11552, 16384):
+    assert len(regions) == 4
+    for b in (2048, 3936, 4096, 4496, 4512, 6416, 6432, 7664, 8016, 8032, 11536, 11552, 16384):
         assert_totals_at(r, {"B": b}, shardc.compile(MLP, set={"B": b}))
 
 
