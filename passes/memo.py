@@ -131,6 +131,12 @@ PERMUTE_TIME: Table[Hashable, CollectiveTime | None] = _table(
     "a CollectivePermute's time, by its bytes, the two layouts, "
     "the axis sizes, the model, the topology and the link figures",
 )
+PERMUTE_NEAR: Table[Hashable, tuple[list[Any], tuple[float, float], tuple[float, float]]] = _table(
+    "permute_cost.nearest",
+    "a permute into finer blocks' nearest-holder pairs and the costliest send of those and of "
+    "the fixed pairs, by each sharded dim's axes in the two layouts, the axis sizes, the model "
+    "and the topology",
+)
 CROSSOVER: Table[Hashable, sp.Expr] = _table(
     "derive_cost.crossover",
     "a collective's crossover size (a `cancel`), by its latency, bytes and bandwidth formulas",

@@ -22,7 +22,7 @@ from shardc.lang.send import SendAxis
 from shardc.passes.context import Model
 from shardc.passes.cost_model import CollectiveTime, Links, Num, is_number, smax, smin
 from shardc.passes.ir import Topology
-from shardc.passes.memo import PERMUTE_PAIRS, PERMUTE_TIME, memoized, typed
+from shardc.passes.memo import PERMUTE_NEAR, PERMUTE_PAIRS, PERMUTE_TIME, memoized, typed
 from shardc.passes.send_cost import send_time
 
 Coords = tuple[int, ...]
@@ -286,6 +286,57 @@ def _permute_key(
     )
 
 
+def _nearest_key(
+    src: Layout,
+    dst: Layout,
+    names: tuple[str, ...],
+    n: Mapping[str, int],
+    pairs: Pairs,
+    model: Model,
+    topo: Topology | None,
+) -> Hashable:
+    # The pairs depend only on the sharded dims' axes (in any order, under any names): the
+    # same reshard of Q, K and V's head dim is matched once.
+    sharded = tuple(
+        (src.axes_of(d), dst.axes_of(d)) for d in dst.dim_names if src.axes_of(d) or dst.axes_of(d)
+    )
+    return (sharded, names, tuple(n.items()), model, topo)
+
+
+@memoized(PERMUTE_NEAR, _nearest_key)
+def _nearest(
+    src: Layout,
+    dst: Layout,
+    names: tuple[str, ...],
+    n: Mapping[str, int],
+    pairs: Pairs,
+    model: Model,
+    topo: Topology | None,
+) -> tuple[Pairs, SendKey, SendKey]:
+    """The nearest holders' pairs of a permute into finer blocks (`_nearest_holders`, each send
+    ranked by its bandwidth term, then its latency, at unit figures), and the costliest send of
+    those and of the fixed `pairs`."""
+    unit = Links.uniform(1.0, 1.0)
+    known_n = n.get
+    sends: dict[tuple[tuple[int, int, int], ...], SendKey] = {}
+    axes = range(len(names))
+
+    def cost(h: Coords, r: Coords) -> SendKey:
+        # by the moving coordinates (a block's holders are many, their sends few)
+        moves = tuple((k, h[k], r[k]) for k in axes if h[k] != r[k])
+        hit = sends.get(moves)
+        if hit is None:
+            if not moves:
+                return (0.0, 0.0)
+            point = tuple(SendAxis(names[k], src=i, dst=j) for k, i, j in moves)
+            t = send_time(1.0, point, known_n, model, topo, unit, known_n)
+            hit = sends[moves] = (float(t.bandwidth), float(t.latency))
+        return hit
+
+    near = _nearest_holders(src, dst, names, n, cost)
+    return near, max(cost(h, r) for h, r in near), max(cost(h, r) for h, r in pairs)
+
+
 @memoized(PERMUTE_TIME, _permute_key)
 def permute_time(
     v: Num,
@@ -314,24 +365,7 @@ def permute_time(
         # Into finer blocks: several devices hold each block; the sends are ranked by their
         # bandwidth term, then their latency, at unit figures (the same pairs for a report's
         # formulas and a planner's numbers), and the fixed pairs kept unless beaten.
-        unit = Links.uniform(1.0, 1.0)
-        known_n = n.get
-
-        sends: dict[tuple[SendAxis, ...], SendKey] = {}
-
-        def cost(h: Coords, r: Coords) -> SendKey:
-            point = tuple(
-                SendAxis(a, src=h[k], dst=r[k]) for k, a in enumerate(names) if h[k] != r[k]
-            )
-            if not point:
-                return (0.0, 0.0)
-            if point not in sends:
-                t = send_time(1.0, point, known_n, model, topo, unit, known_n)
-                sends[point] = (float(t.bandwidth), float(t.latency))
-            return sends[point]
-
-        near = _nearest_holders(src, dst, names, n, cost)
-        mine, fixed = max(cost(h, r) for h, r in near), max(cost(h, r) for h, r in pairs)
+        near, mine, fixed = _nearest(src, dst, names, n, pairs, model, topo)
         if mine < fixed:
             t_near = pairs_time(v, names, near, size_of, sizes.get, model, topo, links)
             if mine[1] <= fixed[1]:

@@ -164,3 +164,32 @@ def test_a_swap_on_lines_of_two_sends_half_the_block_along_each() -> None:
         LINKS,
     )
     assert t.time == 64.0
+
+
+def test_finer_blocks_priced_alike_under_other_dim_names() -> None:
+    """The nearest holders of a permute into finer blocks are matched once per pattern of
+    sharded dims (`permute_cost._nearest`): the same reshard of another array, its dims
+    renamed, reordered and with more unsharded ones, costs what it costs alone."""
+    from shardc.passes import memo
+    from shardc.passes.permute_cost import permute_time
+
+    mesh = {"X": 4, "Y": 2}
+    topo = machine(mesh, True)
+    size_of, known = mesh.__getitem__, mesh.get
+
+    def lay(**dims: tuple[str, ...]) -> Layout:
+        return Layout(tuple(DimSharding(d, a) for d, a in dims.items()))
+
+    first = (lay(J=(), K=("Y",)), lay(J=("Y",), K=("X",)))
+    renamed = (lay(G=(), H=(), S=("Y",), T=()), lay(G=("Y",), H=(), S=("X",), T=()))
+    alone = []
+    for src, dst in (first, renamed):
+        memo.clear()
+        alone.append(permute_time(8e6, src, dst, size_of, known, "exact", topo, LINKS))
+    memo.clear()
+    shared = [
+        permute_time(8e6, src, dst, size_of, known, "exact", topo, LINKS)
+        for src, dst in (first, renamed)
+    ]
+    assert alone == shared
+    assert memo.PERMUTE_NEAR.hits == 1
