@@ -34,7 +34,34 @@ def vanishes(side: sp.Expr, sizes: Mapping[sp.Symbol, int]) -> bool:
     >>> vanishes((X - 1) / (W * X), {X: 1}), vanishes((X - 1) / (W * X), {X: 2})
     (True, False)
     """
-    return side == 0 or bool(sizes and side.xreplace(sizes).is_zero)
+    if side == 0:
+        return True
+    if not sizes:
+        return False
+    at = side.xreplace(sizes)
+    # Not 0 at a point the symbols allow: then not 0 for all values, which `is_zero` (an
+    # assumption query, milliseconds on a training step's comms) could only confirm.
+    return not _nonzero_at_two(at) and bool(at.is_zero)
+
+
+_TWO = sp.Integer(2)
+
+
+def _nonzero_at_two(e: sp.Expr) -> bool:
+    """`e` is a nonzero number with every symbol at 2, a value each symbol's assumptions allow
+    (sizes are positive integers, chip figures positive): so `e` is not 0 everywhere.
+
+    >>> X, W = sp.symbols("X W", positive=True)
+    >>> _nonzero_at_two((X - 1) / W), _nonzero_at_two(X - 2), _nonzero_at_two(1 / (X - 2))
+    (True, False, False)
+    """
+    free = e.free_symbols
+    for s in free:
+        for fact, holds in s.assumptions0.items():
+            if getattr(_TWO, f"is_{fact}") != holds:
+                return False
+    v = e.xreplace(dict.fromkeys(free, _TWO))
+    return isinstance(v, sp.Rational) and v != 0
 
 
 @memoized(SEPARATE, _separate_key)
