@@ -58,9 +58,8 @@ def plan_reshard(
     >>> [(st.kind, st.axes, st.dst.format("A")) for st in plan_reshard(s, d, {"X": 4, "Y": 4})]
     [('AllToAll', ('X',), 'A[K, J_YX]'), ('CollectivePermute', ('Y', 'X'), 'A[K, J_XY]')]
     """
-    axes = _axes(src, dst, sizes, pricing)
     steps = (
-        _planned(src, dst, axes, pricing or BYTES)
+        _planned(src, dst, _axes(src, dst, sizes, pricing), pricing or BYTES)
         if search
         else _in_order(src, dst, _axes(src, dst, sizes))
     )
