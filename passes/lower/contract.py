@@ -186,7 +186,8 @@ def cached_operands(
     (`resharding.copies_of`) where the cheapest plan from it costs less, every size known.
     `R0[J_XY, K] = B` gathering B over Y leaves `[J_X, K]`, from which `C[I_XY, K] = A ·_J B`
     gathers X alone (1.2 us), not XY from B's own `[J_X, K_Y]` (2.1 us). Only an operand the
-    cheapest plan moves, and whose first step no copy serves already, looks at its copies."""
+    cheapest plan moves, and whose first step no copy serves already, looks at its copies
+    (and one read as it is, at the copies `resharding.shared_reads` made)."""
     copies = (copies_of(st, lv, 4), copies_of(st, rv, 4))
     names = {*lv.layout.dim_names, *rv.layout.dim_names, *st.mesh}
     if not (copies[0] or copies[1]) or not st.all_declared(names):
@@ -214,13 +215,19 @@ def cached_operands(
         return lv, rv
     pick, least = (lv, rv), t0 * (1 - 1e-9)
     for side, (v, steps) in enumerate(((lv, p.lhs_steps), (rv, p.rhs_steps))):
-        if not steps or (v.id, steps[0].dst) in st.resharded:
-            continue  # read as it is, or its plan reuses a copy already
+        if steps and (v.id, steps[0].dst) in st.resharded:
+            continue  # its plan reuses a copy already
         seen = {v.layout}
         for u in copies[side]:
             # a copy made under other names (`In[B, T->S, D]` reads `In` with T as S)
-            # is not this operand's layout
-            if u.layout in seen or u.layout.dim_names != v.layout.dim_names:
+            # is not this operand's layout; an operand read as it is looks only at a copy
+            # made for this read and a later one (`resharding.shared_reads`)
+            if (
+                u.layout in seen
+                or u.layout.dim_names != v.layout.dim_names
+                or not steps
+                and u.id not in st.read_copies
+            ):
                 continue
             seen.add(u.layout)
             pair = (u, rv) if side == 0 else (lv, u)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.source import Span
@@ -116,22 +116,161 @@ def shared_options(
         # serve it too (`D1[I_YX, K] = E + E` after `R0[I, K_YX] = E` slices a whole E)
         if i > st.statement and set(later.dim_names) == set(common.dim_names):
             common = coarsest_common(common, later)
-    through = []
-    for mid in partial_gathers(src.layout, common):
+    through: list[tuple[float, bool, list[Step], float, bool]] = []
+    reads = later_reads(st, v)
+    gathers = partial_gathers(src.layout, common)
+    for mid in dict.fromkeys([*gathers, *reads]):
         there = plan_reshard(src.layout, mid, sizes, pricing)
         on = plan_reshard(mid, want, sizes, pricing)
         if there is not None and on is not None and mid != want:
             steps = [*there, *on]
-            through.append((pricing.time(steps, sizes), mid != common, steps))
+            t = pricing.time(steps, sizes)
+            with_reads = t + reads_cost(st, v, (src.layout, mid, want), reads)
+            through.append((t, mid != common, steps, with_reads, mid in gathers))
     through.sort(key=lambda o: (o[0], o[1]))
+    # and through the partial gather or later read whose copy the later reads cost least
+    # from, counted with them: `R0[I_XY, K_Z] = E[I_ZY, K_X]; D1[I_XZ, K_Y] = E + E` on 16
+    # H100s gathers K first (1.2 us), so D1 permutes half the bytes a permute of E's own
+    # blocks moves
+    ahead = sorted(through, key=lambda o: (o[3], o[1]))[:1]
+    through = [o for o in through if o[4]]
     kept: list[Option] = []
     seen = {tuple(s.dst for s in own)}
-    for t, _, steps in (through[:1] + [o for o in through if not o[1]])[:2]:
+    for t, _, steps, _, _ in [*(through[:1] + [o for o in through if not o[1]])[:2], *ahead]:
         key = tuple(s.dst for s in steps)
         if key not in seen:
             seen.add(key)
             kept.append((t, steps))
     return src, (pricing.time(own, sizes), own), kept
+
+
+def later_reads(st: LoweringState, v: Value) -> list[Layout]:
+    """The layouts later statements read `v`'s array in (`read_in`), in `v`'s dims' order."""
+    dims = set(v.dims)
+    return [
+        Layout(tuple(DimSharding(d, lay.axes_of(d)) for d in v.dims))
+        for i, lay in st.read_in.get(v.array, ())
+        if i > st.statement and set(lay.dim_names) == dims
+    ]
+
+
+def reads_cost(
+    st: LoweringState, v: Value, copies: Sequence[Layout], reads: Sequence[Layout]
+) -> float:
+    """What the `reads` of `v`'s array cost, each from the cheapest of `copies`."""
+    sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)
+    total = 0.0
+    for want in reads:
+        best = math.inf
+        for c in copies:
+            steps = [] if c == want else plan_reshard(c, want, sizes, pricing)
+            if steps is not None:
+                best = min(best, pricing.time(steps, sizes))
+        total += best if best < math.inf else 0.0
+    return total
+
+
+def shared_reads(st: LoweringState, e: Expr, request: Layout | None, span: Span) -> None:
+    """Before a contraction or an elementwise op: each array it reads (in its own layout,
+    unrenamed) that a later statement reads again in a stated layout (`read_in`) may first
+    be brought to a layout the two can share, a choice of the whole-program search
+    (`passes.objective.Forced.rank`), as a reshard statement's is (`shared_reshard`); the op
+    then reads that copy where it costs it less (`contract.cached_operands`,
+    `elementwise._from_copies`), and so does the later statement (`cached_source`). `C = A
+    ·_J B; D1 = gelu(C); R2[I_Y, J_X] = A` on a 2x2 v5p gathers A whole once for both (6.0
+    us, where the product's AllToAll and gather and R2's AllToAll cost 7.0); `D0[I_YX, K] =
+    E + E; D1[I_YX, K] = E + E` moves E once, not each sum (4.0 us against 5.0)."""
+    if not hasattr(st.chooser, "rank"):
+        return
+    if isinstance(e, Contract):
+        refs = [r for r in (e.lhs, e.rhs) if isinstance(r, Ref)]
+    elif isinstance(e, Binary) or isinstance(e, Call) and _has_binary(e):
+        refs = list(_plain_refs(e))
+    else:
+        return
+    for name in dict.fromkeys(r.name for r in refs if r.layout is None and not r.renames):
+        if st.last_read.get(name, -1) <= st.statement or name not in st.values:
+            continue
+        ordinal = SHARED_ORDINAL + st.reshard_statements
+        st.reshard_statements += 1
+        v = st.values[name]
+        options = read_options(st, v, None if isinstance(e, Contract) else request)
+        if not options:
+            continue
+        r = st.chooser.rank(ordinal, [1.0] * (len(options) + 1), 1.0)  # type: ignore[union-attr]
+        if r:
+            why = f"{name} is read again later: a copy in {st.fmt(options[r - 1][-1].dst, name)}"
+            made = apply_steps(st, v, options[r - 1], span, _reason(why))
+            st.read_copies.add(made.id)
+
+
+def _reason(why: str) -> Callable[[Step], str]:
+    return lambda s: why
+
+
+def _has_binary(e: Expr) -> bool:
+    while isinstance(e, Call) and len(e.args) == 1:
+        e = e.args[0]
+    return isinstance(e, Binary)
+
+
+def _plain_refs(e: Expr) -> Iterator[Ref]:
+    match e:
+        case Ref():
+            yield e
+        case Binary(lhs=lhs, rhs=rhs):
+            yield from _plain_refs(lhs)
+            yield from _plain_refs(rhs)
+        case Call(args=args):
+            for a in args:
+                yield from _plain_refs(a)
+
+
+SHARED_READS = 3
+"""The most layouts `read_options` offers an array (beside leaving it be)."""
+
+
+def read_options(st: LoweringState, v: Value, request: Layout | None) -> list[list[Step]]:
+    """`shared_reads`'s options for `v`: the steps to the layouts a later statement's read
+    may share with this one (the request, each later read's layout, the coarsest all of
+    them slice, and the partial gathers on the way: `partial_gathers`), at most
+    `SHARED_READS`: the one the later reads cost least from (counted with them), the one
+    gathered for all the reads, and the request. None where it has no choice to make (as
+    `shared_options`)."""
+    if (
+        st.ctx.model != "exact"
+        or v.array in st.params
+        or v.layout.unreduced
+        or not st.all_declared({*v.layout.dim_names, *st.mesh})
+    ):
+        return []
+    reads = later_reads(st, v)
+    if not reads:
+        return []
+    mine = v.layout
+    wants = (
+        [Layout(tuple(DimSharding(d, request.axes_of(d)) for d in v.dims))]
+        if request is not None and set(request.dim_names) == set(v.dims)
+        else []
+    )
+    common = mine
+    for lay in [*wants, *reads]:
+        common = coarsest_common(common, lay)
+    sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)
+    priced: list[tuple[float, int, list[Step]]] = []
+    for k, t in enumerate(dict.fromkeys([*wants, *reads, *partial_gathers(mine, common)])):
+        steps = plan_reshard(mine, t, sizes, pricing) if t != mine else None
+        if steps and any(s.kind != "slice" for s in steps):
+            ahead = pricing.time(steps, sizes) + reads_cost(st, v, (mine, t), reads)
+            priced.append((ahead, k, steps))
+    if not priced:
+        return []
+    by_target = {steps[-1].dst: steps for _, _, steps in priced}
+    keep = [min(priced, key=lambda o: (o[0], o[1]))[2]]
+    for t in (common, *wants):
+        if t in by_target and by_target[t] not in keep:
+            keep.append(by_target[t])
+    return keep[:SHARED_READS]
 
 
 def partial_gathers(src: Layout, common: Layout) -> list[Layout]:

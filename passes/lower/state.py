@@ -191,6 +191,9 @@ class LoweringState:
     shifts no contraction's ordinal."""
     resharded: dict[tuple[str, Layout], Value] = field(default_factory=dict)
     """An array brought to a layout, by (the value's id, the layout) (`resharding.apply_steps`)."""
+    read_copies: set[str] = field(default_factory=set)
+    """The ids of the copies `resharding.shared_reads` made: a product reads one even where its
+    cheapest plan leaves that operand as it is (`contract.cached_operands`)."""
     copies: dict[str, list[Value]] = field(default_factory=dict)
     """By value id: the copies `apply_steps` made of it in one step (`cached_source`)."""
     figures: tuple[Links, dict[str, float | sp.Expr]] | None = None

@@ -62,6 +62,7 @@ from shardc.passes.lower.resharding import (
     plain_reads,
     reshard,
     shared_options,
+    shared_reads,
     shared_reshard,
 )
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
@@ -215,6 +216,7 @@ def assign(st: LoweringState, stmt: Assign) -> None:
     tid = target if target not in st.values else st.fresh(target)
     start = len(st.ops)
     req = stmt.layout.stripped() if stmt.layout is not None else None
+    shared_reads(st, stmt.expr, req, stmt.span)
     if isinstance(stmt.expr, Contract):
         v = contract(st, stmt.expr, req, target, stmt)
     elif isinstance(stmt.expr, Reduce) and stmt.expr.kind == "Sum" and req is not None:

@@ -466,6 +466,65 @@ HUNT_MISSES = [
         "R0h[I_X, J_Y] = A\nR0[I_XZY, J] = R0h\n",
         6.942e-05,
     ),
+    # A product's operand a later reshard reads: the product AllToAll'd and gathered A over
+    # Y and X, and R2 AllToAll'd A again (7.04 us); A is now gathered whole once, a choice of
+    # the whole-program search, and the product and R2 slice it (6.04 us; passes/lower/
+    # resharding.py, `shared_reads`). The hand plan computed C in `[I_X, K]`: 6.04 us.
+    (
+        "mesh X=2, Y=2\ndim I=16, J=4, K=256\nhardware tpu-v5p\nA: bf16[I, J_YX]\n"
+        "B: bf16[J, K_YX]\nE: bf16[I, K_Y]\nC[I_XY, K] = A ·_J B\nD1[I, K_X] = gelu(C)\n"
+        "R2[I_Y, J_X] = A\n",
+        "Ch[I_X, K] = A ·_J B\nC[I_XY, K] = Ch\nD1[I, K_X] = gelu(C)\nR2[I_Y, J_X] = A\n",
+        6.044e-06,
+    ),
+    # The same where the product reads A as it is: it scattered and gathered its partial sums
+    # over XY (3.0 us) and R2 gathered A (2.0 us), 6.0 us in all; from A gathered whole
+    # the product gathers B alone and R2 slices (4.05 us; `contract.cached_operands` reads
+    # the copy `shared_reads` made). The hand plan gathered A over X: 5.0 us.
+    (
+        "mesh X=2, Y=2\ndim I=4, J=64, K=64\nhardware tpu-v5p\nA: bf16[I, J_YX]\n"
+        "B: bf16[J_Y, K]\nE: bf16[I_XY, K]\nC[I_X, K] = A ·_J B\nD1[I_Y, K] = gelu(C)\n"
+        "R2[I, J_X] = A\n",
+        "Ah[I, J_Y] = A\nCh[I_X, K]{U_Y} = Ah ·_J B\nC = AllReduce_Y(Ch)\n"
+        "D1[I_Y, K] = gelu(C)\nR2[I, J_X] = A\n",
+        4.051e-06,
+    ),
+    # An elementwise op whose operand a later statement reads in the same layout: each sum
+    # ran in E's layout and AllToAll'd its result (5.0 us); E is now moved once and both sums
+    # read the copy (4.0 us; `shared_reads`, the every-kind property's commonest miss).
+    (
+        "mesh X=2, Y=2\ndim I=4, J=64, K=4\nhardware h100\nA: bf16[I_YX, J]\n"
+        "B: bf16[J_YX, K]\nE: bf16[I_Y, K_X]\nD0[I_YX, K] = E + E\nD1[I_YX, K] = E + E\n"
+        "C[I_Y, K] = A ·_J B\n",
+        "Eh[I_YX, K] = E\nD0[I_YX, K] = Eh + Eh\nD1[I_YX, K] = E + E\nC[I_Y, K] = A ·_J B\n",
+        4.001e-06,
+    ),
+    # A reshard whose source a later elementwise op reads, on 16 H100s: R0 AllToAll'd and
+    # permuted E, and D1 permuted E + E from E's own blocks (5.37 us); R0 now gathers K first
+    # (its plan through the copy the later reads cost least from, counted with them), and D1
+    # permutes from that copy half the bytes (4.22 us; `shared_options`).
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=16, J=1024, K=4096\nhardware h100\nA: bf16[I, J]\n"
+        "B: bf16[J, K]\nE: bf16[I_ZY, K_X]\nR0[I_XY, K_Z] = E\nD1[I_XZ, K_Y] = E + E\n",
+        "Eh[I_ZY, K] = E\nEh2 = AllToAll_{Y,K}(Eh)\nR0[I_XY, K_Z] = Eh2\nD1[I_XZ, K_Y] = E + E\n",
+        4.219e-06,
+    ),
+    # The same where the later read's own layout is the copy to make (no partial gather of
+    # E's): R0 gathers E to D1's `[I_Y, K]` and permutes, D1 adds that copy to itself (184.1
+    # -> 164.5 us).
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, J=4096, K=4096\nhardware h100\nA: f32[I, J]\n"
+        "B: f32[J, K]\nE: f32[I_ZY, K_X]\nR0[I_XY, K_Z] = E\nD1[I_Y, K] = E + E\n",
+        "R0h[I_Y, K] = E\nR0[I_XY, K_Z] = R0h\nD1[I_Y, K] = E + E\n",
+        1.6446e-04,
+    ),
+    # And where it is the coarsest layout the two share: `[I, K_Z]` (5.78 -> 5.51 us).
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, J=4096, K=16\nhardware h100\nA: f32[I, J]\n"
+        "B: f32[J, K]\nE: f32[I_ZY, K_X]\nR0[I_XY, K_Z] = E\nD1[I, K_Z] = E + E\n",
+        "R0h[I, K_Z] = E\nR0[I_XY, K_Z] = R0h\nD1[I, K_Z] = E + E\n",
+        5.51e-06,
+    ),
 ]
 
 
