@@ -5,7 +5,6 @@ plan, each step emitted with its reason, and a layout an earlier step made is re
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Iterator, Sequence
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
@@ -73,9 +72,17 @@ def shared_reshard(
     if len(options) > 1:
         # every option is tried (at most three): a copy gathered for later statements costs
         # this one more than its own plan by design, so `NEAR` would drop the useful ones
-        times = [t for t, _, _ in options]
-        r = st.chooser.rank(ordinal, times, math.inf)  # type: ignore[union-attr]
+        r = rank_all(st, ordinal, len(options))
     return apply_steps(st, src, options[r][2], span, lambda s: why)
+
+
+def rank_all(st: LoweringState, ordinal: int, options: int) -> int:
+    """The option the whole-program search runs at a choice point whose `options` are all
+    tried (`passes.objective.Forced.rank` without `NEAR`: a copy made for later statements
+    costs this one more than its own plan by design, and an own plan that moves nothing would
+    make every ratio undefined)."""
+    r: int = st.chooser.rank(ordinal, [1.0] * options, 1.0)  # type: ignore[union-attr]
+    return r
 
 
 Option = tuple[float, list[Step]]
@@ -144,34 +151,48 @@ def shared_options(
     return src, (pricing.time(own, sizes), own), kept
 
 
+LATER_READS = 2
+"""The later reads of an array a copy is weighed for (`later_reads`): the nearest ones (a
+long program reads an activation again and again; the first reads are the ones a copy made
+now serves before another is made)."""
+
+
 def later_reads(st: LoweringState, v: Value) -> list[Layout]:
-    """The layouts later statements read `v`'s array in (`read_in`), in `v`'s dims' order."""
+    """The layouts the next `LATER_READS` later statements read `v`'s array in (`read_in`),
+    in `v`'s dims' order."""
     dims = set(v.dims)
-    return [
-        Layout(tuple(DimSharding(d, lay.axes_of(d)) for d in v.dims))
-        for i, lay in st.read_in.get(v.array, ())
-        if i > st.statement and set(lay.dim_names) == dims
-    ]
+    out: list[Layout] = []
+    for i, lay in st.read_in.get(v.array, ()):
+        if i > st.statement and set(lay.dim_names) == dims:
+            out.append(Layout(tuple(DimSharding(d, lay.axes_of(d)) for d in v.dims)))
+            if len(out) == LATER_READS:
+                break
+    return out
 
 
 def reads_cost(
     st: LoweringState, v: Value, copies: Sequence[Layout], reads: Sequence[Layout]
 ) -> float:
     """What the `reads` of `v`'s array cost, each from the cheapest of `copies`."""
-    sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)
     total = 0.0
     for want in reads:
-        best = math.inf
-        for c in copies:
-            steps = [] if c == want else plan_reshard(c, want, sizes, pricing)
-            if steps is not None:
-                best = min(best, pricing.time(steps, sizes))
-        total += best if best < math.inf else 0.0
+        times = [0.0 if c == want else move_time(st, v, c, want) for c in copies]
+        total += min((t for t in times if t is not None), default=0.0)
     return total
 
 
+def move_time(st: LoweringState, v: Value, src: Layout, dst: Layout) -> float | None:
+    """The time of reshard's plan from `src` to `dst` for `v`'s array; None where none."""
+    key = (src, dst, v.dtype)
+    if key not in st.caches.moves:
+        sizes, pricing = st.known_sizes(), st.pricing(v.dtype, v.dims)
+        steps = plan_reshard(src, dst, sizes, pricing)
+        st.caches.moves[key] = None if steps is None else pricing.time(steps, sizes)
+    return st.caches.moves[key]
+
+
 def shared_reads(st: LoweringState, e: Expr, request: Layout | None, span: Span) -> None:
-    """Before a contraction or an elementwise op: each array it reads (in its own layout,
+    """Before a contraction, an elementwise op or a sum: each array it reads (in its own layout,
     unrenamed) that a later statement reads again in a stated layout (`read_in`) may first
     be brought to a layout the two can share, a choice of the whole-program search
     (`passes.objective.Forced.rank`), as a reshard statement's is (`shared_reshard`); the op
@@ -179,11 +200,14 @@ def shared_reads(st: LoweringState, e: Expr, request: Layout | None, span: Span)
     `elementwise._from_copies`), and so does the later statement (`cached_source`). `C = A
     ·_J B; D1 = gelu(C); R2[I_Y, J_X] = A` on a 2x2 v5p gathers A whole once for both (6.0
     us, where the product's AllToAll and gather and R2's AllToAll cost 7.0); `D0[I_YX, K] =
-    E + E; D1[I_YX, K] = E + E` moves E once, not each sum (4.0 us against 5.0)."""
+    E + E; D1[I_YX, K] = E + E` moves E once, not each sum (4.0 us against 5.0); `S0[K] =
+    Sum_{I}(E[I, K_YX]); R1[I, K_X] = E` on 4x2 H100s sums R1's copy (13.0 us against 14.0)."""
     if not hasattr(st.chooser, "rank"):
         return
     if isinstance(e, Contract):
         refs = [r for r in (e.lhs, e.rhs) if isinstance(r, Ref)]
+    elif isinstance(e, Reduce) and e.kind == "Sum":
+        refs = [e.arg] if isinstance(e.arg, Ref) else []
     elif isinstance(e, Binary) or isinstance(e, Call) and _has_binary(e):
         refs = list(_plain_refs(e))
     else:
@@ -194,10 +218,10 @@ def shared_reads(st: LoweringState, e: Expr, request: Layout | None, span: Span)
         ordinal = SHARED_ORDINAL + st.reshard_statements
         st.reshard_statements += 1
         v = st.values[name]
-        options = read_options(st, v, None if isinstance(e, Contract) else request)
+        options = read_options(st, v, request if isinstance(e, (Binary, Call)) else None)
         if not options:
             continue
-        r = st.chooser.rank(ordinal, [1.0] * (len(options) + 1), 1.0)  # type: ignore[union-attr]
+        r = rank_all(st, ordinal, len(options) + 1)
         if r:
             why = f"{name} is read again later: a copy in {st.fmt(options[r - 1][-1].dst, name)}"
             made = apply_steps(st, v, options[r - 1], span, _reason(why))
@@ -247,6 +271,15 @@ def read_options(st: LoweringState, v: Value, request: Layout | None) -> list[li
     reads = later_reads(st, v)
     if not reads:
         return []
+    key = (v.layout, v.dtype, request, tuple(reads))
+    if key not in st.caches.reads:
+        st.caches.reads[key] = _read_options(st, v, request, reads)
+    return st.caches.reads[key]
+
+
+def _read_options(
+    st: LoweringState, v: Value, request: Layout | None, reads: list[Layout]
+) -> list[list[Step]]:
     mine = v.layout
     wants = (
         [Layout(tuple(DimSharding(d, request.axes_of(d)) for d in v.dims))]

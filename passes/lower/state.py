@@ -127,6 +127,12 @@ class PlanCaches:
     )
     """The layout a sum runs in by its operand, dims and request, and what the sum costs from
     there (`walk.summed_layout`)."""
+    reads: dict[tuple[object, ...], list[list[Step]]] = field(default_factory=dict)
+    """An array's options before a statement that reads it, by its layout, dtype, the request
+    and the later reads (`resharding.read_options`)."""
+    moves: dict[tuple[Layout, Layout, str], float | None] = field(default_factory=dict)
+    """A reshard's time by its source and target layouts and dtype, None where no plan makes
+    it (`resharding.reads_cost`)."""
     rankings: dict[
         tuple[SearchKey, tuple[int, ...], bool, bool], tuple[tuple[Alternative, ...], bool] | None
     ] = field(default_factory=dict)

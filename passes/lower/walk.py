@@ -42,6 +42,7 @@ from shardc.passes.layout_cost import local_bytes
 from shardc.passes.lower import contract as contraction
 from shardc.passes.lower.chain import JointPick
 from shardc.passes.lower.elementwise import (
+    alignment_key,
     best_alignment,
     cheapest_copy,
     combine,
@@ -60,6 +61,7 @@ from shardc.passes.lower.resharding import (
     copies_of,
     names_read,
     plain_reads,
+    rank_all,
     reshard,
     shared_options,
     shared_reads,
@@ -385,7 +387,8 @@ def _calls_shared(st: LoweringState, e: Call, request: Layout | None) -> Value |
     # First the calls on the array with their result resharded (as before), priced as the
     # array's own reshard; then the array resharded (its copies left for later reads)
     tail = sorted([own, *through], key=lambda o: o[0])
-    r = st.chooser.rank(ordinal, [own[0], *(t for t, _ in tail)])  # type: ignore[union-attr]
+    # every option is tried (at most four), as at a reshard statement (`shared_reshard`)
+    r = rank_all(st, ordinal, 1 + len(tail))
     if r == 0:
         return None
     why = f"{calls[-1].fn} runs on {st.fmt(request, here.array)}, gathered once for later reads"
@@ -468,6 +471,7 @@ def operand(
         # costs less (`cheapest_copy`)
         here = peek_array(st, inner)
         if here is not None and here.dims == tuple(inner.source_dims(here.dims)):
+            ahead = _other_copy(st, here, ahead, request)
             v = cheapest_copy(st, here, ahead, request)
             if v is not here:
                 # sliced first where the alignment takes a slice of the copy
@@ -488,6 +492,22 @@ def operand(
     for call in reversed(calls):
         v = unary(st, call.fn, v, call.span)
     return v
+
+
+def _other_copy(st: LoweringState, v: Value, other: Value, request: Layout | None) -> Value:
+    """`other`, or the copy of it an earlier reshard made (`copies_of`) that `v` or one of its
+    copies aligns with most cheaply into `request`: `D1[I, K_Y] = exp(E) * C` where E and C
+    were both gathered whole for later reads slices both (no move), rather than slice E to
+    C's own blocks and gather the product."""
+    copies = [u for u in copies_of(st, other, 4) if not u.layout.unreduced]
+    if not copies or v.layout.unreduced or not st.all_known({*v.dims, *other.dims, *st.mesh}):
+        return other
+    best, key = other, alignment_key(st, cheapest_copy(st, v, other, request), other, request)
+    for u in copies:
+        k = alignment_key(st, cheapest_copy(st, v, u, request), u, request)
+        if k is not None and (key is None or k < key):
+            best, key = u, k
+    return best
 
 
 def _slices_to(v: Value, request: Layout, other: Value) -> bool:
@@ -626,7 +646,7 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
         return None
     # First the sum's own plan; then the array resharded (its copies left for later reads)
     tail = sorted([own, *through], key=lambda o: o[0])
-    r = st.chooser.rank(ordinal, [before, *(t for t, _ in tail)])  # type: ignore[union-attr]
+    r = rank_all(st, ordinal, 1 + len(tail))
     if r == 0:
         return None
     why = f"Sum_{{{','.join(e.dims)}}} runs on {st.fmt(whole, a.array)}, gathered once"

@@ -525,6 +525,38 @@ HUNT_MISSES = [
         "R0h[I, K_Z] = E\nR0[I_XY, K_Z] = R0h\nD1[I, K_Z] = E + E\n",
         5.51e-06,
     ),
+    # A sum whose array a later reshard reads: the sum ran on E's own blocks and gathered
+    # (4.1 us), and R1 permuted and gathered E (3.2 us); E is now brought to R1's `[I, K_X]`
+    # first, and the sum runs on that copy (14.03 -> 13.03 us; `shared_reads`).
+    (
+        "mesh X=4, Y=2\ndim I=512, J=128, K=2048\nhardware h100\nA: bf16[I, J_XY]\n"
+        "B: bf16[J_XY, K]\nE: bf16[I, K_YX]\nS0[K] = Sum_{I}(E)\nR1[I, K_X] = E\n"
+        "C[I_X, K_Y] = A ·_J B\n",
+        "S0h[K_X] = Sum_{I}(E)\nS0[K] = S0h\nR1[I, K_X] = E\nC[I_X, K_Y] = A ·_J B\n",
+        1.3029e-05,
+    ),
+    # Calls on one operand of a product whose other operand has a copy: both E and C are now
+    # gathered whole for D2 (`shared_reads`), and D1 slices both copies (no move) rather than
+    # slice E to C's own blocks and gather the product (15.64 -> 13.71 us; `walk._other_copy`).
+    # The hunt's hand plan gathered C to `[I, K]`: 15.0 us.
+    (
+        "mesh X=4, Y=2, Z=2\ndim I=1024, J=64, K=64\nhardware h100\nA: f32[I_X, J_Z]\n"
+        "B: f32[J_X, K_Y]\nE: f32[I, K_XZ]\nC[I_ZX, K_Y] = A ·_J B\n"
+        "D1[I, K_Y] = exp(E) * C\nD2[I_XYZ, K] = C + E\n",
+        "C[I_ZX, K_Y] = A ·_J B\nCh[I, K_Y] = C\nCh2 = AllGather_Y(Ch)\n"
+        "D1[I, K_Y] = exp(E) * Ch2\nD2[I_XYZ, K] = C + E\n",
+        1.3708e-05,
+    ),
+    # A call's shared choice dropped the gather for later reads as more than 3x its own
+    # permute (`NEAR`); every option is now tried, as at a reshard statement: E is gathered
+    # whole once, gelu runs on a slice and E + E on the copy (6.0 -> 5.0 us).
+    (
+        "mesh X=2, Y=4\ndim I=128, J=128, K=8\nhardware h100\nA: bf16[I_YX, J]\n"
+        "B: bf16[J, K_XY]\nE: bf16[I_YX, K]\nD0[I_XY, K] = gelu(E)\nR1[J, K_YX] = B\n"
+        "D2[I, K] = E + E\n",
+        "D0h[I, K] = gelu(E)\nD0[I_XY, K] = D0h\nR1[J, K_YX] = B\nD2[I, K] = E + E\n",
+        5.005e-06,
+    ),
 ]
 
 
