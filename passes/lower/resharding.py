@@ -269,8 +269,8 @@ def read_options(st: LoweringState, v: Value, request: Layout | None) -> list[li
     ):
         return []
     reads = later_reads(st, v)
-    if not reads:
-        return []
+    if not reads and request is None:
+        return []  # (a request alone: the op's own layout, which a later sum may read)
     key = (v.layout, v.dtype, request, tuple(reads))
     if key not in st.caches.reads:
         st.caches.reads[key] = _read_options(st, v, request, reads)
