@@ -126,7 +126,9 @@ def shared_options(
     through: list[tuple[float, bool, list[Step], float, bool]] = []
     reads = later_reads(st, v)
     gathers = partial_gathers(src.layout, common)
-    for mid in dict.fromkeys([*gathers, *reads]):
+    # (a later read's layout, or the coarsest it and the target share: both slice it)
+    shared = [coarsest_common(want, r) for r in reads]
+    for mid in dict.fromkeys([*gathers, *reads, *shared]):
         there = plan_reshard(src.layout, mid, sizes, pricing)
         on = plan_reshard(mid, want, sizes, pricing)
         if there is not None and on is not None and mid != want:
