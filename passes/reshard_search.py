@@ -41,6 +41,7 @@ estimate at the start) lets a caller skip searches that cannot matter (`passes.e
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import math
@@ -85,7 +86,38 @@ def cheapest_plan(
     if limit <= 0:
         return list(bound)
     path = search.run(limit)
-    return list(bound) if path is None else path
+    best = list(bound) if path is None else path
+    return _fewer_bytes(src, dst, sizes, pricing, search, best)
+
+
+def _fewer_bytes(
+    src: Layout,
+    dst: Layout,
+    sizes: Mapping[str, float],
+    pricing: Pricing,
+    search: _Search,
+    best: list[Step],
+) -> list[Step]:
+    """`best`, or a plan of the same time (within `TIE`) that moves fewer bytes over the links:
+    where latency bounds the steps, plans of equal time differ in their bandwidth terms (on a
+    2x3 mesh `[I, J_X]{U_Y} -> [I, J]` as AllReduce_Y then AllGather_X, or as
+    ReduceScatter_Y onto J then AllGather_XY: five hops of latency each), and the one with
+    the fewer bytes is the one that wins once the sizes grow, the plan a report with a size
+    left symbolic chooses (priced at typical sizes), whose conditions (bandwidth terms) must
+    be the compile's at every point. Searched again without latency, bounded by `best`; kept
+    only where its time is `best`'s."""
+    if not any(t for _, t in pricing.t):
+        return best  # no latency: the time is the bandwidth terms already
+    flat = dataclasses.replace(pricing, t=tuple((lv, 0.0) for lv, _ in pricing.t))
+    lean = _Search(src, dst, sizes, flat)
+    t_best, b_best = search.time(best), lean.time(best)
+    if t_best <= b_best * (1 + TIE) or b_best <= 0:
+        return best  # every step bandwidth bound: a plan with fewer bytes takes less time
+    limit = b_best * (1 - TIE)
+    path = lean.run(limit)
+    if path is None or search.time(path) > t_best * (1 + TIE):
+        return best
+    return path
 
 
 def lower_bound(

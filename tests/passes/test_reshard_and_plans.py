@@ -326,6 +326,23 @@ def test_ties_keep_the_fixed_order():
     assert plan_reshard(src, dst, {"X": 4}) == plan_in_order(src, dst, {"X": 4})
 
 
+def test_a_tie_in_time_keeps_the_plan_with_fewer_bytes():
+    """Latency-bound (book's model, 2x3 v5e, I = 6): reducing `{U_Y}` and gathering X costs five
+    hops either as AllReduce_Y + AllGather_X (the fixed order) or as ReduceScatter_Y onto J +
+    AllGather_XY. The search keeps the second, which moves fewer bytes: the plan that wins at
+    typical sizes, so a report with a size left free states the compile's conditions."""
+    text = "mesh X=2, Y=3\ndim I={i}, J=12\nA: bf16[I, J_X]{{U_Y}}\nB[I, J] = A\n"
+    small = compiled_reshard(text.format(i=6), hw="tpu-v5e", model="book")
+    fixed = compiled_reshard(text.format(i=6), search=False, hw="tpu-v5e", model="book")
+    assert fixed[0] == [("AllReduce", "Y"), ("AllGather", "X")]
+    assert small[0] == [("ReduceScatter", "Y"), ("AllGather", "XY")]
+    assert small[1] == pytest.approx(fixed[1], rel=1e-12)  # a tie in time
+    # fewer bytes: the same plan is strictly cheaper once bandwidth bounds it
+    large = compiled_reshard(text.format(i=4096), hw="tpu-v5e", model="book")
+    fixed_large = compiled_reshard(text.format(i=4096), search=False, hw="tpu-v5e", model="book")
+    assert large[0] == small[0] and large[1] < fixed_large[1]
+
+
 def compiled_reshard(text: str, search: bool = True, **kw):
     """The collectives and slices of `text` and its T_comms, with the search or the fixed order
     (the memo emptied around it: the fixed order must not be served from the cache)."""
