@@ -250,27 +250,63 @@ def searchable(seen: Mapping[int, int]) -> bool:
     return 1 < vectors <= EXHAUSTIVE and vectors * len(seen) <= WORK
 
 
+def preferred(
+    costs: Sequence[float | None], tie: Callable[[int], float | None], first: int | None = 0
+) -> int | None:
+    """The candidate a compile keeps among plan vectors whose objectives are `costs` (None: no
+    number), in the order they were met: the one rule the whole-program search at a point
+    (`search`) and the report's regions over a free size (`driver.objective_regions.partition`)
+    both apply, so that a region's program is the compile's there. The lowest objective;
+    among those within `REL_TOL` of it, the lowest tie-break (`tie`: the other roofline total,
+    or for the scheduled step the sum of its ops' times, `driver.objective.tie_value`: a comms
+    bound step ties whatever FLOPs its plans run besides), within `REL_TOL` too; among those
+    `first` (the per-statement plans) where it is one, else the first met. None where no cost
+    has a number.
+
+    >>> preferred([2.0, 1.0, 1.0], lambda i: [0.0, 5.0, 4.0][i])
+    2
+    >>> preferred([1.0, 1.0], lambda i: 3.0), preferred([None], lambda i: None)
+    (0, None)
+    """
+    known = [(c, i) for i, c in enumerate(costs) if c is not None]
+    if not known:
+        return None
+    low = min(c for c, _ in known)
+    tied = [i for c, i in known if c <= low + abs(low) * REL_TOL]
+    if len(tied) > 1:
+        ties = {i: tie(i) for i in tied}
+        values = [v for v in ties.values() if v is not None]
+        if values:
+            least = min(values)
+            tied = [
+                i for i in tied if (v := ties[i]) is not None and v <= least + abs(least) * REL_TOL
+            ]
+    return first if first is not None and first in tied else tied[0]
+
+
 def search(
     lower: Callable[[Forced], R],
     cost: Callable[[R], float | None],
     base: Chooser | None = None,
     first: tuple[R, Forced] | None = None,
+    tie: Callable[[R], float | None] | None = None,
 ) -> Searched:
     """The plan vector minimizing `cost`, starting from the per-statement choice (`first`,
     lowered already with a `Forced` that recorded its options, or lowered here).
 
     First every vector of the product of the options (`Forced.seen`: each contraction's
     `PRODUCT_OPTIONS` best), in order (`itertools.product` over the contractions in program
-    order, the last varying fastest), the first of equal cost kept (the per-statement one wins
-    ties). Then a descent from the cheapest of them through the options beyond (`Forced.wide`,
-    up to `MAX_OPTIONS`): in each of at most `PASSES` rounds, each contraction in program order,
-    each of its options in rank order, the vector changed there alone (then at two neighbouring
-    contractions to the same option) is lowered, unless lowered before, and kept where strictly
-    cheaper; a round that keeps none ends it. So the search never returns a vector costlier
-    than the exhaustive product's best. Where the product's
-    vectors number more than `EXHAUSTIVE`, or their lowerings would lower more than `WORK`
-    contractions in all, nothing is tried and the per-statement plans stand (a search that
-    cannot be exact over its product would make a compile at a point and the report's regions
+    order, the last varying fastest), the one `preferred` keeps (ties on `cost` broken by
+    `tie`, then the per-statement one, then the first in order). Then a descent from it
+    through the options beyond (`Forced.wide`, up to `MAX_OPTIONS`): in each of at most
+    `PASSES` rounds, each contraction in program order, each of its options in rank order, the
+    vector changed there alone (then at two neighbouring contractions to the same option) is
+    lowered, unless lowered before, and kept where `preferred` keeps it over the best so far;
+    a round that keeps none ends it. So the search never returns a vector costlier than the
+    exhaustive product's best. Where the product's vectors number more than `EXHAUSTIVE`, or
+    their lowerings would lower more than `WORK` contractions in all, nothing is tried and the
+    per-statement plans stand (a search that cannot be exact over its product would make a
+    compile at a point and the report's regions
     disagree). Deterministic: no time budget.
     """
     if first is None:
@@ -283,17 +319,26 @@ def search(
     greedy = cost(result)
     if greedy is None:
         return Searched(None, greedy, greedy)
-    best_value, best, runs = greedy, None, 0
+    runs = 0
     ordinals = sorted(seen)
-    current = (0,) * len(ordinals)
+    met: list[tuple[Forced | None, R, float, tuple[int, ...]]] = [
+        (None, result, greedy, (0,) * len(ordinals))
+    ]
     for vector in itertools.product(*(range(seen[k]) for k in ordinals)):
         if not any(vector):
             continue  # the per-statement plans, lowered already
         c = Forced(base, dict(zip(ordinals, vector, strict=True)), shared=recorder.shared)
-        v = cost(lower(c))
+        got = lower(c)
+        v = cost(got)
         runs += 1
-        if v is not None and v < best_value * (1 - REL_TOL):
-            best_value, best, current = v, c, vector
+        if v is not None:
+            met.append((c, got, v, vector))
+
+    def tied(pair: list[R]) -> Callable[[int], float | None]:
+        return (lambda i: tie(pair[i])) if tie is not None else (lambda i: None)
+
+    k = preferred([m[2] for m in met], tied([m[1] for m in met])) or 0
+    best, best_report, best_value, current = met[k]
     wide = [max(recorder.wide.get(k, seen[k]), seen[k]) for k in ordinals]
     if wide == [seen[k] for k in ordinals]:
         return Searched(best, best_value, greedy, runs)
@@ -316,10 +361,11 @@ def search(
                 continue
             tried.add(vector)
             c = Forced(base, dict(zip(ordinals, vector, strict=True)), shared=recorder.shared)
-            v = cost(lower(c))
+            got = lower(c)
+            v = cost(got)
             runs += 1
-            if v is not None and v < best_value * (1 - REL_TOL):
-                best_value, best, current = v, c, vector
+            if v is not None and preferred([best_value, v], tied([best_report, got])) == 1:
+                best, best_report, best_value, current = c, got, v, vector
         if current == start:
             break
     return Searched(best, best_value, greedy, runs)
@@ -339,6 +385,7 @@ __all__ = [
     "Searched",
     "default_objective",
     "distinct",
+    "preferred",
     "ranked",
     "search",
     "searchable",

@@ -44,6 +44,18 @@ def value(r: Report, objective: Objective) -> float | None:
     return max(known) if objective == "t_lower" else sum(known)
 
 
+def tie_value(r: Report, objective: Objective) -> float | None:
+    """What breaks a tie on `r`'s objective (`passes.objective.preferred`): T_upper for T_lower,
+    T_lower for T_upper, and for the scheduled step the sum of its ops' times (T_step (sum)):
+    of two plans whose step the same collectives bound, the one running less besides them."""
+    if objective == "step":
+        from shardc.driver.step import step_durations
+
+        durations = step_durations(r)
+        return None if durations is None else sum(durations.values())
+    return value(r, "t_upper" if objective == "t_lower" else "t_lower")
+
+
 def varies(r: Report) -> bool:
     """Whether `r`'s plans can change with the sizes it leaves free: a choice planned at
     symbolic sizes (`sized_choices`), or the whole program's search choosing among plan
@@ -141,7 +153,13 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
         out.memo.env, out.memo.values = r.memo.env, r.memo.values
         return out
 
-    found = search(lower, lambda x: value(x, objective), base, first=(r, recorder))
+    found = search(
+        lower,
+        lambda x: value(x, objective),
+        base,
+        first=(r, recorder),
+        tie=lambda x: tie_value(x, objective),
+    )
     if found.chooser is None or found.value is None or found.greedy is None:
         return r, recorder
     out = _with(r, *relower(recipe, found.chooser))  # the pick, with what a report shows
@@ -194,6 +212,7 @@ __all__ = [
     "light",
     "note_text",
     "objective_of",
+    "tie_value",
     "value",
     "varies",
 ]

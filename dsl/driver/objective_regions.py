@@ -9,7 +9,12 @@ from collections.abc import Callable, Mapping
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from shardc.driver.objective import at_point_with_chooser, objective_of, value
+from shardc.driver.objective import (
+    at_point_with_chooser,
+    objective_of,
+    tie_value,
+    value,
+)
 
 if TYPE_CHECKING:
     from shardc.driver.report import Report
@@ -44,10 +49,11 @@ def partition(
     boundary found so far (those sides probed again), until no new one appears (`REFINE`
     rounds); a size is in the region of the candidate whose objective is lowest there among
     those a compile there could run (each plan among the options the search tries there, as
-    the candidate's own lowering ranks them: `Forced.runs`), the per-statement plans winning
-    ties, so each boundary is where two programs' objectives cross (a whole size, by
-    bisection). The search's picks at the sample's ends are candidates too: where no
-    per-statement choice depends on the size, the objective still may.
+    the candidate's own lowering ranks them: `Forced.runs`), ties broken as the search at a
+    point breaks them (`passes.objective.preferred`), so each boundary is where two
+    programs' objectives cross (a whole size, by bisection). The search's picks at the
+    sample's ends are candidates too: where no per-statement choice depends on the size, the
+    objective still may.
 
     Only where one size is free; with more, `found` is returned as it is (docs/cost-model.md:
     the report at a point, `Report.at`, still runs the search). `plan_of` tells programs
@@ -55,7 +61,7 @@ def partition(
     import numpy as np
 
     from shardc.driver.recipe import relower
-    from shardc.passes.objective import REL_TOL, Forced
+    from shardc.passes.objective import Forced, preferred
     from shardc.passes.symbolic_plans import AtPoint, Variant, classify
     from shardc.passes.symbols import size_symbol
 
@@ -115,7 +121,7 @@ def partition(
     def winner(x: float) -> int:
         """The cheapest candidate at x among those the search at x could run (a compile
         with x bound searches only the options it ranks near the best: the others are not
-        its choice however cheap), the per-statement plans winning ties."""
+        its choice however cheap), ties broken as the search there breaks them."""
         key = (float(x), len(candidates), sum(v is not None for v in vectors))
         if key not in won:
             won[key] = _winner(x)
@@ -132,11 +138,12 @@ def partition(
         ]
         if any(v is None for v in got):
             return max(greedy, 0)
-        values = [float(v) for v in got if v is not None]
-        best = min(range(len(values)), key=values.__getitem__)
-        if greedy >= 0 and values[greedy] <= values[best] * (1 + REL_TOL):
-            return greedy
-        return best
+        best = preferred(  # as the search at x keeps one (`passes.objective.search`)
+            got,
+            lambda k: tie_value(fixed(candidates[k], at), objective),
+            greedy if greedy >= 0 else None,
+        )
+        return max(greedy, 0) if best is None else best
 
     which = classify(
         found, {name: sample, **{k: np.full(len(sample), v) for k, v in others.items()}}

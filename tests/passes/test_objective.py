@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 import shardc
 from shardc.driver.objective import objective_of, value
 from shardc.driver.objective_regions import fixed
-from shardc.passes.objective import OBJECTIVES, Forced, default_objective, distinct, search
+from shardc.passes.objective import (
+    OBJECTIVES,
+    Forced,
+    default_objective,
+    distinct,
+    preferred,
+    search,
+)
 from shardc.testing.strategies import programs
 
 EXAMPLES = int(os.environ.get("SHARDC_OBJECTIVE_EXAMPLES", "60"))
@@ -193,6 +200,25 @@ def test_the_search_keeps_the_first_vector_on_ties():
     found = search(lower, lambda x: x)
     assert found.chooser is None and found.value == found.greedy == 1.0
     assert len(calls) == 4  # the first plans, then each other vector once
+
+
+def test_ties_on_the_objective_are_broken_by_the_tie_break():
+    """Every vector costs the same; the tie-break (a comms-bound step's sum of op times) picks
+    the vector that runs least besides, over the per-statement plans; equal tie-breaks keep
+    them (`preferred`, the rule the report's regions apply too)."""
+
+    def lower(chooser):
+        a = chooser.rank(0, [1.0, 1.0])
+        b = chooser.rank(1, [1.0, 1.2])
+        return (1.0, 3.0 - a - 0.5 * b)  # (objective, tie-break)
+
+    found = search(lower, lambda x: x[0], tie=lambda x: x[1])
+    assert found.chooser is not None and found.chooser.forced == {0: 1, 1: 1}
+    found = search(lower, lambda x: x[0], tie=lambda x: 2.0)
+    assert found.chooser is None and found.value == found.greedy == 1.0
+    assert preferred([1.0, 1.0 + 1e-12, 0.5], lambda i: 0.0, first=0) == 2
+    assert preferred([1.0, 1.0 + 1e-12], lambda i: [2.0, 1.0][i], first=0) == 1
+    assert preferred([1.0, 1.0], lambda i: None, first=1) == 1
 
 
 def test_the_search_finds_a_pair_no_single_change_pays_for():
