@@ -13,7 +13,7 @@ import math
 import os
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 
 import shardc
@@ -136,6 +136,7 @@ def check_thresholds(prog, hw, model, pick, others, samples):
     samples=[1, 1, 1],
 )
 @settings(
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # failing draws are not shrunk
     max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[
