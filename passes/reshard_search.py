@@ -105,9 +105,14 @@ def _fewer_bytes(
     the fewer bytes is the one that wins once the sizes grow, the plan a report with a size
     left symbolic chooses (priced at typical sizes), whose conditions (bandwidth terms) must
     be the compile's at every point. Searched again without latency, bounded by `best`; kept
-    only where its time is `best`'s."""
-    if not any(t for _, t in pricing.t):
-        return best  # no latency: the time is the bandwidth terms already
+    only where its time is `best`'s. Only for a plan with an AllReduce and another collective
+    (each search costs about a millisecond)."""
+    kinds = [s.kind for s in best if s.kind != "slice"]
+    if "AllReduce" not in kinds or len(kinds) < 2 or not any(t for _, t in pricing.t):
+        # Where the ties arise: an AllReduce is a ReduceScatter and an AllGather, the same
+        # hops as a ReduceScatter and a gather joined to the plan's other gather (over both
+        # axes' links: fewer bytes). Without latency the time is the bandwidth terms already.
+        return best
     flat = dataclasses.replace(pricing, t=tuple((lv, 0.0) for lv, _ in pricing.t))
     lean = _Search(src, dst, sizes, flat)
     t_best, b_best = search.time(best), lean.time(best)
