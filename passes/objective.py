@@ -306,8 +306,7 @@ def search(
     exhaustive product's best. Where the product's vectors number more than `EXHAUSTIVE`, or
     their lowerings would lower more than `WORK` contractions in all, nothing is tried and the
     per-statement plans stand (a search that cannot be exact over its product would make a
-    compile at a point and the report's regions
-    disagree). Deterministic: no time budget.
+    compile at a point and the report's regions disagree). Deterministic: no time budget.
     """
     if first is None:
         recorder = Forced(base)
