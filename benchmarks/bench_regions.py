@@ -26,7 +26,7 @@ from benchmarks.gen import program  # noqa: E402
 
 # Runs the CLI of the checkout at argv[1] without installing it: the package-dir mapping of
 # pyproject.toml, by hand (dsl/ is `shardc`; passes/, hardware/, grammar/ its subpackages).
-LOADER = r"""
+IMPORT_CHECKOUT = r"""
 import importlib.util, sys
 root = sys.argv.pop(1)
 def load(name, path, sub):
@@ -41,9 +41,8 @@ spec, pkg = load("shardc", f"{root}/dsl", False)
 for sub in ("passes", "hardware", "grammar"):
     load(f"shardc.{sub}", f"{root}/{sub}", True)
 spec.loader.exec_module(pkg)
-from shardc.cli import main
-sys.exit(main(sys.argv[1:]))
 """
+LOADER = IMPORT_CHECKOUT + "from shardc.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def cpu(root: Path, args: list[str]) -> float:

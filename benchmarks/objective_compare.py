@@ -17,24 +17,16 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-PROBE = r"""
-import importlib.util, json, sys, warnings
+from benchmarks.bench_regions import IMPORT_CHECKOUT  # noqa: E402
+
+PROBE = (
+    IMPORT_CHECKOUT
+    + r"""
+import json, warnings
 from pathlib import Path
 warnings.simplefilter("ignore")
-root = sys.argv.pop(1)
-def load(name, path, sub):
-    spec = importlib.util.spec_from_file_location(name, f"{path}/__init__.py",
-                                                  submodule_search_locations=[path])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    if sub:
-        spec.loader.exec_module(mod)
-    return spec, mod
-spec, pkg = load("shardc", f"{root}/dsl", False)
-for sub in ("passes", "hardware", "grammar"):
-    load(f"shardc.{sub}", f"{root}/{sub}", True)
-spec.loader.exec_module(pkg)
 import shardc
 from shardc.driver.objective import objective_of, value
 out = {}
@@ -48,6 +40,7 @@ for path in sys.argv[2:]:
             out[key] = type(exc).__name__
 print(json.dumps(out))
 """
+)
 
 
 def values(checkout: Path, files: list[str], objectives: list[str | None]) -> dict[str, object]:
