@@ -5,7 +5,7 @@ plan, each step emitted with its reason, and a layout an earlier step made is re
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.source import Span
@@ -207,14 +207,14 @@ def shared_reads(st: LoweringState, e: Expr, request: Layout | None, span: Span)
     if not hasattr(st.chooser, "rank"):
         return
     if isinstance(e, Contract):
-        refs = [r for r in (e.lhs, e.rhs) if isinstance(r, Ref)]
+        names = _own_reads((e.lhs, e.rhs))
     elif isinstance(e, Reduce) and e.kind == "Sum":
-        refs = [e.arg] if isinstance(e.arg, Ref) else []
+        names = _own_reads((e.arg,))
     elif isinstance(e, Binary) or isinstance(e, Call) and _has_binary(e):
-        refs = list(_plain_refs(e))
+        names = plain_reads(e)
     else:
         return
-    for name in dict.fromkeys(r.name for r in refs if r.layout is None and not r.renames):
+    for name in names:
         if st.last_read.get(name, -1) <= st.statement or name not in st.values:
             continue
         ordinal = SHARED_ORDINAL + st.reshard_statements
@@ -360,18 +360,21 @@ def names_read(e: Expr) -> set[str]:
     return set()
 
 
-def plain_reads(e: Expr) -> set[str]:
+def plain_reads(e: Expr) -> list[str]:
     """The arrays an expression reads in their own dims outside a contraction, a reduction or
-    an explicit collective (elementwise operands, call arguments, a reshard's source): the
-    result's layout is where each of them is wanted."""
-    match e:
-        case Ref(name=name, layout=None, renames=()):
-            return {name}
-        case Binary(lhs=lhs, rhs=rhs):
-            return plain_reads(lhs) | plain_reads(rhs)
-        case Call(args=args):
-            return set().union(*(plain_reads(a) for a in args))
-    return set()
+    an explicit collective (elementwise operands, call arguments, a reshard's source), each
+    once, in the order read: the result's layout is where each of them is wanted."""
+    return _own_reads(_plain_refs(e))
+
+
+def _own_reads(exprs: Iterable[Expr]) -> list[str]:
+    """The arrays of `exprs` read as they are (a reference with no layout and no renames),
+    each once, in order."""
+    return list(
+        dict.fromkeys(
+            r.name for r in exprs if isinstance(r, Ref) and r.layout is None and not r.renames
+        )
+    )
 
 
 def cached_source(
