@@ -16,7 +16,8 @@ Time products across shapes, elementwise ops across sizes, each dtype and matmul
 the dispatch floor with JAX on the first local device; fit eta_mxu, eta_hbm, t_call and
 t_dispatch against the chip's peaks (some rows fitted, the others predicted: held out); print
 measured against fitted with residuals; and write the calibration file (-o FILE, or standard
-output). Load it with `shardc compile --hw NAME --calibration FILE`."""
+output). Load it with `shardc compile --hw NAME --calibration FILE`. With --from, fit the
+median of earlier runs instead (no JAX needed)."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -41,6 +42,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run on the CPU with tiny sizes (the same code path, for CI)",
     )
+    p.add_argument(
+        "--from",
+        dest="runs",
+        nargs="+",
+        metavar="FILE",
+        help="time nothing: fit again to the rows of these calibration files (earlier runs "
+        "of `shardc calibrate` on the chip), each case at its median over the runs",
+    )
     p.set_defaults(run=run)
 
 
@@ -53,41 +62,22 @@ def run(args: argparse.Namespace) -> int:
     except hardware.HardwareError as exc:
         print_diagnostics(f"shardc: error[H001]: {exc}")
         return 1
+    if args.runs and (args.cpu or args.quick):
+        print_diagnostics("shardc: error: --from times nothing: drop --cpu and --quick")
+        return 2
     if args.output:
         try:
             check_writable(args.output, flag="-o")
         except CliIOError as exc:
             print_diagnostics(f"shardc: error: {exc}")
             return 2
-    if args.cpu:
-        import os
-
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    try:
-        import jax  # noqa: F401
-    except ModuleNotFoundError:
-        print(
-            "shardc: error: `shardc calibrate` needs JAX (pip install 'shardc[jax]')",
-            file=sys.stderr,
-        )
-        return 1
+    measured = _merged(args, chip) if args.runs else _measured(args, chip)
+    if isinstance(measured, int):
+        return measured
+    rows, clock, software, device, command = measured
     from shardc.hardware.calibration import Calibration, calibration_toml
-    from shardc.tools.calibrate import bench
     from shardc.tools.calibrate.fit import fit, table
 
-    plan = bench.plan(args.quick, args.cpu)
-    if sys.stderr.isatty():  # a rich bar with an ETA (shardc.cli.progress)
-        from shardc.cli.progress import Progress
-
-        bar = Progress(True, delay=0.0)
-        try:
-            rows = bench.run(plan, bar.update)
-        finally:
-            bar.done()
-    else:
-        rows = bench.run(plan, _bar)
-    # the clocks are read beside the runs, not by them: keep the shipped file's power cap
-    clock = chip.calibration.clock if chip.calibration is not None else None
     f = fit(
         rows,
         lambda d, p: chip.matmul_rate(d, p).value,
@@ -95,15 +85,9 @@ def run(args: argparse.Namespace) -> int:
         clock.k_boost if clock is not None else 1.0,
         exposed=True,
     )
-    env = bench.environment()
-    command = (
-        "shardc calibrate --hw "
-        + args.hw
-        + (" --quick" if args.quick else "")
-        + (" --cpu" if args.cpu else "")
-    )
     import datetime
 
+    shipped = chip.calibration
     cal = Calibration(
         chip.name,
         f.eta_mxu,
@@ -115,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
             ("kind", "measured"),
             ("command", command),
             ("date", datetime.date.today().isoformat()),
-            ("software", env["software"]),
-            ("device", env["device"]),
+            ("software", software),
+            ("device", device),
             (
                 "fit",
                 "least squares on the relative error of the median over the rows with role "
@@ -124,11 +108,13 @@ def run(args: argparse.Namespace) -> int:
             ),
         ),
         f.rows,
-        # one chip measures no network: keep the shipped collective and overlap figures
-        network=chip.calibration.network if chip.calibration is not None else (),
-        overlap=chip.calibration.overlap if chip.calibration is not None else None,
+        # one chip measures no network and no attention kernel: keep the shipped collective,
+        # overlap and flash-attention figures
+        network=shipped.network if shipped is not None else (),
+        overlap=shipped.overlap if shipped is not None else None,
         clock=clock,
         exposed=f.exposed,
+        attention=shipped.attention if shipped is not None else None,
     )
     header = f"{chip.display_name} calibration written by `{command}`."
     text = calibration_toml(cal, header)
@@ -143,6 +129,102 @@ def run(args: argparse.Namespace) -> int:
         print(table(f), file=sys.stderr)
         sys.stdout.write(text)
     return 0
+
+
+def _measured(args: argparse.Namespace, chip):
+    """Time the cases here: (rows, clock, software, device, command), or an exit status."""
+    if args.cpu:
+        import os
+
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    try:
+        import jax  # noqa: F401
+    except ModuleNotFoundError:
+        print(
+            "shardc: error: `shardc calibrate` needs JAX (pip install 'shardc[jax]')",
+            file=sys.stderr,
+        )
+        return 1
+    from shardc.tools.calibrate import bench
+
+    plan = bench.plan(args.quick, args.cpu)
+    clocks = bench.Clocks()
+    reading = not args.cpu and clocks.start()
+    try:
+        if sys.stderr.isatty():  # a rich bar with an ETA (shardc.cli.progress)
+            from shardc.cli.progress import Progress
+
+            bar = Progress(True, delay=0.0)
+            try:
+                rows = bench.run(plan, bar.update, clocks if reading else None)
+            finally:
+                bar.done()
+        else:
+            rows = bench.run(plan, _bar, clocks if reading else None)
+    finally:
+        clocks.stop()
+    # the power cap's clocks as read beside the runs (NVML); else the shipped file's
+    shipped = chip.calibration.clock if chip.calibration is not None else None
+    clock = bench.clock_fit(clocks.samples, plan.cases) if reading else None
+    source = "read beside the runs (NVML)" if clock is not None else "the shipped file's"
+    clock = clock if clock is not None else shipped
+    env = bench.environment()
+    limit = f", power limit {clocks.power_limit_w:.0f} W" if clocks.power_limit_w else ""
+    command = (
+        f"shardc calibrate --hw {args.hw}"
+        + (" --quick" if args.quick else "")
+        + (" --cpu" if args.cpu else "")
+    )
+    return (
+        rows,
+        clock,
+        env["software"],
+        env["device"] + _clock_words(clock, source + limit),
+        command,
+    )
+
+
+def _merged(args: argparse.Namespace, chip):
+    """The earlier runs' rows at their median: (rows, clock, ...), or an exit status."""
+    import os
+
+    from shardc import hardware
+    from shardc.tools.calibrate.merge import MergeError, merge
+
+    runs = []
+    for path in args.runs:
+        try:
+            loaded = hardware.load_calibration(path, chip)
+        except hardware.HardwareError as exc:
+            print_diagnostics(f"shardc: error[H001]: {exc}")
+            return 1
+        assert loaded.calibration is not None
+        runs.append(loaded.calibration)
+    try:
+        m = merge(runs)
+    except MergeError as exc:
+        print_diagnostics(f"shardc: error: --from: {exc}")
+        return 1
+    shipped = chip.calibration.clock if chip.calibration is not None else None
+    clock = m.clock if m.clock is not None else shipped
+    source = f"the median of the {m.runs} runs" if m.clock is not None else "the shipped file's"
+    names = " ".join(os.path.basename(p) for p in args.runs)
+    dates = ", ".join(m.dates)
+    device = (m.device.split("; SM clock")[0] if m.device else chip.display_name) + (
+        f"; the median of {m.runs} runs ({dates})" + _clock_words(clock, source)
+    )
+    return m.rows, clock, m.software, device, f"shardc calibrate --hw {args.hw} --from {names}"
+
+
+def _clock_words(clock, source: str) -> str:
+    """The clocks behind the power cap, for the provenance's device line."""
+    if clock is None:
+        return "; SM clocks not read and none shipped: no power cap"
+    power = f" at {clock.power_w:.0f} W" if clock.power_w else ""
+    return (
+        f"; SM clock {clock.boost_mhz:.0f} MHz at most in the products, "
+        f"{clock.sustained_mhz:.0f} MHz{power} in the largest ({source})"
+    )
 
 
 def _bar(done: int, total: int, case: str) -> None:
