@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from shardc import hardware
@@ -75,6 +76,9 @@ def shape(case: str) -> tuple[str, str, dict[str, int]]:
     if m := re.fullmatch(r"f32_(\d+)_(default|high|highest)", case):
         n = int(m[1])
         return "matmul", "f32", {"M": n, "K": n, "N": n}
+    if m := re.fullmatch(r"f16_(\d+)", case):
+        n = int(m[1])
+        return "matmul", "f16", {"M": n, "K": n, "N": n}
     if case == "dispatch":
         return "dispatch", "bf16", {}
     raise ValueError(f"unknown case {case!r}")
@@ -101,7 +105,7 @@ def row(case: str, median: float, low: float, p90: float) -> Row:
     if kind == "matmul":
         flops = 2.0 * s["M"] * s["K"] * s["N"]
         moved = width * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])
-        role = "held-out" if case in HELD_OUT or dtype == "f32" else "fit"
+        role = "held-out" if case in HELD_OUT or dtype != "bf16" else "fit"
         precision = case.rsplit("_", 1)[1] if dtype == "f32" else "default"
         return Row(
             case, "matmul", dtype, flops, float(moved), median, low, p90, role, None, "", precision
@@ -208,12 +212,22 @@ def _fmt(t: float) -> str:
     return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.1f} us"
 
 
-def validate(chip_name: str = "h200") -> str:
+def validate(
+    chip_name: str = "h200", calibration: str | None = None, rows: str | None = None
+) -> str:
     """The Markdown table of docs/validation.md: every measured row against T_lower and
-    T_expected of its one-op program."""
+    T_expected of its one-op program (the chip's shipped calibration, or the file
+    `calibration`, as `shardc calibrate` writes it). `rows`: price the rows of this file (another
+    run) with that calibration instead of the calibration's own rows."""
     chip = hardware.load(chip_name)
+    if calibration is not None:
+        chip = hardware.load_calibration(calibration, chip)
     cal = chip.calibration
     assert cal is not None, f"{chip_name} has no calibration"
+    if rows is not None:
+        other = hardware.load_calibration(rows, chip).calibration
+        assert other is not None
+        cal = replace(cal, rows=other.rows)
     out = [
         "| case | role | T_lower | T_expected | median | min | T_lower/min | "
         "T_expected/median | depends on |",
@@ -228,9 +242,50 @@ def validate(chip_name: str = "h200") -> str:
         low = rep.value(rep.totals["t_lower_s"])
         exp = rep.value(rep.totals["t_expected_s"])
         dep = next((v.split(":")[0] for k, v in DEPENDS.items() if k in r.case), "")
+        if r.dtype == "f16":
+            dep = "f16 rate"
         out.append(
             f"| {r.case} | {r.role} | {_fmt(low)} | {_fmt(exp)} | {_fmt(r.median_s)} | "
             f"{_fmt(r.min_s)} | {low / r.min_s:.2f} | {exp / r.median_s:.2f} | {dep} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+PROGRAMS = Path(__file__).parent / "one_chip"
+"""The whole programs timed on the chip (benchmarks/device_one_chip.sh)."""
+
+
+def read_programs(path: str) -> dict[str, tuple[float, float]]:
+    """Each program's (median, fastest) seconds as one jit, from the output of the scripts
+    `shardc export-jax` writes (`## NAME` before each program's table, its `all` row)."""
+    out: dict[str, tuple[float, float]] = {}
+    name = ""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            name = line[3:].strip()
+        cells = line.split()
+        if name and cells[:1] == ["all"]:
+            out[name] = (float(cells[1]) * 1e-3, float(cells[3]) * 1e-3)
+    return out
+
+
+def validate_programs(chip_name: str, measured: str) -> str:
+    """The whole programs of benchmarks/one_chip/ against their measured times: T_lower must
+    stay under the fastest call, T_expected is compared with the median."""
+    chip = hardware.load(chip_name)
+    out = [
+        "| program | T_lower | T_expected | median | min | T_lower/min | median/T_lower | "
+        "T_expected/median |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, (median, low) in read_programs(measured).items():
+        source = (PROGRAMS / f"{name}.shard").read_text(encoding="utf-8")
+        rep = compile(source, hw=chip, name=f"{name}.shard")
+        t_low = rep.value(rep.totals["t_lower_s"])
+        t_exp = rep.value(rep.totals["t_expected_s"])
+        out.append(
+            f"| {name} | {_fmt(t_low)} | {_fmt(t_exp)} | {_fmt(median)} | {_fmt(low)} | "
+            f"{t_low / low:.2f} | {median / t_low:.2f} | {t_exp / median:.2f} |"
         )
     return "\n".join(out) + "\n"
 
@@ -240,13 +295,33 @@ def main() -> None:
     p.add_argument("--fit", metavar="TABLE.md", help="fit the calibration to a measured table")
     p.add_argument("-o", "--output", help="with --fit: the calibration file to write")
     p.add_argument("--hw", default="h200")
+    p.add_argument(
+        "--programs",
+        metavar="OUTPUT.txt",
+        help="the whole programs' table instead, from the output of benchmarks/device_one_chip.sh",
+    )
+    p.add_argument(
+        "--rows",
+        metavar="FILE",
+        help="the measured rows of this calibration file (another run), priced with the "
+        "chip's calibration",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="validate the rows of this calibration file (`shardc calibrate -o FILE`) "
+        "instead of the chip's shipped one",
+    )
     args = p.parse_args()
     if args.fit:
         if not args.output:
             p.error("--fit needs -o FILE")
         write_fit(args.fit, args.output, args.hw)
         return
-    sys.stdout.write(validate(args.hw))
+    if args.programs:
+        sys.stdout.write(validate_programs(args.hw, args.programs))
+        return
+    sys.stdout.write(validate(args.hw, args.calibration, args.rows))
 
 
 if __name__ == "__main__":

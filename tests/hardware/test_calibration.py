@@ -378,22 +378,151 @@ def test_a_clock_table_reads_back_and_sets_k_boost():
     )
 
 
-def test_the_roofline_is_a_bound_on_every_h200_row():
-    """T_lower is at or below the fastest measured call of every row of the H200's table, the
-    fused silu(A) * B and the f32 products at each precision included; T_expected is at or
-    above T_lower. (How close T_expected comes is docs/validation.md's table, not a test.)"""
+def _validate_one_chip():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import validate_one_chip as v
     finally:
         sys.path.pop(0)
-    chip = hardware.load("h200")
-    for row in chip.calibration.rows:
+    return v
+
+
+MEASURED = ROOT / "benchmarks" / "one_chip" / "measured"
+
+
+@pytest.mark.parametrize(
+    "name, rows",
+    [
+        ("h200", None),
+        ("h100", None),
+        # another card's run, priced with the shipped H200 calibration
+        ("h200", MEASURED / "h200-run1.toml"),
+        *[("h100", MEASURED / f"h100-run{i}.toml") for i in (1, 2, 3)],
+    ],
+)
+def test_the_roofline_is_a_bound_on_every_measured_row(name, rows):
+    """T_lower is at or below the fastest measured call of every single-op row measured on a GPU
+    (the shipped calibrations' rows and each kept run), the fused silu(A) * B and the f16 and
+    f32 products at each precision included; T_expected is at or above T_lower. (How close
+    T_expected comes is docs/validation.md's tables, not a test.)"""
+    v = _validate_one_chip()
+    chip = hardware.load(name)
+    measured = chip.calibration.rows
+    if rows is not None:
+        measured = hardware.load_calibration(rows, chip).calibration.rows
+    assert len(measured) >= 29
+    for row in measured:
         if row.kind == "dispatch":
             continue
         r = shardc.compile(v.program(row.case), hw=chip, matmul_precision=row.precision)
         assert r.value(r.totals["t_lower_s"]) <= row.min_s, row.case
         assert r.value(r.totals["t_expected_s"]) >= r.value(r.totals["t_lower_s"])
+
+
+def test_the_whole_programs_measured_on_one_chip_stay_above_t_lower():
+    """Each program of benchmarks/one_chip/, timed as one jit on an H100 and an H200, took at
+    least T_lower on its fastest call."""
+    v = _validate_one_chip()
+    for name in ("h100", "h200"):
+        measured = v.read_programs(str(MEASURED / f"programs-{name}.txt"))
+        assert len(measured) == 4
+        for program, (median, low) in measured.items():
+            r = shardc.compile((v.PROGRAMS / f"{program}.shard").read_text(), hw=name)
+            assert r.value(r.totals["t_lower_s"]) <= low <= median, (name, program)
+
+
+def test_every_full_calibration_case_has_a_one_op_program():
+    """The cases `shardc calibrate` times on a GPU are the ones the validation can price:
+    benchmarks/validate_one_chip.py builds each one's program, with the work the bench counts."""
+    from shardc.tools.calibrate import bench
+
+    v = _validate_one_chip()
+    for case in bench.plan(quick=False, cpu=False).cases:
+        row = v.row(case.name, 1.0, 1.0, 1.0)
+        assert (row.kind, row.dtype) == (case.kind, case.dtype), case.name
+        assert (row.flops, row.bytes) == (case.flops, case.bytes), case.name
+        if case.kind != "dispatch":
+            assert row.role == case.role, case.name
+
+
+def _run(case: str, t: float, mhz: float | None) -> Calibration:
+    rows = (
+        Row("dispatch", "dispatch", "bf16", 0.0, 0.0, 4e-5, 4e-5, 4e-5),
+        Row(case, "matmul", "bf16", 2 * 8192.0**3, 3 * 2 * 8192.0**2, t, 0.9 * t, 1.1 * t),
+        Row("ew_add_256MiB", "elementwise", "bf16", 0.0, 3 * 2**28, 2.8e-4, 2.7e-4, 2.9e-4),
+    )
+    return Calibration(
+        "h100",
+        0.7,
+        0.9,
+        1e-5,
+        4e-5,
+        "measured",
+        (
+            ("kind", "measured"),
+            ("command", "shardc calibrate --hw h100"),
+            ("date", "2026-01-02"),
+            ("software", "jax 1"),
+            ("device", "d"),
+            ("fit", "least squares"),
+        ),
+        rows,
+        clock=ClockFit(1980.0, mhz, 690.0) if mhz is not None else None,
+    )
+
+
+def test_calibrate_from_fits_the_median_of_earlier_runs(tmp_path, capsys):
+    """`--from` times nothing: each case at its median over the runs, the least minimum, the
+    clocks' medians; the shipped flash-attention and network tables are carried over."""
+    paths = []
+    for i, (t, mhz) in enumerate(((1.6e-3, 1400.0), (1.7e-3, 1500.0), (1.5e-3, None))):
+        path = tmp_path / f"run{i}.toml"
+        path.write_text(calibration_toml(_run("square_8192", t, mhz)))
+        paths.append(str(path))
+    out = tmp_path / "merged.toml"
+    assert main(["calibrate", "--hw", "h100", "--from", *paths, "-o", str(out)]) == 0
+    assert "eta_mxu" in capsys.readouterr().out
+    shipped = hardware.load("h100").calibration
+    cal = hardware.load_calibration(out, hardware.load("h100")).calibration
+    square = next(r for r in cal.rows if r.case == "square_8192")
+    assert square.median_s == pytest.approx(1.6e-3) and square.min_s == pytest.approx(1.35e-3)
+    assert cal.clock == ClockFit(1980.0, 1450.0, 690.0)
+    assert cal.attention == shipped.attention and cal.network == shipped.network
+    prov = dict(cal.provenance)
+    assert "--from run0.toml run1.toml run2.toml" in prov["command"]
+    assert "the median of 3 runs" in prov["device"]
+
+
+def test_calibrate_from_refuses_what_it_cannot_merge(tmp_path, capsys):
+    a = tmp_path / "a.toml"
+    a.write_text(calibration_toml(_run("square_8192", 1e-3, 1400.0)))
+    other = tmp_path / "other.toml"  # the same case name, another shape's work
+    changed = _run("square_8192", 1e-3, 1400.0)
+    changed = dataclasses.replace(
+        changed, rows=tuple(dataclasses.replace(r, flops=r.flops * 2) for r in changed.rows)
+    )
+    other.write_text(calibration_toml(changed))
+    assert main(["calibrate", "--hw", "h100", "--from", str(a), str(other)]) == 1
+    assert "measures different work" in capsys.readouterr().err
+    assert main(["calibrate", "--hw", "h200", "--from", str(a)]) == 1  # an H100 run
+    assert "error[H001]" in capsys.readouterr().err
+    assert main(["calibrate", "--hw", "h100", "--from", str(a), "--cpu"]) == 2
+    assert "--from times nothing" in capsys.readouterr().err
+    assert main(["calibrate", "--hw", "h100", "--from", str(tmp_path / "missing.toml")]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_clocks_are_read_only_where_nvml_loads(monkeypatch):
+    """Without NVML (a CPU), nothing is read and the shipped clocks stay; with too few readings
+    of the largest product there is no clock fit."""
+    from shardc.tools.calibrate import bench
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    clocks = bench.Clocks()
+    assert clocks.start() is False
+    clocks.stop()
+    cases = bench.plan(quick=True, cpu=True).cases
+    assert bench.clock_fit([bench.Sample("square_128", 1900.0, 600.0)] * 2, cases) is None
 
 
 def test_calibrate_cpu_quick_writes_a_file_that_changes_t_expected(tmp_path):
