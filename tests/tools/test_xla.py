@@ -511,6 +511,7 @@ def test_exported_script_runs_on_fake_devices(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert "C2[I, K_X] = A ·_J B" in run.stdout and "line 12 not exported" in prog.read_text()
+    assert run.stdout.split()[:4] == ["line", "median", "fastest", "shardc"]
 
 
 def test_export_embeds_user_names_as_data_only(tmp_path: Path, monkeypatch) -> None:

@@ -46,19 +46,60 @@ MESH = {mesh}
 DIMS = {dims}
 PREDICTED = {predicted}
 """shardc's time per statement line (ops in sequence, no overlap; None without a chip)."""
+TOTALS = {totals}
+"""shardc's whole-program times in seconds (T_lower, T_expected, T_upper; empty without a
+chip)."""
 '''
 
 MAIN = '''
 
 def make(shape, dtype, sharding):
-    """An array of `shape` created directly in its layout (never materialized on the host)."""
+    """An array of `shape` created directly in its layout (never materialized on the host):
+    normal random values for floating dtypes (a product's power draw, and so its clock,
+    depends on its data), ones otherwise."""
+    global KEY
+    KEY += 1
+    if jnp.issubdtype(dtype, jnp.floating):
+        key = jax.random.PRNGKey(KEY)
+        return jax.jit(lambda: jax.random.normal(key, shape, jnp.float32).astype(dtype),
+                       out_shardings=sharding)()
     return jax.jit(lambda: jnp.full(shape, 1, dtype), out_shardings=sharding)()
+
+
+KEY = 0
+LOOP_S = 0.005
+
+
+def measure(fn, xs, samples, label):
+    """(median, minimum) seconds per call, as `shardc calibrate` times: 3 warm-up calls, then
+    `samples` loops of calls lasting at least LOOP_S each, ended by block_until_ready."""
+    for _ in range(3):
+        jax.block_until_ready(fn(*xs))
+    calls = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            out = fn(*xs)
+        jax.block_until_ready(out)
+        elapsed = time.perf_counter() - t0
+        if elapsed >= LOOP_S or calls >= 1 << 20:
+            break
+        calls = max(calls * 2, int(calls * LOOP_S / max(elapsed, 1e-9)) + 1)
+    times = []
+    for _ in range(samples):
+        with jax.profiler.TraceAnnotation(label):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                out = fn(*xs)
+            jax.block_until_ready(out)
+            times.append((time.perf_counter() - t0) / calls)
+    return statistics.median(times), min(times)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace(
         "PROGRAM", PROGRAM))
-    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=10, help="timed samples per statement")
     ap.add_argument("--trace", help="write a jax.profiler trace to this folder")
     ap.add_argument("--cpu", action="store_true", help="use fake CPU devices")
     args = ap.parse_args()
@@ -85,6 +126,7 @@ def main():
                 tuple(MESH) or ("_",), **auto)
     env = {{}}
 {inputs}
+    given = dict(env)
     rows = []
     trace = jax.profiler.trace(args.trace) if args.trace else None
     if trace:
@@ -98,21 +140,48 @@ def main():
             compiled = jax.jit(fn, in_shardings=tuple(spec(*s) for _, s in inputs),
                                out_shardings=out)
             xs = [jax.device_put(env[name], spec(*s)) for name, s in inputs]
-            env[target] = jax.block_until_ready(compiled(*xs))  # compile and warm up
-            times = []
-            for _ in range(args.repeat):
-                with jax.profiler.TraceAnnotation(f"line {{line}}: {{text}}"):
-                    t0 = time.perf_counter()
-                    jax.block_until_ready(compiled(*xs))
-                    times.append(time.perf_counter() - t0)
-            rows.append((line, text, statistics.median(times), PREDICTED.get(line)))
+            env[target] = jax.block_until_ready(compiled(*xs))  # compile
+            median, fastest = measure(compiled, xs, args.repeat, f"line {{line}}: {{text}}")
+            rows.append((str(line), text, median, fastest, PREDICTED.get(line)))
+        whole = program(given)
+        if whole is not None:
+            median, fastest = measure(whole, list(given.values()), args.repeat, "program")
+            rows.append(("all", "the program as one jit", median, fastest,
+                         TOTALS.get("t_lower_s")))
     finally:
         if trace:
             trace.__exit__(None, None, None)
-    print(f"{{'line':>5}}  {{'measured':>12}}  {{'shardc':>12}}  statement")
-    for line, text, measured, predicted in rows:
+    print(f"{{'line':>5}}  {{'median':>12}}  {{'fastest':>12}}  {{'shardc':>12}}  statement")
+    for line, text, measured, fastest, predicted in rows:
         pred = "-" if predicted is None else f"{{predicted * 1e3:9.3f}} ms"
-        print(f"{{line:>5}}  {{measured * 1e3:9.3f}} ms  {{pred:>12}}  {{text}}")
+        print(f"{{line:>5}}  {{measured * 1e3:9.3f}} ms  {{fastest * 1e3:9.3f}} ms  {{pred:>12}}"
+              f"  {{text}}")
+    for key, value in TOTALS.items():
+        print(f"shardc {{key}}: {{value * 1e3:.3f}} ms")
+
+
+def program(given):
+    """Every statement in one jitted function of the program's inputs, each result held to
+    its statement's layout; it returns what no later statement reads. None when no statement
+    was exported."""
+    if not STATEMENTS:
+        return None
+    names = list(given)
+    read = {{name for _, _, _, inputs, _, _ in STATEMENTS for name, _ in inputs}}
+
+    def run(*xs):
+        local = dict(zip(names, xs))
+        for i, (_, fn, target, inputs, out, _) in enumerate(STATEMENTS):
+            value = fn(*[local[name] for name, _ in inputs])
+            if isinstance(out, list):
+                value = tuple(constrain(v, *o) for v, o in zip(value, out))
+            elif out is not None:
+                value = constrain(value, *out)
+            local[target] = value
+        later = [t for _, _, t, _, _, _ in STATEMENTS if t not in read]
+        return [local[t] for t in later]
+
+    return jax.jit(run)
 
 
 if __name__ == "__main__":
@@ -138,6 +207,20 @@ def _predicted(prepared: Prepared) -> dict[int, float | None]:
             v = report.value(c.time)
             total = None if v is None or total is None else total + v
         out[st.line] = total
+    return out
+
+
+def _totals(prepared: Prepared) -> dict[str, float]:
+    """The report's whole-program times that have a value (seconds)."""
+    report: Report | None = prepared.compilation.report
+    out: dict[str, float] = {}
+    if report is None:
+        return out
+    for key in ("t_lower_s", "t_expected_s", "t_upper_s"):
+        if key in report.totals:
+            v = report.value(report.totals[key])
+            if v is not None and math.isfinite(v):
+                out[key] = float(v)
     return out
 
 
@@ -178,6 +261,7 @@ def script(prepared: Prepared, file_name: str = "prog.py") -> str:
             mesh=repr({str(k): int(v) for k, v in mesh.items()}),
             dims=repr({str(k): int(v) for k, v in prepared.sizes.items()}),
             predicted=repr(_predicted(prepared)),
+            totals=repr(_totals(prepared)),
         ),
         "",
         PRELUDE,
