@@ -151,7 +151,9 @@ def _wait(
     start = time.monotonic()
     seen, seen_at = 0.0, start  # the child's CPU seconds when last seen to grow, and when
     timed_out = False
+    peak = 0
     while True:
+        peak = max(peak, _high_water(proc.pid))
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -173,12 +175,27 @@ def _wait(
     cpu = usage.ru_utime + usage.ru_stime
     return (
         proc.returncode,
-        usage.ru_maxrss * 1024,
+        # wait4's ru_maxrss also counts the parent's resident set at the fork (Linux keeps the
+        # old image's high-water mark across exec), so a large pytest process would lend every
+        # child its size: the child's own image's high-water mark, read while it runs, instead
+        peak or usage.ru_maxrss * 1024,
         cpu,
         timed_out,
         b"".join(chunks["out"]),
         b"".join(chunks["err"]),
     )
+
+
+def _high_water(pid: int) -> int:
+    """The running child's peak resident bytes so far (VmHWM of Linux's /proc), or 0."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024  # kB
+    return 0
 
 
 def _cpu_seconds(pid: int) -> float | None:
