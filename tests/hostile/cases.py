@@ -587,6 +587,21 @@ SILENTLY_WRONG = [
     Case("bom", ("check", "{tmp}/p.shard"), files={"p.shard": "\ufeff" + TINY}, exits=(0,)),
     Case("missing-file", ("compile", "{tmp}/nope.shard"), expect=("nope.shard",)),
     Case("path-is-directory", ("compile", "{tmp}"), expect=("directory",)),
+    Case(
+        "calibrate-from-directory",
+        ("calibrate", "--hw", "h100", "--from", "{tmp}"),
+        expect=("error[H001]", "directory"),
+    ),
+    Case(
+        "calibrate-from-another-chip",
+        ("calibrate", "--hw", "h100", "--from", "{root}/hardware/calibration/h200.toml"),
+        expect=("error[H001]", "'h200'"),
+    ),
+    Case(
+        "calibrate-from-no-rows",
+        ("calibrate", "--hw", "a100", "--from", "{root}/hardware/calibration/a100.toml"),
+        expect=("no measured rows",),
+    ),
 ]
 
 CASES = [*CODE_EXECUTION, *TRACEBACKS, *HANGS, *SILENTLY_WRONG]
