@@ -9,9 +9,11 @@ random normal values made on the device. JAX is imported only when a benchmark r
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from shardc.hardware.calibration import ClockFit, Row
 
@@ -234,8 +236,8 @@ class Clocks:
         self.power_limit_w: float | None = None
         self._case = ""
         self._stop = False
-        self._thread = None
-        self._nvml = None
+        self._thread: threading.Thread | None = None
+        self._nvml: Any = None
 
     def start(self) -> bool:
         """Start reading; False (and nothing read) where NVML cannot be loaded."""
@@ -247,8 +249,6 @@ class Clocks:
             self.power_limit_w = pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0
         except Exception:  # no NVML library, no NVIDIA device: no clocks
             return False
-        import threading
-
         self._nvml = pynvml
 
         def read() -> None:
