@@ -330,7 +330,7 @@ def sweep(
 def _sweep(
     report: Report, grids: Sequence[Grid], quantities: Sequence[str], extra: Sequence[str]
 ) -> Sweep:
-    from shardc.tools import sweep_plans
+    from shardc.tools import sweep_plans, sweep_points
 
     start = time.perf_counter()
     _check_mesh(report, grids)
@@ -356,6 +356,9 @@ def _sweep(
         for k, g in enumerate(grids)
     ]
     values = evaluate(axes)
+    # where the grid binds every free size: each whole point is the compile there, as `value`
+    compiled = sweep_points.compile_points(report, grids)
+    differ = sweep_points.read(compiled, values, quantity)
     for q in quantities:
         if q != "bound":
             _check_finite(q, values[q], grids)
@@ -384,9 +387,21 @@ def _sweep(
         plans = sweep_plans.plans(found)
         plan = evaluate.plan(axes)
         changes = sweep_plans.changes(evaluate, grids, plan, [p.letter for p in plans])
+    regions = plans  # as the regions found them, for the notes
+    relabeled = sweep_points.relabel(compiled, plans, plan, tuple(g.n for g in grids), variants[0])
+    if relabeled is not None:
+        plans, plan, letters = relabeled
+        if plan is not None:
+            changes = sweep_points.changes(grids, plan, plans, changes, letters)
+        else:
+            changes = ()
     seconds = time.perf_counter() - start
     fixed = {n: v for n, v in _sizes(report).items() if n not in {g.name for g in grids}}
-    notes = _plan_notes(report, grids, found, plans, past)
+    notes = _plan_notes(report, grids, found, regions, past)
+    if compiled.note:
+        notes += (compiled.note,)
+    elif differ:
+        notes += (sweep_points.note(differ, len(compiled.at)),)
     syms = report.cost.symbols
     c, w_hbm = env.get(syms.flops("bf16")), env.get(syms.w_hbm)
     roof = (c, w_hbm) if c is not None and w_hbm is not None else None
