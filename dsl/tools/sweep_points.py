@@ -83,13 +83,16 @@ def compile_points(report: Report, grids: Sequence[Grid]) -> Compiled:
         return Compiled((), _past(f"more than the {MAX_COMPILED} a sweep compiles", len(todo)))
     at = []
     start = time.process_time()
+    first = 0.0  # the first point warms the plan caches: the rest are projected without it
     for k, (flat, point) in enumerate(todo, 1):
         try:
             at.append((flat, report.at(**point)))
         except (ValueError, ArithmeticError):  # K003, a repeat run < 1: the formulas
             pass
         spent = time.process_time() - start
-        if spent * len(todo) / k > SECONDS:
+        first = first or spent
+        rest = (spent - first) / (k - 1) if k > 1 else 0.0
+        if spent > SECONDS or first + rest * (len(todo) - 1) > SECONDS:
             return Compiled((), _past(f"past the {SECONDS:g} s of CPU time", len(todo)))
     return Compiled(tuple(at), None)
 
