@@ -498,9 +498,10 @@ def _other_copy(st: LoweringState, v: Value, other: Value, request: Layout | Non
     """`other`, or the copy of it an earlier reshard made (`copies_of`) that `v` or one of its
     copies aligns with most cheaply into `request`: `D1[I, K_Y] = exp(E) * C` where E and C
     were both gathered whole for later reads slices both (no move), rather than slice E to
-    C's own blocks and gather the product."""
+    C's own blocks and gather the product. Only where every size is declared, as
+    `cheapest_copy`, which alone reads the copy picked here (`walk.as_declared`)."""
     copies = [u for u in copies_of(st, other, 4) if not u.layout.unreduced]
-    if not copies or v.layout.unreduced or not st.all_known({*v.dims, *other.dims, *st.mesh}):
+    if not copies or v.layout.unreduced or not st.all_declared({*v.dims, *other.dims, *st.mesh}):
         return other
     best, key = other, alignment_key(st, cheapest_copy(st, v, other, request), other, request)
     for u in copies:

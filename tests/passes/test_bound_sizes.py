@@ -154,3 +154,30 @@ def test_an_elementwise_op_reads_a_copy_only_where_every_size_is_declared(text):
     assert_same(full, shardc.compile(declared(text, every)))
     assert_same(full, shardc.compile(text).at(**every))
     assert full.value("comm_bytes") < partial.value("comm_bytes")
+
+
+def test_the_other_operands_copy_is_sought_only_where_every_size_is_declared(monkeypatch):
+    """`walk._other_copy` (which copy of a product's other operand a call's operand aligns
+    with) was gated by the sizes being known, where `cheapest_copy`, which alone reads its
+    pick, needs them declared: with I and K bound and L free it priced alignments no plan
+    used (3 here). The report at the point is the compile binding the same sizes."""
+    from shardc.passes.lower import walk
+
+    text = (
+        "mesh X=2, Y=4\ndim I, K, L\nhardware h100\nE: f32[I_Y, K]\nC: f32[I_X, K_Y]\n"
+        "R[I, K] = C\nD2 = exp(E) * C\n"
+    )
+    real, calls = walk.alignment_key, []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(walk, "alignment_key", counted)
+    partial = shardc.compile(text, set={"I": 64, "K": 64})
+    assert not calls
+    assert_same(partial, shardc.compile(text).at(I=64, K=64))
+    every = {"I": 64, "K": 64, "L": 3}
+    full = shardc.compile(text, set=every)
+    assert calls  # every size declared: the copies are weighed
+    assert_same(full, shardc.compile(declared(text, every)))
