@@ -295,12 +295,13 @@ def _nearest_key(
     model: Model,
     topo: Topology | None,
 ) -> Hashable:
-    # The pairs depend only on the sharded dims' axes (in any order, under any names): the
-    # same reshard of Q, K and V's head dim is matched once.
+    # The holders depend only on the sharded dims' axes (in any order, under any names): the
+    # same reshard of Q, K and V's head dim is matched once. The fixed `pairs` are part of the
+    # answer (their costliest send), so of the key too.
     sharded = tuple(
         (src.axes_of(d), dst.axes_of(d)) for d in dst.dim_names if src.axes_of(d) or dst.axes_of(d)
     )
-    return (sharded, names, tuple(n.items()), model, topo)
+    return (sharded, names, tuple(n.items()), tuple(pairs), model, topo)
 
 
 @memoized(PERMUTE_NEAR, _nearest_key)

@@ -193,3 +193,21 @@ def test_finer_blocks_priced_alike_under_other_dim_names() -> None:
     ]
     assert alone == shared
     assert memo.PERMUTE_NEAR.hits == 1
+
+
+def test_the_nearest_holders_memo_tells_apart_calls_with_other_pairs():
+    """`_nearest` returns the costliest send of the fixed `pairs` too; its memo key left them
+    out, so a second call differing only in its pairs got the first call's answer (here
+    (1, 1) for pairs that move nothing, whose costliest send is (0, 0))."""
+    from shardc.passes import permute_cost
+
+    src = Layout((DimSharding("I", ("X",)), DimSharding("K", ())))
+    dst = Layout((DimSharding("I", ("Y",)), DimSharding("K", ())))
+    found = permute_pairs(src, dst, {"X": 2, "Y": 4})
+    assert found is not None
+    names, pairs = found
+    n = {"X": 2, "Y": 4}
+    moved = permute_cost._nearest(src, dst, names, n, pairs, "exact", None)
+    still = [(h, h) for h, _ in pairs]
+    assert moved[2] == (1.0, 1.0)
+    assert permute_cost._nearest(src, dst, names, n, still, "exact", None)[2] == (0.0, 0.0)
