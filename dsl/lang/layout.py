@@ -135,9 +135,19 @@ class Layout:
             and all(a.axes == b.axes for a, b in zip(self.dims, other.dims, strict=True))
         )
 
-    def reordered(self, dims: tuple[str, ...]) -> Layout:
-        by = {d.dim: d for d in self.dims}
-        return Layout(tuple(DimSharding(n, by[n].axes) for n in dims), self.unreduced)
+    def reordered(self, dims: tuple[str, ...], unreduced: frozenset[str] | None = None) -> Layout:
+        """This layout over `dims`, in their order (each one of its dims; a dim `dims` lack is
+        dropped: a broadcast operand's), with its unreduced axes, or `unreduced` where given.
+
+        >>> Layout.of({"I": ("X",), "J": ()}, {"Y"}).reordered(("J", "I")).format("A")
+        'A[J, I_X]{U_Y}'
+        >>> Layout.of({"I": ("X",), "J": ()}, {"Y"}).reordered(("I",), frozenset()).format()
+        '[I_X]'
+        """
+        return Layout(
+            tuple(DimSharding(n, self.axes_of(n)) for n in dims),
+            self.unreduced if unreduced is None else unreduced,
+        )
 
     def format(self, name: str = "", mesh_order: tuple[str, ...] = ()) -> str:
         """`A[I_X, J]{U_Y}`.

@@ -432,9 +432,7 @@ def _align(
             layouts.append(union)
             checked.add(union)
     if request is not None and set(request.dim_names) == set(big.dims):
-        layouts.append(
-            Layout(tuple(DimSharding(d, request.axes_of(d)) for d in big.dims), unreduced)
-        )
+        layouts.append(request.reordered(big.dims, unreduced))
     if wide_search(st, big.dims):
         # After the fixed few (ties keep them): every layout over the axes in play.
         later = (
@@ -459,12 +457,8 @@ def _align(
         checked.update(wide)
     out: list[Alignment] = []
     for layout in dict.fromkeys(layouts):
-        big_want = Layout(
-            tuple(DimSharding(d, layout.axes_of(d)) for d in big.dims), big.layout.unreduced
-        )
-        small_want = Layout(
-            tuple(DimSharding(d, layout.axes_of(d)) for d in small.dims), small.layout.unreduced
-        )
+        big_want = layout.reordered(big.dims, big.layout.unreduced)
+        small_want = layout.reordered(small.dims, small.layout.unreduced)
         sizes = st.known_sizes()
         big_steps = plan_reshard(big.layout, big_want, sizes, st.pricing(big.dtype, big.dims))
         small_steps = plan_reshard(

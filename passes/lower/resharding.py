@@ -166,7 +166,7 @@ def later_reads(st: LoweringState, v: Value) -> list[Layout]:
     out: list[Layout] = []
     for i, lay in st.read_in.get(v.array, ()):
         if i > st.statement and set(lay.dim_names) == dims:
-            out.append(Layout(tuple(DimSharding(d, lay.axes_of(d)) for d in v.dims)))
+            out.append(lay.reordered(v.dims, frozenset()))
             if len(out) == LATER_READS:
                 break
     return out
@@ -284,7 +284,7 @@ def _read_options(
 ) -> list[list[Step]]:
     mine = v.layout
     wants = (
-        [Layout(tuple(DimSharding(d, request.axes_of(d)) for d in v.dims))]
+        [request.reordered(v.dims, frozenset())]
         if request is not None and set(request.dim_names) == set(v.dims)
         else []
     )

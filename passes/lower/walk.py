@@ -476,11 +476,7 @@ def operand(
             if v is not here:
                 # sliced first where the alignment takes a slice of the copy
                 best = best_alignment(st, v, ahead, request)
-                want = (
-                    None
-                    if best is None
-                    else Layout(tuple(DimSharding(d, best.layout.axes_of(d)) for d in v.dims))
-                )
+                want = None if best is None else best.layout.reordered(v.dims, frozenset())
                 if want is not None and coarsest_common(v.layout, want) == v.layout:
                     v = reshard(st, v, want, e.span, "sliced before the call") or v
                 for call in reversed(calls):
