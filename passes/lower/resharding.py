@@ -118,13 +118,13 @@ def shared_options(
     # statement may read that copy, as `R0[I, J_XY] = A[I_XY, J]` on a 4x4 v5p gathers Y,
     # AllToAlls X and slices Y, leaving `[I_X, J]` for a product reading A).
     common = coarsest_common(src.layout, want)
-    for i, later in st.read_in.get(v.array, ()):
+    every = later_reads(st, v, most=None)
+    for later in every:
         # a later statement that wants the array in another layout: the copy gathered here may
         # serve it too (`D1[I_YX, K] = E + E` after `R0[I, K_YX] = E` slices a whole E)
-        if i > st.statement and set(later.dim_names) == set(common.dim_names):
-            common = coarsest_common(common, later)
+        common = coarsest_common(common, later)
     through: list[tuple[float, bool, list[Step], float, bool]] = []
-    reads = later_reads(st, v)
+    reads = every[:LATER_READS]
     gathers = partial_gathers(src.layout, common)
     # (a later read's layout, or the coarsest it and the target share: both slice it)
     shared = [coarsest_common(want, r) for r in reads]
@@ -159,15 +159,15 @@ long program reads an activation again and again; the first reads are the ones a
 now serves before another is made)."""
 
 
-def later_reads(st: LoweringState, v: Value) -> list[Layout]:
-    """The layouts the next `LATER_READS` later statements read `v`'s array in (`read_in`),
-    in `v`'s dims' order."""
+def later_reads(st: LoweringState, v: Value, most: int | None = LATER_READS) -> list[Layout]:
+    """The layouts the next `most` later statements (None: all of them) read `v`'s array in
+    (`read_in`), in `v`'s dims' order."""
     dims = set(v.dims)
     out: list[Layout] = []
     for i, lay in st.read_in.get(v.array, ()):
         if i > st.statement and set(lay.dim_names) == dims:
             out.append(lay.reordered(v.dims, frozenset()))
-            if len(out) == LATER_READS:
+            if len(out) == most:
                 break
     return out
 
