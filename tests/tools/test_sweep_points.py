@@ -22,7 +22,7 @@ from shardc.tools import sweep as sw
 from shardc.tools import sweep_points
 from shardc.tools.sweep_grid import Grid
 
-EXAMPLES = int(os.environ.get("SHARDC_SWEEP_POINTS_EXAMPLES", "16"))
+EXAMPLES = int(os.environ.get("SHARDC_SWEEP_POINTS_EXAMPLES", "12"))
 CHECKED = ("t_lower_s", "t_upper_s", "t_comms_s", "comm_bytes")
 
 GATHER = "mesh X=2, Y=2\ndim I, J=32, K=256\nhardware tpu-v5e\nA: f32[I_X, J, K]\nR[I, J, K] = A\n"
