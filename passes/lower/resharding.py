@@ -5,7 +5,7 @@ plan, each step emitted with its reason, and a layout an earlier step made is re
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from shardc.lang.layout import DimSharding, Layout, format_axes
 from shardc.lang.source import Span
@@ -68,20 +68,62 @@ def shared_reshard(
         [(own[0], 0, own[1]), *((t, i + 1, steps) for i, (t, steps) in enumerate(through))],
         key=lambda o: (o[0], o[1]),
     )
+    coarse = coarser_options(st, src, want, [o[2] for o in options])
+    options += [(t, len(options) + i, steps) for i, (t, steps) in enumerate(coarse)]
     r = 0
     if len(options) > 1:
-        # every option is tried (at most three): a copy gathered for later statements costs
-        # this one more than its own plan by design, so `NEAR` would drop the useful ones
-        r = rank_all(st, ordinal, len(options))
-    return apply_steps(st, src, options[r][2], span, lambda s: why)
+        # every option is tried (at most three, and the coarser copies in the search's
+        # descent): a copy gathered for later statements costs this one more than its own
+        # plan by design, so `NEAR` would drop the useful ones
+        r = rank_all(st, ordinal, len(options), max(2, len(options) - len(coarse)))
+    start = len(st.ops)
+    made = apply_steps(st, src, options[r][2], span, lambda s: why)
+    if options[r][1]:
+        # copies made for later reads: a product reading the array as it is looks at them
+        # (`contract.cached_operands`), as at those `shared_reads` makes
+        st.read_copies.update(op.out.id for op in st.ops[start:])
+    return made
 
 
-def rank_all(st: LoweringState, ordinal: int, options: int) -> int:
+COARSER = 2
+"""The most coarser copies of a reshard statement's target `coarser_options` offers."""
+
+
+def coarser_options(
+    st: LoweringState, src: Value, want: Layout, taken: Sequence[Sequence[Step]]
+) -> list[Option]:
+    """At a reshard statement whose array a later statement reads where no layout is stated
+    for it (a product's operand; `later_reads` finds none), the plans through a coarser copy
+    of the target (its axes partly gathered: `partial_gathers`), the `COARSER` cheapest,
+    which the product may read (`contract.cached_operands`): `R0[J_Z, K_XY] = B[J_XZY, K];
+    C[I_Y, K_ZX] = A ·_J B` on 8 H100s gathers `[J_Z, K]` and slices R0, and the product
+    reads that copy (7.0 us against 8.0). None where the statement's options `taken` move
+    the same way, or a later read states a layout (`shared_options` weighs those)."""
+    if later_reads(st, src):
+        return []
+    sizes, pricing = st.known_sizes(), st.pricing(src.dtype, src.dims)
+    seen = {tuple(s.dst for s in steps) for steps in taken}
+    out: list[Option] = []
+    common = coarsest_common(src.layout, want)
+    for mid in partial_gathers(want, coarsest_common(want, src.layout)):
+        there = plan_reshard(src.layout, mid, sizes, pricing)
+        on = plan_reshard(mid, want, sizes, pricing)
+        if there is None or on is None or mid == common:
+            continue
+        steps = [*there, *on]
+        if tuple(s.dst for s in steps) not in seen:
+            seen.add(tuple(s.dst for s in steps))
+            out.append((pricing.time(steps, sizes), steps))
+    return sorted(out, key=lambda o: o[0])[:COARSER]
+
+
+def rank_all(st: LoweringState, ordinal: int, options: int, product: int = 0) -> int:
     """The option the whole-program search runs at a choice point whose `options` are all
     tried (`passes.objective.Forced.rank` without `NEAR`: a copy made for later statements
     costs this one more than its own plan by design, and an own plan that moves nothing would
-    make every ratio undefined)."""
-    r: int = st.chooser.rank(ordinal, [1.0] * options, 1.0)  # type: ignore[union-attr]
+    make every ratio undefined); only the first `product` (all where 0) in its exhaustive
+    product, the others in its descent."""
+    r: int = st.chooser.rank(ordinal, [1.0] * options, 1.0, product)  # type: ignore[union-attr]
     return r
 
 
@@ -128,7 +170,8 @@ def shared_options(
     gathers = partial_gathers(src.layout, common)
     # (a later read's layout, or the coarsest it and the target share: both slice it)
     shared = [coarsest_common(want, r) for r in reads]
-    for mid in dict.fromkeys([*gathers, *reads, *shared]):
+    mixed = [m for r in reads for m in mixed_prefixes(src.layout, r)]
+    for mid in dict.fromkeys([*gathers, *reads, *shared, *mixed]):
         there = plan_reshard(src.layout, mid, sizes, pricing)
         on = plan_reshard(mid, want, sizes, pricing)
         if there is not None and on is not None and mid != want:
@@ -159,12 +202,17 @@ long program reads an activation again and again; the first reads are the ones a
 now serves before another is made)."""
 
 
-def later_reads(st: LoweringState, v: Value, most: int | None = LATER_READS) -> list[Layout]:
+def later_reads(
+    st: LoweringState,
+    v: Value,
+    most: int | None = LATER_READS,
+    read_in: Mapping[str, Sequence[tuple[int, Layout]]] | None = None,
+) -> list[Layout]:
     """The layouts the next `most` later statements (None: all of them) read `v`'s array in
-    (`read_in`), in `v`'s dims' order."""
+    (`read_in`, `st.read_in` where None), in `v`'s dims' order."""
     dims = set(v.dims)
     out: list[Layout] = []
-    for i, lay in st.read_in.get(v.array, ()):
+    for i, lay in (st.read_in if read_in is None else read_in).get(v.array, ()):
         if i > st.statement and set(lay.dim_names) == dims:
             out.append(lay.reordered(v.dims, frozenset()))
             if len(out) == most:
@@ -325,6 +373,35 @@ def partial_gathers(src: Layout, common: Layout) -> list[Layout]:
         )
         if mid != src:
             out.append(mid)
+    return out
+
+
+def mixed_prefixes(src: Layout, read: Layout) -> list[Layout]:
+    """The layouts whose dims each keep a prefix of their axes in `src` or in `read` (each axis
+    on one dim), some a prefix of `src`'s and some one of `read`'s alone: a copy on the way
+    from `src` that a later read in `read` reaches by gathers and one AllToAll, neither a
+    partial gather of `src` nor a coarser `read` (`R0[I_XY, K_Z] = E[I_ZY, K_X]; D1[I,
+    K_YZX] = E + E` on 16 H100s goes through `[I_Z, K_Y]`).
+
+    >>> src = Layout.of({"I": ("X",), "K": ()})
+    >>> [m.format("E") for m in mixed_prefixes(src, Layout.of({"I": (), "K": ("Y",)}))]
+    ['E[I_X, K_Y]']
+    """
+    per = []
+    for d in src.dims:
+        other = read.axes_of(d.dim)
+        mine = [d.axes[:k] for k in range(len(d.axes) + 1)]
+        per.append(dict.fromkeys([*mine, *(other[:k] for k in range(len(other) + 1))]))
+    out = []
+    for axes in itertools.product(*per):
+        flat = [x for a in axes for x in a]
+        pairs = list(zip(src.dims, axes, strict=True))
+        from_src = any(a and d.axes[: len(a)] == a for d, a in pairs)
+        from_read = any(
+            a and d.axes[: len(a)] != a and read.axes_of(d.dim)[: len(a)] == a for d, a in pairs
+        )
+        if len(flat) == len(set(flat)) and from_src and from_read:
+            out.append(Layout(tuple(DimSharding(d.dim, a) for d, a in pairs)))
     return out
 
 

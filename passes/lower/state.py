@@ -191,6 +191,10 @@ class LoweringState:
     side reads the array unrenamed outside a contraction (elementwise ops, calls, reshards),
     each with that layout (`walk.walk`): where a later statement will want the array, as
     `resharding.shared_options` weighs a copy both can slice."""
+    summed_in: dict[str, list[tuple[int, Layout]]] = field(default_factory=dict)
+    """By array name: the statements that sum the array unrenamed into a stated layout, each
+    with the layout the sum runs in without moving its result (the stated one, the summed
+    dims whole; `walk.walk`): where `walk._sum_there` weighs a copy a later sum can slice."""
     reshard_statements: int = 0
     """Reshard statements met so far: their choice points' ordinals (`resharding.shared_reshard`)
     count apart from the contractions', so a choice present in one lowering and not another

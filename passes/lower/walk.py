@@ -59,16 +59,19 @@ from shardc.passes.lower.resharding import (
     cached_source,
     coarsest_common,
     copies_of,
+    later_reads,
     names_read,
+    partial_gathers,
     plain_reads,
     rank_all,
+    reads_cost,
     reshard,
     shared_options,
     shared_reads,
     shared_reshard,
 )
 from shardc.passes.lower.state import LoweringState, PlanCaches, derived_name
-from shardc.passes.reshard import plan_reshard
+from shardc.passes.reshard import Step, plan_reshard
 from shardc.passes.symbolic_plans import Chooser
 
 if TYPE_CHECKING:
@@ -139,6 +142,9 @@ def walk(st: LoweringState, program: Program, rec: Recording | None = None) -> C
             if stmt.layout is not None:  # `plain_reads` skips contractions and reductions
                 for name in plain_reads(stmt.expr):
                     st.read_in.setdefault(name, []).append((i, stmt.layout.stripped()))
+                summed = _summed_in(stmt.expr, stmt.layout.stripped())
+                if summed is not None:
+                    st.summed_in.setdefault(summed[0], []).append((i, summed[1]))
     given = {} if st.ctx.options.objective == "statement" else as_declared(program, st.bindings)
     first = 0
     if rec is not None:
@@ -208,6 +214,16 @@ def walk(st: LoweringState, program: Program, rec: Recording | None = None) -> C
     if rec is not None:
         rec.finish(out)
     return out
+
+
+def _summed_in(e: Expr, request: Layout) -> tuple[str, Layout] | None:
+    """The array a statement sums as it is into `request`, and the layout that sum runs in
+    without moving its result (`LoweringState.summed_in`); None for any other statement."""
+    if not (isinstance(e, Reduce) and e.kind == "Sum" and isinstance(e.arg, Ref)):
+        return None
+    if e.arg.layout is not None or e.arg.renames or request.unreduced:
+        return None
+    return e.arg.name, Layout((*request.dims, *(DimSharding(d, ()) for d in e.dims)))
 
 
 def assign(st: LoweringState, stmt: Assign) -> None:
@@ -641,13 +657,72 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     before = _summed_cost(st, a, e.dims, request)
     if before is None:
         return None
-    # First the sum's own plan; then the array resharded (its copies left for later reads)
+    # First the sum's own plan; then the array resharded (its copies left for later reads);
+    # then the sum run where it stands or on a copy on the way, its result moved after
     tail = sorted([own, *through], key=lambda o: o[0])
-    r = rank_all(st, ordinal, 1 + len(tail))
+    there = _sum_there(st, e.dims, a, src, whole, request)
+    r = rank_all(st, ordinal, 1 + len(tail) + len(there), max(2, 1 + len(tail)))
     if r == 0:
         return None
+    if r > len(tail):
+        mid, steps = there[r - 1 - len(tail)]
+        if not steps:
+            return a  # summed where it stands, its sum moved after
+        why = f"{a.array} is read again later: a copy in {st.fmt(mid, a.array)}"
+        moved = apply_steps(st, src, steps, e.span, lambda s: why)
+        want = summed_layout(st, moved, e.dims, request)
+        if want is None:
+            return moved
+        return reshard(st, moved, want, e.span, f"Sum_{{{','.join(e.dims)}}} costs least from here")
     why = f"Sum_{{{','.join(e.dims)}}} runs on {st.fmt(whole, a.array)}, gathered once"
     return apply_steps(st, src, tail[r - 1][1], e.span, lambda s: why)
+
+
+def _sum_there(
+    st: LoweringState,
+    dims: tuple[str, ...],
+    a: Value,
+    src: Value,
+    whole: Layout,
+    request: Layout,
+) -> list[tuple[Layout, list[Step]]]:
+    """`_sum_shared`'s options that sum before moving: on `a` as it stands, where the sum's
+    own plan moves `a` first (the plan's key adds HBM time the objective may hide behind
+    communication: `S0[K_XY] = Sum_{I}(E[I, K_Y])` on a 4x4 v5e sums E's blocks and permutes
+    the sum, fewer hops than from `[I, K_YX]`), and on the copy on the way to `whole` (or to
+    a later read) that the sum (its own plan from there) and the later reads cost least
+    from, counted together (a partial gather of E, summed there, its sum permuted: not E
+    permuted, then summed)."""
+    sizes, pricing = st.known_sizes(), st.pricing(a.dtype, a.dims)
+    out: list[tuple[Layout, list[Step]]] = []
+    if summed_layout(st, a, dims, request) is not None:
+        out.append((a.layout, []))
+    table = {
+        a.array: sorted(
+            [*st.read_in.get(a.array, ()), *st.summed_in.get(a.array, ())], key=lambda r: r[0]
+        )
+    }
+    reads = later_reads(st, a, read_in=table)
+    mids = [
+        *partial_gathers(src.layout, coarsest_common(src.layout, whole)),
+        *(coarsest_common(whole, r) for r in reads),
+    ]
+    priced: list[tuple[float, float, int, Layout, list[Step]]] = []
+    for k, mid in enumerate(dict.fromkeys(mids)):
+        steps = plan_reshard(src.layout, mid, sizes, pricing) if mid != src.layout else None
+        rest = _summed_cost(st, dataclasses.replace(a, layout=mid), dims, request)
+        if not steps or rest is None or any(s.dst == whole for s in steps):
+            continue
+        t = cost_steps(st, steps, a.dtype) + rest
+        priced.append((t + reads_cost(st, a, (src.layout, mid), reads), t, k, mid, steps))
+    # the cheapest counted with the later reads (each priced as a move of the array, which
+    # a later sum's own plan may undercut), and the cheapest for this sum alone
+    for key in (lambda o: (o[0], o[2]), lambda o: (o[1], o[2])):
+        if priced:
+            _, _, _, mid, steps = min(priced, key=key)
+            if (mid, steps) not in out:
+                out.append((mid, steps))
+    return out
 
 
 def summed_layout(
