@@ -75,7 +75,7 @@ def shared_reshard(
         # every option is tried (at most three, and the coarser copies in the search's
         # descent): a copy gathered for later statements costs this one more than its own
         # plan by design, so `NEAR` would drop the useful ones
-        r = rank_all(st, ordinal, len(options), max(2, len(options) - len(coarse)))
+        r = rank_all(st, ordinal, len(options), len(options) - len(coarse))
     start = len(st.ops)
     made = apply_steps(st, src, options[r][2], span, lambda s: why)
     if options[r][1]:

@@ -661,7 +661,7 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     # then the sum run where it stands or on a copy on the way, its result moved after
     tail = sorted([own, *through], key=lambda o: o[0])
     there = _sum_there(st, e.dims, a, src, whole, request)
-    r = rank_all(st, ordinal, 1 + len(tail) + len(there), max(2, 1 + len(tail)))
+    r = rank_all(st, ordinal, 1 + len(tail) + len(there), 1 + len(tail))
     if r == 0:
         return None
     if r > len(tail):
