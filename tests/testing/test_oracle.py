@@ -636,11 +636,11 @@ HUNT_MISSES = [
         "C[I_XZY, K] = A ·_J B\n",
         8.0904e-06,
     ),
-    # A reshard of an array a product read (16 H100s): the product reshards A through R2's
-    # `[I_XZY, J]` (the copy `shared_reads` offers) where its own plan from A is cheaper,
-    # since it looked at copies of an operand it reads as it is only where `shared_reads`
-    # made them; copies a reshard statement's shared option makes count too now, and the
-    # search finds a cheaper vector (145.25 -> 139.16 us; the hunt's hand plan: 139.83 us).
+    # A reshard of an array a product reads (16 H100s): R0's shared option gathers B over X
+    # on its way (`[J, K_ZY]`), but the product, reading B as it is, looked only at copies
+    # `shared_reads` made, so it moved A through R2's `[I_XZY, J]` (145.25 us). Copies a
+    # reshard statement's shared option makes count too now: the product reads `[J, K_ZY]`,
+    # gathers A to `[I_X, J]`, and R2 slices that (139.16 us; the hunt's hand plan: 139.83).
     (
         "mesh X=2, Y=2, Z=4\ndim I=4096, J=4096, K=4096\nhardware h100\nA: bf16[I, J_ZYX]\n"
         "B: bf16[J, K_ZYX]\nE: bf16[I_YX, K]\nR0[J_XZ, K] = B\nC[I, K_ZYX] = A ·_J B\n"
