@@ -1,6 +1,6 @@
 """The hostile-input corpus (tests/hostile/cases.py) in CI: each case in its own process under a
-CPU-time and a memory limit (tests/hostile/harness.py). Cases run two at a time; a failure
-shows what shardc printed.
+CPU-time and a memory limit (tests/hostile/harness.py), forked from one that has imported shardc
+(tests/hostile/zygote.py). Cases run two at a time; a failure shows what shardc printed.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ def outcomes(request: pytest.FixtureRequest) -> dict[str, harness.Outcome]:
         and not _missing(_BY_NAME[item.callspec.params["name"]])
     ]
     cases = [_BY_NAME[n] for n in wanted]
-    with ThreadPoolExecutor(2) as pool:
-        return dict(zip(wanted, pool.map(harness.run, cases), strict=True))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            return dict(zip(wanted, pool.map(harness.run, cases), strict=True))
+    finally:
+        harness.close()
 
 
 def _missing(case: harness.Case) -> list[str]:

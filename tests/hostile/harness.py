@@ -11,12 +11,22 @@ shared machine under load a case waits for a core without doing more work, and a
 limit failed cases that were fine. `WALL_LIMIT_S` only catches a case that blocks without
 computing (a FIFO, a lock: no CPU used for `IDLE_S`); the kernel stops a runaway at
 `CPU_KILL_S` of CPU.
+
+The process is forked from one that has already imported shardc (`zygote.py`), then sets its own
+limits and runs the `shardc` entry point: the import is paid once, not once per case, and a
+case's CPU time and peak memory are those of its own work.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
 import re
+import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,18 +53,6 @@ ADDRESS_SPACE_BYTES = 6 << 30
 """The hard limit: a runaway allocation fails inside the child instead of swapping the machine.
 It is larger than the memory bound because numpy and XLA reserve address space they never touch;
 the bound itself is checked on the child's peak resident set."""
-
-CLI = [
-    sys.executable,
-    "-c",
-    "import resource, sys; "
-    f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_BYTES}, {ADDRESS_SPACE_BYTES})); "
-    f"resource.setrlimit(resource.RLIMIT_CPU, ({CPU_KILL_S}, {CPU_KILL_S + 5})); "
-    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
-    "from shardc.cli import main; sys.exit(main())",
-]
-"""How a case runs shardc: the package's entry point, with the address-space and CPU limits set
-by the child itself (a `preexec_fn` would fork a process that may hold JAX's threads)."""
 
 BAD_NUMBER = re.compile(
     r"(?<![A-Za-z_])(nan|NaN|-?inf(inity)?|zoo|-\d[\d.]*\s*(s|us|ms|ns|B|kB|MB|GB))\b"
@@ -126,10 +124,10 @@ def _materialise(case: Case, tmp: Path) -> None:
 
 
 def _wait(
-    proc: subprocess.Popen, stdin: bytes | None
+    pid: int, sock: socket.socket, feed, stdin: bytes | None, stdout, stderr
 ) -> tuple[int, int, float, bool, bytes, bytes]:
     """(exit code, the child's own peak resident bytes, its CPU seconds, hung?, stdout,
-    stderr)."""
+    stderr) of the zygote's child `pid`, whose end the zygote reports on `sock`."""
     chunks: dict[str, list[bytes]] = {"out": [], "err": []}
 
     def drain(stream, key: str) -> None:
@@ -137,49 +135,54 @@ def _wait(
             chunks[key].append(block)
 
     readers = [
-        threading.Thread(target=drain, args=(proc.stdout, "out"), daemon=True),
-        threading.Thread(target=drain, args=(proc.stderr, "err"), daemon=True),
+        threading.Thread(target=drain, args=(stdout, "out"), daemon=True),
+        threading.Thread(target=drain, args=(stderr, "err"), daemon=True),
     ]
     for t in readers:
         t.start()
-    if proc.stdin is not None:
+    if feed is not None:
         try:
-            proc.stdin.write(stdin or b"")
-            proc.stdin.close()
+            feed.write(stdin or b"")
+            feed.close()
         except BrokenPipeError:
             pass
     start = time.monotonic()
     seen, seen_at = 0.0, start  # the child's CPU seconds when last seen to grow, and when
     timed_out = False
     peak = 0
-    while True:
-        peak = max(peak, _high_water(proc.pid))
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
+    sock.settimeout(0.02)
+    answer = b""
+    while not answer.endswith(b"\n"):
+        peak = max(peak, _high_water(pid))
+        try:
+            block = sock.recv(4096)
+        except TimeoutError:
+            block = None
+        if block == b"":
+            raise RuntimeError("tests/hostile/zygote.py ended mid-case")
+        if block:
+            answer += block
+            continue
         now = time.monotonic()
-        cpu = _cpu_seconds(proc.pid)
+        cpu = _cpu_seconds(pid)
         if cpu is not None and cpu > seen + 0.01:
             seen, seen_at = cpu, now
-        if now - start > WALL_HARD_LIMIT_S or (
-            now - start > WALL_LIMIT_S and now - seen_at > IDLE_S
+        if not timed_out and (
+            now - start > WALL_HARD_LIMIT_S
+            or (now - start > WALL_LIMIT_S and now - seen_at > IDLE_S)
         ):
             timed_out = True
-            proc.kill()
-            pid, status, usage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.02)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+            os.kill(pid, signal.SIGKILL)
+    ended = json.loads(answer)
+    code = os.waitstatus_to_exitcode(ended["status"])
     for t in readers:
         t.join(5)
-    cpu = usage.ru_utime + usage.ru_stime
     return (
-        proc.returncode,
-        # wait4's ru_maxrss also counts the parent's resident set at the fork (Linux keeps the
-        # old image's high-water mark across exec), so a large pytest process would lend every
-        # child its size: the child's own image's high-water mark, read while it runs, instead
-        peak or usage.ru_maxrss * 1024,
-        cpu,
+        code,
+        # wait4's ru_maxrss may count the resident set of the process the child was forked
+        # from: the child's own high-water mark, read while it runs, instead
+        peak or ended["maxrss"] * 1024,
+        ended["cpu"],
         timed_out,
         b"".join(chunks["out"]),
         b"".join(chunks["err"]),
@@ -217,23 +220,11 @@ def run(case: Case) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="shardc-hostile-") as d:
         tmp = Path(d)
         _materialise(case, tmp)
-        env = dict(
-            os.environ,
-            OPENBLAS_NUM_THREADS="1",
-            PYTHONPATH=str(ROOT),
-            XLA_FLAGS="--xla_force_host_platform_device_count=8",
-        )
-        env.pop("SHARDC_DEBUG", None)
+        env = _env()
         start = time.monotonic()
-        proc = subprocess.Popen(
-            CLI + _substitute(case.argv, tmp),
-            cwd=tmp,
-            env=env,
-            stdin=subprocess.PIPE if case.stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+        code, peak, cpu, timed_out, out, err = _ZYGOTE.run(
+            _substitute(case.argv, tmp), tmp, case.stdin
         )
-        code, peak, cpu, timed_out, out, err = _wait(proc, case.stdin)
         seconds = time.monotonic() - start
         for cmd in case.after:
             subprocess.run(
@@ -256,6 +247,106 @@ def run(case: Case) -> Outcome:
         )
         outcome.problems = judge(case, outcome, tmp, timed_out)
         return outcome
+
+
+def _env() -> dict[str, str]:
+    env = dict(
+        os.environ,
+        OPENBLAS_NUM_THREADS="1",
+        PYTHONPATH=str(ROOT),
+        XLA_FLAGS="--xla_force_host_platform_device_count=8",
+    )
+    env.pop("SHARDC_DEBUG", None)
+    return env
+
+
+class Zygote:
+    """`tests/hostile/zygote.py`, started on first use: it forks each case's process from one
+    that has already imported shardc (see there). `close()` ends it; so does the end of this
+    process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._dir: tempfile.TemporaryDirectory | None = None
+
+    def _socket(self) -> str:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._dir = tempfile.TemporaryDirectory(prefix="shardc-zygote-")
+                path = str(Path(self._dir.name) / "socket")
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "tests.hostile.zygote", path],
+                    cwd=ROOT,
+                    env=_env(),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+                assert self._proc.stdout is not None
+                if self._proc.stdout.readline() != b"ready\n":
+                    raise RuntimeError("tests/hostile/zygote.py did not start")
+                atexit.register(self.close)
+            assert self._dir is not None
+            return str(Path(self._dir.name) / "socket")
+
+    def close(self) -> None:
+        """End the zygote (after the cases it runs now), so that its CPU time is counted."""
+        with self._lock:
+            if self._proc is not None:
+                assert self._proc.stdin is not None and self._proc.stdout is not None
+                self._proc.stdin.close()
+                self._proc.wait()
+                self._proc.stdout.close()
+                self._proc = None
+            if self._dir is not None:
+                self._dir.cleanup()
+                self._dir = None
+
+    def run(
+        self, argv: list[str], cwd: Path, stdin: bytes | None
+    ) -> tuple[int, int, float, bool, bytes, bytes]:
+        """Run shardc with `argv` in `cwd` in a forked process; see `_wait`."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(self._socket())
+        in_r, in_w = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        request = json.dumps(
+            {
+                "argv": argv,
+                "cwd": str(cwd),
+                "as": ADDRESS_SPACE_BYTES,
+                "cpu": CPU_KILL_S,
+            }
+        ).encode()
+        try:
+            socket.send_fds(sock, [struct.pack("!I", len(request))], [in_r, out_w, err_w])
+            sock.sendall(request)
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        with (
+            sock,
+            open(out_r, "rb") as out,
+            open(err_r, "rb") as err,
+            open(in_w, "wb") if in_w >= 0 else contextlib.nullcontext() as feed,
+        ):
+            pid = struct.unpack("!i", _read_exactly(sock, 4))[0]
+            return _wait(pid, sock, feed, stdin, out, err)
+
+
+_ZYGOTE = Zygote()
+close = _ZYGOTE.close
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        block = sock.recv(n - len(data))
+        if not block:
+            raise RuntimeError("tests/hostile/zygote.py ended mid-case")
+        data += block
+    return data
 
 
 def judge(case: Case, o: Outcome, tmp: Path, timed_out: bool) -> list[str]:
