@@ -4,6 +4,8 @@ as compiling with those sizes bound; and the regions a decision lists are where 
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import shardc
+from shardc.cli.app import main
 from shardc.driver import decision_regions
 from shardc.driver.boundaries import boundaries
 from shardc.passes.symbolic_plans import AtPoint, Candidate, RegionFinder, plan_key, winners
@@ -31,11 +34,26 @@ backward
 """
 
 
+@functools.cache
+def fsdp16(**options: str) -> shardc.Report:
+    """The FSDP step compiled at X=16 with `options`, once per module: the tests below read the
+    report and never change it."""
+    return shardc.compile(FSDP, set={"X": 16}, **options)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """`shardc ARGS` in this process: its stdout (the command must succeed)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
 def test_a_decisions_regions_in_words():
     """Each contraction of the FSDP step has two regions, split where its own plans cross
     (`shardc.driver.decision_regions`): gather the weight above B = 7659.4, move activations
     below; the larger share first."""
-    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    r = fsdp16(objective="statement")
     first = r.decisions[0]
     regions = decision_regions.regions(first)
     assert [decision_regions.region_text(g) for g in regions] == ["B > 7659.4", "B < 7659.4"]
@@ -65,7 +83,7 @@ def assert_same(symbolic, numeric):
 def test_the_fsdp_step_at_a_batch_is_the_compile_at_it(b):
     """The issue's example: with B symbolic the default plan gathers activations; at a large
     batch the compile gathers the weights, and so must the symbolic report evaluated there."""
-    r = shardc.compile(FSDP, set={"X": 16})
+    r = fsdp16()
     assert_same(r.at(B=b), shardc.compile(FSDP, set={"X": 16, "B": b}))
 
 
@@ -253,7 +271,7 @@ def test_regions_of_two_plans_meet_at_their_crossover():
 def test_the_fsdp_step_has_two_regions_split_at_the_crossover():
     """Each contraction planned for itself (the whole step's regions:
     tests/passes/test_objective.py)."""
-    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    r = fsdp16(objective="statement")
     regions = r.regions()
     assert len(regions) == 2
     by_plan = {tuple(c.op for c in v.result.ops if c.kind == "collective")[0]: v for v in regions}
@@ -337,87 +355,24 @@ def test_one_region_where_no_choice_depends_on_the_sizes():
     assert shardc.compile(fixed, set={"X": 16}).regions() == ()
 
 
-def test_compile_regions_flag_prints_totals_by_region(tmp_path):
-    import subprocess
-    import sys
-
+def test_compile_regions_flag_prints_totals_by_region(tmp_path, capsys):
     path = tmp_path / "fsdp.shard"
     path.write_text(FSDP)
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "shardc",
-            "compile",
-            str(path),
-            "--set",
-            "X=16",
-            "--regions",
-            "--objective",
-            "statement",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    args = ("compile", str(path), "--set", "X=16", "--regions", "--objective", "statement")
+    out = run(capsys, *args)
     assert "totals by region" in out and "where B > 7659.4" in out
-    js = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "shardc",
-            "compile",
-            str(path),
-            "--set",
-            "X=16",
-            "--regions",
-            "--format",
-            "json",
-            "--objective",
-            "statement",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    import json
-
-    d = json.loads(js)
+    d = json.loads(run(capsys, *args, "--format", "json"))
     assert len(d["regions"]) == 2 and "Piecewise" in d["totals_piecewise"]["t_comms_s"]
-    tex = shardc.compile(FSDP, set={"X": 16}, objective="statement").to_latex(regions=True)
+    tex = fsdp16(objective="statement").to_latex(regions=True)
     assert "\\text{T\\_comms} &= \\begin{cases}" in tex and "\\text{where B > 7659.4}" in tex
     assert "\\text{T\\_math} &= \\frac{12 B D F}{C X}" in tex  # one formula: no cases
 
 
-def _derive_json(tmp_path, model):
-    import json
-    import subprocess
-    import sys
-
+def _derive_json(tmp_path, capsys, model):
     path = tmp_path / "fsdp.shard"
     path.write_text(FSDP)
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "shardc",
-            "derive",
-            str(path),
-            "--solve-for",
-            "B",
-            "--model",
-            model,
-            "--set",
-            "X=16",
-            "--format",
-            "json",
-            "--objective",
-            "statement",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    args = ("derive", str(path), "--solve-for", "B", "--model", model, "--set", "X=16")
+    out = run(capsys, *args, "--format", "json", "--objective", "statement")
     return json.loads(out)["by_region"]
 
 
@@ -426,13 +381,13 @@ def _gathering_region(by):
     return {c["name"]: c for c in region["conditions"]}
 
 
-def test_derive_solves_the_books_fsdp_condition_on_the_weight_gathering_region(tmp_path):
+def test_derive_solves_the_books_fsdp_condition_on_the_weight_gathering_region(tmp_path, capsys):
     """The training chapter: FSDP is compute-bound when B/X > C/W_ici, 40,800 tokens at X=16
     on a v5p (book model); the exact model prices the axis of 16 as a line: 2*C*(X-1)/W."""
-    book = _gathering_region(_derive_json(tmp_path, "book"))["compute-bound"]
+    book = _gathering_region(_derive_json(tmp_path, capsys, "book"))["compute-bound"]
     assert book["solved"]["expr"] == "C*X/W_ici" and book["solved"]["value"] == 40800
     assert book["intervals"][0][0] == pytest.approx(40800)
-    exact = _gathering_region(_derive_json(tmp_path, "exact"))["compute-bound"]
+    exact = _gathering_region(_derive_json(tmp_path, capsys, "exact"))["compute-bound"]
     assert exact["solved"]["expr"] == "2*C*(X - 1)/W_ici"
     assert exact["intervals"][0][0] == pytest.approx(76500)
 
@@ -481,35 +436,15 @@ DP_STEP = (
 )
 
 
-def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path):
+def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path, capsys):
     """The closed form `B > C*X/W_ici` is only half the answer on the data-parallel step: below
     the plan change (5,736 tokens) the compiler moves activations instead of reducing the
     weight gradients, and that plan is compute-bound at every batch. The union is sorted and
     the pieces that meet at a region boundary are joined."""
-    import json
-    import subprocess
-    import sys
-
     path = tmp_path / "dp.shard"
     path.write_text(DP_STEP)
-    base = [
-        sys.executable,
-        "-m",
-        "shardc",
-        "derive",
-        str(path),
-        "--solve-for",
-        "B",
-        "--model",
-        "book",
-        "--objective",
-        "statement",
-    ]
-    d = json.loads(
-        subprocess.run(
-            [*base, "--format", "json"], capture_output=True, text=True, check=True
-        ).stdout
-    )
+    base = ("derive", str(path), "--solve-for", "B", "--model", "book", "--objective", "statement")
+    d = json.loads(run(capsys, *base, "--format", "json"))
     assert d["solve_for"] == "B"
     conds = {c["name"]: c for c in d["conditions"]}
     (lo, cut), (threshold, top) = conds["compute-bound"]["intervals"]
@@ -519,20 +454,16 @@ def test_derive_gives_each_condition_where_it_holds_over_all_regions(tmp_path):
     # no closed form, but intervals: two regions' pieces joined at the boundary
     ((start, end),) = conds["compute-vs-hbm"]["intervals"]
     assert conds["compute-vs-hbm"]["solved"] is None and 400 < start < 500 and end == top
-    text = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+    text = run(capsys, *base)
     assert "    holds: B < 5736.14 or B > 40800\n" in text
 
 
 def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
     """No flag: the totals are piecewise over the two regions, and every section shows the
     plan of one region (the weight-gathering one), never one contraction's plan of each."""
-    import json
-
-    import sympy as sp
-
     from shardc.driver.region_totals import plan_of
 
-    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")  # each contraction alone
+    r = fsdp16(objective="statement")  # each contraction alone
     regions = r.regions()
     assert len(regions) == 2 and r.shown_region is not None
     assert isinstance(r.totals["t_comms_s"], sp.Piecewise)
@@ -613,7 +544,7 @@ def test_the_fsdp_boundary_is_where_compiles_change_plan():
     """The exact boundary, 31372905/4096 = 7659.4006: the compile at the multiple of 16 just
     below gathers activations, the one just above gathers weights; and the formula at the
     report's sizes and the chip's figures is that rational."""
-    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    r = fsdp16(objective="statement")
     (gather,) = [v for v in r.regions() if "AllToAll" not in collectives_text(v.result)]
     (b,) = boundaries(r, gather)
     assert (b.size, b.op, b.value) == ("B", ">", sp.Rational(31372905, 4096))
@@ -656,7 +587,7 @@ def test_derive_past_its_budget_keeps_the_regions(monkeypatch: pytest.MonkeyPatc
     import shardc.lang.input_limits as limits
     from shardc.tools.derive_by_region import solve_by_region
 
-    r = shardc.compile(FSDP, set={"X": 16})
+    r = fsdp16()
     assert r.regions()  # found within the budget; only the solving runs past it
     monkeypatch.setattr(limits, "REGIONS_SECONDS", 0.0)
     out = solve_by_region(r, "B")
