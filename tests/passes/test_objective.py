@@ -5,14 +5,13 @@ cheapest plan, and the symbolic report's regions split where the whole programs'
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import shardc
+from shardc.cli.app import main
 from shardc.driver.objective import objective_of, value
 from shardc.driver.objective_regions import fixed
 from shardc.passes.objective import (
@@ -312,27 +311,24 @@ def test_a_bad_objective_is_refused():
         shardc.compile(fsdp(8192), objective="fast")
 
 
-def test_the_cli_takes_objective_on_compile_and_check(tmp_path):
+def test_the_cli_takes_objective_on_compile_and_check(tmp_path, capsys):
     path = tmp_path / "fsdp.shard"
     path.write_text(fsdp(4096))
-    run = [sys.executable, "-m", "shardc"]
-    out = subprocess.run(
-        [*run, "compile", "--objective", "t_upper", "--only", "summary", str(path)],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "chosen for the whole program's T_upper" in out.stdout
-    per = subprocess.run([*run, "check", str(path)], capture_output=True, text=True)
-    whole = subprocess.run(
-        [*run, "check", "--objective", "step", str(path)], capture_output=True, text=True
-    )
-    assert per.returncode == whole.returncode == 0
-    assert "14 collectives" in per.stdout and "11 collectives" in whole.stdout
-    bad = subprocess.run(
-        [*run, "compile", "--objective", "fast", str(path)], capture_output=True, text=True
-    )
-    assert bad.returncode == 2 and "--objective" in bad.stderr
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = run("compile", "--objective", "t_upper", "--only", "summary", str(path))
+    assert code == 0, err
+    assert "chosen for the whole program's T_upper" in out
+    per, whole = run("check", str(path)), run("check", "--objective", "step", str(path))
+    assert per[0] == whole[0] == 0
+    assert "14 collectives" in per[1] and "11 collectives" in whole[1]
+    with pytest.raises(SystemExit) as bad:
+        main(["compile", "--objective", "fast", str(path)])
+    assert bad.value.code == 2 and "--objective" in capsys.readouterr().err
 
 
 @settings(
