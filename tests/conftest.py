@@ -31,6 +31,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--update-goldens"):
         os.environ["SHARDC_UPDATE_GOLDENS"] = "1"
+    # Every test that starts JAX in this process gets the most fake devices any test's mesh
+    # needs, whichever starts it first (a backend keeps the count it started with).
+    from shardc.cli.xla import MAX_DEVICES
+    from shardc.tools.xla.lower import configure_devices
+
+    configure_devices(MAX_DEVICES)
 
 
 @pytest.fixture
