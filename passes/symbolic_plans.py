@@ -66,6 +66,10 @@ class Recipe:
     w: tuple[tuple[str, Any], ...]
     t: tuple[tuple[str, Any], ...]
     rate: sp.Symbol | None
+    hbm: tuple[tuple[Any, Any, Any], sp.Symbol] | None = None
+    """The operands' and the result's blocks and W_hbm's symbol where the product's time is
+    its roofline time, the larger of its math and its HBM traffic (the exact model with a
+    chip); None: math alone."""
 
 
 def symbolic_time(c: Candidate, sizes: Mapping[str, int] | None = None) -> sp.Expr | None:
@@ -81,7 +85,7 @@ def symbolic_time(c: Candidate, sizes: Mapping[str, int] | None = None) -> sp.Ex
     if r is None:
         return None
     from shardc.passes.cost_model import Links
-    from shardc.passes.layout_cost import local_elements, steps_time
+    from shardc.passes.layout_cost import local_bytes, local_elements, steps_time
     from shardc.passes.symbols import as_expr, size_symbol
 
     known = sizes or {}
@@ -93,9 +97,30 @@ def symbolic_time(c: Candidate, sizes: Mapping[str, int] | None = None) -> sp.Ex
     total: Any = 0
     for steps, dtype in zip(c.steps, r.dtypes, strict=True):
         total = total + steps_time(steps, dtype, size_of, r.model, r.topology, links)
-    if r.rate is not None:
-        total = total + 2 * local_elements(r.local, size_of) / r.rate
-    return as_expr(total)
+    local: Any = 2 * local_elements(r.local, size_of) / r.rate if r.rate is not None else 0
+    if r.hbm is not None:
+        (lhs, rhs, out), w_hbm = r.hbm
+        moved = sum(
+            local_bytes(b, dt, size_of) for b, dt in zip((lhs, rhs, out), r.dtypes, strict=True)
+        )
+        local = roofline(local, moved / w_hbm)
+    return as_expr(total + local)
+
+
+def roofline(math: Any, traffic: Any) -> sp.Expr:
+    """`Max(math, traffic)` of a product's math and HBM times, expanded and left unevaluated
+    where a size is free: SymPy's comparison of two polynomials in positive sizes (which it
+    cannot order) cost seconds per program.
+
+    >>> roofline(sp.Integer(2), sp.Integer(3)), roofline(sp.Symbol("B"), 2 * (sp.Symbol("B") + 1))
+    (3, Max(B, 2*B + 2))
+    """
+    from shardc.passes.symbols import as_expr
+
+    a, b = sp.expand(as_expr(math)), sp.expand(as_expr(traffic))
+    if a.is_number and b.is_number:
+        return sp.Max(a, b)
+    return sp.Max(a, b, evaluate=False)
 
 
 def plan_key(time: float, flops: float, collectives: int) -> tuple[float, float, int]:
@@ -269,6 +294,10 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     syms = diff.free_symbols
     if not syms:
         return bool(diff > 0)
+    if len(syms) == 1 and diff.has(sp.Max):
+        solved = _half_line(diff, next(iter(syms)))
+        if solved is not None:
+            return solved
     common = {
         s: min(sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict().get(s, 0) for t in terms) for s in syms
     }
@@ -282,12 +311,98 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
         return True
     if not pos:
         return False
-    # Scale so a size term has coefficient 1, on the smaller side where it has one.
-    lead = next((t for t in (*neg, *pos) if t.free_symbols), neg[0])
+    # Scale so a size term has coefficient 1, on the smaller side where it has one (a term
+    # outside any Max: a product's roofline time is one, `passes.lower.contract`).
+    sized = [t for t in (*neg, *pos) if t.free_symbols]
+    lead = next((t for t in sized if not t.has(sp.Max)), sized[0] if sized else neg[0])
     scale = abs(lead.as_coeff_Mul()[0])
-    lhs = sp.expand(sp.Add(*[-t for t in neg]) / scale)
-    rhs = sp.expand(sp.Add(*pos) / scale)
+    lhs = _divided(sp.Add(*[-t for t in neg]), scale)
+    rhs = _divided(sp.Add(*pos), scale)
     return lhs < rhs
+
+
+def _half_line(diff: sp.Expr, x: sp.Symbol) -> sp.Basic | bool | None:
+    """Where `diff > 0` for a size `x > 0`, `diff` linear in `x` but for Max terms of linear
+    arguments (products' roofline times): `c < x`, `x < c`, True or False where that is the
+    whole set (found between the points where a Max changes argument); None otherwise.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> _half_line(B + sp.Max(B / 10, 16 + B / 30) - sp.Max(B / 10, 263 + B / 400) - 7659, B)
+    7659 < B
+    """
+    maxes = diff.atoms(sp.Max)
+    cuts: set[sp.Expr] = set()
+    for m in maxes:
+        for i, u in enumerate(m.args):
+            for v in m.args[i + 1 :]:
+                root = _root(sp.expand(u - v), x)
+                if root is None:
+                    return None
+                if root is not sp.nan and root > 0:
+                    cuts.add(root)
+
+    def at(lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
+        """`diff` between `lo` and `hi`, each Max its argument there."""
+        mid = (lo + hi) / 2 if hi is not sp.oo else 2 * lo + 1
+        taken = {}
+        for m in maxes:
+            values = [float(a.xreplace({x: mid})) for a in m.args]
+            taken[m] = m.args[values.index(max(values))]
+        return sp.expand(diff.xreplace(taken))
+
+    points = sorted(cuts, key=float)
+    edges = [sp.Integer(0), *points, sp.oo]
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        root = _root(at(lo, hi), x)
+        if root is None:
+            return None
+        if root is not sp.nan and lo < root and (hi is sp.oo or root < hi):
+            cuts.add(root)
+    points = sorted(cuts, key=float)
+    edges = [sp.Integer(0), *points, sp.oo]
+    signs = []
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        mid = (lo + hi) / 2 if hi is not sp.oo else 2 * lo + 1
+        signs.append(float(diff.xreplace({x: mid})) > 0)
+    changes = [k for k in range(1, len(signs)) if signs[k] != signs[k - 1]]
+    if not changes:
+        return signs[0]
+    if len(changes) > 1:
+        return None
+    c = points[changes[0] - 1]
+    return c < x if signs[-1] else x < c
+
+
+def _root(e: sp.Expr, x: sp.Symbol) -> sp.Expr | None:
+    """The root of `e`, linear in `x`: nan where `e` does not depend on `x`; None where it is
+    not linear."""
+    if not e.has(x):
+        return sp.nan
+    if not e.is_polynomial(x):
+        return None
+    poly = sp.Poly(e, x)
+    if poly.degree() != 1:
+        return None
+    slope, rest = poly.all_coeffs()
+    return -rest / slope
+
+
+def _divided(e: sp.Expr, scale: sp.Expr) -> sp.Expr:
+    """`e / scale` (`scale` > 0) expanded, the scale and each Max's positive coefficient
+    moved into its arguments, so that a roofline term reads like the others.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> _divided(2 * sp.Max(4 * B, B + 6) + 2 * B, sp.Integer(2))
+    B + Max(4*B, B + 6)
+    """
+    out = []
+    for t in sp.Add.make_args(sp.expand(e)):
+        coeff, rest = t.as_coeff_Mul()
+        if isinstance(rest, sp.Max) and coeff > 0:
+            out.append(sp.Max(*[sp.expand(a * coeff / scale) for a in rest.args], evaluate=False))
+        else:
+            out.append(sp.expand(t / scale))
+    return sp.Add(*out)
 
 
 def exact(e: sp.Basic) -> sp.Basic:

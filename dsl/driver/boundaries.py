@@ -111,6 +111,10 @@ def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | Non
     if not isinstance(rel_exact, sp.core.relational.Relational):
         return fallback
     diff = sp.expand(b - a)  # > 0 where `me` is cheaper
+    if diff.has(sp.Max):
+        diff = _resolved(diff, rel_exact, figures)
+        if diff is None:
+            return Boundary(rel_exact)
     for name in sorted(free):
         x = next((s for s in diff.free_symbols if s.name == name), None)
         if x is None or not diff.is_polynomial(x):
@@ -130,6 +134,25 @@ def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | Non
             continue
         return Boundary(rel_exact, name, ">" if positive else "<", formula, value)
     return Boundary(rel_exact)
+
+
+def _resolved(diff: sp.Expr, rel: sp.Basic, figures: dict[sp.Symbol, sp.Expr]) -> sp.Expr | None:
+    """`diff` with each Max (a product's roofline time: the larger of its math and its HBM
+    traffic) replaced by the argument it takes at the boundary, where `rel` is one free size
+    against a number (`passes.symbolic_plans.cheaper` solves such a relation); None otherwise."""
+    if not isinstance(rel, sp.core.relational.Relational):
+        return None
+    size, number = sorted(rel.args, key=lambda e: not e.free_symbols)
+    if not isinstance(size, sp.Symbol) or number.free_symbols:
+        return None
+    at = {**figures, **{s: number for s in diff.free_symbols if s.name == size.name}}
+    out = {}
+    for m in diff.atoms(sp.Max):
+        values = [a.xreplace(at) for a in m.args]
+        if not all(v.is_number for v in values):
+            return None
+        out[m] = m.args[max(range(len(values)), key=lambda k: float(values[k]))]
+    return sp.expand(diff.xreplace(out))
 
 
 def boundaries(r: Report, variant: Any) -> tuple[Boundary, ...]:

@@ -42,7 +42,7 @@ from shardc.passes.lower.state import (
 )
 from shardc.passes.objective import PRODUCT_OPTIONS, distinct
 from shardc.passes.reshard import Step
-from shardc.passes.symbolic_plans import Candidate, Recipe
+from shardc.passes.symbolic_plans import Candidate, Recipe, roofline
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
 
@@ -464,12 +464,11 @@ def plan_search(
             f = flops[(p.lhs_target, p.rhs_target)] = 2.0 * float(einsum_elements(p, size_of))
         return f
 
-    # Only where the program declares every size (or `--set` binds them all:
-    # `walk.as_declared`): a size bound while others stay free is ranked as the symbolic
-    # report's regions rank it (communication and math), so the compile at a point and the
-    # report at it choose alike.
+    # Wherever the product's sizes are known: the symbolic report's regions rank a plan by
+    # the same roofline time, a Max of math and HBM traffic (`plan_candidates`), so a size
+    # bound while others stay free, the compile at a point and the report at it choose alike.
     declared = numeric and st.all_declared(names)
-    w_hbm = hbm_rate(st) if declared else None
+    w_hbm = hbm_rate(st) if numeric else None
     hbm = caches.hbm
 
     def hbm_time(p: EinsumPlan) -> float:
@@ -580,9 +579,20 @@ def plan_candidates(
     each marked where it takes a role beyond the book's cases (`PlanSearch.widened`)."""
     model, topo = st.ctx.model, st.topology
     memo, recipes = st.caches.candidates, st.caches.recipes
+    w_hbm = hbm_rate(st)
     out = []
     for i, p in enumerate(search.plans):
-        key = (p.lhs_steps, p.rhs_steps, p.out_steps, p.lhs_target, p.rhs_target, ldt, rdt, dt)
+        key = (
+            p.lhs_steps,
+            p.rhs_steps,
+            p.out_steps,
+            p.lhs_target,
+            p.rhs_target,
+            p.local_out,
+            ldt,
+            rdt,
+            dt,
+        )
         if key not in memo:
             comm = (
                 steps_time(p.lhs_steps, ldt, st.size_expr, model, topo, links)
@@ -590,17 +600,22 @@ def plan_candidates(
                 + steps_time(p.out_steps, dt, st.size_expr, model, topo, links)
             )
             flops = 2 * einsum_elements(p, st.size_expr)
-            # Math only, not the product's roofline time that a compile with every size
-            # known ranks by (`plan_search`): a Max in the keys made the regions'
-            # boundaries Max relations and split the FSDP step into three regions.
-            time = comm + flops / c if c else comm
+            # The product's roofline time under the exact model with a chip, the larger of
+            # its math and its HBM traffic, as the compile with the sizes known ranks it
+            # (`plan_search`): the regions split where the Max changes the plan.
+            local: Num = flops / c if c else 0
+            if w_hbm is not None:
+                traffic = einsum_bytes(p, ldt, rdt, st.size_expr) / w_hbm
+                local = roofline(local, traffic)
+            time = comm + local
             memo[key] = (as_expr(time), as_expr(flops))
         time, flops = memo[key]
         local = local_layout(p)
-        rkey = (local, ldt, rdt, dt)
+        blocks = (p.lhs_target, p.rhs_target, p.local_out) if w_hbm is not None else None
+        rkey = (local, ldt, rdt, dt, blocks)
         recipe = recipes.get(rkey)
         if recipe is None:
-            recipe = recipes[rkey] = recipe_of(st, local, (ldt, rdt, dt), links, c)
+            recipe = recipes[rkey] = recipe_of(st, local, (ldt, rdt, dt), links, c, blocks)
         out.append(
             Candidate(
                 i,
@@ -618,18 +633,25 @@ def plan_candidates(
 
 
 def recipe_of(
-    st: LoweringState, local: Layout, dtypes: tuple[str, str, str], links: Links, c: float | None
+    st: LoweringState,
+    local: Layout,
+    dtypes: tuple[str, str, str],
+    links: Links,
+    c: float | None,
+    blocks: tuple[Layout, Layout, Layout] | None = None,
 ) -> Recipe:
     """How `plan_candidates` priced a plan, with the chip's figures as symbols where the chip (or
-    `--set`) gives them a number (`passes.symbolic_plans.symbolic_time`)."""
+    `--set`) gives them a number (`passes.symbolic_plans.symbolic_time`); `blocks`, the
+    operands' and the result's blocks whose HBM traffic the product's time counts (None: not
+    counted)."""
     assert st.figures is not None  # hw_numbers ran
     values = st.figures[1]
     syms = HardwareSymbols(frozenset(st.dims))
     w = tuple((lv, syms.w(lv) if syms.w(lv).name in values else links.w[lv]) for lv in LEVELS)
     t = tuple((lv, syms.t(lv) if syms.t(lv).name in values else links.t[lv]) for lv in LEVELS)
-    return Recipe(
-        dtypes, local, st.ctx.model, st.topology, w, t, syms.flops(dtypes[2]) if c else None
-    )
+    rate = syms.flops(dtypes[2]) if c else None
+    hbm = None if blocks is None else (blocks, syms.w_hbm)
+    return Recipe(dtypes, local, st.ctx.model, st.topology, w, t, rate, hbm)
 
 
 def hbm_rate(st: LoweringState) -> float | None:

@@ -113,12 +113,26 @@ class PlanCaches:
     hbm: dict[tuple[Layout, Layout, Layout, str, str], float] = field(default_factory=dict)
     """A local product's HBM time by its operands' targets, its result and the dtypes."""
     candidates: dict[
-        tuple[tuple[Step, ...], tuple[Step, ...], tuple[Step, ...], Layout, Layout, str, str, str],
+        tuple[
+            tuple[Step, ...],
+            tuple[Step, ...],
+            tuple[Step, ...],
+            Layout,
+            Layout,
+            Layout,
+            str,
+            str,
+            str,
+        ],
         tuple[sp.Expr, sp.Expr],
     ] = field(default_factory=dict)
-    """A plan's time and FLOPs over the symbolic sizes (`contract.plan_candidates`)."""
-    recipes: dict[tuple[Layout, str, str, str], Recipe] = field(default_factory=dict)
-    """How a plan's local product was priced (`contract.recipe_of`)."""
+    """A plan's time and FLOPs over the symbolic sizes (`contract.plan_candidates`), by its
+    steps, its operands' targets, its result's block and the dtypes."""
+    recipes: dict[tuple[Layout, str, str, str, tuple[Layout, Layout, Layout] | None], Recipe] = (
+        field(default_factory=dict)
+    )
+    """How a plan's local product was priced (`contract.recipe_of`), by its block, the dtypes
+    and the blocks whose HBM traffic its time counts."""
     alignments: dict[tuple[object, ...], list[Alignment]] = field(default_factory=dict)
     """An elementwise op's candidate layouts by its operands, request and consumer
     (`elementwise._alignments`)."""

@@ -246,14 +246,12 @@ def test_a_tie_broken_differently_at_a_point_moves_the_threshold():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 31: with I free the report gathers B at every I (one region); with I bound the "
-    "compile ranks by the local product's HBM time (A is read whole: about 9 us at I = 18432) "
-    "and slices A over Y with an AllReduce of C, so compute-bound fails there",
-)
 def test_a_replicated_operand_read_from_hbm_moves_the_threshold():
+    """A CI draw: with I bound the compile ranks C's plans by the local product's roofline
+    time, and A, replicated and read whole, is HBM bound (about 9 us at I = 18432), so it
+    slices A over Y and AllReduces C; the report with I free ranked by communication and math
+    alone and gathered B at every I. Both now rank by the roofline time, in the report a Max
+    of math and HBM traffic that the regions split on (`passes.lower.contract`)."""
     check_thresholds(
         (
             "mesh X=3, Y=3, Z=1\ndim I, J, K=9, L=9\nA: bf16[I, J]\nB: bf16[J_Y, K_X]\n"
@@ -265,4 +263,24 @@ def test_a_replicated_operand_read_from_hbm_moves_the_threshold():
         pick=2,
         others=[6, 23, 33, 57],
         samples=[229, 28, 506],
+    )
+
+
+def test_an_option_the_hbm_time_brings_within_reach_is_searched_at_every_point():
+    """An explore draw (seed 1): the FFN's backward dIn product has two options within
+    `passes.objective.NEAR` of its cheapest where the product's HBM time counts, one where it
+    does not. The report with J free counted it only where every size was declared, solved
+    backward-compute-vs-comms to J >= 2186, and the compiles cross at 1528 < J < 1532."""
+    check_thresholds(
+        (
+            "mesh X=4\ndim I=4, J, K, L\nIn: bf16[I_X, J]\nparam W1: bf16[J, K]\n"
+            "param W2: bf16[K_X, J]\nTmp[I, K] = In ·_J W1\nOut[I, J] = gelu(Tmp) ·_K W2\n"
+            "backward\n",
+            {"J": 4, "K": 4, "L": 4},
+        ),
+        hw="tpu-v5p",
+        model="exact",
+        pick=3,
+        others=[1, 1, 1, 1],
+        samples=[300, 500, 1000],
     )
