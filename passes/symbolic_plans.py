@@ -117,10 +117,36 @@ def roofline(math: Any, traffic: Any) -> sp.Expr:
     """
     from shardc.passes.symbols import as_expr
 
-    a, b = sp.expand(as_expr(math)), sp.expand(as_expr(traffic))
-    if a.is_number and b.is_number:
-        return sp.Max(a, b)
-    return sp.Max(a, b, evaluate=False)
+    return _unevaluated(sp.expand(as_expr(math)), sp.expand(as_expr(traffic)))
+
+
+def _unevaluated(*args: sp.Expr) -> sp.Expr:
+    """`Max(*args)`, unevaluated where an argument has a free symbol (`roofline`)."""
+    if all(a.is_number for a in args):
+        return sp.Max(*args)
+    return sp.Max(*args, evaluate=False)
+
+
+def replaced(e: sp.Basic, swap: Mapping[sp.Basic, sp.Basic]) -> sp.Basic:
+    """`e.xreplace(swap)`, a Max with a free size (`roofline`) and a relation holding one
+    rebuilt unevaluated: SymPy would try to order their arguments, seconds per program.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> replaced(roofline(B, 2 * B + 1) < sp.Float(0.5) * B, {sp.Float(0.5): sp.Rational(1, 2)})
+    Max(B, 2*B + 1) < B/2
+    """
+    if not e.has(sp.Max):
+        return e.xreplace(swap)
+    if e in swap:
+        return swap[e]
+    args = tuple(replaced(a, swap) for a in e.args)
+    if args == e.args:
+        return e
+    if isinstance(e, sp.Max):
+        return _unevaluated(*args)
+    if isinstance(e, sp.core.relational.Relational):
+        return e.func(*args, evaluate=False)
+    return e.func(*args)
 
 
 def plan_key(time: float, flops: float, collectives: int) -> tuple[float, float, int]:
@@ -289,13 +315,18 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     >>> cheaper(2.0 * B * D, B * D + 3.0 * B**2)
     1.0*D < 3.0*B
     """
-    diff = sp.expand(b - a)  # > 0 where a is cheaper
+    maxes = (a.atoms(sp.Max) | b.atoms(sp.Max)) if a.has(sp.Max) or b.has(sp.Max) else set()
+    # Each Max (a product's roofline time) an opaque positive term while the sides are
+    # expanded and scaled: SymPy expanding and ordering inside them cost seconds a program.
+    hide = {m: sp.Dummy() for m in maxes}
+    show = {d: m for m, d in hide.items()}
+    diff = sp.expand(b.xreplace(hide) - a.xreplace(hide))  # > 0 where a is cheaper
     terms = sp.Add.make_args(diff)
-    syms = diff.free_symbols
-    if not syms:
+    syms = diff.free_symbols - set(show)
+    if not diff.free_symbols:
         return bool(diff > 0)
-    if len(syms) == 1 and diff.has(sp.Max):
-        solved = _half_line(diff, next(iter(syms)))
+    if len(syms) == 1 and len(diff.free_symbols) > 1:
+        solved = _half_line(diff.xreplace(show), next(iter(syms)))
         if solved is not None:
             return solved
     common = {
@@ -312,13 +343,33 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     if not pos:
         return False
     # Scale so a size term has coefficient 1, on the smaller side where it has one (a term
-    # outside any Max: a product's roofline time is one, `passes.lower.contract`).
-    sized = [t for t in (*neg, *pos) if t.free_symbols]
-    lead = next((t for t in sized if not t.has(sp.Max)), sized[0] if sized else neg[0])
+    # outside any Max where there is one).
+    sized = [t for t in (*neg, *pos) if t.free_symbols & syms]
+    lead = next((t for t in sized if not t.free_symbols & set(show)), sized[0] if sized else neg[0])
     scale = abs(lead.as_coeff_Mul()[0])
-    lhs = _divided(sp.Add(*[-t for t in neg]), scale)
-    rhs = _divided(sp.Add(*pos), scale)
+    lhs = sp.expand(sp.Add(*[-t for t in neg]) / scale)
+    rhs = sp.expand(sp.Add(*pos) / scale)
+    if show:  # unevaluated: SymPy cannot order the sides (`replaced`)
+        return sp.StrictLessThan(_shown(lhs, show), _shown(rhs, show), evaluate=False)
     return lhs < rhs
+
+
+def _shown(e: sp.Expr, show: Mapping[sp.Basic, sp.Basic]) -> sp.Expr:
+    """`e` with each hidden Max (`cheaper`) back, a positive coefficient moved into its
+    arguments so that a roofline term reads like the others.
+
+    >>> B, m = sp.Symbol("B", positive=True), sp.Dummy(positive=True)
+    >>> _shown(B + m / 2, {m: roofline(4 * B, B + 6)})
+    B + Max(2*B, B/2 + 3)
+    """
+    out = []
+    for t in sp.Add.make_args(e):
+        coeff, rest = t.as_coeff_Mul()
+        if rest in show and coeff > 0:
+            out.append(_unevaluated(*(sp.expand(coeff * u) for u in show[rest].args)))
+        else:
+            out.append(t.xreplace(show))
+    return sp.Add(*out)
 
 
 def _half_line(diff: sp.Expr, x: sp.Symbol) -> sp.Basic | bool | None:
@@ -387,24 +438,6 @@ def _root(e: sp.Expr, x: sp.Symbol) -> sp.Expr | None:
     return -rest / slope
 
 
-def _divided(e: sp.Expr, scale: sp.Expr) -> sp.Expr:
-    """`e / scale` (`scale` > 0) expanded, the scale and each Max's positive coefficient
-    moved into its arguments, so that a roofline term reads like the others.
-
-    >>> B = sp.Symbol("B", positive=True)
-    >>> _divided(2 * sp.Max(4 * B, B + 6) + 2 * B, sp.Integer(2))
-    B + Max(4*B, B + 6)
-    """
-    out = []
-    for t in sp.Add.make_args(sp.expand(e)):
-        coeff, rest = t.as_coeff_Mul()
-        if isinstance(rest, sp.Max) and coeff > 0:
-            out.append(sp.Max(*[sp.expand(a * coeff / scale) for a in rest.args], evaluate=False))
-        else:
-            out.append(sp.expand(t / scale))
-    return sp.Add(*out)
-
-
 def exact(e: sp.Basic) -> sp.Basic:
     """`e` with each floating-point number (a chip figure folded into a plan's time) as the
     exact rational of its shortest decimal, which gives the same double back: a boundary
@@ -417,7 +450,7 @@ def exact(e: sp.Basic) -> sp.Basic:
     floats = e.atoms(sp.Float)
     if not floats:
         return e
-    return e.xreplace({f: sp.Rational(repr(float(f))) for f in floats})
+    return replaced(e, {f: sp.Rational(repr(float(f))) for f in floats})
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +464,10 @@ class Region:
 
     @property
     def condition(self) -> sp.Basic:
-        return sp.And(*self.bounds) if self.bounds else sp.true
+        if not self.bounds:
+            return sp.true
+        # unevaluated where a bound holds a Max, which SymPy cannot order (`replaced`)
+        return sp.And(*self.bounds, evaluate=not any(b.has(sp.Max) for b in self.bounds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -587,7 +623,10 @@ class Variant:
 
     @property
     def condition(self) -> sp.Basic:
-        return sp.And(*self.bounds) if self.bounds else sp.true
+        if not self.bounds:
+            return sp.true
+        # unevaluated where a bound holds a Max, which SymPy cannot order (`replaced`)
+        return sp.And(*self.bounds, evaluate=not any(b.has(sp.Max) for b in self.bounds))
 
 
 def variants(

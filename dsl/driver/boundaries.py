@@ -81,7 +81,7 @@ def boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None
 
 def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | None) -> Boundary:
     from shardc.passes.sizes import known_sizes
-    from shardc.passes.symbolic_plans import cheaper, exact, symbolic_time
+    from shardc.passes.symbolic_plans import cheaper, exact, replaced, symbolic_time
 
     fallback = Boundary(exact(rel))
     if sides is None:
@@ -107,7 +107,7 @@ def _boundary(r: Report, rel: sp.Basic, sides: tuple[Candidate, Candidate] | Non
     # A float the cost model folded in itself (a rate computed in doubles) becomes the
     # rational of its shortest decimal, as `exact` writes it.
     a, b = exact(a), exact(b)
-    rel_exact = cheaper(sp.expand(a.xreplace(figures)), sp.expand(b.xreplace(figures)))
+    rel_exact = cheaper(sp.expand(replaced(a, figures)), sp.expand(replaced(b, figures)))
     if not isinstance(rel_exact, sp.core.relational.Relational):
         return fallback
     diff = sp.expand(b - a)  # > 0 where `me` is cheaper

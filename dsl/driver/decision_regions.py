@@ -9,7 +9,7 @@ import sympy as sp
 from shardc.passes.ir import Decision
 from shardc.passes.lower.explain import describe_steps
 from shardc.passes.memo import DECISION_REGIONS, RELATION_TEXT, memoized
-from shardc.passes.symbolic_plans import Region, RegionFinder
+from shardc.passes.symbolic_plans import Region, RegionFinder, replaced
 
 _FINDER = RegionFinder()
 
@@ -70,7 +70,7 @@ def _tidy_numbers(e: sp.Basic) -> sp.Basic:
             if abs(eighths) >= 1 and abs(eighths - round(eighths)) < 1e-9
             else sp.Float(float(f"{float(f):.6g}"), 6)
         )
-    return e.xreplace(swap)
+    return replaced(e, swap)
 
 
 def region_text(r: Region) -> str:
