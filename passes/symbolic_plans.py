@@ -325,8 +325,9 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     syms = diff.free_symbols - set(show)
     if not diff.free_symbols:
         return bool(diff > 0)
-    if len(syms) == 1 and len(diff.free_symbols) > 1:
-        solved = _half_line(diff.xreplace(show), next(iter(syms)))
+    sizes = a.free_symbols | b.free_symbols  # a Max may hold sizes the rest does not
+    if show and len(sizes) == 1 and diff.free_symbols & set(show):
+        solved = _half_line(diff.xreplace(show), next(iter(sizes)))
         if solved is not None:
             return solved
     common = {
@@ -466,8 +467,11 @@ class Region:
     def condition(self) -> sp.Basic:
         if not self.bounds:
             return sp.true
-        # unevaluated where a bound holds a Max, which SymPy cannot order (`replaced`)
-        return sp.And(*self.bounds, evaluate=not any(b.has(sp.Max) for b in self.bounds))
+        if len(self.bounds) > 1 and any(b.has(sp.Max) for b in self.bounds):
+            # as built, where a bound holds a Max: SymPy sorts and canonicalizes the bounds
+            # otherwise, seconds for a program (`replaced`)
+            return sp.And._from_args(self.bounds)
+        return sp.And(*self.bounds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -625,8 +629,11 @@ class Variant:
     def condition(self) -> sp.Basic:
         if not self.bounds:
             return sp.true
-        # unevaluated where a bound holds a Max, which SymPy cannot order (`replaced`)
-        return sp.And(*self.bounds, evaluate=not any(b.has(sp.Max) for b in self.bounds))
+        if len(self.bounds) > 1 and any(b.has(sp.Max) for b in self.bounds):
+            # as built, where a bound holds a Max: SymPy sorts and canonicalizes the bounds
+            # otherwise, seconds for a program (`replaced`)
+            return sp.And._from_args(self.bounds)
+        return sp.And(*self.bounds)
 
 
 def variants(
