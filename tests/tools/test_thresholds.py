@@ -135,12 +135,6 @@ def check_thresholds(prog, hw, model, pick, others, samples):
     others=[1, 1, 1, 1],
     samples=[1, 1, 1],
 )
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 31: test_a_replicated_operand_read_from_hbm_moves_the_threshold (a CI draw): "
-    "a compile with every size bound ranks by the local product's HBM time, the report with a "
-    "free size does not",
-)
 @settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # failing draws are not shrunk
     max_examples=EXAMPLES,
