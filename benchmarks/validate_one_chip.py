@@ -13,9 +13,10 @@ calibration (`shardc.tools.calibrate.fit`) and writes the calibration file:
 
     python benchmarks/validate_one_chip.py --fit measured-h200.md -o hardware/calibration/h200.toml
 
-Case names: `square_<n>` is [n, n] x [n, n]; `sweep_B<n>` is [B, 8192] x [8192, 8192];
-`ew_<add|mul|silu_mul>_<size>MiB` two [N, M] bf16 operands of that size; `f32_8192_<precision>`
-an f32 8192^3 product at jax.lax.Precision DEFAULT, HIGH or HIGHEST.
+Case names are those of `shardc calibrate`'s full run (`shardc.tools.calibrate.bench.plan`):
+`square_<n>` is [n, n] x [n, n]; `sweep_B<n>` is [B, 8192] x [8192, 8192];
+`ew_<add|mul|silu_mul>_<size>MiB` two bf16 operands of that size; `f32_8192_<precision>` an f32
+8192^3 product at jax.lax.Precision DEFAULT, HIGH or HIGHEST; `f16_8192`.
 """
 
 from __future__ import annotations
@@ -29,26 +30,8 @@ from pathlib import Path
 from shardc import hardware
 from shardc.driver.api import compile
 from shardc.hardware.calibration import Calibration, ClockFit, Row, calibration_toml
+from shardc.tools.calibrate import bench
 from shardc.tools.calibrate.fit import fit, table
-
-HELD_OUT = (
-    "square_8192",
-    "sweep_B32",
-    "sweep_B128",
-    "sweep_B512",
-    "sweep_B2048",
-    "sweep_B8192",
-    "ew_mul_256MiB",
-    "ew_add_512MiB",
-    "ew_mul_1024MiB",
-    "ew_add_2048MiB",
-    "ew_silu_mul_256MiB",
-    "ew_silu_mul_512MiB",
-    "ew_silu_mul_1024MiB",
-    "ew_silu_mul_2048MiB",
-)
-"""Rows the fit never sees: every other size of each sweep, every fused silu(A) * B, and (in
-`row`) every f32 product."""
 
 DEPENDS = {
     "f32": "f32 rate: the chip file's TF32 (default, high) or f32 (highest) rate, "
@@ -57,62 +40,35 @@ DEPENDS = {
 }
 
 
-def shape(case: str) -> tuple[str, str, dict[str, int]]:
-    """(kind, dtype, sizes) of a case name.
+def program(name: str) -> str:
+    """A one-op .shard program for a case of `shardc calibrate` (`bench.case`): the work the
+    bench times, with its held-out rows (every other size of each sweep, every fused
+    silu(A) * B, the f16 and f32 products) as the bench marks them.
 
-    >>> shape("sweep_B16")
-    ('matmul', 'bf16', {'M': 16, 'K': 8192, 'N': 8192})
-    >>> shape("ew_silu_mul_256MiB")
-    ('silu_mul', 'bf16', {'R': 8192, 'M': 16384})
+    >>> print(program("sweep_B16"))
+    # sweep_B16
+    dim M=16, K=8192, N=8192
+    A: bf16[M, K]
+    W: bf16[K, N]
+    C = A ·_K W
+    <BLANKLINE>
     """
-    if m := re.fullmatch(r"square_(\d+)", case):
-        n = int(m[1])
-        return "matmul", "bf16", {"M": n, "K": n, "N": n}
-    if m := re.fullmatch(r"sweep_B(\d+)", case):
-        return "matmul", "bf16", {"M": int(m[1]), "K": 8192, "N": 8192}
-    if m := re.fullmatch(r"ew_(add|mul|silu_mul)_(\d+)MiB", case):
-        elements = int(m[2]) * 2**20 // 2
-        return m[1], "bf16", {"R": 8192, "M": elements // 8192}
-    if m := re.fullmatch(r"f32_(\d+)_(default|high|highest)", case):
-        n = int(m[1])
-        return "matmul", "f32", {"M": n, "K": n, "N": n}
-    if m := re.fullmatch(r"f16_(\d+)", case):
-        n = int(m[1])
-        return "matmul", "f16", {"M": n, "K": n, "N": n}
-    if case == "dispatch":
-        return "dispatch", "bf16", {}
-    raise ValueError(f"unknown case {case!r}")
-
-
-def program(case: str) -> str:
-    """A one-op .shard program for a case."""
-    kind, dtype, sizes = shape(case)
-    dims = ", ".join(f"{k}={v}" for k, v in sizes.items())
-    if kind == "matmul":
-        body = f"A: {dtype}[M, K]\nW: {dtype}[K, N]\nC = A ·_K W\n"
+    case = bench.case(name)
+    if case.kind == "matmul":
+        m, k, n = case.shape
+        dims = f"M={m}, K={k}, N={n}"
+        body = f"A: {case.dtype}[M, K]\nW: {case.dtype}[K, N]\nC = A ·_K W\n"
     else:
-        expr = {"add": "A + B", "mul": "A * B", "silu_mul": "silu(A) * B"}[kind]
-        body = f"A: {dtype}[R, M]\nB: {dtype}[R, M]\nC = {expr}\n"
-    return f"# {case}\ndim {dims}\n{body}"
+        r, c = case.shape
+        dims = f"R={r}, M={c}"
+        expr = {"add": "A + B", "mul": "A * B", "silu_mul": "silu(A) * B"}[case.op]
+        body = f"A: {case.dtype}[R, M]\nB: {case.dtype}[R, M]\nC = {expr}\n"
+    return f"# {name}\ndim {dims}\n{body}"
 
 
-def row(case: str, median: float, low: float, p90: float) -> Row:
-    """A calibration row: the work the kernel does (a fused silu(A) * B: 2 reads, 1 write)."""
-    kind, dtype, s = shape(case)
-    width = 4 if dtype == "f32" else 2
-    if kind == "dispatch":
-        return Row(case, "dispatch", dtype, 0.0, 0.0, median, low, p90)
-    if kind == "matmul":
-        flops = 2.0 * s["M"] * s["K"] * s["N"]
-        moved = width * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])
-        role = "held-out" if case in HELD_OUT or dtype != "bf16" else "fit"
-        precision = case.rsplit("_", 1)[1] if dtype == "f32" else "default"
-        return Row(
-            case, "matmul", dtype, flops, float(moved), median, low, p90, role, None, "", precision
-        )
-    moved = 3.0 * width * s["R"] * s["M"]
-    role = "held-out" if case in HELD_OUT else "fit"
-    return Row(case, "elementwise", dtype, 0.0, moved, median, low, p90, role)
+def row(name: str, median: float, low: float, p90: float) -> Row:
+    """A calibration row of a measured table: the bench's case timed at these seconds."""
+    return bench.case(name).row(median, low, p90)
 
 
 def _seconds(text: str) -> float:

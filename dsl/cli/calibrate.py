@@ -164,12 +164,14 @@ def _measured(args: argparse.Namespace, chip):
     finally:
         clocks.stop()
     # the power cap's clocks as read beside the runs (NVML); else the shipped file's
-    shipped = chip.calibration.clock if chip.calibration is not None else None
-    clock = bench.clock_fit(clocks.samples, plan.cases) if reading else None
-    source = "read beside the runs (NVML)" if clock is not None else "the shipped file's"
-    clock = clock if clock is not None else shipped
-    env = bench.environment()
     limit = f", power limit {clocks.power_limit_w:.0f} W" if clocks.power_limit_w else ""
+    clock, words = _clock(
+        bench.clock_fit(clocks.samples, plan.cases) if reading else None,
+        "read beside the runs (NVML)" + limit,
+        chip,
+        limit,
+    )
+    env = bench.environment()
     command = (
         f"shardc calibrate --hw {args.hw}"
         + (" --quick" if args.quick else "")
@@ -179,7 +181,7 @@ def _measured(args: argparse.Namespace, chip):
         rows,
         clock,
         env["software"],
-        env["device"] + _clock_words(clock, source + limit),
+        env["device"] + words,
         command,
     )
 
@@ -205,15 +207,22 @@ def _merged(args: argparse.Namespace, chip):
     except MergeError as exc:
         print_diagnostics(f"shardc: error: --from: {exc}")
         return 1
-    shipped = chip.calibration.clock if chip.calibration is not None else None
-    clock = m.clock if m.clock is not None else shipped
-    source = f"the median of the {m.runs} runs" if m.clock is not None else "the shipped file's"
+    clock, words = _clock(m.clock, f"the median of the {m.runs} runs", chip)
     names = " ".join(os.path.basename(p) for p in args.runs)
     dates = ", ".join(m.dates)
     device = (m.device.split("; SM clock")[0] if m.device else chip.display_name) + (
-        f"; the median of {m.runs} runs ({dates})" + _clock_words(clock, source)
+        f"; the median of {m.runs} runs ({dates})" + words
     )
     return m.rows, clock, m.software, device, f"shardc calibrate --hw {args.hw} --from {names}"
+
+
+def _clock(found, source: str, chip, suffix: str = ""):
+    """The clocks found (read or merged; `source` says where from), else the shipped file's:
+    (clock, the provenance's words for it)."""
+    if found is not None:
+        return found, _clock_words(found, source)
+    shipped = chip.calibration.clock if chip.calibration is not None else None
+    return shipped, _clock_words(shipped, "the shipped file's" + suffix)
 
 
 def _clock_words(clock, source: str) -> str:

@@ -51,6 +51,24 @@ class Case:
             return 3.0 * w * r * c  # two reads, one write
         return 0.0
 
+    def row(self, median: float, low: float, p90: float) -> Row:
+        """The calibration row of this case timed at these seconds per call."""
+        precision = self.op if self.kind == "matmul" else "default"
+        return Row(
+            self.name,
+            self.kind,
+            self.dtype,
+            self.flops,
+            self.bytes,
+            median,
+            low,
+            p90,
+            self.role,
+            None,
+            self.note,
+            precision,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -117,6 +135,19 @@ def plan(quick: bool, cpu: bool) -> Plan:
                 Case(f"ew_{op}_{mib}MiB", "elementwise", "bf16", (1024, cols), op, role, note)
             )
     return Plan(tuple(cases), samples, warmup, loop_s)
+
+
+def case(name: str) -> Case:
+    """The case of a full run with this name (the names of the H200 table of
+    docs/validation.md).
+
+    >>> case("sweep_B16").shape, case("ew_silu_mul_256MiB").role
+    ((16, 8192, 8192), 'held-out')
+    """
+    for c in plan(quick=False, cpu=False).cases:
+        if c.name == name:
+            return c
+    raise ValueError(f"unknown case {name!r}")
 
 
 def _function(case: Case, jax, jnp) -> tuple[Callable, tuple]:
@@ -194,22 +225,7 @@ def run(
         median, low, p90 = time_case(case, p, clocks.mark if clocks is not None else None)
         if clocks is not None:
             clocks.mark("")
-        rows.append(
-            Row(
-                case.name,
-                case.kind,
-                case.dtype,
-                case.flops,
-                case.bytes,
-                median,
-                low,
-                p90,
-                case.role,
-                None,
-                case.note,
-                case.op if case.kind == "matmul" else "default",
-            )
-        )
+        rows.append(case.row(median, low, p90))
     if progress is not None:
         progress(len(p.cases), len(p.cases), "")
     return rows
