@@ -220,6 +220,11 @@ DECISION_REGIONS: Table[Hashable, tuple[Any, ...]] = _table(
 RELATION_TEXT: Table[Hashable, str] = _table(
     "decisions.relation-text", "a region's bound solved for its size, by the relation", 4096
 )
+TIDY_MAX: Table[Hashable, Any] = _table(
+    "decisions.tidy-max",
+    "a roofline Max with its floats as small fractions or six figures, by the Max and its floats",
+    4096,
+)
 USER_EXPR_PARSER: Table[str, Any] = _table(
     "user-expr.parser", "the parser of user expressions (`--where`, `--minimize`), built once", 1
 )

@@ -14,6 +14,7 @@ somewhere: the report's regions, each with the relations that bound it).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -197,12 +198,19 @@ def _printer(modules: str) -> Any:
     )
 
 
+# No docstring for the generated function where SymPy can leave it out (1.13 on): it prints
+# the whole formula again, a third of a `lambdify` of a roofline time.
+_NO_DOCSTRING = (
+    {"docstring_limit": 0} if "docstring_limit" in inspect.signature(sp.lambdify).parameters else {}
+)
+
+
 @memoized(LAMBDA_FUNCTIONS, lambda expr, modules: (expr, modules))
 def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
     syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
     return (
         tuple(s.name for s in syms),
-        sp.lambdify(syms, expr, modules=modules, printer=_printer(modules)),
+        sp.lambdify(syms, expr, modules=modules, printer=_printer(modules), **_NO_DOCSTRING),
     )
 
 
@@ -320,7 +328,7 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     # expanded and scaled: SymPy expanding and ordering inside them cost seconds a program.
     hide = {m: sp.Dummy() for m in maxes}
     show = {d: m for m, d in hide.items()}
-    diff = sp.expand(b.xreplace(hide) - a.xreplace(hide))  # > 0 where a is cheaper
+    diff = expanded(b.xreplace(hide) - a.xreplace(hide))  # > 0 where a is cheaper
     terms = sp.Add.make_args(diff)
     syms = diff.free_symbols - set(show)
     if not diff.free_symbols:
@@ -330,14 +338,13 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
         solved = _half_line(diff.xreplace(show), next(iter(sizes)))
         if solved is not None:
             return solved
-    common = {
-        s: min(sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict().get(s, 0) for t in terms) for s in syms
-    }
+    powers = [sp.Mul(*t.as_coeff_mul()[1]).as_powers_dict() for t in terms]
+    common = {s: min(p.get(s, 0) for p in powers) for s in syms}
     factor = sp.Mul(*[s**e for s, e in common.items() if e])
     pos: list[sp.Expr] = []
     neg: list[sp.Expr] = []
     for t in terms:
-        t = sp.expand(t / factor)
+        t = expanded(t / factor)
         (neg if t.could_extract_minus_sign() else pos).append(t)
     if not neg:
         return True
@@ -348,11 +355,39 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     sized = [t for t in (*neg, *pos) if t.free_symbols & syms]
     lead = next((t for t in sized if not t.free_symbols & set(show)), sized[0] if sized else neg[0])
     scale = abs(lead.as_coeff_Mul()[0])
-    lhs = sp.expand(sp.Add(*[-t for t in neg]) / scale)
-    rhs = sp.expand(sp.Add(*pos) / scale)
+    lhs = expanded(sp.Add(*[-t for t in neg]) / scale)
+    rhs = expanded(sp.Add(*pos) / scale)
     if show:  # unevaluated: SymPy cannot order the sides (`replaced`)
         return sp.StrictLessThan(_shown(lhs, show), _shown(rhs, show), evaluate=False)
     return lhs < rhs
+
+
+def expanded(e: sp.Expr) -> sp.Expr:
+    """`sp.expand(e)`, without its walk where `e` is a sum of monomials, which `expand` leaves
+    as it is: most of `cheaper`'s time went to expanding what SymPy had expanded already (a
+    number times a sum distributes as it is built).
+
+    >>> B, D = sp.symbols("B D", positive=True)
+    >>> expanded(sp.Float(0.5) * (B * D + 3 * B)), expanded((B + 1) ** 2)
+    (0.5*B*D + 1.5*B, B**2 + 2*B + 1)
+    """
+    if all(_monomial(t) for t in sp.Add.make_args(e)):
+        return e
+    return sp.expand(e)
+
+
+def _monomial(e: sp.Expr) -> bool:
+    """Whether `e` is a number, a symbol, an integer power of one, or a product of those: a term
+    `expand` leaves as it is."""
+    if e.is_Mul:
+        return all(_factor(f) for f in e.args)
+    return _factor(e)
+
+
+def _factor(e: sp.Expr) -> bool:
+    if e.is_Number or e.is_Symbol:
+        return True
+    return bool(e.is_Pow and e.base.is_Symbol and e.exp.is_Integer)
 
 
 def _shown(e: sp.Expr, show: Mapping[sp.Basic, sp.Basic]) -> sp.Expr:
@@ -367,7 +402,7 @@ def _shown(e: sp.Expr, show: Mapping[sp.Basic, sp.Basic]) -> sp.Expr:
     for t in sp.Add.make_args(e):
         coeff, rest = t.as_coeff_Mul()
         if rest in show and coeff > 0:
-            out.append(_unevaluated(*(sp.expand(coeff * u) for u in show[rest].args)))
+            out.append(_unevaluated(*(expanded(coeff * u) for u in show[rest].args)))
         else:
             out.append(t.xreplace(show))
     return sp.Add(*out)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import sympy as sp
 
+from shardc.driver.formulas import text
 from shardc.passes.ir import Decision
 from shardc.passes.lower.explain import describe_steps
-from shardc.passes.memo import DECISION_REGIONS, RELATION_TEXT, memoized
+from shardc.passes.memo import DECISION_REGIONS, RELATION_TEXT, TIDY_MAX, memoized
 from shardc.passes.symbolic_plans import Region, RegionFinder, replaced
 
 _FINDER = RegionFinder()
@@ -51,7 +52,7 @@ def relation_text(rel: sp.Basic) -> str:
             if isinstance(rel, (sp.GreaterThan, sp.LessThan)):
                 op += "="
             return f"{x} {op} {bound:.6g}"
-    return str(_tidy_numbers(rel))
+    return text(_tidy_numbers(rel))
 
 
 def _tidy_numbers(e: sp.Basic) -> sp.Basic:
@@ -62,15 +63,27 @@ def _tidy_numbers(e: sp.Basic) -> sp.Basic:
     >>> _tidy_numbers(1.0 * B < 0.000114213197969543 * B**2 + 0.5 * B)
     B < 0.000114213*B**2 + B/2
     """
-    swap = {}
-    for f in e.atoms(sp.Float):
-        eighths = float(f) * 8
-        swap[f] = (
-            sp.Rational(round(eighths), 8)
-            if abs(eighths) >= 1 and abs(eighths - round(eighths)) < 1e-9
-            else sp.Float(float(f"{float(f):.6g}"), 6)
-        )
+    swap: dict[sp.Basic, sp.Basic] = {f: _tidy(f) for f in e.atoms(sp.Float)}
+    # A roofline Max (`passes.symbolic_plans.roofline`) comes back in many bounds: each is
+    # rebuilt once (`replaced` would take it apart again in every bound).
+    swap.update({m: _tidy_max(m, frozenset(m.atoms(sp.Float))) for m in e.atoms(sp.Max)})
     return replaced(e, swap)
+
+
+def _tidy(f: sp.Float) -> sp.Basic:
+    eighths = float(f) * 8
+    return (
+        sp.Rational(round(eighths), 8)
+        if abs(eighths) >= 1 and abs(eighths - round(eighths)) < 1e-9
+        else sp.Float(float(f"{float(f):.6g}"), 6)
+    )
+
+
+@memoized(TIDY_MAX, lambda m, floats: (m, floats))
+def _tidy_max(m: sp.Basic, floats: frozenset[sp.Float]) -> sp.Basic:
+    """`_tidy_numbers` of a Max, its `floats` in the key (SymPy versions before 1.13 call a
+    Float equal to the Rational of its value)."""
+    return replaced(m, {f: _tidy(f) for f in floats})
 
 
 def region_text(r: Region) -> str:
