@@ -175,6 +175,10 @@ LAMBDA_FUNCTIONS: Table[Hashable, tuple[tuple[str, ...], Callable[..., Any]]] = 
     "a formula compiled by `lambdify` with its arguments, by formula and modules",
     20_000,
 )
+SCALED_MAX: Table[Hashable, Any] = _table(
+    "regions.scaled-max",
+    "a roofline Max times a positive number, as the Max of its scaled arguments, by the two",
+)
 LAMBDA_PRINTERS: Table[str, Any] = _table(
     "regions.printers", "`lambdify`'s printer that keeps every digit of a Float, by modules", 8
 )

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import sympy as sp
 
 from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
-from shardc.passes.memo import LAMBDA_FUNCTIONS, LAMBDA_PRINTERS, REGION_SAMPLES, memoized
+from shardc.passes.memo import (
+    LAMBDA_FUNCTIONS,
+    LAMBDA_PRINTERS,
+    REGION_SAMPLES,
+    SCALED_MAX,
+    memoized,
+    typed,
+)
 
 if TYPE_CHECKING:
     from shardc.passes.context import Model
@@ -118,7 +125,7 @@ def roofline(math: Any, traffic: Any) -> sp.Expr:
     """
     from shardc.passes.symbols import as_expr
 
-    return _unevaluated(sp.expand(as_expr(math)), sp.expand(as_expr(traffic)))
+    return _unevaluated(expanded(as_expr(math)), expanded(as_expr(traffic)))
 
 
 def _unevaluated(*args: sp.Expr) -> sp.Expr:
@@ -344,7 +351,7 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     pos: list[sp.Expr] = []
     neg: list[sp.Expr] = []
     for t in terms:
-        t = expanded(t / factor)
+        t = expanded(t / factor) if factor is not sp.S.One else t
         (neg if t.could_extract_minus_sign() else pos).append(t)
     if not neg:
         return True
@@ -402,10 +409,23 @@ def _shown(e: sp.Expr, show: Mapping[sp.Basic, sp.Basic]) -> sp.Expr:
     for t in sp.Add.make_args(e):
         coeff, rest = t.as_coeff_Mul()
         if rest in show and coeff > 0:
-            out.append(_unevaluated(*(expanded(coeff * u) for u in show[rest].args)))
+            out.append(_scaled(coeff, show[rest]))
         else:
             out.append(t.xreplace(show))
     return sp.Add(*out)
+
+
+@memoized(SCALED_MAX, lambda coeff, m: (typed(coeff), m))
+def _scaled(coeff: sp.Expr, m: sp.Basic) -> sp.Expr:
+    """`coeff * m` for a positive number `coeff` and a Max, as the Max of its arguments times
+    `coeff` (`_shown`): a region's bounds scale the same roofline term alike, a third as many
+    distinct terms as bounds hold.
+
+    >>> B = sp.Symbol("B", positive=True)
+    >>> _scaled(sp.Rational(1, 2), roofline(4 * B, B + 6))
+    Max(2*B, B/2 + 3)
+    """
+    return _unevaluated(*(expanded(coeff * u) for u in m.args))
 
 
 def _half_line(diff: sp.Expr, x: sp.Symbol) -> sp.Basic | bool | None:
