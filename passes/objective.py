@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
 from shardc.passes.context import Objective
-from shardc.passes.symbolic_plans import Candidate, Chooser, divides, evaluate, plan_key
+from shardc.passes.symbolic_plans import (
+    Candidate,
+    Chooser,
+    divides,
+    evaluate,
+    plan_key,
+    sourced,
+)
 
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 
@@ -181,8 +188,8 @@ class Forced:
         if options is None:
             return None
         pick = options[self.rank(ordinal, [t for t, _ in options], product=PRODUCT_OPTIONS)][1]
-        self.options[ordinal] = tuple(c.steps for _, c in options[: self.wide[ordinal]])
-        self.picked[ordinal] = pick.steps
+        self.options[ordinal] = tuple(option(c) for _, c in options[: self.wide[ordinal]])
+        self.picked[ordinal] = option(pick)
         return int(pick.order)
 
     def options_at(self, point: Mapping[str, float]) -> dict[int, tuple[Any, ...]]:
@@ -194,8 +201,14 @@ class Forced:
             options = ranked(candidates, point)
             if options is not None:
                 near = sum(1 for t, _ in options if t <= options[0][0] * NEAR)
-                out[k] = tuple(c.steps for _, c in options[:near])
+                out[k] = tuple(option(c) for _, c in options[:near])
         return out
+
+
+def option(c: Candidate) -> Any:
+    """An option by what it does: its reshard steps, and the copy it reads (`Candidate.source`)
+    where it reads one."""
+    return (c.source, c.steps) if c.source else c.steps
 
 
 def ranked(
@@ -211,7 +224,10 @@ def ranked(
     point a compile runs at, `AtPoint.whole`), plans whose blocks do not divide there are not
     options (None where none is left)."""
     keyed = []
-    for c in candidates:
+    mine = sourced(candidates, point, whole)  # the operands, or the copy a compile reads
+    if mine is None:
+        return None
+    for c in mine:
         if whole and not divides(c, point):
             continue  # a layout whose shards do not divide their dims there
         t, f = evaluate(c.time, point), evaluate(c.flops, point)

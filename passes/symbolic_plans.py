@@ -57,6 +57,12 @@ class Candidate:
     """Each block its layouts cut whose size depends on a free size, as (the dim's size, the
     number of shards): a plan runs at a point only where each divides (`divides`), as a
     compile with those sizes bound plans only layouts whose shards divide their dims."""
+    source: int = 0
+    """What it reads: 0, the operands as they are; k > 0, the k-th copy of an operand that an
+    earlier reshard made (`passes.lower.contract.copy_sources`)."""
+    copies: tuple[int, ...] = ()
+    """For a plan of the operands as they are (`source` 0): the copies looked at, in order,
+    where it is the cheapest of those plans (`sourced`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +247,48 @@ def divides(c: Candidate, point: Mapping[str, float]) -> bool:
     return True
 
 
+COPY_MARGIN = 1e-9
+"""A copy of an operand replaces the operand only where its cheapest plan is faster than the
+operand's own by more than this fraction (`passes.lower.contract.cached_operands`)."""
+
+
+def sourced(
+    candidates: Sequence[Candidate], point: Mapping[str, float], whole: bool = False
+) -> Sequence[Candidate] | None:
+    """The candidates of what a compile at `point` plans from (`Candidate.source`): the
+    operands as they are, or the copy that the operands' cheapest plan looks at
+    (`Candidate.copies`) whose own cheapest plan is fastest, by more than `COPY_MARGIN`
+    where it is the operands' (`passes.lower.contract.cached_operands`, which chooses so
+    with the sizes known). None where a size has no value. With `whole`, as `AtPoint.whole`.
+
+    >>> a = Candidate(0, sp.Integer(2), sp.Integer(1), 1, copies=(1,))
+    >>> b = Candidate(1, sp.Integer(1), sp.Integer(1), 1, source=1)
+    >>> [c.order for c in sourced([a, b], {})], [c.order for c in sourced([a], {})]
+    ([1], [0])
+    """
+    if all(c.source == 0 for c in candidates):
+        return candidates
+    least: dict[int, float] = {}
+    own: tuple[tuple[tuple[float, float, int], int], Candidate] | None = None
+    for c in candidates:
+        if whole and not divides(c, point):
+            continue
+        t, f = evaluate(c.time, point), evaluate(c.flops, point)
+        if t is None or f is None:
+            return None
+        key = plan_key(t, f, c.collectives)
+        least[c.source] = min(least.get(c.source, key[0]), key[0])
+        if c.source == 0 and (own is None or (key, c.order) < own[0]):
+            own = ((key, c.order), c)
+    pick = 0
+    if own is not None:
+        bar = least[0] * (1 - COPY_MARGIN)
+        for k in own[1].copies:
+            if k in least and least[k] < bar:
+                pick, bar = k, least[k]
+    return [c for c in candidates if c.source == pick]
+
+
 @dataclass
 class AtPoint:
     """The plan a compile with the sizes of `point` bound would choose, at every contraction."""
@@ -253,7 +301,10 @@ class AtPoint:
 
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         best: tuple[tuple[float, float, int], int] | None = None
-        for c in candidates:
+        mine = sourced(candidates, self.point, self.whole)
+        if mine is None:
+            return None
+        for c in mine:
             if self.whole and not divides(c, self.point):
                 continue  # not a plan a compile at the point can run
             t, f = evaluate(c.time, self.point), evaluate(c.flops, self.point)
@@ -312,6 +363,8 @@ def winners(candidates: Sequence[Candidate], points: Mapping[str, Any]) -> Any:
 
     cands = sorted(candidates, key=lambda c: c.order)
     t = np.round(np.vstack([values(c.time) for c in cands]), 15)
+    if any(c.source for c in cands):
+        t = np.where(_sourced(cands, t, values), t, np.inf)
     ok = t == t.min(axis=0)
     f = np.where(ok, np.vstack([values(c.flops) for c in cands]), np.inf)
     ok &= f == f.min(axis=0)
@@ -319,6 +372,36 @@ def winners(candidates: Sequence[Candidate], points: Mapping[str, Any]) -> Any:
     ok &= m == m.min(axis=0)
     orders = np.array([c.order for c in cands])
     return orders[ok.argmax(axis=0)]
+
+
+def _sourced(cands: Sequence[Candidate], t: Any, values: Callable[[sp.Expr], Any]) -> Any:
+    """Which of `cands` (by `order`, their rounded times `t`) read what a compile at each
+    point plans from (`sourced`): a boolean array, a row per candidate."""
+    import numpy as np
+
+    source = np.array([c.source for c in cands])
+    own = source == 0
+    # the operands' cheapest plan at each point, keyed as `winners` keys plans
+    tt = np.where(own[:, None], t, np.inf)
+    ok = tt == tt.min(axis=0)
+    f = np.where(ok, np.vstack([values(c.flops) for c in cands]), np.inf)
+    ok &= f == f.min(axis=0)
+    m = np.where(ok, np.array([[c.collectives] for c in cands], dtype=float), np.inf)
+    ok &= m == m.min(axis=0)
+    first = ok.argmax(axis=0)
+    pick = np.zeros(t.shape[1], dtype=np.int64)
+    bar = tt.min(axis=0) * (1 - COPY_MARGIN)
+    looked = {k for c in cands for k in c.copies}
+    for k in sorted(looked):
+        mine = source == k
+        if not mine.any():
+            continue
+        at = np.where(mine[:, None], t, np.inf).min(axis=0)
+        seen = np.array([k in c.copies for c in cands])[first]
+        take = seen & (at < bar)
+        pick[take] = k
+        bar = np.where(take, at, bar)
+    return source[:, None] == pick[None, :]
 
 
 def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
@@ -779,6 +862,7 @@ __all__ = [
     "Variant",
     "classify",
     "evaluate",
+    "sourced",
     "exact",
     "plan_key",
     "sample_points",

@@ -5,6 +5,7 @@ alternatives in SymPy for the decision record.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -42,7 +43,7 @@ from shardc.passes.lower.state import (
 )
 from shardc.passes.objective import PRODUCT_OPTIONS, distinct
 from shardc.passes.reshard import Step
-from shardc.passes.symbolic_plans import Candidate, Recipe, roofline
+from shardc.passes.symbolic_plans import COPY_MARGIN, Candidate, Recipe, roofline
 from shardc.passes.symbols import HardwareSymbols, as_expr, size_symbol
 
 
@@ -56,10 +57,13 @@ def contract(
     stmt: Assign | None,
     keep_partial: bool = False,
     joint: JointPick | None = None,
+    copies: bool = False,
 ) -> Value | None:
     """`lv ·_J rv` (the operands of `e`, lowered by `walk.contract`): the plans searched and
     ranked, the chosen one emitted and its decision recorded. `joint`: how the chain this
-    product is an inner stage of runs it (`chain_picks`)."""
+    product is an inner stage of runs it (`chain_picks`); `copies`: whether the plans from
+    copies of the operands are candidates too where sizes are symbolic (`copy_sources`; as
+    `cached_operands` where they are known)."""
     dtype = promote(lv.dtype, rv.dtype)
     out_dims = (
         requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
@@ -107,9 +111,20 @@ def contract(
     whole = ""
     if not numeric and not search.capped:
         candidates = plan_candidates(st, search, lv.dtype, rv.dtype, dtype, links, c)
+        sources = (
+            copy_sources(st, e, lv, rv, requested, keep_partial, stmt, search) if copies else []
+        )
+        if sources:
+            candidates = with_copies(st, candidates, search, lv, rv, sources, links, c)
         st.sized_choices += 1
         pick = st.chooser.choose(ordinal, candidates) if st.chooser else None
         if pick is not None:
+            k, pick = from_source(pick, search, sources)
+            if k:  # a copy's plan: that copy is the operand
+                side, u, ranking = sources[k - 1]
+                lv, rv = (u, rv) if side == 0 else (lv, u)
+                search, objective = ranking.search, ranking.objective
+                ranked = search.ranked
             chosen = search.plans[pick]
             ranked = [chosen, *(p for p in ranked if p is not chosen)]
     elif numeric and hasattr(st.chooser, "rank"):
@@ -183,17 +198,16 @@ def cached_operands(
     stmt: Assign | None,
 ) -> tuple[Value, Value]:
     """The operands to plan `e` from: `lv` and `rv`, or a copy of one an earlier reshard made
-    (`resharding.copies_of`) where the cheapest plan from it costs less, every size known.
+    (`resharding.copies_of`) where the cheapest plan from it costs less, every size of the
+    product known (elsewhere the report lists the plans from each copy beside the operands'
+    own, `copy_sources`, and its chooser picks among them as this does at a point).
     `R0[J_XY, K] = B` gathering B over Y leaves `[J_X, K]`, from which `C[I_XY, K] = A ·_J B`
     gathers X alone (1.2 us), not XY from B's own `[J_X, K_Y]` (2.1 us). Only an operand the
     cheapest plan moves, and whose first step no copy serves already, looks at its copies
-    (and one read as it is, at the copies `resharding.shared_reads` made)."""
+    (and one read as it is, at the copies `resharding.shared_reads` made: `looked_at`)."""
     copies = (copies_of(st, lv, 4), copies_of(st, rv, 4))
     names = {*lv.layout.dim_names, *rv.layout.dim_names, *st.mesh}
-    if not (copies[0] or copies[1]) or not st.all_declared(names):
-        # Sizes the program leaves symbolic read the operands as they are even where a
-        # binding gives them a number, as the report's regions plan them, so a compile at
-        # a point and the report at it choose the same plans (as `chain_picks` does).
+    if not (copies[0] or copies[1]) or not st.all_known(names):
         return lv, rv
     out_dims = (
         requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
@@ -213,9 +227,26 @@ def cached_operands(
     t0, p = best(lv, rv)
     if p is None:
         return lv, rv
-    pick, least = (lv, rv), t0 * (1 - 1e-9)
-    for side, (v, steps) in enumerate(((lv, p.lhs_steps), (rv, p.rhs_steps))):
-        if steps and (v.id, steps[0].dst) in st.resharded:
+    pick, least = (lv, rv), t0 * (1 - COPY_MARGIN)
+    for side, u in looked_at(st, (lv, rv), copies, (p.lhs_steps, p.rhs_steps)):
+        pair = (u, rv) if side == 0 else (lv, u)
+        t, _ = best(*pair)
+        if t < least:
+            pick, least = pair, t
+    return pick
+
+
+def looked_at(
+    st: LoweringState,
+    operands: tuple[Value, Value],
+    copies: tuple[list[Value], list[Value]],
+    steps: tuple[tuple[Step, ...], tuple[Step, ...]],
+) -> list[tuple[int, Value]]:
+    """The copies (side 0: the left operand's, 1: the right's) a product looks at where the
+    cheapest plan from the operands as they are takes `steps` on each (`cached_operands`)."""
+    out = []
+    for side, (v, moves) in enumerate(zip(operands, steps, strict=True)):
+        if moves and (v.id, moves[0].dst) in st.resharded:
             continue  # its plan reuses a copy already
         seen = {v.layout}
         for u in copies[side]:
@@ -225,16 +256,59 @@ def cached_operands(
             if (
                 u.layout in seen
                 or u.layout.dim_names != v.layout.dim_names
-                or not steps
+                or not moves
                 and u.id not in st.read_copies
             ):
                 continue
             seen.add(u.layout)
-            pair = (u, rv) if side == 0 else (lv, u)
-            t, _ = best(*pair)
-            if t < least:
-                pick, least = pair, t
-    return pick
+            out.append((side, u))
+    return out
+
+
+def copy_sources(
+    st: LoweringState,
+    e: Contract,
+    lv: Value,
+    rv: Value,
+    requested: Layout | None,
+    keep_partial: bool,
+    stmt: Assign | None,
+    search: PlanSearch,
+) -> list[tuple[int, Value, Ranking]]:
+    """Where the product's sizes are symbolic, `cached_operands` as a choice: each copy of an
+    operand that the operands' cheapest plan looks at somewhere (`looked_at`, for each plan
+    of `search`), with the plans from it (side 0: a copy of the left operand, 1: of the
+    right), in the order `cached_operands` tries them. `plan_candidates` lists their plans
+    beside the operands' own, so a chooser picks the copy where a compile at the point
+    would (`passes.symbolic_plans.sourced`)."""
+    copies = (copies_of(st, lv, 4), copies_of(st, rv, 4))
+    if not (copies[0] or copies[1]):
+        return []
+    moves = {(p.lhs_steps[:1], p.rhs_steps[:1]) for p in search.plans}
+    found = dict.fromkeys(
+        (side, u.id)
+        for first in sorted(moves, key=repr)
+        for side, u in looked_at(st, (lv, rv), copies, first)
+    )
+    if not found:
+        return []
+    shared = frozenset(st.term_gathers) if stmt is not None and stmt.partial else None
+    out_dims = (
+        requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
+    )
+    out = []
+    for side, copy in enumerate(copies):
+        for u in copy:
+            if (side, u.id) not in found:
+                continue
+            a, b = (u, rv) if side == 0 else (lv, u)
+            reduced = frozenset(st.term_reduced)
+            ranking = plan_search(
+                st, a, b, e.dims, out_dims, requested, keep_partial, None, shared, reduced
+            )
+            if ranking.search.plans and not ranking.search.capped:
+                out.append((side, u, ranking))
+    return out
 
 
 def shared_steps(steps: Sequence[Step]) -> bool:
@@ -565,6 +639,51 @@ def plan_search(
     return Ranking(search, objective, shape)
 
 
+def with_copies(
+    st: LoweringState,
+    candidates: tuple[Candidate, ...],
+    search: PlanSearch,
+    lv: Value,
+    rv: Value,
+    sources: list[tuple[int, Value, Ranking]],
+    links: Links,
+    c: float | None,
+) -> tuple[Candidate, ...]:
+    """`candidates` (the plans of `search`, from the operands as they are), each with the
+    copies it looks at where it is the cheapest of them (`Candidate.copies`), then the plans
+    from each copy of `sources` (`copy_sources`), numbered on after them, in one list."""
+    index = {(side, u.id): k for k, (side, u, _) in enumerate(sources, 1)}
+    copies = (copies_of(st, lv, 4), copies_of(st, rv, 4))
+    looks: dict[tuple[tuple[Step, ...], tuple[Step, ...]], tuple[int, ...]] = {}
+    own = []
+    for cand, p in zip(candidates, search.plans, strict=True):
+        first = (p.lhs_steps[:1], p.rhs_steps[:1])
+        if first not in looks:
+            found = looked_at(st, (lv, rv), copies, first)
+            looks[first] = tuple(index[k] for side, u in found if (k := (side, u.id)) in index)
+        own.append(dataclasses.replace(cand, copies=looks[first]) if looks[first] else cand)
+    out = tuple(own)
+    start = len(search.plans)
+    for k, (side, u, r) in enumerate(sources, 1):
+        ldt, rdt = (u.dtype, rv.dtype) if side == 0 else (lv.dtype, u.dtype)
+        dt = promote(ldt, rdt)
+        out += plan_candidates(st, r.search, ldt, rdt, dt, links, c, start, k)
+        start += len(r.search.plans)
+    return out
+
+
+def from_source(
+    order: int, search: PlanSearch, sources: list[tuple[int, Value, Ranking]]
+) -> tuple[int, int]:
+    """Candidate `order` of `with_copies` as (its source, its place in that source's search):
+    0 for `search`, k for the k-th of `sources`."""
+    for k, plans in enumerate((search.plans, *(r.search.plans for _, _, r in sources))):
+        if order < len(plans):
+            return k, order
+        order -= len(plans)
+    raise AssertionError("no such candidate")
+
+
 def plan_candidates(
     st: LoweringState,
     search: PlanSearch,
@@ -573,10 +692,13 @@ def plan_candidates(
     dt: str,
     links: Links,
     c: float | None,
+    first: int = 0,
+    source: int = 0,
 ) -> tuple[Candidate, ...]:
     """Every plan keyed as the numeric planner keys it, over the sizes left symbolic: time
     (communication, plus compute at the chip's peak) and FLOPs (`passes.symbolic_plans`),
-    each marked where it takes a role beyond the book's cases (`PlanSearch.widened`)."""
+    each marked where it takes a role beyond the book's cases (`PlanSearch.widened`).
+    Numbered from `first`; `source`, what the plans read (`Candidate.source`)."""
     model, topo = st.ctx.model, st.topology
     memo, recipes = st.caches.candidates, st.caches.recipes
     w_hbm = hbm_rate(st)
@@ -618,7 +740,7 @@ def plan_candidates(
             recipe = recipes[rkey] = recipe_of(st, local, (ldt, rdt, dt), links, c, blocks)
         out.append(
             Candidate(
-                i,
+                first + i,
                 time,
                 flops,
                 len(p.collectives),
@@ -627,6 +749,7 @@ def plan_candidates(
                 search.widened[i],
                 # the blocks the search checks divide where every size is known
                 st.open_shards((p.lhs_target, p.rhs_target, p.local_out)),
+                source,
             )
         )
     return tuple(out)

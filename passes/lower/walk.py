@@ -351,9 +351,10 @@ def contract(
     rv = expr(st, e.rhs, target)
     if lv is None or rv is None:
         return None
-    if joint is None and not isinstance(e.lhs, Contract):
+    copies = joint is None and not isinstance(e.lhs, Contract)
+    if copies:
         lv, rv = contraction.cached_operands(st, e, lv, rv, requested, keep_partial, stmt)
-    return contraction.contract(st, e, lv, rv, requested, target, stmt, keep_partial, joint)
+    return contraction.contract(st, e, lv, rv, requested, target, stmt, keep_partial, joint, copies)
 
 
 def elementwise(

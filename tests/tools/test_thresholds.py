@@ -232,18 +232,14 @@ def test_no_condition_divides_by_an_axis_of_one():
         assert solved is not None and ("compute-bound-ib" in solved["holds"]) == ib
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 31: not a tie-break (ties now break alike: passes.objective.preferred). "
-    "The compile with K bound plans dW1 = In ·_I dTmp from the copy of In the forward pass "
-    "gathered, sliced to [I, J_X] (passes/lower/contract.py, cached_operands: only where "
-    "every size is declared), a plan no lowering of the regions meets; their plan for "
-    "22 <= K < 1399910 multiplies In[I, J] and slices dW1 after: the same step time (comms "
-    "bound), more backward FLOPs, so backward-compute-vs-comms is solved to K >= 1570 where "
-    "the compiles cross at 2040 < K < 2044. Found with SHARDC_HYPOTHESIS=explore, seed 7.",
-)
-def test_a_tie_broken_differently_at_a_point_moves_the_threshold():
+def test_a_copy_a_compile_plans_from_is_a_candidate_of_the_report():
+    """An explore draw (seed 7): the compile with K bound plans dW1 = In ·_I dTmp from the
+    copy of In the forward pass gathered, sliced to [I, J_X] (`contract.cached_operands`);
+    the report with K free listed only the plans of In as it is, multiplied In[I, J] and
+    sliced dW1 after for 22 <= K < 1399910 (the same step time, comms bound, more backward
+    FLOPs), and solved backward-compute-vs-comms to K >= 1570 where the compiles cross at
+    2040 < K < 2044. The report now lists the plans from each copy beside the operand's own
+    (`contract.copy_sources`) and its regions split where a compile takes the copy."""
     check_thresholds(
         (
             "mesh X=4\ndim I=8, J=4, K, L=8\nIn: bf16[I_X, J]\nparam W1: bf16[J_X, K]\n"
