@@ -660,7 +660,9 @@ def with_copies(
         first = (p.lhs_steps[:1], p.rhs_steps[:1])
         if first not in looks:
             found = looked_at(st, (lv, rv), copies, first)
-            looks[first] = tuple(index[k] for side, u in found if (k := (side, u.id)) in index)
+            looks[first] = tuple(
+                index[x] for x in ((side, u.id) for side, u in found) if x in index
+            )
         own.append(dataclasses.replace(cand, copies=looks[first]) if looks[first] else cand)
     out = tuple(own)
     start = len(search.plans)
