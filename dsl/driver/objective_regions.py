@@ -80,6 +80,7 @@ def partition(
     # the chooser of each candidate's lowering: what it runs and the options it met at each
     # contraction (the per-statement regions': not known, a candidate only inside its region)
     vectors: list[Forced | None] = [None] * len(candidates)
+    also: dict[int, list[Forced]] = {}  # other choices that run the same program
     picked: set[int] = set()
 
     def add_pick(x: float) -> bool:
@@ -98,6 +99,13 @@ def partition(
             k = plans.index(plan_of(got))
             if vectors[k] is None:  # a per-statement region's program: now known what it runs
                 vectors[k] = chooser
+                return True
+            # the same program picked otherwise (a product reading a copy of its operand on
+            # one side of a size, the operand itself on the other): the search runs it there
+            # too
+            known = [vectors[k], *also.get(k, [])]
+            if all(v is not None and v.picked != chooser.picked for v in known):
+                also.setdefault(k, []).append(chooser)
                 return True
             return False
         candidates.append(got)
@@ -122,7 +130,11 @@ def partition(
         """The cheapest candidate at x among those the search at x could run (a compile
         with x bound searches only the options it ranks near the best: the others are not
         its choice however cheap), ties broken as the search there breaks them."""
-        key = (float(x), len(candidates), sum(v is not None for v in vectors))
+        key = (
+            float(x),
+            len(candidates),
+            sum(v is not None for v in vectors) + sum(map(len, also.values())),
+        )
         if key not in won:
             won[key] = _winner(x)
         return won[key]
@@ -132,7 +144,8 @@ def partition(
         greedy = greedy_at(x)
         got = [
             value(fixed(c, at), objective)
-            if k == greedy or (vec is not None and recorder.runs(vec, at))
+            if k == greedy
+            or any(v is not None and recorder.runs(v, at) for v in (vec, *also.get(k, ())))
             else float("inf")
             for k, (c, vec) in enumerate(zip(candidates, vectors, strict=True))
         ]
