@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import sympy as sp
 
-from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.lang import input_limits
+from shardc.lang.input_limits import MAX_REGIONS
 from shardc.passes.memo import (
     LAMBDA_FUNCTIONS,
     LAMBDA_PRINTERS,
@@ -779,15 +780,18 @@ def variants(
     names: Sequence[str],
     mesh: frozenset[str] = frozenset(),
     cap: int = MAX_REGIONS,
-    seconds: float = REGIONS_SECONDS,
+    seconds: float | None = None,
     points: Mapping[str, Any] | None = None,
 ) -> tuple[Variant, ...] | None:
     """Every region of the whole program on the sample (`sample_points`, or `points`: an array
     of values per size name, e.g. a sweep's grid): lower once per combination of winners that
     some point reaches (a choice's winners depend on the layouts earlier choices made). None
-    when there are more than `cap`, or past `seconds` of CPU time."""
+    when there are more than `cap`, or past `seconds` of CPU time (`REGIONS_SECONDS`, as
+    `shardc.lang.input_limits` holds it at the call)."""
     import time
 
+    if seconds is None:
+        seconds = input_limits.REGIONS_SECONDS
     start = time.process_time()
     if points is None:
         points = sample_points(names, mesh)
