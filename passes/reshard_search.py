@@ -554,8 +554,14 @@ class _Search:
             # v5e `[I_X, J] -> [I_Y, J_X]` (each block from the nearest of its four holders)
             # costs less than slicing Y onto J and permuting `[I_X, J_Y]`, whose blocks have
             # one holder each.
-            if sums == self.goal[1] and self.finer and self.idle:
-                for new in self._finer_with_idle(dims, shape):
+            # Or to one AllToAll from the target, in finer blocks: on a 2x2x4 H100 mesh
+            # (X across InfiniBand) `[I_Z, K] -> [I_Y, K_ZX]` permutes to `[I_YX, K_Z]` (one
+            # latency hop) and AllToAlls X (one more), where AllToAll_Z costs three.
+            if sums == self.goal[1] and self.finer:
+                near = self._finer_near(dims, shape)
+                if self.idle:
+                    near = itertools.chain(near, self._finer_with_idle(dims, shape))
+                for new in near:
                     shards_new = self.prod("".join(new))
                     moved = "".join(dict.fromkeys("".join(dims) + "".join(new)))
                     c = self._permute(
@@ -568,6 +574,27 @@ class _Search:
                     if c < budget:
                         yield "CollectivePermute", moved, None, (new, sums), c, shards_new
 
+    def _finer(self, new: Dims, shape: list[float]) -> bool:
+        """Whether every block of `new` lies in one block of a layout of `shape` (each dim
+        whole), and some dim is finer."""
+        new_shape = [self.prod(x) for x in new]
+        return all(
+            n % s == 0 and self.fits(k, n)
+            for k, (n, s) in enumerate(zip(new_shape, shape, strict=True))
+        ) and any(n > s for n, s in zip(new_shape, shape, strict=True))
+
+    def _finer_near(self, dims: Dims, shape: list[float]) -> Iterator[Dims]:
+        """The target with an innermost run of one dim moved to the end of another (an
+        AllToAll of the run reaches the target), where it is finer than `dims` (`_finer`)."""
+        t = self.target
+        for j in self.dims:
+            for k in range(1, len(t[j]) + 1):
+                for i in self.dims:
+                    if i != j:
+                        new = _put(_put(t, j, t[j][:-k]), i, t[i] + t[j][-k:])
+                        if new != dims and self._finer(new, shape):
+                            yield new
+
     def _finer_with_idle(self, dims: Dims, shape: list[float]) -> Iterator[Dims]:
         """The target with one idle axis (not in `dims`) appended to one of its dims, where
         every block of the result lies in one block of `dims` and some dim is finer."""
@@ -577,11 +604,7 @@ class _Search:
                 continue
             for i in self.dims:
                 new = _put(self.target, i, self.target[i] + a)
-                new_shape = [self.prod(x) for x in new]
-                if all(
-                    n % s == 0 and self.fits(k, n)
-                    for k, (n, s) in enumerate(zip(new_shape, shape, strict=True))
-                ) and any(n > s for n, s in zip(new_shape, shape, strict=True)):
+                if self._finer(new, shape):
                     yield new
 
     def _permutes(

@@ -134,6 +134,8 @@ def contract(
         options = distinct(
             [ranked[0], *search.every], lambda p: (p.lhs_steps, p.rhs_steps, p.out_steps)
         )
+        if st.all_declared({*lv.dims, *rv.dims, *st.mesh}):
+            options += leanest(ranking, options)
         times = [float(objective(p)[1]) for p in options]
         r = st.chooser.rank(ordinal, times, product=PRODUCT_OPTIONS)  # type: ignore[union-attr]
         chosen = options[r]
@@ -186,6 +188,21 @@ def contract(
             st.term_reduced.update(a for s in best.out_steps for a in s.axes)
         return v
     return apply_steps(st, v, best.out_steps, e.span, why_o, beat)
+
+
+def leanest(ranking: Ranking, options: Sequence[EinsumPlan]) -> list[EinsumPlan]:
+    """The plan that communicates least, where `options` (the best by the planner's key, comms
+    plus compute) lack one moving as little: the whole-program objective `T_lower` takes the
+    larger of the program's summed terms, so a plan trading a latency-bound collective for
+    compute that stays hidden under the program's comms wins there although it loses on its
+    own key. `C[I, K] = A[I, J] ·_J B[J_Y, K_XZ]` on 8 H100s (K=8): slicing A over Y and
+    reducing C (an AllReduce, two latency hops) ranks first; gathering B over Z and Y and
+    multiplying the whole A saves a hop for HBM time T_comms still hides (issue 31's hunt)."""
+    if not ranking.search.every:
+        return []
+    lean = min(ranking.search.every, key=lambda p: (ranking.comms(p), ranking.objective(p)))
+    least = min(ranking.comms(p) for p in options)
+    return [lean] if ranking.comms(lean) < least else []
 
 
 def cached_operands(
@@ -472,6 +489,8 @@ class Ranking:
     search: PlanSearch
     objective: Callable[[EinsumPlan], Rank]
     key: SearchKey
+    comms: Callable[[EinsumPlan], float]
+    """A plan's communication time (its three reshards'), every size known."""
 
 
 def plan_search(
@@ -636,7 +655,11 @@ def plan_search(
             wide=declared or st.ctx.options.objective != "statement",
             hint=hint,
         )
-    return Ranking(search, objective, shape)
+
+    def comms(p: EinsumPlan) -> float:
+        return sum(measure(p)[0][:3])
+
+    return Ranking(search, objective, shape, comms)
 
 
 def with_copies(

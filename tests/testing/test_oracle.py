@@ -681,6 +681,28 @@ HUNT_MISSES = [
         "S2[K_XY] = Sum_{I}(C)\n",
         7.0095e-06,
     ),
+    # A latency-bound product whose T_comms bounds the program's T_lower: slicing A over Y
+    # and AllReducing C (two hops) ranked first on its own key (comms plus compute), and so
+    # did two more such plans (6.09 us); gathering B over Z, then Y, and multiplying the
+    # whole A saves a hop for HBM time T_comms hides (5.08 us; `contract.leanest`, the plan
+    # that communicates least, is an option of the search). The hunt's hand plan: 6.08 us.
+    (
+        "mesh X=2, Y=2, Z=2\ndim I=2048, J=2048, K=8\nhardware h100\nA: bf16[I, J]\n"
+        "B: bf16[J_Y, K_XZ]\nE: bf16[I_XY, K_Z]\nD0[I_YXZ, K] = E + E\nC[I, K] = A ·_J B\n"
+        "D2[I_XYZ, K] = C + E\n",
+        "D0[I_YXZ, K] = E + E\nBg1 = AllGather_Z(B)\nBg = AllGather_Y(Bg1)\n"
+        "Cx[I, K_X] = A ·_J Bg\nC[I, K] = Cx\nD2[I_XYZ, K] = C + E\n",
+        5.0774e-06,
+    ),
+    # A latency-bound reshard (X across InfiniBand): `[I_Z, K] -> [I_Y, K_ZX]` AllToAll'd Z
+    # (three hops, 5.0 us for the program); a permute into the finer `[I_YX, K_Z]` and an
+    # AllToAll of X take two (4.0 us; `reshard_search._Search._finer_near`).
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=16, J=256, K=16\nhardware h100\nA: f32[I_ZY, J]\n"
+        "B: f32[J, K_X]\nE: f32[I_Z, K_YX]\nD0[I_Y, K_ZX] = E + E\nD1[I_Z, K_X] = gelu(E)\n",
+        "D0h0m7[I_YX, K_Z] = E + E\nD0[I_Y, K_ZX] = D0h0m7\nD1[I_Z, K_X] = gelu(E)\n",
+        4.0024e-06,
+    ),
 ]
 
 
