@@ -22,7 +22,9 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
   A permute may follow or precede any other move, so slice-permute-gather and AllToAll-permute
   are paths of the search. Under the exact model a permute may also go straight to the target
   where its blocks are finer (each lies in one block of the layout it leaves): each device
-  slices its block where it holds it, or receives it in one send (`passes.permute_cost`).
+  slices its block where it holds it, or receives it in one send (`passes.permute_cost`), or
+  to a layout one AllToAll from the target in finer blocks (`[I_Z, K] -> [I_YX, K_Z] ->
+  [I_Y, K_ZX]`: two latency hops where AllToAll_Z over four devices takes three).
 An AllGather, an AllReduce or a CollectivePermute does not follow one of its kind on ICI: one
 step over the union of their axes costs no more (a collective over more axes has more links).
 On a switched level (NVLink, InfiniBand, ...) under the exact model an AllGather or an
