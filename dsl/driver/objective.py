@@ -93,7 +93,9 @@ def light(recipe: Recipe, chooser: Any, totals: bool = True) -> tuple[Any, None]
     passes = (lowering, FuseElementwise(), DeriveCost(memo, lean=True, totals=totals))
     for p in configure(passes, dataclasses.replace(recipe.ctx.options, explain=False)):
         again = p.run(again, quick)
-    return again.cost, None
+    # A vector whose plans leave a later statement no way to compile (an earlier sum on the
+    # whole array, where a declared `{U_Y}` needs its slice): not a candidate (None).
+    return (None if quick.diagnostics.has_errors else again.cost), None
 
 
 def _with(r: Report, cost: Any, memory: Any, bindings: Mapping[str, Any] | None = None) -> Report:
@@ -134,7 +136,7 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
     lowerings: dict[tuple, tuple[Any, None]] = recipe.shared.setdefault("vectors", {})
     known = tuple(sorted(recorder.options.items()))
 
-    def lower(chooser: Forced) -> Report:
+    def lower(chooser: Forced) -> Report | None:
         seen = recorder.wide
         vector = tuple(
             sorted(
@@ -147,18 +149,21 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
         else:
             chooser.seen.update(recorder.seen)  # as the lowering would have recorded them
             chooser.wide.update(seen)
+        if lowerings[key][0] is None:
+            return None
         out = _with(r, *lowerings[key])
         # the same sizes, chip and bindings: the environment of numbers is `r`'s, and so is
         # each formula's number (the vectors share most of their ops' formulas)
         out.memo.env, out.memo.values = r.memo.env, r.memo.values
         return out
 
+    start: tuple[Report | None, Forced] = (r, recorder)
     found = search(
         lower,
-        lambda x: value(x, objective),
+        lambda x: None if x is None else value(x, objective),
         base,
-        first=(r, recorder),
-        tie=lambda x: tie_value(x, objective),
+        first=start,
+        tie=lambda x: None if x is None else tie_value(x, objective),
     )
     if found.chooser is None or found.value is None or found.greedy is None:
         return r, recorder
