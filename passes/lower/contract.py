@@ -65,25 +65,12 @@ def contract(
     copies of the operands are candidates too where sizes are symbolic (`copy_sources`; as
     `cached_operands` where they are known)."""
     dtype = promote(lv.dtype, rv.dtype)
-    out_dims = (
-        requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
-    )
     numeric = st.all_known(
         {*(d.dim for d in lv.layout.dims), *(d.dim for d in rv.layout.dims), *st.mesh}
     )
     links, c = st.hw_numbers(dtype)
-    ranking = plan_search(
-        st,
-        lv,
-        rv,
-        e.dims,
-        out_dims,
-        requested,
-        keep_partial,
-        joint.hint if joint is not None else None,
-        shared=frozenset(st.term_gathers) if stmt is not None and stmt.partial else None,
-        reducible=frozenset(st.term_reduced),
-    )
+    hint = joint.hint if joint is not None else None
+    ranking = search_from(st, e, lv, rv, requested, keep_partial, stmt, hint)
     search, objective = ranking.search, ranking.objective
     ranked = search.ranked
     if not ranked:
@@ -226,16 +213,9 @@ def cached_operands(
     names = {*lv.layout.dim_names, *rv.layout.dim_names, *st.mesh}
     if not (copies[0] or copies[1]) or not st.all_known(names):
         return lv, rv
-    out_dims = (
-        requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
-    )
-    shared = frozenset(st.term_gathers) if stmt is not None and stmt.partial else None
-    reduced = frozenset(st.term_reduced)
 
     def best(a: Value, b: Value) -> tuple[float, EinsumPlan | None]:
-        ranking = plan_search(
-            st, a, b, e.dims, out_dims, requested, keep_partial, None, shared, reduced
-        )
+        ranking = search_from(st, e, a, b, requested, keep_partial, stmt)
         ranked = ranking.search.ranked
         if not ranked:
             return float("inf"), None
@@ -251,6 +231,26 @@ def cached_operands(
         if t < least:
             pick, least = pair, t
     return pick
+
+
+def search_from(
+    st: LoweringState,
+    e: Contract,
+    a: Value,
+    b: Value,
+    requested: Layout | None,
+    keep_partial: bool,
+    stmt: Assign | None,
+    hint: Layout | None = None,
+) -> Ranking:
+    """The plan search of `e` from the operands `a` and `b` (each the operand or a copy of it
+    an earlier reshard made: the same dims, another layout), for the statement's request:
+    the product's own (`hint`: its chain's joint pick), and the ones `cached_operands` and
+    `copy_sources` compare."""
+    out_dims = requested.dim_names if requested is not None else output_dims(a.dims, b.dims, e.dims)
+    shared = frozenset(st.term_gathers) if stmt is not None and stmt.partial else None
+    reduced = frozenset(st.term_reduced)
+    return plan_search(st, a, b, e.dims, out_dims, requested, keep_partial, hint, shared, reduced)
 
 
 def looked_at(
@@ -309,20 +309,13 @@ def copy_sources(
     )
     if not found:
         return []
-    shared = frozenset(st.term_gathers) if stmt is not None and stmt.partial else None
-    out_dims = (
-        requested.dim_names if requested is not None else output_dims(lv.dims, rv.dims, e.dims)
-    )
     out = []
     for side, copy in enumerate(copies):
         for u in copy:
             if (side, u.id) not in found:
                 continue
             a, b = (u, rv) if side == 0 else (lv, u)
-            reduced = frozenset(st.term_reduced)
-            ranking = plan_search(
-                st, a, b, e.dims, out_dims, requested, keep_partial, None, shared, reduced
-            )
+            ranking = search_from(st, e, a, b, requested, keep_partial, stmt)
             if ranking.search.plans and not ranking.search.capped:
                 out.append((side, u, ranking))
     return out
