@@ -775,31 +775,46 @@ class Variant:
         return sp.And(*self.bounds)
 
 
+@dataclass(frozen=True)
+class TooMany:
+    """`variants` stopped before every region was found: `past` names the limit, "regions"
+    (more than its cap), "statements" (`REGIONS_STATEMENTS` lowered) or "seconds" (the CPU
+    net, `REGIONS_NET_SECONDS`)."""
+
+    past: str
+
+
 def variants(
     lower: Callable[[Chooser], Any],
     names: Sequence[str],
     mesh: frozenset[str] = frozenset(),
     cap: int = MAX_REGIONS,
-    seconds: float | None = None,
     points: Mapping[str, Any] | None = None,
-) -> tuple[Variant, ...] | None:
+    statements: int = 1,
+) -> tuple[Variant, ...] | TooMany:
     """Every region of the whole program on the sample (`sample_points`, or `points`: an array
     of values per size name, e.g. a sweep's grid): lower once per combination of winners that
-    some point reaches (a choice's winners depend on the layouts earlier choices made). None
-    when there are more than `cap`, or past `seconds` of CPU time (`REGIONS_SECONDS`, as
-    `shardc.lang.input_limits` holds it at the call)."""
+    some point reaches (a choice's winners depend on the layouts earlier choices made).
+    `TooMany` when there are more than `cap`, when the lowerings would pass
+    `REGIONS_STATEMENTS` (each one counted as the program's `statements`), or past
+    `REGIONS_NET_SECONDS` of CPU time (the limits as `shardc.lang.input_limits` holds them at
+    the call)."""
     import time
 
-    if seconds is None:
-        seconds = input_limits.REGIONS_SECONDS
+    budget = input_limits.REGIONS_STATEMENTS
+    net = input_limits.REGIONS_NET_SECONDS
     start = time.process_time()
     if points is None:
         points = sample_points(names, mesh)
     todo: list[dict[int, int]] = [{}]
     out: list[Variant] = []
+    spent = 0
     while todo:
-        if time.process_time() - start > seconds:
-            return None
+        spent += max(1, statements)
+        if spent > budget:
+            return TooMany("statements")
+        if time.process_time() - start > net:
+            return TooMany("seconds")
         forced = todo.pop()
         chooser = OnSample(points, forced)
         try:
@@ -807,7 +822,7 @@ def variants(
         except Branch as b:
             todo.extend({**forced, b.ordinal: o} for o in reversed(b.orders))
             if len(out) + len(todo) > cap:
-                return None
+                return TooMany("regions")
             continue
         share = float(chooser.mask.mean()) if chooser.mask is not None else 1.0
         if share > 0:
@@ -863,6 +878,7 @@ __all__ = [
     "Recipe",
     "Region",
     "RegionFinder",
+    "TooMany",
     "Variant",
     "classify",
     "evaluate",

@@ -260,7 +260,7 @@ class RegionsPast:
     """Too many regions to list, and the plan the report shows instead (None: the defaults)."""
 
     shown: str | None
-    past: str | None = None  # the limit hit: "regions" or "seconds" (`render.writer.past_text`)
+    past: str | None = None  # the limit hit: "regions", "statements" or "seconds" (`past_text`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -14,7 +13,7 @@ import sympy as sp
 from shardc.driver.boundaries import free_sizes
 from shardc.driver.decision_regions import relation_text
 from shardc.driver.objective import varies
-from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+from shardc.lang.input_limits import MAX_REGIONS, REGIONS_STATEMENTS
 from shardc.passes.symbols import as_expr
 
 if TYPE_CHECKING:
@@ -26,7 +25,8 @@ class Shown(NamedTuple):
     """`Report.shown_region`: where the plan the report's sections show holds (`B > 7659.4`,
     the chip's figures as exact numbers), its share of the sample, and `past`, the limit the
     regions went past where the report shows one plan instead of them: "regions" (more than
-    `MAX_REGIONS`) or "seconds" (`REGIONS_SECONDS` of CPU time); None below the cap."""
+    `MAX_REGIONS`), "statements" (more than `REGIONS_STATEMENTS` to lower) or "seconds" (the
+    CPU net, `REGIONS_NET_SECONDS`); None below the cap."""
 
     where: str
     share: float
@@ -52,10 +52,12 @@ def find(r: Report, points: Mapping[str, Any] | None = None) -> tuple[Variant, .
     return find_past(r, points)[0]
 
 
-def past_limit(start: float) -> str:
-    """Which limit a search of the regions begun at `start` (`time.process_time()`) stopped
-    at, as `Shown.past` names it: "seconds" where its time is spent, else "regions"."""
-    return "seconds" if time.process_time() - start > REGIONS_SECONDS else "regions"
+def statements(r: Report) -> int:
+    """What `REGIONS_STATEMENTS` counts of one lowering: `r`'s assignments, the backward's too."""
+    from shardc.lang.syntax import Assign
+
+    assert r.recipe is not None and r.recipe.unit.program is not None
+    return sum(isinstance(s, Assign) for s in r.recipe.unit.program.statements)
 
 
 def find_past(
@@ -63,7 +65,7 @@ def find_past(
 ) -> tuple[tuple[Variant, ...] | None, str | None]:
     """`find`, and where it found too many, the limit it stopped at (`Shown.past`, which
     `render.writer.past_text` words): `sweep`'s note names it as the report does."""
-    from shardc.passes.symbolic_plans import variants
+    from shardc.passes.symbolic_plans import TooMany, variants
 
     free = free_sizes(r)
     if not free or r.recipe is None or not varies(r):
@@ -76,10 +78,10 @@ def find_past(
     from shardc.passes.symbolic_plans import sample_points
 
     points = sample_points(free, frozenset(r.program.mesh_axes)) if points is None else points
-    start = time.process_time()
-    found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
-    if found is None:
-        return None, past_limit(start)
+    mesh = frozenset(r.program.mesh_axes)
+    found = variants(lower, free, mesh, points=points, statements=statements(r))
+    if isinstance(found, TooMany):
+        return None, found.past
     # where the whole program's objective, not each statement, decides
     found = partition(r, found, points, free, plan_of)
     if len(found) == 1 and plan_of(found[0].result) == plan_of(r):
@@ -94,14 +96,14 @@ def settle(r: Report) -> Report:
     - the plan every point of the sample runs, where one plan wins everywhere;
     - with several regions, the plan of the largest region in every section, labelled, and the
       totals as `Piecewise` formulas over the regions (each region's totals, `regions()`);
-    - past `MAX_REGIONS` regions (or `REGIONS_SECONDS`), the plan of the region holding most of
+    - past `MAX_REGIONS` regions (or `REGIONS_STATEMENTS`), the plan of the region holding most of
       the sample (at each choice, the plan that wins on most of the points left), labelled with
       the region it holds in (exact numbers, `boundaries.boundary`) and the limit hit
       (`Shown.past`).
 
     Programs whose plans depend on no symbolic size are returned as they are."""
     from shardc.passes.sizes import known_sizes
-    from shardc.passes.symbolic_plans import Majority, Variant, sample_points, variants
+    from shardc.passes.symbolic_plans import Majority, TooMany, Variant, sample_points, variants
 
     free = free_sizes(r)
     if not free or r.recipe is None or not varies(r):
@@ -118,9 +120,8 @@ def settle(r: Report) -> Report:
         return lowered(r, chooser)
 
     most = Majority(points, {})
-    start = time.process_time()
     largest = lower(most)
-    once = time.process_time() - start
+    n = statements(r)
     from shardc.driver.objective_regions import partition
 
     found: tuple[Variant, ...] | None = None
@@ -132,19 +133,19 @@ def settle(r: Report) -> Report:
         if len(found) == 1 and plan_of(found[0].result) == plan_of(largest):
             return r if plan_of(largest) == plan_of(r) else dataclasses.replace(largest, settled=())
     # The enumeration lowers the program at least once per region (1 + splits of them): where
-    # that is past the cap, or would take longer than the time budget at this lowering's
-    # speed, the report keeps the one plan (a 200-statement program: 1 lowering, not 17).
+    # that is past the cap, or would lower more statements than the budget, the report keeps
+    # the one plan (a 200-statement program: 1 lowering, not 17).
     elif 1 + most.splits > MAX_REGIONS:
         past = "regions"
-    elif (1 + most.splits) * once > REGIONS_SECONDS:
-        past = "seconds"
+    elif (1 + most.splits) * n > REGIONS_STATEMENTS:
+        past = "statements"
     else:
-        start = time.process_time()
-        found = variants(lower, free, frozenset(r.program.mesh_axes), points=points)
-        if found is None:  # which limit `variants` stopped at: its time is spent, or the count
-            past = past_limit(start)
+        mesh = frozenset(r.program.mesh_axes)
+        enumerated = variants(lower, free, mesh, points=points, statements=n)
+        if isinstance(enumerated, TooMany):  # which limit `variants` stopped at
+            past = enumerated.past
         else:  # where the whole program's objective, not each statement, decides
-            found = partition(r, found, points, free, plan_of)
+            found = partition(r, enumerated, points, free, plan_of)
     if found is None:
         from shardc.driver.boundaries import boundary
 
@@ -291,9 +292,9 @@ __all__ = [
     "free_sizes",
     "has_lines",
     "lowered",
-    "past_limit",
     "piecewise",
     "plan_of",
     "settle",
     "shown_text",
+    "statements",
 ]

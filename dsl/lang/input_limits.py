@@ -43,9 +43,18 @@ SOLVE_SECONDS = 2.0
 MAX_REGIONS = 16
 """Regions (`compile --regions`, `Report.regions`) of one program; past it the report keeps the
 default plans and says so."""
+REGIONS_STATEMENTS = 160
+"""Statements lowered to find a program's regions, counting each lowering of the program (one per
+region, and one per choice that branches) as its statements; past it, as past MAX_REGIONS. A
+count, not a time, so a report is the same on every machine: 16 regions of a 10-statement
+training step, or a 160-statement program once (a few milliseconds a statement)."""
 REGIONS_SECONDS = 3.0
-"""CPU budget for finding a program's regions (one lowering per region); past it, as past
-MAX_REGIONS."""
+"""CPU budget for the work on a program's regions after they are found: `shardc derive`'s closed
+forms by region, the points of a sweep compiled one by one."""
+REGIONS_NET_SECONDS = 20.0
+"""CPU time past which the search for a program's regions stops whatever `REGIONS_STATEMENTS`
+leaves: a net for statements that each take long to lower, which no shipped or generated
+program comes near (the count stops them first)."""
 LSP_COMPILE_SECONDS = 10.0
 """CPU budget for one compile of a document in the language server (`shardc lsp
 --time-budget`); past it the compile is stopped and the document gets a diagnostic."""

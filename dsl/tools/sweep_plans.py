@@ -72,15 +72,15 @@ def grid_points(grids: Sequence[Grid], names: Sequence[str]) -> dict[str, np.nda
 def find(report: Report, grids: Sequence[Grid]) -> tuple[Variant, ...] | None:
     """The variants the grid's points reach: () when the report's own plans hold over the
     whole grid, one variant when another single plan does, None when there are more than
-    `MAX_REGIONS` or they take too long to find."""
+    `MAX_REGIONS` or finding them would lower more than `REGIONS_STATEMENTS` statements."""
     return find_past(report, grids)[0]
 
 
 def find_past(
     report: Report, grids: Sequence[Grid]
 ) -> tuple[tuple[Variant, ...] | None, str | None]:
-    """`find`, and the limit it stopped at where it returns None (`Shown.past`: "regions" or
-    "seconds", as the report names it)."""
+    """`find`, and the limit it stopped at where it returns None (`Shown.past`: "regions",
+    "statements" or "seconds", as the report names it)."""
     from shardc.driver import region_totals
 
     names = swept_free(report, grids)

@@ -499,17 +499,12 @@ def test_the_default_fsdp_report_is_piecewise_and_shows_one_region_plan():
 def test_past_the_cap_the_report_shows_one_plan_labelled_with_its_region(monkeypatch):
     """Six layers with B, D and F symbolic have more than 16 regions: the report shows the
     plan that wins on most of the sample at each choice, with the region it holds in (the
-    chip's figures as exact numbers, never floats) and the limit it went past. (The CPU-time
-    budget is lifted: on a loaded machine the count's search can pass it first.)"""
+    chip's figures as exact numbers, never floats) and the limit it went past (the count of
+    regions, whatever the machine's speed)."""
     import json
     import re
 
-    import shardc.lang.input_limits as limits
     from benchmarks.gen import program
-    from shardc.driver import region_totals
-
-    monkeypatch.setattr(region_totals, "REGIONS_SECONDS", 1e9)
-    monkeypatch.setattr(limits, "REGIONS_SECONDS", 1e9)
 
     text = program(6).replace("dim B=65536, D=8192, F=32768", "dim B, D, F")
     r = shardc.compile(text)
@@ -528,23 +523,43 @@ def test_past_the_cap_the_report_shows_one_plan_labelled_with_its_region(monkeyp
     assert d["regions_limit"] == "regions" and d["note"].startswith("more than 16 regions: ")
 
 
-def test_past_the_time_budget_the_report_says_it_was_the_time(monkeypatch):
-    """Where finding the regions would take longer than the CPU budget (here a budget of 0 s
-    for the FSDP step's two regions), the label names the time, not the count."""
+@pytest.mark.parametrize("budget, past", [(18, None), (17, "statements")])
+def test_the_statement_budget_is_a_count_not_a_time(monkeypatch, budget, past):
+    """The FSDP step lowers six statements (two forward, four derived) each time, three times
+    to find its two regions (once to its choice, which branches, then once per region): a
+    budget of 18 statements finds both, one of 17 stops before and the label names the count,
+    on any machine."""
     import json
 
-    from shardc.driver import region_totals
+    import shardc.lang.input_limits as limits
 
-    monkeypatch.setattr(region_totals, "REGIONS_SECONDS", 0.0)
+    monkeypatch.setattr(limits, "REGIONS_STATEMENTS", budget)
+    monkeypatch.setattr("shardc.driver.region_totals.REGIONS_STATEMENTS", budget)
+    r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
+    if past is None:
+        assert len(r.regions()) == 2 and r.shown_region is not None
+        assert r.shown_region.past is None
+        return
+    assert r.regions() is None and r.shown_region is not None
+    assert r.shown_region.past == "statements"
+    out = r.to_text()
+    assert "plans: more than 17 statements to lower to find the regions: every section" in out
+    assert "more than 16" not in out and "CPU" not in out
+    d = json.loads(r.to_json())
+    assert d["regions_limit"] == "statements" and "17 statements" in d["note"]
+    assert d["shown_region"]["condition"] == r.shown_region.where
+
+
+def test_past_the_cpu_net_the_report_says_it_was_the_time(monkeypatch):
+    """The CPU net under the count (here none at all: the FSDP step's enumeration stops at
+    its first lowering) is named as a time."""
+    import shardc.lang.input_limits as limits
+
+    monkeypatch.setattr(limits, "REGIONS_NET_SECONDS", 0.0)
     r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
     assert r.regions() is None and r.shown_region is not None
     assert r.shown_region.past == "seconds"
-    out = r.to_text()
-    assert "plans: more than 3 s of CPU time to find the regions: every section" in out
-    assert "more than 16" not in out
-    d = json.loads(r.to_json())
-    assert d["regions_limit"] == "seconds" and "3 s of CPU time" in d["note"]
-    assert d["shown_region"]["condition"] == r.shown_region.where
+    assert "plans: more than 0 s of CPU time to find the regions: every section" in r.to_text()
 
 
 def test_the_fsdp_boundary_is_where_compiles_change_plan():

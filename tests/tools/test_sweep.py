@@ -497,14 +497,17 @@ def test_a_sweep_is_the_compile_at_each_point(prog, hw, model, pick, step):
     "past, words",
     [
         ("regions", "more than 16 regions"),
-        ("seconds", "more than 3 s of CPU time to find the regions"),
+        ("statements", "more than 0 statements to lower to find the regions"),
+        ("seconds", "more than 0 s of CPU time to find the regions"),
     ],
 )
 def test_past_the_cap_the_sweep_names_the_limit_hit(monkeypatch, past, words):
-    """Where the plans across the grid are too many to find (the count, or the CPU time),
-    the note names the limit hit, as the report's label does (`render.writer.past_text`)."""
+    """Where the plans across the grid are too many to find (the regions, the statements to
+    lower, or the CPU net), the note names the limit hit, as the report's label does
+    (`render.writer.past_text`)."""
     import functools
 
+    import shardc.lang.input_limits as limits
     from shardc.driver import region_totals
     from shardc.passes import symbolic_plans
 
@@ -512,9 +515,11 @@ def test_past_the_cap_the_sweep_names_the_limit_hit(monkeypatch, past, words):
     real = symbolic_plans.variants
     if past == "regions":  # the FSDP step's two regions past a cap of one
         monkeypatch.setattr(symbolic_plans, "variants", functools.partial(real, cap=1))
-    else:  # past a budget of no time at all
-        monkeypatch.setattr(symbolic_plans, "variants", functools.partial(real, seconds=0.0))
-        monkeypatch.setattr(region_totals, "REGIONS_SECONDS", 0.0)
+    elif past == "statements":  # past a budget of no statements at all
+        monkeypatch.setattr(limits, "REGIONS_STATEMENTS", 0)
+        monkeypatch.setattr(region_totals, "REGIONS_STATEMENTS", 0)
+    else:  # past a CPU net of no time at all
+        monkeypatch.setattr(limits, "REGIONS_NET_SECONDS", 0.0)
     s = sw.sweep(r, [Grid("B", 1e3, 1e6, 7, "log")], ["t_comms_s"])
     assert s.notes[0] == f"{words} across the grid: collectives as chosen at typical sizes"
     # the whole-number points (1e3, 1e4, 1e5, 1e6) are each the compile there

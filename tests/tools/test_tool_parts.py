@@ -109,12 +109,13 @@ def test_the_hover_names_the_limit_the_regions_went_past(monkeypatch):
     from shardc.tools.lsp.worker import _hovers
     from tests.driver.test_regions import FSDP
 
-    monkeypatch.setattr(region_totals, "REGIONS_SECONDS", 0.0)
+    monkeypatch.setattr(region_totals, "REGIONS_STATEMENTS", 0)
     r = shardc.compile(FSDP, set={"X": 16}, objective="statement")
-    assert r.shown_region is not None and r.shown_region.past == "seconds"
+    assert r.shown_region is not None and r.shown_region.past == "statements"
     where = r.shown_region.where
     for past, words in (
-        ("seconds", "(more than 3 s of CPU time to find the regions: the plan where "),
+        ("statements", "(more than 160 statements to lower to find the regions: the plan where "),
+        ("seconds", "(more than 20 s of CPU time to find the regions: the plan where "),
         ("regions", "(more than 16 regions: the plan where "),
         (None, "\n(the plan where "),
     ):

@@ -51,16 +51,19 @@ def holds_text(h: bool | None) -> str:
 
 def past_text(past: str | None) -> str:
     """The limit a report's regions went past (`driver.region_totals.Shown.past`): "regions"
-    (more than `MAX_REGIONS` of them) or "seconds" (`REGIONS_SECONDS` of CPU time to find
-    them); None where the report does not say which."""
-    from shardc.lang.input_limits import MAX_REGIONS, REGIONS_SECONDS
+    (more than `MAX_REGIONS` of them), "statements" (more than `REGIONS_STATEMENTS` to lower
+    to find them) or "seconds" (the CPU net, `REGIONS_NET_SECONDS`); None where the report
+    does not say which."""
+    from shardc.lang.input_limits import MAX_REGIONS, REGIONS_NET_SECONDS, REGIONS_STATEMENTS
 
     return {
         "regions": f"more than {MAX_REGIONS} regions",
-        "seconds": f"more than {REGIONS_SECONDS:g} s of CPU time to find the regions",
+        "statements": f"more than {REGIONS_STATEMENTS} statements to lower to find the regions",
+        "seconds": f"more than {REGIONS_NET_SECONDS:g} s of CPU time to find the regions",
     }.get(
         past or "",
-        f"more than {MAX_REGIONS} regions, or more than {REGIONS_SECONDS:g} s to find them",
+        f"more than {MAX_REGIONS} regions, or more than {REGIONS_STATEMENTS} statements to "
+        "lower to find them",
     )
 
 
