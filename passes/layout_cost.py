@@ -32,13 +32,25 @@ SizeOf = Callable[[str], Num]
 
 def local_elements(layout: Layout, size_of: SizeOf) -> Num:
     """Elements of one device's block: each dim divided by the sizes of its axes."""
-    sizes = tuple((size_of(d.dim), tuple(size_of(a) for a in d.axes)) for d in layout.dims)
-    if all(is_number(n) and all(is_number(a) for a in axes) for n, axes in sizes):
-        out: Num = 1
-        for n, axes in sizes:
-            out = out * n / sprod(axes)
-        return out
-    return _symbolic_elements(tuple((typed(n), tuple(typed(a) for a in axes)) for n, axes in sizes))
+    out: Num = 1
+    for d in layout.dims:
+        n = size_of(d.dim)
+        split: Num = 1
+        for a in d.axes:
+            x = size_of(a)
+            if not isinstance(x, (int, float)):
+                break
+            split = split * x
+        else:
+            if isinstance(n, (int, float)):
+                out = out * n / split
+                continue
+        # a symbol: the block's formula, one per sizes
+        sizes = tuple((size_of(d.dim), tuple(size_of(a) for a in d.axes)) for d in layout.dims)
+        return _symbolic_elements(
+            tuple((typed(n), tuple(typed(a) for a in axes)) for n, axes in sizes)
+        )
+    return out
 
 
 @memoized(ELEMENTS, lambda sizes: sizes)

@@ -11,6 +11,7 @@ run at once; contention between them ignored). Rule and source: docs/cost-model.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -23,7 +24,7 @@ from shardc.passes.context import Model
 from shardc.passes.cost_model import CollectiveTime, Links, Num, is_number, smax, smin
 from shardc.passes.ir import Topology
 from shardc.passes.memo import PERMUTE_NEAR, PERMUTE_PAIRS, PERMUTE_TIME, memoized, typed
-from shardc.passes.send_cost import send_time
+from shardc.passes.send_cost import by_distance, send_time
 
 Coords = tuple[int, ...]
 Pairs = list[tuple[Coords, Coords]]
@@ -147,11 +148,13 @@ def _nearest_holders(
         have = holders[block]
         keys = {(h, r): cost(h, r) for h in have for r in want}
         ranked = sorted(set(keys.values()))
+        # each device's holders, cheapest send first (ties in `have`'s order), once per block
+        order = {r: sorted(have, key=functools.partial(_send_key, keys, r)) for r in want}
         lo, hi = 0, len(ranked) - 1
-        best = _matching(want, have, keys, ranked[hi])
+        best = _matching(want, order, keys, ranked[hi])
         while lo < hi:  # the least bound on the costliest send that still serves every device
             mid = (lo + hi) // 2
-            m = _matching(want, have, keys, ranked[mid])
+            m = _matching(want, order, keys, ranked[mid])
             if m is None:
                 lo = mid + 1
             else:
@@ -161,18 +164,20 @@ def _nearest_holders(
     return pairs
 
 
+def _send_key(keys: Mapping[tuple[Coords, Coords], SendKey], r: Coords, h: Coords) -> SendKey:
+    return keys[(h, r)]
+
+
 def _matching(
     want: list[Coords],
-    have: list[Coords],
+    order: Mapping[Coords, list[Coords]],
     keys: Mapping[tuple[Coords, Coords], SendKey],
     bound: SendKey,
 ) -> dict[Coords, Coords] | None:
-    """A source for each device of `want`, each of `have` used once, every send's key at most
-    `bound` (augmenting paths, cheapest sends tried first); None where there is none."""
-    options = {
-        r: sorted((h for h in have if keys[(h, r)] <= bound), key=lambda h: keys[(h, r)])
-        for r in want
-    }
+    """A source for each device of `want` among its holders (`order`, cheapest send first),
+    each holder used once, every send's key at most `bound` (augmenting paths, cheapest sends
+    tried first); None where there is none."""
+    options = {r: [h for h in order[r] if keys[(h, r)] <= bound] for r in want}
     owner: dict[Coords, Coords] = {}
 
     def augment(r: Coords, seen: set[Coords]) -> bool:
@@ -231,12 +236,23 @@ def pairs_time(
             if d
         ]
         return send_time(v, moves, size_of, model, topo, links, known)
-    times: list[CollectiveTime] = []
-    for point in dict.fromkeys(
-        tuple(SendAxis(a, src=s[k], dst=t[k]) for k, a in enumerate(axes) if s[k] != t[k])
-        for s, t in moving
-    ):
-        times.append(send_time(v, point, size_of, model, topo, links, known))
+    # One point Send per distinct price: pairs that move by the same distances along axes
+    # priced by distance (`by_distance`), and by the same ends along the others, cost the same.
+    near = [by_distance(a, topo) for a in axes]
+    points: dict[tuple[object, ...], tuple[SendAxis, ...]] = {}
+    for s, t in moving:
+        # per axis: the distance, or the ends where they differ (0: it does not move)
+        key = tuple(
+            [
+                abs(j - i) if by else (i, j) if i != j else 0
+                for i, j, by in zip(s, t, near, strict=True)
+            ]
+        )
+        if key not in points:
+            points[key] = tuple(
+                SendAxis(a, src=s[k], dst=t[k]) for k, a in enumerate(axes) if s[k] != t[k]
+            )
+    times = [send_time(v, point, size_of, model, topo, links, known) for point in points.values()]
     if all(is_number(x.time) for x in times):
         return max(times, key=lambda x: float(x.time))
     slowest = [x for x in times if not any(y is not x and _slower(y, x) for y in times)]
@@ -319,17 +335,21 @@ def _nearest(
     those and of the fixed `pairs`."""
     unit = Links.uniform(1.0, 1.0)
     known_n = n.get
-    sends: dict[tuple[tuple[int, int, int], ...], SendKey] = {}
+    sends: dict[tuple[tuple[int, ...], ...], SendKey] = {}
     axes = range(len(names))
+    flat = [by_distance(a, topo) for a in names]
 
     def cost(h: Coords, r: Coords) -> SendKey:
-        # by the moving coordinates (a block's holders are many, their sends few)
-        moves = tuple((k, h[k], r[k]) for k in axes if h[k] != r[k])
+        # by the moving coordinates (a block's holders are many, their sends few), each as
+        # `pairs_time` tells sends of one price apart
+        moves = tuple(
+            (k, abs(r[k] - h[k])) if flat[k] else (k, h[k], r[k]) for k in axes if h[k] != r[k]
+        )
         hit = sends.get(moves)
         if hit is None:
             if not moves:
                 return (0.0, 0.0)
-            point = tuple(SendAxis(names[k], src=i, dst=j) for k, i, j in moves)
+            point = tuple(SendAxis(names[k], src=h[k], dst=r[k]) for k in axes if h[k] != r[k])
             t = send_time(1.0, point, known_n, model, topo, unit, known_n)
             hit = sends[moves] = (float(t.bandwidth), float(t.latency))
         return hit

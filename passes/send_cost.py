@@ -110,6 +110,22 @@ def send_time(
     )
 
 
+def by_distance(axis: str, topo: Topology | None) -> bool:
+    """Whether `send_time` prices a point entry along `axis` (`X: i -> j`) by its distance
+    |j - i| alone: an ICI axis on one physical axis (`_point_leg`), so two entries at the same
+    distance cost the same. Not a switched level's, nor a mesh axis spanning several physical
+    axes, whose entries are priced by their ends (this answers False for them, which is
+    always safe).
+
+    >>> by_distance("X", None)
+    True
+    """
+    if topo is None:
+        return True
+    link = topo.link(axis)
+    return link.level not in SWITCHED and len(link.physical or (axis,)) == 1
+
+
 def _legs(
     m: SendAxis, n: Num, n_known: int | None, link: AxisLink | None, topo: Topology | None
 ) -> list[_Leg]:

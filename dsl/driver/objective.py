@@ -125,6 +125,7 @@ def choose(r: Report, recorder: Forced, base: Any = None) -> Report:
 def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forced]:
     """`choose`, and the chooser of the plans it returns (what each contraction ran)."""
     from shardc.driver.recipe import relower
+    from shardc.passes.lower.prefixes import Prefixes, end_of
     from shardc.passes.objective import search
 
     objective = objective_of(r)
@@ -135,6 +136,11 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
     # report's regions search at many points of one free size): lowered once for them all.
     lowerings: dict[tuple, tuple[Any, None]] = recipe.shared.setdefault("vectors", {})
     known = tuple(sorted(recorder.options.items()))
+    # Vectors whose options a contraction lacks run its first there (`Forced.rank`): those
+    # that answer every question alike are one program, the one their lowerings end with
+    # (`passes.lower.prefixes`), costed and scheduled once (the FSDP step's 64 vectors are 36).
+    book = recipe.shared.setdefault("prefixes", Prefixes())
+    ends: dict[Any, tuple[tuple[Any, None], Report]] = {}
 
     def lower(chooser: Forced) -> Report | None:
         seen = recorder.wide
@@ -145,13 +151,24 @@ def _choose(r: Report, recorder: Forced, base: Any = None) -> tuple[Report, Forc
         )
         key = (known, vector, objective == "step")
         if key not in lowerings:
+            same = ends.get(end_of(book, chooser))
+            if same is not None:
+                lowerings[key] = same[0]
+                return same[1]
             lowerings[key] = light(recipe, chooser, objective != "step")
+            if lowerings[key][0] is not None:
+                out = _report(lowerings[key])
+                ends[end_of(book, chooser)] = (lowerings[key], out)
+                return out
         else:
             chooser.seen.update(recorder.seen)  # as the lowering would have recorded them
             chooser.wide.update(seen)
         if lowerings[key][0] is None:
             return None
-        out = _with(r, *lowerings[key])
+        return _report(lowerings[key])
+
+    def _report(lowered: tuple[Any, None]) -> Report:
+        out = _with(r, *lowered)
         # the same sizes, chip and bindings: the environment of numbers is `r`'s, and so is
         # each formula's number (the vectors share most of their ops' formulas)
         out.memo.env, out.memo.values = r.memo.env, r.memo.values

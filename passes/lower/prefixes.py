@@ -159,6 +159,24 @@ class Recording:
         return statement
 
 
+def end_of(book: Prefixes, chooser: Any) -> Position | None:
+    """Where a lowering answered by `chooser` ends, where an earlier lowering with the same
+    answers ended there (its result is `book.ends`' at it: a lowering returns that very
+    program, `Recording.resume`); None where its answers lead where none went. The questions
+    are put to `chooser` as that lowering would put them, so it records the same options."""
+    at: Position = (0, ())
+    while at not in book.ends:
+        event = book.events.get(at)
+        if event is None:
+            return None
+        if event[0] == "end":
+            at = (at[0] + 1, at[1])
+            continue
+        answer = (chooser.rank if event[0] == "rank" else chooser.choose)(*event[1:])
+        at = (at[0], (*at[1], answer))
+    return at
+
+
 def recording(chooser: Chooser | None, book: Prefixes | None) -> Recording | None:
     """A recording chooser around `chooser` where lowerings are shared (`book`): only the
     search's own choosers (`passes.objective.Forced`, which answer `rank`)."""
@@ -167,4 +185,4 @@ def recording(chooser: Chooser | None, book: Prefixes | None) -> Recording | Non
     return Recording(chooser, book)
 
 
-__all__ = ["Position", "Prefixes", "Recording", "recording", "restore", "snapshot"]
+__all__ = ["Position", "Prefixes", "Recording", "end_of", "recording", "restore", "snapshot"]

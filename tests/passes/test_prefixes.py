@@ -12,7 +12,14 @@ import pytest
 
 import shardc
 from shardc.lang.diagnostics import Diagnostics
-from shardc.passes.lower.prefixes import Prefixes, Recording, recording, restore, snapshot
+from shardc.passes.lower.prefixes import (
+    Prefixes,
+    Recording,
+    end_of,
+    recording,
+    restore,
+    snapshot,
+)
 from shardc.passes.objective import Forced
 from shardc.passes.pipeline import InsertCollectives, configure
 from shardc.passes.symbolic_plans import AtPoint
@@ -80,6 +87,36 @@ def test_resumed_at_points_of_a_free_size():
         for b in (1024.0, 7000.0, 8192.0, 16384.0, 65536.0)
     ]
     assert max(counts) > 1
+
+
+@pytest.mark.parametrize("base", [None, AtPoint({"B": 7000.0}), AtPoint({"B": 65536.0})])
+def test_the_end_of_a_chooser_is_where_its_lowering_ends(base):
+    """`end_of` replays the book to a chooser: None before a lowering with its answers ended;
+    after, where it ended, with the options the lowering records; vectors that end at one
+    position answer alike and lower to one program."""
+    r = shardc.compile(FSDP if base is not None else fsdp(4096))
+    first = Forced(base, shared=r.recipe.shared)
+    lowered(r.recipe, first, None)
+    ordinals = sorted(first.seen)
+    book = Prefixes()
+    by_end: dict = {}
+    known_before = 0
+    for vector in itertools.product(*(range(first.seen[k]) for k in ordinals)):
+        forced = dict(zip(ordinals, vector, strict=True))
+        before = Forced(base, forced, shared=r.recipe.shared)
+        known = end_of(book, before)
+        chooser = Forced(base, forced, shared=r.recipe.shared)
+        program = lowered(r.recipe, chooser, book)
+        after = Forced(base, forced, shared=r.recipe.shared)
+        end = end_of(book, after)
+        assert end is not None and end in book.ends
+        assert known in (None, end)
+        known_before += known is not None
+        assert records(after) == records(chooser)
+        answers = tuple(sorted(chooser.picked.items()))
+        assert by_end.setdefault(end, (answers, program)) == (answers, program)
+    assert 1 < len(by_end)
+    assert known_before > 0 or base is not None  # the FSDP step's 64 vectors are 36 programs
 
 
 def test_a_chooser_without_rank_is_not_recorded():

@@ -21,7 +21,7 @@ from shardc.lang.source import Source
 from shardc.lang.syntax import Assign, CollectiveCall
 from shardc.passes.cost_model import Links
 from shardc.passes.ir import Collective
-from shardc.passes.send_cost import _routed, _shift_leg, send_time
+from shardc.passes.send_cost import _routed, _shift_leg, by_distance, send_time
 from shardc.testing.strategies import layout_text, meshes
 from shardc.tools.simulate import check, random_inputs, reference, roll_blocks, simulate
 
@@ -245,6 +245,64 @@ def test_send_time_without_topology_is_a_ring():
         Links.uniform(2.0, 1.0),
     )
     assert (t.bandwidth, t.latency, t.time) == (100.0, 1, 101.0)
+
+
+TOPOLOGIES = {
+    "mesh X=16\nhardware tpu-v5e": {"X": 16},
+    "mesh X=16 nowrap\nhardware tpu-v5e": {"X": 16},
+    "mesh X=4, Y=2\nhardware tpu-v5e": {"X": 4, "Y": 2},
+    "mesh X=2 @ici(x), Y=8 @ici(x) wrap\nhardware tpu-v5e": {"X": 2, "Y": 8},
+    "mesh X=16 @ici(x, y) wrap\nhardware tpu-v5e": {"X": 16},
+    "mesh X=16 @ici(x, y)\nhardware tpu-v5e": {"X": 16},
+    "mesh X=4, P=2 @dcn\nhardware tpu-v5e": {"X": 4, "P": 2},
+    "mesh N=16, M=2\nhardware h100": {"N": 16, "M": 2},
+    "mesh X=8, Y=4": {"X": 8, "Y": 4},
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.sampled_from(sorted(TOPOLOGIES)), st.sampled_from(["book", "exact"]))
+def test_point_sends_at_one_distance_cost_the_same_on_axes_priced_by_distance(data, mesh, model):
+    """`by_distance`, which `passes.permute_cost` prices a permute's sends by: along an axis it
+    names, every point entry at the same distance takes the same time, with or without entries
+    along the other axes."""
+    sizes = TOPOLOGIES[mesh]
+    topo = compiled(f"{mesh}\ndim I=64\nA: bf16[I]\n").topology
+    axis = data.draw(st.sampled_from(sorted(sizes)))
+    n = sizes[axis]
+    d = data.draw(st.integers(0, n - 1))
+    i, k = data.draw(st.integers(0, n - 1 - d)), data.draw(st.integers(0, n - 1 - d))
+    j, m = i + d, k + d
+    if data.draw(st.booleans()):
+        i, j = j, i  # the other way along the axis: the same distance
+    others = [
+        SendAxis(a, src=data.draw(st.integers(0, sizes[a] - 1)), dst=0)
+        for a in sorted(sizes)
+        if a != axis and data.draw(st.booleans())
+    ]
+    links = Links.uniform(2.0, 1.0)
+
+    def time(src: int, dst: int):
+        point = [*([SendAxis(axis, src=src, dst=dst)] if src != dst else []), *others]
+        return send_time(64.0, point, sizes.__getitem__, model, topo, links)
+
+    if by_distance(axis, topo):
+        assert time(i, j) == time(k, m)
+
+
+@pytest.mark.parametrize(
+    "mesh, by",
+    [
+        ("mesh X=16\nhardware tpu-v5e", {"X": True}),
+        ("mesh X=4, P=2 @dcn\nhardware tpu-v5e", {"X": True, "P": False}),
+        ("mesh X=16 @ici(x, y) wrap\nhardware tpu-v5e", {"X": False}),
+        ("mesh N=16, M=2\nhardware h100", {"N": False, "M": False}),
+    ],
+)
+def test_which_axes_price_point_sends_by_distance(mesh, by):
+    topo = compiled(f"{mesh}\ndim I=64\nA: bf16[I]\n").topology
+    assert {a: by_distance(a, topo) for a in by} == by
+    assert by_distance("X", None)
 
 
 # ---- the simulator -------------------------------------------------------------------------------
