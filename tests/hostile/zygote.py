@@ -125,8 +125,8 @@ def warm() -> None:
     """Compile `WARM` once, as a case would (`shardc.cli.app.main`): what the commands
     import only after reading their input (the parser and its LALR tables, the validation
     passes, the chip files, the renderers) is then in every child, as `PRELOAD` is. Without it
-    each child imported them again, about 0.13 s of a case's 0.17 s of CPU. What a case does
-    with its own input, and the limits it runs under, are unchanged."""
+    each child would import them again, about a third of a case's CPU. What a case does with its
+    own input, and the limits it runs under, are unchanged."""
     import tempfile
 
     from shardc.cli.app import main
