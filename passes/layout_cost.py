@@ -31,28 +31,13 @@ SizeOf = Callable[[str], Num]
 
 
 def local_elements(layout: Layout, size_of: SizeOf) -> Num:
-    """Elements of one device's block: each dim divided by the sizes of its axes.
-
-    The planners ask this of every layout they price, most of them with every size a number:
-    that case is one loop that builds nothing (`is_number` and `sprod` written out); at the
-    first size that is no number, the sizes go to the symbolic product."""
-    out: Num = 1
-    for d in layout.dims:
-        n = size_of(d.dim)
-        if not isinstance(n, (int, float)):
-            return _symbolic_of(layout, size_of)
-        shards: Num = 1
-        for a in d.axes:
-            x = size_of(a)
-            if not isinstance(x, (int, float)):
-                return _symbolic_of(layout, size_of)
-            shards = shards * x
-        out = out * n / shards
-    return out
-
-
-def _symbolic_of(layout: Layout, size_of: SizeOf) -> Num:
+    """Elements of one device's block: each dim divided by the sizes of its axes."""
     sizes = tuple((size_of(d.dim), tuple(size_of(a) for a in d.axes)) for d in layout.dims)
+    if all(is_number(n) and all(is_number(a) for a in axes) for n, axes in sizes):
+        out: Num = 1
+        for n, axes in sizes:
+            out = out * n / sprod(axes)
+        return out
     return _symbolic_elements(tuple((typed(n), tuple(typed(a) for a in axes)) for n, axes in sizes))
 
 
