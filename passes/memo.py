@@ -170,6 +170,10 @@ SEPARATE: Table[Hashable, sp.Rel] = _table(
 LESS_THAN: Table[Hashable, sp.Rel | bool] = _table(
     "conditions.less_than", "the relation under which one formula is below another, by the two"
 )
+FREE_SYMBOLS: Table[Hashable, frozenset[sp.Symbol]] = _table(
+    "regions.free-symbols",
+    "a formula's free symbols (SymPy walks the whole formula for them on each ask), by formula",
+)
 LAMBDA_FUNCTIONS: Table[Hashable, tuple[tuple[str, ...], Callable[..., Any]]] = _table(
     "regions.functions",
     "a formula compiled by `lambdify` with its arguments, by formula and modules",

@@ -24,6 +24,7 @@ import sympy as sp
 from shardc.lang import input_limits
 from shardc.lang.input_limits import MAX_REGIONS
 from shardc.passes.memo import (
+    FREE_SYMBOLS,
     LAMBDA_FUNCTIONS,
     LAMBDA_PRINTERS,
     REGION_SAMPLES,
@@ -219,9 +220,16 @@ _NO_DOCSTRING = (
 )
 
 
+@memoized(FREE_SYMBOLS, lambda expr: expr)
+def free_symbols(expr: sp.Basic) -> frozenset[sp.Symbol]:
+    """`expr.free_symbols`, asked once per formula: the searches evaluate the same candidate
+    times at many points, and SymPy walks the whole formula for its symbols on each ask."""
+    return frozenset(expr.free_symbols)
+
+
 @memoized(LAMBDA_FUNCTIONS, lambda expr, modules: (expr, modules))
 def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..., Any]]:
-    syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    syms = tuple(sorted(free_symbols(expr), key=lambda s: s.name))
     return (
         tuple(s.name for s in syms),
         sp.lambdify(syms, expr, modules=modules, printer=_printer(modules), **_NO_DOCSTRING),
@@ -230,7 +238,7 @@ def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..
 
 def evaluate(expr: sp.Expr, point: Mapping[str, float]) -> float | None:
     """`expr` at `point` (a number per size name), in floats; None when a size is missing."""
-    if not expr.free_symbols:
+    if not free_symbols(expr):
         return float(expr)
     names, fn = _function(expr, "math")
     if any(n not in point for n in names):
@@ -357,7 +365,7 @@ def winners(candidates: Sequence[Candidate], points: Mapping[str, Any]) -> Any:
     size = len(next(iter(points.values()))) if points else 1
 
     def values(expr: sp.Expr) -> Any:
-        if not expr.free_symbols:
+        if not free_symbols(expr):
             return np.full(size, float(expr))
         names, fn = _function(expr, "numpy")
         return np.broadcast_to(np.asarray(fn(*[points[n] for n in names]), dtype=float), size)
@@ -421,11 +429,12 @@ def cheaper(a: sp.Expr, b: sp.Expr) -> sp.Basic | bool:
     show = {d: m for m, d in hide.items()}
     diff = expanded(b.xreplace(hide) - a.xreplace(hide))  # > 0 where a is cheaper
     terms = sp.Add.make_args(diff)
-    syms = diff.free_symbols - set(show)
-    if not diff.free_symbols:
+    free = diff.free_symbols
+    syms = free - set(show)
+    if not free:
         return bool(diff > 0)
-    sizes = a.free_symbols | b.free_symbols  # a Max may hold sizes the rest does not
-    if show and len(sizes) == 1 and diff.free_symbols & set(show):
+    sizes = free_symbols(a) | free_symbols(b)  # a Max may hold sizes the rest does not
+    if show and len(sizes) == 1 and free & set(show):
         solved = _half_line(diff.xreplace(show), next(iter(sizes)))
         if solved is not None:
             return solved
@@ -623,7 +632,7 @@ class RegionFinder:
     def regions(self, candidates: Sequence[Candidate]) -> tuple[Region, ...]:
         names = tuple(
             sorted(
-                {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+                {s.name for c in candidates for s in (free_symbols(c.time) | free_symbols(c.flops))}
             )
         )
         if not names:
@@ -685,7 +694,7 @@ class OnSample:
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         import numpy as np
 
-        names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+        names = {s.name for c in candidates for s in (free_symbols(c.time) | free_symbols(c.flops))}
         if not names <= self.points.keys():
             return None
         won = winners(candidates, self.points)
@@ -723,7 +732,7 @@ class Majority(OnSample):
     def choose(self, ordinal: int, candidates: Sequence[Candidate]) -> int | None:
         import numpy as np
 
-        names = {s.name for c in candidates for s in (c.time.free_symbols | c.flops.free_symbols)}
+        names = {s.name for c in candidates for s in (free_symbols(c.time) | free_symbols(c.flops))}
         if not names <= self.points.keys():
             return None
         if self.mask is None:
@@ -884,6 +893,7 @@ __all__ = [
     "evaluate",
     "sourced",
     "exact",
+    "free_symbols",
     "plan_key",
     "sample_points",
     "symbolic_time",

@@ -18,6 +18,7 @@ from shardc.driver.formulas import code_printer
 from shardc.lang.dtypes import NAMES as DTYPE_NAMES
 from shardc.passes.memo import REPORT_FUNCTIONS, REPORT_VALUES
 from shardc.passes.sizes import known_sizes
+from shardc.passes.symbolic_plans import free_symbols
 from shardc.passes.symbols import as_expr, hardware_values, size_symbol
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def evaluate_all(r: Report, exprs: list[sp.Expr]) -> None:
     for e in dict.fromkeys({id(e): e for e in exprs}.values()):
         if e in cache:
             continue
-        free = e.free_symbols
+        free = free_symbols(e)
         if not free <= env.keys():
             cache[e] = None
             continue
@@ -83,7 +84,7 @@ def _lambdify_all(
     r: Report, ready: list[sp.Expr], keys: list[tuple], env: dict[sp.Symbol, float]
 ) -> None:
     """`ready`'s values through one generated function (kept for the same formulas)."""
-    args = sorted({s for e in ready for s in e.free_symbols}, key=lambda s: s.name)
+    args = sorted({s for e in ready for s in free_symbols(e)}, key=lambda s: s.name)
     # The same formulas under other values (a plan's candidates, a size edited in a notebook):
     # the generated function is kept, keyed by the formulas.
     fkey = (tuple(ready), tuple(args))
@@ -226,7 +227,7 @@ def any_unfinite(r: Report) -> bool:
     (an overflow); the cheap first check of K003, before naming the formula."""
     env = environment(r).keys()
     return any(
-        v is None and e.free_symbols and e.free_symbols <= env for e, v in r.memo.values.items()
+        v is None and free_symbols(e) and free_symbols(e) <= env for e, v in r.memo.values.items()
     )
 
 

@@ -5,14 +5,14 @@ missing figure warns (H030) instead of falling back silently."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
 import shardc
 from shardc import hardware
+from shardc.cli.app import main
 from shardc.driver.api import as_source, run_pipeline
 from shardc.hardware.chip import PRECISIONS, load
 
@@ -149,13 +149,9 @@ def test_the_condition_uses_the_rate_of_the_dtype_in_play() -> None:
     assert highest.value(highest.conditions[0].relation.rhs) == pytest.approx(6.7e13 / 4.8e12)
 
 
-def test_hw_show_lists_every_rate_and_the_f32_products() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "shardc", "hw", "show", "h200"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+def test_hw_show_lists_every_rate_and_the_f32_products(capsys: pytest.CaptureFixture) -> None:
+    assert main(["hw", "show", "h200"]) == 0
+    out = capsys.readouterr().out
     for line in (
         "f32         6.7e13 FLOP/s (67 TFLOP/s) on the vector units",
         "tf32        4.945e14 FLOP/s (494 TFLOP/s) on the tensor cores",
@@ -173,19 +169,20 @@ def test_hw_show_lists_every_rate_and_the_f32_products() -> None:
         ["derive", "-", "--matmul-precision", "highest", "--set", "M=64"],
     ],
 )
-def test_the_cli_takes_the_precision(command: list[str]) -> None:
-    text = "hardware h200\ndim M=64, K=64, N=64\nA: f32[M, K]\nB: f32[K, N]\nC[M, N] = A ·_K B\n"
-    run = subprocess.run(
-        [sys.executable, "-m", "shardc", *command], input=text, capture_output=True, text=True
+def test_the_cli_takes_the_precision(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """In this process, the program in a file (`-`, standard input, is the same reader)."""
+    program = tmp_path / "p.shard"
+    program.write_text(
+        "hardware h200\ndim M=64, K=64, N=64\nA: f32[M, K]\nB: f32[K, N]\nC[M, N] = A ·_K B\n",
+        encoding="utf-8",
     )
-    assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr
-    bad = subprocess.run(
-        [sys.executable, "-m", "shardc", command[0], "-", "--matmul-precision", "fastest"],
-        input=text,
-        capture_output=True,
-        text=True,
-    )
-    assert bad.returncode == 2 and "--matmul-precision" in bad.stderr
+    argv = [str(program) if a == "-" else a for a in command]
+    assert main(argv) in (0, 1), capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        main([command[0], str(program), "--matmul-precision", "fastest"])
+    assert bad.value.code == 2 and "--matmul-precision" in capsys.readouterr().err
 
 
 def test_critical_intensities_use_the_products_rate() -> None:

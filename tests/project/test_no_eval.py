@@ -128,8 +128,9 @@ param W_in: bf16[D_X, F]
 param W_out: bf16[F, D_X]
 Tmp = In ·_D W_in
 Out[B_X, D] = gelu(Tmp) ·_F W_out
-backward
 """
+"""The program the payloads are given with: its forward pass is enough for every command to
+read the payload (with `backward`, `sweep` compiled for 3 s of CPU before it did)."""
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardc import hardware
+from shardc.cli.app import main
 from shardc.tools import models
 from shardc.tools import plan as P
 from shardc.tools.plan.candidates import Options, Pipeline
@@ -342,13 +343,25 @@ def test_when_nothing_fits_the_hint_is_an_option_not_yet_used(options, hint):
 
 
 def _shardc(*args):
+    """The installed command in a process of its own (one test: start-up, exit status, stderr)."""
     return subprocess.run(
         [sys.executable, "-m", "shardc", *args], capture_output=True, text=True, timeout=120
     )
 
 
-def test_cli_evaluates_a_pipelined_layout_as_json():
-    r = _shardc(
+def _main(capsys, *args):
+    """`shardc ARGS` in this process: (exit status, stdout, stderr), argparse's exit 2 included."""
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_evaluates_a_pipelined_layout_as_json(capsys):
+    code, out, err = _main(
+        capsys,
         "plan",
         "--card",
         "llama2-13b",
@@ -369,8 +382,8 @@ def test_cli_evaluates_a_pipelined_layout_as_json():
         "--format",
         "json",
     )
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
+    assert code == 0, err
+    d = json.loads(out)
     (c,) = d["candidates"]
     assert c["mesh"] == {"PP": 4, "X": 2, "Y": 8} and c["mesh_text"] == "PP=4, X=2, Y=8"
     assert c["degrees"]["pipeline"] == 4 and c["pipeline"]["virtual_stages"] == 2
@@ -392,8 +405,9 @@ def test_cli_evaluates_a_pipelined_layout_as_json():
         ("fsdp: P=8 @ib, X=8 @ib, P=1", "P is given twice"),
     ],
 )
-def test_cli_refuses_bad_pipelined_layouts_in_one_line(layout, message):
-    r = _shardc(
+def test_cli_refuses_bad_pipelined_layouts_in_one_line(capsys, layout, message):
+    code, _, err = _main(
+        capsys,
         "plan",
         "--card",
         "llama2-13b",
@@ -406,15 +420,26 @@ def test_cli_refuses_bad_pipelined_layouts_in_one_line(layout, message):
         "--layout",
         layout,
     )
-    assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
+    assert code == 1 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_installed_command_refuses_a_bad_layout_in_one_line():
+    """The same refusal from `python -m shardc`, a process of its own."""
+    r = _shardc(
+        "plan", "--card", "llama2-13b", "--hw", "h100", "--chips", "64", "--batch", "256Ki",
+        "--layout", "pp-dp-tp: PP=3, Y=8",
+    )  # fmt: skip
+    assert r.returncode == 1 and "3 stages do not split 64 chips" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize(
     "flag, value", [("--virtual-stages", "0"), ("--microbatch", "x"), ("--microbatch", "3")]
 )
-def test_cli_refuses_bad_pipeline_options(flag, value):
-    r = _shardc(
+def test_cli_refuses_bad_pipeline_options(capsys, flag, value):
+    code, _, err = _main(
+        capsys,
         "plan",
         "--card",
         "llama2-13b",
@@ -429,8 +454,8 @@ def test_cli_refuses_bad_pipeline_options(flag, value):
         flag,
         value,
     )
-    assert r.returncode in (1, 2), r.stderr
-    assert flag.lstrip("-").split("-")[0] in r.stderr and "Traceback" not in r.stderr
+    assert code in (1, 2), err
+    assert flag.lstrip("-").split("-")[0] in err and "Traceback" not in err
 
 
 def test_without_sequence_parallelism_each_block_ends_in_an_allreduce():
