@@ -643,7 +643,8 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     the request's layout with the summed dims whole through a layout a later statement can
     slice (`shared_options`), then summed locally: `S0[K_XY] = Sum_{I}(E[I_Y, K]); R1[I,
     K_XY] = E` on a v5e 2x4 gathers E once (3.0 us) rather than scatter the sum and
-    AllToAll E (6.0 us). None: the sum's own plan."""
+    AllToAll E (6.0 us); or summed where it communicates least (`leanest_sum`, last, in the
+    search's descent). None: the sum's own plan."""
     if request is None or not isinstance(e.arg, Ref) or e.arg.layout is not None:
         return None
     ordinal = SHARED_ORDINAL + st.reshard_statements
@@ -662,9 +663,15 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     # then the sum run where it stands or on a copy on the way, its result moved after
     tail = sorted([own, *through], key=lambda o: o[0])
     there = _sum_there(st, e.dims, a, src, whole, request)
-    r = rank_all(st, ordinal, 1 + len(tail) + len(there), 1 + len(tail))
+    lean = leanest_sum(st, a, e.dims, request)
+    count = 1 + len(tail) + len(there)
+    r = rank_all(st, ordinal, count + (lean is not None), 1 + len(tail))
     if r == 0:
         return None
+    if r == count and lean is not None:
+        at, lay = lean
+        why = f"Sum_{{{','.join(e.dims)}}} communicates least from here"
+        return reshard(st, at, lay, e.span, why)
     if r > len(tail):
         mid, steps = there[r - 1 - len(tail)]
         if not steps:
@@ -748,18 +755,52 @@ def _summed_cost(
 
 def _summed_at(
     st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
-) -> tuple[Layout | None, float | None]:
+) -> tuple[Layout | None, float | None, Layout | None, float | None]:
     if a.layout.unreduced or not wide_search(st, a.dims):
-        return None, None
+        return None, None, None, None
     key = (a.layout, a.dtype, dims, request)
     if key not in st.caches.summed:
         st.caches.summed[key] = _summed(st, a, dims, request)
     return st.caches.summed[key]
 
 
+def leanest_sum(
+    st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
+) -> tuple[Value, Layout] | None:
+    """Where the sum of `a` over `dims` into `request` communicates least: of `a` and the
+    copies earlier reshards made of it (`copies_of`, as `reduce` looks at), the one and the
+    layout (`_summed`'s, among the same layouts) whose reshard and the move of the sum to
+    `request` take least time, ties to the lesser time with HBM; None where that is the sum's
+    own plan. The own plan ranks by communication plus HBM time, which `T_lower` may hide
+    behind communication: on a copy gathered for a later read, slicing only some of the axes
+    idle there onto the kept dims leaves the sum whole over the others, so its move to
+    `request` takes each block from a device on the same fast link (`E: f32[I_X, K_Y];
+    S0[K_ZXY] = Sum_{I}(E); R1[I, K_Y] = E` on a 2x2x4 H100 sums R1's `[I, K_Y]` sliced to
+    `[I, K_YZ]`, whole over X, and permutes the sum over NVLink: 144.81 us against 145.83
+    for the sum sliced to `[I, K_YXZ]` and permuted across InfiniBand)."""
+    own, own_cost = a, _summed_cost(st, a, dims, request)
+    for u in copies_of(st, a, 4):
+        c = _summed_cost(st, u, dims, request)
+        if c is not None and (own_cost is None or c < own_cost * (1 - 1e-9)):
+            own, own_cost = u, c
+    best: tuple[Value, Layout] | None = None
+    best_comm: float | None = None
+    for u in [a, *copies_of(st, a, 4)]:
+        _, _, lean, comm = _summed_at(st, u, dims, request)
+        if lean is not None and comm is not None:
+            if best_comm is None or comm < best_comm * (1 - 1e-9):
+                best, best_comm = (u, lean), comm
+    if best is None:
+        return None
+    mine = summed_layout(st, own, dims, request) or own.layout
+    if best[0].id == own.id and best[1] == mine:
+        return None
+    return best
+
+
 def _summed(
     st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
-) -> tuple[Layout | None, float | None]:
+) -> tuple[Layout | None, float | None, Layout | None, float | None]:
     w_hbm = contraction.hbm_rate(st)
     axes = [
         x
@@ -767,6 +808,8 @@ def _summed(
         if x in {*a.layout.sharding_axes, *request.sharding_axes} and x not in request.unreduced
     ]
     best, best_cost = None, None
+    lean: Layout | None = None
+    lean_comm, lean_cost = None, 0.0
     for lay in dict.fromkeys([a.layout, *wide_layouts(a.dims, axes, st.divisible)]):
         there = plan_reshard(a.layout, lay, st.known_sizes(), st.pricing(a.dtype, a.dims))
         out = Layout(
@@ -776,7 +819,8 @@ def _summed(
         on = plan_reshard(out, request, st.known_sizes(), st.pricing(a.dtype, out.dim_names))
         if there is None or on is None:
             continue
-        cost = cost_steps(st, there, a.dtype) + cost_steps(st, on, a.dtype)
+        comm = cost_steps(st, there, a.dtype) + cost_steps(st, on, a.dtype)
+        cost = comm
         if w_hbm:
             cost += (
                 float(
@@ -787,7 +831,14 @@ def _summed(
             )
         if best_cost is None or cost < best_cost * (1 - 1e-9):
             best, best_cost = lay, cost
-    return (None if best is None or best == a.layout else best), best_cost
+        # the least communication, ties to the least cost (`leanest_sum`)
+        if (
+            lean_comm is None
+            or comm < lean_comm * (1 - 1e-9)
+            or (comm <= lean_comm * (1 + 1e-9) and cost < lean_cost * (1 - 1e-9))
+        ):
+            lean, lean_comm, lean_cost = lay, comm, cost
+    return (None if best is None or best == a.layout else best), best_cost, lean, lean_comm
 
 
 def reduction(st: LoweringState, kind: str, a: Value, dims: tuple[str, ...], span: Span) -> Value:

@@ -714,6 +714,18 @@ HUNT_MISSES = [
         "S0[K_Y] = Sum_{I}(E)\nS1h1m8[I]{U_Y} = Sum_{K}(E)\nS1[I_XY] = S1h1m8\nR2[J_XY, K] = B\n",
         4.0011e-06,
     ),
+    # A sum of an array a later reshard reads (2x2x4 H100s): the sum ran on R1's gathered
+    # `[I, K_Y]` in the layout its own key (communication plus HBM time) ranked first, every
+    # idle axis sliced onto K (`[I, K_YXZ]`), and permuted its sum across InfiniBand (145.83
+    # us; a hand plan summing into `[K_ZY]` costs 145.82). Slicing only Z leaves the sum
+    # whole over X, and its permute stays on NVLink (144.81 us; passes/lower/walk.py,
+    # `leanest_sum`, an option of `_sum_shared`).
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, J=4096, K=4096\nhardware h100\nE: f32[I_X, K_Y]\n"
+        "S0[K_ZXY] = Sum_{I}(E)\nR1[I, K_Y] = E\n",
+        "S0h0m18[K_YZ] = Sum_{I}(E)\nS0[K_ZXY] = S0h0m18\nR1[I, K_Y] = E\n",
+        1.4482e-04,
+    ),
 ]
 
 
