@@ -136,11 +136,13 @@ class PlanCaches:
     alignments: dict[tuple[object, ...], list[Alignment]] = field(default_factory=dict)
     """An elementwise op's candidate layouts by its operands, request and consumer
     (`elementwise._alignments`)."""
-    summed: dict[tuple[object, ...], tuple[Layout | None, float | None]] = field(
-        default_factory=dict
-    )
+    summed: dict[
+        tuple[object, ...],
+        tuple[Layout | None, float | None, tuple[tuple[Layout, float], ...]],
+    ] = field(default_factory=dict)
     """The layout a sum runs in by its operand, dims and request, and what the sum costs from
-    there (`walk.summed_layout`)."""
+    there (`walk.summed_layout`); then the layouts `walk.leanest_sums` weighs, each with its
+    measure."""
     reads: dict[tuple[object, ...], list[list[Step]]] = field(default_factory=dict)
     """An array's options before a statement that reads it, by its layout, dtype, the request
     and the later reads (`resharding.read_options`)."""

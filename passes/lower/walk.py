@@ -643,7 +643,8 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     the request's layout with the summed dims whole through a layout a later statement can
     slice (`shared_options`), then summed locally: `S0[K_XY] = Sum_{I}(E[I_Y, K]); R1[I,
     K_XY] = E` on a v5e 2x4 gathers E once (3.0 us) rather than scatter the sum and
-    AllToAll E (6.0 us). None: the sum's own plan."""
+    AllToAll E (6.0 us); or summed where it communicates least (`leanest_sums`, last, in the
+    search's descent). None: the sum's own plan."""
     if request is None or not isinstance(e.arg, Ref) or e.arg.layout is not None:
         return None
     ordinal = SHARED_ORDINAL + st.reshard_statements
@@ -662,9 +663,15 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     # then the sum run where it stands or on a copy on the way, its result moved after
     tail = sorted([own, *through], key=lambda o: o[0])
     there = _sum_there(st, e.dims, a, src, whole, request)
-    r = rank_all(st, ordinal, 1 + len(tail) + len(there), 1 + len(tail))
+    leans = leanest_sums(st, a, e.dims, request)
+    count = 1 + len(tail) + len(there)
+    r = rank_all(st, ordinal, count + len(leans), 1 + len(tail))
     if r == 0:
         return None
+    if r >= count:
+        at, lay = leans[r - count]
+        why = f"Sum_{{{','.join(e.dims)}}} costs least by T_lower's measures from here"
+        return reshard(st, at, lay, e.span, why)
     if r > len(tail):
         mid, steps = there[r - 1 - len(tail)]
         if not steps:
@@ -730,7 +737,8 @@ def summed_layout(
     st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
 ) -> Layout | None:
     """The layout to sum `a` over `dims` in when the sum goes on to `request`: of `a`'s own
-    and every layout over the axes in play (`wide_layouts`), the one whose reshard, local
+    and every layout over the axes in play and those idle on both (`wide_layouts`; the axes
+    in play alone where the idle ones make too many), the one whose reshard, local
     sum (HBM time) and reshard of the result to `request` cost least; None to keep `a`'s.
     A sum over a sharded dim leaves partial sums to reduce and the kept dims to gather
     (`Sum_{I}(E[I_X, K_Y])` into `[K]` on a 4x2 v5p: AllReduce_X, AllGather_Y, 7.0 us);
@@ -746,28 +754,74 @@ def _summed_cost(
     return _summed_at(st, a, dims, request)[1]
 
 
-def _summed_at(
-    st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
-) -> tuple[Layout | None, float | None]:
+def _summed_at(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout) -> Summed:
     if a.layout.unreduced or not wide_search(st, a.dims):
-        return None, None
+        return None, None, ()
     key = (a.layout, a.dtype, dims, request)
     if key not in st.caches.summed:
         st.caches.summed[key] = _summed(st, a, dims, request)
     return st.caches.summed[key]
 
 
-def _summed(
+def leanest_sums(
     st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
-) -> tuple[Layout | None, float | None]:
+) -> list[tuple[Value, Layout]]:
+    """Where the sum of `a` over `dims` into `request` costs least by the measures `T_lower`
+    weighs, beside the sum's own plan (which ranks by communication plus HBM time): of `a`
+    and the copies earlier reshards made of it (`copies_of`, as `reduce` looks at), the one
+    and the layout (among `_summed`'s) whose reshard and the move of the sum to `request`
+    take least time, and the one whose communication or HBM time, whichever is longer, is
+    least (ties to the lesser time of both); each where it is not the own plan. `T_lower`
+    takes the largest of the program's summed times: a sum in a program whose communication
+    outweighs its HBM time hides the HBM time, and one whose communication and HBM time
+    balance costs the larger of them. On a copy gathered for a later read, slicing only some
+    of the axes idle there onto the kept dims leaves the sum whole over the others, so its
+    move to `request` takes each block from a device on the same fast link (`E: f32[I_X,
+    K_Y]; S0[K_ZXY] = Sum_{I}(E); R1[I, K_Y] = E` on a 2x2x4 H100 sums R1's `[I, K_Y]`
+    sliced to `[I, K_YZ]`, whole over X, and permutes the sum over NVLink: 144.81 us against
+    145.83 for the sum sliced to `[I, K_YXZ]` and permuted across InfiniBand)."""
+    own, own_cost = a, _summed_cost(st, a, dims, request)
+    for u in copies_of(st, a, 4):
+        c = _summed_cost(st, u, dims, request)
+        if c is not None and (own_cost is None or c < own_cost * (1 - 1e-9)):
+            own, own_cost = u, c
+    out: list[tuple[Value, Layout]] = [(own, summed_layout(st, own, dims, request) or own.layout)]
+    for k in range(2):
+        best: tuple[Value, Layout] | None = None
+        best_t: float | None = None
+        for u in [a, *copies_of(st, a, 4)]:
+            leans = _summed_at(st, u, dims, request)[2]
+            if len(leans) > k and (best_t is None or leans[k][1] < best_t * (1 - 1e-9)):
+                best, best_t = (u, leans[k][0]), leans[k][1]
+        if best is not None and all(best[0].id != v.id or best[1] != lay for v, lay in out):
+            out.append(best)
+    return out[1:]
+
+
+Summed = tuple[Layout | None, float | None, tuple[tuple[Layout, float], ...]]
+"""`_summed`'s answer: the layout the sum's own plan runs it in (None: its operand's), that
+plan's time, and the layouts `leanest_sums` weighs, each with its measure."""
+
+
+def _summed(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout) -> Summed:
     w_hbm = contraction.hbm_rate(st)
     axes = [
         x
         for x in st.mesh
         if x in {*a.layout.sharding_axes, *request.sharding_axes} and x not in request.unreduced
     ]
+    # and the axes idle on both, sliced onto the kept dims where that costs less (less HBM
+    # traffic for a sum of a copy whole over them, `S0[K_Y] = Sum_{I}(E[I, K])` on 2x2x4
+    # H100s sums `[I, K_XYZ]` and gathers the sum), while the layouts stay few
+    idle = [x for x in st.mesh if x not in axes and x not in request.unreduced and st.mesh[x] != 1]
+    wide = wide_layouts(a.dims, [x for x in st.mesh if x in axes or x in idle], st.divisible)
+    if not idle or not wide:
+        wide = wide_layouts(a.dims, axes, st.divisible)
     best, best_cost = None, None
-    for lay in dict.fromkeys([a.layout, *wide_layouts(a.dims, axes, st.divisible)]):
+    # the least communication, and the least of communication or HBM time, whichever is
+    # longer (`T_lower`'s max in one statement), each tie to the least cost (`leanest_sums`)
+    lean: list[tuple[float, float, Layout] | None] = [None, None]
+    for lay in dict.fromkeys([a.layout, *wide]):
         there = plan_reshard(a.layout, lay, st.known_sizes(), st.pricing(a.dtype, a.dims))
         out = Layout(
             tuple(d for d in lay.dims if d.dim not in dims),
@@ -776,18 +830,29 @@ def _summed(
         on = plan_reshard(out, request, st.known_sizes(), st.pricing(a.dtype, out.dim_names))
         if there is None or on is None:
             continue
-        cost = cost_steps(st, there, a.dtype) + cost_steps(st, on, a.dtype)
+        comm = cost_steps(st, there, a.dtype) + cost_steps(st, on, a.dtype)
+        hbm = 0.0
         if w_hbm:
-            cost += (
+            hbm = (
                 float(
                     local_bytes(lay, a.dtype, st.numeric_size)
                     + local_bytes(out, a.dtype, st.numeric_size)
                 )
                 / w_hbm
             )
+        cost = comm + hbm
         if best_cost is None or cost < best_cost * (1 - 1e-9):
             best, best_cost = lay, cost
-    return (None if best is None or best == a.layout else best), best_cost
+        for k, t in enumerate((comm, max(comm, hbm))):
+            was = lean[k]
+            if (
+                was is None
+                or t < was[0] * (1 - 1e-9)
+                or (t <= was[0] * (1 + 1e-9) and cost < was[1] * (1 - 1e-9))
+            ):
+                lean[k] = (t, cost, lay)
+    leans = tuple((o[2], o[0]) for o in lean if o is not None)
+    return (None if best is None or best == a.layout else best), best_cost, leans
 
 
 def reduction(st: LoweringState, kind: str, a: Value, dims: tuple[str, ...], span: Span) -> Value:

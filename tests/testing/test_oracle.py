@@ -19,6 +19,7 @@ from shardc.testing.oracle import (
     hand_plans,
     layouts,
     small_programs,
+    text_of,
 )
 
 EXAMPLES = int(os.environ.get("SHARDC_ORACLE_EXAMPLES", "200"))
@@ -714,12 +715,47 @@ HUNT_MISSES = [
         "S0[K_Y] = Sum_{I}(E)\nS1h1m8[I]{U_Y} = Sum_{K}(E)\nS1[I_XY] = S1h1m8\nR2[J_XY, K] = B\n",
         4.0011e-06,
     ),
+    # A sum of an array a later reshard reads (2x2x4 H100s): the sum ran on R1's gathered
+    # `[I, K_Y]` in the layout its own key (communication plus HBM time) ranked first, every
+    # idle axis sliced onto K (`[I, K_YXZ]`), and permuted its sum across InfiniBand (145.83
+    # us; a hand plan summing into `[K_ZY]` costs 145.82). Slicing only Z leaves the sum
+    # whole over X, and its permute stays on NVLink (144.81 us; passes/lower/walk.py,
+    # `leanest_sums`, an option of `_sum_shared`).
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, J=4096, K=4096\nhardware h100\nE: f32[I_X, K_Y]\n"
+        "S0[K_ZXY] = Sum_{I}(E)\nR1[I, K_Y] = E\n",
+        "S0h0m18[K_YZ] = Sum_{I}(E)\nS0[K_ZXY] = S0h0m18\nR1[I, K_Y] = E\n",
+        1.4482e-04,
+    ),
 ]
 
 
 @pytest.mark.parametrize("program, hand, most", HUNT_MISSES)
 def test_the_misses_a_longer_hunt_found(program, hand, most):
     assert_miss_fixed(program, hand, most)
+
+
+SHARED_SUM_AXES = ("X", "Y", "Z")
+TWO_DIMS = [text_of("", s) for s in layouts(("I", "K"), SHARED_SUM_AXES)]
+ONE_DIM = [text_of("", s) for s in layouts(("K",), SHARED_SUM_AXES)]
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    phases=NO_SHRINK,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.sampled_from(TWO_DIMS), st.sampled_from(ONE_DIM), st.sampled_from(TWO_DIMS))
+@example("[I_X, K_Y]", "[K_ZXY]", "[I, K_Y]")  # HUNT_MISSES' shared sum
+@example("[I, K]", "[K_Y]", "[I_Z, K_Y]")  # `[I, K_YZ]`, Z idle sliced: 3.01 us, not 10.02
+def test_no_layout_of_a_sum_a_reshard_shares_beats_the_compiler(e, s, r):
+    """A sum of an array a later reshard reads (the shape `leanest_sums` serves), on 2x2x4
+    H100s: summing into any layout of the kept dim, then a reshard to the one requested,
+    costs no less than the compiler's plan."""
+    head = "mesh X=2, Y=2, Z=4\ndim I=4096, K=4096\nhardware h100\nE: f32" + e + "\n"
+    hands = [f"{head}Sh{lay} = Sum_{{I}}(E)\nS0{s} = Sh\nR1{r} = E\n" for lay in ONE_DIM]
+    assert cheaper_plans(f"{head}S0{s} = Sum_{{I}}(E)\nR1{r} = E\n", hands=hands) == []
 
 
 @settings(
