@@ -186,11 +186,7 @@ def leanest(ranking: Ranking, options: Sequence[EinsumPlan]) -> list[EinsumPlan]
     own key. `C[I, K] = A[I, J] ·_J B[J_Y, K_XZ]` on 8 H100s (K=8): slicing A over Y and
     reducing C (an AllReduce, two latency hops) ranks first; gathering B over Z and Y and
     multiplying the whole A saves a hop for HBM time T_comms still hides (issue 31's hunt)."""
-    if not ranking.search.every:
-        return []
-    lean = min(ranking.search.every, key=lambda p: (ranking.comms(p), ranking.objective(p)))
-    least = min(ranking.comms(p) for p in options)
-    return [lean] if ranking.comms(lean) < least else []
+    return least_by(ranking, options, ranking.comms)
 
 
 def tightest(ranking: Ranking, options: Sequence[EinsumPlan]) -> list[EinsumPlan]:
@@ -199,15 +195,18 @@ def tightest(ranking: Ranking, options: Sequence[EinsumPlan]) -> list[EinsumPlan
     a plan that communicates more while its product shrinks as much can rank outside the
     best. `C[I, K] = A[I, J] ·_J B[J, K]` on a 2x4 v5e (I=J=2048, K=128): gathering C over X
     after multiplying `[I_X, K]` (12.65 us) ranks below plans summing to more (14.19 us)."""
+    return least_by(ranking, options, lambda p: max(ranking.comms(p), ranking.local(p)))
+
+
+def least_by(
+    ranking: Ranking, options: Sequence[EinsumPlan], measure: Callable[[EinsumPlan], float]
+) -> list[EinsumPlan]:
+    """The plan of the search's best least by `measure` (ties to the planner's key), where
+    every one of `options` measures more; else none."""
     if not ranking.search.every:
         return []
-
-    def larger(p: EinsumPlan) -> float:
-        return max(ranking.comms(p), ranking.local(p))
-
-    tight = min(ranking.search.every, key=lambda p: (larger(p), ranking.objective(p)))
-    least = min(larger(p) for p in options)
-    return [tight] if larger(tight) < least and tight not in options else []
+    best = min(ranking.search.every, key=lambda p: (measure(p), ranking.objective(p)))
+    return [best] if measure(best) < min(measure(p) for p in options) else []
 
 
 def cached_operands(

@@ -780,8 +780,9 @@ def leanest_sums(
     K_Y]; S0[K_ZXY] = Sum_{I}(E); R1[I, K_Y] = E` on a 2x2x4 H100 sums R1's `[I, K_Y]`
     sliced to `[I, K_YZ]`, whole over X, and permutes the sum over NVLink: 144.81 us against
     145.83 for the sum sliced to `[I, K_YXZ]` and permuted across InfiniBand)."""
+    copies = copies_of(st, a, 4)
     own, own_cost = a, _summed_cost(st, a, dims, request)
-    for u in copies_of(st, a, 4):
+    for u in copies:
         c = _summed_cost(st, u, dims, request)
         if c is not None and (own_cost is None or c < own_cost * (1 - 1e-9)):
             own, own_cost = u, c
@@ -789,7 +790,7 @@ def leanest_sums(
     for k in range(2):
         best: tuple[Value, Layout] | None = None
         best_t: float | None = None
-        for u in [a, *copies_of(st, a, 4)]:
+        for u in [a, *copies]:
             leans = _summed_at(st, u, dims, request)[2]
             if len(leans) > k and (best_t is None or leans[k][1] < best_t * (1 - 1e-9)):
                 best, best_t = (u, leans[k][0]), leans[k][1]
