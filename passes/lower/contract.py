@@ -164,7 +164,7 @@ def contract(
     name = target if stmt is not None else derived_name(f"{lv.array}·{rv.array}")
     out = Value(st.fresh(name), name, dtype, best.local_out)
     v = st.emit(Einsum(out, lv2, rv2, e.dims, e.span, case))
-    why_o = case_reason(lv, rv, e.dims, "out", name, mesh)
+    why_o = case_reason(lv, rv, e.dims, "out", name, mesh, best.final)
     if stmt is not None and stmt.partial and shared_steps(best.out_steps):
         # One term of a sum the compiler made (a gradient with several contributions):
         # its partial sums stay unreduced and the sum is reduced once, or its blocks stay

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shardc.lang.layout import format_axes
+from shardc.lang.layout import Layout, format_axes
 from shardc.passes.einsum_plan import EinsumPlan, Rank, classify_axis
 from shardc.passes.ir import Value
 from shardc.passes.reshard import Step
@@ -34,10 +34,18 @@ def describe_step(s: Step, array: str, mesh: tuple[str, ...]) -> str:
 
 
 def case_reason(
-    lv: Value, rv: Value, contract: tuple[str, ...], side: str, target: str, mesh: tuple[str, ...]
+    lv: Value,
+    rv: Value,
+    contract: tuple[str, ...],
+    side: str,
+    target: str,
+    mesh: tuple[str, ...],
+    final: Layout | None = None,
 ) -> Callable[[Step], str]:
     """The reason of each step on `side` ("lhs", "rhs", "out") of a contraction: the case of
-    The sharding chapter (`classify_axis`) its axes put the product in, one template per case."""
+    the sharding chapter (`classify_axis`) its axes put the product in, one template per case.
+    `final`: the result's layout after its last step (a step on the way there names it, not
+    the layout it passes through)."""
     lhs, rhs = lv.layout, rv.layout
 
     def why(step: Step) -> str:
@@ -59,7 +67,7 @@ def case_reason(
                         "reduced"
                     )
             elif side == "out":
-                t = f"the result {step.dst.format(target, mesh)} is requested"
+                t = f"the result {(final or step.dst).format(target, mesh)} is requested"
             elif c.kind == "one-contracted":
                 t = (
                     f"Case 2: contracted {k} is sharded over <AXES> in "

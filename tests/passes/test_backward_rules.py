@@ -17,7 +17,8 @@ from shardc.lang.source import Source
 from shardc.lang.syntax import ArrayDecl, Assign, Backward, Binary, Call, Contract, Ref
 from shardc.passes.backward import DERIVATIVES, backward_line, derive_backward
 from shardc.passes.context import Context
-from shardc.passes.lower.explain import describe_step, describe_steps, step_text
+from shardc.passes.ir import Value
+from shardc.passes.lower.explain import case_reason, describe_step, describe_steps, step_text
 from shardc.passes.reshard import Step
 from shardc.tools.simulate_machine import UNARY_FUNCTIONS
 
@@ -89,4 +90,20 @@ def test_each_step_in_words():
     assert step_text(Step("slice", ("X",), None, WHOLE, A), "B") == "slice B over X"
     assert describe_steps((gather,), (), (reduce,), "A", "W", "C") == (
         "AllGather_X(A), local einsum, AllReduce_Y(C)"
+    )
+
+
+def test_a_step_on_the_way_to_the_result_names_the_requested_layout():
+    # C[I, K] computed as C[I, K_X], then moved: the gather's reason is the request, not the
+    # layout it passes through on the way.
+    lhs = Value("a", "A", "f32", Layout.of({"I": (), "J": ()}))
+    rhs = Value("b", "B", "f32", Layout.of({"J": (), "K": ("X",)}))
+    local = Layout.of({"I": (), "K": ("X",)})
+    middle = Layout.of({"I": ("X",), "K": ()})
+    final = Layout.of({"I": ("Y", "X"), "K": ()})
+    move = Step("AllToAll", ("X",), "I", local, middle)
+    why = case_reason(lhs, rhs, ("J",), "out", "C", ("X", "Y"), final)
+    assert why(move) == "the result C[I_YX, K] is requested"
+    assert case_reason(lhs, rhs, ("J",), "out", "C", ("X", "Y"))(move) == (
+        "the result C[I_X, K] is requested"
     )
