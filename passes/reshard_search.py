@@ -18,7 +18,9 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
 - CollectivePermute to a layout with the same number of shards in every dim (the same block
   shape: only which device holds which block changes) that is the target, or one step from it:
   the target with extra innermost axes (then gathered), with an innermost run moved to another
-  dim (then an AllToAll), or without an innermost run of partial sums (then a ReduceScatter).
+  dim (then an AllToAll), or without an innermost run of partial sums (then a ReduceScatter);
+  or this layout with each dim's axes reordered, the target's own first (then gathered or
+  moved).
   A permute may follow or precede any other move, so slice-permute-gather and AllToAll-permute
   are paths of the search. Under the exact model a permute may also go straight to the target
   where its blocks are finer (each lies in one block of the layout it leaves): each device
@@ -642,6 +644,15 @@ class _Search:
                     and sums.isdisjoint(set(self.wanted) - set(run))
                 ):
                     targets.append(_put(t, j, t[j][:-k]))
+        # Each dim's axes reordered, the target's own first in its order: the same blocks on
+        # other devices, whose innermost axes a gather or an AllToAll then takes (`[I_X,
+        # K_YZ] -> [I_X, K_ZY] -> [I_XY, K_Z]` on the way to `[I, K_ZX]`).
+        inner = tuple(
+            "".join(a for a in t[i] if a in dims[i]) + "".join(a for a in dims[i] if a not in t[i])
+            for i in range(len(dims))
+        )
+        if inner != dims and not clash:
+            targets.append(inner)
         extra = "".join(a for a in "".join(dims) if a not in self.home)
         if extra and len(extra) <= MAX_EXTRA and not clash:
             need = [s / x for s, x in zip(shape, ts, strict=True)]

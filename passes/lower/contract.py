@@ -31,7 +31,7 @@ from shardc.passes.ir import Alternative, Decision, Einsum, Value
 from shardc.passes.layout_cost import SizeOf, local_bytes, local_elements, steps_time
 from shardc.passes.lower.chain import JointPick, Option, plan_chain, stage_hints
 from shardc.passes.lower.explain import beat_text, case_reason, whole_program_text
-from shardc.passes.lower.resharding import apply_steps, copies_of
+from shardc.passes.lower.resharding import apply_steps, coarsest_common, copies_of
 from shardc.passes.lower.state import (
     Blocks,
     LoweringState,
@@ -224,8 +224,10 @@ def cached_operands(
     own, `copy_sources`, and its chooser picks among them as this does at a point).
     `R0[J_XY, K] = B` gathering B over Y leaves `[J_X, K]`, from which `C[I_XY, K] = A ·_J B`
     gathers X alone (1.2 us), not XY from B's own `[J_X, K_Y]` (2.1 us). Only an operand the
-    cheapest plan moves, and whose first step no copy serves already, looks at its copies
-    (and one read as it is, at the copies `resharding.shared_reads` made: `looked_at`)."""
+    cheapest plan moves looks at its copies (and one read as it is, at the copies
+    `resharding.shared_reads` made: `looked_at`); where that plan's first step makes a copy
+    made already, at the ones gathered or moved further on (A gathered whole for later reads,
+    whose first gather the plan shares, needs only a slice), not at slices of the operand."""
     copies = (copies_of(st, lv, 4), copies_of(st, rv, 4))
     names = {*lv.layout.dim_names, *rv.layout.dim_names, *st.mesh}
     if not (copies[0] or copies[1]) or not st.all_known(names):
@@ -280,8 +282,9 @@ def looked_at(
     cheapest plan from the operands as they are takes `steps` on each (`cached_operands`)."""
     out = []
     for side, (v, moves) in enumerate(zip(operands, steps, strict=True)):
-        if moves and (v.id, moves[0].dst) in st.resharded:
-            continue  # its plan reuses a copy already
+        # where the plan's first step makes a copy made already, the copies further on
+        # (gathered or moved: a slice of the operand it reaches itself for free)
+        shared = bool(moves) and (v.id, moves[0].dst) in st.resharded
         seen = {v.layout}
         for u in copies[side]:
             # a copy made under other names (`In[B, T->S, D]` reads `In` with T as S)
@@ -292,6 +295,8 @@ def looked_at(
                 or u.layout.dim_names != v.layout.dim_names
                 or not moves
                 and u.id not in st.read_copies
+                or shared
+                and coarsest_common(v.layout, u.layout) == v.layout
             ):
                 continue
             seen.add(u.layout)

@@ -643,8 +643,9 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     the request's layout with the summed dims whole through a layout a later statement can
     slice (`shared_options`), then summed locally: `S0[K_XY] = Sum_{I}(E[I_Y, K]); R1[I,
     K_XY] = E` on a v5e 2x4 gathers E once (3.0 us) rather than scatter the sum and
-    AllToAll E (6.0 us); or summed where it communicates least (`leanest_sums`, last, in the
-    search's descent). None: the sum's own plan."""
+    AllToAll E (6.0 us); or summed where it communicates least (`leanest_sums`, first in the
+    search's descent, whose width the first lowering sets: the options that sum on the way
+    to `whole` vary in number with the copies there). None: the sum's own plan."""
     if request is None or not isinstance(e.arg, Ref) or e.arg.layout is not None:
         return None
     ordinal = SHARED_ORDINAL + st.reshard_statements
@@ -664,16 +665,12 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
     tail = sorted([own, *through], key=lambda o: o[0])
     there = _sum_there(st, e.dims, a, src, whole, request)
     leans = leanest_sums(st, a, e.dims, request)
-    count = 1 + len(tail) + len(there)
-    r = rank_all(st, ordinal, count + len(leans), 1 + len(tail))
+    count = 1 + len(tail) + len(leans)
+    r = rank_all(st, ordinal, count + len(there), 1 + len(tail))
     if r == 0:
         return None
     if r >= count:
-        at, lay = leans[r - count]
-        why = f"Sum_{{{','.join(e.dims)}}} costs least by T_lower's measures from here"
-        return reshard(st, at, lay, e.span, why)
-    if r > len(tail):
-        mid, steps = there[r - 1 - len(tail)]
+        mid, steps = there[r - count]
         if not steps:
             return a  # summed where it stands, its sum moved after
         why = f"{a.array} is read again later: a copy in {st.fmt(mid, a.array)}"
@@ -682,6 +679,10 @@ def _sum_shared(st: LoweringState, e: Reduce, a: Value, request: Layout | None) 
         if want is None:
             return moved
         return reshard(st, moved, want, e.span, f"Sum_{{{','.join(e.dims)}}} costs least from here")
+    if r > len(tail):
+        at, lay = leans[r - 1 - len(tail)]
+        why = f"Sum_{{{','.join(e.dims)}}} costs least by T_lower's measures from here"
+        return reshard(st, at, lay, e.span, why)
     why = f"Sum_{{{','.join(e.dims)}}} runs on {st.fmt(whole, a.array)}, gathered once"
     return apply_steps(st, src, tail[r - 1][1], e.span, lambda s: why)
 

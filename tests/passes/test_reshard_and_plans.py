@@ -402,6 +402,27 @@ def test_a_permute_between_different_axes_in_a_program_simulates():
     check(prog, random_inputs(prog, sizes, np.random.default_rng(0)), sizes)
 
 
+def test_a_permute_that_reorders_a_dims_axes_opens_a_cheaper_path():
+    """`[I_X, K_YZ] -> [I, K_ZX]` on 2x2x4 H100s: a permute that puts K's Z first (the same
+    blocks on other devices) lets an AllToAll of Y alone follow, where three AllToAlls moved
+    every block (84.1 us); the simulator agrees the plan computes the reshard."""
+    from shardc.driver.api import run_pipeline
+    from shardc.lang.source import Source
+    from shardc.tools.simulate import check, random_inputs
+
+    text = (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, K=4096\nhardware h100\nE: f32[I_X, K_YZ]\n"
+        "R1[I, K_ZX] = E\n"
+    )
+    new, t_new, _ = compiled_reshard(text)
+    assert new[0] == ("CollectivePermute", "YZ") and t_new < 75e-6
+    small = text.replace("4096", "1024")  # the same plan, a quarter of the bytes
+    assert compiled_reshard(small)[0] == new
+    prog = run_pipeline(Source("<t>", small)).compiled
+    sizes = {"I": 1024, "K": 1024, "X": 2, "Y": 2, "Z": 4}
+    check(prog, random_inputs(prog, sizes, np.random.default_rng(0)), sizes)
+
+
 AXES3 = ("X", "Y", "Z")
 
 

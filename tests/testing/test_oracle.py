@@ -737,6 +737,30 @@ HUNT_MISSES = [
         "Ch[I_X, K] = A ·_J B\nC[I, K] = Ch\n",
         1.2651e-05,
     ),
+    # A product's operand gathered whole for later reads (4x2x2 H100s, latency bound): the
+    # shared read's gather of A goes X, Y, then Z, and the product, whose own cheapest plan
+    # begins with that first gather, read the partial copy it left and moved it on (8.01 us),
+    # so the search kept A's own blocks (7.01 us); the whole copy needs only a slice (6.01
+    # us): a product looks at every copy (passes/lower/contract.py, `looked_at`). The 5,000
+    # hunt's hand plan: 6.03 us.
+    (
+        "mesh X=4, Y=2, Z=2\ndim I=16, J=16, K=256\nhardware h100\nA: f32[I, J_ZYX]\n"
+        "B: f32[J_Y, K_Z]\nC[I_YXZ, K] = A ·_J B\nR1[I_XYZ, J] = A\nR2[I_XYZ, J] = A\n",
+        "Ah[I, J] = A\nC[I_YXZ, K] = Ah ·_J B\nR1[I_XYZ, J] = Ah\nR2[I_XYZ, J] = Ah\n",
+        6.0136e-06,
+    ),
+    # A sum of an array a later reshard reads (2x2x4 H100s), whose shared copy `[I, K_ZX]`
+    # the reshard search reached by three AllToAlls that moved every block (87.1 us); a
+    # permute reordering K's axes, then an AllToAll of Y alone (77.9 us;
+    # passes/reshard_search.py, `_permutes`), and the sum of that copy, which communicates
+    # least, tried by the whole-program search's descent (77.0 us; passes/lower/walk.py,
+    # `_sum_shared`'s order). Found by the shared-sum property; its hand plan: 81.6 us.
+    (
+        "mesh X=2, Y=2, Z=4\ndim I=4096, K=4096\nhardware h100\nE: f32[I_X, K_YZ]\n"
+        "S0[K_XZ] = Sum_{I}(E)\nR1[I, K_ZX] = E\n",
+        "Sh[K_ZX] = Sum_{I}(E)\nS0[K_XZ] = Sh\nR1[I, K_ZX] = E\n",
+        7.6951e-05,
+    ),
 ]
 
 
