@@ -200,6 +200,7 @@ class Pricing:
     w: tuple[tuple[str, float], ...] = ()
     t: tuple[tuple[str, float], ...] = ()
     _hash: int = field(default=0, init=False, compare=False, repr=False)
+    _links: Links | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Hashed once: a memo key part, and the topology's hash walks every link.
@@ -241,7 +242,13 @@ class Pricing:
         )
 
     def links(self) -> Links:
-        return Links(dict(self.w), dict(self.t)) if self.w else Links.uniform(1.0, 0.0)
+        """The link figures as `Links`, made once: each price a collective's memo keys by them
+        (`Links.memo_key`, made once per object too)."""
+        out = self._links
+        if out is None:
+            out = Links(dict(self.w), dict(self.t)) if self.w else Links.uniform(1.0, 0.0)
+            object.__setattr__(self, "_links", out)
+        return out
 
     def size_of(self, axis_sizes: Mapping[str, float]) -> SizeOf:
         dims = dict(self.dims)

@@ -10,6 +10,7 @@ import gc
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 
 from shardc.cli.inputs import (
     COST_MODELS,
@@ -57,7 +58,15 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
+BUILT_IN = frozenset({"compile", "check", "hw", "lsp"})
+"""The commands this module adds itself (`build_parser`); the others are `EXTENSIONS`'."""
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command, or, where `argv` (the arguments to parse)
+    begins with a built-in command, only the built-in ones, which parse it alike without
+    importing the extensions' modules (start-up: their source is compiled anew in each
+    process that writes no bytecode)."""
     p = argparse.ArgumentParser(
         prog="shardc",
         description="Compile sharded tensor programs (.shard) to symbolic cost reports.",
@@ -122,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     hs.add_parser("schema", help="print the JSON Schema of chip TOML files (for editors)")
     show = hs.add_parser("show", help="show one chip's figures and critical intensities")
     show.add_argument("name", help="chip name or path to a chip TOML")
-    for module in _extensions():
-        module.add_parser(sub)
+    if argv is None or not argv or argv[0] not in BUILT_IN:
+        for module in _extensions():
+            module.add_parser(sub)
     return p
 
 
@@ -282,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     # run. Fewer, larger young-generation collections (mypy's setting) keep what is collected
     # the same; the peak memory of a 5,000-einsum compile did not change.
     gc.set_threshold(200_000, 30, 30)
-    args = build_parser().parse_args(argv)
+    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     try:
         match args.command:
             case "compile":

@@ -12,9 +12,7 @@ from typing import Any
 import sympy as sp
 
 from shardc.driver.decision_regions import candidate_text, region_text, regions
-from shardc.driver.escape import html_text
 from shardc.driver.formulas import text
-from shardc.driver.render.html import math_html, table_html
 from shardc.lang.layout import format_axes
 from shardc.lang.units import fmt_value
 from shardc.passes.einsum_plan import PLAN_SEARCH_LIMIT
@@ -164,8 +162,11 @@ def as_dict(d: Decision) -> dict[str, Any]:
 def decisions_html(ds: Decisions) -> str:
     """The decisions as a table: each contraction's case, the plan chosen and the runner-up,
     each with what ranked it and its communication time as a formula, and when the runner-up
-    would win (or by how much it lost)."""
-    e = html_text
+    would win (or by how much it lost). (The HTML writer's helpers are imported here: a
+    text report has no use for them.)"""
+    from shardc.driver.escape import html_text as e
+    from shardc.driver.render.html import table_html
+
     if not ds:
         return (
             "<div class='shardc-decisions'><b>decisions</b>: none (each contraction had "
@@ -209,6 +210,9 @@ def decisions_html(ds: Decisions) -> str:
 
 def _plan_cell(d: Decision, a: Alternative) -> str:
     """A plan's steps, what ranked it, and its communication time as a formula."""
+    from shardc.driver.escape import html_text
+    from shardc.driver.render.html import math_html
+
     return (
         f"{html_text(plan_text(d, a))}<br>[{html_text(ranking_note(d, a))}]"
         f"<br>comms {math_html(a.cost)}"
@@ -218,6 +222,9 @@ def _plan_cell(d: Decision, a: Alternative) -> str:
 def _wins_cell(d: Decision, a: Alternative) -> str:
     """The relation over the sizes under which `a` would win, in LaTeX; in words where there is
     none (`never`, `always`), or the cost ratio where the numbers decided."""
+    from shardc.driver.escape import html_text
+    from shardc.driver.render.html import math_html
+
     if d.numeric:
         best = d.alternatives[0].value
         return (

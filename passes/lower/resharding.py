@@ -161,9 +161,10 @@ def shared_options(
     # AllToAlls X and slices Y, leaving `[I_X, J]` for a product reading A).
     common = coarsest_common(src.layout, want)
     every = later_reads(st, v, most=None)
-    for later in every:
+    for later in dict.fromkeys(every):
         # a later statement that wants the array in another layout: the copy gathered here may
-        # serve it too (`D1[I_YX, K] = E + E` after `R0[I, K_YX] = E` slices a whole E)
+        # serve it too (`D1[I_YX, K] = E + E` after `R0[I, K_YX] = E` slices a whole E); each
+        # layout once (the common prefix of each dim's axes: the same in any order, repeated)
         common = coarsest_common(common, later)
     through: list[tuple[float, bool, list[Step], float, bool]] = []
     reads = every[:LATER_READS]
