@@ -14,8 +14,7 @@ two layouts use and the dims either shards, and pruned where a move cannot help:
   (gathering more than needed and slicing again is one of these);
 - AllToAll of a dim's innermost axes to a dim the target gives one of them;
 - ReduceScatter of partial sums onto the dim the target gives them (with partial sums the
-  target shards nowhere, gathered after), or onto a dim neither layout shards (gathered
-  after); AllReduce of any of them;
+  target shards nowhere, gathered after); AllReduce of any of them;
 - CollectivePermute to a layout with the same number of shards in every dim (the same block
   shape: only which device holds which block changes) that is the target, or one step from it:
   the target with extra innermost axes (then gathered), with an innermost run moved to another
@@ -170,7 +169,6 @@ class _Search:
             if a not in {*dst.sharding_axes, *src.sharding_axes, *src.unreduced, *dst.unreduced}
         )
         self.dims = [i for i, axes in enumerate(self.target) if axes or self.start[0][i]]
-        self.unsharded = [i for i in range(len(self.target)) if i not in self.dims]
         known = dict(pricing.dims)
         self.extent = [known.get(d) for d in self.order]
         self.target_shape = tuple(self.prod(t) for t in self.target)
@@ -508,12 +506,8 @@ class _Search:
             # AllReduce_Y, one scatter over more links)
             # Or onto another dim than their own, moved home by an AllToAll after:
             # `[I, K]{U_XY} -> [I_Y, K_X]` on a 2x4 v5e as RS_YX onto I, then AllToAll X.
-            # Or onto a dim neither layout shards, gathered after: on NVLink `[I, K]{U_XY} ->
-            # [I, K]` as RS_X, RS_Y onto I, then AllGather_Y and AllGather_X, the second
-            # reduction on half the bytes, where AllReduce_X then AllReduce_Y reduce all of it
-            # twice (as a program computing `C[I_XY, K]` and gathering it does by hand).
             spare = [a for a in sorted(free) if a not in self.wanted]
-            for j in (*self.dims, *self.unsharded):
+            for j in self.dims:
                 cand = [a for a in target[j] if a in free]
                 cand += [a for a in sorted(free) if a not in cand and a in self.wanted] + spare
                 for r in range(1, len(cand) + 1):

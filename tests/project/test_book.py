@@ -114,13 +114,11 @@ def test_q4_symbolic_reports_the_alternative_and_its_condition():
     gather = next(a for a in d.alternatives if [s.kind for s in a.rhs_steps] == ["AllGather"])
     reduce = next(a for a in d.alternatives if a is not gather)
     assert decisions.description(d, gather).startswith("AllGather_X(Y)")
-    # The sharding chapter: strategy 2 wins when D > 2B. (The result requested whole, a third
-    # plan, AllToAll Y's X onto F and gather Z, is a region of its own where it costs less
-    # than both, so the largest region, the one shown, is the gather's.)
+    # The sharding chapter: strategy 2 wins when D > 2B
     B, D = (sp.Symbol(n, positive=True, integer=True) for n in "BD")
     assert [s.kind for s in reduce.out_steps] == ["AllReduce"]
-    assert gather.chosen and reduce.wins == (2 * B < D)  # the shown plan lists the other's
-    assert decisions.condition(d, reduce) == "2*B < D"
+    assert gather.wins == (D < 2 * B)  # the shown plan (strategy 2 here) lists the other's
+    assert decisions.condition(d, gather) == "D < 2*B"
 
 
 def test_q9_reducescatter_ratio():

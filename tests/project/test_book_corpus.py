@@ -171,18 +171,6 @@ def coll(r: Report, key: int | str):
     return c
 
 
-def reduced(r: Report, key: str) -> Report:
-    """`r`, or the region of its sizes whose plan AllReduces array `key` (where another
-    strategy's region is the largest, the one a report shows)."""
-    if any(c.op == "AllReduce" and c.dst.split("[")[0] == key for c in colls(r)):
-        return r
-    return next(
-        v.result
-        for v in r.regions() or ()
-        if any(c.op == "AllReduce" and c.dst.split("[")[0] == key for c in colls(v.result))
-    )
-
-
 def ein(r: Report, key: int | str):
     if isinstance(key, int):
         return einsums(r)[key]
@@ -1016,11 +1004,7 @@ ENTRIES: dict[str, Entry | str] = {
             sym(
                 item,
                 "epoch-allreduce-lower-bound",
-                # the AllReduce strategy's traffic (with J split, gathering both operands
-                # ties it at typical sizes and may be the region a report shows)
-                lambda r, t=t: (
-                    words_per_device(reduced(r, t), [coll(reduced(r, t), t)]) * devices(r)
-                ),
+                lambda r, t=t: words_per_device(r, [coll(r, t)]) * devices(r),
                 model="exact",
                 subs={n: "N"},
                 note=EPOCH,
