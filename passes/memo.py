@@ -170,6 +170,12 @@ SEPARATE: Table[Hashable, sp.Rel] = _table(
 LESS_THAN: Table[Hashable, sp.Rel | bool] = _table(
     "conditions.less_than", "the relation under which one formula is below another, by the two"
 )
+CANDIDATE_FORMULAS: Table[Hashable, sp.Basic] = _table(
+    "regions.candidate-formulas",
+    "one object per distinct formula of a plan's time, FLOPs or blocks, by formula: the tables "
+    "keyed by formula then find it by identity, not by comparing two equal trees",
+    20_000,
+)
 FREE_SYMBOLS: Table[Hashable, frozenset[sp.Symbol]] = _table(
     "regions.free-symbols",
     "a formula's free symbols (SymPy walks the whole formula for them on each ask), by formula",
@@ -177,6 +183,12 @@ FREE_SYMBOLS: Table[Hashable, frozenset[sp.Symbol]] = _table(
 LAMBDA_FUNCTIONS: Table[Hashable, tuple[tuple[str, ...], Callable[..., Any]]] = _table(
     "regions.functions",
     "a formula compiled by `lambdify` with its arguments, by formula and modules",
+    20_000,
+)
+FLOAT_FUNCTIONS: Table[Hashable, tuple[tuple[str, ...], Any]] = _table(
+    "regions.float-functions",
+    "a formula's arguments and its `math` function (or its number, where it has no symbol), "
+    "by formula",
     20_000,
 )
 SCALED_MAX: Table[Hashable, Any] = _table(

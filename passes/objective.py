@@ -141,6 +141,9 @@ class Forced:
     wide: dict[int, int] = field(default_factory=dict)
     """How many options each contraction has for the descent (`seen` counts those of the
     exhaustive product)."""
+    met: dict[tuple[Any, ...], dict[int, tuple[Any, ...]]] = field(default_factory=dict)
+    """`options_at` by point, since the lowering last chose (the report's regions ask it of
+    each lowering at each sampled point, for every plan vector they place there)."""
 
     def rank(
         self, ordinal: int, times: Sequence[float], near: float = NEAR, product: int = 0
@@ -149,6 +152,7 @@ class Forced:
         cheapest first) are `times`; options slower than `near` times the first are not run,
         and only the first `product` (all where 0) are in the exhaustive product."""
         options = sum(1 for t in times if t <= times[0] * near)
+        self.met.clear()
         self.seen[ordinal] = min(options, product) if product else options
         self.wide[ordinal] = options
         r = self.forced.get(ordinal, self.sweep)
@@ -183,6 +187,7 @@ class Forced:
         point = getattr(self.base, "point", None)
         if point is None:
             return self.base.choose(ordinal, candidates) if self.base is not None else None
+        self.met.clear()
         self.candidates[ordinal] = candidates
         options = ranked(candidates, point, getattr(self.base, "whole", False))
         if options is None:
@@ -196,7 +201,11 @@ class Forced:
         """`options` as a lowering at `point` would record them, from the candidates this
         lowering met (the same where the contractions' operands are read in the same layouts,
         as where every statement's result has its declared layout)."""
-        out = dict(self.options)
+        key = tuple(point.items())
+        found = self.met.get(key)
+        if found is not None:
+            return found
+        out = self.met[key] = dict(self.options)
         for k, candidates in self.candidates.items():
             options = ranked(candidates, point)
             if options is not None:

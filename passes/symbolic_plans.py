@@ -24,6 +24,8 @@ import sympy as sp
 from shardc.lang import input_limits
 from shardc.lang.input_limits import MAX_REGIONS
 from shardc.passes.memo import (
+    CANDIDATE_FORMULAS,
+    FLOAT_FUNCTIONS,
     FREE_SYMBOLS,
     LAMBDA_FUNCTIONS,
     LAMBDA_PRINTERS,
@@ -65,6 +67,17 @@ class Candidate:
     copies: tuple[int, ...] = ()
     """For a plan of the operands as they are (`source` 0): the copies looked at, in order,
     where it is the cheapest of those plans (`sourced`)."""
+
+    def __post_init__(self) -> None:
+        # The searches evaluate each formula at thousands of points, each evaluation two
+        # lookups keyed by the formula (`free_symbols`, `_function`); each lowering builds its
+        # formulas anew, and a dict compares an equal key that is another object tree by tree
+        # (SymPy's `__eq__`). One object per formula makes those lookups identity hits.
+        object.__setattr__(self, "time", shared(self.time))
+        object.__setattr__(self, "flops", shared(self.flops))
+        if self.shards:
+            shards = tuple((shared(n), shared(d)) for n, d in self.shards)
+            object.__setattr__(self, "shards", shards)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +233,20 @@ _NO_DOCSTRING = (
 )
 
 
+def shared(expr: sp.Expr) -> sp.Expr:
+    """The one object `Candidate` keeps for a formula equal to `expr` (`expr` itself the
+    first time).
+
+    >>> B = sp.Symbol("B")
+    >>> shared(2 * B + 1) is shared(2 * B + 1), shared(2.0 * B) == shared(2 * B)
+    (True, False)
+    """
+    found = CANDIDATE_FORMULAS.get(expr)
+    if found is None:
+        CANDIDATE_FORMULAS[expr] = found = expr
+    return found
+
+
 @memoized(FREE_SYMBOLS, lambda expr: expr)
 def free_symbols(expr: sp.Basic) -> frozenset[sp.Symbol]:
     """`expr.free_symbols`, asked once per formula: the searches evaluate the same candidate
@@ -236,14 +263,22 @@ def _function(expr: sp.Expr, modules: str) -> tuple[tuple[str, ...], Callable[..
     )
 
 
+@memoized(FLOAT_FUNCTIONS, lambda expr: expr)
+def _in_floats(expr: sp.Expr) -> tuple[tuple[str, ...], Callable[..., Any] | float]:
+    """`_function(expr, "math")`, or `expr`'s number where it has no free symbol: one lookup
+    for `evaluate`, which the searches call millions of times."""
+    return _function(expr, "math") if free_symbols(expr) else ((), float(expr))
+
+
 def evaluate(expr: sp.Expr, point: Mapping[str, float]) -> float | None:
     """`expr` at `point` (a number per size name), in floats; None when a size is missing."""
-    if not free_symbols(expr):
-        return float(expr)
-    names, fn = _function(expr, "math")
-    if any(n not in point for n in names):
+    names, fn = _in_floats(expr)
+    if isinstance(fn, float):
+        return fn
+    try:
+        return float(fn(*[float(point[n]) for n in names]))
+    except KeyError:
         return None
-    return float(fn(*[float(point[n]) for n in names]))
 
 
 def divides(c: Candidate, point: Mapping[str, float]) -> bool:

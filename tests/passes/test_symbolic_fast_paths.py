@@ -74,3 +74,27 @@ def test_cheaper_is_the_same_relation_as_with_sympys_expand(a, b):
         assert fast is slow and again is slow
     else:
         assert same(fast, slow) and same(again, slow)
+
+
+@settings(max_examples=100, deadline=None)
+@given(times, st.tuples(*[st.integers(1, 1 << 20)] * 3), st.integers(0, 3))
+def test_a_candidates_formulas_evaluate_as_sympy_substitutes(t, values, missing):
+    """A `Candidate` keeps one object per formula (`shared`): the same object for an equal
+    formula built again, equal to it and printed the same; and `evaluate` gives the formula's
+    value with the sizes substituted, or None where a size it holds has no value."""
+    sp.core.cache.clear_cache()  # SymPy would hand back its cached object
+    rebuilt = t.func(*t.args) if t.args else t
+    assert rebuilt == t
+    a = plans.Candidate(0, t, rebuilt, 0)
+    b = plans.Candidate(1, rebuilt, t, 0)
+    assert a.time is b.time and a.flops is b.flops and same(a.time, t)
+    point = {s.name: float(v) for s, v in zip(SIZES, values, strict=True)}
+    gone = SIZES[missing].name if missing < len(SIZES) else None
+    if gone is not None:
+        del point[gone]
+    got = plans.evaluate(a.time, point)
+    if gone is not None and SIZES[missing] in t.free_symbols:
+        assert got is None
+    else:
+        want = float(t.subs({s: point[s.name] for s in SIZES if s.name in point}))
+        assert got is not None and abs(got - want) <= 1e-9 * abs(want)
