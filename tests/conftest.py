@@ -31,12 +31,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--update-goldens"):
         os.environ["SHARDC_UPDATE_GOLDENS"] = "1"
-    # Every test that starts JAX in this process gets the most fake devices any test's mesh
-    # needs, whichever starts it first (a backend keeps the count it started with).
+    # Every test that starts JAX in this process (each pytest-xdist worker runs this hook too)
+    # gets the most fake devices any test's mesh needs, whichever starts it first (a backend
+    # keeps the count it started with).
     from shardc.cli.xla import MAX_DEVICES
     from shardc.tools.xla.lower import configure_devices
 
     configure_devices(MAX_DEVICES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (the README's test command): one worker per CPU this process may run on.
+    pytest-xdist's own count is psutil's physical cores, one on a two-vCPU machine whose vCPUs
+    are the hyperthreads of one core; `PYTEST_XDIST_AUTO_NUM_WORKERS` still overrides both."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses != "auto":
+        return None
+    if not hasattr(os, "sched_getaffinity"):  # not Linux: pytest-xdist's own count
+        return None
+    return max(1, len(os.sched_getaffinity(0)))
 
 
 @pytest.fixture

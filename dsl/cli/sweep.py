@@ -89,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
     from shardc.tools.sweep import SweepError
 
     try:
-        # The arguments' own mistakes come first, whether or not matplotlib is installed.
+        # The arguments' own mistakes come first, whether or not matplotlib is installed, and
+        # before a compile.
         _, grids = sw.parse_settings(args.settings)
+        for q in args.quantities:
+            sw.check_quantity(q)
         if args.plot and len(grids) != 1:
             raise SweepError(
                 "--plot draws one grid axis; bind "

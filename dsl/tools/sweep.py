@@ -266,6 +266,19 @@ def quantity(report: Report, text: str) -> sp.Expr:
         raise SweepError(exc.render("--y", text).removeprefix("shardc: error: ")) from None
 
 
+def check_quantity(text: str) -> None:
+    """A --y formula's own mistakes, found before the program is compiled: its syntax, an
+    unknown function, a comparison, a division by a zero it spells out. Each name stands for a
+    symbol that may be anything, so what this refuses `quantity` refuses for every report; its
+    names are checked against the report there."""
+    from shardc.driver.user_expr import ExprError, number_formula
+
+    try:
+        number_formula(text.strip(), sp.Symbol)
+    except ExprError as exc:
+        raise SweepError(exc.render("--y", text).removeprefix("shardc: error: ")) from None
+
+
 def known_quantity_names(report: Report) -> list[str]:
     """The names a --y formula may use: totals, derived quantities, sizes, chip figures."""
     sizes = [n for n, _ in (*report.program.dims, *report.program.mesh)]

@@ -18,7 +18,10 @@ _BY_NAME = {c.name: c for c in CASES}
 
 @pytest.fixture(scope="module")
 def outcomes(request: pytest.FixtureRequest) -> dict[str, harness.Outcome]:
-    """Run the selected cases once, two at a time (the machines have two cores)."""
+    """Run the selected cases once, two at a time (the machines have two cores). The selection
+    is this module's tests in the session; under pytest-xdist the README's `--dist loadfile`
+    gives them all to one worker, which runs each case once (the socket to the zygote is in a
+    temporary folder of that worker's own)."""
     wanted = [
         item.callspec.params["name"]
         for item in request.session.items

@@ -1,12 +1,13 @@
 """Packaging: one import name. The wheel puts `shardc` (and its dist-info) into site-packages and
 nothing else, and it works from a working folder that has its own `hardware/`, `passes/`,
 `grammar/` and `dsl/` packages (common in ML repositories), both as `import shardc` and as the
-`shardc` command.
+`shardc` command. CI (.ci/run) installs the `test` extra and ends with the README's test command.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,26 @@ def test_package_list_matches_the_tree() -> None:
 
 def test_console_script_points_at_the_cli() -> None:
     assert _pyproject()["project"]["scripts"] == {"shardc": "shardc.cli:main"}
+
+
+def _readme_test_command() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"^Run the tests.*?\n```\n(.+?)\n```", readme, re.M | re.S)
+    assert found, "README.md has no fenced command after 'Run the tests'"
+    return found.group(1)
+
+
+def test_ci_ends_with_the_readmes_test_command() -> None:
+    """.ci/run's last command is the README's test command, CONTRIBUTING.md quotes it, and the
+    plugin its `-n` needs (pytest-xdist) is in the `test` extra that both install."""
+    command = _readme_test_command()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    commands = [line for line in ci if line.strip() and not line.lstrip().startswith("#")]
+    assert commands[-1] == command
+    assert f"`{command}`" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    if re.search(r"\s-n\s", f" {command} "):
+        test_extra = _pyproject()["project"]["optional-dependencies"]["test"]
+        assert any(re.match(r"pytest-xdist\b", r) for r in test_extra), test_extra
 
 
 @pytest.fixture(scope="module")

@@ -370,6 +370,35 @@ def test_a_bad_y_formula_is_a_usage_error_with_a_caret(cli, y, message, column):
     assert text == f"  {y}" and caret == "  " + " " * column + "^"
 
 
+def test_a_bad_y_formula_is_refused_before_the_compile(cli, monkeypatch):
+    import shardc.driver.api
+
+    def compile_(*args, **kwargs):
+        raise AssertionError("compiled before reading --y")
+
+    monkeypatch.setattr(shardc.driver.api, "run_pipeline", compile_)
+    for y in ("t_math_s +", "t_math_s/0", "frobnicate(t_math_s)", "t_math_s > 1"):
+        code, out, err = cli(DP, "--set", "B=1:10:lin3", "--y", y)
+        assert code == 2 and out == "" and err.startswith(f"shardc: error: --y {y!r}: "), err
+
+
+_Y_WORDS = "t_math_s t_comms_s intensity B C Q 0 2 1.5 Max( sqrt( log( frobnicate( .x"
+_Y_TOKENS = st.sampled_from([*_Y_WORDS.split(), *"+-*/()>, ", "**"])
+
+
+@settings(max_examples=200)
+@given(st.lists(_Y_TOKENS, min_size=1, max_size=8).map("".join))
+def test_what_is_refused_before_the_compile_is_refused_after_it(dp, text):
+    """`check_quantity` (before the compile) refuses only what `quantity` (over the report)
+    refuses, with the same message."""
+    try:
+        sw.check_quantity(text)
+    except SweepError as before:
+        with pytest.raises(SweepError) as after:
+            sw.quantity(dp, text)
+        assert str(after.value) == str(before)
+
+
 def test_a_y_formula_that_divides_by_zero_on_the_grid_names_y(cli):
     code, out, err = cli(DP, "--set", "B=1:9:lin3", "--y", "t_math_s/(B - 5)")
     assert code == 2 and "--y 't_math_s/(B - 5)' is not a finite number at B = 5" in err
