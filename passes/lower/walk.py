@@ -581,14 +581,8 @@ def reduce(
         if shared is not None:
             return reduction(st, "sum", shared, e.dims, e.span)
         if request is not None:
+            a = cheapest_sum_source(st, a, e.dims, request, copies_of(st, a, 4))
             want = summed_layout(st, a, e.dims, request)
-            # A copy an earlier reshard made may be the cheaper place to sum from (`R0[I, K_X]
-            # = E` gathered E: `Sum_{I}` into `[K_YX]` sums that copy and slices)
-            cost = _summed_cost(st, a, e.dims, request)
-            for u in copies_of(st, a, 4):
-                c = _summed_cost(st, u, e.dims, request)
-                if c is not None and (cost is None or c < cost * (1 - 1e-9)):
-                    a, cost, want = u, c, summed_layout(st, u, e.dims, request)
             if want is not None:
                 a = reshard(
                     st,
@@ -764,6 +758,24 @@ def _summed_at(st: LoweringState, a: Value, dims: tuple[str, ...], request: Layo
     return st.caches.summed[key]
 
 
+def cheapest_sum_source(
+    st: LoweringState,
+    a: Value,
+    dims: tuple[str, ...],
+    request: Layout,
+    copies: list[Value],
+) -> Value:
+    """Where the sum's own plan (`summed_layout`) costs least: `a`, or one of `copies`
+    (`copies_of`) an earlier reshard made, the first of the least (`R0[I, K_X] = E` gathered
+    E: `Sum_{I}` into `[K_YX]` sums that copy and slices)."""
+    best, cost = a, _summed_cost(st, a, dims, request)
+    for u in copies:
+        c = _summed_cost(st, u, dims, request)
+        if c is not None and (cost is None or c < cost * (1 - 1e-9)):
+            best, cost = u, c
+    return best
+
+
 def leanest_sums(
     st: LoweringState, a: Value, dims: tuple[str, ...], request: Layout
 ) -> list[tuple[Value, Layout]]:
@@ -782,11 +794,7 @@ def leanest_sums(
     sliced to `[I, K_YZ]`, whole over X, and permutes the sum over NVLink: 144.81 us against
     145.83 for the sum sliced to `[I, K_YXZ]` and permuted across InfiniBand)."""
     copies = copies_of(st, a, 4)
-    own, own_cost = a, _summed_cost(st, a, dims, request)
-    for u in copies:
-        c = _summed_cost(st, u, dims, request)
-        if c is not None and (own_cost is None or c < own_cost * (1 - 1e-9)):
-            own, own_cost = u, c
+    own = cheapest_sum_source(st, a, dims, request, copies)
     out: list[tuple[Value, Layout]] = [(own, summed_layout(st, own, dims, request) or own.layout)]
     for k in range(2):
         best: tuple[Value, Layout] | None = None
